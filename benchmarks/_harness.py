@@ -1,0 +1,149 @@
+"""Shared timing and reporting helpers for icmlx benchmark scripts.
+
+Every benchmark script:
+
+1. checks correctness first (against the baseline or a reference) and refuses to time wrong code;
+2. times the first call separately (trace + compile + run) from the steady state;
+3. reports the median and spread of ``repeats`` steady-state calls, each ended by ``jax.block_until_ready``;
+4. runs the named baseline in the same process and quotes the ratio;
+5. prints a table and writes ``benchmarks/results/<name>.json`` with versions, backend, devices and dtype.
+
+Usage::
+
+    from _harness import time_fn, write_results, print_table
+    t = time_fn(jitted_fn, *args, repeats=20)
+    print(t["compile_s"], t["median_s"])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def _block(x: Any) -> Any:
+    return jax.block_until_ready(x)
+
+
+def time_fn(
+    fn: Callable[..., Any],
+    *args: Any,
+    repeats: int = 10,
+    warmup: int = 1,
+    min_time_s: float = 0.0,
+    is_jax: bool = True,
+    **kwargs: Any,
+) -> dict[str, float]:
+    """Time ``fn(*args, **kwargs)``: first call apart, then ``repeats`` steady-state calls.
+
+    Args:
+      fn: the callable (usually ``jax.jit``-ed).
+      repeats: number of steady-state calls whose median and spread are reported.
+      warmup: extra untimed calls after the first one.
+      min_time_s: keep repeating (beyond ``repeats``) until at least this much steady time is measured.
+      is_jax: block on the output with ``jax.block_until_ready`` (set False for NumPy/SciPy baselines).
+
+    Returns:
+      dict with ``compile_s`` (first call: trace + compile + run), ``median_s``, ``min_s``, ``max_s``,
+      ``iqr_s`` and ``repeats``.
+    """
+    sync = _block if is_jax else (lambda x: x)
+    t0 = time.perf_counter()
+    sync(fn(*args, **kwargs))
+    first = time.perf_counter() - t0
+    for _ in range(warmup):
+        sync(fn(*args, **kwargs))
+    times: list[float] = []
+    total = 0.0
+    while len(times) < repeats or total < min_time_s:
+        t0 = time.perf_counter()
+        sync(fn(*args, **kwargs))
+        dt = time.perf_counter() - t0
+        times.append(dt)
+        total += dt
+        if len(times) >= 10 * max(repeats, 1):
+            break
+    times.sort()
+    q = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
+    return {
+        "compile_s": first,
+        "median_s": statistics.median(times),
+        "min_s": times[0],
+        "max_s": times[-1],
+        "iqr_s": q[2] - q[0],
+        "repeats": len(times),
+    }
+
+
+def environment(dtype: str | None = None) -> dict[str, Any]:
+    """Versions, backend, device count and dtype for the JSON record."""
+    import numpy as np
+
+    env: dict[str, Any] = {
+        "jax": jax.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "backend": jax.default_backend(),
+        "devices": [str(d) for d in jax.devices()],
+        "device_count": jax.device_count(),
+        "x64": bool(jax.config.jax_enable_x64),
+        "cpu_count": os.cpu_count(),
+        "machine": platform.machine(),
+        "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    if dtype is not None:
+        env["dtype"] = dtype
+    try:
+        import icmlx
+
+        env["icmlx"] = icmlx.__version__
+    except Exception:  # pragma: no cover
+        pass
+    return env
+
+
+def write_results(name: str, rows: Sequence[dict[str, Any]], *, dtype: str | None = None,
+                  extra: dict[str, Any] | None = None) -> Path:
+    """Write ``benchmarks/results/<name>.json`` and return its path."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    record = {"benchmark": name, "environment": environment(dtype), "rows": list(rows)}
+    if extra:
+        record.update(extra)
+    path = RESULTS_DIR / f"{name}.json"
+    path.write_text(json.dumps(record, indent=2, default=float) + "\n")
+    return path
+
+
+def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
+                title: str | None = None) -> str:
+    """Print rows as an aligned text table (and return it)."""
+    if not rows:
+        return ""
+    columns = list(columns or rows[0].keys())
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return str(v)
+
+    cells = [[fmt(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    lines = []
+    if title:
+        lines.append(title)
+    lines.append("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
+    lines.append("  ".join("-" * w for w in widths))
+    lines.extend("  ".join(x.ljust(w) for x, w in zip(row, widths)) for row in cells)
+    out = "\n".join(lines)
+    print(out)
+    return out

@@ -1,0 +1,19 @@
+"""icmlx: JAX-native tools from six ICML 2026 papers.
+
+Subpackages (import them explicitly; each pulls in only what it needs):
+
+- :mod:`icmlx.optim` — DASH (batched Shampoo) and annealed learning-rate schedules.
+- :mod:`icmlx.stats` — relative-belief multiple testing and the two-groups framework.
+- :mod:`icmlx.structure` — PC and the optimal poly-forest learner with CI tests.
+- :mod:`icmlx.sde` — drift inference for overdamped Langevin systems from sparse paths.
+- :mod:`icmlx.solvers` — G-RANS neural subspace-correction solver for sparse FEM systems.
+"""
+
+import importlib.metadata as _metadata
+
+try:
+    __version__ = _metadata.version("icmlx")
+except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare source tree
+    __version__ = "0.0.0+unknown"
+
+__all__ = ["__version__"]

@@ -1,0 +1,42 @@
+"""Shared pytest configuration for icmlx.
+
+- 4 fake CPU devices (set before JAX creates a backend) so sharding code is exercised on CPU.
+- Strict dtype promotion, so silent float32/float64 mixing fails loudly in tests.
+- jaxtyping runtime checks for ``icmlx`` come from ``addopts`` in ``pyproject.toml`` (beartype).
+- ``getkey`` fixture: a fresh, deterministic PRNG key per call.
+- ``slow`` tests are deselected by default (``-m "not slow"`` in addopts); run them with ``-m slow``.
+"""
+
+import os
+
+_flags = os.environ.get("XLA_FLAGS", "")
+if "xla_force_host_platform_device_count" not in _flags:
+    os.environ["XLA_FLAGS"] = (_flags + " --xla_force_host_platform_device_count=4").strip()
+
+import itertools  # noqa: E402
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+jax.config.update("jax_numpy_dtype_promotion", "strict")
+
+X64 = bool(jax.config.jax_enable_x64)
+
+
+@pytest.fixture
+def getkey():
+    """Return a callable giving a new PRNG key on every call (deterministic per test)."""
+    counter = itertools.count()
+    base = jax.random.key(0)
+
+    def _getkey():
+        return jax.random.fold_in(base, next(counter))
+
+    return _getkey
+
+
+@pytest.fixture
+def x64():
+    """Whether the run has ``JAX_ENABLE_X64=1``."""
+    return X64
