@@ -16,7 +16,6 @@ if "xla_force_host_platform_device_count" not in _flags:
 import itertools  # noqa: E402
 
 import jax  # noqa: E402
-import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 jax.config.update("jax_numpy_dtype_promotion", "strict")

@@ -1,7 +1,56 @@
 """Optimisation: annealed learning-rate schedules and DASH (batched Shampoo).
 
 Schedules (Attia & Koren, arXiv:2503.09411) are pure ``count -> value`` functions usable anywhere optax takes
-a learning rate. DASH (Modoranu et al., arXiv:2602.02016) will live here as optax transformations.
+a learning rate; :func:`tail_degree` and :func:`robustness_exponent` tell how robust a schedule is to an
+overestimated step size, and :func:`misspecification_sweep` measures it. DASH (Modoranu et al.,
+arXiv:2602.02016) lives here as optax transformations.
 """
 
-__all__: list[str] = []
+# DASH (_dash, _inverse_root) and annealed schedules (_schedules, _robustness); isort order.
+from ._dash import DashState as DashState
+from ._dash import dash as dash
+from ._dash import scale_by_dash as scale_by_dash
+from ._inverse_root import matrix_inverse_root as matrix_inverse_root
+from ._inverse_root import power_iteration as power_iteration
+from ._robustness import SweepResult as SweepResult
+from ._robustness import fit_slopes as fit_slopes
+from ._robustness import misspecification_sweep as misspecification_sweep
+from ._robustness import schedule_table as schedule_table
+from ._schedules import Schedule as Schedule
+from ._schedules import constant as constant
+from ._schedules import cosine_decay as cosine_decay
+from ._schedules import inverse_sqrt as inverse_sqrt
+from ._schedules import join as join
+from ._schedules import linear_decay as linear_decay
+from ._schedules import polynomial_decay as polynomial_decay
+from ._schedules import robustness_exponent as robustness_exponent
+from ._schedules import tail_degree as tail_degree
+from ._schedules import warmup as warmup
+from ._schedules import warmup_cosine_decay as warmup_cosine_decay
+from ._schedules import wsd as wsd
+
+__all__ = [
+    # schedules
+    "Schedule",
+    "constant",
+    "cosine_decay",
+    "inverse_sqrt",
+    "join",
+    "linear_decay",
+    "polynomial_decay",
+    "robustness_exponent",
+    "tail_degree",
+    "warmup",
+    "warmup_cosine_decay",
+    "wsd",
+    "misspecification_sweep",
+    "fit_slopes",
+    "schedule_table",
+    "SweepResult",
+    # --- DASH (added by the DASH work) ---
+    "DashState",
+    "dash",
+    "scale_by_dash",
+    "matrix_inverse_root",
+    "power_iteration",
+]
