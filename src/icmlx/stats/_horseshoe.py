@@ -1,0 +1,261 @@
+"""Horseshoe shrinkage E[1 - kappa | x] by Gauss–Legendre quadrature, and the Datta–Ghosh horseshoe
+test."""
+
+import functools
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float
+
+from .._types import RealScalarLike
+from ._checks import as_float_array, check_no_nan, float_dtype, positive
+from ._empirical_bayes import estimate_sparsity
+
+__all__ = ["horseshoe_shrinkage", "horseshoe_threshold", "HorseshoeResult", "horseshoe_test"]
+
+ScalarOrBatch = RealScalarLike | Float[Array, "..."]
+
+# Gauss–Legendre rules on [-1, 1] for the three panels in t = log s (host constants, built once).
+_N1, _N2, _N3 = 128, 64, 64
+_GL = {n: np.polynomial.legendre.leggauss(n) for n in (_N1, _N2, _N3)}
+_LOWER = math.log(1e-6)  # integrate s from 1e-6 * tau; the mass below is added in closed form
+
+
+def _panel(a, b, n, dt):
+    """Nodes (..., n) and log weights (..., n) of an n-point GL rule on [a, b] (a, b
+    broadcastable)."""
+    xg, wg = _GL[n]
+    xg = jnp.asarray(xg, dt)
+    wg = jnp.asarray(wg, dt)
+    half = 0.5 * (b - a)[..., None]
+    mid = 0.5 * (b + a)[..., None]
+    return mid + half * xg, jnp.log(half) + jnp.log(wg)
+
+
+@jax.jit
+def _shrinkage_z2(z2, log_tau):
+    """E[1 - kappa | z] for arrays z2 = z^2 and log_tau of the same shape (elementwise)."""
+    dt = z2.dtype
+    t_lo = log_tau + _LOWER
+    t_a = jnp.minimum(-1.0, 0.5 * t_lo)
+    t_b = -jnp.minimum(0.5, 40.0 / jnp.maximum(z2, 1e-30))
+    t_a = jnp.minimum(t_a, t_b - 1e-3)
+    nodes, logw = zip(
+        _panel(t_lo, t_a, _N1, dt),
+        _panel(t_a, t_b, _N2, dt),
+        _panel(t_b, jnp.zeros_like(z2), _N3, dt),
+    )
+    t = jnp.concatenate(nodes, axis=-1)
+    lw = jnp.concatenate(logw, axis=-1)
+    # s = e^t, kappa = 1 - s^2; density in t: e^{z^2 (s^2-1)/2} / (tau^2 (1-s^2) + s^2) * s
+    s2m1 = jnp.expm1(2.0 * t)
+    log_den_tau = jnp.logaddexp(2.0 * log_tau[..., None] + jnp.log(-s2m1), 2.0 * t)
+    log_f = 0.5 * z2[..., None] * s2m1 - log_den_tau + t + lw
+    # closed-form mass of [0, e^{t_lo}] in the denominator (s^2 << tau^2, w ~ e^{-z^2/2}/tau^2)
+    log_tail = t_lo - 0.5 * z2 - 2.0 * log_tau
+    den = jnp.logaddexp(jax.nn.logsumexp(log_f, axis=-1), log_tail)
+    num = jax.nn.logsumexp(log_f + 2.0 * t, axis=-1)
+    return jnp.exp(num - den)
+
+
+def _prep_tau(tau, dt):
+    return jnp.log(positive("tau", tau, dt))
+
+
+def horseshoe_shrinkage(
+    x: Float[Array, "*shape"],
+    tau: ScalarOrBatch,
+    sigma: RealScalarLike = 1.0,
+    *,
+    batch_size: int = 8192,
+) -> Float[Array, "*shape"]:
+    r"""Posterior mean of :math:`1-\kappa` under the horseshoe prior, by quadrature.
+
+    Prior :math:`\mu_i\mid\lambda_i\sim N(0,\sigma^2\lambda_i^2\tau^2)`, :math:`\lambda_i\sim
+    C^+(0,1)`,
+    :math:`\kappa_i=1/(1+\lambda_i^2\tau^2)`, so :math:`E[\mu_i\mid x_i]=E[1-\kappa_i\mid
+    x_i]\,x_i`. With
+    :math:`s^2=1-\kappa`, :math:`z=x/\sigma`:
+
+    .. math::
+
+        E[1-\kappa\mid x] = \frac{\int_0^1 s^2 w(s)\,ds}{\int_0^1 w(s)\,ds},\qquad
+        w(s) = \frac{e^{z^2(s^2-1)/2}}{\tau^2 + (1-\tau^2)s^2}.
+
+    Integrated in :math:`t=\log s\in[\log(10^{-6}\tau),0]` with three Gauss–Legendre panels
+    (128+64+64
+    nodes; the last panel has width :math:`\min(1/2, 40/z^2)` to resolve the :math:`e^{z^2 t}`
+    boundary
+    layer) in log space (``logsumexp``), plus the closed-form mass of :math:`s<10^{-6}\tau`. Agrees
+    with adaptive quadrature to ~1e-7 (float64) for
+    :math:`\tau\in[10^{-6},1]`. Large inputs are processed in chunks of ``batch_size``
+    (``lax.map``).
+
+    Args:
+      x: observations, any shape.
+      tau: global scale :math:`\tau>0`, scalar or broadcastable against ``x``.
+      sigma: noise standard deviation (> 0).
+      batch_size: chunk size for large inputs (static).
+
+    Returns:
+      :math:`E[1-\kappa\mid x]\in(0,1)`, same shape and dtype as ``x``.
+
+    Raises:
+      ValueError: non-positive ``tau``/``sigma``; NaN in ``x`` (run time).
+
+    References:
+      Carvalho, Polson & Scott (2010), Biometrika 97(2). Datta & Ghosh (2013), Bayesian Anal. 8(1).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.stats import horseshoe_shrinkage
+      >>> [round(v, 4) for v in horseshoe_shrinkage(jnp.array([4.0, 6.0]), 0.01).tolist()]
+      [0.5035, 0.9384]
+    """
+    x = check_no_nan(as_float_array(x, "x"), "x")
+    dt = x.dtype
+    s = positive("sigma", sigma, dt)
+    log_tau = _prep_tau(tau, dt)
+    return _shrinkage_nd(x, s, log_tau, batch_size)
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _shrinkage_nd(x, s, log_tau, batch_size):
+    z2, lt = jnp.broadcast_arrays((x / s) ** 2, log_tau)
+    shape = z2.shape
+    z2f = z2.reshape(-1)
+    ltf = lt.reshape(-1)
+    m = z2f.shape[0]
+    if m <= batch_size:
+        out = _shrinkage_z2(z2f, ltf)
+    else:
+        out = jax.lax.map(lambda a: _shrinkage_z2(a[0], a[1]), (z2f, ltf), batch_size=batch_size)
+    return out.reshape(shape)
+
+
+def horseshoe_threshold(
+    tau: ScalarOrBatch, *, num_steps: int = 50
+) -> Float[Array, "..."]:
+    r"""The :math:`|z|` cutoff of the Datta–Ghosh rule: the root of :math:`E[1-\kappa\mid
+    z;\tau]=1/2`.
+
+    :math:`E[1-\kappa\mid z]` increases in :math:`|z|`, so "reject iff :math:`E[1-\kappa\mid
+    x]>1/2`" is
+    "reject iff :math:`|x|/\sigma >` this cutoff". Found by bisection on :math:`[0, 60]`
+    (``num_steps``
+    steps, elementwise over ``tau``); 0 if :math:`E[1-\kappa\mid 0] > 1/2` (large :math:`\tau`).
+
+    Args:
+      tau: global scale :math:`\tau>0`, scalar or array.
+      num_steps: bisection steps (static).
+
+    Returns:
+      The cutoff on :math:`|x|/\sigma`, shape of ``tau``.
+
+    Raises:
+      ValueError: non-positive ``tau``.
+
+    References:
+      Datta & Ghosh (2013), Bayesian Anal. 8(1):111–132.
+
+    Examples:
+      >>> from icmlx.stats import horseshoe_threshold
+      >>> round(float(horseshoe_threshold(0.01)), 3)
+      3.995
+    """
+    dt = float_dtype(tau)
+    return _hs_threshold(_prep_tau(tau, dt), num_steps)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _hs_threshold(lt, num_steps):
+    def body(_, lohi):
+        lo, hi = lohi
+        mid = 0.5 * (lo + hi)
+        above = _shrinkage_z2(mid * mid, lt) > 0.5
+        return jnp.where(above, lo, mid), jnp.where(above, mid, hi)
+
+    lo, hi = jax.lax.fori_loop(0, num_steps, body, (jnp.zeros_like(lt), jnp.full_like(lt, 60.0)))
+    at0 = _shrinkage_z2(jnp.zeros_like(lt), lt) > 0.5
+    return jnp.where(at0, 0.0, 0.5 * (lo + hi))
+
+
+@jax.jit
+def _compare(x, s, thr):
+    return jnp.abs(x / s) > thr[..., None]
+
+
+class HorseshoeResult(eqx.Module):
+    """Result of :func:`horseshoe_test`.
+
+    Attributes:
+      reject: decisions :math:`E[1-\\kappa_i\\mid x_i] > 1/2`, shape of ``x``.
+      threshold: the equivalent cutoff on :math:`|x|/\\sigma` per row, shape ``(*batch,)``.
+      tau: the global scale used per row, shape ``(*batch,)``.
+    """
+
+    reject: Bool[Array, "*batch n"]
+    threshold: Float[Array, "*batch"]
+    tau: Float[Array, "*batch"]
+
+    @property
+    def n_rejected(self) -> Array:
+        """Number of rejections along the last axis."""
+        return jnp.sum(self.reject, axis=-1)
+
+
+def horseshoe_test(
+    x: Float[Array, "*batch n"],
+    tau: ScalarOrBatch | str = "eb",
+    sigma: RealScalarLike = 1.0,
+) -> HorseshoeResult:
+    r"""Horseshoe multiple test of Datta & Ghosh (2013): reject iff :math:`E[1-\kappa_i\mid x_i] >
+    1/2`.
+
+    For a fixed :math:`\tau` this is the threshold rule :math:`|x_i|/\sigma > c(\tau)`
+    (:func:`horseshoe_threshold`), so decisions cost one comparison per test. ``tau="eb"`` uses the
+    empirical-Bayes :math:`\hat\tau=\max(1/n, \#\{|x_i|>\sigma\sqrt{2\log n}\}/n)` per row
+    (:func:`estimate_sparsity`). With :math:`\tau\asymp p` the risk is within a constant factor of
+    the oracle.
+
+    Args:
+      x: observations, shape ``(*batch, n)``.
+      tau: global scale > 0 (scalar, or shape ``(*batch,)`` per row) or ``"eb"``.
+      sigma: noise standard deviation (> 0).
+
+    Returns:
+      :class:`HorseshoeResult` (``reject``, ``threshold``, ``tau``).
+
+    Raises:
+      ValueError: unknown string for ``tau``; non-positive ``tau``/``sigma``; NaN in ``x`` (run
+        time).
+
+    References:
+      Datta & Ghosh (2013), Bayesian Anal. 8(1). Ghosh, Tang, Ghosh & Chakrabarti (2016), Bayesian
+      Anal.
+      11(3). van der Pas, Kleijn & van der Vaart (2014), arXiv:1404.0202.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.stats import horseshoe_test
+      >>> print(horseshoe_test(jnp.array([1.0, 3.9, 4.1]), tau=0.01).reject)
+      [False False  True]
+    """
+    x = check_no_nan(as_float_array(x, "x"), "x")
+    if x.ndim < 1:
+        raise ValueError(f"x must have a tests axis, got {x.shape=}")
+    dt = x.dtype
+    s = positive("sigma", sigma, dt)
+    batch = x.shape[:-1]
+    if isinstance(tau, str):
+        if tau != "eb":
+            raise ValueError(f"tau must be a positive number, an array or 'eb', got {tau=!r}")
+        t = estimate_sparsity(x, s)
+    else:
+        t = jnp.broadcast_to(positive("tau", tau, dt), batch)
+    thr = _hs_threshold(jnp.log(t), 50)
+    reject = _compare(x, s, thr)
+    return HorseshoeResult(reject=reject, threshold=thr, tau=t)

@@ -1,0 +1,410 @@
+"""Two-groups framework of Bogdan, Chakrabarti, Frommlet & Ghosh (2011): Bayes oracle and exact
+risks."""
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import ndtr
+from jaxtyping import Array, Bool, Float
+
+from .._types import RealScalarLike
+from ._checks import as_float_array, check_no_nan, check_scalar, float_dtype, positive
+
+__all__ = [
+    "bayes_oracle_threshold",
+    "OracleResult",
+    "bayes_oracle_test",
+    "ThresholdRisk",
+    "threshold_risk",
+    "abos_risk_ratio",
+    "calibrate_tau2",
+    "bfdr_threshold",
+]
+
+ScalarOrBatch = RealScalarLike | Float[Array, "..."]
+
+
+@jax.jit
+def _bo_c2(pp, u, d0, dA):
+    return (1.0 + 1.0 / u) * (jnp.log1p(u) + 2.0 * (jnp.log1p(-pp) - jnp.log(pp) + jnp.log(d0 / dA)))
+
+
+@jax.jit
+def _risk(cc, pp, u, d0, dA):
+    c = jnp.sqrt(jnp.maximum(cc, 0.0))
+    t1 = 2.0 * ndtr(-c)
+    t2 = 1.0 - 2.0 * ndtr(-c / jnp.sqrt(1.0 + u))
+    return t1, t2, (1.0 - pp) * d0 * t1 + pp * dA * t2
+
+
+@jax.jit
+def _ratio(cc, pp, u, d0, dA):
+    return _risk(cc, pp, u, d0, dA)[2] / _risk(_bo_c2(pp, u, d0, dA), pp, u, d0, dA)[2]
+
+
+@jax.jit
+def _bo_test(x, pp, u, s, d0, dA):
+    z2 = (x / s) ** 2
+    c2 = _bo_c2(pp, u, d0, dA)
+    # log posterior odds of the null: log((1-p)/p) + 0.5 log(1+u) - 0.5 z^2 u/(1+u)
+    log_odds0 = jnp.log1p(-pp) - jnp.log(pp) + 0.5 * jnp.log1p(u) - 0.5 * z2 * (u / (1.0 + u))
+    return z2 > c2, jax.nn.sigmoid(log_odds0), c2
+
+
+def _params(p, tau2, sigma, delta0, deltaA, extra=()):
+    dt = float_dtype(p, tau2, sigma, delta0, deltaA, *extra)
+    pp = check_scalar("p", p, dt, lo=0.0, hi=1.0)
+    t2 = positive("tau2", tau2, dt)
+    s = positive("sigma", sigma, dt)
+    d0 = positive("delta0", delta0, dt)
+    dA = positive("deltaA", deltaA, dt)
+    return dt, pp, t2 / (s * s), s, d0, dA
+
+
+def bayes_oracle_threshold(
+    p: ScalarOrBatch,
+    tau2: ScalarOrBatch,
+    sigma: RealScalarLike = 1.0,
+    delta0: RealScalarLike = 1.0,
+    deltaA: RealScalarLike = 1.0,
+) -> Float[Array, "..."]:
+    r"""Threshold :math:`c^2` of the Bayes oracle: reject :math:`H_{0i}` iff :math:`X_i^2/\sigma^2
+    > c^2`.
+
+    Two-groups model :math:`\mu_i\sim(1-p)\delta_0+pN(0,\tau^2)`, :math:`X_i\mid\mu_i\sim
+    N(\mu_i,\sigma^2)`,
+    loss :math:`\delta_0` per false rejection and :math:`\delta_A` per false acceptance. With
+    :math:`u=\tau^2/\sigma^2`, :math:`f=(1-p)/p`, :math:`\delta=\delta_0/\delta_A`:
+
+    .. math:: c^2 = (1 + 1/u)\,\big(\log(1+u) + 2\log(f\delta)\big).
+
+    A negative value means the oracle rejects every test.
+
+    Args:
+      p: non-null proportion in (0, 1); scalar or array (broadcast elementwise).
+      tau2: slab variance :math:`\tau^2 > 0`.
+      sigma: noise standard deviation (> 0).
+      delta0, deltaA: losses of a type I / type II error (> 0).
+
+    Returns:
+      :math:`c^2`, the broadcast shape of the arguments.
+
+    Raises:
+      ValueError: ``p`` outside (0, 1) or non-positive variances/losses.
+
+    References:
+      Bogdan, Chakrabarti, Frommlet & Ghosh (2011), Ann. Statist. 39(3), arXiv:1002.3501.
+
+    Examples:
+      >>> from icmlx.stats import bayes_oracle_threshold
+      >>> round(float(bayes_oracle_threshold(0.01, 11.645)), 3)
+      12.735
+    """
+    _, pp, u, _, d0, dA = _params(p, tau2, sigma, delta0, deltaA)
+    return _bo_c2(pp, u, d0, dA)
+
+
+class OracleResult(eqx.Module):
+    """Result of :func:`bayes_oracle_test`.
+
+    Attributes:
+      reject: oracle decisions, shape of ``x``.
+      lfdr: local false discovery rate :math:`P(\\mu_i=0\\mid x_i)`, shape of ``x``.
+      threshold: :math:`c^2` on :math:`(x/\\sigma)^2` (broadcastable to ``x``).
+    """
+
+    reject: Bool[Array, "*shape"]
+    lfdr: Float[Array, "*shape"]
+    threshold: Float[Array, "..."]
+
+    @property
+    def n_rejected(self) -> Array:
+        """Number of rejections along the last axis."""
+        return jnp.sum(self.reject, axis=-1)
+
+
+def bayes_oracle_test(
+    x: Float[Array, "*batch n"],
+    *,
+    p: ScalarOrBatch,
+    tau2: ScalarOrBatch,
+    sigma: RealScalarLike = 1.0,
+    delta0: RealScalarLike = 1.0,
+    deltaA: RealScalarLike = 1.0,
+) -> OracleResult:
+    r"""The Bayes oracle (known :math:`p,\tau^2`): reject iff :math:`p\delta_A\phi_{1+u} >
+    (1-p)\delta_0\phi_1`.
+
+    Equivalently :math:`z_i^2 > c^2` (:func:`bayes_oracle_threshold`), or
+    :math:`\mathrm{lfdr}_i < \delta_A/(\delta_0+\delta_A)` where
+
+    .. math:: \mathrm{lfdr}_i = \frac{(1-p)\phi(z_i)}{(1-p)\phi(z_i) +
+       p\,\phi(z_i/\sqrt{1+u})/\sqrt{1+u}}.
+
+    Args:
+      x: observations, shape ``(*batch, n)``.
+      p, tau2, sigma, delta0, deltaA: as in :func:`bayes_oracle_threshold`.
+
+    Returns:
+      :class:`OracleResult` (``reject``, ``lfdr``, ``threshold``).
+
+    Raises:
+      ValueError: as :func:`bayes_oracle_threshold`; NaN in ``x`` (at run time).
+
+    References:
+      Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.stats import bayes_oracle_test
+      >>> bayes_oracle_test(jnp.array([1.0, 3.5, 3.6]), p=0.01, tau2=11.645).reject
+      Array([False, False,  True], dtype=bool)
+    """
+    x = check_no_nan(as_float_array(x, "x"), "x")
+    dt, pp, u, s, d0, dA = _params(p, tau2, sigma, delta0, deltaA, extra=(x,))
+    reject, lfdr, c2 = _bo_test(x, pp, u, s, d0, dA)
+    return OracleResult(reject=reject, lfdr=lfdr, threshold=c2)
+
+
+class ThresholdRisk(eqx.Module):
+    """Exact per-test error rates and Bayes risk of the rule "reject iff :math:`z^2>c^2`"
+    (:func:`threshold_risk`).
+
+    Attributes:
+      type1: :math:`t_1=P(\\text{reject}\\mid\\mu=0)=2\\bar\\Phi(c)`.
+      type2: :math:`t_2=P(\\text{accept}\\mid\\mu\\ne0)=2\\Phi(c/\\sqrt{1+u})-1`.
+      risk: per-test Bayes risk :math:`(1-p)\\delta_0 t_1 + p\\,\\delta_A t_2` (multiply by ``n``
+        for the total).
+    """
+
+    type1: Float[Array, "..."]
+    type2: Float[Array, "..."]
+    risk: Float[Array, "..."]
+
+
+def threshold_risk(
+    c2: ScalarOrBatch,
+    p: ScalarOrBatch,
+    tau2: ScalarOrBatch,
+    sigma: RealScalarLike = 1.0,
+    delta0: RealScalarLike = 1.0,
+    deltaA: RealScalarLike = 1.0,
+) -> ThresholdRisk:
+    r"""Exact per-test type I/II errors and Bayes risk of any fixed threshold rule :math:`z^2 >
+    c^2`.
+
+    .. math::
+
+        t_1 = 2(1-\Phi(c)),\qquad t_2 = 2\Phi\big(c/\sqrt{1+u}\big) - 1,\qquad
+        R/n = (1-p)\,\delta_0\, t_1 + p\,\delta_A\, t_2,
+
+    with :math:`c=\sqrt{\max(c^2,0)}` and :math:`u=\tau^2/\sigma^2`. Computed with :math:`\bar\Phi`
+    directly
+    (no :math:`1-\Phi` cancellation); float64 is still advised for :math:`n\ge10^8`.
+
+    Args:
+      c2: threshold(s) on :math:`(x/\sigma)^2`; any shape, broadcast with the other arguments.
+      p, tau2, sigma, delta0, deltaA: as in :func:`bayes_oracle_threshold`.
+
+    Returns:
+      :class:`ThresholdRisk` with ``type1``, ``type2`` and per-test ``risk``.
+
+    Raises:
+      ValueError: ``p`` outside (0, 1), non-positive variances/losses, NaN threshold.
+
+    References:
+      Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501, eq. (2.x) / section 3.
+
+    Examples:
+      >>> from icmlx.stats import threshold_risk
+      >>> from icmlx.stats import bayes_oracle_threshold, calibrate_tau2
+      >>> tau2 = calibrate_tau2(0.01)       # C = 1 regime, n = 1e4 with p = n^-1/2
+      >>> r = threshold_risk(bayes_oracle_threshold(0.01, tau2), p=0.01, tau2=tau2)
+      >>> print(f"{float(r.type1):.3e} {float(r.type2):.4f} {float(r.risk) / 0.01:.4f}")
+      3.590e-04 0.6844 0.7199
+    """
+    dt, pp, u, _, d0, dA = _params(p, tau2, sigma, delta0, deltaA, extra=(c2,))
+    t1, t2, risk = _risk(check_scalar("c2", c2, dt), pp, u, d0, dA)
+    return ThresholdRisk(type1=t1, type2=t2, risk=risk)
+
+
+def abos_risk_ratio(
+    c2: ScalarOrBatch,
+    p: ScalarOrBatch,
+    tau2: ScalarOrBatch,
+    sigma: RealScalarLike = 1.0,
+    delta0: RealScalarLike = 1.0,
+    deltaA: RealScalarLike = 1.0,
+) -> Float[Array, "..."]:
+    r"""Exact ratio :math:`R_\text{rule}/R_\text{BO}` of a fixed threshold rule to the Bayes oracle.
+
+    A sequence of rules is asymptotically Bayes optimal under sparsity (ABOS) iff this ratio tends
+    to 1
+    under the asymptotic regime :math:`p\to0`, :math:`u\to\infty`, :math:`\log(v)/u\to
+    C\in(0,\infty)`
+    (:math:`v=uf^2\delta^2`; see :func:`calibrate_tau2`). Finite-n claims must use this exact
+    ratio, not
+    the limit constant :math:`2\Phi(\sqrt C)-1`.
+
+    Args:
+      c2: threshold(s) :math:`c^2` of the rule on :math:`(x/\sigma)^2` (e.g. from
+        :func:`relative_belief_threshold`, :func:`bonferroni_threshold`, :func:`bfdr_threshold`, or
+        the
+        square of :func:`horseshoe_threshold`).
+      p, tau2, sigma, delta0, deltaA: as in :func:`bayes_oracle_threshold`.
+
+    Returns:
+      The risk ratio (>= 1), broadcast shape of the arguments.
+
+    Raises:
+      ValueError: as :func:`threshold_risk`.
+
+    References:
+      Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501.
+
+    Examples:
+      >>> from icmlx.stats import abos_risk_ratio, relative_belief_threshold
+      >>> c2 = relative_belief_threshold(11.645 * 99.0**2)   # RB, preset "oracle" (H1), n = 1e4
+      >>> round(float(abos_risk_ratio(c2, p=0.01, tau2=11.645)), 4)
+      1.0091
+    """
+    dt, pp, u, s, d0, dA = _params(p, tau2, sigma, delta0, deltaA, extra=(c2,))
+    return _ratio(check_scalar("c2", c2, dt), pp, u, d0, dA)
+
+
+def calibrate_tau2(
+    p: ScalarOrBatch,
+    C: RealScalarLike = 1.0,
+    sigma: RealScalarLike = 1.0,
+    delta: RealScalarLike = 1.0,
+    *,
+    num_steps: int = 60,
+) -> Float[Array, "..."]:
+    r"""Slab variance :math:`\tau^2` that puts :math:`(p,\tau^2)` on the asymptotic regime
+    :math:`\log v/u = C`.
+
+    Solves :math:`C u = \log u + 2\log(f\delta)` for its larger root (:math:`u=\tau^2/\sigma^2`,
+    :math:`f=(1-p)/p`) by Newton's method from the right (monotone convergence; ``lax.fori_loop``),
+    and
+    returns :math:`\tau^2=\sigma^2 u`. No root exists when :math:`2\log(f\delta) < 1 + \log C`; the
+    result
+    is then NaN, caught by an ``eqx.error_if``.
+
+    Args:
+      p: non-null proportion in (0, 1); scalar or array.
+      C: the constant :math:`C>0` of the regime (Bogdan et al.'s assumption (A)).
+      sigma: noise standard deviation (> 0).
+      delta: loss ratio :math:`\delta_0/\delta_A` (> 0).
+      num_steps: Newton steps (static).
+
+    Returns:
+      :math:`\tau^2`, the broadcast shape of ``p``/``C``.
+
+    Raises:
+      ValueError: out-of-range arguments; no root (at run time).
+
+    References:
+      Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501, assumption (A).
+
+    Examples:
+      >>> from icmlx.stats import calibrate_tau2
+      >>> round(float(calibrate_tau2(0.01)), 3)
+      11.645
+    """
+    dt = float_dtype(p, C, sigma, delta)
+    pp = check_scalar("p", p, dt, lo=0.0, hi=1.0)
+    cc = positive("C", C, dt)
+    s = positive("sigma", sigma, dt)
+    d = positive("delta", delta, dt)
+    return s * s * _calibrate(pp, cc, d, num_steps)
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _calibrate(pp, cc, d, num_steps):
+    L = 2.0 * (jnp.log1p(-pp) - jnp.log(pp) + jnp.log(d))
+    L, cc = jnp.broadcast_arrays(L, cc)
+    u0 = 2.0 * (jnp.abs(L) + 1.0) / cc + 1.0 / cc + 1.0
+
+    def body(_, u):
+        h = cc * u - jnp.log(u) - L
+        dh = cc - 1.0 / u
+        return jnp.maximum(u - h / dh, 1.0 / cc)
+
+    u = jax.lax.fori_loop(0, num_steps, body, u0)
+    resid = jnp.abs(cc * u - jnp.log(u) - L)
+    ok = resid <= 1e-3 * jnp.maximum(1.0, jnp.abs(L))
+    return eqx.error_if(
+        u, jnp.any(~ok), "calibrate_tau2: no tau2 solves C*u = log(u) + 2 log((1-p) delta / p)"
+    )
+
+
+def bfdr_threshold(
+    alpha: ScalarOrBatch,
+    p: ScalarOrBatch,
+    tau2: ScalarOrBatch,
+    sigma: RealScalarLike = 1.0,
+    *,
+    num_steps: int = 80,
+) -> Float[Array, "..."]:
+    r"""Fixed threshold :math:`c^2` with Bayesian FDR equal to ``alpha`` (the large-n limit of BH
+    at level alpha).
+
+    .. math:: \mathrm{BFDR}(c)=\frac{(1-p)t_1(c)}{(1-p)t_1(c)+p(1-t_2(c))} = \alpha,
+
+    solved by bisection in :math:`c\in[0,40]` (BFDR decreases in :math:`c`). If
+    :math:`\mathrm{BFDR}(0)=1-p\le\alpha`, the result is 0 (reject all).
+
+    Args:
+      alpha: target level in (0, 1).
+      p, tau2, sigma: two-groups parameters.
+      num_steps: bisection steps (static).
+
+    Returns:
+      :math:`c^2` on :math:`(x/\sigma)^2`, broadcast shape.
+
+    Raises:
+      ValueError: out-of-range arguments.
+
+    References:
+      Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501, section 5 (BH as a threshold
+      rule).
+      Efron & Tibshirani (2002), Genet. Epidemiol. 23 (Bayesian FDR).
+
+    Examples:
+      >>> from icmlx.stats import bfdr_threshold, abos_risk_ratio, calibrate_tau2
+      >>> tau2 = calibrate_tau2(0.01)
+      >>> c2 = bfdr_threshold(0.05, p=0.01, tau2=tau2)
+      >>> round(float(abos_risk_ratio(c2, p=0.01, tau2=tau2)), 3)
+      1.012
+    """
+    dt = float_dtype(alpha, p, tau2, sigma)
+    a = check_scalar("alpha", alpha, dt, lo=0.0, hi=1.0)
+    pp = check_scalar("p", p, dt, lo=0.0, hi=1.0)
+    u = positive("tau2", tau2, dt) / positive("sigma", sigma, dt) ** 2
+    return _bfdr(a, pp, u, num_steps)
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _bfdr(a, pp, u, num_steps):
+    a, pp, u = jnp.broadcast_arrays(a, pp, u)
+    log_target = jnp.log(a) - jnp.log1p(-a)  # log odds alpha/(1-alpha)
+
+    def log_odds(c):
+        # log[(1-p) t1 / (p (1 - t2))] = log(1-p) - log p + log ndtr(-c) - log ndtr(-c/sqrt(1+u))
+        from jax.scipy.special import log_ndtr
+
+        return jnp.log1p(-pp) - jnp.log(pp) + log_ndtr(-c) - log_ndtr(-c / jnp.sqrt(1.0 + u))
+
+    def body(_, lohi):
+        lo, hi = lohi
+        mid = 0.5 * (lo + hi)
+        too_liberal = log_odds(mid) > log_target
+        return jnp.where(too_liberal, mid, lo), jnp.where(too_liberal, hi, mid)
+
+    lo0 = jnp.zeros_like(u)
+    hi0 = jnp.full_like(u, 40.0)
+    lo, hi = jax.lax.fori_loop(0, num_steps, body, (lo0, hi0))
+    c = jnp.where(log_odds(lo0) <= log_target, 0.0, hi)
+    return c * c
