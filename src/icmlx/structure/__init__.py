@@ -2,4 +2,68 @@
 arXiv:2507.05689), with batched Gaussian, discrete, Bernoulli and nonparametric conditional-independence tests.
 """
 
-__all__: list[str] = []
+from ._ci_tests import CIResult as CIResult
+from ._ci_tests import bernoulli_test as bernoulli_test
+from ._ci_tests import binned_u_statistic as binned_u_statistic
+from ._ci_tests import chi_square as chi_square
+from ._ci_tests import correlation_matrix as correlation_matrix
+from ._ci_tests import d_separation as d_separation
+from ._ci_tests import fisher_z as fisher_z
+from ._data import random_er_dag as random_er_dag
+from ._data import random_polyforest as random_polyforest
+from ._data import read_causal_learn_data as read_causal_learn_data
+from ._data import read_causal_learn_graph as read_causal_learn_graph
+from ._data import read_endpoint_matrix as read_endpoint_matrix
+from ._data import sample_bernoulli as sample_bernoulli
+from ._data import sample_linear_gaussian as sample_linear_gaussian
+from ._data import sample_nonlinear as sample_nonlinear
+from ._data import topological_order as topological_order
+from ._metrics import Scores as Scores
+from ._metrics import arrowhead_scores as arrowhead_scores
+from ._metrics import dag_to_cpdag as dag_to_cpdag
+from ._metrics import exact_recovery as exact_recovery
+from ._metrics import shd as shd
+from ._metrics import skeleton_scores as skeleton_scores
+from ._pc import BackgroundKnowledge as BackgroundKnowledge
+from ._pc import PCResult as PCResult
+from ._pc import encode_discrete as encode_discrete
+from ._pc import graph_to_edges as graph_to_edges
+from ._pc import pc as pc
+from ._pc_tree import PCTreeResult as PCTreeResult
+from ._pc_tree import pc_tree as pc_tree
+from ._pc_tree import pc_tree_from_scores as pc_tree_from_scores
+from ._pc_tree import polyforest_scores as polyforest_scores
+
+__all__ = [
+    "CIResult",
+    "bernoulli_test",
+    "binned_u_statistic",
+    "chi_square",
+    "correlation_matrix",
+    "d_separation",
+    "fisher_z",
+    "random_er_dag",
+    "random_polyforest",
+    "read_causal_learn_data",
+    "read_causal_learn_graph",
+    "read_endpoint_matrix",
+    "sample_bernoulli",
+    "sample_linear_gaussian",
+    "sample_nonlinear",
+    "topological_order",
+    "Scores",
+    "arrowhead_scores",
+    "dag_to_cpdag",
+    "exact_recovery",
+    "shd",
+    "skeleton_scores",
+    "BackgroundKnowledge",
+    "PCResult",
+    "encode_discrete",
+    "graph_to_edges",
+    "pc",
+    "PCTreeResult",
+    "pc_tree",
+    "pc_tree_from_scores",
+    "polyforest_scores",
+]

@@ -1,0 +1,234 @@
+"""Random graphs (poly-forests, Erdős–Rényi DAGs), SEM samplers, and causal-learn text-format readers."""
+
+import functools
+import re
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from icmlx._types import PRNGKey
+
+__all__ = [
+    "random_polyforest",
+    "random_er_dag",
+    "topological_order",
+    "sample_linear_gaussian",
+    "sample_bernoulli",
+    "sample_nonlinear",
+    "read_causal_learn_graph",
+    "read_causal_learn_data",
+    "read_endpoint_matrix",
+]
+
+
+@functools.partial(jax.jit, static_argnames=("d",))
+def random_polyforest(key: PRNGKey, d: int, drop_prob: float = 0.0) -> Bool[Array, "d d"]:
+    r"""Random poly-forest on ``d`` nodes: a random recursive tree, random edge directions, each edge dropped
+    with probability ``drop_prob``, then randomly relabelled.
+
+    Node ``i >= 1`` attaches to a uniform earlier node; the edge points either way with probability 1/2 (every
+    orientation of a tree is a poly-tree).
+
+    Args:
+      key: PRNG key.
+      d: number of nodes (static).
+      drop_prob: probability of deleting each tree edge (a forest).
+
+    Returns:
+      ``(d, d)`` bool DAG, ``dag[i, j]`` meaning ``i -> j``.
+
+    Examples:
+      >>> import jax
+      >>> from icmlx.structure import random_polyforest
+      >>> dag = random_polyforest(jax.random.key(0), 6)
+      >>> int(dag.sum())
+      5
+    """
+    k1, k2, k3, k4 = jax.random.split(key, 4)
+    i = jnp.arange(1, d)
+    parent = jnp.floor(jax.random.uniform(k1, (d - 1,)) * i).astype(jnp.int32)
+    flip = jax.random.bernoulli(k2, 0.5, (d - 1,))
+    keep = ~jax.random.bernoulli(k3, drop_prob, (d - 1,))
+    src = jnp.where(flip, i, parent)
+    dst = jnp.where(flip, parent, i)
+    a = jnp.zeros((d, d), bool).at[src, dst].set(keep)
+    perm = jax.random.permutation(k4, d)
+    return a[perm][:, perm]
+
+
+@functools.partial(jax.jit, static_argnames=("d",))
+def random_er_dag(key: PRNGKey, d: int, expected_degree: float = 2.0) -> Bool[Array, "d d"]:
+    r"""Erdős–Rényi DAG: each pair ``i < j`` (in a random order) is an edge with probability
+    :math:`p = \text{expected\_degree}/(d-1)`.
+
+    Examples:
+      >>> import jax
+      >>> from icmlx.structure import random_er_dag
+      >>> dag = random_er_dag(jax.random.key(0), 5, 2.0)
+      >>> bool((dag & dag.T).any())
+      False
+    """
+    k1, k2 = jax.random.split(key)
+    p = expected_degree / max(d - 1, 1)
+    upper = jnp.triu(jax.random.bernoulli(k1, p, (d, d)), 1)
+    perm = jax.random.permutation(k2, d)
+    return upper[perm][:, perm]
+
+
+@jax.jit
+def topological_order(dag: Bool[Array, "d d"]) -> Int[Array, " d"]:
+    """A topological order of ``dag`` (sorted by longest-path depth from the roots)."""
+    a = dag.astype(jnp.int32)
+    d = a.shape[0]
+
+    def body(c):
+        lev, _ = c
+        new = jnp.max(jnp.where(a > 0, lev[:, None] + 1, 0), axis=0)
+        return new, jnp.any(new != lev)
+
+    lev, _ = jax.lax.while_loop(lambda c: c[1], body, (jnp.zeros(d, jnp.int32), jnp.array(True)))
+    return jnp.argsort(lev, stable=True).astype(jnp.int32)
+
+
+def _weights(key, dag, lo, hi, dtype):
+    k1, k2 = jax.random.split(key)
+    mag = jax.random.uniform(k1, dag.shape, dtype, lo, hi)
+    sign = jnp.where(jax.random.bernoulli(k2, 0.5, dag.shape), 1.0, -1.0).astype(dtype)
+    return jnp.where(dag, mag * sign, 0.0).astype(dtype)
+
+
+@functools.partial(jax.jit, static_argnames=("n",))
+def sample_linear_gaussian(
+    key: PRNGKey, dag: Bool[Array, "d d"], n: int, w_low: float = 0.5, w_high: float = 1.0
+) -> Float[Array, "n d"]:
+    r"""Linear Gaussian SEM :math:`x = x W + \varepsilon`, :math:`W_{ij} = \pm U[w_{low}, w_{high}]` on edges,
+    :math:`\varepsilon \sim N(0, I)`; sampled as :math:`X = E (I - W)^{-1}`.
+
+    Examples:
+      >>> import jax
+      >>> from icmlx.structure import random_polyforest, sample_linear_gaussian
+      >>> k = jax.random.key(0)
+      >>> sample_linear_gaussian(k, random_polyforest(k, 4), 10).shape
+      (10, 4)
+    """
+    dtype = jnp.zeros((), float).dtype
+    k1, k2 = jax.random.split(key)
+    w = _weights(k1, dag, w_low, w_high, dtype)
+    e = jax.random.normal(k2, (n, dag.shape[0]), dtype)
+    eye = jnp.eye(dag.shape[0], dtype=dtype)
+    return jnp.linalg.solve((eye - w).T, e.T).T
+
+
+def _ancestral(order, init, step):
+    def body(t, x):
+        j = order[t]
+        return x.at[:, j].set(step(x, j))
+
+    return jax.lax.fori_loop(0, order.shape[0], body, init)
+
+
+@functools.partial(jax.jit, static_argnames=("n",))
+def sample_bernoulli(
+    key: PRNGKey, dag: Bool[Array, "d d"], n: int, strength: float = 0.4
+) -> Int[Array, "n d"]:
+    r"""Binary SEM on ``dag``: :math:`P(x_j=1\mid pa) = \tfrac12 + \text{strength}\cdot
+    \frac{1}{|pa|}\sum_{k\in pa} s_{kj}(2x_k-1)` with random signs :math:`s_{kj}=\pm1`; roots are
+    Bernoulli(1/2). ``strength < 1/2`` keeps probabilities inside ``(0, 1)``.
+
+    Examples:
+      >>> import jax
+      >>> from icmlx.structure import random_polyforest, sample_bernoulli
+      >>> k = jax.random.key(0)
+      >>> x = sample_bernoulli(k, random_polyforest(k, 4), 10)
+      >>> x.shape, str(x.dtype)
+      ((10, 4), 'int32')
+    """
+    dtype = jnp.zeros((), float).dtype
+    k1, k2 = jax.random.split(key)
+    d = dag.shape[0]
+    sign = jnp.where(jax.random.bernoulli(k1, 0.5, (d, d)), 1.0, -1.0).astype(dtype)
+    w = jnp.where(dag, sign, 0.0).astype(dtype)
+    npa = jnp.maximum(jnp.sum(dag, axis=0), 1).astype(dtype)
+    u = jax.random.uniform(k2, (n, d), dtype)
+    order = topological_order(dag)
+
+    def step(x, j):
+        s = (2.0 * x.astype(dtype) - 1.0) @ w[:, j]
+        p = 0.5 + strength * s / npa[j]
+        return (u[:, j] < p).astype(jnp.int32)
+
+    return _ancestral(order, jnp.zeros((n, d), jnp.int32), step)
+
+
+@functools.partial(jax.jit, static_argnames=("n",))
+def sample_nonlinear(
+    key: PRNGKey, dag: Bool[Array, "d d"], n: int, w_low: float = 1.0, w_high: float = 2.0
+) -> Float[Array, "n d"]:
+    r"""Nonlinear additive-noise SEM :math:`x_j = \sum_{k\in pa(j)} W_{kj}\tanh(x_k) + \varepsilon_j`,
+    :math:`\varepsilon_j \sim N(0, 1)`, :math:`|W_{kj}| \sim U[w_{low}, w_{high}]`.
+
+    Examples:
+      >>> import jax
+      >>> from icmlx.structure import random_polyforest, sample_nonlinear
+      >>> k = jax.random.key(0)
+      >>> sample_nonlinear(k, random_polyforest(k, 4), 10).shape
+      (10, 4)
+    """
+    dtype = jnp.zeros((), float).dtype
+    k1, k2 = jax.random.split(key)
+    w = _weights(k1, dag, w_low, w_high, dtype)
+    e = jax.random.normal(k2, (n, dag.shape[0]), dtype)
+    order = topological_order(dag)
+    return _ancestral(order, e, lambda x, j: jnp.tanh(x) @ w[:, j] + e[:, j])
+
+
+def read_causal_learn_graph(path: str | Path) -> tuple[np.ndarray, list[str]]:
+    """Read causal-learn's graph text format (``Graph Nodes:`` then ``k. Xa --> Xb`` lines).
+
+    Returns:
+      ``(dag, names)``: ``(d, d)`` bool NumPy adjacency and the node names. Undirected ``---`` lines set both
+      directions.
+    """
+    text = Path(path).read_text().splitlines()
+    names: list[str] = []
+    for i, line in enumerate(text):
+        if line.strip().startswith("Graph Nodes"):
+            names = [v.strip() for v in text[i + 1].replace(",", ";").split(";") if v.strip()]
+            break
+    if not names:
+        raise ValueError(f"{path}: no 'Graph Nodes:' header")
+    idx = {v: k for k, v in enumerate(names)}
+    a = np.zeros((len(names), len(names)), bool)
+    pat = re.compile(r"^\s*\d+\.\s*(\S+)\s*(-->|---|<->|<--)\s*(\S+)")
+    for line in text:
+        m = pat.match(line)
+        if not m:
+            continue
+        u, op, v = idx[m.group(1)], m.group(2), idx[m.group(3)]
+        if op == "-->":
+            a[u, v] = True
+        elif op == "<--":
+            a[v, u] = True
+        else:
+            a[u, v] = a[v, u] = True
+    return a, names
+
+
+def read_causal_learn_data(path: str | Path) -> tuple[np.ndarray, list[str]]:
+    """Read a whitespace table with a header row (causal-learn's ``data_*.txt``): ``(array, names)``."""
+    with open(path) as fh:
+        header = fh.readline().split()
+    arr = np.loadtxt(path, skiprows=1)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.shape[1] != len(header):
+        raise ValueError(f"{path}: header has {len(header)} names but rows have {arr.shape[1]} values")
+    return arr, header
+
+
+def read_endpoint_matrix(path: str | Path) -> np.ndarray:
+    """Read causal-learn's stored ``d x d`` endpoint matrix (``benchmark_returned_results/*.txt``)."""
+    return np.loadtxt(path).astype(np.int64)

@@ -1,0 +1,484 @@
+"""The PC algorithm (PC-stable by default) with batched CI tests and causal-learn-compatible orientation."""
+
+import math
+from itertools import combinations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from . import _orient
+from ._ci_tests import (
+    _bernoulli_kernel,
+    _chi_square_kernel,
+    _dsep_kernel,
+    _fisher_z_kernel,
+    _float_dtype,
+    _strata_plan,
+    correlation_matrix,
+)
+
+__all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "validate_data", "CI_TESTS"]
+
+CI_TESTS = ("fisherz", "chisq", "gsq", "bernoulli", "d_separation")
+
+
+class BackgroundKnowledge(eqx.Module):
+    """Forbidden and required directed edges (causal-learn ``BackgroundKnowledge`` semantics).
+
+    Attributes:
+      forbidden: ``(d, d)`` bool, ``forbidden[i, j]`` means ``i -> j`` is forbidden.
+      required: ``(d, d)`` bool, ``required[i, j]`` means ``i -> j`` is required.
+    """
+
+    forbidden: Bool[Array, "d d"]
+    required: Bool[Array, "d d"]
+
+    @classmethod
+    def from_edges(
+        cls,
+        d: int,
+        forbidden: list[tuple[int, int]] = (),
+        required: list[tuple[int, int]] = (),
+        tiers: list[int] | None = None,
+    ) -> "BackgroundKnowledge":
+        """Build from lists of ``(i, j)`` edges and optional tiers (no edge from a later tier to an earlier one).
+
+        Examples:
+          >>> from icmlx.structure import BackgroundKnowledge
+          >>> bk = BackgroundKnowledge.from_edges(3, required=[(0, 1)], tiers=[0, 0, 1])
+          >>> bool(bk.forbidden[2, 0]), bool(bk.required[0, 1])
+          (True, True)
+        """
+        f = np.zeros((d, d), bool)
+        r = np.zeros((d, d), bool)
+        for i, j in forbidden:
+            f[i, j] = True
+        for i, j in required:
+            r[i, j] = True
+        if tiers is not None:
+            t = np.asarray(tiers)
+            if t.shape != (d,):
+                raise ValueError(f"tiers must have length d={d}, got {t.shape=}")
+            f |= t[:, None] > t[None, :]
+        return cls(jnp.asarray(f), jnp.asarray(r))
+
+
+class PCResult(eqx.Module):
+    """Output of :func:`pc` (and :func:`icmlx.structure.pc_tree`).
+
+    Attributes:
+      graph: ``(d, d)`` int CPDAG in causal-learn's endpoint encoding: ``graph[j, i] = 1, graph[i, j] = -1``
+        means ``i -> j``; both ``-1`` means ``i - j``; both ``1`` means ``i <-> j``; ``0`` no edge.
+      edges: ``(e, 3)`` int edge list ``(i, j, kind)`` with kind ``0`` = ``i - j`` (``i < j``), ``1`` =
+        ``i -> j``, ``2`` = ``i <-> j`` (``i < j``).
+      skeleton: ``(d, d)`` bool symmetric adjacency.
+      sepset: ``(d, d, d)`` bool, ``sepset[x, y, k]``: ``k`` lies in a separating set found for ``x, y``
+        (causal-learn's union over the separating sets of both endpoints).
+      max_pvalue: ``(d, d)`` largest p-value seen for each pair (pcalg's ``pMax``).
+      n_tests: number of distinct CI tests run (causal-learn's cache size).
+      conflicts: ``(d, d)`` bool, ``conflicts[x, y]`` marks an edge where a collider clashed with an
+        orientation already made (resolved by ``uc_priority``).
+    """
+
+    graph: Int[Array, "d d"]
+    edges: Int[Array, "e 3"]
+    skeleton: Bool[Array, "d d"]
+    sepset: Bool[Array, "d d d"]
+    max_pvalue: Float[Array, "d d"]
+    n_tests: Int[Array, ""]
+    conflicts: Bool[Array, "d d"]
+
+
+def graph_to_edges(graph: np.ndarray) -> np.ndarray:
+    """Edge list ``(i, j, kind)`` of an endpoint matrix (see :class:`PCResult`)."""
+    g = np.asarray(graph)
+    out = []
+    d = g.shape[0]
+    for i in range(d):
+        for j in range(i + 1, d):
+            a, b = g[i, j], g[j, i]  # mark at i, mark at j
+            if a == 0 and b == 0:
+                continue
+            if a == -1 and b == -1:
+                out.append((i, j, 0))
+            elif a == -1 and b == 1:
+                out.append((i, j, 1))
+            elif a == 1 and b == -1:
+                out.append((j, i, 1))
+            else:
+                out.append((i, j, 2))
+    return np.asarray(out, dtype=np.int32).reshape(-1, 3)
+
+
+def encode_discrete(data: Int[Array, "n d"] | Float[Array, "n d"]) -> Int[Array, "n d"]:
+    """Re-code every column to ``0..K_j-1`` by sorted unique values (causal-learn's ``np.unique`` rule).
+
+    Raises:
+      ValueError: if a value is not integral.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.structure import encode_discrete
+      >>> encode_discrete(jnp.array([[3, 7], [5, 7], [3, 9]])).tolist()
+      [[0, 0], [1, 0], [0, 1]]
+    """
+    arr = np.asarray(data)
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            bad = [j for j in range(arr.shape[1]) if not np.all(arr[:, j] == np.round(arr[:, j]))]
+            raise ValueError(f"discrete CI tests need integer-valued data; non-integer columns {bad}")
+    elif arr.dtype.kind not in "iub":
+        raise TypeError(f"discrete CI tests need integer data, got {arr.dtype=}")
+    cols = [np.unique(arr[:, j], return_inverse=True)[1].reshape(-1) for j in range(arr.shape[1])]
+    return jnp.asarray(np.stack(cols, axis=1).astype(np.int32))
+
+
+def validate_data(data, *, nan_policy: str = "raise", names=None) -> np.ndarray:
+    """Host-side checks: NaN/Inf, constant and duplicated columns (errors name the variables)."""
+    arr = np.asarray(data)
+    if arr.ndim != 2:
+        raise ValueError(f"data must be (n, d), got {arr.shape=}")
+    n, d = arr.shape
+    names = names or [f"X{j + 1}" for j in range(d)]
+    if arr.dtype.kind == "f":
+        bad_rows = ~np.all(np.isfinite(arr), axis=1)
+        if bad_rows.any():
+            if nan_policy == "raise":
+                cols = [names[j] for j in range(d) if not np.all(np.isfinite(arr[:, j]))]
+                raise ValueError(
+                    f"data has NaN/Inf in variables {cols}; pass nan_policy='listwise' to drop those rows"
+                )
+            elif nan_policy == "listwise":
+                arr = arr[~bad_rows]
+            else:
+                raise ValueError(f"nan_policy must be 'raise' or 'listwise', got {nan_policy=}")
+    if arr.shape[0] < 2:
+        raise ValueError(f"need at least 2 complete samples, got {arr.shape[0]}")
+    const = [names[j] for j in range(d) if np.all(arr[:, j] == arr[0, j])]
+    if const:
+        raise ValueError(f"constant columns (no variation): {const}")
+    _, first = np.unique(arr.T, axis=0, return_index=True)
+    if len(first) < d:
+        dup = []
+        seen = {}
+        for j in range(d):
+            key = arr[:, j].tobytes()
+            if key in seen:
+                dup.append((names[seen[key]], names[j]))
+            else:
+                seen[key] = j
+        raise ValueError(f"duplicated columns: {dup}")
+    return arr
+
+
+def _pad_dim(d: int) -> int:
+    return max(16, -(-d // 16) * 16)
+
+
+def _bucket(m: int, cap: int) -> int:
+    b = 64
+    while b < m and b < cap:
+        b *= 4
+    return min(b, cap)
+
+
+class _Tester:
+    """Evaluates lists of ``(x, y, S)`` through a jitted batched kernel, padded to power-of-two buckets."""
+
+    def __init__(self, ci_test, data, true_dag, mesh, max_batch):
+        self.ci_test = ci_test
+        self.cache: dict[tuple, float] = {}
+        self.mesh = mesh
+        fdt = _float_dtype()
+        if ci_test == "fisherz":
+            x = jnp.asarray(data, dtype=fdt)
+            self.n = x.shape[0]
+            r = correlation_matrix(x)
+            dp = _pad_dim(r.shape[0])  # pad to a size bucket so similar d share one compilation
+            self.corr = jnp.eye(dp, dtype=fdt).at[: r.shape[0], : r.shape[0]].set(r)
+            self._kernel = lambda xs, ys, ss: _fisher_z_kernel(
+                self.corr, jnp.asarray(self.n, jnp.int32), xs, ys, ss
+            )[1]
+            per_test = 1
+        elif ci_test in ("chisq", "gsq"):
+            enc = encode_discrete(data).T  # (d, n): one variable per contiguous row
+            self.n = enc.shape[1]
+            self.data = jnp.zeros((_pad_dim(enc.shape[0]), self.n), enc.dtype).at[: enc.shape[0]].set(enc)
+            kmax = int(jnp.max(enc)) + 1
+            self.kmax = 1 << max(kmax - 1, 1).bit_length()  # power-of-two bucket: fewer compilations
+            g2 = ci_test == "gsq"
+
+            def kern(xs, ys, ss):
+                mode, ns = _strata_plan(self.n, self.kmax, ss.shape[1])
+                return _chi_square_kernel(
+                    self.data, xs, ys, ss, kmax=self.kmax, g_square=g2, n_strata=max(ns, 1),
+                    mode=mode,
+                )[1]
+
+            self._kernel = kern
+            per_test = 12 * self.n
+        elif ci_test == "bernoulli":
+            enc = encode_discrete(data)
+            if int(jnp.max(enc)) > 1:
+                raise ValueError("ci_test='bernoulli' needs binary data")
+            self.data = enc
+            self.n = enc.shape[0]
+            self._kernel = lambda xs, ys, ss: _bernoulli_kernel(self.data, xs, ys, ss)[1]
+            per_test = 6 * self.n
+        elif ci_test == "d_separation":
+            if true_dag is None:
+                raise ValueError("ci_test='d_separation' needs true_dag=")
+            dag = jnp.asarray(true_dag, dtype=bool)
+            dp = _pad_dim(dag.shape[0])
+            self.dag = jnp.zeros((dp, dp), bool).at[: dag.shape[0], : dag.shape[0]].set(dag)
+            self._kernel = lambda xs, ys, ss: _dsep_kernel(self.dag, xs, ys, ss).astype(fdt)
+            per_test = 4 * self.dag.shape[0] ** 2
+        else:
+            raise ValueError(f"ci_test must be one of {CI_TESTS}, got {ci_test=}")
+        self.per_test = per_test
+        self.max_batch = max_batch
+
+    def _cap(self, k: int) -> int:
+        per = self.per_test
+        if self.ci_test in ("chisq", "gsq"):
+            mode, ns = _strata_plan(self.n, self.kmax, k)
+            per += ns * self.kmax**2 + (self.kmax**k if mode == "scatter" else 0)
+        cap = max(64, 1 << int(math.log2(max(2**24 // per, 64))))
+        return min(cap, self.max_batch)
+
+    def _run(self, x: np.ndarray, y: np.ndarray, s: np.ndarray) -> np.ndarray:
+        m = x.shape[0]
+        out = np.empty(m, dtype=np.float64)
+        b = _bucket(m, self._cap(s.shape[1]))
+        if self.mesh is not None:
+            nd = self.mesh.size
+            b = ((b + nd - 1) // nd) * nd
+        for start in range(0, m, b):
+            stop = min(start + b, m)
+            pad = b - (stop - start)
+            xs = np.concatenate([x[start:stop], np.repeat(x[start:start + 1], pad)])
+            ys = np.concatenate([y[start:stop], np.repeat(y[start:start + 1], pad)])
+            ss = np.concatenate([s[start:stop], np.repeat(s[start:start + 1], pad, axis=0)])
+            xs, ys, ss = (jnp.asarray(a, jnp.int32) for a in (xs, ys, ss))
+            if self.mesh is not None:
+                from jax.sharding import NamedSharding, PartitionSpec
+
+                axis = self.mesh.axis_names[0]
+                sh1 = NamedSharding(self.mesh, PartitionSpec(axis))
+                sh2 = NamedSharding(self.mesh, PartitionSpec(axis, None))
+                xs, ys, ss = jax.device_put(xs, sh1), jax.device_put(ys, sh1), jax.device_put(ss, sh2)
+            p = self._kernel(xs, ys, ss)
+            out[start:stop] = np.asarray(p)[: stop - start]
+        return out
+
+    def pvalues(self, triples) -> list[float]:
+        """p-values of ``[(x, y, S), ...]`` (canonicalised, cached)."""
+        keys = [(min(x, y), max(x, y), tuple(sorted(S))) for x, y, S in triples]
+        todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
+        by_k: dict[int, list] = {}
+        for key in todo:
+            by_k.setdefault(len(key[2]), []).append(key)
+        for k, ks in by_k.items():
+            arr = np.asarray([(a, b, *S) for a, b, S in ks], dtype=np.int64).reshape(len(ks), k + 2)
+            ps = self._run(arr[:, 0], arr[:, 1], arr[:, 2:])
+            for key, p in zip(ks, ps.tolist()):
+                self.cache[key] = p
+        return [self.cache[k] for k in keys]
+
+
+def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both):
+    adj = ~np.eye(d, dtype=bool)
+    sep = np.zeros((d, d, d), dtype=bool)
+    maxp = np.full((d, d), -np.inf)
+    counted: set = set()
+    depth = -1
+    while adj.sum(axis=1).max(initial=0) - 1 > depth:
+        depth += 1
+        if max_depth is not None and depth > max_depth:
+            break
+        nbs = [np.nonzero(adj[x])[0].tolist() for x in range(d)]
+        if stable:
+            sides = []
+            triples = []
+            for x in range(d):
+                for y in nbs[x]:
+                    others = [v for v in nbs[x] if v != y]
+                    ss = list(combinations(others, depth))
+                    sides.append((x, y, len(triples), len(ss)))
+                    triples.extend((x, y, S) for S in ss)
+            ps = tester.pvalues(triples)
+            counted.update((min(x, y), max(x, y), tuple(sorted(S))) for x, y, S in triples)
+            removal = np.zeros((d, d), bool)
+            for x, y, start, cnt in sides:
+                found = bk_forbid_both is not None and bool(bk_forbid_both[x, y])
+                for t in range(start, start + cnt):
+                    p = ps[t]
+                    maxp[x, y] = maxp[y, x] = max(maxp[x, y], p)
+                    if p > alpha:
+                        found = True
+                        for v in triples[t][2]:
+                            sep[x, y, v] = sep[y, x, v] = True
+                if found:
+                    removal[x, y] = removal[y, x] = True
+            adj &= ~removal
+        else:
+            for x in range(d):
+                for y in nbs[x]:
+                    if not adj[x, y]:
+                        continue
+                    others = [v for v in nbs[x] if v != y]
+                    ss = list(combinations(others, depth))
+                    if bk_forbid_both is not None and bk_forbid_both[x, y]:
+                        adj[x, y] = adj[y, x] = False
+                        continue
+                    ps = tester.pvalues([(x, y, S) for S in ss])
+                    for S, p in zip(ss, ps):
+                        counted.add((min(x, y), max(x, y), tuple(sorted(S))))
+                        maxp[x, y] = maxp[y, x] = max(maxp[x, y], p)
+                        if p > alpha:
+                            adj[x, y] = adj[y, x] = False
+                            for v in S:
+                                sep[x, y, v] = sep[y, x, v] = True
+                            break
+    return adj, sep, maxp, counted
+
+
+def pc(
+    data: Float[Array, "n d"] | Int[Array, "n d"] | None,
+    *,
+    ci_test: str = "fisherz",
+    alpha: float = 0.05,
+    max_depth: int | None = None,
+    stable: bool = True,
+    uc_rule: int = 0,
+    uc_priority: int = 2,
+    background_knowledge: BackgroundKnowledge | None = None,
+    true_dag: Bool[Array, "d d"] | None = None,
+    nan_policy: str = "raise",
+    meek_r4: bool | None = None,
+    mesh: jax.sharding.Mesh | None = None,
+    max_batch: int = 8192,
+) -> PCResult:
+    r"""The PC algorithm: skeleton by CI tests level by level, unshielded colliders, then Meek's rules.
+
+    Skeleton (PC-stable, Colombo & Maathuis 2014): for :math:`\ell = 0, 1, \dots` the adjacencies
+    :math:`A(x)` are frozen and the edge ``x - y`` is removed if some :math:`S \subseteq A(x)\setminus\{y\}`,
+    :math:`|S| = \ell`, gives :math:`p(x, y \mid S) > \alpha`. All tests of a level are evaluated as one
+    batch through a jitted kernel padded to power-of-two sizes (one compilation per ``(|S|, bucket)``), and
+    sharded over ``mesh`` if given. The orientation phase replays causal-learn exactly (same triple order,
+    ``uc_rule`` 0 = sepset, 1 = maxP, 2 = definite maxP; ``uc_priority`` 0 overwrite, 1 bidirected,
+    2 keep existing, 3 stronger, 4 stronger*, -1 = the rule's default; Meek R1-R3, and R4 when background
+    knowledge is given).
+
+    Args:
+      data: ``(n, d)`` data (float for ``fisherz``; integer-coded for ``chisq``/``gsq``/``bernoulli``);
+        ``None`` for ``d_separation`` (then ``true_dag`` fixes ``d``).
+      ci_test: ``"fisherz"``, ``"chisq"``, ``"gsq"``, ``"bernoulli"`` or ``"d_separation"``.
+      alpha: level; "independent" means ``p > alpha``.
+      max_depth: largest conditioning-set size (causal-learn ``max_k``).
+      stable: PC-stable (default) or the original order-dependent PC.
+      uc_rule, uc_priority: collider rule and conflict priority, as in causal-learn.
+      background_knowledge: forbidden/required edges.
+      true_dag: ``(d, d)`` bool DAG for the d-separation oracle.
+      nan_policy: ``"raise"`` or ``"listwise"`` (drop incomplete rows).
+      meek_r4: apply Meek's R4 (default: only with background knowledge).
+      mesh: optional device mesh; CI-test batches are sharded along its first axis.
+      max_batch: largest batch per kernel call.
+
+    Returns:
+      :class:`PCResult`.
+
+    Raises:
+      ValueError: alpha outside (0, 1), bad options, NaN (with ``nan_policy="raise"``), constant or
+        duplicated columns, non-integer data for discrete tests.
+
+    References:
+      Spirtes, Glymour & Scheines (2000); Colombo & Maathuis, JMLR 15 (2014); Meek, UAI (1995);
+      Gao, Wang & Aragam, arXiv:2507.05689.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.structure import pc
+      >>> dag = jnp.array([[0, 0, 1], [0, 0, 1], [0, 0, 0]], bool)  # 0 -> 2 <- 1
+      >>> res = pc(None, ci_test="d_separation", true_dag=dag)
+      >>> res.edges.tolist()
+      [[0, 2, 1], [1, 2, 1]]
+    """
+    if not (isinstance(alpha, int | float) and 0.0 < float(alpha) < 1.0):
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha=}")
+    if uc_rule not in (0, 1, 2):
+        raise ValueError(f"uc_rule must be 0, 1 or 2, got {uc_rule=}")
+    if uc_priority not in (-1, 0, 1, 2, 3, 4):
+        raise ValueError(f"uc_priority must be in -1..4, got {uc_priority=}")
+    if uc_rule == 2 and uc_priority in (0, 1):
+        raise ValueError(f"uc_rule=2 (definite maxP) supports uc_priority 2, 3, 4, got {uc_priority=}")
+    if max_depth is not None and max_depth < 0:
+        raise ValueError(f"max_depth must be >= 0, got {max_depth=}")
+    if ci_test not in CI_TESTS:
+        raise ValueError(f"ci_test must be one of {CI_TESTS}, got {ci_test=}")
+    if ci_test == "d_separation":
+        if true_dag is None:
+            raise ValueError("ci_test='d_separation' needs true_dag=")
+        d = int(np.asarray(true_dag).shape[0])
+        arr = None
+    else:
+        if data is None:
+            raise ValueError(f"data is required for {ci_test=}")
+        arr = validate_data(data, nan_policy=nan_policy)
+        d = arr.shape[1]
+        if ci_test == "fisherz" and arr.dtype.kind not in "f":
+            arr = arr.astype(np.float64)
+    tester = _Tester(ci_test, arr, true_dag, mesh, max_batch)
+
+    bk = None
+    forbid_both = None
+    if background_knowledge is not None:
+        f = np.asarray(background_knowledge.forbidden, bool)
+        r = np.asarray(background_knowledge.required, bool)
+        if f.shape != (d, d) or r.shape != (d, d):
+            raise ValueError(f"background knowledge must be ({d}, {d}), got {f.shape=}, {r.shape=}")
+        bk = (f, r)
+        forbid_both = f & f.T
+    adj, sep, maxp, counted = _skeleton(tester, d, float(alpha), stable, max_depth, forbid_both)
+
+    g = _orient._Graph(adj)
+    if bk is not None:
+        _orient.orient_by_background(g, bk)
+    conflicts: list = []
+    pfn = tester.pvalues
+
+    def pfn_counted(triples):
+        counted.update((min(x, y), max(x, y), tuple(sorted(S))) for x, y, S in triples)
+        return pfn(triples)
+
+    r4 = (bk is not None) if meek_r4 is None else bool(meek_r4)
+    if uc_rule == 0:
+        pr = 3 if uc_priority == -1 else uc_priority
+        _orient.uc_sepset(g, sep, pr, bk, pfn_counted, conflicts)
+        _orient.meek(g, bk, r4)
+    elif uc_rule == 1:
+        pr = 3 if uc_priority == -1 else uc_priority
+        _orient.maxp(g, pr, bk, pfn_counted, conflicts)
+        _orient.meek(g, bk, r4)
+    else:
+        pr = 4 if uc_priority == -1 else uc_priority
+        duc, dnuc = _orient.definite_maxp(g, float(alpha), pr, bk, pfn_counted, conflicts)
+        _orient.definite_meek(g, bk, duc, dnuc)
+        _orient.meek(g, bk, r4)
+
+    conf = np.zeros((d, d), bool)
+    for x, y, z in conflicts:
+        conf[x, y] = conf[y, x] = conf[z, y] = conf[y, z] = True
+    maxp = np.where(np.isfinite(maxp), maxp, 0.0)
+    return PCResult(
+        graph=jnp.asarray(g.g.astype(np.int32)),
+        edges=jnp.asarray(graph_to_edges(g.g)),
+        skeleton=jnp.asarray(adj),
+        sepset=jnp.asarray(sep),
+        max_pvalue=jnp.asarray(maxp, dtype=_float_dtype()),
+        n_tests=jnp.asarray(len(counted), dtype=jnp.int32),
+        conflicts=jnp.asarray(conf),
+    )

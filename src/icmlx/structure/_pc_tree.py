@@ -1,0 +1,367 @@
+"""The poly-forest learner ("PC-tree") of Gao, Wang & Aragam (arXiv:2507.05689), fully jitted.
+
+Skeleton: keep ``{j, k}`` iff ``j`` and ``k`` are dependent marginally AND given every single other node ``l``
+(conditioning sets of size <= 1, all nodes as candidate separators -- no adaptivity, so every test is batched).
+Colliders: ``j -> l <- k`` for non-adjacent neighbours ``j, k`` of ``l`` that are marginally independent.
+Then Meek's R1 to a fixpoint (R2-R4 cannot fire on a forest skeleton).
+"""
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import gammaincc, ndtri
+from jaxtyping import Array, Bool, Float, Int
+
+from ._ci_tests import _dsep_kernel, _float_dtype, _rank_bins, _u_stat_cells, correlation_matrix
+
+__all__ = ["PCTreeResult", "pc_tree", "pc_tree_from_scores", "polyforest_scores"]
+
+
+class PCTreeResult(eqx.Module):
+    """Output of :func:`pc_tree` (fixed shapes, so the whole learner jits).
+
+    Attributes:
+      graph: ``(d, d)`` int CPDAG, causal-learn endpoint encoding (see :class:`icmlx.structure.PCResult`).
+      skeleton: ``(d, d)`` bool adjacency.
+      marginal_score: ``(d, d)`` dependence score of the marginal test (larger = more dependent).
+      conditional_score: ``(d, d)`` smallest dependence score over single separators ``l``.
+      separator: ``(d, d)`` int: ``-1`` if the pair is marginally independent, else the ``l`` attaining
+        ``conditional_score`` (a separator when the pair is not adjacent).
+      conflicts: ``(d, d)`` bool edges left undirected because two rules oriented them both ways.
+      n_tests: number of CI tests, ``d(d-1)/2 * (d-1)``.
+    """
+
+    graph: Int[Array, "d d"]
+    skeleton: Bool[Array, "d d"]
+    marginal_score: Float[Array, "d d"]
+    conditional_score: Float[Array, "d d"]
+    separator: Int[Array, "d d"]
+    conflicts: Bool[Array, "d d"]
+    n_tests: Int[Array, ""]
+
+
+def _chunked_min(d, chunk, fn):
+    """min/argmin over l of fn(L) -> (d, d, c) scores, scanning chunks of l (l == j or l == k masked)."""
+    fdt = _float_dtype()
+    n_chunks = (d + chunk - 1) // chunk
+    ls = jnp.arange(n_chunks * chunk, dtype=jnp.int32).reshape(n_chunks, chunk)
+    j = jnp.arange(d)[:, None, None]
+    k = jnp.arange(d)[None, :, None]
+
+    def body(carry, L):
+        best, arg = carry
+        Lc = jnp.minimum(L, d - 1)
+        sc = fn(Lc)
+        bad = (L[None, None, :] >= d) | (L[None, None, :] == j) | (L[None, None, :] == k)
+        sc = jnp.where(bad, jnp.inf, sc)
+        i = jnp.argmin(sc, axis=2)
+        m = jnp.take_along_axis(sc, i[:, :, None], axis=2)[:, :, 0]
+        upd = m < best
+        return (jnp.where(upd, m, best), jnp.where(upd, L[i], arg)), None
+
+    init = (jnp.full((d, d), jnp.inf, fdt), jnp.full((d, d), -1, jnp.int32))
+    (best, arg), _ = jax.lax.scan(body, init, ls)
+    return best, arg
+
+
+def _gauss_scores(data, alpha, threshold, chunk):
+    fdt = _float_dtype()
+    n, d = data.shape
+    r = correlation_matrix(data.astype(fdt))
+
+    def fn(L):
+        rl = r[:, L]  # (d, c)
+        num = r[:, :, None] - rl[:, None, :] * rl[None, :, :]
+        den = jnp.sqrt(jnp.maximum((1 - rl**2)[:, None, :] * (1 - rl**2)[None, :, :], 1e-300))
+        return jnp.abs(num / den)
+
+    s1, arg = _chunked_min(d, chunk, fn)
+    s0 = jnp.abs(r)
+    if threshold is None:
+        z = ndtri(1.0 - alpha / 2.0)
+        cut0 = jnp.tanh(z / jnp.sqrt(jnp.asarray(n - 3, fdt)))
+        cut1 = jnp.tanh(z / jnp.sqrt(jnp.asarray(n - 4, fdt)))
+    else:
+        cut0 = cut1 = jnp.asarray(threshold, fdt)
+    return s0, s1, arg, cut0, cut1
+
+
+def _bern_chi(n11, n1a, n1b, m):
+    """Pearson chi^2 of a 2x2 table from n11, row-1 count, col-1 count, total (vectorised); returns (chi, ok)."""
+    pa = n1a / jnp.maximum(m, 1.0)
+    pb = n1b / jnp.maximum(m, 1.0)
+    cov = n11 / jnp.maximum(m, 1.0) - pa * pb
+    den = pa * (1 - pa) * pb * (1 - pb)
+    ok = (m > 0) & (den > 0)
+    chi = jnp.where(ok, m * cov**2 / jnp.where(ok, den, 1.0), 0.0)
+    gap = jnp.abs(cov) * m
+    return chi, ok, gap
+
+
+def _bern_scores(data, alpha, threshold, chunk):
+    fdt = _float_dtype()
+    x = data.astype(fdt)
+    n, d = x.shape
+    nn = jnp.asarray(n, fdt)
+    n1 = jnp.sum(x, axis=0)
+    n11 = x.T @ x
+
+    def score(chi, dof, gap):
+        if threshold is None:
+            p = jnp.where(dof == 0, 1.0, gammaincc(jnp.maximum(dof, 1).astype(fdt) / 2.0, chi / 2.0))
+            return -p
+        return gap / nn
+
+    chi0, ok0, gap0 = _bern_chi(n11, n1[:, None], n1[None, :], nn)
+    s0 = score(chi0, ok0.astype(jnp.int32), gap0)
+
+    def fn(L):
+        xl = x[:, L]  # (n, c)
+        m1 = jnp.sum(xl, axis=0)  # (c,)
+        a1 = x.T @ xl  # (d, c): count j=1, l=1
+        t1 = jnp.einsum("nj,nk,nl->jkl", x, x, xl)  # j=1,k=1,l=1
+        chi1, ok1, g1 = _bern_chi(t1, a1[:, None, :], a1[None, :, :], m1[None, None, :])
+        chi0_, ok0_, g0 = _bern_chi(
+            n11[:, :, None] - t1,
+            (n1[:, None] - a1)[:, None, :],
+            (n1[:, None] - a1)[None, :, :],
+            (nn - m1)[None, None, :],
+        )
+        dof = ok1.astype(jnp.int32) + ok0_.astype(jnp.int32)
+        return score(chi1 + chi0_, dof, g1 + g0)
+
+    s1, arg = _chunked_min(d, chunk, fn)
+    if threshold is None:
+        cut0 = cut1 = jnp.asarray(-alpha, fdt)
+    else:
+        cut0 = cut1 = jnp.asarray(threshold, fdt)
+    return s0, s1, arg, cut0, cut1
+
+
+def _np_scores(data, threshold, chunk, n_bins):
+    fdt = _float_dtype()
+    n, d = data.shape
+    b = jax.nn.one_hot(_rank_bins(data, n_bins), n_bins, dtype=fdt)  # (n, d, m)
+    nn = jnp.asarray(n, fdt)
+    c0 = jnp.einsum("nja,nkb->jkab", b, b)
+    u0 = jax.vmap(jax.vmap(_u_stat_cells))(c0, c0.sum(3), c0.sum(2), jnp.full((d, d), nn))
+
+    def fn(L):
+        bl = b[:, L]  # (n, c, m)
+        cnt = jnp.einsum("nja,nkb,nlc->jklcab", b, b, bl)
+        m = cnt.sum(axis=(4, 5))
+        u = jax.vmap(jax.vmap(jax.vmap(jax.vmap(_u_stat_cells))))(
+            cnt, cnt.sum(5), cnt.sum(4), m
+        )  # (d, d, c, bins)
+        return jnp.sum(m / nn * u, axis=3)
+
+    s1, arg = _chunked_min(d, chunk, fn)
+    cut = jnp.asarray(threshold, fdt)
+    return u0, s1, arg, cut, cut
+
+
+def _dsep_scores(dag, chunk):
+    fdt = _float_dtype()
+    d = dag.shape[0]
+    jj, kk = jnp.meshgrid(jnp.arange(d), jnp.arange(d), indexing="ij")
+    jj, kk = jj.reshape(-1), kk.reshape(-1)
+    e = jnp.zeros((d * d, 0), jnp.int32)
+    s0 = jnp.where(_dsep_kernel(dag, jj, kk, e), 0.0, 1.0).astype(fdt).reshape(d, d)
+
+    def fn(L):
+        def per_l(l):
+            sep = _dsep_kernel(dag, jj, kk, jnp.full((d * d, 1), l, jnp.int32))
+            return jnp.where(sep, 0.0, 1.0).astype(fdt).reshape(d, d)
+
+        return jnp.moveaxis(jax.lax.map(per_l, L), 0, 2)
+
+    s1, arg = _chunked_min(d, chunk, fn)
+    half = jnp.asarray(0.5, fdt)
+    return s0, s1, arg, half, half
+
+
+@jax.jit
+def pc_tree_from_scores(
+    marginal_score: Float[Array, "d d"],
+    conditional_score: Float[Array, "d d"],
+    separator: Int[Array, "d d"],
+    cut0: Float[Array, ""],
+    cut1: Float[Array, ""],
+) -> PCTreeResult:
+    r"""Skeleton, colliders and R1 from precomputed dependence scores (``dependent`` iff ``score >= cut``).
+
+    Conflict policy (order-free): an edge that two colliders, or R1 from both ends, would orient both ways is
+    left undirected and flagged in ``conflicts``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.structure import pc_tree_from_scores
+      >>> s0 = jnp.array([[0., 1, 0], [1, 0, 1], [0, 1, 0]])  # 0 - 1 - 2, with 0 _||_ 2
+      >>> s1 = jnp.array([[0., 1, 0], [1, 0, 1], [0, 1, 0]])
+      >>> res = pc_tree_from_scores(s0, s1, -jnp.ones((3, 3), jnp.int32), jnp.array(0.5), jnp.array(0.5))
+      >>> res.graph.tolist()  # collider 0 -> 1 <- 2
+      [[0, -1, 0], [1, 0, 1], [0, -1, 0]]
+    """
+    d = marginal_score.shape[0]
+    eye = jnp.eye(d, dtype=bool)
+    dep0 = (marginal_score >= cut0) & ~eye
+    dep1 = (conditional_score >= cut1) & ~eye
+    dep0 = dep0 & dep0.T
+    skel = dep0 & dep1 & dep1.T
+    nonadj = ~skel & ~eye
+    indep0 = ~dep0 & ~eye
+    si = skel.astype(jnp.int32)
+    # arrow[j, l]: some k != j, k - l, k !~ j, k _||_ j marginally
+    cand = (nonadj & indep0).astype(jnp.int32)
+    arrow = skel & ((cand @ si) > 0)
+    clash = arrow & arrow.T
+    conflicts = clash
+    arrow = arrow & ~clash
+
+    def step(c):
+        ar, conf, _ = c
+        und = skel & ~ar & ~ar.T & ~conf
+        prop = und & ((ar.astype(jnp.int32).T @ nonadj.astype(jnp.int32)) > 0)  # a -> b, a !~ c => b -> c
+        both = prop & prop.T
+        new_ar = ar | (prop & ~both)
+        new_conf = conf | both
+        changed = jnp.any(new_ar != ar) | jnp.any(new_conf != conf)
+        return new_ar, new_conf, changed
+
+    arrow, conflicts, _ = jax.lax.while_loop(
+        lambda c: c[2], step, (arrow, conflicts, jnp.array(True))
+    )
+    g = jnp.where(skel, -1, 0)
+    g = jnp.where(arrow.T, 1, g)  # i -> j: g[j, i] = 1, g[i, j] = -1
+    sep = jnp.where(dep0, separator, -1)
+    n_tests = jnp.asarray(d * (d - 1) // 2 * max(d - 1, 1), jnp.int32)
+    return PCTreeResult(
+        graph=g.astype(jnp.int32),
+        skeleton=skel,
+        marginal_score=marginal_score,
+        conditional_score=conditional_score,
+        separator=sep.astype(jnp.int32),
+        conflicts=conflicts & skel,
+        n_tests=n_tests,
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("ci_test", "chunk_size", "n_bins", "use_threshold"))
+def _scores(data, alpha, threshold, *, ci_test, chunk_size, n_bins, use_threshold):
+    thr = threshold if use_threshold else None
+    if ci_test == "fisherz":
+        return _gauss_scores(data, alpha, thr, chunk_size)
+    if ci_test == "bernoulli":
+        return _bern_scores(data, alpha, thr, chunk_size)
+    if ci_test == "nonparametric":
+        return _np_scores(data, threshold, chunk_size, n_bins)
+    return _dsep_scores(data, chunk_size)
+
+
+def polyforest_scores(
+    data: Float[Array, "n d"] | Int[Array, "n d"] | Bool[Array, "d d"],
+    *,
+    ci_test: str = "fisherz",
+    alpha: float | None = 0.01,
+    threshold: float | None = None,
+    chunk_size: int | None = None,
+    n_bins: int = 4,
+) -> tuple[Float[Array, "d d"], Float[Array, "d d"], Int[Array, "d d"], Float[Array, ""], Float[Array, ""]]:
+    """Dependence scores ``(marginal, min-over-l conditional, argmin l, cut0, cut1)`` used by :func:`pc_tree`."""
+    if ci_test not in ("fisherz", "bernoulli", "nonparametric", "d_separation"):
+        raise ValueError(f"pc_tree ci_test must be fisherz/bernoulli/nonparametric/d_separation, got {ci_test=}")
+    if threshold is None and ci_test == "nonparametric":
+        raise ValueError("ci_test='nonparametric' needs threshold= (its statistic has no p-value)")
+    if threshold is None and ci_test != "d_separation":
+        if alpha is None or not (0.0 < float(alpha) < 1.0):
+            raise ValueError(f"alpha must lie in (0, 1), got {alpha=}")
+    if ci_test == "d_separation":
+        if data.ndim != 2 or data.shape[0] != data.shape[1]:
+            raise ValueError(f"d_separation needs a (d, d) DAG, got {data.shape=}")
+        data = data.astype(bool)
+    elif ci_test == "bernoulli":
+        if not (jnp.issubdtype(data.dtype, jnp.integer) or data.dtype == jnp.bool_):
+            raise TypeError(f"ci_test='bernoulli' needs 0/1 integer data, got {data.dtype=}")
+        data = eqx.error_if(data, (data < 0) | (data > 1), "bernoulli data must be 0/1")
+    elif ci_test in ("fisherz", "nonparametric"):
+        if not jnp.issubdtype(data.dtype, jnp.floating):
+            raise TypeError(f"ci_test={ci_test!r} needs floating data, got {data.dtype=}")
+        data = eqx.error_if(data, ~jnp.isfinite(data), "data contains NaN or Inf")
+    d = data.shape[1]
+    if chunk_size is None:
+        per = d * d * (n_bins**3 if ci_test == "nonparametric" else 1)
+        chunk_size = int(max(1, min(d, 2**23 // max(per, 1))))
+    fdt = _float_dtype()
+    return _scores(
+        data,
+        jnp.asarray(0.01 if alpha is None else alpha, fdt),
+        jnp.asarray(0.0 if threshold is None else threshold, fdt),
+        ci_test=ci_test,
+        chunk_size=chunk_size,
+        n_bins=n_bins,
+        use_threshold=threshold is not None,
+    )
+
+
+def pc_tree(
+    data: Float[Array, "n d"] | Int[Array, "n d"] | Bool[Array, "d d"],
+    *,
+    ci_test: str = "fisherz",
+    alpha: float | None = 0.01,
+    threshold: float | None = None,
+    chunk_size: int | None = None,
+    n_bins: int = 4,
+) -> PCTreeResult:
+    r"""Learn a poly-forest CPDAG with the optimal PC-tree procedure of Gao, Wang & Aragam.
+
+    .. math:: j - k \in \hat E \iff \psi(j,k\mid\emptyset) = \text{dep} \ \wedge\
+       \psi(j,k\mid\{l\}) = \text{dep}\ \ \forall l \notin \{j,k\},
+
+    then ``j -> l <- k`` for neighbours ``j, k`` of ``l`` with :math:`\psi(j,k\mid\emptyset)=\text{indep}`,
+    then R1. All :math:`O(d^3)` tests are computed in one jitted pass, chunked over ``l`` so memory is
+    :math:`O(d^2\cdot\text{chunk})`.
+
+    Testers and calibrations:
+
+    * ``"fisherz"``: score ``|ρ_{jk·S}|``; with ``alpha`` the cut is
+      :math:`\tanh(\Phi^{-1}(1-\alpha/2)/\sqrt{n-|S|-3})` (same decisions as Fisher-z ``p > alpha``);
+      with ``threshold`` the cut is ``threshold`` (the paper's calibrated τ ≈ c/2).
+    * ``"bernoulli"``: with ``alpha``, Pearson χ² p-values; with ``threshold``, the covariance gap
+      :math:`\sum_z \hat p(z)|\hat p_{11|z}-\hat p_{1\cdot|z}\hat p_{\cdot1|z}|`.
+    * ``"nonparametric"``: binned U-statistic (:func:`icmlx.structure.binned_u_statistic`), ``threshold`` needed.
+    * ``"d_separation"``: pass the true DAG as ``data`` (oracle).
+
+    Args:
+      data: ``(n, d)`` samples, or the ``(d, d)`` DAG for the oracle.
+      ci_test: tester name.
+      alpha: level (ignored when ``threshold`` is given).
+      threshold: calibrated cut on the statistic.
+      chunk_size: separators per chunk (default keeps a chunk near 2^23 scores).
+      n_bins: bins per variable for the nonparametric tester.
+
+    Returns:
+      :class:`PCTreeResult`.
+
+    Raises:
+      ValueError / TypeError: bad tester name, alpha outside (0, 1), wrong dtype; NaN input raises at run time.
+
+    References:
+      Gao, Wang & Aragam, "Optimal structure learning and conditional independence testing", ICML 2026,
+      arXiv:2507.05689; Wang et al., arXiv:2402.06380.
+
+    Examples:
+      >>> import jax
+      >>> from icmlx.structure import pc_tree, random_polyforest, sample_linear_gaussian, dag_to_cpdag
+      >>> key = jax.random.key(0)
+      >>> dag = random_polyforest(key, 8)
+      >>> x = sample_linear_gaussian(key, dag, 3000)
+      >>> res = pc_tree(x, alpha=0.001)
+      >>> bool((res.graph == dag_to_cpdag(dag)).all())
+      True
+    """
+    scores = polyforest_scores(
+        data, ci_test=ci_test, alpha=alpha, threshold=threshold, chunk_size=chunk_size, n_bins=n_bins
+    )
+    return pc_tree_from_scores(*scores)
