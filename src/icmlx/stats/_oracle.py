@@ -377,7 +377,7 @@ def bfdr_threshold(
       >>> tau2 = calibrate_tau2(0.01)
       >>> c2 = bfdr_threshold(0.05, p=0.01, tau2=tau2)
       >>> round(float(abos_risk_ratio(c2, p=0.01, tau2=tau2)), 3)
-      1.012
+      1.011
     """
     dt = float_dtype(alpha, p, tau2, sigma)
     a = check_scalar("alpha", alpha, dt, lo=0.0, hi=1.0)

@@ -228,7 +228,8 @@ def simulate_risk_ratios(
     if shard and ndev > 1:
         r_pad = int(math.ceil(n_rep / ndev)) * ndev
         mesh = jax.sharding.Mesh(np.array(devices), ("rep",))
-        fn = jax.jit(jax.shard_map(local, mesh=mesh, in_specs=P("rep"), out_specs=P(None, "rep")))
+        fn = jax.jit(jax.shard_map(local, mesh=mesh, in_specs=P("rep"), out_specs=P(None, "rep"),
+                                    check_vma=False))
         loss = fn(_rep_keys(key, r_pad))[:, :n_rep]
     else:
         loss = jax.jit(local)(_rep_keys(key, n_rep))

@@ -1,0 +1,139 @@
+"""Benjamini–Hochberg and Bonferroni against statsmodels (notes section 6, check 8)."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icmlx.stats import (
+    benjamini_hochberg,
+    bh_adjusted_pvalues,
+    bonferroni,
+    bonferroni_threshold,
+    two_sided_pvalues,
+)
+
+multitest = pytest.importorskip("statsmodels.stats.multitest")
+FLOAT = jnp.result_type(float)
+
+
+def _cases():
+    rng = np.random.default_rng(0)
+    out = []
+    for n in [1, 17, 1000, 20_000]:
+        small = rng.uniform(size=(3, n)) ** 4  # many small p-values
+        none = rng.uniform(0.2, 1.0, size=(2, n))  # no rejection at all
+        mix = rng.uniform(size=(2, n))
+        mix[:, : max(1, n // 50)] *= 1e-5
+        out.append(np.concatenate([small, none, mix]))  # one batch (one compile) per n
+    ties = np.repeat(rng.uniform(0, 0.05, size=(1, 50)), 4, axis=1)  # ties at the cutoff
+    out.append(ties)
+    return out
+
+
+@pytest.mark.parametrize("method", ["bucket", "sort"])
+@pytest.mark.parametrize("alpha", [0.05, 0.2])
+def test_bh_matches_statsmodels(method, alpha):
+    saw_none = saw_some = False
+    for p in _cases():
+        pj = jnp.asarray(p, FLOAT)
+        res = benjamini_hochberg(pj, alpha, method=method)
+        pp = np.asarray(pj, np.float64)
+        for row in range(p.shape[0]):
+            ref, *_ = multitest.multipletests(pp[row], alpha=alpha, method="fdr_bh")
+            got = np.asarray(res.reject[row])
+            assert np.array_equal(got, ref), (p.shape, row)
+            assert int(res.n_rejected[row]) == ref.sum()
+            saw_none |= ref.sum() == 0
+            saw_some |= ref.sum() > 0
+    assert saw_none and saw_some
+
+
+def test_bh_adjusted_matches_statsmodels():
+    rng = np.random.default_rng(1)
+    p = rng.uniform(size=(2, 500)) ** 3
+    got = np.asarray(bh_adjusted_pvalues(jnp.asarray(p, FLOAT)), np.float64)
+    for r in range(2):
+        _, ref, *_ = multitest.multipletests(np.asarray(jnp.asarray(p[r], FLOAT), np.float64),
+                                             method="fdr_bh")
+        np.testing.assert_allclose(got[r], ref, rtol=1e-5)
+
+
+def test_bonferroni_matches_statsmodels():
+    rng = np.random.default_rng(2)
+    p = rng.uniform(size=(3, 400)) ** 5
+    res = bonferroni(jnp.asarray(p, FLOAT), 0.05)
+    for r in range(3):
+        ref, *_ = multitest.multipletests(np.asarray(jnp.asarray(p[r], FLOAT), np.float64), 0.05,
+                                          method="bonferroni")
+        assert np.array_equal(np.asarray(res.reject[r]), ref)
+
+
+def test_bonferroni_threshold_equivalent_to_pvalue_rule():
+    from scipy import stats as sps
+
+    for n in [10, 1e4, 1e6, 1e12]:
+        c = np.sqrt(float(bonferroni_threshold(n, 0.05)))
+        assert 2 * sps.norm.sf(c) == pytest.approx(0.05 / n, rel=1e-4)
+
+
+def test_pvalues_two_sided():
+    from scipy import stats as sps
+
+    x = jnp.linspace(-9.0, 9.0, 37)
+    ref = 2 * sps.norm.sf(np.abs(np.asarray(x, np.float64)))
+    np.testing.assert_allclose(np.asarray(two_sided_pvalues(x), np.float64), ref, rtol=1e-5)
+
+
+def test_float32_warning_for_million_tests():
+    p = jnp.full((1_000_000,), 0.5, jnp.float32)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        bonferroni(p, 0.05)
+    assert any("float64" in str(m.message) for m in w)
+
+
+def test_bad_inputs():
+    with pytest.raises((ValueError, RuntimeError), match=r"\[0, 1\]"):
+        benjamini_hochberg(jnp.array([0.1, 1.2]))
+    with pytest.raises((ValueError, RuntimeError), match=r"\[0, 1\]"):
+        benjamini_hochberg(jnp.array([0.1, jnp.nan]))
+    with pytest.raises((ValueError, RuntimeError), match=r"\[0, 1\]"):
+        bonferroni(jnp.array([-0.1, 0.5]))
+    with pytest.raises(ValueError, match="alpha"):
+        benjamini_hochberg(jnp.array([0.1, 0.2]), alpha=1.5)
+    with pytest.raises(ValueError, match="method"):
+        benjamini_hochberg(jnp.array([0.1, 0.2]), method="heap")
+
+
+def test_jit_compile_once():
+    import equinox as eqx
+
+    f = jax.jit(eqx.debug.assert_max_traces(lambda p, a: benjamini_hochberg(p, a), max_traces=1))
+    p = jax.random.uniform(jax.random.key(0), (4, 256))
+    a = f(p, jnp.asarray(0.1, p.dtype))
+    b = f(p**2, jnp.asarray(0.05, p.dtype))
+    assert a.reject.shape == b.reject.shape == (4, 256)
+
+
+@settings(deadline=None, max_examples=10)
+@given(st.permutations(list(range(64))), st.integers(0, 2**31 - 1))
+def test_bh_permutation_equivariant(perm, seed):
+    p = jax.random.uniform(jax.random.key(seed), (64,)) ** 3
+    perm = np.array(perm)
+    a = benjamini_hochberg(p, 0.1)
+    b = benjamini_hochberg(p[perm], 0.1)
+    assert np.array_equal(np.asarray(a.reject)[perm], np.asarray(b.reject))
+
+
+@settings(deadline=None, max_examples=10)
+@given(st.integers(0, 2**31 - 1))
+def test_bh_monotone_in_pvalue(seed):
+    p = np.asarray(jax.random.uniform(jax.random.key(seed), (64,)) ** 4)
+    rej = np.asarray(benjamini_hochberg(jnp.asarray(p), 0.1).reject)
+    # a rejected p-value implies every smaller p-value is rejected
+    assert not np.any(rej[:, None] & ~rej[None, :] & (p[None, :] <= p[:, None]))

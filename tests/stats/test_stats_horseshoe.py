@@ -1,0 +1,94 @@
+"""Horseshoe shrinkage by quadrature (notes check 7), its threshold, and the numpyro NUTS reference."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import integrate
+
+from icmlx.stats import horseshoe_shrinkage, horseshoe_test, horseshoe_threshold
+
+X64 = bool(jax.config.jax_enable_x64)
+
+
+def _quad_reference(z, tau):
+    """E[1 - kappa | z] by SciPy adaptive quadrature in t = log s (float64, independent of icmlx)."""
+
+    def f(t, k):
+        s2m1 = np.expm1(2 * t)
+        return np.exp(0.5 * z * z * s2m1 + (1 + 2 * k) * t) / (tau**2 * (-s2m1) + np.exp(2 * t))
+
+    lo = np.log(tau) - 40.0
+    pts = [q for q in (np.log(tau) - 5, np.log(tau), np.log(tau) + 5, -1.0, -0.1, -0.01) if lo < q < 0]
+    num = integrate.quad(f, lo, 0, args=(1,), points=pts, epsabs=0, epsrel=1e-12, limit=500)[0]
+    den = integrate.quad(f, lo, 0, args=(0,), points=pts, epsabs=0, epsrel=1e-12, limit=500)[0]
+    return num / den
+
+
+@pytest.mark.x64
+def test_shrinkage_against_adaptive_quadrature():
+    # issue: accurate to 1e-6 over tau in [1e-6, 1] (float64); float32 is held to 2e-6
+    tol = 1e-6 if X64 else 2e-6
+    xs = np.array([0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 12.0, 25.0])
+    for tau in [1e-6, 1e-4, 1e-2, 0.1, 0.5, 1.0]:
+        got = np.asarray(horseshoe_shrinkage(jnp.asarray(xs, jnp.result_type(float)), tau), np.float64)
+        ref = np.array([_quad_reference(z, tau) for z in xs])
+        np.testing.assert_allclose(got, ref, atol=tol, err_msg=f"tau={tau}")
+
+
+def test_shrinkage_fixed_points():
+    # notes check 7 (quoted to 5 digits) and the exact value 1/3 at tau = 1, x = 0
+    x = jnp.array([0.0, 4.0, 6.0, 6.0, 6.0])
+    tau = jnp.array([1.0, 0.01, 0.01, 1e-4, 1e-6])
+    got = np.asarray(horseshoe_shrinkage(x, tau), np.float64)
+    np.testing.assert_allclose(got, [1 / 3, 0.50353, 0.93844, 0.93121, 0.52597], atol=6e-6)
+
+
+def test_threshold_and_test():
+    thr = float(horseshoe_threshold(0.01))
+    assert thr == pytest.approx(3.995, abs=1e-3)
+    # the threshold is where the shrinkage crosses 1/2
+    e = horseshoe_shrinkage(jnp.array([thr - 1e-2, thr + 1e-2]), 0.01)
+    assert float(e[0]) < 0.5 < float(e[1])
+    x = jnp.linspace(-6.0, 6.0, 121)
+    res = horseshoe_test(x, 0.01)
+    direct = np.asarray(horseshoe_shrinkage(x, 0.01)) > 0.5
+    assert np.array_equal(np.asarray(res.reject), direct)
+    # EB tau per row
+    xb = jnp.stack([jnp.concatenate([jnp.zeros(90), jnp.full((10,), 8.0)]), jnp.zeros(100)])
+    res = horseshoe_test(xb, "eb")
+    np.testing.assert_allclose(np.asarray(res.tau), [0.1, 0.01], rtol=1e-6)
+    assert [int(v) for v in res.n_rejected] == [10, 0]
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="tau"):
+        horseshoe_shrinkage(jnp.zeros(3), 0.0)
+    with pytest.raises(ValueError, match="tau must be"):
+        horseshoe_test(jnp.zeros(3), "mle")
+    with pytest.raises((ValueError, RuntimeError), match="NaN"):
+        horseshoe_shrinkage(jnp.array([jnp.nan]), 0.1)
+
+
+@pytest.mark.slow
+def test_nuts_matches_quadrature_fixed_tau():
+    pytest.importorskip("numpyro")
+    from icmlx.stats import horseshoe_nuts
+
+    x = jnp.array([0.0, 1.5, 3.0, 4.0, 6.0])
+    fit = horseshoe_nuts(jax.random.key(0), x, tau=0.1, num_warmup=1000, num_samples=4000)
+    quad = np.asarray(horseshoe_shrinkage(x, 0.1), np.float64)
+    se = np.asarray(fit.shrinkage_se, np.float64)
+    # Monte Carlo agreement within 4 batch-means standard errors (+ small floor)
+    assert np.all(np.abs(np.asarray(fit.shrinkage, np.float64) - quad) < 4 * se + 5e-3)
+
+
+@pytest.mark.slow
+def test_nuts_smoke_full_bayes():
+    pytest.importorskip("numpyro")
+    from icmlx.stats import horseshoe_nuts
+
+    x = jnp.array([0.0, 0.3, -0.5, 9.0])
+    fit = horseshoe_nuts(jax.random.key(1), x, num_warmup=150, num_samples=200)
+    assert fit.tau.shape == (200,) and bool(jnp.all(fit.tau > 0))
+    assert np.asarray(fit.reject).tolist() == [False, False, False, True]
