@@ -1,5 +1,58 @@
 """Linear solvers: G-RANS, a self-supervised neural residual-aware subspace-correction solver for sparse FEM
 systems, with P1 finite-element assembly and classical Krylov/AMG baselines in JAX.
+
+- ``icmlx.solvers.fem``: P1 finite elements on triangle meshes (Poisson, reaction-, advection-diffusion,
+  Helmholtz) assembled in JAX with segment sums.
+- ``SparseMatrix``: COO matrix usable as a lineax operator; ``cg``, ``gmres``, ``bicgstab``, smoothers and
+  greedy aggregation as baselines and building blocks.
+- ``GRANS``: the neural solver (a ``lineax.AbstractLinearSolver``); ``train_grans`` trains it without
+  reference solutions; ``GRANS.pretrained()`` loads the shipped weights.
 """
 
-__all__: list[str] = []
+from . import fem as fem
+from ._aggregation import aggregation_hierarchy as aggregation_hierarchy
+from ._aggregation import standard_aggregation as standard_aggregation
+from ._grans import GRANS as GRANS
+from ._grans import GRANSNet as GRANSNet
+from ._grans import GRANSOperator as GRANSOperator
+from ._grans import GRANSSolution as GRANSSolution
+from ._grans import working_dtype as working_dtype
+from ._krylov import KrylovSolution as KrylovSolution
+from ._krylov import bicgstab as bicgstab
+from ._krylov import cg as cg
+from ._krylov import chebyshev_smoother as chebyshev_smoother
+from ._krylov import estimate_lambda_max as estimate_lambda_max
+from ._krylov import gmres as gmres
+from ._krylov import jacobi_smoother as jacobi_smoother
+from ._sparse import SparseMatrix as SparseMatrix
+from ._sparse import bucket_size as bucket_size
+from ._train import TrainResult as TrainResult
+from ._train import grans_loss as grans_loss
+from ._train import load_weights as load_weights
+from ._train import save_weights as save_weights
+from ._train import train_grans as train_grans
+
+__all__ = [
+    "fem",
+    "SparseMatrix",
+    "bucket_size",
+    "KrylovSolution",
+    "cg",
+    "gmres",
+    "bicgstab",
+    "jacobi_smoother",
+    "chebyshev_smoother",
+    "estimate_lambda_max",
+    "standard_aggregation",
+    "aggregation_hierarchy",
+    "GRANS",
+    "GRANSNet",
+    "GRANSOperator",
+    "GRANSSolution",
+    "working_dtype",
+    "TrainResult",
+    "train_grans",
+    "grans_loss",
+    "save_weights",
+    "load_weights",
+]

@@ -1,0 +1,278 @@
+"""Self-supervised training of the G-RANS basis generator by progressive bootstrap."""
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jaxtyping import Array, Float
+
+from ._grans import GRANSNet, GRANSOperator, _iterate
+
+__all__ = ["TrainResult", "train_grans", "grans_loss", "save_weights", "load_weights"]
+
+
+class TrainResult(eqx.Module):
+    """Result record of ``train_grans``.
+
+    Attributes:
+      net: the trained ``GRANSNet``.
+      initial_net: the network before training (for ablations).
+      losses: ``float[steps]`` training loss per step (mean log residual reduction per iteration).
+      stage_of_step: ``int[steps]`` bootstrap stage of each step.
+      eval_before, eval_after: mean held-out one-iteration log reduction of the initial / trained net
+        over all stages' states (lower is better).
+    """
+
+    net: GRANSNet
+    initial_net: GRANSNet
+    losses: Float[Array, " steps"]
+    stage_of_step: Any
+    eval_before: float
+    eval_after: float
+
+
+def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
+               p: Float[Array, "batch npad"], Ap: Float[Array, "batch npad"], *,
+               degree: int = 3, outer: bool = True) -> Float[Array, ""]:
+    r"""Self-supervised loss: mean log residual reduction of one G-RANS iteration (no solutions used).
+
+    .. math:: L(\theta) = \frac1B\sum_b \log\frac{\|r^+_b\|_{D^{-1}}}{\|r_b\|_{D^{-1}}}
+
+    The state ``(r, p, Ap)`` is data (gradients stop there); the gradient flows through the basis,
+    the exact projection and the outer minimal-residual step.
+
+    Args:
+      net: the basis generator.
+      op: a ``GRANSOperator``.
+      r, p, Ap: batches of residuals, previous updates and their images under ``A`` (padded length).
+      degree: smoother degree. outer: use the outer step.
+
+    Returns:
+      The scalar loss.
+    """
+    dinv = 1.0 / jnp.abs(op.A.diagonal())
+
+    def one(r, p, Ap):
+        _, Adx = _iterate(net, op, r, jnp.zeros_like(r), r, p, Ap, degree=degree,
+                          galerkin=op.spd_like, outer=outer)
+        rn = r - Adx
+        return 0.5 * (jnp.log(jnp.sum(dinv * rn * rn)) - jnp.log(jnp.sum(dinv * r * r)))
+
+    return jnp.mean(jax.vmap(one)(r, p, Ap))
+
+
+def _initial_states(key, op: GRANSOperator, b, count: int):
+    """D0: the problem's b, white noise, and A·(Jacobi-smoothed noise) (algebraically smooth)."""
+    dt = op.A.dtype
+    npad = op.n_pad
+    keys = jax.random.split(key, count)
+    dinv = 1.0 / op.A.diagonal()
+
+    def make(k, i):
+        k1, k2 = jax.random.split(k)
+        white = jax.random.normal(k1, (npad,), dt) * op.mask
+        e = jax.random.normal(k2, (npad,), dt) * op.mask
+
+        def sweep(_, e):
+            return e - (2.0 / 3.0) * dinv * op.A.mv(e)
+
+        smooth = op.A.mv(jax.lax.fori_loop(0, 10, sweep, e))
+        bp = jnp.zeros((npad,), dt).at[: op.n].set(b.astype(dt))
+        r = jnp.stack([bp, white, smooth])[i % 3]
+        return r / jnp.linalg.norm(r)
+
+    return jax.vmap(make)(keys, jnp.arange(count))
+
+
+@eqx.filter_jit
+def _rollout(net: GRANSNet, op: GRANSOperator, r0, steps: int, degree: int):
+    """Run the frozen solver ``steps`` iterations from residuals r0 (x0 = 0, b = r0); normalised states."""
+
+    def run(r):
+        z = jnp.zeros_like(r)
+
+        def body(_, c):
+            r, p, Ap = c
+            dx, Adx = _iterate(net, op, r, z, r, p, Ap, degree=degree, galerkin=op.spd_like,
+                               outer=True)
+            rn = r - Adx
+            ok = jnp.linalg.norm(rn) <= jnp.linalg.norm(r)
+            rn = jnp.where(ok, rn, r)
+            dx = jnp.where(ok, dx, p)
+            Adx = jnp.where(ok, Adx, Ap)
+            s = 1.0 / jnp.linalg.norm(rn)
+            return rn * s, dx * s, Adx * s
+
+        r, p, Ap = jax.lax.fori_loop(0, steps, body, (r, z, z))
+        return r, p, Ap
+
+    return jax.vmap(run)(r0)
+
+
+def train_grans(
+    key: Any,
+    operators: Sequence[GRANSOperator],
+    rhs: Sequence[Float[Array, " n"]],
+    *,
+    net: GRANSNet | None = None,
+    hidden: int = 16,
+    layers: int = 3,
+    channels: int = 2,
+    stages: Sequence[int] = (0, 1, 2, 4, 8),
+    steps_per_stage: int = 40,
+    batch: int = 4,
+    states_per_operator: int = 12,
+    learning_rate: float = 1e-3,
+    degree: int = 3,
+    progress: bool = True,
+    checkpoint_dir: str | Path | None = None,
+) -> TrainResult:
+    r"""Train the G-RANS basis generator without reference solutions (progressive bootstrap).
+
+    Stage 0 trains on initial residuals (the problems' ``b``, white noise, and ``A`` applied to
+    Jacobi-smoothed noise). Stage ``s`` runs the *current* frozen solver ``K_s = stages[s]``
+    iterations from those residuals and adds the normalised states it produces to a replay buffer;
+    each step draws half its batch from the newest stage and half from all stages, on one randomly
+    chosen operator. Optimiser: Adam with cosine decay and global-norm clipping 1.0 (optax). The loss
+    is ``grans_loss``.
+
+    Args:
+      key: JAX PRNG key.
+      operators: ``GRANSOperator``\ s from ``GRANS.setup`` (same ``channels`` as the network).
+      rhs: their right-hand sides (unpadded).
+      net: starting network (default ``GRANSNet.init(key, hidden, layers, channels)``).
+      hidden, layers, channels: architecture when ``net`` is None.
+      stages: rollout lengths ``K_s`` (0 = initial residuals).
+      steps_per_stage: optimiser steps per stage.
+      batch: states per step.
+      states_per_operator: initial residuals per operator.
+      learning_rate: peak Adam learning rate.
+      degree: smoother degree (must match the solver's).
+      progress: print a progress line per stage and every 10 steps.
+      checkpoint_dir: if given, ``stage_<s>.eqx`` weight files are written there after each stage.
+
+    Returns:
+      A ``TrainResult``.
+
+    Raises:
+      ValueError: empty or mismatched inputs, or a channel mismatch.
+    """
+    if len(operators) == 0 or len(operators) != len(rhs):
+        raise ValueError(f"need matching non-empty operators and rhs, got {len(operators)} and {len(rhs)}")
+    if steps_per_stage < 1 or batch < 1 or not stages:
+        raise ValueError(f"bad schedule: {steps_per_stage=}, {batch=}, {stages=}")
+    kinit, kdata, kloop = jax.random.split(key, 3)
+    if net is None:
+        net = GRANSNet.init(kinit, hidden=hidden, layers=layers, channels=channels)
+    for op in operators:
+        if op.colidx.shape[1] != 2 * net.channels:
+            raise ValueError("operator was set up for a different number of channels")
+    initial = net
+    total = steps_per_stage * len(stages)
+    sched = optax.cosine_decay_schedule(learning_rate, total, alpha=0.01)
+    opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(sched))
+    params, static = eqx.partition(net, eqx.is_array)
+    opt_state = opt.init(params)
+
+    @eqx.filter_jit
+    def step(params, opt_state, op, r, p, Ap):
+        def lossf(params):
+            return grans_loss(eqx.combine(params, static), op, r, p, Ap, degree=degree)
+
+        loss, grads = jax.value_and_grad(lossf)(params)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    eval_loss = eqx.filter_jit(lambda net, op, r, p, Ap: grans_loss(net, op, r, p, Ap, degree=degree))
+    dkeys = jax.random.split(kdata, len(operators))
+    r0 = [_initial_states(k, op, b, states_per_operator) for k, op, b in zip(dkeys, operators, rhs)]
+    buffers: list[list[tuple]] = [[] for _ in operators]  # per operator: list of (r, p, Ap) per stage
+    losses, stage_of = [], []
+    rng = np.random.default_rng(int(jax.random.randint(kloop, (), 0, 2**31 - 1)))
+    t0 = time.perf_counter()
+    for s, K in enumerate(stages):  # Python loop over stages and steps: host-side driver, not traced
+        cur = eqx.combine(params, static)
+        for i, op in enumerate(operators):
+            if K == 0:
+                z = jnp.zeros_like(r0[i])
+                buffers[i].append((r0[i], z, z))
+            else:
+                buffers[i].append(_rollout(cur, op, r0[i], K, degree))
+        for t in range(steps_per_stage):
+            i = int(rng.integers(len(operators)))
+            newest = buffers[i][-1]
+            allst = [jnp.concatenate(x) for x in zip(*buffers[i])]
+            half = batch // 2
+            j1 = rng.integers(newest[0].shape[0], size=batch - half)
+            j2 = rng.integers(allst[0].shape[0], size=half)
+            r, p, Ap = (jnp.concatenate([newest[k][j1], allst[k][j2]]) for k in range(3))
+            params, opt_state, loss = step(params, opt_state, operators[i], r, p, Ap)
+            losses.append(float(loss))
+            stage_of.append(s)
+            if progress and (t % 10 == 0 or t == steps_per_stage - 1):
+                done = len(losses) / total
+                bar = "#" * int(30 * done) + "-" * (30 - int(30 * done))
+                print(f"\r[{bar}] stage {s} (K={K}) step {t + 1}/{steps_per_stage} "
+                      f"loss {np.mean(losses[-10:]):+.3f} {time.perf_counter() - t0:.0f}s",
+                      end="", file=sys.stderr, flush=True)
+        if checkpoint_dir is not None:
+            Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
+            save_weights(Path(checkpoint_dir) / f"stage_{s}.eqx", eqx.combine(params, static),
+                         {"stage": s, "K": K, "step": len(losses)})
+    if progress:
+        print(file=sys.stderr)
+    trained = eqx.combine(params, static)
+
+    def evaluate(n):
+        vals = []
+        for i, op in enumerate(operators):
+            r, p, Ap = (jnp.concatenate(x) for x in zip(*buffers[i]))
+            vals.append(float(eval_loss(n, op, r, p, Ap)))
+        return float(np.mean(vals))
+
+    return TrainResult(net=trained, initial_net=initial, losses=jnp.asarray(losses),
+                       stage_of_step=np.asarray(stage_of), eval_before=evaluate(initial),
+                       eval_after=evaluate(trained))
+
+
+def save_weights(path: str | Path, net: GRANSNet, meta: dict | None = None) -> Path:
+    """Write a network to ``path``: one JSON header line (architecture + ``meta``), then equinox leaves.
+
+    Args:
+      path: file path.
+      net: the ``GRANSNet``.
+      meta: extra JSON-serialisable metadata (seed, command, training sizes, ...).
+
+    Returns:
+      The path.
+    """
+    path = Path(path)
+    header = {"hidden": int(net.w_in.shape[1]), "layers": int(net.w_self.shape[0]),
+              "channels": int(net.channels), "format": "icmlx-grans-v1", **(meta or {})}
+    with open(path, "wb") as f:
+        f.write((json.dumps(header) + "\n").encode())
+        eqx.tree_serialise_leaves(f, net)
+    return path
+
+
+def load_weights(path: str | Path) -> tuple[GRANSNet, dict]:
+    """Read a file written by ``save_weights``; returns ``(net, header)``."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"G-RANS weight file not found: {path}")
+    with open(path, "rb") as f:
+        header = json.loads(f.readline().decode())
+        if header.get("format") != "icmlx-grans-v1":
+            raise ValueError(f"{path} is not an icmlx G-RANS weight file")
+        skel = GRANSNet.init(jax.random.key(0), hidden=header["hidden"], layers=header["layers"],
+                             channels=header["channels"])
+        net = eqx.tree_deserialise_leaves(f, skel)
+    return net, header
