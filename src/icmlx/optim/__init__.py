@@ -7,6 +7,7 @@ arXiv:2602.02016) lives here as optax transformations.
 """
 
 # DASH (_dash, _inverse_root) and annealed schedules (_schedules, _robustness); isort order.
+from ._dash import DASH_STATIC_ARGS as DASH_STATIC_ARGS
 from ._dash import DashState as DashState
 from ._dash import dash as dash
 from ._dash import scale_by_dash as scale_by_dash
@@ -48,6 +49,7 @@ __all__ = [
     "schedule_table",
     "SweepResult",
     # --- DASH (added by the DASH work) ---
+    "DASH_STATIC_ARGS",
     "DashState",
     "dash",
     "scale_by_dash",

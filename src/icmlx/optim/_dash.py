@@ -1,0 +1,453 @@
+"""DASH: batched block Shampoo with fast inverse roots, as optax transformations."""
+
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax import lax
+from jaxtyping import Array, Int
+
+from ._blocking import ADAM, VECTOR, BlockPlan, blockify, make_block_plan, unblockify
+from ._inverse_root import _METHODS, _SCALINGS, _inverse_root_impl
+
+__all__ = ["DashState", "scale_by_dash", "dash", "DASH_STATIC_ARGS"]
+
+#: Arguments of :func:`dash` that must stay Python values under ``optax.inject_hyperparams``.
+DASH_STATIC_ARGS = (
+    "block_size", "nesterov", "precondition_frequency", "start_preconditioning_step", "newton_steps",
+    "chebyshev_degree", "root_epsilon",
+)
+
+_GRAFTINGS = ("adam", "adagrad", "rmsprop", "sgd", "none")
+_ONE_DIM = ("adam", "shampoo")
+_NONFINITE = ("skip", "raise", "ignore")
+
+
+class DashState(NamedTuple):
+    """State of :func:`scale_by_dash` (a pytree of arrays only).
+
+    Attributes:
+      count: number of applied steps, int32 scalar.
+      mu: EMA of the gradient :math:`\\tilde G` (parameter-shaped).
+      nu: grafting second-moment accumulator (parameter-shaped; EMA for adam/rmsprop, sum for adagrad).
+      momentum: heavy-ball buffer (parameter-shaped), or ``()`` when ``momentum == 0``.
+      factors: Kronecker factor EMAs, one ``(N_z, z, z)`` stack per (block side, root).
+      roots: their inverse roots, same shapes, refreshed every ``precondition_frequency`` steps.
+    """
+
+    count: Int[Array, ""]
+    mu: Any
+    nu: Any
+    momentum: Any
+    factors: tuple[Array, ...]
+    roots: tuple[Array, ...]
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+def _check_unit(name: str, value, *, closed: bool = False) -> None:
+    if _is_number(value):
+        ok = 0.0 <= value <= 1.0 if closed else 0.0 <= value < 1.0
+        if not ok:
+            raise ValueError(f"{name} must be in [0, 1{']' if closed else ')'}, got {name}={value!r}")
+
+
+def _factor_dtype(leaves: list[Array]):
+    if any(jnp.dtype(x.dtype) == jnp.float64 for x in leaves):
+        return jnp.float64
+    return jnp.float32
+
+
+def _plan_for(leaves, block_size, one_dim, num_shards) -> BlockPlan:
+    shapes = tuple(tuple(int(d) for d in x.shape) for x in leaves)
+    return make_block_plan(shapes, block_size, one_dim, num_shards)
+
+
+def scale_by_dash(
+    block_size: int = 1024,
+    b1: float | Array = 0.9,
+    b2: float | Array = 0.95,
+    factor_decay: float | Array = 0.95,
+    eps: float | Array = 1e-8,
+    *,
+    grafting: str = "adam",
+    momentum: float | Array = 0.0,
+    nesterov: bool = True,
+    precondition_frequency: int = 10,
+    start_preconditioning_step: int = 1,
+    inverse_root: str = "newton_db",
+    scaling: str = "power_iteration",
+    newton_steps: int = 10,
+    chebyshev_degree: int = 20,
+    root_epsilon: float = 1e-10,
+    root_relative_epsilon: float | None = None,
+    matmul_dtype: Any = None,
+    one_dim: str = "adam",
+    nonfinite: str = "skip",
+    mesh: jax.sharding.Mesh | None = None,
+    mesh_axis: str | None = None,
+) -> optax.GradientTransformation:
+    r"""DASH: block Shampoo with all same-shaped blocks stacked and inverted in one batched call.
+
+    For every block :math:`G_i` (a ``block_size`` tile of a matrix-shaped gradient), at step :math:`t`:
+
+    .. math::
+
+        L_i &\leftarrow \beta_{LR} L_i + (1-\beta_{LR}) G_i G_i^\top, \quad
+        R_i \leftarrow \beta_{LR} R_i + (1-\beta_{LR}) G_i^\top G_i \\
+        \bar L_i, \bar R_i &= L_i^{-1/4}, R_i^{-1/4} \quad \text{(refreshed when } t = t_0
+        \text{ or } t \bmod f = 0,\ t \ge t_0) \\
+        \tilde G &\leftarrow b_1 \tilde G + (1-b_1) G, \quad P^{graft} = \text{grafting direction} \\
+        P_i &= \bar L_i \tilde G_i \bar R_i \cdot
+        \frac{\|P^{graft}_i\|_F}{\|\bar L_i \tilde G_i \bar R_i\|_F + 10^{-16}}
+
+    Before :math:`t_0` (``start_preconditioning_step``) :math:`P = P^{graft}`. With ``grafting="adam"``,
+    :math:`P^{graft} = \hat{\tilde G} / (\sqrt{\hat A} + \epsilon)` with :math:`A` the ``b2``-EMA of
+    :math:`G^2`, i.e. exactly ``optax.adam(b1, b2, eps)``'s direction; ``"rmsprop"`` uses
+    :math:`G/(\sqrt{\hat A}+\epsilon)`, ``"adagrad"`` :math:`G/(\sqrt{\sum G^2}+\epsilon)`, ``"sgd"`` :math:`G`,
+    ``"none"`` no rescaling. Optional momentum: :math:`M \leftarrow \mu M + P`, then
+    :math:`P + \mu M` (Nesterov) or :math:`M`. The factor EMAs have no bias correction (the grafting rescale
+    makes the scale of :math:`\bar L, \bar R` irrelevant).
+
+    Layout: leaves are squeezed; ≥3-D leaves are viewed as ``(d0, prod(rest))``; 1-D leaves and scalars go to
+    Adam (``one_dim="adam"``) or, for vectors with ``one_dim="shampoo"``, to stacked ``(B, 1)`` blocks with a
+    left factor only and root 2. Ragged edges are kept as smaller blocks grouped by shape. The block partition
+    is static (from shapes), every factor stack is one ``(N, z, z)`` array and each refresh is one batched
+    :func:`~icmlx.optim.matrix_inverse_root` per stack.
+
+    Non-finite gradients: ``nonfinite="skip"`` (default) leaves the whole state unchanged and returns a zero
+    update when any gradient entry is NaN/inf (the preconditioners are never poisoned); ``"raise"`` raises
+    through ``eqx.error_if``; ``"ignore"`` does nothing.
+
+    Sharding: with ``mesh`` and ``mesh_axis``, every factor/root stack is padded to a multiple of the axis
+    size and constrained to ``NamedSharding(mesh, P(mesh_axis))``, so each device computes the inverse roots
+    of its share of blocks (the result equals the single-device one).
+
+    Args:
+      block_size: block side ``B`` (static).
+      b1: gradient EMA :math:`\beta_G` (0 disables it).
+      b2: grafting second-moment EMA :math:`\beta_{graft}`.
+      factor_decay: Kronecker-factor EMA :math:`\beta_{LR}`; 1.0 gives a plain sum (AdaGrad-style).
+      eps: grafting epsilon.
+      grafting: ``"adam"``, ``"adagrad"``, ``"rmsprop"``, ``"sgd"`` or ``"none"``.
+      momentum: heavy-ball :math:`\mu` (0 disables the buffer).
+      nesterov: Nesterov form of the momentum.
+      precondition_frequency: refresh period :math:`f` of the inverse roots (static).
+      start_preconditioning_step: first preconditioned step :math:`t_0 \ge 1` (static).
+      inverse_root: ``"newton_db"``, ``"coupled_newton"``, ``"chebyshev"`` or ``"eigh"``.
+      scaling: ``"power_iteration"`` or ``"frobenius"``.
+      newton_steps: Newton–DB steps per pass.
+      chebyshev_degree: Chebyshev degree.
+      root_epsilon: absolute ridge of the inverse root.
+      root_relative_epsilon: relative ridge (``None``: the per-method default of ``matrix_inverse_root``).
+      matmul_dtype: matmul operand dtype of the root iterations (e.g. ``jnp.bfloat16``).
+      one_dim: ``"adam"`` or ``"shampoo"`` for 1-D leaves.
+      nonfinite: ``"skip"``, ``"raise"`` or ``"ignore"``.
+      mesh: optional ``jax.sharding.Mesh`` to shard the stacks over.
+      mesh_axis: the mesh axis name (required with ``mesh``).
+
+    Returns:
+      An ``optax.GradientTransformation`` whose state is a :class:`DashState`.
+
+    Raises:
+      ValueError: invalid hyperparameters (at construction).
+
+    References:
+      Modoranu et al., DASH, arXiv:2602.02016. Gupta et al., Shampoo, arXiv:1802.09568. Shi et al.,
+      Distributed Shampoo, arXiv:2309.06497.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp, optax
+      >>> from icmlx.optim import scale_by_dash
+      >>> params = {"w": jnp.ones((6, 4)), "b": jnp.zeros(4)}
+      >>> tx = optax.chain(scale_by_dash(block_size=4), optax.scale(-0.1))
+      >>> state = tx.init(params)
+      >>> grads = jax.tree.map(lambda p: 0.5 * jnp.ones_like(p), params)
+      >>> updates, state = jax.jit(tx.update)(grads, state, params)
+      >>> print(updates["w"].shape, int(state[0].count))
+      (6, 4) 1
+    """
+    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
+        raise ValueError(f"block_size must be a positive integer, got {block_size=}")
+    for name, val in (("b1", b1), ("b2", b2)):
+        _check_unit(name, val)
+    _check_unit("factor_decay", factor_decay, closed=True)
+    if _is_number(momentum) and not 0.0 <= momentum < 1.0:
+        raise ValueError(f"momentum must be in [0, 1), got {momentum=}")
+    if _is_number(eps) and eps < 0:
+        raise ValueError(f"eps must be >= 0, got {eps=}")
+    if grafting not in _GRAFTINGS:
+        raise ValueError(f"grafting must be one of {_GRAFTINGS}, got {grafting=}")
+    if inverse_root not in _METHODS:
+        raise ValueError(f"inverse_root must be one of {_METHODS}, got {inverse_root=}")
+    if scaling not in _SCALINGS:
+        raise ValueError(f"scaling must be one of {_SCALINGS}, got {scaling=}")
+    if one_dim not in _ONE_DIM:
+        raise ValueError(f"one_dim must be one of {_ONE_DIM}, got {one_dim=}")
+    if nonfinite not in _NONFINITE:
+        raise ValueError(f"nonfinite must be one of {_NONFINITE}, got {nonfinite=}")
+    if not isinstance(precondition_frequency, (int, np.integer)) or precondition_frequency < 1:
+        raise ValueError(f"precondition_frequency must be a positive integer, got {precondition_frequency=}")
+    if not isinstance(start_preconditioning_step, (int, np.integer)) or start_preconditioning_step < 1:
+        raise ValueError(f"start_preconditioning_step must be >= 1, got {start_preconditioning_step=}")
+    if newton_steps < 1 or chebyshev_degree < 1:
+        raise ValueError(f"newton_steps and chebyshev_degree must be >= 1, got {newton_steps=}, "
+                         f"{chebyshev_degree=}")
+    if (mesh is None) != (mesh_axis is None):
+        raise ValueError(f"mesh and mesh_axis must be given together, got {mesh=}, {mesh_axis=}")
+    if mesh is not None and mesh_axis not in mesh.axis_names:
+        raise ValueError(f"mesh_axis {mesh_axis!r} is not an axis of the mesh {mesh.axis_names}")
+    num_shards = 1 if mesh is None else int(mesh.shape[mesh_axis])
+    use_momentum = not (_is_number(momentum) and momentum == 0.0)
+    if inverse_root == "newton_db":
+        pass  # roots 2 and 4 are the only ones DASH needs
+
+    def _constrain(x: Array) -> Array:
+        if mesh is None:
+            return x
+        spec = jax.sharding.PartitionSpec(mesh_axis, *([None] * (x.ndim - 1)))
+        return jax.lax.with_sharding_constraint(x, jax.sharding.NamedSharding(mesh, spec))
+
+    def _roots(factors: tuple[Array, ...], plan: BlockPlan) -> tuple[Array, ...]:
+        out = []
+        for f, (_, root, _, _) in zip(factors, plan.stacks):
+            r = _inverse_root_impl(
+                _constrain(f), root, method=inverse_root, scaling=scaling, epsilon=root_epsilon,
+                relative_epsilon=root_relative_epsilon, num_iters=newton_steps, degree=chebyshev_degree,
+                matmul_dtype=matmul_dtype,
+            )
+            out.append(_constrain(r))
+        return tuple(out)
+
+    def init_fn(params):
+        leaves, _ = jax.tree.flatten(params)
+        plan = _plan_for(leaves, block_size, one_dim, num_shards)
+        fdt = _factor_dtype(leaves)
+        mu = jax.tree.map(jnp.zeros_like, params)
+        nu = jax.tree.map(jnp.zeros_like, params)
+        mom = jax.tree.map(jnp.zeros_like, params) if use_momentum else ()
+        factors = tuple(_constrain(jnp.zeros((npad, z, z), fdt)) for z, _, _, npad in plan.stacks)
+        roots = tuple(
+            _constrain(jnp.broadcast_to(jnp.eye(z, dtype=fdt), (npad, z, z))) for z, _, _, npad in plan.stacks
+        )
+        return DashState(jnp.zeros([], jnp.int32), mu, nu, mom, factors, roots)
+
+    def update_fn(updates, state, params=None):
+        del params
+        leaves, treedef = jax.tree.flatten(updates)
+        plan = _plan_for(leaves, block_size, one_dim, num_shards)
+        fdt = _factor_dtype(leaves)
+        if nonfinite == "raise":
+            bad = jnp.zeros([], bool)
+            for g in leaves:
+                bad = bad | ~jnp.all(jnp.isfinite(g))
+            leaves = [eqx.error_if(g, bad, "scale_by_dash: non-finite gradient") for g in leaves]
+            updates = jax.tree.unflatten(treedef, leaves)
+
+        count = optax.safe_increment(state.count)
+        t = count  # 1-based step of this update
+
+        # Elementwise moments (parameter layout).
+        mu = optax.tree.update_moment(updates, state.mu, b1, 1)
+        if grafting == "adagrad":
+            nu = jax.tree.map(lambda n, g: n + g * g, state.nu, updates)
+        else:
+            nu = optax.tree.update_moment_per_elem_norm(updates, state.nu, b2, 2)
+        tf = t.astype(fdt)
+        bc1 = 1.0 - jnp.asarray(b1).astype(fdt) ** tf
+        bc2 = 1.0 - jnp.asarray(b2).astype(fdt) ** tf
+        mu_hat = jax.tree.map(lambda m: m / bc1.astype(m.dtype), mu)
+        nu_hat = jax.tree.map(lambda v: v / bc2.astype(v.dtype), nu)
+        adam_dir = jax.tree.map(lambda m, v: m / (jnp.sqrt(v) + eps), mu_hat, nu_hat)
+        if grafting == "adam":
+            graft = adam_dir
+        elif grafting == "rmsprop":
+            graft = jax.tree.map(lambda g, v: g / (jnp.sqrt(v) + eps), updates, nu_hat)
+        elif grafting == "adagrad":
+            graft = jax.tree.map(lambda g, v: g / (jnp.sqrt(v) + eps), updates, nu)
+        elif grafting == "sgd":
+            graft = updates
+        else:
+            graft = mu
+        graft_leaves = treedef.flatten_up_to(graft)
+        adam_leaves = treedef.flatten_up_to(adam_dir)
+        mu_leaves = treedef.flatten_up_to(mu)
+
+        # Kronecker factors, one EMA per stack.
+        g_blocks = blockify(plan, leaves, fdt)
+        new_factors = []
+        for si, (z, _, n_real, n_pad) in enumerate(plan.stacks):
+            parts = []
+            for gi, side in plan.contributions[si]:
+                gb = g_blocks[gi]
+                if side == "L":
+                    parts.append(jnp.matmul(gb, jnp.swapaxes(gb, -1, -2)))
+                else:
+                    parts.append(jnp.matmul(jnp.swapaxes(gb, -1, -2), gb))
+            if n_pad > n_real:
+                parts.append(jnp.zeros((n_pad - n_real, z, z), fdt))
+            outer = parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=0)
+            if _is_number(factor_decay) and factor_decay >= 1.0:
+                f = state.factors[si] + outer
+            else:
+                f = factor_decay * state.factors[si] + (1.0 - factor_decay) * outer
+            new_factors.append(_constrain(f))
+        new_factors = tuple(new_factors)
+
+        # Inverse roots, refreshed only on refresh steps (one batched solve per stack).
+        t0 = start_preconditioning_step
+        refresh = (t >= t0) & ((t == t0) | (t % precondition_frequency == 0))
+        if plan.stacks:
+            roots = lax.cond(refresh, lambda f: _roots(f, plan), lambda f: state.roots, new_factors)
+        else:
+            roots = state.roots
+
+        # Shampoo direction with per-block grafting.
+        mt_blocks = blockify(plan, mu_leaves, fdt)
+        pg_blocks = blockify(plan, graft_leaves, fdt)
+        p_blocks = []
+        for gi, grp in enumerate(plan.groups):
+            lbar = roots[grp.left_stack][grp.left_offset : grp.left_offset + grp.count]
+            u = jnp.matmul(lbar, mt_blocks[gi])
+            if grp.kind != VECTOR:
+                rbar = roots[grp.right_stack][grp.right_offset : grp.right_offset + grp.count]
+                u = jnp.matmul(u, rbar)
+            if grafting != "none":
+                pn = jnp.sqrt(jnp.sum(pg_blocks[gi] ** 2, axis=(-2, -1), keepdims=True))
+                un = jnp.sqrt(jnp.sum(u**2, axis=(-2, -1), keepdims=True))
+                u = u * (pn / (un + 1e-16))
+            p_blocks.append(u)
+        shampoo_leaves = unblockify(plan, p_blocks, graft_leaves)
+        shampoo_leaves = [
+            a if leaf.kind == ADAM else s
+            for a, s, leaf in zip(adam_leaves, shampoo_leaves, plan.leaves)
+        ]
+        pre_leaves = [
+            a if leaf.kind == ADAM else p for a, p, leaf in zip(adam_leaves, graft_leaves, plan.leaves)
+        ]
+        active = t >= t0
+        direction = [jnp.where(active, s, p) for s, p in zip(shampoo_leaves, pre_leaves)]
+        direction = jax.tree.unflatten(treedef, direction)
+
+        if use_momentum:
+            mom = jax.tree.map(lambda m, p: momentum * m + p, state.momentum, direction)
+            if nesterov:
+                out = jax.tree.map(lambda p, m: p + momentum * m, direction, mom)
+            else:
+                out = mom
+        else:
+            mom = state.momentum
+            out = direction
+        out = jax.tree.map(lambda o, g: o.astype(g.dtype), out, updates)
+        mu = jax.tree.map(lambda m, g: m.astype(g.dtype), mu, state.mu)
+        nu = jax.tree.map(lambda m, g: m.astype(g.dtype), nu, state.nu)
+        new_state = DashState(count, mu, nu, mom, new_factors, tuple(roots))
+
+        if nonfinite == "skip":
+            finite = jnp.ones([], bool)
+            for g in leaves:
+                finite = finite & jnp.all(jnp.isfinite(g))
+            new_state = jax.tree.map(lambda n, o: jnp.where(finite, n, o), new_state, state)
+            out = jax.tree.map(lambda o: jnp.where(finite, o, jnp.zeros_like(o)), out)
+        return out, new_state
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
+def dash(
+    learning_rate: optax.ScalarOrSchedule,
+    block_size: int = 1024,
+    b1: float | Array = 0.9,
+    b2: float | Array = 0.95,
+    factor_decay: float | Array = 0.95,
+    eps: float | Array = 1e-8,
+    weight_decay: float | Array = 0.0,
+    weight_decay_mask: Any = None,
+    *,
+    grafting: str = "adam",
+    momentum: float | Array = 0.0,
+    nesterov: bool = True,
+    precondition_frequency: int = 10,
+    start_preconditioning_step: int = 1,
+    inverse_root: str = "newton_db",
+    scaling: str = "power_iteration",
+    newton_steps: int = 10,
+    chebyshev_degree: int = 20,
+    root_epsilon: float = 1e-10,
+    root_relative_epsilon: float | None = None,
+    matmul_dtype: Any = None,
+    one_dim: str = "adam",
+    nonfinite: str = "skip",
+    mesh: jax.sharding.Mesh | None = None,
+    mesh_axis: str | None = None,
+) -> optax.GradientTransformation:
+    r"""DASH optimizer: :func:`scale_by_dash`, decoupled weight decay, then the learning rate.
+
+    .. math::
+
+        W \leftarrow W - \eta_t\,(P_t + \lambda W)
+
+    where :math:`P_t` is the :func:`scale_by_dash` direction and :math:`\lambda` = ``weight_decay`` is applied
+    (by default) only to leaves with ``ndim >= 2`` (DASH decays matrices only).
+
+    With ``optax.inject_hyperparams`` (which injects every numeric argument, defaults included), pass the
+    structural integers as static: ``optax.inject_hyperparams(dash, static_args=DASH_STATIC_ARGS)``, where
+    ``DASH_STATIC_ARGS`` is exported next to this function; ``learning_rate``, ``b1``, ``b2``,
+    ``factor_decay``, ``eps``, ``weight_decay`` and ``momentum`` can then be injected or scheduled.
+
+    Args:
+      learning_rate: a float or an optax schedule (e.g. from :mod:`icmlx.optim`).
+      block_size: block side ``B``.
+      b1: gradient EMA.
+      b2: grafting second-moment EMA.
+      factor_decay: Kronecker-factor EMA.
+      eps: grafting epsilon.
+      weight_decay: decoupled weight decay :math:`\lambda`.
+      weight_decay_mask: pytree/callable mask for the decay (default: ``ndim >= 2`` leaves).
+      grafting, momentum, nesterov, precondition_frequency, start_preconditioning_step, inverse_root,
+        scaling, newton_steps, chebyshev_degree, root_epsilon, root_relative_epsilon, matmul_dtype,
+        one_dim, nonfinite, mesh, mesh_axis: as in :func:`scale_by_dash`.
+
+    Returns:
+      An ``optax.GradientTransformation``.
+
+    Raises:
+      ValueError: invalid hyperparameters.
+
+    References:
+      Modoranu et al., DASH, arXiv:2602.02016.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp, optax
+      >>> from icmlx.optim import dash
+      >>> params = jnp.ones((8, 8))
+      >>> opt = dash(1e-2, block_size=4)
+      >>> state = opt.init(params)
+      >>> loss = lambda w: jnp.sum((w - 2.0) ** 2)
+      >>> for _ in range(3):
+      ...     updates, state = opt.update(jax.grad(loss)(params), state, params)
+      ...     params = optax.apply_updates(params, updates)
+      >>> print(round(float(params[0, 0]), 3))
+      1.03
+    """
+    if _is_number(weight_decay) and weight_decay < 0:
+        raise ValueError(f"weight_decay must be >= 0, got {weight_decay=}")
+    if weight_decay_mask is None:
+        weight_decay_mask = lambda p: jax.tree.map(lambda x: x.ndim >= 2, p)
+    return optax.chain(
+        scale_by_dash(
+            block_size, b1, b2, factor_decay, eps, grafting=grafting, momentum=momentum, nesterov=nesterov,
+            precondition_frequency=precondition_frequency,
+            start_preconditioning_step=start_preconditioning_step, inverse_root=inverse_root,
+            scaling=scaling, newton_steps=newton_steps, chebyshev_degree=chebyshev_degree,
+            root_epsilon=root_epsilon, root_relative_epsilon=root_relative_epsilon,
+            matmul_dtype=matmul_dtype, one_dim=one_dim, nonfinite=nonfinite, mesh=mesh, mesh_axis=mesh_axis,
+        ),
+        optax.add_decayed_weights(weight_decay, weight_decay_mask),
+        optax.scale_by_learning_rate(learning_rate),
+    )

@@ -1,0 +1,219 @@
+"""Tests of icmlx.optim.matrix_inverse_root against float64 NumPy references."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icmlx.optim import matrix_inverse_root, power_iteration
+from icmlx.optim._inverse_root import _chebyshev_coefficients_np, _clenshaw
+
+DT = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
+
+
+def spd(n: int, kappa: float, seed: int = 0):
+    """Random orthogonal Q and eigenvalues logspace(0, -log10 kappa): returns Q, lam, A (float64)."""
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    lam = np.logspace(0.0, -np.log10(kappa), n)
+    return q, lam, (q * lam) @ q.T
+
+
+def ref_root(a: np.ndarray, p: int) -> np.ndarray:
+    w, q = np.linalg.eigh(a)
+    return (q * w ** (-1.0 / p)) @ q.T
+
+
+def band_error(x, q, lam, p, threshold):
+    """Max relative error of diag(Q^T X Q) vs lam^{-1/p} over eigenvalues with lam/lam_max >= threshold."""
+    d = np.diag(q.T @ np.asarray(x, np.float64) @ q)
+    ref = lam ** (-1.0 / p)
+    m = lam / lam.max() >= threshold
+    return float(np.max(np.abs(d[m] - ref[m]) / ref[m]))
+
+
+def rel_fro(x, ref):
+    return float(np.linalg.norm(np.asarray(x, np.float64) - ref) / np.linalg.norm(ref))
+
+
+@pytest.fixture(scope="module")
+def wellcond():
+    mats = [spd(64, 1e2, seed=s) for s in range(3)]
+    return mats, jnp.asarray(np.stack([m[2] for m in mats]), DT)
+
+
+@pytest.mark.x64
+@pytest.mark.parametrize("p", [2, 4])
+def test_ndb_matches_eigh_wellcond(wellcond, p):
+    mats, a = wellcond
+    x = matrix_inverse_root(a, p, method="newton_db")
+    for (_, _, a64), xi in zip(mats, x):
+        # kappa=1e2: the default relative ridge 1e-6 alone shifts lam^{-1/p} by <= 1e-6/(p*1e-2) = 5e-5
+        assert rel_fro(xi, ref_root(a64, p)) <= 1e-4
+
+
+@pytest.mark.x64
+@pytest.mark.parametrize("kappa", [1e4, 1e8])
+def test_ndb_band_accuracy(kappa):
+    q, lam, a64 = spd(96, kappa, seed=1)
+    a = jnp.asarray(a64, DT)
+    x10 = matrix_inverse_root(a, 4, method="newton_db", num_iters=10)
+    x15 = matrix_inverse_root(a, 4, method="newton_db", num_iters=15, relative_epsilon=0.0)
+    # 10 steps resolve scaled eigenvalues down to ~2.25^-10 ~ 3e-4 (times s = 2 lam_max): the top two
+    # decades are accurate, below that the fixed iteration count acts as an implicit regulariser.
+    assert band_error(x10, q, lam, 4, 1e-2) <= 1e-4
+    assert band_error(x10, q, lam, 4, 1e-4) > 1e-2  # the documented cut-off is real
+    # 15 steps (and no ridge) resolve four decades to 1e-3.
+    assert band_error(x15, q, lam, 4, 1e-4) <= 1e-3
+
+
+def test_frobenius_scaling_worse_than_power_iteration():
+    q, lam, a64 = spd(96, 1e2, seed=2)
+    a = jnp.asarray(a64, DT)
+    kw = dict(method="newton_db", num_iters=10, relative_epsilon=0.0)
+    e_pi = rel_fro(matrix_inverse_root(a, 4, scaling="power_iteration", **kw), ref_root(a64, 4))
+    e_fro = rel_fro(matrix_inverse_root(a, 4, scaling="frobenius", **kw), ref_root(a64, 4))
+    # ||A||_F ~ 5 lam_max here, so the scaled spectrum starts ~2.5x lower: about one NDB step short.
+    assert e_fro >= 10 * e_pi
+
+
+def test_power_iteration_bounds_and_zero_block():
+    mats = [spd(64, k, seed=s)[2] for s, k in enumerate([1e1, 1e3, 1e6])]
+    a = np.stack(mats + [np.zeros((64, 64))])
+    est = np.asarray(power_iteration(jnp.asarray(a, DT)), np.float64)
+    lmax = np.array([np.linalg.eigvalsh(m)[-1] for m in mats])
+    ratio = est[:3] / lmax
+    assert np.all(ratio >= 0.9) and np.all(ratio <= 1.01), ratio
+    assert np.isfinite(est[3]) and 0.0 <= est[3] < 1e-6
+
+
+@pytest.mark.parametrize("method", ["newton_db", "coupled_newton", "chebyshev", "eigh"])
+def test_singular_and_zero_input_finite_psd(method):
+    rng = np.random.default_rng(3)
+    g = rng.standard_normal((64, 4))
+    a = np.stack([g @ g.T, np.zeros((64, 64))])
+    for k in ([10, 30] if method == "newton_db" else [10]):
+        x = np.asarray(matrix_inverse_root(jnp.asarray(a, DT), 4, method=method, num_iters=k), np.float64)
+        assert np.all(np.isfinite(x)), (method, k)
+        for xi in x:
+            xs = 0.5 * (xi + xi.T)
+            assert np.abs(xi - xi.T).max() <= 1e-3 * np.abs(xi).max()
+            w = np.linalg.eigvalsh(xs)
+            assert w[0] >= -1e-3 * w[-1], (method, k, w[0], w[-1])
+
+
+@pytest.mark.x64
+@pytest.mark.parametrize("kappa", [1e2, 1e8])
+def test_coupled_newton_matches_eigh(kappa):
+    q, lam, a64 = spd(96, kappa, seed=4)
+    x = matrix_inverse_root(jnp.asarray(a64, DT), 4, method="coupled_newton", scaling="frobenius")
+    # float32 CN stagnates near its rounding floor before tol=1e-6; top two decades are within 2e-4
+    # (the default ridge 1e-6 contributes <= 2.5e-5 of that).
+    assert band_error(x, q, lam, 4, 1e-2) <= 2e-4
+
+
+@pytest.mark.x64
+def test_chebyshev_clenshaw_matches_numpy_chebval():
+    from numpy.polynomial import chebyshev as C
+
+    rng = np.random.default_rng(5)
+    q, _ = np.linalg.qr(rng.standard_normal((48, 48)))
+    mu = rng.uniform(-1.0, 1.0, 48)  # eigenvalues of S inside [-1, 1]
+    s = (q * mu) @ q.T
+    coeffs = _chebyshev_coefficients_np(4, 30, 1e-2)
+    out = _clenshaw(jnp.asarray(s[None], DT), jnp.asarray(coeffs, DT), None)[0]
+    ref = (q * C.chebval(mu, coeffs)) @ q.T
+    tol = 1e-10 if DT == jnp.float64 else 2e-5
+    assert np.abs(np.asarray(out, np.float64) - ref).max() <= tol * np.abs(ref).max()
+
+
+def test_chebyshev_coefficients_and_full_method():
+    from numpy.polynomial import chebyshev as C
+
+    delta, deg = 1e-2, 40
+    c = _chebyshev_coefficients_np(4, deg, delta)
+    x = np.linspace(delta, 1 + delta, 501)
+    approx = C.chebval(2 * (x - delta) - 1, c)
+    # x^{-1/4} on [1e-2, 1.01] is analytic; degree 40 truncation error is ~1e-3 relative near the left end
+    assert np.max(np.abs(approx - x**-0.25) / x**-0.25) <= 5e-3
+    # Full method with Frobenius scaling (s = ||A||_F known exactly): result = s^{-1/p} c(2A/s - I).
+    q, lam, a64 = spd(64, 1e1, seed=6)
+    rel = 1e-2
+    xm = matrix_inverse_root(jnp.asarray(a64, DT), 4, method="chebyshev", scaling="frobenius",
+                             degree=deg, relative_epsilon=rel, epsilon=0.0)
+    s = np.linalg.norm(a64)
+    cc = _chebyshev_coefficients_np(4, deg, rel)
+    ref = (q * (C.chebval(2 * lam / s - 1, cc) * s**-0.25)) @ q.T
+    assert rel_fro(xm, ref) <= 1e-4
+
+
+@pytest.mark.x64
+def test_eigh_heuristics():
+    q, _, _ = spd(8, 1e1, seed=7)
+    lam = np.array([-0.5, 5e-4, 0.1, 0.5, 1.0, 2.0, 3.0, 4.0])
+    a = jnp.asarray((q * lam) @ q.T, DT)
+    eps = 1e-3
+    # float32 eigh: eigenvalue errors ~ u*||A|| = 5e-7 on lam = 1e-3 move its root by ~1e-4 relative
+    tol = 1e-10 if DT == jnp.float64 else 1e-3
+
+    def expect(w):
+        return (q * w) @ q.T
+
+    x = matrix_inverse_root(a, 2, method="eigh", eigh_heuristic="shampoo", epsilon=eps)
+    assert rel_fro(x, expect((lam + 0.5 + eps) ** -0.5)) <= tol
+    x = matrix_inverse_root(a, 2, method="eigh", eigh_heuristic="abs", epsilon=eps)
+    assert rel_fro(x, expect((np.abs(lam) + eps) ** -0.5)) <= tol
+    x = matrix_inverse_root(a, 2, method="eigh", eigh_heuristic="relu", epsilon=eps)
+    w = np.where(lam > eps, np.abs(lam) ** -0.5, 0.0)
+    assert rel_fro(x, expect(w)) <= tol
+
+
+def test_batched_equals_per_block_and_vmap():
+    a = jnp.asarray(np.stack([spd(16, 1e3, seed=s)[2] for s in range(4)]), DT)
+    f = jax.jit(lambda m: matrix_inverse_root(m, 4))
+    batched = np.asarray(f(a))
+    single = np.stack([np.asarray(f(a[i : i + 1]))[0] for i in range(4)])
+    vm = np.asarray(jax.vmap(lambda m: matrix_inverse_root(m, 4))(a))
+    scale = np.abs(batched).max()
+    # same arithmetic per block; only the matmul kernel may differ (float32 reassociation ~1e-6)
+    assert np.abs(batched - single).max() <= 1e-5 * scale
+    assert np.abs(batched - vm).max() <= 1e-5 * scale
+    # leading batch dims are preserved
+    assert matrix_inverse_root(a.reshape(2, 2, 16, 16), 4).shape == (2, 2, 16, 16)
+
+
+def test_bfloat16_matmuls():
+    q, lam, a64 = spd(64, 1e2, seed=8)
+    x = matrix_inverse_root(jnp.asarray(a64, jnp.float32), 4, matmul_dtype=jnp.bfloat16)
+    assert x.dtype == jnp.float32
+    # bf16 operands (8-bit mantissa, unit roundoff 4e-3) with f32 accumulation
+    assert band_error(x, q, lam, 4, 1e-2) <= 3e-2
+
+
+def test_bad_input_raises():
+    with pytest.raises((ValueError, TypeError)):  # jaxtyping (TypeError) or our own check (ValueError)
+        matrix_inverse_root(jnp.ones((3, 4)), 2)
+    with pytest.raises(ValueError, match="newton_db"):
+        matrix_inverse_root(jnp.eye(3), 3, method="newton_db")
+    with pytest.raises((ValueError, TypeError), match="method"):
+        matrix_inverse_root(jnp.eye(3), 2, method="svd")
+    with pytest.raises(ValueError, match="p must"):
+        matrix_inverse_root(jnp.eye(3), 0, method="eigh")
+    with pytest.raises(TypeError):
+        matrix_inverse_root(jnp.eye(3, dtype=jnp.int32), 2)
+    with pytest.raises(Exception, match="non-finite"):
+        matrix_inverse_root(jnp.full((3, 3), jnp.nan), 2)
+
+
+@settings(deadline=None, max_examples=10)
+@given(seed=st.integers(0, 2**16), p=st.sampled_from([2, 4]))
+def test_inverse_root_property(seed, p):
+    # Invariant: X = A^{-1/p} is symmetric and X^p A ~ I for well-conditioned SPD A (any scale).
+    rng = np.random.default_rng(seed)
+    g = rng.standard_normal((16, 48))
+    a64 = (g @ g.T / 48 + 0.5 * np.eye(16)) * 10.0 ** rng.uniform(-3, 3)
+    x = np.asarray(matrix_inverse_root(jnp.asarray(a64, DT), p, num_iters=12), np.float64)
+    assert np.abs(x - x.T).max() <= 1e-4 * np.abs(x).max()
+    assert np.abs(np.linalg.matrix_power(x, p) @ a64 - np.eye(16)).max() <= 1e-3
