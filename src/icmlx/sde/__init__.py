@@ -4,6 +4,7 @@ by geometry-guided path augmentation (Maoutsa, arXiv:2512.23566). Requires the `
 
 from ._basis import FourierBasis as FourierBasis
 from ._basis import LinearDrift as LinearDrift
+from ._basis import PolynomialBasis as PolynomialBasis
 from ._basis import RBFBasis as RBFBasis
 from ._basis import RidgeRegression as RidgeRegression
 from ._basis import SparseGP as SparseGP
@@ -38,6 +39,7 @@ __all__ = [
     "EMHistory",
     "FourierBasis",
     "LinearDrift",
+    "PolynomialBasis",
     "RBFBasis",
     "RESULTS",
     "RidgeRegression",

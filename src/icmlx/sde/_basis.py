@@ -15,6 +15,8 @@ path likelihood (Ruttor, Batz & Opper 2013), :math:`f(x) = k_S(x)^\\top(\\sigma^
 Regressing on *increments of stochastic paths* needs no divergence term (option (iii) of the notes).
 """
 
+import itertools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -25,6 +27,7 @@ from .._types import PRNGKey
 __all__ = [
     "RBFBasis",
     "FourierBasis",
+    "PolynomialBasis",
     "LinearDrift",
     "RidgeRegression",
     "SparseGP",
@@ -87,6 +90,44 @@ class FourierBasis(eqx.Module):
         return jnp.sqrt(2.0 / m) * jnp.cos(z)
 
 
+class PolynomialBasis(eqx.Module):
+    """Monomial features :math:`\\prod_k x_k^{e_k}` with total degree ``<= degree`` (constant included).
+
+    With ``degree = 3`` this contains the Van der Pol drift exactly (the SFI package's default basis);
+    with ``degree = 1`` it is the affine basis of the OU pipeline oracle.
+
+    Attributes:
+      exponents: static tuple of exponent tuples, one per feature.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.sde import PolynomialBasis
+      >>> b = PolynomialBasis(2, 2)
+      >>> b.exponents
+      ((0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0))
+      >>> b(jnp.array([2.0, 3.0])).tolist()
+      [1.0, 3.0, 9.0, 2.0, 6.0, 4.0]
+    """
+
+    exponents: tuple = eqx.field(static=True)
+
+    def __init__(self, d: int, degree: int):
+        if d < 1 or degree < 0:
+            raise ValueError(f"need d >= 1 and degree >= 0, got {d=}, {degree=}")
+        exps = [e for e in itertools.product(range(degree + 1), repeat=d) if sum(e) <= degree]
+        self.exponents = tuple(tuple(int(v) for v in e) for e in exps)
+
+    def __call__(self, x: Float[Array, " d"]) -> Float[Array, " m"]:
+        feats = []
+        for e in self.exponents:
+            v = jnp.ones((), x.dtype)
+            for k, p in enumerate(e):
+                if p:
+                    v = v * jax.lax.integer_pow(x[k], p)
+            feats.append(v)
+        return jnp.stack(feats)
+
+
 class LinearDrift(eqx.Module):
     """A fitted drift ``f(x) = W^T phi(x)``; call it on one state ``(d,)`` (``vmap`` for batches).
 
@@ -112,6 +153,7 @@ def _solve_psd(A, B):
     return Q @ ((Q.T @ B) / lam[:, None])
 
 
+@eqx.filter_jit
 def _fit_linear(basis, penalty, states, increments, dt, sigma, weights):
     """Solve (sum w dt phi phi^T + sigma^2 P) W = sum w phi dx^T."""
     phi = jax.vmap(basis)(states)  # (n, m)
@@ -125,7 +167,7 @@ def _fit_linear(basis, penalty, states, increments, dt, sigma, weights):
 
 
 class RidgeRegression(eqx.Module):
-    """Ridge regression of increments on fixed features (RBF or random Fourier), penalty ``ridge * ||W||^2``.
+    """Ridge regression of increments on fixed features (RBF, random Fourier, monomials), penalty ``ridge * ||W||^2``.
 
     Attributes:
       basis: an :class:`RBFBasis` or :class:`FourierBasis`.
@@ -203,6 +245,8 @@ class SparseGP(eqx.Module):
 def _input_dim(basis) -> int:
     if isinstance(basis, RBFBasis):
         return basis.centers.shape[1]
+    if isinstance(basis, PolynomialBasis):
+        return len(basis.exponents[0])
     return basis.omegas.shape[1]
 
 

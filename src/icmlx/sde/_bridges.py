@@ -10,9 +10,11 @@ and the incremental log-weight is
 
 .. math::
     \\log \\mathcal N(x'; x + \\hat f(x) h, \\sigma^2 h) - \\log q(x' \\mid x)
-    - \\beta h \\lVert x' - \\gamma(t + h) \\rVert ,
+    - \\beta h \\lVert x' - \\gamma(t + h) \\rVert
+    + \\log\\frac{\\tilde p(b \\mid x', \\tau - t - h)}{\\tilde p(b \\mid x, \\tau - t)} ,
 
-with ``gamma`` the geodesic target and ``beta`` the guidance strength per unit time (``beta = 0``: plain
+with ``p~`` the Brownian transition density (a look-ahead twist that makes the weights constant when
+``f = 0``, so only the drift's deviation from a Brownian bridge drives resampling), ``gamma`` the geodesic target and ``beta`` the guidance strength per unit time (``beta = 0``: plain
 bridges). The last step lands on ``b`` and is weighted by the model transition into ``b``. Particles are
 resampled (systematic) when the effective sample size drops below ``N / 2``; lineages are kept as ancestor
 indices and traced back at the end. Everything is fixed-shape: a ``lax.scan`` over steps, ``vmap`` over
@@ -79,7 +81,11 @@ def _one_bridge(key, drift, sigma, a, b, tau, targets, strength, n_particles, n_
         logp = -0.5 * jnp.sum((xn - mean_p) ** 2, -1) / (s2 * h) - 0.5 * d * (log2pi + jnp.log(s2 * h))
         logq = -0.5 * jnp.sum((xn - mean_q) ** 2, -1) / var_q - 0.5 * d * (log2pi + jnp.log(var_q))
         guide = -strength * h * jnp.sqrt(jnp.sum((xn - gamma_next) ** 2, -1))
-        inc = logp - logq + guide
+        # twist by the Brownian look-ahead p~(b | x, tau - t) so that f = 0 gives constant weights
+        look_new = -0.5 * jnp.sum((b - xn) ** 2, -1) / (s2 * (rem - h))
+        look_old = -0.5 * jnp.sum((b - x) ** 2, -1) / (s2 * rem)
+        look = look_new - look_old - 0.5 * d * jnp.log((rem - h) / rem)
+        inc = logp - logq + guide + look
         ok = jnp.all(jnp.isfinite(xn), -1) & jnp.isfinite(inc)
         inc = jnp.where(ok, inc, -jnp.inf)
         xn = jnp.where(ok[:, None], xn, mean_q)
@@ -98,13 +104,15 @@ def _one_bridge(key, drift, sigma, a, b, tau, targets, strength, n_particles, n_
     (key, x, logw, logz, min_ess), (xs, ancs) = jax.lax.scan(step, init, (js, targets[1:K]))
     # final transition into b
     mean_p = x + fdrift(x) * h
-    logp = -0.5 * jnp.sum((b - mean_p) ** 2, -1) / (s2 * h) - 0.5 * d * (log2pi + jnp.log(s2 * h))
+    logp = -0.5 * jnp.sum((b - mean_p) ** 2, -1) / (s2 * h)
+    logp = logp + 0.5 * jnp.sum((b - x) ** 2, -1) / (s2 * h)  # minus the look-ahead p~(b | x, h)
     logw = logw + jnp.where(jnp.isfinite(logp), logp, -jnp.inf)
     lse = jax.scipy.special.logsumexp(logw)
     degenerate = ~jnp.isfinite(lse)
     logw_safe = jnp.where(degenerate, jnp.zeros_like(logw), logw)
     ess = jnp.where(degenerate, jnp.zeros((), dtype), _ess(logw_safe))
-    logz = logz + lse - jnp.log(jnp.asarray(N, dtype))
+    log_prior = -0.5 * jnp.sum((b - a) ** 2) / (s2 * tau) - 0.5 * d * (log2pi + jnp.log(s2 * tau))
+    logz = logz + lse - jnp.log(jnp.asarray(N, dtype)) + log_prior
     key, kc = jax.random.split(key)
     idx = jax.random.categorical(kc, logw_safe, shape=(n_paths,))
 

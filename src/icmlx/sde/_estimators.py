@@ -172,11 +172,10 @@ def naive_drift(
 
     Examples:
       >>> import jax, jax.numpy as jnp
-      >>> from icmlx.sde import simulate, ou_drift, naive_drift
-      >>> A = jnp.array([[-1.0, 0.0], [0.0, -1.0]])
-      >>> p = simulate(jax.random.key(0), ou_drift(A), 0.5, jnp.zeros((20, 2)), 20.0, 0.01, save_every=5)
-      >>> est = naive_drift(p.xs, p.ts, 0.5)
-      >>> est.method, est.drift(jnp.array([0.5, 0.0])).shape
+      >>> from icmlx.sde import naive_drift
+      >>> y = jnp.cumsum(0.1 * jax.random.normal(jax.random.key(0), (500, 2)), axis=0)  # f = 0
+      >>> est = naive_drift(y, jnp.arange(500.0) * 0.01, 1.0)
+      >>> est.method, est.drift(jnp.zeros(2)).shape
       ('naive', (2,))
     """
     obs, ts, sig = _check_inputs(observations, ts, sigma)
@@ -231,14 +230,18 @@ def conservative_drift(
     obs, _, sig = _check_inputs(pts, dummy_ts, sigma)
     pts = obs[0]
     fc = default_function_class(pts) if function_class is None else function_class
-    basis = fc.basis
+    drift = _score_fit(fc.basis, fc.penalty(pts.dtype), pts, sig, regularization)
+    return DriftEstimate(drift, "conservative", int(pts.shape[0]))
+
+
+@eqx.filter_jit
+def _score_fit(basis, P, pts, sig, regularization):
     n = pts.shape[0]
     phi = jax.vmap(basis)(pts)
     jac = jnp.sum(jax.vmap(jax.jacfwd(basis))(pts), axis=0)  # (m, d)
-    P = fc.penalty(pts.dtype)
     G = phi.T @ phi / n + regularization * P
     W = -_solve_psd(G, jac / n)
-    return DriftEstimate(LinearDrift(basis, 0.5 * sig**2 * W), "conservative", int(n))
+    return LinearDrift(basis, 0.5 * sig**2 * W)
 
 
 def _progress_print(it, loss, ess, change, ndeg):
@@ -315,12 +318,13 @@ def infer_drift(
 
     Examples:
       >>> import jax, jax.numpy as jnp
-      >>> from icmlx.sde import simulate, subsample, ring_drift, infer_drift
-      >>> x0 = jnp.stack([jnp.ones(4), jnp.zeros(4)], -1)
-      >>> p = subsample(simulate(jax.random.key(0), ring_drift(2.0), 0.5, x0, 10.0, 0.01), 50)
-      >>> res = infer_drift(jax.random.key(1), p.xs, p.ts, 0.5, n_iters=2, n_particles=16, n_steps=8)
-      >>> res.history.loss.shape, res.result == res.result.successful
-      ((2,), Array(True, dtype=bool))
+      >>> from icmlx.sde import RESULTS, infer_drift
+      >>> y = jnp.cumsum(0.3 * jax.random.normal(jax.random.key(0), (30, 2)), axis=0)  # a random walk
+      >>> ts = jnp.arange(30.0)
+      >>> res = infer_drift(jax.random.key(1), y, ts, 0.3, guidance="none", n_iters=2,
+      ...                   n_particles=8, n_steps=4)
+      >>> res.history.loss.shape, bool(res.result == RESULTS.successful)
+      ((2,), True)
     """
     if guidance not in ("geodesic", "none"):
         raise ValueError(f"guidance must be 'geodesic' or 'none', got {guidance=}")
@@ -376,7 +380,8 @@ def _infer_core(
         Wn = new.weights
         change = jnp.sqrt(jnp.mean(jnp.sum((jax.vmap(new)(ypts) - jax.vmap(drift)(ypts)) ** 2, -1)))
         valid = ~bs.degenerate
-        loss = -jnp.sum(jnp.where(valid, bs.log_evidence, 0.0)) / jnp.maximum(jnp.sum(valid), 1)
+        n_valid = jnp.maximum(jnp.sum(valid), 1).astype(obs.dtype)
+        loss = -jnp.sum(jnp.where(valid, bs.log_evidence, 0.0)) / n_valid
         ess_frac = bs.ess / n_particles
         ess_med = jnp.median(ess_frac)
         ndeg = jnp.sum(bs.degenerate)

@@ -68,7 +68,7 @@ def geodesic_targets(
     sigma_m: float = 0.15,
     rho: float = 1e-3,
     max_metric_points: int = 2000,
-) -> Float[Array, "n_traj n_int n_steps+1 d"]:
+) -> Float[Array, "n_traj n_int K1 d"]:
     """Geodesic between each pair of consecutive observations, sampled at ``n_steps + 1`` points.
 
     Each geodesic is the graph shortest path ``y_k -> node(y_k) -> ... -> node(y_{k+1}) -> y_{k+1}``

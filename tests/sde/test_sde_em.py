@@ -1,0 +1,145 @@
+"""SMC bridges (closed-form Brownian/OU bridge laws), geodesics, EM sanity, diagnostics and jit/vmap
+contracts."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from icmlx.sde import (
+    RESULTS,
+    LinearDrift,
+    geodesic_targets,
+    infer_drift,
+    ring_drift,
+    simulate,
+    smc_bridges,
+    subsample,
+    weighted_rmse,
+)
+
+
+@pytest.mark.x64
+def test_bridge_evidence_and_midpoint_law_for_ou():
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    A = np.array([[-1.0, 1.0], [-1.0, -1.0]])
+    sigma, tau, K, N = 0.6, 1.0, 50, 512
+    a = np.array([1.0, 0.0])
+    bs_ = np.array([[0.2, -0.6], [0.5, 0.3]])
+    drift = lambda x: jnp.asarray(A, x.dtype) @ x
+    dtype = jnp.zeros(()).dtype
+    out = smc_bridges(jax.random.key(0), drift, jnp.asarray(sigma, dtype),
+                      jnp.asarray(np.stack([a, a]), dtype), jnp.asarray(bs_, dtype),
+                      jnp.full((2,), tau, dtype), n_particles=N, n_steps=K, n_paths=N)
+    # exact OU transition density log N(b; e^{A tau} a, Sigma_tau), Sigma_tau from the Van Loan integral
+    E = scipy_linalg.expm(A * tau)
+    S = scipy_linalg.solve_continuous_lyapunov(A, -(sigma**2) * np.eye(2))
+    Sig = S - E @ S @ E.T
+    for i, b in enumerate(bs_):
+        r = b - E @ a
+        ref = -0.5 * r @ np.linalg.solve(Sig, r) - 0.5 * np.log(np.linalg.det(2 * np.pi * Sig))
+        # Euler discretisation (h = 0.02) and SMC noise: a few hundredths in log space
+        assert abs(float(out.log_evidence[i]) - ref) < 0.1
+    assert not bool(out.degenerate.any())
+    assert float(out.ess.min()) > 0.1 * N
+    # endpoints are pinned
+    np.testing.assert_allclose(np.asarray(out.paths[0, :, 0]), np.broadcast_to(a, (N, 2)), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(out.paths[1, :, -1]), np.broadcast_to(bs_[1], (N, 2)), atol=1e-6)
+
+
+def test_plain_bridge_with_zero_drift_is_brownian_bridge():
+    sigma, tau, K, N = 0.5, 2.0, 20, 2048
+    a, b = jnp.array([[0.0, 0.0]]), jnp.array([[1.0, -1.0]])
+    out = smc_bridges(jax.random.key(1), lambda x: jnp.zeros_like(x), jnp.asarray(sigma), a, b,
+                      jnp.array([tau]), n_particles=N, n_steps=K, n_paths=N)
+    mid = np.asarray(out.paths[0, :, K // 2], np.float64)  # t = tau / 2
+    var = sigma**2 * (tau / 2) * (tau / 2) / tau
+    # paths are resampled copies, so use a conservative effective size N/4 for the standard error
+    se = np.sqrt(var / (N / 4))
+    np.testing.assert_allclose(mid.mean(0), [0.5, -0.5], atol=4 * se)
+    np.testing.assert_allclose(mid.var(0), [var, var], rtol=4 * np.sqrt(2 / (N / 4)))
+    np.testing.assert_allclose(float(out.log_evidence[0]),
+                               -np.sum(np.array([1.0, 1.0]) ** 2) / (2 * sigma**2 * tau)
+                               - np.log(2 * np.pi * sigma**2 * tau), atol=0.02)
+
+
+def test_geodesic_follows_the_data_not_the_chord():
+    th = jnp.linspace(0.0, 2 * np.pi, 200, endpoint=False)
+    obs = jnp.stack([jnp.cos(th), jnp.sin(th)], -1)[None]
+    sparse = obs[:, ::25]  # 8 points, 45 degrees apart: the chord dips to r = cos(22.5 deg) = 0.92
+    ring = jnp.concatenate([obs, sparse], axis=1)  # metric from the dense cloud
+    g = geodesic_targets(ring, 16, n_nodes=208, k_neighbors=4)
+    seg = np.asarray(g[0, 200:207])  # geodesics between the 8 sparse points
+    r = np.linalg.norm(seg, axis=-1)
+    assert np.max(np.abs(r - 1.0)) < 0.03
+    np.testing.assert_allclose(seg[:, 0], np.asarray(sparse[0, :7]), atol=1e-6)
+    np.testing.assert_allclose(seg[:, -1], np.asarray(sparse[0, 1:8]), atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def ring_obs():
+    th = jax.random.uniform(jax.random.key(7), (20,), minval=0.0, maxval=2 * np.pi)
+    x0 = jnp.stack([jnp.cos(th), jnp.sin(th)], -1)
+    return subsample(simulate(jax.random.key(8), ring_drift(2.0), 0.5, x0, 10.0, 0.01), 100)
+
+
+@pytest.mark.parametrize("guidance", ["none", "geodesic"])
+def test_em_improves_on_its_start_and_keeps_ess(ring_obs, guidance):
+    f = ring_drift(2.0)
+    res = infer_drift(jax.random.key(2), ring_obs.xs, ring_obs.ts, 0.5, guidance=guidance, strength=2.0,
+                      n_iters=3, n_particles=64, n_steps=10, n_paths=4)
+    start = float(weighted_rmse(f, res.initial_drift, ring_obs.xs))
+    end = float(weighted_rmse(f, res.drift, ring_obs.xs))
+    assert end <= start, (start, end)
+    assert end <= 0.85 * start  # tau = 1, omega tau = 2 rad: bridges must fix a good part of the bias
+    assert float(res.history.ess_median[-1]) > 0.1  # fraction of particles
+    assert int(res.history.n_degenerate.sum()) == 0
+    assert bool(res.result == RESULTS.successful)
+    assert res.history.weights.shape[0] == 3 and res.ess.shape == (20 * 10,)
+    np.testing.assert_allclose(np.asarray(res.drift_at(-1).weights), np.asarray(res.drift.weights))
+
+
+def test_degenerate_bridges_are_reported(ring_obs):
+    res0 = infer_drift(jax.random.key(2), ring_obs.xs[:2], ring_obs.ts, 0.5, guidance="none",
+                       n_iters=1, n_particles=8, n_steps=4)
+    bad = LinearDrift(res0.drift.basis, jnp.full_like(res0.drift.weights, jnp.nan))
+    res = infer_drift(jax.random.key(2), ring_obs.xs[:2], ring_obs.ts, 0.5, guidance="none",
+                      n_iters=1, n_particles=8, n_steps=4, init=bad)
+    assert int(res.history.n_degenerate[0]) == 20
+    assert bool(res.degenerate.all())
+    assert bool(res.result == RESULTS.degenerate_bridges)
+    assert bool(jnp.all(jnp.isfinite(res.drift.weights)))  # collapsed bridges carry zero weight
+
+
+def test_infer_drift_jit_vmap_and_compile_once(ring_obs):
+    obs, ts = ring_obs.xs[:2], ring_obs.ts
+    kw = dict(guidance="geodesic", n_iters=2, n_particles=8, n_steps=4, n_paths=2, n_nodes=20)
+    counted = eqx.filter_jit(eqx.debug.assert_max_traces(
+        lambda k: infer_drift(k, obs, ts, 0.5, **kw).drift.weights, max_traces=1))
+    w1 = counted(jax.random.key(0))
+    w2 = counted(jax.random.key(1))  # no retrace
+    eager = infer_drift(jax.random.key(0), obs, ts, 0.5, **kw).drift.weights
+    np.testing.assert_allclose(np.asarray(w1), np.asarray(eager), rtol=1e-4, atol=1e-5)
+    assert not np.allclose(np.asarray(w1), np.asarray(w2))
+    ws = jax.vmap(lambda k: infer_drift(k, obs, ts, 0.5, **kw).drift.weights)(
+        jax.random.split(jax.random.key(0), 3))
+    assert ws.shape == (3,) + w1.shape and bool(jnp.all(jnp.isfinite(ws)))
+    # the fitted drift is a plain callable: jit and vmap it
+    drift = infer_drift(jax.random.key(0), obs, ts, 0.5, **kw).drift
+    out = jax.jit(jax.vmap(drift))(obs[0])
+    assert out.shape == obs[0].shape
+
+
+def test_infer_drift_bad_config(ring_obs):
+    obs, ts = ring_obs.xs[:2], ring_obs.ts
+    with pytest.raises(ValueError, match="guidance"):
+        infer_drift(jax.random.key(0), obs, ts, 0.5, guidance="score")
+    with pytest.raises(ValueError, match="n_steps"):
+        infer_drift(jax.random.key(0), obs, ts, 0.5, n_steps=1)
+    with pytest.raises(ValueError, match="n_particles"):
+        infer_drift(jax.random.key(0), obs, ts, 0.5, n_particles=0)
+    with pytest.raises(ValueError, match="strength"):
+        infer_drift(jax.random.key(0), obs, ts, 0.5, strength=-1.0)
+    with pytest.raises(ValueError, match="sigma"):
+        infer_drift(jax.random.key(0), obs, ts, 0.0)
