@@ -137,3 +137,14 @@ def test_bh_monotone_in_pvalue(seed):
     rej = np.asarray(benjamini_hochberg(jnp.asarray(p), 0.1).reject)
     # a rejected p-value implies every smaller p-value is rejected
     assert not np.any(rej[:, None] & ~rej[None, :] & (p[None, :] <= p[:, None]))
+
+
+def test_bucket_bisection_path_float32_large_n():
+    # float32 with n >= 1e6 takes the bisection repair path; it must agree exactly with sorting
+    n = 1 << 20  # 8 eps (n + 2) >= 1 for float32: bisection path
+    u = jax.random.uniform(jax.random.key(5), (n,), jnp.float32)
+    p = jnp.where(jnp.arange(n) < 3000, u * 1e-4, u) ** 2
+    a = benjamini_hochberg(p, 0.05, method="bucket")
+    b = benjamini_hochberg(p, 0.05, method="sort")
+    assert int(a.n_rejected) == int(b.n_rejected) > 0
+    assert np.array_equal(np.asarray(a.reject), np.asarray(b.reject))
