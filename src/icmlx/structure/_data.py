@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from icmlx._types import PRNGKey
+from icmlx._types import PRNGKey, RealScalarLike
 
 __all__ = [
     "random_polyforest",
@@ -25,7 +25,7 @@ __all__ = [
 
 
 @functools.partial(jax.jit, static_argnames=("d",))
-def random_polyforest(key: PRNGKey, d: int, drop_prob: float = 0.0) -> Bool[Array, "d d"]:
+def random_polyforest(key: PRNGKey, d: int, drop_prob: RealScalarLike = 0.0) -> Bool[Array, "d d"]:
     r"""Random poly-forest on ``d`` nodes: a random recursive tree, random edge directions, each edge dropped
     with probability ``drop_prob``, then randomly relabelled.
 
@@ -49,7 +49,8 @@ def random_polyforest(key: PRNGKey, d: int, drop_prob: float = 0.0) -> Bool[Arra
     """
     k1, k2, k3, k4 = jax.random.split(key, 4)
     i = jnp.arange(1, d)
-    parent = jnp.floor(jax.random.uniform(k1, (d - 1,)) * i).astype(jnp.int32)
+    u = jax.random.uniform(k1, (d - 1,))
+    parent = jnp.floor(u * i.astype(u.dtype)).astype(jnp.int32)
     flip = jax.random.bernoulli(k2, 0.5, (d - 1,))
     keep = ~jax.random.bernoulli(k3, drop_prob, (d - 1,))
     src = jnp.where(flip, i, parent)
@@ -60,7 +61,7 @@ def random_polyforest(key: PRNGKey, d: int, drop_prob: float = 0.0) -> Bool[Arra
 
 
 @functools.partial(jax.jit, static_argnames=("d",))
-def random_er_dag(key: PRNGKey, d: int, expected_degree: float = 2.0) -> Bool[Array, "d d"]:
+def random_er_dag(key: PRNGKey, d: int, expected_degree: RealScalarLike = 2.0) -> Bool[Array, "d d"]:
     r"""Erdős–Rényi DAG: each pair ``i < j`` (in a random order) is an edge with probability
     :math:`p = \text{expected\_degree}/(d-1)`.
 
@@ -102,7 +103,7 @@ def _weights(key, dag, lo, hi, dtype):
 
 @functools.partial(jax.jit, static_argnames=("n",))
 def sample_linear_gaussian(
-    key: PRNGKey, dag: Bool[Array, "d d"], n: int, w_low: float = 0.5, w_high: float = 1.0
+    key: PRNGKey, dag: Bool[Array, "d d"], n: int, w_low: RealScalarLike = 0.5, w_high: RealScalarLike = 1.0
 ) -> Float[Array, "n d"]:
     r"""Linear Gaussian SEM :math:`x = x W + \varepsilon`, :math:`W_{ij} = \pm U[w_{low}, w_{high}]` on edges,
     :math:`\varepsilon \sim N(0, I)`; sampled as :math:`X = E (I - W)^{-1}`.
@@ -132,7 +133,7 @@ def _ancestral(order, init, step):
 
 @functools.partial(jax.jit, static_argnames=("n",))
 def sample_bernoulli(
-    key: PRNGKey, dag: Bool[Array, "d d"], n: int, strength: float = 0.4
+    key: PRNGKey, dag: Bool[Array, "d d"], n: int, strength: RealScalarLike = 0.4
 ) -> Int[Array, "n d"]:
     r"""Binary SEM on ``dag``: :math:`P(x_j=1\mid pa) = \tfrac12 + \text{strength}\cdot
     \frac{1}{|pa|}\sum_{k\in pa} s_{kj}(2x_k-1)` with random signs :math:`s_{kj}=\pm1`; roots are
@@ -165,7 +166,7 @@ def sample_bernoulli(
 
 @functools.partial(jax.jit, static_argnames=("n",))
 def sample_nonlinear(
-    key: PRNGKey, dag: Bool[Array, "d d"], n: int, w_low: float = 1.0, w_high: float = 2.0
+    key: PRNGKey, dag: Bool[Array, "d d"], n: int, w_low: RealScalarLike = 1.0, w_high: RealScalarLike = 2.0
 ) -> Float[Array, "n d"]:
     r"""Nonlinear additive-noise SEM :math:`x_j = \sum_{k\in pa(j)} W_{kj}\tanh(x_k) + \varepsilon_j`,
     :math:`\varepsilon_j \sim N(0, 1)`, :math:`|W_{kj}| \sim U[w_{low}, w_{high}]`.

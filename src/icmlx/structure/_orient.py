@@ -17,7 +17,7 @@ TAIL, ARROW = -1, 1
 class _Graph:
     """Endpoint matrix ``g`` (``g[j,i]=1, g[i,j]=-1`` ⇔ ``i -> j``) with causal-learn's ``dpath``."""
 
-    def __init__(self, adjacency: np.ndarray):
+    def __init__(self, adjacency):
         d = adjacency.shape[0]
         self.d = d
         self.g = np.where(adjacency, TAIL, 0).astype(np.int64)
@@ -25,7 +25,7 @@ class _Graph:
         self.dpath = np.eye(d, dtype=np.int64)
 
     # --- causal-learn GeneralGraph primitives -------------------------------------------------------------
-    def adjust_dpath(self, i: int, j: int) -> None:
+    def adjust_dpath(self, i, j):
         dp = self.dpath
         dp[j, i] = 1
         row_i = dp[i, :] == 1
@@ -33,10 +33,10 @@ class _Graph:
         dp[j, row_i] = 1
         dp[col_j, i] = 1
 
-    def is_parent_of(self, i: int, j: int) -> bool:
+    def is_parent_of(self, i, j):
         return self.g[j, i] == ARROW and self.g[i, j] == TAIL
 
-    def reconstitute_dpath(self) -> None:
+    def reconstitute_dpath(self):
         self.dpath = np.eye(self.d, dtype=np.int64)
         iu, ju = np.nonzero(np.triu(self.g.T != 0, 1))  # get_graph_edges order: i < j, row-major
         for i, j in zip(iu[::-1].tolist(), ju[::-1].tolist()):  # edges.pop() walks from the end
@@ -45,7 +45,7 @@ class _Graph:
             elif self.is_parent_of(j, i):
                 self.adjust_dpath(j, i)
 
-    def remove(self, i: int, j: int) -> None:
+    def remove(self, i, j):
         if self.g[i, j] == 0:
             return
         directed = self.is_parent_of(i, j) or self.is_parent_of(j, i)
@@ -54,7 +54,7 @@ class _Graph:
         if directed:
             self.reconstitute_dpath()
 
-    def add_directed(self, i: int, j: int) -> None:
+    def add_directed(self, i, j):
         """``add_edge(Edge(i, j, TAIL, ARROW))`` on a pair without an edge."""
         if self.g[i, j] != 0 or self.g[j, i] != 0:
             return
@@ -62,29 +62,29 @@ class _Graph:
         self.g[i, j] = TAIL
         self.adjust_dpath(i, j)
 
-    def add_bidirected(self, i: int, j: int) -> None:
+    def add_bidirected(self, i, j):
         self.g[j, i] = ARROW
         self.g[i, j] = ARROW
 
-    def orient(self, i: int, j: int) -> None:
+    def orient(self, i, j):
         """remove the i-j edge and add ``i -> j`` (the idiom used throughout causal-learn)."""
         self.remove(i, j)
         self.add_directed(i, j)
 
-    def is_undirected(self, i: int, j: int) -> bool:
+    def is_undirected(self, i, j):
         return self.g[i, j] == TAIL and self.g[j, i] == TAIL
 
-    def is_fully_directed(self, i: int, j: int) -> bool:
+    def is_fully_directed(self, i, j):
         return self.g[i, j] == TAIL and self.g[j, i] == ARROW
 
-    def is_ancestor_of(self, k: int, j: int) -> bool:
+    def is_ancestor_of(self, k, j):
         return self.dpath[j, k] == 1
 
-    def neighbors(self, i: int) -> np.ndarray:
+    def neighbors(self, i):
         return np.nonzero(self.g[i, :] != 0)[0]
 
     # --- causal-learn CausalGraph enumerations, same order --------------------------------------------------
-    def find_adj(self) -> list[tuple[int, int]]:
+    def find_adj(self):
         r, c = np.nonzero(self.g == TAIL)
         tails = list(zip(c.tolist(), r.tolist()))
         r, c = np.nonzero(self.g == ARROW)
@@ -97,7 +97,7 @@ class _Graph:
             groups.setdefault(p[0], []).append(p)
         return groups
 
-    def find_unshielded_triples(self) -> list[tuple[int, int, int]]:
+    def find_unshielded_triples(self):
         adj = self.find_adj()
         groups = self._by_first(adj)
         out = []
@@ -107,7 +107,7 @@ class _Graph:
                     out.append((a, b, c))
         return out
 
-    def find_triangles(self) -> list[tuple[int, int, int]]:
+    def find_triangles(self):
         adj = self.find_adj()
         adjset = set(adj)
         groups = self._by_first(adj)
@@ -118,7 +118,7 @@ class _Graph:
                     out.append((a, b, c))
         return out
 
-    def find_kites(self) -> list[tuple[int, int, int, int]]:
+    def find_kites(self):
         tri = self.find_triangles()
         groups: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
         for t in tri:
@@ -130,7 +130,7 @@ class _Graph:
                     out.append((t0[0], t0[1], t1[1], t0[2]))
         return out
 
-    def find_cond_sets(self, i: int, j: int) -> list[tuple[int, ...]]:
+    def find_cond_sets(self, i, j):
         def powerset(nb):
             s = [int(v) for v in nb]
             return list(chain.from_iterable(combinations(s, r) for r in range(len(s) + 1)))
@@ -141,14 +141,14 @@ class _Graph:
 PValueFn = Callable[[list[tuple[int, int, tuple[int, ...]]]], list[float]]
 
 
-def _bk_blocks(bk, x, y, z) -> bool:
+def _bk_blocks(bk, x, y, z):
     if bk is None:
         return False
     forb, req = bk
     return bool(forb[x, y] or forb[z, y] or req[y, x] or req[y, z])
 
 
-def orient_by_background(g: _Graph, bk) -> None:
+def orient_by_background(g, bk):
     forb, req = bk
     iu, ju = np.nonzero(np.triu(g.g.T != 0, 1))
     for i, j in zip(iu.tolist(), ju.tolist()):
@@ -167,7 +167,7 @@ def orient_by_background(g: _Graph, bk) -> None:
                 g.add_directed(i, j)
 
 
-def _apply_collider(g: _Graph, x, y, z, priority) -> None:
+def _apply_collider(g, x, y, z, priority):
     if priority == 0:
         g.orient(x, y)
         g.orient(z, y)
@@ -186,8 +186,8 @@ def _apply_collider(g: _Graph, x, y, z, priority) -> None:
             g.orient(z, y)
 
 
-def _max_p(pfn: PValueFn, requests):
-    """requests: list of (x, z, [S...]) -> list of max p over the S's (via one batched call)."""
+def _max_p(pfn, requests):
+    """requests: list of (x, z, [S...]); returns the max p over each list (one batched call)."""
     flat = [(x, z, S) for x, z, sets in requests for S in sets]
     ps = pfn(flat) if flat else []
     out, k = [], 0
@@ -197,7 +197,7 @@ def _max_p(pfn: PValueFn, requests):
     return out
 
 
-def uc_sepset(g: _Graph, sepset_union, priority, bk, pfn: PValueFn, conflicts) -> None:
+def uc_sepset(g, sepset_union, priority, bk, pfn, conflicts):
     """causal-learn ``UCSepset.uc_sepset``; ``sepset_union[x, z, y]`` = y in some separating set."""
     ut = [(i, j, k) for (i, j, k) in g.find_unshielded_triples() if i < k]
     r0 = []
@@ -226,13 +226,13 @@ def uc_sepset(g: _Graph, sepset_union, priority, bk, pfn: PValueFn, conflicts) -
         _apply_collider(g, x, y, z, 2)
 
 
-def _note_conflict(g: _Graph, x, y, z, conflicts) -> None:
+def _note_conflict(g, x, y, z, conflicts):
     """Record a collider x->y<-z that clashes with an orientation already made (y->x or y->z)."""
     if g.is_fully_directed(y, x) or g.is_fully_directed(y, z):
         conflicts.append((x, y, z))
 
 
-def maxp(g: _Graph, priority, bk, pfn: PValueFn, conflicts) -> None:
+def maxp(g, priority, bk, pfn, conflicts):
     ut = [(i, j, k) for (i, j, k) in g.find_unshielded_triples() if i < k]
     ut = [t for t in ut if not _bk_blocks(bk, *t)]
     req = []
@@ -261,7 +261,7 @@ def maxp(g: _Graph, priority, bk, pfn: PValueFn, conflicts) -> None:
         _apply_collider(g, x, y, z, 2)
 
 
-def definite_maxp(g: _Graph, alpha, priority, bk, pfn: PValueFn, conflicts):
+def definite_maxp(g, alpha, priority, bk, pfn, conflicts):
     ut = [(i, j, k) for (i, j, k) in g.find_unshielded_triples() if i < k]
     flat_req = []
     for x, y, z in ut:
@@ -308,7 +308,7 @@ def definite_maxp(g: _Graph, alpha, priority, bk, pfn: PValueFn, conflicts):
     return def_uc, def_non_uc
 
 
-def _bk_forbids(bk, a, b) -> bool:
+def _bk_forbids(bk, a, b):
     """Orienting a -> b is blocked: a->b forbidden or b->a required."""
     if bk is None:
         return False
@@ -316,7 +316,7 @@ def _bk_forbids(bk, a, b) -> bool:
     return bool(forb[a, b] or req[b, a])
 
 
-def _try_orient(g: _Graph, a, b, bk) -> bool:
+def _try_orient(g, a, b, bk):
     if _bk_forbids(bk, a, b):
         return False
     if g.g[a, b] == 0:
@@ -328,7 +328,7 @@ def _try_orient(g: _Graph, a, b, bk) -> bool:
     return True
 
 
-def meek(g: _Graph, bk, r4: bool = False) -> None:
+def meek(g, bk, r4: bool = False):
     """causal-learn ``Meek.meek`` (R1-R3) to a fixpoint; optionally Meek's R4 (for background knowledge)."""
     ut = g.find_unshielded_triples()
     tri = g.find_triangles()
@@ -377,7 +377,7 @@ def meek(g: _Graph, bk, r4: bool = False) -> None:
                         loop = True
 
 
-def definite_meek(g: _Graph, bk, def_uc, def_non_uc) -> None:
+def definite_meek(g, bk, def_uc, def_non_uc):
     tri = g.find_triangles()
     kite = g.find_kites()
     def_uc_set, def_non_set = set(def_uc), set(def_non_uc)

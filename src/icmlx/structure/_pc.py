@@ -7,7 +7,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from . import _orient
 from ._ci_tests import (
@@ -113,7 +113,7 @@ def graph_to_edges(graph: np.ndarray) -> np.ndarray:
     return np.asarray(out, dtype=np.int32).reshape(-1, 3)
 
 
-def encode_discrete(data: Int[Array, "n d"] | Float[Array, "n d"]) -> Int[Array, "n d"]:
+def encode_discrete(data: Int[ArrayLike, "n d"] | Float[ArrayLike, "n d"]) -> Int[Array, "n d"]:
     """Re-code every column to ``0..K_j-1`` by sorted unique values (causal-learn's ``np.unique`` rule).
 
     Raises:
@@ -326,10 +326,11 @@ def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both):
             adj &= ~removal
         else:
             for x in range(d):
-                for y in nbs[x]:
+                nb_x = np.nonzero(adj[x])[0].tolist()  # original PC: adjacencies as they are now
+                for y in nb_x:
                     if not adj[x, y]:
                         continue
-                    others = [v for v in nbs[x] if v != y]
+                    others = [v for v in nb_x if v != y]
                     ss = list(combinations(others, depth))
                     if bk_forbid_both is not None and bk_forbid_both[x, y]:
                         adj[x, y] = adj[y, x] = False
@@ -347,7 +348,7 @@ def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both):
 
 
 def pc(
-    data: Float[Array, "n d"] | Int[Array, "n d"] | None,
+    data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | None,
     *,
     ci_test: str = "fisherz",
     alpha: float = 0.05,
@@ -356,7 +357,7 @@ def pc(
     uc_rule: int = 0,
     uc_priority: int = 2,
     background_knowledge: BackgroundKnowledge | None = None,
-    true_dag: Bool[Array, "d d"] | None = None,
+    true_dag: Bool[ArrayLike, "d d"] | None = None,
     nan_policy: str = "raise",
     meek_r4: bool | None = None,
     mesh: jax.sharding.Mesh | None = None,

@@ -12,7 +12,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaincc, ndtri
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from ._ci_tests import _dsep_kernel, _float_dtype, _rank_bins, _u_stat_cells, correlation_matrix
 
@@ -261,7 +261,7 @@ def _scores(data, alpha, threshold, *, ci_test, chunk_size, n_bins, use_threshol
 
 
 def polyforest_scores(
-    data: Float[Array, "n d"] | Int[Array, "n d"] | Bool[Array, "d d"],
+    data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | Bool[ArrayLike, "d d"],
     *,
     ci_test: str = "fisherz",
     alpha: float | None = 0.01,
@@ -270,6 +270,7 @@ def polyforest_scores(
     n_bins: int = 4,
 ) -> tuple[Float[Array, "d d"], Float[Array, "d d"], Int[Array, "d d"], Float[Array, ""], Float[Array, ""]]:
     """Dependence scores ``(marginal, min-over-l conditional, argmin l, cut0, cut1)`` used by :func:`pc_tree`."""
+    data = jnp.asarray(data)
     if ci_test not in ("fisherz", "bernoulli", "nonparametric", "d_separation"):
         raise ValueError(f"pc_tree ci_test must be fisherz/bernoulli/nonparametric/d_separation, got {ci_test=}")
     if threshold is None and ci_test == "nonparametric":
@@ -306,7 +307,7 @@ def polyforest_scores(
 
 
 def pc_tree(
-    data: Float[Array, "n d"] | Int[Array, "n d"] | Bool[Array, "d d"],
+    data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | Bool[ArrayLike, "d d"],
     *,
     ci_test: str = "fisherz",
     alpha: float | None = 0.01,

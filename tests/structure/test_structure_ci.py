@@ -1,0 +1,157 @@
+"""CI testers vs independent references: NumPy/SciPy closed forms, causal-learn's CIT, networkx d-separation."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from icmlx.structure import (
+    bernoulli_test,
+    binned_u_statistic,
+    chi_square,
+    correlation_matrix,
+    d_separation,
+    fisher_z,
+    random_er_dag,
+)
+
+
+def _triples(d, k, m, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < m:
+        v = rng.choice(d, size=k + 2, replace=False)
+        out.append(v)
+    a = np.asarray(out)
+    return jnp.asarray(a[:, 0], jnp.int32), jnp.asarray(a[:, 1], jnp.int32), jnp.asarray(a[:, 2:], jnp.int32)
+
+
+@pytest.mark.x64
+@pytest.mark.parametrize("k", [0, 1, 3])
+def test_fisher_z_matches_numpy_partial_correlation(k):
+    # reference: partial correlation from the inverse of the float64 NumPy correlation submatrix
+    rng = np.random.default_rng(1)
+    n, d = 300, 7
+    a = rng.normal(size=(d, d))
+    x = rng.normal(size=(n, d)) @ a
+    with jax.enable_x64(True):
+        corr = correlation_matrix(jnp.asarray(x))
+        xs, ys, ss = _triples(d, k, 20)
+        res = fisher_z(corr, n, xs, ys, ss)
+        p = np.asarray(res.pvalue)
+    r_np = np.corrcoef(x.T)
+    for t in range(20):
+        v = [int(xs[t]), int(ys[t]), *map(int, ss[t])]
+        inv = np.linalg.inv(r_np[np.ix_(v, v)])
+        r = -inv[0, 1] / np.sqrt(inv[0, 0] * inv[1, 1])
+        stat = np.sqrt(n - k - 3) * abs(np.arctanh(r))
+        p_ref = 2 * stats.norm.sf(stat)
+        # float64: agreement to 1e-10 absolute (causal-learn's own 1 - cdf form loses ~1e-16)
+        assert abs(p[t] - p_ref) < 1e-10
+
+
+def _discrete(n, d, seed, kmax=3):
+    rng = np.random.default_rng(seed)
+    cards = rng.integers(2, kmax + 1, size=d)
+    x = np.zeros((n, d), np.int64)
+    x[:, 0] = rng.integers(0, cards[0], n)
+    for j in range(1, d):
+        parent = x[:, j - 1] % cards[j]
+        noise = rng.integers(0, cards[j], n)
+        x[:, j] = np.where(rng.random(n) < 0.4, parent, noise)
+    return x
+
+
+@pytest.mark.x64
+@pytest.mark.parametrize("method", ["chisq", "gsq"])
+def test_chi_square_matches_causal_learn(method):
+    cit = pytest.importorskip("causallearn.utils.cit")
+    # small n so that many strata have structural zeros (exercises the dof rule)
+    x = _discrete(60, 6, seed=3)
+    tester = cit.CIT(x, method)
+    with jax.enable_x64(True):
+        for k in (0, 2):
+            xs, ys, ss = _triples(6, k, 15, seed=k)
+            res = chi_square(jnp.asarray(x, jnp.int32), xs, ys, ss, g_square=(method == "gsq"))
+            p = np.asarray(res.pvalue)
+            for t in range(15):
+                ref = tester(int(xs[t]), int(ys[t]), [int(v) for v in ss[t]])
+                assert abs(p[t] - ref) < 1e-10, (k, t, p[t], ref)
+
+
+@pytest.mark.x64
+def test_bernoulli_pvalue_equals_pearson_chi_square():
+    # on binary data the Bernoulli tester's p-value is the Pearson chi^2 test (scipy, no continuity correction)
+    rng = np.random.default_rng(4)
+    n = 500
+    z = rng.integers(0, 2, n)
+    a = np.where(rng.random(n) < 0.7, z, rng.integers(0, 2, n))
+    b = np.where(rng.random(n) < 0.7, z, rng.integers(0, 2, n))
+    data = np.stack([a, b, z], axis=1)
+    with jax.enable_x64(True):
+        res = bernoulli_test(jnp.asarray(data, jnp.int32), jnp.array([0]), jnp.array([1]),
+                             jnp.zeros((1, 0), jnp.int32))
+        tab = np.array([[np.sum((a == i) & (b == j)) for j in (0, 1)] for i in (0, 1)])
+        chi2, p, _, _ = stats.chi2_contingency(tab, correction=False)
+        assert abs(float(res.pvalue[0]) - p) < 1e-10
+        # gap statistic: |p11 - p1. p.1|
+        gap = abs(np.mean(a * b) - a.mean() * b.mean())
+        assert abs(float(res.statistic[0]) - gap) < 1e-12
+
+
+def test_binned_u_statistic_is_unbiased_brute_force():
+    # compare the count formula with the explicit U-statistic over all ordered distinct tuples (m = 7)
+    rng = np.random.default_rng(5)
+    m = 7
+    xb = rng.integers(0, 2, m)
+    yb = rng.integers(0, 2, m)
+    from icmlx.structure._ci_tests import _u_stat_cells
+
+    nab = np.array([[np.sum((xb == a) & (yb == b)) for b in (0, 1)] for a in (0, 1)], float)
+    got = float(_u_stat_cells(jnp.asarray(nab, jnp.float32), jnp.asarray(nab.sum(1), jnp.float32),
+                              jnp.asarray(nab.sum(0), jnp.float32), jnp.asarray(float(m), jnp.float32)))
+    idx = range(m)
+    t1 = np.mean([sum((xb[i] == a) & (yb[i] == b) & (xb[j] == a) & (yb[j] == b)
+                      for a in (0, 1) for b in (0, 1))
+                  for i, j in itertools.permutations(idx, 2)])
+    t2 = np.mean([sum((xb[i] == a) & (yb[i] == b) & (xb[j] == a) & (yb[k] == b)
+                      for a in (0, 1) for b in (0, 1))
+                  for i, j, k in itertools.permutations(idx, 3)])
+    t3 = np.mean([sum((xb[i] == a) & (xb[j] == a) & (yb[k] == b) & (yb[l] == b)
+                      for a in (0, 1) for b in (0, 1))
+                  for i, j, k, l in itertools.permutations(idx, 4)])
+    assert abs(got - (t1 - 2 * t2 + t3)) < 1e-5  # float32 round-off on O(1) terms
+
+
+def test_binned_u_statistic_separates_dependence():
+    key = jax.random.key(3)
+    k1, k2 = jax.random.split(key)
+    z = jax.random.normal(k1, (3000,))
+    e = jax.random.normal(k2, (3000, 2))
+    # x, y depend on z only through sign(z); the median of z is a bin edge, so given z's bin they are
+    # exactly independent
+    s = jnp.sign(z)
+    data = jnp.stack([s + 0.5 * e[:, 0], s + 0.5 * e[:, 1], z], axis=1)
+    res = binned_u_statistic(data, jnp.array([0, 0]), jnp.array([1, 1]),
+                             jnp.array([[2], [2]]), n_bins=4)
+    marg = binned_u_statistic(data, jnp.array([0]), jnp.array([1]), jnp.zeros((1, 0), jnp.int32))
+    # marginal: strong dependence; conditional: mean-zero U-statistic, |T| ~ 1e-3 (sd at n=3000)
+    assert float(marg.statistic[0]) > 0.02
+    assert abs(float(res.statistic[0])) < 0.005
+
+
+def test_d_separation_matches_networkx():
+    nx = pytest.importorskip("networkx")
+    dag = np.asarray(random_er_dag(jax.random.key(7), 9, 2.5))
+    g = nx.DiGraph()
+    g.add_nodes_from(range(9))
+    g.add_edges_from(zip(*np.nonzero(dag)))
+    for k in (0, 1, 2):
+        xs, ys, ss = _triples(9, k, 40, seed=10 + k)
+        res = d_separation(jnp.asarray(dag), xs, ys, ss)
+        for t in range(40):
+            ref = nx.is_d_separator(g, {int(xs[t])}, {int(ys[t])}, {int(v) for v in ss[t]})
+            assert bool(res.pvalue[t] == 1.0) == ref
