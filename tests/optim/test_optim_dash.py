@@ -212,17 +212,15 @@ def test_disabled_preconditioning_equals_optax_adam(ref_setup):
     assert _max_rel(outs, [jax.tree.map(np.asarray, r) for r in ref_outs]) <= 1e-6
 
 
-def test_grafting_norm_per_block():
+def test_grafting_choices():
     shapes = {"w": (16, 24)}
     grads = _grads(3, shapes, 3)
     params = {"w": jnp.zeros((16, 24), DT)}
-    for grafting in ["adam", "rmsprop", "adagrad", "sgd"]:
-        tx = scale_by_dash(8, grafting=grafting, precondition_frequency=1)
-        outs, state = _run(tx, grads, params)
+    for grafting in ["rmsprop", "adagrad"]:
+        outs, _ = _run(scale_by_dash(8, grafting=grafting, precondition_frequency=1), grads, params)
         assert np.all(np.isfinite(np.asarray(outs[-1]["w"])))
     # sgd grafting: every 8x8 block of the update has the Frobenius norm of the gradient block
-    tx = scale_by_dash(8, grafting="sgd", precondition_frequency=1)
-    outs, _ = _run(tx, grads, params)
+    outs, _ = _run(scale_by_dash(8, grafting="sgd", precondition_frequency=1), grads, params)
     u, g = np.asarray(outs[-1]["w"]), grads[-1]["w"]
     for i in range(0, 16, 8):
         for j in range(0, 24, 8):
@@ -275,9 +273,9 @@ def test_nonfinite_gradient_skipped_or_raised():
 def test_zero_gradient_block_finite():
     params = {"w": jnp.zeros((8, 8), DT)}
     g = {"w": jnp.zeros((8, 8), DT).at[:4, :4].set(1.0)}  # three of four 4x4 blocks are exactly zero
-    for method in ["newton_db", "coupled_newton", "chebyshev", "eigh"]:
+    for method in ["newton_db", "eigh"]:  # all four methods on zero blocks: test_optim_inverse_root.py
         tx = scale_by_dash(4, inverse_root=method, precondition_frequency=1)
-        u, state = tx.update(g, tx.init(params), params)
+        u, state = jax.jit(tx.update)(g, tx.init(params), params)
         assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree.leaves((u, state))), method
         assert np.all(np.asarray(u["w"])[4:, :] == 0) and np.all(np.asarray(u["w"])[:, 4:] == 0)
 
@@ -295,9 +293,13 @@ def test_invalid_hyperparameters_raise():
 def test_weight_decay_matrices_only():
     params = {"w": jnp.full((4, 4), 2.0, DT), "b": jnp.full((4,), 2.0, DT)}
     g = {"w": jnp.ones((4, 4), DT), "b": jnp.ones((4,), DT)}
-    u0, _ = dash(0.1, block_size=4).update(g, dash(0.1, block_size=4).init(params), params)
-    opt = dash(0.1, block_size=4, weight_decay=0.5)
-    u1, _ = opt.update(g, opt.init(params), params)
+    # weight decay as an injected hyperparameter: one compiled update serves both values
+    opt = optax.inject_hyperparams(dash, static_args=DASH_STATIC_ARGS)(0.1, block_size=4, weight_decay=0.0)
+    state = opt.init(params)
+    update = jax.jit(opt.update)
+    u0, _ = update(g, state, params)
+    state.hyperparams["weight_decay"] = jnp.asarray(0.5, DT)
+    u1, _ = update(g, state, params)
     np.testing.assert_allclose(np.asarray(u1["w"] - u0["w"]), -0.1 * 0.5 * 2.0, rtol=1e-5)
     np.testing.assert_allclose(np.asarray(u1["b"] - u0["b"]), 0.0, atol=1e-7)
 
@@ -307,22 +309,33 @@ def test_weight_decay_matrices_only():
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_optax_chain_masked_inject_multisteps_schedule():
+def test_optax_multi_transform_masked_schedule():
+    from icmlx.optim import warmup_cosine_decay
+
     params = {"emb": jnp.ones((10, 4), DT), "w": jnp.ones((4, 4), DT)}
     g = jax.tree.map(lambda p: 0.1 * jnp.arange(p.size, dtype=p.dtype).reshape(p.shape), params)
-    # embeddings to Adam, the rest to DASH
-    tx = optax.multi_transform({"adam": optax.adam(1e-2), "dash": dash(1e-2, block_size=4)},
-                               {"emb": "adam", "w": "dash"})
+    # embeddings to Adam, the rest to DASH driven by a schedule from this package; clipping in front
+    sched = warmup_cosine_decay(1e-2, warmup_steps=2, decay_steps=10)
+    tx = optax.chain(
+        optax.clip_by_global_norm(1e3),
+        optax.multi_transform({"adam": optax.adam(1e-2), "dash": dash(sched, block_size=4)},
+                              {"emb": "adam", "w": "dash"}),
+    )
     with jax.numpy_dtype_promotion("standard"):  # optax.adam mixes int32 and float internally
         u, _ = jax.jit(tx.update)(g, tx.init(params), params)
         ua, _ = optax.adam(1e-2).update(g["emb"], optax.adam(1e-2).init(params["emb"]))
     np.testing.assert_allclose(np.asarray(u["emb"]), np.asarray(ua), rtol=1e-6)
-    # masked + chain with clipping
-    tx = optax.chain(optax.clip_by_global_norm(1.0),
-                     optax.masked(scale_by_dash(4), {"emb": False, "w": True}))
-    u, _ = jax.jit(tx.update)(g, tx.init(params), params)
     assert np.all(np.isfinite(np.asarray(u["w"])))
-    # inject_hyperparams: same update as the plain optimizer, learning rate read from the state
+    # optax.masked: masked-out leaves pass through untouched, the plan is built from the rest only
+    tx = optax.masked(scale_by_dash(4), {"emb": False, "w": True})
+    u, _ = jax.jit(tx.update)(g, tx.init(params), params)
+    np.testing.assert_array_equal(np.asarray(u["emb"]), np.asarray(g["emb"]))
+    assert np.all(np.isfinite(np.asarray(u["w"])))
+
+
+def test_optax_inject_hyperparams_and_multisteps():
+    params = {"w": jnp.ones((4, 4), DT)}
+    g = {"w": 0.1 * jnp.arange(16, dtype=DT).reshape(4, 4)}
     inj = optax.inject_hyperparams(dash, static_args=DASH_STATIC_ARGS)(learning_rate=1e-2, block_size=4)
     ui, si = jax.jit(inj.update)(g, inj.init(params), params)
     plain = dash(1e-2, block_size=4)
@@ -332,19 +345,13 @@ def test_optax_chain_masked_inject_multisteps_schedule():
     np.testing.assert_allclose(np.asarray(ui["w"]), np.asarray(up["w"]), rtol=1e-4, atol=1e-7)
     assert float(si.hyperparams["learning_rate"]) == pytest.approx(1e-2)
     # MultiSteps: the first of two micro-steps emits a zero update
-    ms = optax.MultiSteps(dash(1e-2, block_size=4), every_k_schedule=2)
+    ms = optax.MultiSteps(plain, every_k_schedule=2)
     s = ms.init(params)
     with jax.numpy_dtype_promotion("standard"):  # MultiSteps divides a float by an int32 internally
         ms_update = jax.jit(ms.update)
         u1, s = ms_update(g, s, params)
         u2, s = ms_update(g, s, params)
     assert np.all(np.asarray(u1["w"]) == 0) and np.any(np.asarray(u2["w"]) != 0)
-    # a schedule from this package as the learning rate
-    from icmlx.optim import warmup_cosine_decay
-
-    sched = dash(warmup_cosine_decay(1e-2, warmup_steps=2, decay_steps=10), block_size=4)
-    u, _ = jax.jit(sched.update)(g, sched.init(params), params)
-    assert np.all(np.isfinite(np.asarray(u["w"])))
 
 
 def test_checkpoint_roundtrip_exact():
@@ -372,8 +379,8 @@ def test_sharded_equals_unsharded():
     if jax.device_count() < 4:
         pytest.skip("needs 4 (fake) devices")
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:4]), ("blocks",))
-    params = {"w": jnp.zeros((24, 16), DT), "v": jnp.zeros((10, 8), DT)}
-    grads = _grads(6, {"w": (24, 16), "v": (10, 8)}, 3)
+    params = {"w": jnp.zeros((24, 20), DT)}  # ragged: (8,8) x6, (8,4) x3 blocks -> stacks of 15 and 3
+    grads = _grads(6, {"w": (24, 20)}, 2)
     tx1 = scale_by_dash(8, precondition_frequency=1)
     tx4 = scale_by_dash(8, precondition_frequency=1, mesh=mesh, mesh_axis="blocks")
     o1, s1 = _run(tx1, grads, params)
@@ -405,18 +412,26 @@ def test_dash_beats_adam_on_ill_conditioned_regression():
     def loss(w):
         return jnp.sum((A @ w @ Bm - C) ** 2)
 
-    def train(opt, steps=150):
-        w = jnp.zeros((16, 12), DT)
+    def make_train(make_opt, steps=150):
+        @jax.jit
+        def train(lr):  # the learning rate is traced: one compile per optimizer for the whole grid
+            opt = make_opt(lr)
+            w = jnp.zeros((16, 12), DT)
 
-        def body(carry, _):
-            w, s = carry
-            u, s = opt.update(jax.grad(loss)(w), s, w)
-            return (optax.apply_updates(w, u), s), None
+            def body(carry, _):
+                w, s = carry
+                u, s = opt.update(jax.grad(loss)(w), s, w)
+                return (optax.apply_updates(w, u), s), None
 
-        (w, _), _ = jax.lax.scan(body, (w, opt.init(w)), None, length=steps)
-        return float(loss(w))
+            (w, _), _ = jax.lax.scan(body, (w, opt.init(w)), None, length=steps)
+            return loss(w)
 
+        return train
+
+    grid = [jnp.asarray(lr, DT) for lr in (3e-2, 1e-1)]
     with jax.numpy_dtype_promotion("standard"):  # optax.adam mixes int32 and float internally
-        best_adam = min(train(optax.adam(lr)) for lr in (3e-2, 1e-1))
-    best_dash = min(train(dash(lr, block_size=16, precondition_frequency=5)) for lr in (3e-2, 1e-1))
+        train_adam = make_train(optax.adam)
+        best_adam = min(float(train_adam(lr)) for lr in grid)
+    train_dash = make_train(lambda lr: dash(lr, block_size=16, precondition_frequency=5))
+    best_dash = min(float(train_dash(lr)) for lr in grid)
     assert best_dash < best_adam, (best_dash, best_adam)
