@@ -170,6 +170,7 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
         raise TypeError("GRANS.setup is eager (NumPy aggregation): call it outside jax.jit")
     rows = np.asarray(A.rows).astype(np.int64)
     cols = np.asarray(A.cols).astype(np.int64)
+    in_eps = float(np.finfo(np.asarray(A.vals).dtype).eps)
     vals = np.asarray(A.vals).astype(np.float64)
     if not np.all(np.isfinite(vals)):
         raise ValueError("matrix has NaN or Inf entries")
@@ -193,7 +194,7 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     vals_t = np.where(has_t, vals[pos], 0.0)
     normA = np.linalg.norm(vals)
     asym_rel = np.linalg.norm(vals - vals_t) / normA
-    symmetric = bool(asym_rel < (1e-12 if dtype == jnp.float64 else 1e-6))
+    symmetric = bool(asym_rel < 1e4 * in_eps)
     sd = np.sqrt(np.abs(diag))
     ahat = vals / (sd[rows] * sd[cols])
     ahat_t = vals_t / (sd[rows] * sd[cols])
@@ -202,7 +203,7 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     asym = np.bincount(rows, weights=np.abs(ahat - ahat_t), minlength=n)
     raw_sum = np.bincount(rows, weights=vals, minlength=n)
     raw_abs = np.bincount(rows, weights=np.abs(vals), minlength=n)
-    spd_like = bool(symmetric and np.all(diag > 0) and np.all(raw_sum >= -1e-8 * raw_abs))
+    spd_like = bool(symmetric and np.all(diag > 0) and np.all(raw_sum >= -1e3 * in_eps * raw_abs))
     # hierarchy and basis levels
     maps = aggregation_hierarchy(rows, cols, n)
     budget = max_columns // channels
@@ -386,7 +387,7 @@ def _coarse(op: GRANSOperator, w, r, galerkin: bool):
         g = jnp.zeros((m,), dt).at[op.zcol].add(Z * r[:, None])
     used = op.col_used
     dg = jnp.diagonal(G)
-    scale = jnp.sum(jnp.where(used, jnp.abs(dg), 0.0)) / jnp.maximum(jnp.sum(used), 1)
+    scale = jnp.sum(jnp.where(used, jnp.abs(dg), 0.0)) / jnp.maximum(jnp.sum(used), 1).astype(dt)
     eps = jnp.finfo(dt).eps
     tau = 1e4 * eps * scale
     G = jnp.where(used[:, None] & used[None, :], G, 0.0)

@@ -93,7 +93,7 @@ def _initial_states(key, op: GRANSOperator, b, count: int):
 
 
 @eqx.filter_jit
-def _rollout(net: GRANSNet, op: GRANSOperator, r0, steps: int, degree: int):
+def _rollout(net: GRANSNet, op: GRANSOperator, r0, steps, degree: int):
     """Run the frozen solver ``steps`` iterations from residuals r0 (x0 = 0, b = r0); normalised states."""
 
     def run(r):
@@ -188,7 +188,9 @@ def train_grans(
             return grans_loss(eqx.combine(params, static), op, r, p, Ap, degree=degree)
 
         loss, grads = jax.value_and_grad(lossf)(params)
-        updates, opt_state = opt.update(grads, opt_state, params)
+        # optax's Adam bias correction computes float ** int32, which strict promotion rejects
+        with jax.numpy_dtype_promotion("standard"):
+            updates, opt_state = opt.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
     eval_loss = eqx.filter_jit(lambda net, op, r, p, Ap: grans_loss(net, op, r, p, Ap, degree=degree))
@@ -205,7 +207,7 @@ def train_grans(
                 z = jnp.zeros_like(r0[i])
                 buffers[i].append((r0[i], z, z))
             else:
-                buffers[i].append(_rollout(cur, op, r0[i], K, degree))
+                buffers[i].append(_rollout(cur, op, r0[i], jnp.asarray(K, jnp.int32), degree))
         for t in range(steps_per_stage):
             i = int(rng.integers(len(operators)))
             newest = buffers[i][-1]
