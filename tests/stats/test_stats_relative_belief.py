@@ -178,3 +178,15 @@ def test_permutation_equivariance(perm):
         a = relative_belief_test(x, gamma2=preset, p=0.05)
         b = relative_belief_test(x[perm], gamma2=preset, p=0.05)
         assert np.array_equal(np.asarray(a.reject)[perm], np.asarray(b.reject))
+
+
+def test_import_stays_light():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, icmlx.stats; "
+        "bad = [m for m in ('numpyro', 'diffrax', 'scipy', 'statsmodels') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
