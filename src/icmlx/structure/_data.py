@@ -48,7 +48,7 @@ def random_polyforest(key: PRNGKey, d: int, drop_prob: RealScalarLike = 0.0) -> 
       5
     """
     k1, k2, k3, k4 = jax.random.split(key, 4)
-    i = jnp.arange(1, d)
+    i = jnp.arange(1, d, dtype=jnp.int32)
     u = jax.random.uniform(k1, (d - 1,))
     parent = jnp.floor(u * i.astype(u.dtype)).astype(jnp.int32)
     flip = jax.random.bernoulli(k2, 0.5, (d - 1,))

@@ -47,8 +47,8 @@ def _chunked_min(d, chunk, fn):
     fdt = _float_dtype()
     n_chunks = (d + chunk - 1) // chunk
     ls = jnp.arange(n_chunks * chunk, dtype=jnp.int32).reshape(n_chunks, chunk)
-    j = jnp.arange(d)[:, None, None]
-    k = jnp.arange(d)[None, :, None]
+    j = jnp.arange(d, dtype=jnp.int32)[:, None, None]
+    k = jnp.arange(d, dtype=jnp.int32)[None, :, None]
 
     def body(carry, L):
         best, arg = carry
@@ -165,7 +165,7 @@ def _np_scores(data, threshold, chunk, n_bins):
 def _dsep_scores(dag, chunk):
     fdt = _float_dtype()
     d = dag.shape[0]
-    jj, kk = jnp.meshgrid(jnp.arange(d), jnp.arange(d), indexing="ij")
+    jj, kk = jnp.meshgrid(jnp.arange(d, dtype=jnp.int32), jnp.arange(d, dtype=jnp.int32), indexing="ij")
     jj, kk = jj.reshape(-1), kk.reshape(-1)
     e = jnp.zeros((d * d, 0), jnp.int32)
     s0 = jnp.where(_dsep_kernel(dag, jj, kk, e), 0.0, 1.0).astype(fdt).reshape(d, d)

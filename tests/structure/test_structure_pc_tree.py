@@ -1,0 +1,174 @@
+"""pc_tree (poly-forest learner): oracle, float64 NumPy reference, invariances, consistency, bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from icmlx.structure import (
+    bernoulli_test,
+    dag_to_cpdag,
+    pc_tree,
+    random_polyforest,
+    sample_bernoulli,
+    sample_linear_gaussian,
+    sample_nonlinear,
+    shd,
+)
+
+
+def test_oracle_pc_tree_on_100_random_polyforests():
+    keys = jax.random.split(jax.random.key(5), 100)
+    for k in keys:
+        dag = random_polyforest(k, 9, 0.2)
+        res = pc_tree(dag, ci_test="d_separation")
+        np.testing.assert_array_equal(np.asarray(res.graph), np.asarray(dag_to_cpdag(dag)))
+        assert not bool(res.conflicts.any())
+
+
+def _numpy_pc_tree(x, alpha):
+    """Independent float64 NumPy reference of the PC-tree rule with Fisher-z cuts."""
+    from scipy.stats import norm
+
+    n, d = x.shape
+    r = np.corrcoef(x.T)
+    z = norm.ppf(1 - alpha / 2)
+    cut0, cut1 = np.tanh(z / np.sqrt(n - 3)), np.tanh(z / np.sqrt(n - 4))
+    dep0 = np.abs(r) >= cut0
+    skel = np.zeros((d, d), bool)
+    for j in range(d):
+        for k in range(d):
+            if j == k or not dep0[j, k]:
+                continue
+            ok = True
+            for l in range(d):
+                if l in (j, k):
+                    continue
+                pr = (r[j, k] - r[j, l] * r[k, l]) / np.sqrt((1 - r[j, l] ** 2) * (1 - r[k, l] ** 2))
+                if abs(pr) < cut1:
+                    ok = False
+                    break
+            skel[j, k] = ok
+    arrow = np.zeros((d, d), bool)
+    for l in range(d):
+        nb = np.nonzero(skel[l])[0]
+        for j in nb:
+            for k in nb:
+                if j != k and not skel[j, k] and not dep0[j, k]:
+                    arrow[j, l] = True
+    clash = arrow & arrow.T
+    arrow &= ~clash
+    changed = True
+    while changed:
+        changed = False
+        und = skel & ~arrow & ~arrow.T & ~clash
+        prop = np.zeros_like(arrow)
+        for a in range(d):
+            for b in range(d):
+                if arrow[a, b]:
+                    for c in range(d):
+                        if und[b, c] and c != a and not skel[a, c]:
+                            prop[b, c] = True
+        both = prop & prop.T
+        new = arrow | (prop & ~both)
+        clash |= both
+        if (new != arrow).any():
+            arrow, changed = new, True
+    g = np.where(skel, -1, 0)
+    g[arrow.T] = 1
+    return g
+
+
+@pytest.mark.x64
+def test_gaussian_pc_tree_matches_numpy_reference():
+    for seed in range(3):
+        k = jax.random.key(seed)
+        with jax.enable_x64(True):
+            dag = random_polyforest(k, 12, 0.1)
+            x = sample_linear_gaussian(k, dag, 150)  # small n: errors and conflicts do occur
+            got = np.asarray(pc_tree(x, alpha=0.05).graph)
+        np.testing.assert_array_equal(got, _numpy_pc_tree(np.asarray(x), 0.05))
+
+
+@pytest.fixture(scope="module")
+def gauss_data():
+    k = jax.random.key(21)
+    dag = random_polyforest(k, 15, 0.1)
+    return dag, sample_linear_gaussian(k, dag, 1500)
+
+
+def test_pc_tree_is_order_independent_and_chunk_invariant(gauss_data):
+    _, x = gauss_data
+    perm = np.random.default_rng(1).permutation(x.shape[1])
+    a = np.asarray(pc_tree(x, alpha=0.01).graph)
+    b = np.asarray(pc_tree(x[:, perm], alpha=0.01).graph)
+    np.testing.assert_array_equal(b, a[np.ix_(perm, perm)])
+    c = np.asarray(pc_tree(x, alpha=0.01, chunk_size=4).graph)
+    np.testing.assert_array_equal(c, a)
+
+
+def test_pc_tree_jit_and_eager_agree(gauss_data):
+    _, x = gauss_data
+    a = pc_tree(x, alpha=0.01).graph
+    b = jax.jit(lambda v: pc_tree(v, alpha=0.01).graph)(x)
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with jax.disable_jit():
+        c = pc_tree(x[:, :4], alpha=0.01).graph
+    np.testing.assert_array_equal(np.asarray(c), np.asarray(pc_tree(x[:, :4], alpha=0.01).graph))
+
+
+def test_bernoulli_scores_match_bernoulli_test():
+    k = jax.random.key(8)
+    dag = random_polyforest(k, 6)
+    x = sample_bernoulli(k, dag, 800)
+    from icmlx.structure import polyforest_scores
+
+    s0, s1, arg, _, _ = polyforest_scores(x, ci_test="bernoulli", alpha=0.05)
+    # brute force: max over l of the p-value of x_j _||_ x_k | x_l, and the marginal p-value
+    for j, kk in [(0, 1), (2, 5), (3, 4)]:
+        ls = [l for l in range(6) if l not in (j, kk)]
+        res = bernoulli_test(x, jnp.full(4, j, jnp.int32), jnp.full(4, kk, jnp.int32),
+                             jnp.asarray(ls, jnp.int32)[:, None])
+        np.testing.assert_allclose(-float(s1[j, kk]), float(res.pvalue.max()), rtol=1e-4, atol=1e-6)
+        m = bernoulli_test(x, jnp.array([j]), jnp.array([kk]), jnp.zeros((1, 0), jnp.int32))
+        np.testing.assert_allclose(-float(s0[j, kk]), float(m.pvalue[0]), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "tester,sampler,kw,n_small,n_big",
+    [
+        ("fisherz", sample_linear_gaussian, {"alpha": 1e-4}, 60, 4000),
+        pytest.param("bernoulli", sample_bernoulli, {"alpha": 1e-4}, 100, 6000,
+                     marks=pytest.mark.slow),
+        ("nonparametric", sample_nonlinear, {"threshold": 0.004, "n_bins": 3}, 200, 6000),
+    ],
+)
+def test_shd_decreases_to_zero_with_n(tester, sampler, kw, n_small, n_big):
+    # Monte Carlo over 4 poly-trees (d = 8): mean SHD at large n must be 0 and below the small-n value.
+    # alpha = 1e-4 (a level shrinking with n, as the paper's calibrated threshold): at a fixed 0.01 each
+    # collider pair is missed with probability 0.01, so SHD would not go to 0.
+    keys = jax.random.split(jax.random.key(33), 4)
+    shds = {n_small: [], n_big: []}
+    for k in keys:
+        dag = random_polyforest(k, 8)
+        truth = dag_to_cpdag(dag)
+        for n in (n_small, n_big):
+            x = sampler(jax.random.fold_in(k, n), dag, n)
+            shds[n].append(int(shd(pc_tree(x, ci_test=tester, **kw).graph, truth)))
+    assert np.mean(shds[n_big]) == 0.0, shds
+    assert np.mean(shds[n_small]) > 0.0, shds
+
+
+def test_pc_tree_bad_input():
+    x = jax.random.normal(jax.random.key(0), (50, 4))
+    with pytest.raises(ValueError, match="alpha"):
+        pc_tree(x, alpha=2.0)
+    with pytest.raises(ValueError, match="threshold"):
+        pc_tree(x, ci_test="nonparametric")
+    with pytest.raises(ValueError, match="ci_test"):
+        pc_tree(x, ci_test="kci")
+    with pytest.raises(TypeError, match="integer"):
+        pc_tree(x, ci_test="bernoulli")
+    bad = x.at[3, 1].set(jnp.nan)
+    with pytest.raises(Exception, match="NaN"):
+        jax.block_until_ready(pc_tree(bad).graph)
