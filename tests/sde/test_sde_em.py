@@ -31,7 +31,8 @@ def test_bridge_evidence_and_midpoint_law_for_ou():
     dtype = jnp.zeros(()).dtype
     out = smc_bridges(jax.random.key(0), drift, jnp.asarray(sigma, dtype),
                       jnp.asarray(np.stack([a, a]), dtype), jnp.asarray(bs_, dtype),
-                      jnp.full((2,), tau, dtype), n_particles=N, n_steps=K, n_paths=N)
+                      jnp.full((2,), tau, dtype), n_particles=N, n_steps=K, n_paths=N,
+                      lookahead=True)
     # exact OU transition density log N(b; e^{A tau} a, Sigma_tau), Sigma_tau from the Van Loan integral
     E = scipy_linalg.expm(A * tau)
     S = scipy_linalg.solve_continuous_lyapunov(A, -(sigma**2) * np.eye(2))
@@ -52,7 +53,9 @@ def test_plain_bridge_with_zero_drift_is_brownian_bridge():
     sigma, tau, K, N = 0.5, 2.0, 20, 2048
     a, b = jnp.array([[0.0, 0.0]]), jnp.array([[1.0, -1.0]])
     out = smc_bridges(jax.random.key(1), lambda x: jnp.zeros_like(x), jnp.asarray(sigma), a, b,
-                      jnp.array([tau]), n_particles=N, n_steps=K, n_paths=N)
+                      jnp.array([tau]), n_particles=N, n_steps=K, n_paths=N, lookahead=True)
+    # with the look-ahead twist the MDB proposal is the exact Brownian bridge: weights are constant
+    assert float(out.ess[0]) > 0.99 * N
     mid = np.asarray(out.paths[0, :, K // 2], np.float64)  # t = tau / 2
     var = sigma**2 * (tau / 2) * (tau / 2) / tau
     # paths are resampled copies, so use a conservative effective size N/4 for the standard error

@@ -268,6 +268,7 @@ def infer_drift(
     init: LinearDrift | None = None,
     n_nodes: int = 300,
     k_neighbors: int = 10,
+    lookahead: bool = False,
     progress: bool = False,
     throw: bool = True,
 ) -> DriftInference:
@@ -300,6 +301,7 @@ def infer_drift(
       init: starting drift (default: the naive estimate in the same class).
       n_nodes: geodesic graph size (see :func:`geodesic_targets`).
       k_neighbors: geodesic kNN graph degree.
+      lookahead: use the look-ahead twisted SMC weights (see :func:`smc_bridges`).
       progress: print one line per iteration (``jax.debug.callback``) — useful for long runs.
       throw: raise if the drift becomes non-finite (otherwise check ``result``).
 
@@ -339,14 +341,14 @@ def infer_drift(
     fc = default_function_class(obs) if function_class is None else function_class
     return _infer_core(
         key, obs, ts, sig, fc, init, guidance, float(strength), n_iters, n_particles, n_steps, n_paths,
-        n_nodes, k_neighbors, progress, throw,
+        n_nodes, k_neighbors, lookahead, progress, throw,
     )
 
 
 @eqx.filter_jit
 def _infer_core(
     key, obs, ts, sig, fc, init, guidance, strength, n_iters, n_particles, n_steps, n_paths, n_nodes,
-    k_neighbors, progress, throw,
+    k_neighbors, lookahead, progress, throw,
 ):
     d = obs.shape[-1]
     states, incs, dts = _intervals(obs, ts)
@@ -369,7 +371,7 @@ def _infer_core(
         key, kb = jax.random.split(key)
         drift = LinearDrift(basis, W)
         bs = smc_bridges(kb, drift, sig, starts, ends, dts, targets, beta,
-                         n_particles=n_particles, n_steps=n_steps, n_paths=n_paths)
+                         n_particles=n_particles, n_steps=n_steps, n_paths=n_paths, lookahead=lookahead)
         p = bs.paths  # (B, R, K+1, d)
         x = p[:, :, :-1].reshape(-1, d)
         dx = jnp.diff(p, axis=2).reshape(-1, d)

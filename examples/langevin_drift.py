@@ -1,0 +1,214 @@
+"""Drift inference from sparsely sampled Langevin paths: geodesic-guided EM vs the baselines.
+
+Reproduces the claim of Maoutsa, "From Geometry to Dynamics: Learning Overdamped Langevin Dynamics from
+Sparse Observations with Geometric Constraints" (ICML 2026, arXiv:2512.23566): when observations are far
+apart in time, increment regression ("naive") is badly biased, the conservative estimator
+(sigma^2/2) grad log p misses every rotational part, and EM with bridges guided by the geodesic of the
+observation metric recovers the drift. Target at the paper's hardest setting (Van der Pol, sigma = 0.25,
+tau = 2.8; mean over >= 2 seeds): geodesic EM wRMSE <= 0.85, <= 0.6x naive, and below plain-bridge EM.
+
+    python examples/langevin_drift.py --quick     # ~2-4 min on 2 CPU cores
+    python examples/langevin_drift.py             # tau sweep on the ring and Van der Pol, both sigmas
+"""
+
+import argparse
+import pathlib
+import time
+
+import jax
+import jax.numpy as jnp
+import matplotlib
+import numpy as np
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from icmlx.sde import (  # noqa: E402
+    conservative_drift,
+    infer_drift,
+    naive_drift,
+    ring_drift,
+    simulate,
+    subsample,
+    van_der_pol_drift,
+    weighted_rmse,
+)
+
+H = 0.01  # simulation step
+
+
+def _vdp_paths(seed, sigma, t1):
+    x0 = jnp.array([[1.81, -1.41]])
+    return simulate(jax.random.key(seed), van_der_pol_drift(1.0), sigma, x0, t1, H)
+
+
+def _ring_paths(seed, sigma, n_traj, t1, omega=2.0):
+    th = jax.random.uniform(jax.random.key(1000 + seed), (n_traj,), minval=0.0, maxval=2 * np.pi)
+    x0 = jnp.stack([jnp.cos(th), jnp.sin(th)], -1)
+    return simulate(jax.random.key(seed), ring_drift(omega), sigma, x0, t1, H)
+
+
+def run_setting(system, seed, sigma, tau, *, n_iters, n_particles, n_steps, strength, t1, n_traj=1,
+                methods=("naive", "conservative", "em_plain", "em_geodesic", "dense")):
+    """All estimators on one (system, seed, sigma, tau) cell; returns wRMSEs and the fitted drifts."""
+    if system == "vdp":
+        f, dense = van_der_pol_drift(1.0), _vdp_paths(seed, sigma, t1)
+    else:
+        f, dense = ring_drift(2.0), _ring_paths(seed, sigma, n_traj, t1)
+    every = int(round(tau / H))
+    sp = subsample(dense, every)
+    obs, ts = sp.xs, sp.ts
+    out, drifts, secs = {}, {}, {}
+    for m in methods:
+        t0 = time.perf_counter()
+        if m == "naive":
+            d = naive_drift(obs, ts, sigma).drift
+        elif m == "conservative":
+            d = conservative_drift(obs, sigma).drift
+        elif m == "dense":
+            d = naive_drift(dense.xs, dense.ts, sigma).drift
+        else:
+            g = "geodesic" if m == "em_geodesic" else "none"
+            res = infer_drift(jax.random.key(100 + seed), obs, ts, sigma, guidance=g, strength=strength,
+                              n_iters=n_iters, n_particles=n_particles, n_steps=n_steps)
+            d = res.drift
+            out[m + "_ess"] = float(res.history.ess_median[-1])
+            out[m + "_first"] = float(weighted_rmse(f, res.drift_at(0), obs))
+        out[m] = float(weighted_rmse(f, d, obs))
+        secs[m] = time.perf_counter() - t0
+        drifts[m] = d
+    out["n_obs"] = int(obs.shape[0] * obs.shape[1])
+    return out, drifts, obs, f, secs
+
+
+def _table(rows, cols):
+    widths = [max(len(c), *(len(f"{r.get(c, '')}") for r in rows)) for c in cols]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths)),
+             "  ".join("-" * w for w in widths)]
+    for r in rows:
+        lines.append("  ".join(f"{r.get(c, '')}".ljust(w) for c, w in zip(cols, widths)))
+    print("\n".join(lines))
+
+
+def _fmt(v):
+    return f"{v:.3f}" if isinstance(v, float) else v
+
+
+def _plot_fields(path, f, drifts, obs, title):
+    pts = np.asarray(obs).reshape(-1, 2)
+    lo, hi = pts.min(0), pts.max(0)
+    gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], 18), np.linspace(lo[1], hi[1], 18))
+    grid = jnp.asarray(np.stack([gx.ravel(), gy.ravel()], -1), jnp.float32)
+    panels = [("true drift", f)] + [(k, v) for k, v in drifts.items()]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.2))
+    for ax, (name, fn) in zip(axes, panels):
+        v = np.asarray(jax.vmap(fn)(grid))
+        ax.quiver(gx, gy, v[:, 0].reshape(gx.shape), v[:, 1].reshape(gx.shape), color="k", width=0.004)
+        ax.plot(pts[:, 0], pts[:, 1], ".", ms=2, color="tab:orange", alpha=0.6)
+        ax.set_title(name, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+VDP_CFG = dict(n_iters=8, n_particles=128, n_steps=40, strength=5.0, t1=500.0)
+RING_CFG = dict(n_iters=6, n_particles=64, n_steps=20, strength=5.0, t1=40.0, n_traj=50)
+
+
+def headline(outdir, seeds=(0, 1), verbose=True):
+    """Van der Pol, sigma = 0.25, tau = 2.8: all methods, averaged over seeds."""
+    rows, last = [], None
+    for s in seeds:
+        r, drifts, obs, f, secs = run_setting("vdp", s, 0.25, 2.8, **VDP_CFG)
+        rows.append(dict(system="vdp", sigma=0.25, tau=2.8, seed=s, **r))
+        if verbose:
+            print(f"  seed {s}: " + ", ".join(f"{k}={v:.3f}" for k, v in r.items() if k in drifts)
+                  + f"  (EM s/run: plain {secs['em_plain']:.0f}, geodesic {secs['em_geodesic']:.0f})",
+                  flush=True)
+        last = (drifts, obs, f)
+    drifts, obs, f = last
+    _plot_fields(pathlib.Path(outdir) / "langevin_drift_vdp.png", f,
+                 {k: drifts[k] for k in ("naive", "conservative", "em_plain", "em_geodesic")}, obs,
+                 "Van der Pol, sigma=0.25, tau=2.8: true vs inferred drift")
+    return rows
+
+
+def ring_check(seed=0, n_traj=30, t1=20.0, n_iters=4):
+    """Rotating ring (omega = 2), tau = 1: conservative misses the rotation, EM fixes the naive bias."""
+    cfg = dict(RING_CFG, n_traj=n_traj, t1=t1, n_iters=n_iters)
+    r, *_ = run_setting("ring", seed, 0.5, 1.0, methods=("naive", "conservative", "em_plain"), **cfg)
+    return dict(system="ring", sigma=0.5, tau=1.0, seed=seed, **r)
+
+
+def tour(outdir: pathlib.Path) -> list[dict]:
+    """Quick scale: the paper's hardest setting over 2 seeds, plus the ring sanity check."""
+    outdir = pathlib.Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    rows = headline(outdir, verbose=False)
+    m = {k: float(np.mean([r[k] for r in rows])) for k in ("naive", "conservative", "em_plain",
+                                                           "em_geodesic", "dense")}
+    ring = ring_check()
+    return [
+        dict(claim="VdP s=0.25 tau=2.8: geodesic EM wRMSE (2 seeds)", measured=f"{m['em_geodesic']:.3f}",
+             expected="<= 0.85", ok=m["em_geodesic"] <= 0.85),
+        dict(claim="geodesic EM / naive", measured=f"{m['em_geodesic'] / m['naive']:.2f}",
+             expected="<= 0.6", ok=m["em_geodesic"] <= 0.6 * m["naive"]),
+        dict(claim="geodesic EM vs plain-bridge EM",
+             measured=f"{m['em_geodesic']:.3f} vs {m['em_plain']:.3f}", expected="geodesic lower",
+             ok=m["em_geodesic"] < m["em_plain"]),
+        dict(claim="ring w=2 tau=1: conservative misses rotation; EM fixes naive",
+             measured=f"cons {ring['conservative']:.2f}, naive {ring['naive']:.2f}, "
+                      f"EM {ring['em_plain']:.2f}",
+             expected="cons >= 1.2, EM < naive",
+             ok=ring["conservative"] >= 1.2 and ring["em_plain"] < ring["naive"]),
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--outdir", type=pathlib.Path, default=pathlib.Path(__file__).parent / "out")
+    args = ap.parse_args()
+    args.outdir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    cols = ["system", "sigma", "tau", "seed", "naive", "conservative", "em_plain", "em_geodesic", "dense",
+            "em_geodesic_ess"]
+    if args.quick:
+        for r in tour(args.outdir):
+            print(f"{r['claim']:<60} {r['measured']:<28} {r['expected']:<16} {'OK' if r['ok'] else 'MISS'}")
+    else:
+        rows = []
+        print("headline: Van der Pol sigma=0.25 tau=2.8", flush=True)
+        rows += headline(args.outdir, seeds=(0, 1, 2))
+        for sigma in (0.25, 0.5):
+            for tau in (0.5, 1.0, 2.0):
+                for s in (0, 1):
+                    r, *_ = run_setting("vdp", s, sigma, tau, **VDP_CFG)
+                    rows.append(dict(system="vdp", sigma=sigma, tau=tau, seed=s, **r))
+                    print(f"  vdp sigma={sigma} tau={tau} seed={s} done", flush=True)
+        for tau in (0.5, 1.0):
+            r, *_ = run_setting("ring", 0, 0.5, tau, **RING_CFG)
+            rows.append(dict(system="ring", sigma=0.5, tau=tau, seed=0, **r))
+        _table([{c: _fmt(r.get(c, "")) for c in cols} for r in rows], cols)
+        # wRMSE vs tau figure (Van der Pol)
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+        for ax, sigma in zip(axes, (0.25, 0.5)):
+            for m in ("naive", "conservative", "em_plain", "em_geodesic", "dense"):
+                taus = sorted({r["tau"] for r in rows if r["system"] == "vdp" and r["sigma"] == sigma})
+                ys = [np.mean([r[m] for r in rows if r["system"] == "vdp" and r["sigma"] == sigma
+                               and r["tau"] == t]) for t in taus]
+                ax.plot(taus, ys, "o-", label=m)
+            ax.set_xlabel("observation interval tau")
+            ax.set_ylabel("weighted RMSE")
+            ax.set_title(f"Van der Pol, sigma={sigma}")
+        axes[0].legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(args.outdir / "langevin_drift_tau.png", dpi=110)
+    print(f"figures in {args.outdir}; total {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
