@@ -216,9 +216,8 @@ def test_grafting_choices():
     shapes = {"w": (16, 24)}
     grads = _grads(3, shapes, 3)
     params = {"w": jnp.zeros((16, 24), DT)}
-    for grafting in ["rmsprop", "adagrad"]:
-        outs, _ = _run(scale_by_dash(8, grafting=grafting, precondition_frequency=1), grads, params)
-        assert np.all(np.isfinite(np.asarray(outs[-1]["w"])))
+    outs, _ = _run(scale_by_dash(8, grafting="adagrad", precondition_frequency=1), grads, params)
+    assert np.all(np.isfinite(np.asarray(outs[-1]["w"])))
     # sgd grafting: every 8x8 block of the update has the Frobenius norm of the gradient block
     outs, _ = _run(scale_by_dash(8, grafting="sgd", precondition_frequency=1), grads, params)
     u, g = np.asarray(outs[-1]["w"]), grads[-1]["w"]
@@ -273,7 +272,7 @@ def test_nonfinite_gradient_skipped_or_raised():
 def test_zero_gradient_block_finite():
     params = {"w": jnp.zeros((8, 8), DT)}
     g = {"w": jnp.zeros((8, 8), DT).at[:4, :4].set(1.0)}  # three of four 4x4 blocks are exactly zero
-    for method in ["newton_db", "eigh"]:  # all four methods on zero blocks: test_optim_inverse_root.py
+    for method in ["newton_db"]:  # all four methods on zero blocks: test_optim_inverse_root.py
         tx = scale_by_dash(4, inverse_root=method, precondition_frequency=1)
         u, state = jax.jit(tx.update)(g, tx.init(params), params)
         assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree.leaves((u, state))), method

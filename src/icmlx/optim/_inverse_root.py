@@ -296,11 +296,18 @@ def _inverse_root_impl(
     matmul_dtype=None,
 ) -> Array:
     """Unchecked core on a stack (N, n, n). Used by DASH inside jit (no value checks)."""
-    rel = _DEFAULT_RELATIVE_EPSILON[method] if relative_epsilon is None else float(relative_epsilon)
+    mdt = None if method == "eigh" else _resolve_matmul_dtype(matmul_dtype, a.dtype)
+    if relative_epsilon is not None:
+        rel = float(relative_epsilon)
+    else:
+        rel = _DEFAULT_RELATIVE_EPSILON[method]
+        if mdt is not None and jnp.finfo(mdt).eps > jnp.finfo(a.dtype).eps:
+            # low-precision matmuls: rounding at eps(mdt) breaks the coupled iterations on eigenvalues
+            # below ~eps(mdt) * lam_max (bf16 NDB blows up to ~1e14 at kappa=1e4), so regularise there.
+            rel = max(rel, float(jnp.finfo(mdt).eps) / 8)
     a = _symmetrize(a)
     if method == "eigh":
         return _eigh_root(a, p, epsilon, rel, eigh_heuristic)
-    mdt = _resolve_matmul_dtype(matmul_dtype, a.dtype)
     floor = _floor(a.dtype)
     eye = _eye_like(a)
     if scaling == "power_iteration":
@@ -374,7 +381,8 @@ def matrix_inverse_root(
     :math:`s = \|A\|_F` (``"frobenius"``, which over-estimates and costs extra NDB iterations).
 
     **Epsilon policy.** ``relative_epsilon=None`` picks a per-method ridge (``eigh`` 0, ``newton_db`` and
-    ``coupled_newton`` 1e-6, ``chebyshev`` 1e-3, all times :math:`\hat\lambda`) plus an absolute floor
+    ``coupled_newton`` 1e-6, ``chebyshev`` 1e-3, all times :math:`\hat\lambda`; at least
+    ``eps(matmul_dtype) / 8``, about 1e-3, with bfloat16 matmuls) plus an absolute floor
     :math:`\sqrt{\text{tiny}}`, so an exactly singular or all-zero input gives a finite, symmetric PSD result
     for any iteration count (plain NDB with no ridge goes indefinite and then NaN past ~15 steps).
 
