@@ -36,10 +36,10 @@ def _skfem_system(refine, kappa_fn, c, beta, f_fn):
                 + beta[1] * grad(u)[1] * v + c * u * v)
 
     @LinearForm
-    def l(v, w):
+    def lin(v, w):
         return f_fn(w.x) * v
 
-    K, F = condense(a.assemble(basis), l.assemble(basis), D=m.boundary_nodes(), expand=False)[:2]
+    K, F = condense(a.assemble(basis), lin.assemble(basis), D=m.boundary_nodes(), expand=False)[:2]
     return m, K.toarray(), F
 
 

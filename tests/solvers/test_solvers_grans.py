@@ -154,7 +154,7 @@ def test_bad_inputs(net, poisson):
     zd = jnp.where(A.rows == A.cols, 0.0, A.vals).astype(A.vals.dtype)
     with pytest.raises(ValueError, match="zero diagonal"):
         solver.setup(SparseMatrix(A.rows, A.cols, zd, A.shape))
-    with pytest.raises(Exception, match="NaN or Inf"):
+    with pytest.raises(RuntimeError, match="NaN or Inf"):
         jax.block_until_ready(solver.solve(op, poisson.b.at[0].set(jnp.inf)).value)
     # b = 0: documented behaviour, x = 0 after 0 iterations, successful
     sol = solver.solve(op, jnp.zeros_like(poisson.b))
@@ -171,20 +171,22 @@ def test_stagnation_is_reported(net, helmholtz):
     solver = GRANS(net, rtol=1e-14, max_steps=60, stall_patience=3, stall_tol=0.5, dtype=DT)
     sol = solver.solve(solver.setup(helmholtz.A), helmholtz.b)
     assert sol.result == lx.RESULTS.stagnation
-    with pytest.raises(Exception):
+    with pytest.raises(RuntimeError):  # eqx.error_if / lineax RESULTS raise a RuntimeError subclass
         jax.block_until_ready(solver.solve(solver.setup(helmholtz.A), helmholtz.b, throw=True).value)
 
 
-def test_short_training_beats_initialisation(mesh):
+@pytest.mark.slow  # ~30-40 s on an idle 2-core box (compile-dominated); run with -m slow
+def test_short_training_beats_initialisation():
     """Self-supervised training (no solutions) lowers the held-out one-step log residual reduction."""
-    solver = GRANS(GRANSNet.init(jax.random.key(1), hidden=8, layers=2), dtype=DT)
+    mesh = unit_square_mesh(2)  # n = 49: keeps the (compile-dominated) run short
+    solver = GRANS(GRANSNet.init(jax.random.key(1), hidden=8, layers=1), dtype=DT)
     ops, rhs = [], []
     for s in (21, 22):
         pb = make_problem(jax.random.key(s), mesh, "poisson")
         ops.append(solver.setup(pb.A))
         rhs.append(pb.b)
     res = train_grans(jax.random.key(2), ops, rhs, net=solver.net, stages=(0, 2),
-                      steps_per_stage=15, batch=4, states_per_operator=6, learning_rate=3e-3,
+                      steps_per_stage=12, batch=4, states_per_operator=6, learning_rate=3e-3,
                       progress=False)
     held = make_problem(jax.random.key(31), mesh, "poisson")
     hop = solver.setup(held.A)
@@ -193,12 +195,12 @@ def test_short_training_beats_initialisation(mesh):
     before = float(grans_loss(res.initial_net, hop, r, z, z))
     after = float(grans_loss(res.net, hop, r, z, z))
     assert after < before - 0.02, (before, after)
-    assert res.losses.shape == (30,)
+    assert res.losses.shape == (24,)
 
 
 def test_pretrained_weights_solve_held_out_problem():
     solver = GRANS.pretrained(rtol=RTOL, max_steps=200, dtype=DT)
-    pb = make_problem(jax.random.key(10_001), unit_square_mesh(4), "reaction")
+    pb = make_problem(jax.random.key(10_001), unit_square_mesh(3), "reaction")
     sol = solver.solve(solver.setup(pb.A), pb.b)
     assert sol.result == lx.RESULTS.successful
     assert relres(pb, sol.value) <= 1.05 * RTOL

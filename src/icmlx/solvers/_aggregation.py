@@ -39,7 +39,7 @@ def standard_aggregation(rows, cols, n: int) -> np.ndarray:
       >>> from icmlx.solvers import standard_aggregation
       >>> rows = np.array([0, 1, 1, 2, 2, 3]); cols = np.array([1, 0, 2, 1, 3, 2])
       >>> standard_aggregation(rows, cols, 4)
-      array([0, 0, 0, 1], dtype=int32)
+      array([0, 0, 1, 1], dtype=int32)
     """
     rows = np.asarray(rows).astype(np.int64)
     cols = np.asarray(cols).astype(np.int64)

@@ -1,0 +1,191 @@
+"""G-RANS on held-out FEM systems: four equations, larger than training, ±70% shifts, vs JAX Krylov.
+
+Claim checked (G-RANS, ICML 2026, abstract): a neural subspace-correction solver trained without solutions
+reaches relative residual ~1e-5 on Poisson, advection-, reaction-diffusion and Helmholtz systems, is robust
+to ±70% coefficient shifts, and needs less wall-clock than classical Krylov solvers.
+
+Uses the shipped weights (``GRANS.pretrained()``, trained at n = 961 by ``scripts/train_grans.py``), solves
+held-out systems (seeds ≥ 10 000) at n = 3,969 (quick) or up to 16,129 (full), checks every residual with
+SciPy in float64, and compares with CG / BiCGStab / GMRES(30) from ``icmlx.solvers`` (same JAX runtime).
+Writes ``grans_solver.png`` (residual vs iteration and vs time) and prints a table.
+
+    python examples/grans_solver.py --quick
+"""
+
+import os
+
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+
+import argparse  # noqa: E402
+import pathlib  # noqa: E402
+import time  # noqa: E402
+
+import jax  # noqa: E402
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def _relres(pb, x):
+    A = pb.A.to_scipy()
+    b = np.asarray(pb.b, np.float64)
+    return float(np.linalg.norm(b - A @ np.asarray(x, np.float64)) / np.linalg.norm(b))
+
+
+def _timed(fn, *args):
+    jax.block_until_ready(fn(*args))  # compile (and warm) on this bucket
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(fn(*args))
+    return out, time.perf_counter() - t0
+
+
+def run(refines=(5,), shifts=(-0.7, 0.0, 0.7), rtol=1e-5, krylov=True, seed=10_000):
+    import jax.numpy as jnp
+
+    from icmlx.solvers import GRANS, bicgstab, cg, gmres
+    from icmlx.solvers.fem import make_problem, resonance_gap, unit_square_mesh
+
+    solver = GRANS.pretrained(rtol=rtol, max_steps=300)
+    solve = jax.jit(lambda op, b: solver.solve(op, b))
+    rows, curves = [], []
+    for refine in refines:
+        mesh = unit_square_mesh(refine)
+        for eq in ("poisson", "reaction", "advection", "helmholtz"):
+            for shift in shifts:
+                if eq == "helmholtz" and resonance_gap(12.0 * (1 + shift)) < 0.05:
+                    continue
+                pb = make_problem(jax.random.key(seed + refine * 100 + len(rows)), mesh, eq,
+                                  shift=shift)
+                t0 = time.perf_counter()
+                op = solver.setup(pb.A)
+                t_setup = time.perf_counter() - t0
+                sol, t_solve = _timed(solve, op, pb.b)
+                rr = _relres(pb, sol.value)
+                hist = np.asarray(sol.residual_history)[: int(sol.num_steps) + 1]
+                row = {"n": pb.A.shape[0], "equation": eq, "shift": shift, "solver": "G-RANS",
+                       "iters": int(sol.num_steps), "setup_s": t_setup, "solve_s": t_solve,
+                       "relres": rr, "ok": rr <= rtol * 1.0001,
+                       "monotone": bool(np.all(np.diff(hist) <= 0))}
+                rows.append(row)
+                if shift == 0.0:
+                    curves.append((f"{eq} n={pb.A.shape[0]}", hist,
+                                   np.linspace(0, t_setup + t_solve, hist.size)))
+                if krylov and shift == 0.0:
+                    cands = [("CG", lambda A, b: cg(A, b, rtol=rtol, max_steps=6000, throw=False)),
+                             ("CG+Jacobi", lambda A, b: cg(A, b, rtol=rtol, max_steps=6000,
+                                                           preconditioner="jacobi", throw=False))]
+                    if not op.spd_like:
+                        cands = [("BiCGStab", lambda A, b: bicgstab(A, b, rtol=rtol, max_steps=6000,
+                                                                   throw=False)),
+                                 ("GMRES(30)", lambda A, b: gmres(A, b, rtol=rtol, restart=30,
+                                                                  max_steps=6000, throw=False))]
+                    for name, f in cands:
+                        ks, t = _timed(jax.jit(f), pb.A, jnp.asarray(pb.b))
+                        r2 = _relres(pb, ks.value)
+                        rows.append({"n": pb.A.shape[0], "equation": eq, "shift": shift,
+                                     "solver": name, "iters": int(ks.num_steps), "setup_s": 0.0,
+                                     "solve_s": t, "relres": r2, "ok": r2 <= rtol * 1.0001,
+                                     "monotone": ""})
+    return rows, curves
+
+
+def _figure(curves, path):
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    for label, h, t in curves:
+        ax[0].semilogy(h, label=label)
+        ax[1].semilogy(t, h, label=label)
+    for a in ax:
+        a.axhline(1e-5, color="k", lw=0.8, ls="--")
+        a.set_ylabel("true relative residual")
+        a.grid(alpha=0.3)
+    ax[0].set_xlabel("iteration")
+    ax[1].set_xlabel("wall-clock (setup + solve, s; linear within a solve)")
+    ax[0].legend(fontsize=7)
+    ax[0].set_title("G-RANS (pretrained), held-out systems")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _print(rows):
+    cols = ["n", "equation", "shift", "solver", "iters", "setup_s", "solve_s", "relres", "ok",
+            "monotone"]
+    print("  ".join(f"{c:>10}" for c in cols))
+    for r in rows:
+        print("  ".join(f"{r[c]:>10.3g}" if isinstance(r[c], float) else f"{r[c]!s:>10}"
+                        for c in cols))
+
+
+def _summary(rows):
+    g = [r for r in rows if r["solver"] == "G-RANS"]
+    base = [r for r in g if r["shift"] == 0.0]
+    shifted = [r for r in g if r["shift"] != 0.0]
+    ratios = []
+    for r in base:
+        if r["equation"] in ("poisson", "reaction"):
+            ks = [k["solve_s"] for k in rows if k["solver"] != "G-RANS" and k["n"] == r["n"]
+                  and k["equation"] == r["equation"] and k["ok"]]
+            if ks:
+                ratios.append(min(ks) / (r["setup_s"] + r["solve_s"]))
+    out = [
+        {"claim": "reaches true relres 1e-5 on held-out systems of all 4 equations",
+         "measured": f"{sum(r['ok'] for r in base)}/{len(base)} converged "
+                     f"(iters {[r['iters'] for r in base]})",
+         "expected": f"{len(base)}/{len(base)}", "ok": all(r["ok"] for r in base)},
+        {"claim": "robust to ±70% parameter shifts",
+         "measured": f"{sum(r['ok'] for r in shifted)}/{len(shifted)} converged",
+         "expected": f"{len(shifted)}/{len(shifted)}", "ok": all(r["ok"] for r in shifted)},
+        {"claim": "residual never increases (safeguard)",
+         "measured": f"{sum(r['monotone'] for r in g)}/{len(g)} monotone",
+         "expected": "all", "ok": all(r["monotone"] for r in g)},
+        {"claim": ">= 2x faster than best JAX CG variant (Poisson, reaction; setup incl.)",
+         "measured": "speedups " + ", ".join(f"{x:.2f}x" for x in ratios),
+         "expected": ">= 2x", "ok": bool(ratios) and min(ratios) >= 2.0},
+    ]
+    return out
+
+
+def _with_x64(fn, *a, **k):
+    prev = bool(jax.config.jax_enable_x64)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        return fn(*a, **k)
+    finally:
+        jax.config.update("jax_enable_x64", prev)
+
+
+def tour(outdir: pathlib.Path) -> list[dict]:
+    """Quick scale: n = 3,969 (4x the training size), shifts -70%/0/+70%, pretrained weights."""
+    outdir = pathlib.Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    rows, curves = _with_x64(run, refines=(5,), shifts=(-0.7, 0.0, 0.7))
+    _figure(curves, outdir / "grans_solver.png")
+    _print(rows)
+    return _summary(rows)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--outdir", type=pathlib.Path, default=HERE / "out")
+    args = ap.parse_args()
+    args.outdir.mkdir(parents=True, exist_ok=True)
+    if args.quick:
+        rows = tour(args.outdir)
+    else:
+        rws, curves = _with_x64(run, refines=(5, 6), shifts=(-0.7, -0.3, 0.0, 0.3, 0.7))
+        _figure(curves, args.outdir / "grans_solver.png")
+        _print(rws)
+        rows = _summary(rws)
+    print()
+    for r in rows:
+        print(f"{'OK ' if r['ok'] else 'MISS'} {r['claim']}: {r['measured']} (expected {r['expected']})")
+    print(f"figure: {args.outdir / 'grans_solver.png'}")
+
+
+if __name__ == "__main__":
+    main()
