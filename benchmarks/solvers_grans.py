@@ -26,13 +26,11 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse.linalg as sla  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import print_table, write_results  # noqa: E402
-
 from icmlx.solvers import GRANS, bicgstab, cg, gmres  # noqa: E402
 from icmlx.solvers.fem import make_problem, unit_square_mesh  # noqa: E402
 
@@ -58,7 +56,8 @@ def scipy_solvers(spd):
         def run(A, b):
             M = None
             if pre == "jacobi":
-                M = sla.LinearOperator(A.shape, matvec=lambda v, d=1.0 / A.diagonal(): d * v)
+                d = 1.0 / A.diagonal()
+                M = sla.LinearOperator(A.shape, matvec=lambda v: d * v)
             it = [0]
             x, _ = method(A, b, rtol=RTOL, M=M, callback=lambda *_: it.__setitem__(0, it[0] + 1),
                           **kw)
@@ -158,7 +157,7 @@ def main(argv=None):
                     per.setdefault(name, []).append((t, int(ks.num_steps), relres(A, b, ks.value),
                                                      jx_compile[name]))
                 for name, f in scipy_solvers(spd).items():
-                    (x, it), t = timeit(lambda f=f: f(A, b), args.repeats)
+                    (x, it), t = timeit(lambda f=f, A=A, b=b: f(A, b), args.repeats)
                     per.setdefault(name, []).append((t, it, relres(A, b, x), 0.0))
             tg = statistics.median(v[0] for v in per["G-RANS"])
             for name, vals in per.items():
