@@ -14,11 +14,11 @@ and the incremental log-weight is
     + \\log\\frac{\\tilde p(b \\mid x', \\tau - t - h)}{\\tilde p(b \\mid x, \\tau - t)} ,
 
 where the last term (``lookahead=True``; ``p~`` the Brownian transition density) is an optional twist
-that makes the weights constant when ``f = 0``; ``gamma`` is the geodesic target and ``beta`` the guidance strength per unit time (``beta = 0``: plain
-bridges). The last step lands on ``b`` and is weighted by the model transition into ``b``. Particles are
-resampled (systematic) when the effective sample size drops below ``N / 2``; lineages are kept as ancestor
-indices and traced back at the end. Everything is fixed-shape: a ``lax.scan`` over steps, ``vmap`` over
-intervals.
+that makes the weights constant when ``f = 0``; ``gamma`` is the geodesic target and ``beta`` the guidance
+strength per unit time (``beta = 0``: plain bridges). The last step lands on ``b`` and is weighted by the
+model transition into ``b``. Particles are resampled (systematic) when the effective sample size drops
+below ``N / 2``; lineages are kept as ancestor indices and traced back at the end. Everything is
+fixed-shape: a ``lax.scan`` over steps, ``vmap`` over intervals.
 """
 
 import equinox as eqx
