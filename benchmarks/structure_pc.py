@@ -1,0 +1,121 @@
+"""icmlx.structure.pc / pc_tree vs causal-learn's PC on the same data, same test, same alpha, one run.
+
+For every case the CPDAGs are compared first (exact equality of causal-learn's endpoint matrix; float64 via
+``JAX_ENABLE_X64``, which this script turns on). Then icmlx's first call (trace + compile + run) is reported apart from
+its steady state (median of repeats), and causal-learn (pure Python/NumPy, ``show_progress=False``) is timed in the
+same process. ``pc_tree`` rows compare against causal-learn's full PC-stable on poly-tree data (the baseline a user
+would run); agreement there is reported as SHD to the truth for both, since the algorithms differ.
+
+Pin both tools to the same cores from the shell, e.g. ``taskset -c 0,1 python benchmarks/structure_pc.py --quick``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("JAX_ENABLE_X64", "1")
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import print_table, time_fn, write_results  # noqa: E402
+from icmlx.structure import (  # noqa: E402
+    dag_to_cpdag,
+    pc,
+    pc_tree,
+    random_er_dag,
+    random_polyforest,
+    read_causal_learn_data,
+    sample_linear_gaussian,
+    shd,
+)
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "causal-learn"
+
+
+def _cl_pc(x, test, alpha, **kw):
+    from causallearn.search.ConstraintBased.PC import pc as cl_pc
+
+    return cl_pc(x, alpha, test, True, 0, kw.pop("uc_priority", 2), show_progress=False, **kw)
+
+
+def _time_cl(fn, repeats):
+    times = []
+    out = None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return out, float(np.median(times))
+
+
+def pc_case(name, x, test, alpha, uc_priority, repeats, cl_repeats):
+    kw = dict(ci_test=test, alpha=alpha, uc_priority=uc_priority)
+    cg, cl_s = _time_cl(lambda: _cl_pc(x, test, alpha, uc_priority=uc_priority), cl_repeats)
+    t = time_fn(lambda: pc(x, **kw).graph, repeats=repeats, warmup=0)
+    res = pc(x, **kw)
+    agree = bool(np.array_equal(np.asarray(res.graph), cg.G.graph))
+    return {
+        "case": name, "algo": "pc", "n": x.shape[0], "d": x.shape[1], "test": test, "agree": agree,
+        "n_tests": int(res.n_tests), "icmlx_compile_s": t["compile_s"], "icmlx_s": t["median_s"],
+        "causal_learn_s": cl_s, "speedup": cl_s / t["median_s"],
+    }
+
+
+def tree_case(name, d, n, alpha, repeats, run_cl):
+    key = jax.random.key(d)
+    dag = random_polyforest(key, d)
+    x = sample_linear_gaussian(jax.random.fold_in(key, 1), dag, n)
+    truth = dag_to_cpdag(dag)
+    t = time_fn(lambda: pc_tree(x, alpha=alpha).graph, repeats=repeats)
+    g = pc_tree(x, alpha=alpha).graph
+    row = {"case": name, "algo": "pc_tree", "n": n, "d": d, "test": "fisherz",
+           "icmlx_compile_s": t["compile_s"], "icmlx_s": t["median_s"], "shd_icmlx": int(shd(g, truth))}
+    if run_cl:
+        cg, cl_s = _time_cl(lambda: _cl_pc(np.asarray(x), "fisherz", alpha), 1)
+        row.update(causal_learn_s=cl_s, speedup=cl_s / t["median_s"],
+                   shd_causal_learn=int(shd(cg.G.graph.astype(np.int32), truth)))
+        row["agree"] = row["shd_icmlx"] <= row["shd_causal_learn"]
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    rep, clrep = (3, 1) if args.quick else (5, 3)
+    if DATA.is_dir():
+        x, _ = read_causal_learn_data(DATA / "data_linear_10.txt")
+        rows.append(pc_case("linear_10", x, "fisherz", 0.05, 2, rep, clrep))
+        nets = ["asia", "child"] if args.quick else ["asia", "cancer", "earthquake", "survey", "sachs", "child"]
+        for net in nets:
+            x, _ = read_causal_learn_data(DATA / f"bnlearn_discrete_10000/data/{net}.txt")
+            rows.append(pc_case(net, x.astype(np.int64), "chisq", 0.05, -1, rep, clrep))
+    else:
+        print(f"note: {DATA} absent; skipping the bnlearn / linear_10 cases")
+    for d in ([50] if args.quick else [50, 100]):
+        key = jax.random.key(100 + d)
+        dag = random_er_dag(key, d, 2.0)
+        x = np.asarray(sample_linear_gaussian(jax.random.fold_in(key, 1), dag, 2000))
+        rows.append(pc_case(f"ER d={d}", x, "fisherz", 0.01, 2, rep, clrep))
+    for d in ([50, 200] if args.quick else [50, 200, 1000]):
+        rows.append(tree_case(f"polytree d={d}", d, 2000, 0.01, rep, run_cl=(d <= (50 if args.quick else 200))))
+    print_table(rows, ["case", "algo", "n", "d", "test", "agree", "n_tests", "icmlx_compile_s", "icmlx_s",
+                       "causal_learn_s", "speedup", "shd_icmlx", "shd_causal_learn"],
+                title="icmlx.structure vs causal-learn (same data, test, alpha; x64)")
+    path = write_results("structure_pc", rows, dtype="float64")
+    print(f"wrote {path}")
+    bad = [r["case"] for r in rows if r.get("agree") is False]
+    if bad:
+        print(f"DISAGREEMENT on {bad}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
