@@ -116,8 +116,8 @@ class RiskComparison(eqx.Module):
       loss: per-replicate loss :math:`\\delta_0\\#FP+\\delta_A\\#FN`, shape ``(n_rules, n_rep)``.
       mean_loss: Monte Carlo Bayes risk per rule, shape ``(n_rules,)``.
       ratio: paired ratio ``mean_loss / mean_loss[0]``, shape ``(n_rules,)``.
-      ratio_se: its standard error :math:`\\mathrm{sd}(L_r-L_0)/\\sqrt{R}/\\bar L_0`, shape
-        ``(n_rules,)``.
+      ratio_se: delta-method standard error
+        :math:`\\mathrm{sd}(L_r-\\hat\\rho_r L_0)/\\sqrt{R}/\\bar L_0`, shape ``(n_rules,)``.
     """
 
     names: tuple[str, ...] = eqx.field(static=True)
@@ -156,8 +156,10 @@ def simulate_risk_ratios(
     each rule
 
     .. math:: \hat\rho = \bar L_\text{rule}/\bar L_\text{BO},\qquad
-       \mathrm{se}(\hat\rho) = \frac{\mathrm{sd}(L_\text{rule}-L_\text{BO})}{\sqrt{R}\,\bar
-       L_\text{BO}}.
+       \mathrm{se}(\hat\rho) = \frac{\mathrm{sd}(L_\text{rule}-\hat\rho L_\text{BO})}
+       {\sqrt{R}\,\bar L_\text{BO}}
+
+    (delta method; for :math:`\hat\rho\approx1` this is the paired-difference SE of the research notes).
 
     With more than one device and ``shard=True`` the replicates are split across devices with
     ``jax.shard_map`` (padded to a multiple of the device count; the padding is dropped), so rules
@@ -234,6 +236,8 @@ def simulate_risk_ratios(
     else:
         loss = jax.jit(local)(_rep_keys(key, n_rep))
     mean = jnp.mean(loss, axis=-1)
-    diff = loss - loss[0]
-    se = jnp.std(diff, axis=-1, ddof=1) / math.sqrt(n_rep) / mean[0]
-    return RiskComparison(names=names, loss=loss, mean_loss=mean, ratio=mean / mean[0], ratio_se=se)
+    ratio = mean / mean[0]
+    # delta method for a ratio of paired means: sd(L_rule - rho L_BO) / (sqrt(R) mean(L_BO))
+    resid = loss - ratio[:, None] * loss[0]
+    se = jnp.std(resid, axis=-1, ddof=1) / math.sqrt(n_rep) / mean[0]
+    return RiskComparison(names=names, loss=loss, mean_loss=mean, ratio=ratio, ratio_se=se)
