@@ -92,3 +92,11 @@ def test_nuts_smoke_full_bayes():
     fit = horseshoe_nuts(jax.random.key(1), x, num_warmup=150, num_samples=200)
     assert fit.tau.shape == (200,) and bool(jnp.all(fit.tau > 0))
     assert np.asarray(fit.reject).tolist() == [False, False, False, True]
+
+
+def test_chunked_path_matches_single_batch():
+    # inputs larger than batch_size go through lax.map in chunks; results must not change
+    x = jnp.linspace(-7.0, 7.0, 50)
+    a = horseshoe_shrinkage(x, 0.05, batch_size=16)
+    b = horseshoe_shrinkage(x, 0.05)
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
