@@ -212,10 +212,12 @@ def _bh_bucket_decisions(p, a):
     ks = jnp.arange(1, n + 1, dtype=jnp.int32)
     j = _bh_bucket(p, n, a)  # in 0..n+1
     rows = math.prod(batch)
-    flat = j.reshape(rows, n) + (jnp.arange(rows, dtype=jnp.int32) * (n + 2))[:, None]
-    counts = jnp.zeros(rows * (n + 2), jnp.int32).at[flat.reshape(-1)].add(1, mode="drop")
+    # per-row histogram of the buckets (vmapped scatter: no flat index, so no int32 overflow)
+    counts = jax.vmap(lambda jr: jnp.zeros(n + 2, jnp.int32).at[jr].add(1, mode="drop"))(
+        j.reshape(rows, n)
+    )
     # #{j_i <= k}, k = 1..n (associative_scan: faster than XLA's CPU cumsum)
-    cum = jax.lax.associative_scan(jnp.add, counts.reshape(rows, n + 2), axis=1)[:, 1 : n + 1]
+    cum = jax.lax.associative_scan(jnp.add, counts, axis=1)[:, 1 : n + 1]
     kstar = jnp.max(jnp.where(cum >= ks, ks, 0), axis=-1).reshape(batch)
     reject = j <= kstar[..., None]
     thr = jnp.max(jnp.where(reject, p, 0.0), axis=-1)
