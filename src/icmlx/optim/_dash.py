@@ -429,8 +429,9 @@ def dash(
       >>> opt = dash(1e-2, block_size=4)
       >>> state = opt.init(params)
       >>> loss = lambda w: jnp.sum((w - 2.0) ** 2)
+      >>> update = jax.jit(opt.update)
       >>> for _ in range(3):
-      ...     updates, state = opt.update(jax.grad(loss)(params), state, params)
+      ...     updates, state = update(jax.grad(loss)(params), state, params)
       ...     params = optax.apply_updates(params, updates)
       >>> print(round(float(params[0, 0]), 3))
       1.03
