@@ -32,7 +32,7 @@ def _view(shape):
 
 
 def reference_dash(grads_seq, *, B, b1=0.9, b2=0.95, beta=0.95, eps=1e-8, freq=10, t0=1, mu=0.0,
-                   nesterov=True, one_dim="adam"):
+                   nesterov=True, one_dim="adam", grafting="adam"):
     """Return the list of update dicts (direction before learning rate) for a sequence of grad dicts."""
     st = {}
     outs = []
@@ -70,9 +70,12 @@ def reference_dash(grads_seq, *, B, b1=0.9, b2=0.95, beta=0.95, eps=1e-8, freq=1
                             U = s["Lb"][key] @ mt2[sl]
                             if not vec:
                                 U = U @ s["Rb"][key]
-                            p2[sl] = U * np.linalg.norm(ad2[sl]) / (np.linalg.norm(U) + 1e-16)
+                            if grafting == "none":
+                                p2[sl] = U
+                            else:
+                                p2[sl] = U * np.linalg.norm(ad2[sl]) / (np.linalg.norm(U) + 1e-16)
                         else:
-                            p2[sl] = ad2[sl]
+                            p2[sl] = mt2[sl] if grafting == "none" else ad2[sl]
                 P = p2.reshape(g.shape)
             else:
                 P = adam
@@ -198,6 +201,17 @@ def test_one_dim_shampoo_path_and_heavy_ball():
                        precondition_frequency=1, momentum=0.3, nesterov=False)
     outs, _ = _run(tx, grads, params)
     refs = reference_dash(grads, B=4, freq=1, t0=5, one_dim="shampoo", mu=0.3, nesterov=False)
+    tol = 1e-8 if DT == jnp.float64 else 2e-3
+    assert _max_rel(outs, refs) <= tol
+
+
+def test_no_grafting_matches_reference(ref_setup):
+    grads, params = ref_setup
+    tx = scale_by_dash(8, inverse_root="eigh", grafting="none", precondition_frequency=2,
+                       start_preconditioning_step=3)
+    outs, _ = _run(tx, grads, params)
+    refs = reference_dash(grads, B=8, freq=2, t0=3, grafting="none")
+    # raw L^-1/4 G R^-1/4 (no norm rescale), matrices only: Adam-routed leaves still get Adam
     tol = 1e-8 if DT == jnp.float64 else 2e-3
     assert _max_rel(outs, refs) <= tol
 
