@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import lineax as lx
 import numpy as np
-from jax.experimental import sparse as jsparse
 from jaxtyping import Array, Float, Int
 
 __all__ = ["SparseMatrix", "bucket_size"]
@@ -100,7 +99,7 @@ class SparseMatrix(lx.AbstractLinearOperator):
         return cls.from_coo(r, c, jnp.asarray(matrix)[r, c], m.shape)
 
     @classmethod
-    def from_bcoo(cls, matrix: jsparse.BCOO) -> "SparseMatrix":
+    def from_bcoo(cls, matrix: Any) -> "SparseMatrix":
         """Build from a ``jax.experimental.sparse.BCOO`` matrix (2-D, no batch dimensions)."""
         if matrix.ndim != 2 or matrix.n_batch != 0 or matrix.n_dense != 0:
             raise ValueError(f"from_bcoo needs a plain 2-D BCOO, got {matrix.shape=}, "
@@ -114,8 +113,10 @@ class SparseMatrix(lx.AbstractLinearOperator):
         vals = np.asarray(coo.data, dtype=dtype) if dtype is not None else coo.data
         return cls.from_coo(coo.row, coo.col, vals, coo.shape)
 
-    def to_bcoo(self) -> jsparse.BCOO:
-        """Return the same matrix as a ``jax.experimental.sparse.BCOO``."""
+    def to_bcoo(self) -> Any:
+        """Return the same matrix as a ``jax.experimental.sparse.BCOO`` (imported lazily: it pulls scipy)."""
+        from jax.experimental import sparse as jsparse
+
         idx = jnp.stack([self.rows, self.cols], axis=1)
         return jsparse.BCOO((self.vals, idx), shape=self.shape)
 
