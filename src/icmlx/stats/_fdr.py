@@ -216,8 +216,9 @@ def _bh_bucket_decisions(p, a):
     counts = jax.vmap(lambda jr: jnp.zeros(n + 2, jnp.int32).at[jr].add(1, mode="drop"))(
         j.reshape(rows, n)
     )
-    # #{j_i <= k}, k = 1..n (associative_scan: faster than XLA's CPU cumsum)
-    cum = jax.lax.associative_scan(jnp.add, counts, axis=1)[:, 1 : n + 1]
+    # #{j_i <= k}, k = 1..n (cumsum: associative_scan is ~2x faster per call on CPU but compiles
+    # ~5x slower for large n, a bad trade for one-shot use)
+    cum = jnp.cumsum(counts, axis=1)[:, 1 : n + 1]
     kstar = jnp.max(jnp.where(cum >= ks, ks, 0), axis=-1).reshape(batch)
     reject = j <= kstar[..., None]
     thr = jnp.max(jnp.where(reject, p, 0.0), axis=-1)
