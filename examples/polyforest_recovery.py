@@ -77,20 +77,19 @@ def run(quick: bool = True, outdir: pathlib.Path | None = None) -> list[dict]:
     outdir = pathlib.Path(outdir or pathlib.Path(__file__).resolve().parent / "out")
     outdir.mkdir(parents=True, exist_ok=True)
     if quick:
-        grid = {"gaussian": ([8, 32], [50, 200, 800]), "bernoulli": ([8], [100, 400, 1600])}
+        grid = {"gaussian": ({8: [50, 200, 800], 32: [200, 800, 3200]}), "bernoulli": ({8: [100, 400, 1600]})}
         reps, pc_reps = 12, 4
     else:
-        grid = {
-            "gaussian": ([10, 40, 160], [25, 50, 100, 200, 400, 800, 1600]),
-            "bernoulli": ([10, 40], [100, 200, 400, 800, 1600, 3200, 6400]),
-        }
+        ns = [25, 50, 100, 200, 400, 800, 1600, 3200, 6400]
+        grid = {"gaussian": {d: ns for d in (10, 40, 160)}, "bernoulli": {d: ns[2:] for d in (10, 40)}}
         reps, pc_reps = 64, 20
     rows = []
     key = jax.random.key(2026)
-    for model, (ds, ns) in grid.items():
+    for model, per_d in grid.items():
+        ds = sorted(per_d)
         for d in ds:
             alpha = 0.05 / d**2
-            for n in ns:
+            for n in per_d[d]:
                 t0 = time.perf_counter()
                 rec, s = _recovery(jax.random.fold_in(key, 7919 * d + n), d=d, n=n, model=model,
                                    alpha=alpha, reps=reps)

@@ -44,7 +44,7 @@ def test_golden_linear_10_fisherz_all_orientation_rules():
 
 @pytest.mark.x64
 @pytest.mark.parametrize(
-    "net", ["asia", "cancer", "earthquake", "survey",
+    "net", ["asia", "cancer", "earthquake", pytest.param("survey", marks=pytest.mark.slow),
             pytest.param("sachs", marks=pytest.mark.slow), pytest.param("child", marks=pytest.mark.slow)]
 )
 def test_golden_bnlearn_chisq(net):
@@ -99,8 +99,8 @@ def test_dag_to_cpdag_matches_causal_learn():
         np.testing.assert_array_equal(np.asarray(dag_to_cpdag(jnp.asarray(dag))), ref)
 
 
-def test_oracle_pc_on_120_random_polyforests():
-    keys = jax.random.split(jax.random.key(11), 120)
+def test_oracle_pc_on_100_random_polyforests():
+    keys = jax.random.split(jax.random.key(11), 100)
     for k in keys:
         dag = random_polyforest(k, 12, 0.2)
         res = pc(None, ci_test="d_separation", true_dag=dag)
