@@ -51,7 +51,7 @@ class BridgeSamples(eqx.Module):
 def _systematic(key, logw, n):
     w = jax.nn.softmax(logw)
     u = (jax.random.uniform(key, (), logw.dtype) + jnp.arange(n, dtype=logw.dtype)) / n
-    return jnp.clip(jnp.searchsorted(jnp.cumsum(w), u), 0, n - 1)
+    return jnp.clip(jnp.searchsorted(jnp.cumsum(w), u), 0, n - 1).astype(jnp.int32)
 
 
 def _ess(logw):
@@ -93,7 +93,7 @@ def _one_bridge(key, drift, sigma, a, b, tau, targets, strength, n_particles, n_
         logw = logw + inc
         ess = _ess(logw)
         do = ess < 0.5 * N
-        anc = jnp.where(do, _systematic(kr, logw, N), jnp.arange(N))
+        anc = jnp.where(do, _systematic(kr, logw, N), jnp.arange(N, dtype=jnp.int32))
         lse = jax.scipy.special.logsumexp(logw) - jnp.log(jnp.asarray(N, dtype))
         logz = jnp.where(do, logz + lse, logz)
         logw = jnp.where(do, jnp.zeros_like(logw), logw)
@@ -115,7 +115,7 @@ def _one_bridge(key, drift, sigma, a, b, tau, targets, strength, n_particles, n_
     log_prior = -0.5 * jnp.sum((b - a) ** 2) / (s2 * tau) - 0.5 * d * (log2pi + jnp.log(s2 * tau))
     logz = logz + lse - jnp.log(jnp.asarray(N, dtype)) + twist * log_prior
     key, kc = jax.random.split(key)
-    idx = jax.random.categorical(kc, logw_safe, shape=(n_paths,))
+    idx = jax.random.categorical(kc, logw_safe, shape=(n_paths,)).astype(jnp.int32)
 
     def back(idx, inp):
         xj, ancj = inp
