@@ -254,6 +254,18 @@ def linear_decay(
     return polynomial_decay(init_value, decay_steps, 1.0, end_value)
 
 
+def _cosine_factor(c: Array, T: int, exponent: float) -> Array:
+    """``((1 + cos(pi min(c, T) / T)) / 2) ** exponent``, evaluated as ``sin^2(pi (T - c) / (2 T))``.
+
+    The sine of the remaining fraction keeps full relative precision as ``c -> T``.
+    """
+    v = _remaining_fraction(c, T)
+    h = jnp.where(v >= 1, 1.0, jnp.square(jnp.sin((jnp.pi / 2) * v))).astype(c.dtype)
+    if exponent != 1.0:
+        h = jnp.power(h, jnp.asarray(exponent, c.dtype))
+    return h
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class _Cosine(Schedule):
     init_value: object
@@ -263,12 +275,7 @@ class _Cosine(Schedule):
 
     def __call__(self, count: CountLike) -> ValueArray:
         dtype = _value_dtype(self.init_value)
-        c = _count(count, dtype)
-        # (1 + cos(pi t / T)) / 2 == sin^2(pi (T - t) / (2 T)): accurate as t -> T.
-        v = _remaining_fraction(c, self.decay_steps)
-        h = jnp.where(v >= 1, 1.0, jnp.square(jnp.sin((jnp.pi / 2) * v))).astype(dtype)
-        if self.exponent != 1.0:
-            h = jnp.power(h, jnp.asarray(self.exponent, dtype))
+        h = _cosine_factor(_count(count, dtype), self.decay_steps, self.exponent)
         init = _as_value(self.init_value, dtype)
         return init * ((1.0 - self.alpha) * h + self.alpha)
 
@@ -589,11 +596,7 @@ class _PeakToEnd(Schedule):
 
     def __call__(self, count: CountLike) -> ValueArray:
         dtype = _value_dtype(self.peak_value, self.end_value)
-        c = _count(count, dtype)
-        v = _remaining_fraction(c, self.decay_steps)
-        h = jnp.where(v >= 1, 1.0, jnp.square(jnp.sin((jnp.pi / 2) * v))).astype(dtype)
-        if self.exponent != 1.0:
-            h = jnp.power(h, jnp.asarray(self.exponent, dtype))
+        h = _cosine_factor(_count(count, dtype), self.decay_steps, self.exponent)
         peak = _as_value(self.peak_value, dtype)
         end = _as_value(self.end_value, dtype)
         return end + (peak - end) * h
