@@ -10,8 +10,8 @@ Decisions for 1e6-1e7 tests from the two-groups model (p = n^-1/2, tau^2 calibra
 
 Ratios are ``statsmodels time / icmlx time`` (steady state, median). Usage::
 
-    python benchmarks/stats_multiple_testing.py --quick     # n = 1e6
-    python benchmarks/stats_multiple_testing.py             # n = 1e6 and 1e7
+    python benchmarks/stats_throughput.py --quick     # n = 1e6
+    python benchmarks/stats_throughput.py             # n = 1e6 and 1e7
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def main() -> None:
     print_table(rows, ["n", "method", "icmlx_s", "icmlx_compile_s", "icmlx_tests_per_s", "baseline",
                        "baseline_s", "ratio"],
                 title="icmlx.stats vs statsmodels (ratio = baseline / icmlx, float64, CPU)")
-    path = write_results("stats_multiple_testing", rows, dtype="float64",
+    path = write_results("stats_throughput", rows, dtype="float64",
                          extra={"quick": args.quick, "alpha": 0.05})
     print(f"wrote {path}")
 
