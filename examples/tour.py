@@ -25,11 +25,11 @@ HERE = Path(__file__).resolve().parent
 # Order in which examples run; modules not listed are appended alphabetically.
 ORDER = [
     "annealing_robustness",
-    "dash_shampoo",
+    "dash_lm",
     "relative_belief_abos",
-    "polyforest_recovery",
-    "langevin_drift",
-    "grans_solver",
+    "polyforest_rates",
+    "langevin_sparse",
+    "grans_fem",
 ]
 
 
