@@ -7,9 +7,9 @@ to ±70% coefficient shifts, and needs less wall-clock than classical Krylov sol
 Uses the shipped weights (``GRANS.pretrained()``, trained at n = 961 by ``scripts/train_grans.py``), solves
 held-out systems (seeds ≥ 10 000) at n = 3,969 (quick) or up to 16,129 (full), checks every residual with
 SciPy in float64, and compares with CG / BiCGStab / GMRES(30) from ``icmlx.solvers`` (same JAX runtime).
-Writes ``grans_solver.png`` (residual vs iteration and vs time) and prints a table.
+Writes ``grans_fem.png`` (residual vs iteration and vs time) and prints a table.
 
-    python examples/grans_solver.py --quick
+    python examples/grans_fem.py --quick
 """
 
 import os
@@ -163,7 +163,7 @@ def tour(outdir: pathlib.Path) -> list[dict]:
     outdir = pathlib.Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     rows, curves = _with_x64(run, refines=(5,), shifts=(-0.7, 0.0, 0.7))
-    _figure(curves, outdir / "grans_solver.png")
+    _figure(curves, outdir / "grans_fem.png")
     _print(rows)
     return _summary(rows)
 
@@ -178,13 +178,13 @@ def main():
         rows = tour(args.outdir)
     else:
         rws, curves = _with_x64(run, refines=(5, 6), shifts=(-0.7, -0.3, 0.0, 0.3, 0.7))
-        _figure(curves, args.outdir / "grans_solver.png")
+        _figure(curves, args.outdir / "grans_fem.png")
         _print(rws)
         rows = _summary(rws)
     print()
     for r in rows:
         print(f"{'OK ' if r['ok'] else 'MISS'} {r['claim']}: {r['measured']} (expected {r['expected']})")
-    print(f"figure: {args.outdir / 'grans_solver.png'}")
+    print(f"figure: {args.outdir / 'grans_fem.png'}")
 
 
 if __name__ == "__main__":

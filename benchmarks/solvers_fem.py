@@ -8,8 +8,8 @@ Solvers: G-RANS (``GRANS.pretrained()``), JAX CG / CG+Jacobi / BiCGStab / GMRES(
 SciPy CG / CG+Jacobi / BiCGStab / GMRES(30), PyAMG RS and SA (accelerated by CG for SPD, GMRES otherwise;
 retried with tol/10 up to 3 times when their own stopping rule stops short), SuperLU (``splu``).
 
-    python benchmarks/solvers_grans.py --quick       # n = 3,969 and 16,129, one matrix per cell
-    python benchmarks/solvers_grans.py               # n up to 65,025, three matrices per cell
+    python benchmarks/solvers_fem.py --quick       # n = 3,969 and 16,129, one matrix per cell
+    python benchmarks/solvers_fem.py               # n up to 65,025, three matrices per cell
 """
 
 import os
@@ -173,7 +173,7 @@ def main(argv=None):
             print_table([r for r in rows if r["n"] == mesh.n and r["equation"] == eq],
                         title=f"n={mesh.n} {eq}")
             print(flush=True)
-    name = "solvers_grans_quick" if args.quick else "solvers_grans"
+    name = "solvers_fem_quick" if args.quick else "solvers_fem"
     path = write_results(name, rows, dtype="float64 x/r, float32 network",
                          extra={"rtol": RTOL, "held_out_seed_base": HELD_OUT,
                                 "threads": "OPENBLAS/OMP/MKL=1, XLA single-threaded",
