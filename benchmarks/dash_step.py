@@ -18,9 +18,9 @@ disabled reproduces ``optax.adam``).
 
 Usage::
 
-    python benchmarks/optim_dash.py --quick
-    python benchmarks/optim_dash.py                 # CPU default size
-    python benchmarks/optim_dash.py --size large    # for a GPU
+    python benchmarks/dash_step.py --quick
+    python benchmarks/dash_step.py                 # CPU default size
+    python benchmarks/dash_step.py --size large    # for a GPU
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def main(argv=None) -> None:
                     row["loop_same/stacked"] = ms("per-block loop", m, block, freq) / st
                 ratios.append(row)
     print_table(ratios, title="ratios (>1 means the stacked DASH step is faster)")
-    path = write_results("optim_dash", step_rows + root_rows, dtype="float32",
+    path = write_results("dash_step", step_rows + root_rows, dtype="float32",
                          extra={"ratios": ratios, "size": size})
     print(f"wrote {path}")
 
