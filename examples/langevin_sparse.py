@@ -7,8 +7,8 @@ apart in time, increment regression ("naive") is badly biased, the conservative 
 observation metric recovers the drift. Target at the paper's hardest setting (Van der Pol, sigma = 0.25,
 tau = 2.8; mean over >= 2 seeds): geodesic EM wRMSE <= 0.85, <= 0.6x naive, and below plain-bridge EM.
 
-    python examples/langevin_drift.py --quick     # ~2-4 min on 2 CPU cores
-    python examples/langevin_drift.py             # tau sweep on the ring and Van der Pol, both sigmas
+    python examples/langevin_sparse.py --quick     # ~2-4 min on 2 CPU cores
+    python examples/langevin_sparse.py             # tau sweep on the ring and Van der Pol, both sigmas
 """
 
 import argparse
@@ -130,7 +130,7 @@ def headline(outdir, seeds=(0, 1), verbose=True):
                   flush=True)
         last = (drifts, obs, f)
     drifts, obs, f = last
-    _plot_fields(pathlib.Path(outdir) / "langevin_drift_vdp.png", f,
+    _plot_fields(pathlib.Path(outdir) / "langevin_sparse_vdp.png", f,
                  {k: drifts[k] for k in ("naive", "conservative", "em_plain", "em_geodesic")}, obs,
                  "Van der Pol, sigma=0.25, tau=2.8: true vs inferred drift")
     return rows
@@ -206,7 +206,7 @@ def main():
             ax.set_title(f"Van der Pol, sigma={sigma}")
         axes[0].legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(args.outdir / "langevin_drift_tau.png", dpi=110)
+        fig.savefig(args.outdir / "langevin_sparse_tau.png", dpi=110)
     print(f"figures in {args.outdir}; total {time.perf_counter() - t0:.0f} s")
 
 

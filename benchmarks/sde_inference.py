@@ -15,8 +15,8 @@ gave wRMSE 233 on these observations in our run (not investigated further).
 Compile time is reported apart from steady state for icmlx; SFI is timed end-to-end (its own JAX compiles
 included, as a user would see it) on the first call and the steady state of a second call.
 
-    python benchmarks/sde_drift.py --quick      # tau = 2.8 only
-    python benchmarks/sde_drift.py              # tau in {2.0, 2.8}
+    python benchmarks/sde_inference.py --quick      # tau = 2.8 only
+    python benchmarks/sde_inference.py              # tau in {2.0, 2.8}
 """
 
 import argparse
@@ -145,7 +145,7 @@ def main():
         print(f"tau={tau}: EM wRMSE {em['wrmse']:.3f} vs best SFI {best:.3f} -> "
               f"{'EM more accurate' if em['wrmse'] < best else 'EM NOT more accurate'}; "
               f"per EM iteration {em['per_iter_s']:.2f} s (target <= 10 s)")
-    path = write_results("sde_drift", rows, dtype="float32", extra={"quick": args.quick})
+    path = write_results("sde_inference", rows, dtype="float32", extra={"quick": args.quick})
     print(f"wrote {path}")
 
 
