@@ -5,7 +5,9 @@ layer-norm vectors). Side by side in one run:
 
 * icmlx DASH, stacked ``(N, B, B)`` blocks, with each inverse-root method (``newton_db``, ``coupled_newton``,
   ``chebyshev``, ``eigh``), inverse roots refreshed every step (``precondition_frequency=1``, the setting of the
-  paper's timing table) and every 10 steps;
+  paper's timing table) and every 10 steps; Newton-DB also with ``root_chunk_size=1`` (same stacked state and
+  one compiled call, but the blocks are solved one after another in a ``lax.map`` loop: on CPU a 128x128
+  block stays in cache, where one batched call over the whole stack streams it from memory every matmul);
 * the same update computed block by block in a Python loop, one jitted root per block (the way Distributed
   Shampoo works), with ``eigh`` and with ``newton_db``;
 * ``optax.adam`` and ``optax.contrib.muon`` as references.
@@ -114,8 +116,10 @@ def bench_step(size: str, repeats: int) -> list[dict]:
         err = rel_diff(u_dash, u_loop)
         assert err < 1e-3, err
         for freq in (1, 10):
-            for method in ("newton_db", "coupled_newton", "chebyshev", "eigh"):
-                opt = dash(1e-3, block_size=block, precondition_frequency=freq, inverse_root=method)
+            for method, chunk in (("newton_db", None), ("newton_db", 1), ("coupled_newton", None),
+                                  ("chebyshev", None), ("eigh", None)):
+                opt = dash(1e-3, block_size=block, precondition_frequency=freq, inverse_root=method,
+                           root_chunk_size=chunk)
                 if freq == 10:
                     # average over a full refresh period: time 10 consecutive steps
                     update = jax.jit(opt.update)
@@ -132,7 +136,8 @@ def bench_step(size: str, repeats: int) -> list[dict]:
                     t = {k: (v / 10 if k.endswith("_s") and k != "compile_s" else v) for k, v in t.items()}
                 else:
                     t = time_opt(opt)
-                add("icmlx DASH (stacked)", method, block, freq, t, f"{n_blocks} blocks")
+                name = "icmlx DASH (stacked)" if chunk is None else f"icmlx DASH (stacked, chunk {chunk})"
+                add(name, method, block, freq, t, f"{n_blocks} blocks")
             for method in ("eigh", "newton_db"):
                 loop = LoopShampoo(params, block, method, precondition_frequency=freq)
                 loop.step(grads)  # compile the per-shape kernels
@@ -212,6 +217,10 @@ def main(argv=None) -> None:
                 if m in ("newton_db", "eigh"):
                     row["loop_same/stacked"] = ms("per-block loop", m, block, freq) / st
                 ratios.append(row)
+            st = ms("icmlx DASH (stacked, chunk 1)", "newton_db", block, freq)
+            ratios.append({"block": block, "freq": freq, "stacked_root": "newton_db, chunk 1",
+                           "loop_eigh/stacked": loop_eigh / st, "stacked/adam": st / adam,
+                           "loop_same/stacked": ms("per-block loop", "newton_db", block, freq) / st})
     print_table(ratios, title="ratios (>1 means the stacked DASH step is faster)")
     path = write_results("dash_step", step_rows + root_rows, dtype="float32",
                          extra={"ratios": ratios, "size": size})

@@ -182,10 +182,12 @@ def test_matches_numpy_reference_eigh(ref_setup):
     assert isinstance(state, DashState) and int(state.count) == 6
 
 
-def test_matches_numpy_reference_ndb_momentum(ref_setup):
+@pytest.mark.parametrize("chunk", [None, 3])
+def test_matches_numpy_reference_ndb_momentum(ref_setup, chunk):
     grads, params = ref_setup
+    # chunk=3: the roots are solved 3 blocks at a time in a lax.map loop (CPU layout); same reference
     tx = scale_by_dash(8, inverse_root="newton_db", newton_steps=14, precondition_frequency=2,
-                       start_preconditioning_step=3, momentum=0.5, nesterov=True)
+                       start_preconditioning_step=3, momentum=0.5, nesterov=True, root_chunk_size=chunk)
     outs, _ = _run(tx, grads, params)
     refs = reference_dash(grads, B=8, freq=2, t0=3, mu=0.5, nesterov=True)
     # NDB (14 steps, ridge 1e-6 lam_max) vs exact eigh roots: block condition numbers ~1e3 are resolved
@@ -294,6 +296,8 @@ def test_zero_gradient_block_finite():
 
 
 def test_invalid_hyperparameters_raise():
+    with pytest.raises(ValueError, match="root_chunk_size"):
+        dash(1e-3, root_chunk_size=0)
     for kw in [dict(block_size=0), dict(b1=1.0), dict(b2=-0.1), dict(factor_decay=1.5), dict(momentum=1.0),
                dict(grafting="lion"), dict(inverse_root="svd"), dict(precondition_frequency=0),
                dict(start_preconditioning_step=0), dict(one_dim="sgd"), dict(nonfinite="warn")]:

@@ -220,3 +220,67 @@ def test_inverse_root_property(seed, p):
     x = np.asarray(matrix_inverse_root(jnp.asarray(a64, DT), p, num_iters=12), np.float64)
     assert np.abs(x - x.T).max() <= 1e-4 * np.abs(x).max()
     assert np.abs(np.linalg.matrix_power(x, p) @ a64 - np.eye(16)).max() <= 1e-3
+
+
+# ---------------------------------------------------------------------------------------------- status / info
+
+
+def _residual64(x, a64, ridge, p):
+    """Independent float64 residual max|X^p (A + r I) - I| per matrix."""
+    x64 = np.asarray(x, np.float64)
+    out = []
+    for xi, ai, ri in zip(x64, a64, np.asarray(ridge, np.float64)):
+        out.append(np.max(np.abs(np.linalg.matrix_power(xi, p) @ (ai + ri * np.eye(len(ai))) - np.eye(len(ai)))))
+    return np.array(out)
+
+
+def test_coupled_newton_info_converged(wellcond):
+    from icmlx.optim import RESULTS
+
+    mats, a = wellcond
+    x, info = matrix_inverse_root(a, 4, method="coupled_newton", return_info=True)
+    assert info.result == RESULTS.successful
+    assert 1 <= int(info.num_steps) < 100
+    a64 = np.stack([m[2] for m in mats])
+    ref = _residual64(x, a64, info.ridge, 4)
+    # the reported residual is the float32/64 evaluation of the same quantity: agree to rounding of X^4 A
+    np.testing.assert_allclose(np.asarray(info.residual, np.float64), ref, rtol=0.2, atol=1e-5)
+    assert np.all(ref <= (1e-9 if DT == jnp.float64 else 1e-4))
+    for (_, _, m64), xi in zip(mats, x):  # converged result is the root (kappa=1e2, ridge 1e-6 relative)
+        assert rel_fro(xi, ref_root(m64, 4)) <= 1e-4
+
+
+def test_coupled_newton_max_iters_status_and_throw(wellcond):
+    from icmlx.optim import RESULTS
+
+    _, a = wellcond
+    x, info = matrix_inverse_root(a, 4, method="coupled_newton", max_iters=2, return_info=True, throw=False)
+    assert info.result == RESULTS.max_steps_reached
+    assert int(info.num_steps) == 2
+    assert np.all(np.isfinite(np.asarray(x)))
+    assert float(np.min(info.residual)) > 1e-2  # 2 steps from X0 = z^{1/p} I are far from converged
+    with pytest.raises(Exception, match="max_iters"):
+        jax.block_until_ready(matrix_inverse_root(a, 4, method="coupled_newton", max_iters=2))
+
+
+def test_fixed_step_methods_report_steps(wellcond):
+    from icmlx.optim import RESULTS
+
+    _, a = wellcond
+    _, info = matrix_inverse_root(a, 4, method="newton_db", num_iters=12, return_info=True)
+    assert info.result == RESULTS.successful and int(info.num_steps) == 24  # two passes for p=4
+    _, info = matrix_inverse_root(a, 2, method="chebyshev", degree=30, return_info=True)
+    assert int(info.num_steps) == 30 and info.residual.shape == (3,)
+
+
+@pytest.mark.parametrize("method", ["newton_db", "coupled_newton", "eigh"])
+def test_chunked_equals_stacked(method):
+    # 5 matrices in chunks of 2: exercises the identity padding of the last chunk
+    a = jnp.asarray(np.stack([spd(32, 1e3, seed=s)[2] for s in range(5)]), DT)
+    full = matrix_inverse_root(a, 4, method=method)
+    chunked = matrix_inverse_root(a, 4, method=method, chunk_size=2)
+    # same per-matrix arithmetic; coupled Newton may stop at a different step per chunk (tol 1e-6)
+    tol = 1e-5 if method != "coupled_newton" else 1e-4
+    np.testing.assert_allclose(np.asarray(chunked), np.asarray(full), rtol=tol, atol=tol)
+    with pytest.raises(ValueError, match="chunk_size"):
+        matrix_inverse_root(a, 4, chunk_size=0)

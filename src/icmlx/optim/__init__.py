@@ -11,6 +11,8 @@ from ._dash import DASH_STATIC_ARGS as DASH_STATIC_ARGS
 from ._dash import DashState as DashState
 from ._dash import dash as dash
 from ._dash import scale_by_dash as scale_by_dash
+from ._inverse_root import RESULTS as RESULTS
+from ._inverse_root import InverseRootInfo as InverseRootInfo
 from ._inverse_root import matrix_inverse_root as matrix_inverse_root
 from ._inverse_root import power_iteration as power_iteration
 from ._robustness import SweepResult as SweepResult
@@ -55,4 +57,6 @@ __all__ = [
     "scale_by_dash",
     "matrix_inverse_root",
     "power_iteration",
+    "InverseRootInfo",
+    "RESULTS",
 ]

@@ -18,7 +18,7 @@ __all__ = ["DashState", "scale_by_dash", "dash", "DASH_STATIC_ARGS"]
 #: Arguments of :func:`dash` that must stay Python values under ``optax.inject_hyperparams``.
 DASH_STATIC_ARGS = (
     "block_size", "nesterov", "precondition_frequency", "start_preconditioning_step", "newton_steps",
-    "chebyshev_degree", "root_epsilon",
+    "chebyshev_degree", "root_epsilon", "root_chunk_size",
 )
 
 _GRAFTINGS = ("adam", "adagrad", "rmsprop", "sgd", "none")
@@ -87,6 +87,7 @@ def scale_by_dash(
     root_epsilon: float = 1e-10,
     root_relative_epsilon: float | None = None,
     matmul_dtype: Any = None,
+    root_chunk_size: int | None = None,
     one_dim: str = "adam",
     nonfinite: str = "skip",
     mesh: jax.sharding.Mesh | None = None,
@@ -146,6 +147,10 @@ def scale_by_dash(
       root_epsilon: absolute ridge of the inverse root.
       root_relative_epsilon: relative ridge (``None``: the per-method default of ``matrix_inverse_root``).
       matmul_dtype: matmul operand dtype of the root iterations (e.g. ``jnp.bfloat16``).
+      root_chunk_size: ``None`` (default) solves each factor stack in one batched call (what fills a GPU);
+        an integer ``k`` solves it ``k`` blocks at a time inside one compiled ``lax.map`` loop (same roots;
+        on CPU ``k=1`` keeps each block in cache and is ~2x faster than one large batched call for
+        ``B=128``). Leave ``None`` with ``mesh``.
       one_dim: ``"adam"`` or ``"shampoo"`` for 1-D leaves.
       nonfinite: ``"skip"``, ``"raise"`` or ``"ignore"``.
       mesh: optional ``jax.sharding.Mesh`` to shard the stacks over.
@@ -198,6 +203,9 @@ def scale_by_dash(
     if newton_steps < 1 or chebyshev_degree < 1:
         raise ValueError(f"newton_steps and chebyshev_degree must be >= 1, got {newton_steps=}, "
                          f"{chebyshev_degree=}")
+    if root_chunk_size is not None and (isinstance(root_chunk_size, bool)
+                                        or not isinstance(root_chunk_size, (int, np.integer)) or root_chunk_size < 1):
+        raise ValueError(f"root_chunk_size must be None or a positive integer, got {root_chunk_size=}")
     if (mesh is None) != (mesh_axis is None):
         raise ValueError(f"mesh and mesh_axis must be given together, got {mesh=}, {mesh_axis=}")
     if mesh is not None and mesh_axis not in mesh.axis_names:
@@ -219,7 +227,7 @@ def scale_by_dash(
             r = _inverse_root_impl(
                 _constrain(f), root, method=inverse_root, scaling=scaling, epsilon=root_epsilon,
                 relative_epsilon=root_relative_epsilon, num_iters=newton_steps, degree=chebyshev_degree,
-                matmul_dtype=matmul_dtype,
+                matmul_dtype=matmul_dtype, chunk_size=root_chunk_size,
             )
             out.append(_constrain(r))
         return tuple(out)
@@ -381,6 +389,7 @@ def dash(
     root_epsilon: float = 1e-10,
     root_relative_epsilon: float | None = None,
     matmul_dtype: Any = None,
+    root_chunk_size: int | None = None,
     one_dim: str = "adam",
     nonfinite: str = "skip",
     mesh: jax.sharding.Mesh | None = None,
@@ -411,7 +420,7 @@ def dash(
       weight_decay_mask: pytree/callable mask for the decay (default: ``ndim >= 2`` leaves).
       grafting, momentum, nesterov, precondition_frequency, start_preconditioning_step, inverse_root,
         scaling, newton_steps, chebyshev_degree, root_epsilon, root_relative_epsilon, matmul_dtype,
-        one_dim, nonfinite, mesh, mesh_axis: as in :func:`scale_by_dash`.
+        root_chunk_size, one_dim, nonfinite, mesh, mesh_axis: as in :func:`scale_by_dash`.
 
     Returns:
       An ``optax.GradientTransformation``.
@@ -447,7 +456,8 @@ def dash(
             start_preconditioning_step=start_preconditioning_step, inverse_root=inverse_root,
             scaling=scaling, newton_steps=newton_steps, chebyshev_degree=chebyshev_degree,
             root_epsilon=root_epsilon, root_relative_epsilon=root_relative_epsilon,
-            matmul_dtype=matmul_dtype, one_dim=one_dim, nonfinite=nonfinite, mesh=mesh, mesh_axis=mesh_axis,
+            matmul_dtype=matmul_dtype, root_chunk_size=root_chunk_size, one_dim=one_dim, nonfinite=nonfinite,
+            mesh=mesh, mesh_axis=mesh_axis,
         ),
         optax.add_decayed_weights(weight_decay, weight_decay_mask),
         optax.scale_by_learning_rate(learning_rate),

@@ -13,9 +13,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, Int
 
-__all__ = ["matrix_inverse_root", "power_iteration"]
+__all__ = ["RESULTS", "InverseRootInfo", "matrix_inverse_root", "power_iteration"]
 
 Method = Literal["eigh", "coupled_newton", "newton_db", "chebyshev"]
 Scaling = Literal["power_iteration", "frobenius"]
@@ -172,8 +172,13 @@ def _matpow(m: Array, p: int, mdt) -> Array:
     return out
 
 
-def _coupled_newton(a_reg: Array, s: Array, p: int, max_iters: int, tol: float, mdt) -> Array:
-    """Higham's coupled Newton iteration for A^{-1/p} (the Distributed Shampoo / DASH CN solver)."""
+def _coupled_newton(a_reg: Array, s: Array, p: int, max_iters: int, tol: float, mdt) -> tuple[Array, Array, Array]:
+    """Higham's coupled Newton iteration for A^{-1/p} (the Distributed Shampoo / DASH CN solver).
+
+    Returns ``(X, steps, status)``: ``steps`` iterations done (int32) and ``status`` 0 (converged:
+    ``max|M - I| <= tol``), 1 (hit ``max_iters``) or 2 (the error grew or went non-finite; the previous
+    iterate is returned).
+    """
     eye = _eye_like(a_reg)
     alpha = -1.0 / p
     z = (p + 1.0) / (2.0 * s)
@@ -194,10 +199,12 @@ def _coupled_newton(a_reg: Array, s: Array, p: int, max_iters: int, tol: float, 
         err_new = jnp.max(jnp.abs(m_new - eye))
         return i + 1, x_new, m_new, err_new, x, err
 
-    _, x, _, err, x_old, err_old = lax.while_loop(cond, body, (0, x0, m0, err0, x0, inf))
+    i0 = jnp.zeros([], jnp.int32)
+    i, x, _, err, x_old, err_old = lax.while_loop(cond, body, (i0, x0, m0, err0, x0, inf))
     # If the last step diverged (error grew by > 1.2x or went non-finite), keep the previous iterate.
     bad = (~jnp.isfinite(err)) | (err >= 1.2 * err_old)
-    return jnp.where(bad, x_old, x)
+    status = jnp.where(err <= tol, 0, jnp.where(bad, 2, 1)).astype(jnp.int32)
+    return jnp.where(bad, x_old, x), i, status
 
 
 @functools.lru_cache(maxsize=64)
@@ -235,7 +242,8 @@ def _chebyshev(a_reg: Array, s: Array, p: int, degree: int, delta: float, mdt) -
     return out * s ** (-1.0 / p)
 
 
-def _eigh_root(a_sym: Array, p: int, epsilon: float, relative_epsilon: float, heuristic: str) -> Array:
+def _eigh_root(a_sym: Array, p: int, epsilon: float, relative_epsilon: float, heuristic: str):
+    """(A^{-1/p} by eigendecomposition, the ridge per matrix (N,))."""
     w, q = jnp.linalg.eigh(a_sym)
     wmax = jnp.max(jnp.abs(w), axis=-1, keepdims=True)
     ridge = epsilon + relative_epsilon * wmax + _floor(a_sym.dtype)
@@ -248,7 +256,7 @@ def _eigh_root(a_sym: Array, p: int, epsilon: float, relative_epsilon: float, he
     else:  # relu: pseudo-inverse, eigenvalues below the ridge are dropped
         keep = w > ridge
         inv = jnp.where(keep, jnp.where(keep, w, 1.0) ** (-1.0 / p), 0.0)
-    return jnp.matmul(q * inv[..., None, :], jnp.swapaxes(q, -1, -2))
+    return jnp.matmul(q * inv[..., None, :], jnp.swapaxes(q, -1, -2)), ridge[..., 0]
 
 
 def _check_square(A) -> Array:
@@ -277,7 +285,7 @@ def _validate(p, method, scaling, heuristic, num_iters, max_iters, degree):
         raise ValueError(f"degree must be >= 1, got {degree=}")
 
 
-def _inverse_root_impl(
+def _inverse_root_core(
     a: Array,
     p: int,
     *,
@@ -294,8 +302,12 @@ def _inverse_root_impl(
     scaling_const: float = 2.0,
     eigh_heuristic: str = "shampoo",
     matmul_dtype=None,
-) -> Array:
-    """Unchecked core on a stack (N, n, n). Used by DASH inside jit (no value checks)."""
+) -> tuple[Array, Array, Array, Array]:
+    """Unchecked core on a stack (N, n, n) -> (X, ridge (N,), steps (), status ()).
+
+    ``ridge`` is the diagonal shift the method effectively inverts (X ~ (A + ridge I)^{-1/p}); ``steps`` the
+    iteration count; ``status`` 0 ok, 1 max_iters reached, 2 diverged (coupled Newton only).
+    """
     mdt = None if method == "eigh" else _resolve_matmul_dtype(matmul_dtype, a.dtype)
     if relative_epsilon is not None:
         rel = float(relative_epsilon)
@@ -306,8 +318,10 @@ def _inverse_root_impl(
             # below ~eps(mdt) * lam_max (bf16 NDB blows up to ~1e14 at kappa=1e4), so regularise there.
             rel = max(rel, float(jnp.finfo(mdt).eps) / 8)
     a = _symmetrize(a)
+    ok = jnp.zeros([], jnp.int32)
     if method == "eigh":
-        return _eigh_root(a, p, epsilon, rel, eigh_heuristic)
+        x, ridge = _eigh_root(a, p, epsilon, rel, eigh_heuristic)
+        return x, ridge, ok, ok
     floor = _floor(a.dtype)
     eye = _eye_like(a)
     if scaling == "power_iteration":
@@ -321,20 +335,102 @@ def _inverse_root_impl(
         # The interval offset of the polynomial plays the role of the ridge: result ~ (A + eps + rel*lam)^{-1/p}.
         a_reg = a + epsilon * eye
         s = const * (lam + epsilon)
-        return _symmetrize(_chebyshev(a_reg, s, p, degree, rel / const, mdt))
+        x = _symmetrize(_chebyshev(a_reg, s, p, degree, rel / const, mdt))
+        ridge = epsilon + (rel / const) * s[:, 0, 0]
+        return x, ridge, jnp.full([], degree, jnp.int32), ok
     ridge = epsilon + rel * lam
     a_reg = a + ridge * eye
     s = const * (lam + ridge)
     if method == "newton_db":
-        return _symmetrize(_newton_db(a_reg, s, p, num_iters, mdt))
-    return _symmetrize(_coupled_newton(a_reg, s, p, max_iters, tol, mdt))
+        x = _symmetrize(_newton_db(a_reg, s, p, num_iters, mdt))
+        return x, ridge[:, 0, 0], jnp.full([], num_iters * (1 if p == 2 else 2), jnp.int32), ok
+    x, steps, status = _coupled_newton(a_reg, s, p, max_iters, tol, mdt)
+    return _symmetrize(x), ridge[:, 0, 0], steps, status
+
+
+def _inverse_root_full(a: Array, p: int, *, chunk_size: int | None = None, **kw) -> tuple[Array, ...]:
+    """:func:`_inverse_root_core`, optionally over chunks of ``chunk_size`` matrices with ``lax.map``.
+
+    Chunking runs the chunks one after another inside one compiled loop: the same maths per matrix (coupled
+    Newton stops per chunk), with a working set of ``chunk_size`` blocks that stays in cache. On CPU this is
+    faster than one batched call over a large stack; on GPU the full stack (``None``) fills the device.
+    """
+    n_batch = a.shape[0]
+    if chunk_size is None or chunk_size >= n_batch:
+        return _inverse_root_core(a, p, **kw)
+    n = a.shape[-1]
+    m = -(-n_batch // chunk_size)
+    pad = m * chunk_size - n_batch
+    if pad:
+        a = jnp.concatenate([a, jnp.broadcast_to(_eye_like(a), (pad, n, n))], axis=0)
+    x, ridge, steps, status = lax.map(lambda c: _inverse_root_core(c, p, **kw), a.reshape(m, chunk_size, n, n))
+    x = x.reshape(m * chunk_size, n, n)[:n_batch]
+    ridge = ridge.reshape(m * chunk_size)[:n_batch]
+    return x, ridge, jnp.max(steps), jnp.max(status)
+
+
+def _inverse_root_impl(a: Array, p: int, **kw) -> Array:
+    """Unchecked inverse roots of a stack (N, n, n). Used by DASH inside jit (no value checks)."""
+    return _inverse_root_full(a, p, **kw)[0]
+
+
+class RESULTS(eqx.Enumeration):
+    """Outcome codes of :func:`matrix_inverse_root` (lineax style)."""
+
+    successful = ""
+    max_steps_reached = (
+        "coupled Newton reached max_iters before max|X^p A - I| <= tol; raise max_iters or tol, or pass "
+        "throw=False and inspect the residual"
+    )
+    diverged = (
+        "coupled Newton's error grew (or went non-finite) before reaching tol; the previous iterate was returned. "
+        "Raise epsilon/relative_epsilon or tol, or pass throw=False"
+    )
+    nonfinite = "the inverse root has non-finite entries"
+
+
+class InverseRootInfo(eqx.Module):
+    r"""Status of a :func:`matrix_inverse_root` call (``return_info=True``).
+
+    Attributes:
+      result: :class:`RESULTS` code of the whole batch (the worst one).
+      num_steps: iterations done, int32 scalar (coupled Newton: the while-loop count, the maximum over chunks;
+        Newton-DB: ``num_iters`` per pass times the passes; Chebyshev: ``degree``; eigh: 0).
+      residual: per matrix, :math:`\max_{ij}|X^p A_\epsilon - I|` with :math:`A_\epsilon = A + rI` the
+        regularised matrix that was inverted, shape ``(...)``.
+      ridge: the diagonal shift :math:`r` per matrix, shape ``(...)``.
+    """
+
+    result: RESULTS
+    num_steps: Int[Array, ""]
+    residual: Float[Array, "*batch"]
+    ridge: Float[Array, "*batch"]
+
+
+def _public_impl(a: Array, p: int, *, return_info: bool, **kw):
+    x, ridge, steps, status = _inverse_root_full(a, p, **kw)
+    finite = jnp.all(jnp.isfinite(x))
+    code = jnp.where(finite, status, 3).astype(jnp.int32)
+    if not return_info:
+        return x, code, None
+    a_eps = _symmetrize(a) + ridge[:, None, None] * _eye_like(a)
+    residual = jnp.max(jnp.abs(_matpow(x, p, None) @ a_eps - _eye_like(a)), axis=(-2, -1))
+    return x, code, (steps, residual, ridge)
 
 
 _STATIC = (
     "p", "method", "scaling", "epsilon", "relative_epsilon", "num_iters", "max_iters", "tol", "degree",
-    "power_iters", "num_vectors", "scaling_const", "eigh_heuristic", "matmul_dtype",
+    "power_iters", "num_vectors", "scaling_const", "eigh_heuristic", "matmul_dtype", "chunk_size", "return_info",
 )
-_inverse_root_jit = jax.jit(_inverse_root_impl, static_argnames=_STATIC)
+_inverse_root_jit = jax.jit(_public_impl, static_argnames=_STATIC)
+_CODES = (RESULTS.successful, RESULTS.max_steps_reached, RESULTS.diverged, RESULTS.nonfinite)
+
+
+def _code_to_result(code: Array) -> RESULTS:
+    res = RESULTS.nonfinite
+    for i in (2, 1, 0):
+        res = RESULTS.where(code == i, _CODES[i], res)
+    return res
 
 
 def matrix_inverse_root(
@@ -354,7 +450,10 @@ def matrix_inverse_root(
     scaling_const: float = 2.0,
     eigh_heuristic: Heuristic = "shampoo",
     matmul_dtype=None,
-) -> Float[Array, "*batch n n"]:
+    chunk_size: int | None = None,
+    return_info: bool = False,
+    throw: bool = True,
+) -> Float[Array, "*batch n n"] | tuple[Float[Array, "*batch n n"], InverseRootInfo]:
     r"""Inverse p-th root :math:`A^{-1/p}` of a batch of symmetric PSD matrices, one batched call.
 
     The input is symmetrised and regularised, :math:`A_\epsilon = A + (\epsilon + \epsilon_{rel}\hat\lambda)I`
@@ -403,13 +502,22 @@ def matrix_inverse_root(
       eigh_heuristic: ``"shampoo"``, ``"abs"`` or ``"relu"``.
       matmul_dtype: dtype of the matmul operands (e.g. ``jnp.bfloat16``), accumulated in ``A.dtype``;
         ``None`` uses ``A.dtype``.
+      chunk_size: ``None`` (default) solves the whole flattened batch in one batched call; an integer ``k``
+        solves it ``k`` matrices at a time in one compiled ``lax.map`` loop (same result per matrix;
+        coupled Newton then stops per chunk). On CPU a small ``k`` keeps the working set in cache and is
+        faster for large stacks; on GPU keep ``None``.
+      return_info: also return an :class:`InverseRootInfo` (status code, iteration count, residual).
+      throw: raise (via ``eqx.error_if``, at run time) when the result is not ``RESULTS.successful``:
+        non-finite output for every method; for ``coupled_newton`` also ``max_iters`` reached or divergence.
+        With ``throw=False`` the best iterate is returned and the status is in the info.
 
     Returns:
-      :math:`A^{-1/p}` (approximately, per the method), same shape and dtype as ``A``.
+      :math:`A^{-1/p}` (approximately, per the method), same shape and dtype as ``A``; with
+      ``return_info=True`` the pair ``(X, info)``.
 
     Raises:
       ValueError: bad shape, ``p``, method or scaling name, or (at run time, via ``eqx.error_if``)
-        non-finite entries in ``A``.
+        non-finite entries in ``A``; with ``throw=True``, at run time, a non-successful status.
       TypeError: non-floating ``A`` or ``matmul_dtype``.
 
     References:
@@ -419,21 +527,35 @@ def matrix_inverse_root(
 
     Examples:
       >>> import jax.numpy as jnp
-      >>> from icmlx.optim import matrix_inverse_root
+      >>> from icmlx.optim import RESULTS, matrix_inverse_root
       >>> A = jnp.stack([jnp.diag(jnp.array([16.0, 1.0])), jnp.diag(jnp.array([81.0, 4.0]))])
       >>> X = matrix_inverse_root(A, 4, method="newton_db", num_iters=15)
       >>> print(jnp.round(jnp.diagonal(X, axis1=-2, axis2=-1), 3))
       [[0.5   1.   ]
        [0.333 0.707]]
+      >>> X, info = matrix_inverse_root(A, 2, method="coupled_newton", return_info=True, throw=False)
+      >>> print(info.result == RESULTS.successful, int(info.num_steps) > 0, bool(info.residual.max() < 1e-4))
+      True True True
     """
     A = _check_square(A)
     _validate(p, method, scaling, eigh_heuristic, num_iters, max_iters, degree)
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer))
+                                   or chunk_size < 1):
+        raise ValueError(f"chunk_size must be None or a positive integer, got {chunk_size=}")
     A = eqx.error_if(A, ~jnp.all(jnp.isfinite(A)), "matrix_inverse_root: A has non-finite entries")
     a = A.reshape((-1,) + A.shape[-2:])
-    out = _inverse_root_jit(
+    out, code, aux = _inverse_root_jit(
         a, p=int(p), method=method, scaling=scaling, epsilon=epsilon, relative_epsilon=relative_epsilon,
         num_iters=num_iters, max_iters=max_iters, tol=tol, degree=degree, power_iters=power_iters,
         num_vectors=num_vectors, scaling_const=scaling_const, eigh_heuristic=eigh_heuristic,
-        matmul_dtype=matmul_dtype,
+        matmul_dtype=matmul_dtype, chunk_size=chunk_size, return_info=bool(return_info),
     )
-    return out.reshape(A.shape)
+    result = _code_to_result(code)
+    if throw:
+        out = result.error_if(out, result != RESULTS.successful)
+    out = out.reshape(A.shape)
+    if not return_info:
+        return out
+    steps, residual, ridge = aux
+    batch = A.shape[:-2]
+    return out, InverseRootInfo(result, steps, residual.reshape(batch), ridge.reshape(batch))
