@@ -7,11 +7,13 @@ apart in time, increment regression ("naive") is badly biased, the conservative 
 observation metric recovers the drift. Target at the paper's hardest setting (Van der Pol, sigma = 0.25,
 tau = 2.8; mean over >= 2 seeds): geodesic EM wRMSE <= 0.85, <= 0.6x naive, and below plain-bridge EM.
 
-    python examples/langevin_sparse.py --quick     # ~2-4 min on 2 CPU cores
-    python examples/langevin_sparse.py             # tau sweep on the ring and Van der Pol, both sigmas
+    python examples/langevin_sparse.py --quick     # ~2-3 min on 2 CPU cores
+    python examples/langevin_sparse.py             # tau sweep (0.5, 1, 2, 2.8) on the ring and Van der Pol,
+                                                   # sigma 0.25 and 0.5 (~30-60 min on 2 loaded cores)
 """
 
 import argparse
+import json
 import pathlib
 import time
 
@@ -114,15 +116,21 @@ def _plot_fields(path, f, drifts, obs, title):
     plt.close(fig)
 
 
-VDP_CFG = dict(n_iters=8, n_particles=128, n_steps=40, strength=5.0, t1=500.0)
-RING_CFG = dict(n_iters=6, n_particles=64, n_steps=20, strength=5.0, t1=40.0, n_traj=50)
+# Quick scale (tour): 64 particles x 20 steps per interval, 8 EM iterations. Plain and geodesic EM and both
+# seeds have identical shapes, so they share one compiled EM loop (guidance enters only as data).
+VDP_QUICK = dict(n_iters=8, n_particles=64, n_steps=20, strength=5.0, t1=500.0)
+RING_QUICK = dict(n_iters=4, n_particles=64, n_steps=20, strength=5.0, t1=20.0, n_traj=20)
+# Full sweep: same particles, bridge steps scaled with tau (h = tau / n_steps between 0.06 and 0.14).
+FULL_TAUS = (0.5, 1.0, 2.0, 2.8)
+FULL_STEPS = {0.5: 8, 1.0: 10, 2.0: 16, 2.8: 20}
+FULL_SIGMAS = (0.25, 0.5)
 
 
-def headline(outdir, seeds=(0, 1), verbose=True):
-    """Van der Pol, sigma = 0.25, tau = 2.8: all methods, averaged over seeds."""
+def headline(outdir, seeds=(0, 1), verbose=True, cfg=VDP_QUICK):
+    """Van der Pol, sigma = 0.25, tau = 2.8: all methods, one row per seed."""
     rows, last = [], None
     for s in seeds:
-        r, drifts, obs, f, secs = run_setting("vdp", s, 0.25, 2.8, **VDP_CFG)
+        r, drifts, obs, f, secs = run_setting("vdp", s, 0.25, 2.8, **cfg)
         rows.append(dict(system="vdp", sigma=0.25, tau=2.8, seed=s, **r))
         if verbose:
             print(f"  seed {s}: " + ", ".join(f"{k}={v:.3f}" for k, v in r.items() if k in drifts)
@@ -136,23 +144,19 @@ def headline(outdir, seeds=(0, 1), verbose=True):
     return rows
 
 
-def ring_check(seed=0, n_traj=30, t1=20.0, n_iters=4):
+def ring_check(seed=0, cfg=RING_QUICK):
     """Rotating ring (omega = 2), tau = 1: conservative misses the rotation, EM fixes the naive bias."""
-    cfg = dict(RING_CFG, n_traj=n_traj, t1=t1, n_iters=n_iters)
     r, *_ = run_setting("ring", seed, 0.5, 1.0, methods=("naive", "conservative", "em_plain"), **cfg)
     return dict(system="ring", sigma=0.5, tau=1.0, seed=seed, **r)
 
 
-def tour(outdir: pathlib.Path) -> list[dict]:
-    """Quick scale: the paper's hardest setting over 2 seeds, plus the ring sanity check."""
-    outdir = pathlib.Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    rows = headline(outdir, verbose=False)
+def claims(rows, ring):
+    """Summary rows for the tour: the paper's hardest setting (mean over seeds) and the ring sanity check."""
     m = {k: float(np.mean([r[k] for r in rows])) for k in ("naive", "conservative", "em_plain",
                                                            "em_geodesic", "dense")}
-    ring = ring_check()
+    n = len(rows)
     return [
-        dict(claim="VdP s=0.25 tau=2.8: geodesic EM wRMSE (2 seeds)", measured=f"{m['em_geodesic']:.3f}",
+        dict(claim=f"VdP s=0.25 tau=2.8: geodesic EM wRMSE ({n} seeds)", measured=f"{m['em_geodesic']:.3f}",
              expected="<= 0.85", ok=m["em_geodesic"] <= 0.85),
         dict(claim="geodesic EM / naive", measured=f"{m['em_geodesic'] / m['naive']:.2f}",
              expected="<= 0.6", ok=m["em_geodesic"] <= 0.6 * m["naive"]),
@@ -167,6 +171,63 @@ def tour(outdir: pathlib.Path) -> list[dict]:
     ]
 
 
+def tour(outdir: pathlib.Path) -> list[dict]:
+    """Quick scale: the paper's hardest setting over 2 seeds, plus the ring sanity check."""
+    outdir = pathlib.Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    return claims(headline(outdir, verbose=False), ring_check())
+
+
+def sweep(outdir, seeds_hard=(0, 1), seeds_other=(0,), taus=FULL_TAUS, sigmas=FULL_SIGMAS):
+    """wRMSE vs tau on Van der Pol (T = 500) and the ring (20 paths, T = 20), all five methods."""
+    rows = []
+    for system in ("vdp", "ring"):
+        base = VDP_QUICK if system == "vdp" else dict(RING_QUICK, n_iters=6)
+        for sigma in sigmas:
+            for tau in taus:
+                seeds = seeds_hard if tau == max(taus) else seeds_other
+                for s in seeds:
+                    t0 = time.perf_counter()
+                    cfg = dict(base, n_steps=FULL_STEPS.get(tau, base["n_steps"]))
+                    r, drifts, obs, f, _ = run_setting(system, s, sigma, tau, **cfg)
+                    rows.append(dict(system=system, sigma=sigma, tau=tau, seed=s, **r))
+                    print(f"  {system} sigma={sigma} tau={tau} seed={s}: "
+                          + ", ".join(f"{k}={r[k]:.3f}" for k in drifts)
+                          + f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
+                    if system == "ring" and sigma == 0.5 and tau == 1.0:
+                        _plot_fields(pathlib.Path(outdir) / "langevin_sparse_ring.png", f,
+                                     {k: drifts[k] for k in ("naive", "conservative", "em_plain",
+                                                             "em_geodesic")}, obs,
+                                     "ring omega=2, sigma=0.5, tau=1: true vs inferred drift")
+                    if system == "vdp" and sigma == 0.25 and tau == 2.8 and s == seeds[-1]:
+                        _plot_fields(pathlib.Path(outdir) / "langevin_sparse_vdp.png", f,
+                                     {k: drifts[k] for k in ("naive", "conservative", "em_plain",
+                                                             "em_geodesic")}, obs,
+                                     "Van der Pol, sigma=0.25, tau=2.8: true vs inferred drift")
+    return rows
+
+
+METHODS = ("naive", "conservative", "em_plain", "em_geodesic", "dense")
+
+
+def _plot_tau(path, rows):
+    cells = sorted({(r["system"], r["sigma"]) for r in rows})
+    fig, axes = plt.subplots(1, len(cells), figsize=(3.6 * len(cells), 3.4), squeeze=False)
+    for ax, (system, sigma) in zip(axes[0], cells):
+        sub = [r for r in rows if r["system"] == system and r["sigma"] == sigma]
+        taus = sorted({r["tau"] for r in sub})
+        for m in METHODS:
+            ys = [np.mean([r[m] for r in sub if r["tau"] == t]) for t in taus]
+            ax.plot(taus, ys, "o-", label=m)
+        ax.set_xlabel("observation interval tau")
+        ax.set_ylabel("weighted RMSE")
+        ax.set_title(f"{'Van der Pol' if system == 'vdp' else 'ring omega=2'}, sigma={sigma}", fontsize=9)
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -174,39 +235,20 @@ def main():
     args = ap.parse_args()
     args.outdir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    cols = ["system", "sigma", "tau", "seed", "naive", "conservative", "em_plain", "em_geodesic", "dense",
-            "em_geodesic_ess"]
     if args.quick:
         for r in tour(args.outdir):
             print(f"{r['claim']:<60} {r['measured']:<28} {r['expected']:<16} {'OK' if r['ok'] else 'MISS'}")
     else:
-        rows = []
-        print("headline: Van der Pol sigma=0.25 tau=2.8", flush=True)
-        rows += headline(args.outdir, seeds=(0, 1, 2))
-        for sigma in (0.25, 0.5):
-            for tau in (0.5, 1.0, 2.0):
-                for s in (0, 1):
-                    r, *_ = run_setting("vdp", s, sigma, tau, **VDP_CFG)
-                    rows.append(dict(system="vdp", sigma=sigma, tau=tau, seed=s, **r))
-                    print(f"  vdp sigma={sigma} tau={tau} seed={s} done", flush=True)
-        for tau in (0.5, 1.0):
-            r, *_ = run_setting("ring", 0, 0.5, tau, **RING_CFG)
-            rows.append(dict(system="ring", sigma=0.5, tau=tau, seed=0, **r))
+        rows = sweep(args.outdir)
+        cols = ["system", "sigma", "tau", "seed", *METHODS, "em_plain_ess", "em_geodesic_ess"]
         _table([{c: _fmt(r.get(c, "")) for c in cols} for r in rows], cols)
-        # wRMSE vs tau figure (Van der Pol)
-        fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-        for ax, sigma in zip(axes, (0.25, 0.5)):
-            for m in ("naive", "conservative", "em_plain", "em_geodesic", "dense"):
-                taus = sorted({r["tau"] for r in rows if r["system"] == "vdp" and r["sigma"] == sigma})
-                ys = [np.mean([r[m] for r in rows if r["system"] == "vdp" and r["sigma"] == sigma
-                               and r["tau"] == t]) for t in taus]
-                ax.plot(taus, ys, "o-", label=m)
-            ax.set_xlabel("observation interval tau")
-            ax.set_ylabel("weighted RMSE")
-            ax.set_title(f"Van der Pol, sigma={sigma}")
-        axes[0].legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(args.outdir / "langevin_sparse_tau.png", dpi=110)
+        with open(args.outdir / "langevin_sparse_table.json", "w") as fh:
+            json.dump(rows, fh, indent=1)
+        _plot_tau(args.outdir / "langevin_sparse_tau.png", rows)
+        hard = [r for r in rows if r["system"] == "vdp" and r["sigma"] == 0.25 and r["tau"] == 2.8]
+        ring = next(r for r in rows if r["system"] == "ring" and r["sigma"] == 0.5 and r["tau"] == 1.0)
+        for r in claims(hard, ring):
+            print(f"{r['claim']:<60} {r['measured']:<28} {r['expected']:<16} {'OK' if r['ok'] else 'MISS'}")
     print(f"figures in {args.outdir}; total {time.perf_counter() - t0:.0f} s")
 
 

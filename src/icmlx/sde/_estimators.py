@@ -339,16 +339,29 @@ def infer_drift(
         raise ValueError(f"strength must be non-negative, got {strength=}")
     obs, ts, sig = _check_inputs(observations, ts, sigma)
     fc = default_function_class(obs) if function_class is None else function_class
+    n_traj, n_obs, d = obs.shape
+    # The guidance enters the compiled EM loop only as data (targets, beta): plain and geodesic runs of the
+    # same size share one compiled function (beta = 0 makes the path cost vanish).
+    if guidance == "geodesic":
+        targets = _geodesic_jit(obs, n_steps, n_nodes=n_nodes, k_neighbors=k_neighbors)
+        beta = jnp.asarray(strength, obs.dtype)
+    else:
+        targets = jnp.zeros((n_traj, n_obs - 1, n_steps + 1, d), obs.dtype)
+        beta = jnp.zeros((), obs.dtype)
+    targets = targets.reshape(n_traj * (n_obs - 1), n_steps + 1, d)
     return _infer_core(
-        key, obs, ts, sig, fc, init, guidance, float(strength), n_iters, n_particles, n_steps, n_paths,
-        n_nodes, k_neighbors, lookahead, progress, throw,
+        key, obs, ts, sig, fc, init, targets, beta, n_iters, n_particles, n_steps, n_paths, lookahead, progress,
+        throw,
     )
+
+
+_geodesic_jit = eqx.filter_jit(geodesic_targets)
 
 
 @eqx.filter_jit
 def _infer_core(
-    key, obs, ts, sig, fc, init, guidance, strength, n_iters, n_particles, n_steps, n_paths, n_nodes,
-    k_neighbors, lookahead, progress, throw,
+    key, obs, ts, sig, fc, init, targets, beta, n_iters, n_particles, n_steps, n_paths, lookahead, progress,
+    throw,
 ):
     d = obs.shape[-1]
     states, incs, dts = _intervals(obs, ts)
@@ -357,13 +370,6 @@ def _infer_core(
     basis = init.basis
     starts = states
     ends = states + incs
-    B = starts.shape[0]
-    if guidance == "geodesic":
-        targets = geodesic_targets(obs, n_steps, n_nodes=n_nodes, k_neighbors=k_neighbors)
-        targets = targets.reshape(B, n_steps + 1, d)
-        beta = strength
-    else:
-        targets, beta = None, 0.0
     ypts = obs.reshape(-1, d)
 
     def em_step(carry, it):
