@@ -82,6 +82,30 @@ def test_geodesic_follows_the_data_not_the_chord():
     np.testing.assert_allclose(seg[:, -1], np.asarray(sparse[0, 1:8]), atol=1e-6)
 
 
+@pytest.mark.slow  # compile-dominated
+def test_orientation_mask_forbids_going_back_past_the_previous_observation():
+    # dense unit circle defines the metric; three sparse observations at 0, 100 and 290 degrees. The
+    # shortest route 100 -> 290 runs backwards through 0 (170 deg); with the A2 mask (nodes within eps of
+    # y_{k-1} = 0 deg removed) it must run forwards through 195 deg (190 deg of arc).
+    th = jnp.linspace(0.0, 2 * np.pi, 180, endpoint=False)
+    circ = jnp.stack([jnp.cos(th), jnp.sin(th)], -1)
+    ang = jnp.deg2rad(jnp.array([0.0, 100.0, 290.0]))
+    sparse = jnp.stack([jnp.cos(ang), jnp.sin(ang)], -1)
+    obs = jnp.concatenate([circ, sparse], axis=0)[None]
+    K = 16
+    geo = eqx.filter_jit(geodesic_targets)
+    plain = np.asarray(geo(obs, K, n_nodes=183, k_neighbors=4))[0, -1]  # interval 100 -> 290 deg
+    masked = np.asarray(geo(obs, K, n_nodes=183, k_neighbors=4, orientation_eps=0.5))[0, -1]
+    mid_angle = lambda c: np.rad2deg(np.arctan2(c[K // 2, 1], c[K // 2, 0])) % 360.0
+    # arc-length midpoints (node spacing 2 deg, endpoint snapping 1 deg): 15 deg vs 195 deg
+    assert abs(mid_angle(plain) - 15.0) < 6.0, mid_angle(plain)
+    assert abs(mid_angle(masked) - 195.0) < 6.0, mid_angle(masked)
+    assert np.max(np.abs(np.linalg.norm(masked, axis=-1) - 1.0)) < 0.03  # still on the data
+    unmasked_first = np.asarray(geo(obs, K, n_nodes=183, k_neighbors=4))[0, 0]
+    np.testing.assert_allclose(np.asarray(geo(obs, K, n_nodes=183, k_neighbors=4, orientation_eps=0.5))[0, 0],
+                               unmasked_first, atol=1e-5)  # no y_{k-1} for the first interval: unchanged
+
+
 @pytest.fixture(scope="module")
 def ring_obs():
     th = jax.random.uniform(jax.random.key(7), (20,), minval=0.0, maxval=2 * np.pi)

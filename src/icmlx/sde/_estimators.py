@@ -268,6 +268,7 @@ def infer_drift(
     init: LinearDrift | None = None,
     n_nodes: int = 300,
     k_neighbors: int = 10,
+    orientation_eps: float | None = None,
     lookahead: bool = False,
     progress: bool = False,
     throw: bool = True,
@@ -301,6 +302,7 @@ def infer_drift(
       init: starting drift (default: the naive estimate in the same class).
       n_nodes: geodesic graph size (see :func:`geodesic_targets`).
       k_neighbors: geodesic kNN graph degree.
+      orientation_eps: geodesic orientation mask radius (see :func:`geodesic_targets`; ``None`` = off).
       lookahead: use the look-ahead twisted SMC weights (see :func:`smc_bridges`).
       progress: print one line per iteration (``jax.debug.callback``) — useful for long runs.
       throw: raise if the drift becomes non-finite (otherwise check ``result``).
@@ -343,7 +345,8 @@ def infer_drift(
     # The guidance enters the compiled EM loop only as data (targets, beta): plain and geodesic runs of the
     # same size share one compiled function (beta = 0 makes the path cost vanish).
     if guidance == "geodesic":
-        targets = _geodesic_jit(obs, n_steps, n_nodes=n_nodes, k_neighbors=k_neighbors)
+        targets = _geodesic_jit(obs, n_steps, n_nodes=n_nodes, k_neighbors=k_neighbors,
+                                orientation_eps=orientation_eps)
         beta = jnp.asarray(strength, obs.dtype)
     else:
         targets = jnp.zeros((n_traj, n_obs - 1, n_steps + 1, d), obs.dtype)

@@ -11,6 +11,11 @@ invariant density. Geodesics are shortest paths on a symmetrised k-nearest-neigh
 subset of) the observations, with edge weights the Riemannian length of the straight segment (midpoint
 quadrature), found with Floyd–Warshall (``lax.fori_loop``) and read back per interval with a fixed-length
 ``lax.scan`` — fixed shapes throughout, so everything ``jit``s and ``vmap``s over intervals.
+
+Optional orientation mask (``orientation_eps``, the authors' scripts use 0.75): for the interval
+``y_k -> y_{k+1}`` the graph nodes within ``orientation_eps`` of the previous observation ``y_{k-1}`` are
+removed, so a symmetric metric cannot send the geodesic "backwards" around a cycle. The shortest paths then
+differ per interval and are found with a dense fixed-shape Dijkstra (``O(M^2)`` per interval, ``vmap``-ped).
 """
 
 import jax
@@ -59,6 +64,32 @@ def _floyd_warshall(W):
     return jax.lax.fori_loop(0, M, body, (W, nxt))
 
 
+def _dijkstra_path(W, src, dst, blocked):
+    """Dense Dijkstra from ``src`` avoiding ``blocked`` nodes; returns (distance to ``dst``, node sequence of
+    length M that starts by repeating ``src`` and ends at ``dst``)."""
+    M = W.shape[0]
+    inf = jnp.asarray(jnp.inf, W.dtype)
+    blocked = blocked.at[src].set(False).at[dst].set(False)
+    dist = jnp.full((M,), inf).at[src].set(0.0)
+    pred = jnp.arange(M)
+
+    def body(_, carry):
+        dist, done, pred = carry
+        u = jnp.argmin(jnp.where(done, inf, dist))
+        done = done.at[u].set(True)
+        alt = dist[u] + W[u]
+        better = (alt < dist) & ~done & ~blocked
+        return jnp.where(better, alt, dist), done, jnp.where(better, u, pred)
+
+    dist, _, pred = jax.lax.fori_loop(0, M, body, (dist, blocked, pred))
+
+    def walk(cur, _):
+        return pred[cur], cur
+
+    _, rev = jax.lax.scan(walk, dst, None, length=M)  # dst, pred(dst), ..., src, src, ...
+    return dist[dst], rev[::-1]
+
+
 def geodesic_targets(
     observations: Float[Array, "n_traj n_obs d"],
     n_steps: int,
@@ -68,6 +99,7 @@ def geodesic_targets(
     sigma_m: float = 0.15,
     rho: float = 1e-3,
     max_metric_points: int = 2000,
+    orientation_eps: float | None = None,
 ) -> Float[Array, "n_traj n_int K1 d"]:
     """Geodesic between each pair of consecutive observations, sampled at ``n_steps + 1`` points.
 
@@ -83,6 +115,8 @@ def geodesic_targets(
       sigma_m: metric kernel width.
       rho: metric floor.
       max_metric_points: at most this many observations define the metric (evenly strided).
+      orientation_eps: if given, drop graph nodes within this distance of ``y_{k-1}`` when routing
+        ``y_k -> y_{k+1}`` (module docstring; not applied to the first interval of each trajectory).
 
     Returns:
       Target curves, shape ``(n_traj, n_obs - 1, n_steps + 1, d)``; entry ``[..., 0, :]`` is ``y_k`` and
@@ -119,15 +153,20 @@ def geodesic_targets(
     W = jnp.where(jnp.eye(M, dtype=bool), jnp.zeros((), pts.dtype), W)
     D, nxt = _floyd_warshall(W)
 
-    def one(a, b):
+    def one(a, b, prev, has_prev):
         sa = jnp.argmin(jnp.sum((nodes - a) ** 2, axis=-1))
         sb = jnp.argmin(jnp.sum((nodes - b) ** 2, axis=-1))
-        reachable = jnp.isfinite(D[sa, sb])
+        if orientation_eps is None:
+            reachable = jnp.isfinite(D[sa, sb])
 
-        def walk(cur, _):
-            return nxt[cur, sb], cur
+            def walk(cur, _):
+                return nxt[cur, sb], cur
 
-        _, seq = jax.lax.scan(walk, sa, None, length=M)  # node indices, ends repeating sb
+            _, seq = jax.lax.scan(walk, sa, None, length=M)  # node indices, ends repeating sb
+        else:
+            blocked = has_prev & (jnp.sum((nodes - prev) ** 2, axis=-1) < orientation_eps**2)
+            dist, seq = _dijkstra_path(W, sa, sb, blocked)
+            reachable = jnp.isfinite(dist)
         inner = jnp.where(reachable, nodes[seq].T, a[:, None]).T  # straight line if unreachable
         poly = jnp.concatenate([a[None], inner, b[None]], axis=0)  # (M + 2, d)
         node_len = jnp.where(seq[1:] == seq[:-1], 0.0, W[seq[:-1], seq[1:]]).astype(pts.dtype)
@@ -143,7 +182,11 @@ def geodesic_targets(
         out = poly[idx] + frac[:, None] * (poly[idx + 1] - poly[idx])
         return out.at[0].set(a).at[-1].set(b)
 
+    if orientation_eps is not None and not orientation_eps > 0:
+        raise ValueError(f"orientation_eps must be positive or None, got {orientation_eps=}")
     starts = observations[:, :-1].reshape(-1, d)
     ends = observations[:, 1:].reshape(-1, d)
-    curves = jax.vmap(one)(starts, ends)
+    prevs = jnp.concatenate([observations[:, :1], observations[:, :-2]], axis=1).reshape(-1, d)
+    has_prev = jnp.broadcast_to(jnp.arange(n_obs - 1) > 0, (n_traj, n_obs - 1)).reshape(-1)
+    curves = jax.vmap(one)(starts, ends, prevs, has_prev)
     return curves.reshape(n_traj, n_obs - 1, n_steps + 1, d)
