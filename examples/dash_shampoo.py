@@ -13,7 +13,8 @@ held-out loss curve per optimizer is plotted against step and against optimizer 
 
 Usage::
 
-    python examples/dash_shampoo.py --quick      # ~1-2 minutes on 2 CPU cores
+    python examples/dash_shampoo.py --quick      # ~1-2 minutes on 2 CPU cores (not part of examples/tour.py:
+                                                 # the DASH tour row comes from examples/dash_lm.py)
     python examples/dash_shampoo.py              # longer run
 """
 
@@ -353,13 +354,6 @@ def _claims(rows, summary) -> list[dict]:
          "measured": f"rel diff {summary['baseline_rel_err']:.1e}", "expected": "<= 1e-3",
          "ok": bool(summary["baseline_rel_err"] <= 1e-3)},
     ]
-
-
-def tour(outdir: pathlib.Path) -> list[dict]:
-    """Quick run for ``examples/tour.py``: summary rows with claim / measured / expected / ok."""
-    rows, summary = run(quick=True, outdir=pathlib.Path(outdir))
-    _print_rows(rows)
-    return _claims(rows, summary)
 
 
 def main() -> None:
