@@ -345,8 +345,8 @@ def infer_drift(
     # The guidance enters the compiled EM loop only as data (targets, beta): plain and geodesic runs of the
     # same size share one compiled function (beta = 0 makes the path cost vanish).
     if guidance == "geodesic":
-        targets = _geodesic_jit(obs, n_steps, n_nodes=n_nodes, k_neighbors=k_neighbors,
-                                orientation_eps=orientation_eps)
+        targets = geodesic_targets(obs, n_steps, n_nodes=n_nodes, k_neighbors=k_neighbors,
+                                   orientation_eps=orientation_eps)
         beta = jnp.asarray(strength, obs.dtype)
     else:
         targets = jnp.zeros((n_traj, n_obs - 1, n_steps + 1, d), obs.dtype)
@@ -356,9 +356,6 @@ def infer_drift(
         key, obs, ts, sig, fc, init, targets, beta, n_iters, n_particles, n_steps, n_paths, lookahead, progress,
         throw,
     )
-
-
-_geodesic_jit = eqx.filter_jit(geodesic_targets)
 
 
 @eqx.filter_jit

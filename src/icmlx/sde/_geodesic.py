@@ -18,6 +18,7 @@ removed, so a symmetric metric cannot send the geodesic "backwards" around a cyc
 differ per interval and are found with a dense fixed-shape Dijkstra (``O(M^2)`` per interval, ``vmap``-ped).
 """
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
@@ -134,6 +135,16 @@ def geodesic_targets(
       >>> geodesic_targets(obs, 4, n_nodes=60, k_neighbors=4).shape
       (1, 59, 5, 2)
     """
+    if jnp.ndim(observations) != 3:
+        raise ValueError(f"observations must have shape (n_traj, n_obs, d), got {jnp.shape(observations)=}")
+    if orientation_eps is not None and not orientation_eps > 0:
+        raise ValueError(f"orientation_eps must be positive or None, got {orientation_eps=}")
+    return _geodesic_jit(observations, n_steps, n_nodes, k_neighbors, sigma_m, rho, max_metric_points,
+                         orientation_eps)
+
+
+@eqx.filter_jit
+def _geodesic_jit(observations, n_steps, n_nodes, k_neighbors, sigma_m, rho, max_metric_points, orientation_eps):
     n_traj, n_obs, d = observations.shape
     pts = observations.reshape(-1, d)
     n_pts = pts.shape[0]
@@ -182,8 +193,6 @@ def geodesic_targets(
         out = poly[idx] + frac[:, None] * (poly[idx + 1] - poly[idx])
         return out.at[0].set(a).at[-1].set(b)
 
-    if orientation_eps is not None and not orientation_eps > 0:
-        raise ValueError(f"orientation_eps must be positive or None, got {orientation_eps=}")
     starts = observations[:, :-1].reshape(-1, d)
     ends = observations[:, 1:].reshape(-1, d)
     prevs = jnp.concatenate([observations[:, :1], observations[:, :-2]], axis=1).reshape(-1, d)
