@@ -366,9 +366,10 @@ def _smooth(op: GRANSOperator, r, degree: int):
     return jacobi_smoother(op.A, r, omega=1.0, steps=degree, l1=True)
 
 
-def _coarse(op: GRANSOperator, w, r, galerkin: bool):
-    """Exact projection onto span V (V = P_w): returns the correction e = V y and A e."""
-    dt = r.dtype
+def _coarse_factor(op: GRANSOperator, w, galerkin: bool):
+    """Set up the exact projection onto span V (V = P_w): compressed ``A V`` and a factorisation of the
+    small Gram matrix (Galerkin ``VᵀAV`` or least squares ``(AV)ᵀAV``). Returns ``(Z, F, piv)``."""
+    dt = w.dtype
     A = op.A
     npad = A.shape[0]
     S = op.zcol.shape[1]
@@ -377,14 +378,15 @@ def _coarse(op: GRANSOperator, w, r, galerkin: bool):
     contrib = A.vals[:, None] * w[A.cols]  # [nnz, Q]
     Z = jax.ops.segment_sum(contrib.reshape(-1), op.zslot.reshape(-1),
                             num_segments=npad * S + 1)[:-1].reshape(npad, S)
-    if galerkin:  # G = Vᵀ A V, g = Vᵀ r
-        G = jnp.zeros((m, m), dt).at[op.colidx[:, :, None], op.zcol[:, None, :]].add(
-            w[:, :, None] * Z[:, None, :])
-        g = jnp.zeros((m,), dt).at[op.colidx].add(w * r[:, None])
-    else:  # least squares: G = (AV)ᵀ(AV), g = (AV)ᵀ r
-        G = jnp.zeros((m, m), dt).at[op.zcol[:, :, None], op.zcol[:, None, :]].add(
-            Z[:, :, None] * Z[:, None, :])
-        g = jnp.zeros((m,), dt).at[op.zcol].add(Z * r[:, None])
+    # Gram matrix by one flat segment sum (2-3x faster on CPU than a 2-D scatter-add)
+    if galerkin:  # G = Vᵀ A V
+        idx = op.colidx[:, :, None] * m + op.zcol[:, None, :]
+        G = jax.ops.segment_sum((w[:, :, None] * Z[:, None, :]).reshape(-1), idx.reshape(-1),
+                                num_segments=m * m).reshape(m, m)
+    else:  # least squares: G = (AV)ᵀ(AV)
+        idx = op.zcol[:, :, None] * m + op.zcol[:, None, :]
+        G = jax.ops.segment_sum((Z[:, :, None] * Z[:, None, :]).reshape(-1), idx.reshape(-1),
+                                num_segments=m * m).reshape(m, m)
     used = op.col_used
     dg = jnp.diagonal(G)
     scale = jnp.sum(jnp.where(used, jnp.abs(dg), 0.0)) / jnp.maximum(jnp.sum(used), 1).astype(dt)
@@ -392,24 +394,60 @@ def _coarse(op: GRANSOperator, w, r, galerkin: bool):
     tau = 1e4 * eps * scale
     G = jnp.where(used[:, None] & used[None, :], G, 0.0)
     G = G + jnp.diag(jnp.where(used, tau, jnp.maximum(scale, 1.0)))
-    g = jnp.where(used, g, 0.0)
-    if galerkin and op.symmetric:
-        L = jnp.linalg.cholesky(G)
-        y = jax.scipy.linalg.cho_solve((L, True), g)
-    elif galerkin:
-        y = jnp.linalg.solve(G, g)
+    if galerkin and not op.symmetric:
+        F, piv = jax.scipy.linalg.lu_factor(G)
+        return Z, F, piv.astype(jnp.int32)
+    return Z, jnp.linalg.cholesky(G), jnp.zeros((m,), jnp.int32)
+
+
+def _coarse_apply(op: GRANSOperator, w, Z, F, piv, r, galerkin: bool):
+    """Apply the factored projection to ``r``: ``e = V y``, ``A e = (AV) y``."""
+    if galerkin:
+        g = jnp.zeros(F.shape[:1], r.dtype).at[op.colidx].add(w * r[:, None])  # Vᵀ r
     else:
-        L = jnp.linalg.cholesky(G)
-        y = jax.scipy.linalg.cho_solve((L, True), g)
+        g = jnp.zeros(F.shape[:1], r.dtype).at[op.zcol].add(Z * r[:, None])  # (AV)ᵀ r
+    g = jnp.where(op.col_used, g, 0.0)
+    if galerkin and not op.symmetric:
+        y = jax.scipy.linalg.lu_solve((F, piv), g)
+    else:
+        y = jax.scipy.linalg.cho_solve((F, True), g)
     y = jnp.where(jnp.isfinite(y), y, 0.0)
     e = jnp.sum(w * y[op.colidx], axis=1)
     Ae = jnp.sum(Z * y[op.zcol], axis=1)
     return e, Ae
 
 
-def _iterate(net: GRANSNet, op: GRANSOperator, b, x, r, p, Ap, *, degree: int, galerkin: bool,
-             outer: bool):
-    """One G-RANS iteration; returns the proposed (x, r_recursive, dx, A dx)."""
+def _coarse(op: GRANSOperator, w, r, galerkin: bool):
+    """Exact projection onto span V (V = P_w): returns the correction e = V y and A e."""
+    Z, F, piv = _coarse_factor(op, w, galerkin)
+    return _coarse_apply(op, w, Z, F, piv, r, galerkin)
+
+
+def _basis(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin: bool):
+    """Network basis weights for the residual after one pre-smoothing, and the factored projection."""
+    dt = r.dtype
+    dinv_sqrt = 1.0 / jnp.sqrt(jnp.abs(op.A.diagonal()))
+    e1 = _smooth(op, r, degree)
+    s = dinv_sqrt * (r - op.A.mv(e1))
+    rs = s / jnp.maximum(jnp.linalg.norm(s), jnp.finfo(dt).tiny) * jnp.sqrt(jnp.asarray(op.n, dt))
+    w = net(op, rs.astype(jnp.float32)).astype(dt)
+    return (w, *_coarse_factor(op, w, galerkin))
+
+
+def _precondition_with(op: GRANSOperator, basis, r, *, degree: int, galerkin: bool):
+    """``u = M(r)`` for a given (possibly reused) basis: smooth, project, smooth; with ``A u`` and ``e_1``."""
+    w, Z, F, piv = basis
+    e1 = _smooth(op, r, degree)
+    Ae1 = op.A.mv(e1)
+    r1 = r - Ae1
+    e2, Ae2 = _coarse_apply(op, w, Z, F, piv, r1, galerkin)
+    e3 = _smooth(op, r1 - Ae2, degree)
+    Ae3 = op.A.mv(e3)
+    return e1 + e2 + e3, Ae1 + Ae2 + Ae3, e1, Ae1
+
+
+def _precondition(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin: bool):
+    """The G-RANS correction ``u = M_θ(r)`` (smooth, learned projection, smooth) with ``A u`` and ``e_1``."""
     dt = r.dtype
     dinv_sqrt = 1.0 / jnp.sqrt(jnp.abs(op.A.diagonal()))
     e1 = _smooth(op, r, degree)
@@ -422,20 +460,57 @@ def _iterate(net: GRANSNet, op: GRANSOperator, b, x, r, p, Ap, *, degree: int, g
     r2 = r1 - Ae2
     e3 = _smooth(op, r2, degree)
     Ae3 = op.A.mv(e3)
-    u = e1 + e2 + e3
-    Au = Ae1 + Ae2 + Ae3
+    return e1 + e2 + e3, Ae1 + Ae2 + Ae3, e1, Ae1
+
+
+def _gcr_update(cands, r, Z, AZ, ptr):
+    """Truncated flexible GCR with a block of new directions.
+
+    Each candidate ``(u, A u)`` is orthogonalised against the stored window ``A Z`` (orthonormal rows,
+    classical Gram-Schmidt twice) and, unless it is numerically dependent, written over the oldest
+    slot; then ``‖r − A Zᵀβ‖₂`` is minimised exactly over the whole window (``β = A Z r``). Any pair of
+    directions less than ``m`` insertions apart is orthogonal, so this is a minimal-residual step over
+    the span of the last ``m`` directions. Returns ``(dx, Z, AZ, ptr)``.
+    """
+    dt = r.dtype
+    m = Z.shape[0]
+    for u, Au in cands:  # static: 2 candidates
+        q, z = Au, u
+        nq0 = jnp.linalg.norm(q)
+        for _ in range(2):  # static: re-orthogonalisation
+            h = AZ @ q
+            q = q - h @ AZ
+            z = z - h @ Z
+        nq = jnp.linalg.norm(q)
+        good = (nq > 1e-8 * nq0) & jnp.isfinite(nq) & jnp.all(jnp.isfinite(z))
+        inv = (1.0 / jnp.where(good, nq, 1.0)).astype(dt)
+        Z = jnp.where(good, Z.at[ptr].set(z * inv), Z)
+        AZ = jnp.where(good, AZ.at[ptr].set(q * inv), AZ)
+        ptr = jnp.where(good, (ptr + 1) % m, ptr)
+    beta = AZ @ r
+    return beta @ Z, Z, AZ, ptr
+
+
+def _iterate(net: GRANSNet, op: GRANSOperator, b, x, r, p, Ap, *, degree: int, galerkin: bool,
+             outer: bool):
+    """One G-RANS iteration; returns the proposed (x, r_recursive, dx, A dx)."""
+    u, Au, e1, Ae1 = _precondition(net, op, r, degree=degree, galerkin=galerkin)
     if outer:
-        U = jnp.stack([u, p, e1], 1)
-        AU = jnp.stack([Au, Ap, Ae1], 1)
-        Gm = AU.T @ AU
-        tr = jnp.trace(Gm)
-        Gm = Gm + (1e3 * jnp.finfo(dt).eps * tr + jnp.finfo(dt).tiny) * jnp.eye(3, dtype=dt)
-        alpha = jnp.linalg.solve(Gm, AU.T @ r)
-        alpha = jnp.where(jnp.isfinite(alpha), alpha, 0.0)
-        dx, Adx = U @ alpha, AU @ alpha
-    else:
-        dx, Adx = u, Au
-    return dx, Adx
+        return _outer3(u, Au, e1, Ae1, p, Ap, r)
+    return u, Au
+
+
+def _outer3(u, Au, e1, Ae1, p, Ap, r):
+    """Minimise ``‖r − A U α‖₂`` over ``U = [u, p, e_1]`` (regularised 3×3 normal equations)."""
+    dt = r.dtype
+    U = jnp.stack([u, p, e1], 1)
+    AU = jnp.stack([Au, Ap, Ae1], 1)
+    Gm = AU.T @ AU
+    tr = jnp.trace(Gm)
+    Gm = Gm + (1e3 * jnp.finfo(dt).eps * tr + jnp.finfo(dt).tiny) * jnp.eye(3, dtype=dt)
+    alpha = jnp.linalg.solve(Gm, AU.T @ r)
+    alpha = jnp.where(jnp.isfinite(alpha), alpha, 0.0)
+    return U @ alpha, AU @ alpha
 
 
 class GRANSSolution(eqx.Module):
@@ -489,6 +564,16 @@ class GRANS(lx.AbstractLinearSolver):
       degree: smoother degree (static).
       max_columns: padded number of basis columns ``m`` (static).
       outer: use the outer minimal-residual step (static; ``False`` for the ablation).
+      recycle: ``0`` (default) for the 3-term outer step above; ``m > 0`` makes the outer method a
+        truncated *flexible GCR* (≈ FGMRES with ``M_θ`` as a variable right preconditioner): the two
+        new directions ``u = e_1+e_2+e_3`` and ``e_1`` of every iteration are ``A``-orthonormalised
+        against the last ``m`` stored ones and the residual is minimised over all of them. This keeps
+        the information that restarts lose and is what makes indefinite Helmholtz converge
+        (``recycle ≥ 2 × iterations`` = full memory; costs ``2 m n`` floats). Static.
+      refresh: recompute the network basis and its Gram factorisation every ``refresh`` iterations
+        (default 1, the paper's per-iteration residual-aware basis); larger values reuse the basis from
+        an earlier residual, making an iteration ~smoother cost (static). The projection stays exact
+        and the safeguard unchanged.
       stall_patience, stall_tol: stagnation rule.
       dtype: ``"auto"`` | ``"float64"`` | ``"float32"`` — see ``working_dtype``.
 
@@ -515,6 +600,8 @@ class GRANS(lx.AbstractLinearSolver):
     degree: int = eqx.field(static=True, default=3)
     max_columns: int = eqx.field(static=True, default=512)
     outer: bool = eqx.field(static=True, default=True)
+    recycle: int = eqx.field(static=True, default=0)
+    refresh: int = eqx.field(static=True, default=1)
     stall_patience: int = eqx.field(static=True, default=10)
     stall_tol: float = 1e-3
     dtype: str = eqx.field(static=True, default="auto")
@@ -526,6 +613,12 @@ class GRANS(lx.AbstractLinearSolver):
             raise ValueError(f"degree must be >= 1, got {self.degree=}")
         if self.max_columns < 4 * self.net.channels:
             raise ValueError(f"max_columns too small: {self.max_columns=}")
+        if not (isinstance(self.recycle, int) and self.recycle >= 0):
+            raise ValueError(f"recycle must be a non-negative int, got {self.recycle=}")
+        if not (isinstance(self.refresh, int) and self.refresh >= 1):
+            raise ValueError(f"refresh must be a positive int, got {self.refresh=}")
+        if self.recycle and not self.outer:
+            raise ValueError("recycle > 0 is an outer Krylov method: it needs outer=True")
         if not (isinstance(self.rtol, float | int) and self.rtol >= 0):
             raise ValueError(f"rtol must be a non-negative number, got {self.rtol=}")
 
@@ -646,13 +739,27 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0) -> GRANSSolution:
     zero = jnp.zeros((npad,), dt)
 
     def cond(c):
-        _, r, rn, _, _, it, stall, _, _ = c
+        _, r, rn, _, _, it, stall, *_ = c
         return (rn > tol) & (it < K) & (stall < solver.stall_patience)
 
+    m = solver.recycle
+
+    kw = dict(degree=solver.degree, galerkin=galerkin)
+    new_basis = lambda r: _basis(solver.net, op, r, **kw)
+
     def body(c):
-        x, r, rn, p, Ap, it, stall, hist, rej = c
-        dx, _ = _iterate(solver.net, op, bp, x, r, p, Ap, degree=solver.degree,
-                         galerkin=galerkin, outer=solver.outer)
+        x, r, rn, p, Ap, it, stall, hist, rej, Zb, AZb, ptr, basis = c
+        if solver.refresh == 1:
+            basis = new_basis(r)
+        else:  # network + Gram factorisation only every `refresh` iterations
+            basis = jax.lax.cond((it % solver.refresh == 0) & (it > 0), new_basis, lambda r: basis, r)
+        u, Au, e1, Ae1 = _precondition_with(op, basis, r, **kw)
+        if m:  # truncated flexible GCR: M_θ is a variable right preconditioner
+            dx, Zb, AZb, ptr = _gcr_update(((u, Au), (e1, Ae1)), r, Zb, AZb, ptr)
+        elif solver.outer:
+            dx, _ = _outer3(u, Au, e1, Ae1, p, Ap, r)
+        else:
+            dx = u
         xn = x + dx
         rnew = bp - op.A.mv(xn)
         rnn = jnp.linalg.norm(rnew)
@@ -664,11 +771,18 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0) -> GRANSSolution:
         Ap = jnp.where(ok, r - rnew, Ap)
         stall = jnp.where(rnn > (1.0 - solver.stall_tol) * rn, stall + 1, 0)
         hist = hist.at[it + 1].set(rnn / denom)
-        return xn, rnew, rnn, p, Ap, it + 1, stall, hist, rej + jnp.where(ok, 0, 1)
+        return (xn, rnew, rnn, p, Ap, it + 1, stall, hist, rej + jnp.where(ok, 0, 1), Zb, AZb, ptr,
+                basis)
 
+    buf = jnp.zeros((m, npad), dt)
+    if solver.refresh == 1:  # placeholder of the right structure; recomputed in every iteration
+        basis0 = jax.tree.map(jnp.zeros_like, jax.eval_shape(new_basis, r))
+    else:
+        basis0 = new_basis(r)
     init = (x, r, jnp.linalg.norm(r), zero, zero, jnp.array(0, jnp.int32),
-            jnp.array(0, jnp.int32), hist, jnp.array(0, jnp.int32))
-    x, r, rn, _, _, it, stall, hist, rej = jax.lax.while_loop(cond, body, init)
+            jnp.array(0, jnp.int32), hist, jnp.array(0, jnp.int32), buf, buf, jnp.array(0, jnp.int32),
+            basis0)
+    x, r, rn, _, _, it, stall, hist, rej, *_ = jax.lax.while_loop(cond, body, init)
     result = lx.RESULTS.where(
         rn <= tol, lx.RESULTS.successful,
         lx.RESULTS.where(stall >= solver.stall_patience, lx.RESULTS.stagnation,
