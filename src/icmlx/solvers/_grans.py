@@ -156,6 +156,9 @@ def _select_levels(maps: list[np.ndarray], n: int, budget: int) -> tuple[np.ndar
     return comp[-2], comp[-1]
 
 
+_lambda_max_jit = eqx.filter_jit(estimate_lambda_max)
+
+
 def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
            dmax_bucket: int = 4) -> GRANSOperator:
     if not isinstance(A, SparseMatrix):
@@ -264,7 +267,7 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     Ap = SparseMatrix(jnp.asarray(prow, jnp.int32), jnp.asarray(pcol, jnp.int32),
                       jnp.asarray(pval, dtype), (n_pad, n_pad))
     if spd_like:
-        lmax = 1.1 * estimate_lambda_max(Ap)
+        lmax = 1.1 * _lambda_max_jit(Ap)  # jitted: compiled once per bucket, not once per set-up
     else:
         lmax = jnp.asarray(1.0, dtype)
     return GRANSOperator(
@@ -466,29 +469,42 @@ def _precondition(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin:
 def _gcr_update(cands, r, Z, AZ, ptr):
     """Truncated flexible GCR with a block of new directions.
 
-    Each candidate ``(u, A u)`` is orthogonalised against the stored window ``A Z`` (orthonormal rows,
-    classical Gram-Schmidt twice) and, unless it is numerically dependent, written over the oldest
-    slot; then ``‖r − A Zᵀβ‖₂`` is minimised exactly over the whole window (``β = A Z r``). Any pair of
-    directions less than ``m`` insertions apart is orthogonal, so this is a minimal-residual step over
-    the span of the last ``m`` directions. Returns ``(dx, Z, AZ, ptr)``.
+    The candidates ``(u, A u)`` are ``A``-orthonormalised as a block against the stored window ``A Z``
+    (orthonormal rows; block classical Gram-Schmidt twice) and against each other; ``‖r − A d‖₂`` is
+    minimised exactly over ``d ∈ span(window ∪ new)`` and the new directions overwrite the oldest slots
+    (a numerically dependent candidate is skipped). Any two stored directions less than ``m`` insertions
+    apart are orthogonal. The window is read five times per call (fused products), never copied.
+    Returns ``(dx, Z, AZ, ptr)``.
     """
     dt = r.dtype
     m = Z.shape[0]
-    for u, Au in cands:  # static: 2 candidates
-        q, z = Au, u
-        nq0 = jnp.linalg.norm(q)
-        for _ in range(2):  # static: re-orthogonalisation
-            h = AZ @ q
-            q = q - h @ AZ
-            z = z - h @ Z
+    k = len(cands)
+    U = jnp.stack([u for u, _ in cands])  # [k, n]
+    Q = jnp.stack([au for _, au in cands])
+    nq0 = jnp.linalg.norm(Q, axis=1)
+    HB = AZ @ jnp.concatenate([Q, r[None]]).T  # [m, k+1]: pass-1 coefficients and β_old = AZ r
+    H, beta_old = HB[:, :k], HB[:, k]
+    Q = Q - H.T @ AZ
+    H2 = AZ @ Q.T  # pass 2 (re-orthogonalisation)
+    Q = Q - H2.T @ AZ
+    C = (Z.T @ jnp.concatenate([H + H2, beta_old[:, None]], axis=1)).T  # one read of Z: [k+1, n]
+    U = U - C[:k]
+    dx = C[k]
+    for i in range(k):  # static: orthonormalise the new block (modified Gram-Schmidt) and insert
+        q, z = Q[i], U[i]
+        for j in range(i):
+            hj = Q[j] @ q
+            q, z = q - hj * Q[j], z - hj * U[j]
         nq = jnp.linalg.norm(q)
-        good = (nq > 1e-8 * nq0) & jnp.isfinite(nq) & jnp.all(jnp.isfinite(z))
-        inv = (1.0 / jnp.where(good, nq, 1.0)).astype(dt)
-        Z = jnp.where(good, Z.at[ptr].set(z * inv), Z)
-        AZ = jnp.where(good, AZ.at[ptr].set(q * inv), AZ)
+        good = (nq > 1e-8 * nq0[i]) & jnp.isfinite(nq) & jnp.all(jnp.isfinite(z))
+        inv = jnp.where(good, 1.0 / jnp.where(good, nq, 1.0), 0.0).astype(dt)
+        q, z = q * inv, z * inv
+        Q, U = Q.at[i].set(q), U.at[i].set(z)
+        dx = dx + (q @ r) * z
+        Z = Z.at[ptr].set(jnp.where(good, z, Z[ptr]))
+        AZ = AZ.at[ptr].set(jnp.where(good, q, AZ[ptr]))
         ptr = jnp.where(good, (ptr + 1) % m, ptr)
-    beta = AZ @ r
-    return beta @ Z, Z, AZ, ptr
+    return dx, Z, AZ, ptr
 
 
 def _iterate(net: GRANSNet, op: GRANSOperator, b, x, r, p, Ap, *, degree: int, galerkin: bool,
