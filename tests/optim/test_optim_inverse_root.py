@@ -172,7 +172,7 @@ def test_eigh_heuristics():
 
 def test_batched_equals_per_block_and_vmap():
     a = jnp.asarray(np.stack([spd(16, 1e3, seed=s)[2] for s in range(4)]), DT)
-    f = jax.jit(lambda m: matrix_inverse_root(m, 4))
+    f = lambda m: matrix_inverse_root(m, 4)  # noqa: E731 (eager: the inner jit caches one compile per shape)
     batched = np.asarray(f(a))
     single = np.stack([np.asarray(f(a[i : i + 1]))[0] for i in range(4)])
     vm = np.asarray(jax.vmap(lambda m: matrix_inverse_root(m, 4))(a))
