@@ -73,9 +73,13 @@ def tree_case(name, d, n, alpha, repeats, run_cl):
     x = sample_linear_gaussian(jax.random.fold_in(key, 1), dag, n)
     truth = dag_to_cpdag(dag)
     t = time_fn(lambda: pc_tree(x, alpha=alpha).graph, repeats=repeats)
+    import resource
+
+    rss_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     g = pc_tree(x, alpha=alpha).graph
     row = {"case": name, "algo": "pc_tree", "n": n, "d": d, "test": "fisherz",
-           "icmlx_compile_s": t["compile_s"], "icmlx_s": t["median_s"], "shd_icmlx": int(shd(g, truth))}
+           "icmlx_compile_s": t["compile_s"], "icmlx_s": t["median_s"], "shd_icmlx": int(shd(g, truth)),
+           "alpha": alpha, "peak_rss_gb": round(rss_gb, 2)}
     if run_cl:
         cg, cl_s = _time_cl(lambda: _cl_pc(np.asarray(x), "fisherz", alpha), 1)
         row.update(causal_learn_s=cl_s, speedup=cl_s / t["median_s"],
@@ -87,6 +91,8 @@ def tree_case(name, d, n, alpha, repeats, run_cl):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--extra", action="store_true",
+                        help="with --quick: add ER d=100 (vs causal-learn), poly-tree d=200 vs causal-learn, d=1000")
     args = parser.parse_args()
     rows = []
     rep, clrep = (3, 1) if args.quick else (5, 3)
@@ -99,15 +105,17 @@ def main() -> None:
             rows.append(pc_case(net, x.astype(np.int64), "chisq", 0.05, -1, rep, clrep))
     else:
         print(f"note: {DATA} absent; skipping the bnlearn / linear_10 cases")
-    for d in ([50] if args.quick else [50, 100]):
+    for d in ([50] if args.quick and not args.extra else [50, 100]):
         key = jax.random.key(100 + d)
         dag = random_er_dag(key, d, 2.0)
         x = np.asarray(sample_linear_gaussian(jax.random.fold_in(key, 1), dag, 2000))
         rows.append(pc_case(f"ER d={d}", x, "fisherz", 0.01, 2, rep, clrep))
-    for d in ([50, 200] if args.quick else [50, 200, 1000]):
-        rows.append(tree_case(f"polytree d={d}", d, 2000, 0.01, rep, run_cl=(d <= (50 if args.quick else 200))))
+    # level 0.05 / d^2: a union bound over the ~d^3 tests, so that SHD to the truth stays meaningful as d grows
+    full = not args.quick or args.extra
+    for d in ([50, 200, 1000] if full else [50, 200]):
+        rows.append(tree_case(f"polytree d={d}", d, 2000, 0.05 / d**2, rep, run_cl=(d <= (200 if full else 50))))
     print_table(rows, ["case", "algo", "n", "d", "test", "agree", "n_tests", "icmlx_compile_s", "icmlx_s",
-                       "causal_learn_s", "speedup", "shd_icmlx", "shd_causal_learn"],
+                       "causal_learn_s", "speedup", "shd_icmlx", "shd_causal_learn", "peak_rss_gb"],
                 title="icmlx.structure vs causal-learn (same data, test, alpha; x64)")
     path = write_results("structure_pc", rows, dtype="float64")
     print(f"wrote {path}")

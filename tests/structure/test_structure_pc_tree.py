@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from icmlx.structure import (
-    bernoulli_test,
     dag_to_cpdag,
     pc_tree,
     random_polyforest,
@@ -18,8 +17,9 @@ from icmlx.structure import (
 
 
 def test_oracle_pc_tree_on_100_random_polyforests():
-    keys = jax.random.split(jax.random.key(5), 100)
-    for k in keys:
+    base = jax.random.key(5)
+    for i in range(100):
+        k = jax.random.fold_in(base, i)
         dag = random_polyforest(k, 9, 0.2)
         res = pc_tree(dag, ci_test="d_separation")
         np.testing.assert_array_equal(np.asarray(res.graph), np.asarray(dag_to_cpdag(dag)))
@@ -112,26 +112,60 @@ def test_pc_tree_jit_and_eager_agree(gauss_data):
     a = pc_tree(x, alpha=0.01).graph
     b = jax.jit(lambda v: pc_tree(v, alpha=0.01).graph)(x)
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # the decision stage (while-loop R1, conflict policy) eagerly; the eager score pass is in the slow test
+    from icmlx.structure import pc_tree_from_scores, polyforest_scores
+
+    scores = polyforest_scores(x, alpha=0.01)
     with jax.disable_jit():
-        c = pc_tree(x[:, :4], alpha=0.01).graph
-    np.testing.assert_array_equal(np.asarray(c), np.asarray(pc_tree(x[:, :4], alpha=0.01).graph))
+        c = pc_tree_from_scores(*scores).graph
+    np.testing.assert_array_equal(np.asarray(c), np.asarray(a))
 
 
-def test_bernoulli_scores_match_bernoulli_test():
-    k = jax.random.key(8)
-    dag = random_polyforest(k, 6)
-    x = sample_bernoulli(k, dag, 800)
+@pytest.mark.slow
+def test_pc_tree_fully_eager_agrees(gauss_data):
+    _, x = gauss_data
+    with jax.disable_jit():
+        c = pc_tree(x[:, :6], alpha=0.01).graph
+    np.testing.assert_array_equal(np.asarray(c), np.asarray(pc_tree(x[:, :6], alpha=0.01).graph))
+
+
+def _pearson_strata_pvalue(xj, xk, z):
+    """float64 SciPy reference: Pearson chi^2 summed over strata of z (2x2 tables, no continuity correction),
+    one dof per stratum whose table has no empty row or column; p = 1 when no such stratum."""
+    from scipy import stats
+
+    chi, dof = 0.0, 0
+    for v in np.unique(z):
+        m = z == v
+        tab = np.array([[np.sum((xj[m] == a) & (xk[m] == b)) for b in (0, 1)] for a in (0, 1)])
+        if (tab.sum(0) > 0).all() and (tab.sum(1) > 0).all():
+            chi += stats.chi2_contingency(tab, correction=False)[0]
+            dof += 1
+    return 1.0 if dof == 0 else float(stats.chi2.sf(chi, dof))
+
+
+def test_bernoulli_scores_match_scipy_reference():
+    # binary data from a NumPy poly-tree 0 -> 1 -> 2 <- 3, 2 -> 4, 5 -> 4 (noisy copies / XOR-free ORs)
+    rng = np.random.default_rng(8)
+    n = 800
+    flip = lambda v, q: np.where(rng.random(n) < q, 1 - v, v)  # noqa: E731
+    x0, x3, x5 = (rng.integers(0, 2, n) for _ in range(3))
+    x1 = flip(x0, 0.2)
+    x2 = flip(x1 | x3, 0.2)
+    x4 = flip(x2 & x5, 0.1)
+    x = jnp.asarray(np.stack([x0, x1, x2, x3, x4, x5], axis=1), jnp.int32)
     from icmlx.structure import polyforest_scores
 
     s0, s1, arg, _, _ = polyforest_scores(x, ci_test="bernoulli", alpha=0.05)
+    xn = np.asarray(x)
     # brute force: max over l of the p-value of x_j _||_ x_k | x_l, and the marginal p-value
     for j, kk in [(0, 1), (2, 5), (3, 4)]:
         ls = [l for l in range(6) if l not in (j, kk)]
-        res = bernoulli_test(x, jnp.full(4, j, jnp.int32), jnp.full(4, kk, jnp.int32),
-                             jnp.asarray(ls, jnp.int32)[:, None])
-        np.testing.assert_allclose(-float(s1[j, kk]), float(res.pvalue.max()), rtol=1e-4, atol=1e-6)
-        m = bernoulli_test(x, jnp.array([j]), jnp.array([kk]), jnp.zeros((1, 0), jnp.int32))
-        np.testing.assert_allclose(-float(s0[j, kk]), float(m.pvalue[0]), rtol=1e-4, atol=1e-6)
+        ref = max(_pearson_strata_pvalue(xn[:, j], xn[:, kk], xn[:, l]) for l in ls)
+        # float32 scores: chi^2 from O(n) counts, relative round-off ~1e-6
+        np.testing.assert_allclose(-float(s1[j, kk]), ref, rtol=1e-4, atol=1e-6)
+        m = _pearson_strata_pvalue(xn[:, j], xn[:, kk], np.zeros(len(xn)))
+        np.testing.assert_allclose(-float(s0[j, kk]), m, rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -147,14 +181,14 @@ def test_shd_decreases_to_zero_with_n(tester, sampler, kw, n_small, n_big):
     # Monte Carlo over 4 poly-trees (d = 8): mean SHD at large n must be 0 and below the small-n value.
     # alpha = 1e-4 (a level shrinking with n, as the paper's calibrated threshold): at a fixed 0.01 each
     # collider pair is missed with probability 0.01, so SHD would not go to 0.
-    keys = jax.random.split(jax.random.key(33), 4)
     shds = {n_small: [], n_big: []}
-    for k in keys:
+    for i in range(4):
+        k = jax.random.fold_in(jax.random.key(33), i)
         dag = random_polyforest(k, 8)
         truth = dag_to_cpdag(dag)
+        x_all = sampler(k, dag, n_big)  # one sampler compilation; the small sample is a prefix
         for n in (n_small, n_big):
-            x = sampler(jax.random.fold_in(k, n), dag, n)
-            shds[n].append(int(shd(pc_tree(x, ci_test=tester, **kw).graph, truth)))
+            shds[n].append(int(shd(pc_tree(x_all[:n], ci_test=tester, **kw).graph, truth)))
     assert np.mean(shds[n_big]) == 0.0, shds
     assert np.mean(shds[n_small]) > 0.0, shds
 

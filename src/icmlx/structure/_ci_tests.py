@@ -73,12 +73,22 @@ def correlation_matrix(data: Float[Array, "n d"]) -> Float[Array, "d d"]:
     return cov / (sd[:, None] * sd[None, :])
 
 
-@functools.partial(jax.jit, static_argnames=())
-def _fisher_z_kernel(corr, n, x, y, s):
+@jax.jit
+def _fisher_z_kernel(corr, n, x, y, s, k=None):
+    """``k``: optional true set size (traced); columns ``>= k`` of ``s`` are padding, replaced by identity
+    rows/columns of the correlation submatrix (an uncorrelated unit variable leaves the partial correlation
+    unchanged), so several set sizes share one compilation."""
     idx = jnp.concatenate([x[:, None], y[:, None], s], axis=1)  # (b, k+2)
     sub = corr[idx[:, :, None], idx[:, None, :]]  # (b, k+2, k+2)
-    k = s.shape[1]
-    if k == 0:
+    if k is None:
+        k = s.shape[1]
+    else:
+        w = s.shape[1] + 2
+        pos = jnp.arange(w, dtype=jnp.int32)
+        live = pos < k + 2
+        eye = jnp.eye(w, dtype=corr.dtype)
+        sub = jnp.where(live[:, None] & live[None, :], sub, eye)
+    if s.shape[1] == 0:
         r = sub[:, 0, 1]
     else:
         inv = jnp.linalg.inv(sub)
@@ -86,7 +96,7 @@ def _fisher_z_kernel(corr, n, x, y, s):
     eps = jnp.finfo(corr.dtype).eps
     r = jnp.where(jnp.abs(r) >= 1.0, (1.0 - eps) * jnp.sign(r), r)
     z = 0.5 * jnp.log((1.0 + r) / (1.0 - r))
-    stat = jnp.sqrt((n - k - 3).astype(corr.dtype)) * jnp.abs(z)
+    stat = jnp.sqrt(jnp.asarray(n - k - 3).astype(corr.dtype)) * jnp.abs(z)
     p = 2.0 * (1.0 - ndtr(stat))
     return stat, p
 
@@ -147,19 +157,44 @@ def _dense_codes(codes):
     return jnp.zeros_like(dense_sorted).at[order].set(dense_sorted)
 
 
-def _strata_plan(n: int, kmax: int, k: int) -> tuple[str, int]:
-    """How to index the strata of a |S| = k test: ("dense" | "scatter" | "sort", static stratum bound)."""
-    dense = kmax**k
-    if dense * kmax * kmax <= max(n, 4096):
-        return "dense", dense
-    if dense <= 2**22:
-        return "scatter", min(n, dense)
-    return "sort", n
+def _pow2(v: int) -> int:
+    return 1 << max(int(v) - 1, 0).bit_length()
 
 
-@functools.partial(jax.jit, static_argnames=("kmax", "g_square", "n_strata", "mode"))
-def _chi_square_kernel(data_t, x, y, s, *, kmax, g_square, n_strata, mode):
-    """data_t: (d, n) integer codes (transposed so that a variable is one contiguous row).
+def _strata_plan(n: int, kmax: int, bound: int) -> tuple[str, int, int]:
+    """How to index the strata of a batch whose mixed-radix stratum codes lie below ``bound`` (the product of
+    the conditioning variables' cardinalities, largest over the batch).
+
+    Returns ``(mode, n_strata, code_bound)`` (all static): ``"dense"`` (a ``(n_strata, K, K)`` table per test),
+    ``"scatter"`` (codes re-ranked through a ``code_bound`` presence table, then per-sample counting over at most
+    ``n_strata <= n`` observed strata), ``"sort"`` (codes re-ranked by one sort) or ``"sort_each"`` (codes do not
+    fit in int32: re-ranked after every column).
+    """
+    nb = _pow2(bound)
+    if nb * kmax * kmax <= max(2 * n, 4096):
+        return "dense", nb, nb
+    if nb <= 2**16:
+        return "scatter", min(n, nb), nb
+    if bound < 2**31:
+        return "sort", n, 0
+    return "sort_each", n, 0
+
+
+def _stratum_codes(data_t, cards, s, mode):
+    """Mixed-radix stratum code of every sample (Horner form with the true cardinalities)."""
+    stratum = jnp.zeros((s.shape[0], data_t.shape[1]), data_t.dtype)
+    for j in range(s.shape[1]):  # static unroll over |S| columns
+        stratum = stratum * cards[s[:, j]][:, None] + data_t[s[:, j]]
+        if mode == "sort_each":
+            stratum = jax.vmap(_dense_codes)(stratum)
+    if mode == "sort":
+        stratum = jax.vmap(_dense_codes)(stratum)
+    return stratum
+
+
+@functools.partial(jax.jit, static_argnames=("kmax", "g_square", "n_strata", "mode", "code_bound"))
+def _chi_square_kernel(data_t, cards, x, y, s, *, kmax, g_square, n_strata, mode, code_bound):
+    """data_t: (d, n) integer codes (transposed so that a variable is one contiguous row); cards: (d,) int.
 
     Per-sample form (no dense (strata, K, K) arithmetic): with O, r, c, m the counts of a sample's cell,
     row, column and stratum, sum_{E>0} (O-E)^2/E = sum_i O_i m_i / (r_i c_i) - n and
@@ -170,15 +205,10 @@ def _chi_square_kernel(data_t, x, y, s, *, kmax, g_square, n_strata, mode):
     n = data_t.shape[1]
     xv = data_t[x]
     yv = data_t[y]
-    stratum = jnp.zeros_like(xv)
-    for j in range(s.shape[1]):  # static unroll over |S| columns
-        stratum = stratum * kmax + data_t[s[:, j]]
-        if mode == "sort":
-            stratum = jax.vmap(_dense_codes)(stratum)
+    stratum = _stratum_codes(data_t, cards, s, mode)
     if mode == "scatter":
-        dense = kmax ** s.shape[1]
         rows_b = jnp.arange(b)[:, None]
-        present = jnp.zeros((b, dense), jnp.int32).at[rows_b, stratum].set(1)
+        present = jnp.zeros((b, code_bound), jnp.int32).at[rows_b, stratum].set(1)
         rank = jnp.cumsum(present, axis=1) - 1
         stratum = jnp.take_along_axis(rank, stratum, axis=1)
     off = jnp.arange(b, dtype=xv.dtype)[:, None]
@@ -230,6 +260,18 @@ def _chi_square_kernel(data_t, x, y, s, *, kmax, g_square, n_strata, mode):
     return stat, p, dof.astype(jnp.int32)
 
 
+def _code_bound(cards, s) -> int:
+    """Host-side: largest product of the cardinalities of a conditioning set in the batch (Python int)."""
+    import numpy as np
+
+    s = np.asarray(s)
+    if s.shape[1] == 0 or s.shape[0] == 0:
+        return 1
+    logs = np.log2(np.asarray(cards, np.float64))[s].sum(axis=1)
+    i = int(np.argmax(logs))
+    return int(np.prod([int(cards[v]) for v in s[i]], dtype=object))
+
+
 def chi_square(
     data: Int[Array, "n d"],
     x: Int[Array, " b"],
@@ -250,9 +292,10 @@ def chi_square(
 
     where :math:`r_s, c_s` count the non-empty rows/columns of stratum ``s`` (= causal-learn's
     ``K_x - 1 - #zero rows``). Categories must be coded ``0..K-1`` (see :func:`icmlx.structure.encode_discrete`).
-    Strata are indexed densely when ``K_max^|S|`` is small, otherwise re-coded to at most ``n`` observed
-    strata (by a rank scatter, or by sorting when ``K_max^|S| > 2^22``), so the full product of
-    cardinalities is never allocated; statistics are accumulated per sample, never over empty cells.
+    Strata get mixed-radix codes from the true cardinalities; they are indexed densely when the product of the
+    cardinalities of ``S`` is small, otherwise re-coded to at most ``n`` observed strata (by a rank scatter, or by
+    sorting when the product exceeds ``2^16``), so the full product of cardinalities is never allocated;
+    statistics are then accumulated per sample, never over empty cells.
 
     Args:
       data: ``(n, d)`` integer data with values in ``0..K_j-1``.
@@ -280,10 +323,11 @@ def chi_square(
     if not jnp.issubdtype(data.dtype, jnp.integer):
         raise TypeError(f"chi_square needs integer-coded data, got {data.dtype=}")
     n = data.shape[0]
-    kmax = max(int(jnp.max(data)) + 1, 1) if n > 0 else 1
-    mode, n_strata = _strata_plan(n, kmax, s.shape[1])
+    cards = (jnp.max(data, axis=0) + 1).astype(data.dtype) if n > 0 else jnp.ones(data.shape[1], data.dtype)
+    kmax = max(int(jnp.max(cards)), 1)
+    mode, n_strata, bound = _strata_plan(n, kmax, _code_bound(cards, s))
     stat, p, dof = _chi_square_kernel(
-        data.T, x, y, s, kmax=kmax, g_square=g_square, n_strata=max(n_strata, 1), mode=mode
+        data.T, cards, x, y, s, kmax=kmax, g_square=g_square, n_strata=n_strata, mode=mode, code_bound=bound
     )
     return CIResult(stat, p, dof)
 
@@ -466,8 +510,10 @@ def binned_u_statistic(
 
 
 @jax.jit
-def _dsep_kernel(dag, x, y, s):
+def _dsep_kernel(dag, x, y, s, k=None):
+    """``k``: optional true set size (traced); columns ``>= k`` of ``s`` are ignored."""
     d = dag.shape[0]
+    valid = jnp.ones((s.shape[1],), bool) if k is None else jnp.arange(s.shape[1], dtype=jnp.int32) < k
     a = dag.astype(jnp.int32)
     # ancestors closure: anc[i, j] = j is an ancestor of i (or i itself)
     reach = jnp.eye(d, dtype=jnp.int32) | a.T
@@ -480,7 +526,7 @@ def _dsep_kernel(dag, x, y, s):
     anc, _ = jax.lax.while_loop(lambda c: c[1], body, (reach, jnp.array(True)))
 
     def one(xi, yi, si):
-        cond = jnp.zeros(d, bool).at[si].set(True)
+        cond = jnp.zeros(d, bool).at[si].max(valid)
         members = cond.at[xi].set(True).at[yi].set(True)
         in_an = jnp.any(members[:, None] & (anc > 0), axis=0)  # ancestral set of {x, y} ∪ S
         sub = a * (in_an[:, None] & in_an[None, :]).astype(jnp.int32)

@@ -178,8 +178,8 @@ def _pad_dim(d: int) -> int:
     return max(16, -(-d // 16) * 16)
 
 
-def _bucket(m: int, cap: int) -> int:
-    b = 64
+def _bucket(m: int, cap: int, lo: int = 64) -> int:
+    b = lo
     while b < m and b < cap:
         b *= 4
     return min(b, cap)
@@ -199,23 +199,26 @@ class _Tester:
             r = correlation_matrix(x)
             dp = _pad_dim(r.shape[0])  # pad to a size bucket so similar d share one compilation
             self.corr = jnp.eye(dp, dtype=fdt).at[: r.shape[0], : r.shape[0]].set(r)
-            self._kernel = lambda xs, ys, ss: _fisher_z_kernel(
-                self.corr, jnp.asarray(self.n, jnp.int32), xs, ys, ss
+            self._kernel = lambda xs, ys, ss, kk, plan: _fisher_z_kernel(
+                self.corr, jnp.asarray(self.n, jnp.int32), xs, ys, ss, kk
             )[1]
             per_test = 1
         elif ci_test in ("chisq", "gsq"):
             enc = encode_discrete(data).T  # (d, n): one variable per contiguous row
             self.n = enc.shape[1]
             self.data = jnp.zeros((_pad_dim(enc.shape[0]), self.n), enc.dtype).at[: enc.shape[0]].set(enc)
-            kmax = int(jnp.max(enc)) + 1
-            self.kmax = 1 << max(kmax - 1, 1).bit_length()  # power-of-two bucket: fewer compilations
+            cards = np.ones(self.data.shape[0], np.int64)
+            cards[: enc.shape[0]] = np.asarray(jnp.max(enc, axis=1)) + 1
+            self.cards_np = cards
+            self.cards = jnp.asarray(cards, enc.dtype)
+            self.kmax = 1 << max(int(cards.max()) - 1, 1).bit_length()  # power-of-two bucket: fewer compilations
             g2 = ci_test == "gsq"
 
-            def kern(xs, ys, ss):
-                mode, ns = _strata_plan(self.n, self.kmax, ss.shape[1])
+            def kern(xs, ys, ss, kk, plan):
+                mode, ns, bound = plan
                 return _chi_square_kernel(
-                    self.data, xs, ys, ss, kmax=self.kmax, g_square=g2, n_strata=max(ns, 1),
-                    mode=mode,
+                    self.data, self.cards, xs, ys, ss, kmax=self.kmax, g_square=g2, n_strata=ns,
+                    mode=mode, code_bound=bound,
                 )[1]
 
             self._kernel = kern
@@ -226,7 +229,7 @@ class _Tester:
                 raise ValueError("ci_test='bernoulli' needs binary data")
             self.data = enc
             self.n = enc.shape[0]
-            self._kernel = lambda xs, ys, ss: _bernoulli_kernel(self.data, xs, ys, ss)[1]
+            self._kernel = lambda xs, ys, ss, kk, plan: _bernoulli_kernel(self.data, xs, ys, ss)[1]
             per_test = 6 * self.n
         elif ci_test == "d_separation":
             if true_dag is None:
@@ -234,25 +237,52 @@ class _Tester:
             dag = jnp.asarray(true_dag, dtype=bool)
             dp = _pad_dim(dag.shape[0])
             self.dag = jnp.zeros((dp, dp), bool).at[: dag.shape[0], : dag.shape[0]].set(dag)
-            self._kernel = lambda xs, ys, ss: _dsep_kernel(self.dag, xs, ys, ss).astype(fdt)
+            self._kernel = lambda xs, ys, ss, kk, plan: _dsep_kernel(self.dag, xs, ys, ss, kk).astype(fdt)
             per_test = 4 * self.dag.shape[0] ** 2
         else:
             raise ValueError(f"ci_test must be one of {CI_TESTS}, got {ci_test=}")
         self.per_test = per_test
         self.max_batch = max_batch
 
-    def _cap(self, k: int) -> int:
+    def _cap(self, plan) -> int:
         per = self.per_test
-        if self.ci_test in ("chisq", "gsq"):
-            mode, ns = _strata_plan(self.n, self.kmax, k)
-            per += ns * self.kmax**2 + (self.kmax**k if mode == "scatter" else 0)
-        cap = max(64, 1 << int(math.log2(max(2**24 // per, 64))))
+        if plan is not None:
+            mode, ns, bound = plan
+            per += ns * self.kmax**2 * (4 if mode != "dense" else 1) + bound
+        cap = max(16, 1 << int(math.log2(max(2**24 // per, 16))))
         return min(cap, self.max_batch)
 
     def _run(self, x: np.ndarray, y: np.ndarray, s: np.ndarray) -> np.ndarray:
-        m = x.shape[0]
+        if self.ci_test in ("chisq", "gsq") and s.shape[1] > 0:
+            # group the tests by stratum plan (product of the cardinalities of S, in power-of-two buckets)
+            logs = np.log2(self.cards_np.astype(np.float64))[s].sum(axis=1)
+            key = np.ceil(logs - 1e-9).astype(np.int64)
+            out = np.empty(x.shape[0], dtype=np.float64)
+            for kb in np.unique(key):
+                idx = np.nonzero(key == kb)[0]
+                plan = _strata_plan(self.n, self.kmax, 1 << int(kb) if kb < 62 else 2**62)
+                out[idx] = self._run_plan(x[idx], y[idx], s[idx], plan)
+            return out
+        plan = _strata_plan(self.n, self.kmax, 1) if self.ci_test in ("chisq", "gsq") else None
+        return self._run_plan(x, y, s, plan)
+
+    def _run_plan(self, x: np.ndarray, y: np.ndarray, s: np.ndarray, plan) -> np.ndarray:
+        m, k = s.shape
         out = np.empty(m, dtype=np.float64)
-        b = _bucket(m, self._cap(s.shape[1]))
+        kk = None
+        if self.ci_test in ("fisherz", "d_separation") and k > 0:
+            # pad |S| to a multiple of 4 (masked in the kernel): set sizes 1-4 share one compilation
+            kb = -(-k // 4) * 4
+            s = np.concatenate([s, np.zeros((m, kb - k), s.dtype)], axis=1)
+            kk = jnp.asarray(k, jnp.int32)
+        # cheap kernels: no bucket below 256 (fewer compilations; a padded test costs next to nothing)
+        if self.ci_test in ("fisherz", "d_separation"):
+            lo = 256
+        elif plan is not None and plan[0] != "dense":
+            lo = 16  # per-sample counting over up to n strata: padding a batch is expensive
+        else:
+            lo = 64
+        b = _bucket(m, self._cap(plan), lo)
         if self.mesh is not None:
             nd = self.mesh.size
             b = ((b + nd - 1) // nd) * nd
@@ -270,7 +300,7 @@ class _Tester:
                 sh1 = NamedSharding(self.mesh, PartitionSpec(axis))
                 sh2 = NamedSharding(self.mesh, PartitionSpec(axis, None))
                 xs, ys, ss = jax.device_put(xs, sh1), jax.device_put(ys, sh1), jax.device_put(ss, sh2)
-            p = self._kernel(xs, ys, ss)
+            p = self._kernel(xs, ys, ss, kk, plan)
             out[start:stop] = np.asarray(p)[: stop - start]
         return out
 
