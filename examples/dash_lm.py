@@ -14,10 +14,10 @@ batches, with the same warmup + cosine schedule:
 * ``optax.adam`` (b1=0.9, b2=0.95, the same moments as DASH's grafting);
 * ``optax.contrib.muon`` (its defaults: Newton-Schulz on every 2-D leaf, Adam on the rest).
 
-The figure shows validation loss vs step and vs wall time (steps times the measured steady-state step time
-of model + optimizer, measured separately from the training scan). The table gives the best lr, the final
-validation loss, the first evaluated step at which each optimizer reaches Adam's final validation loss and
-that step as a fraction of Adam's steps, and ms/step.
+The figure shows validation loss vs step and vs wall time (steps times the steady-state step time of
+model + optimizer, measured after training, round-robin over the optimizers, minimum over rounds). The table
+gives the best lr, the final validation loss, the first evaluated step at which each optimizer reaches Adam's
+final validation loss and that step as a fraction of Adam's steps, and ms/step.
 
 Usage::
 
@@ -214,26 +214,33 @@ def make_train(make_opt, data, eval_every: int):
     return train
 
 
-def step_time_ms(make_opt, lr, data, repeats: int) -> float:
-    """Steady-state wall time of one model + optimizer step (forward, backward, update), median of repeats."""
-    opt = make_opt(lr)
+def step_times_ms(chosen: dict, data, rounds: int) -> dict:
+    """Steady-state wall time of one model + optimizer step (forward, backward, update) per optimizer.
+
+    All steps are compiled first, then timed round-robin (one step of each optimizer per round) so that load
+    from other processes hits every optimizer alike; the minimum over rounds is reported.
+    """
     loss_fn, get_batch = data["loss_fn"], data["get_batch"]
+    fns, states = {}, {}
+    for name, (make_opt, lr) in chosen.items():
+        opt = make_opt(jnp.asarray(lr, jnp.float32))
 
-    @jax.jit
-    def one(params, state, st):
-        x, y = get_batch(st)
-        g = jax.grad(loss_fn)(params, x, y)
-        u, state = opt.update(g, state, params)
-        return optax.apply_updates(params, u), state
+        def one(params, state, st, opt=opt):
+            x, y = get_batch(st)
+            g = jax.grad(loss_fn)(params, x, y)
+            u, state = opt.update(g, state, params)
+            return optax.apply_updates(params, u), state
 
-    params, state = data["params0"], opt.init(data["params0"])
-    params, state = jax.block_until_ready(one(params, state, data["starts"][0]))
-    times = []
-    for i in range(repeats):
-        t0 = time.perf_counter()
-        params, state = jax.block_until_ready(one(params, state, data["starts"][1 + i]))
-        times.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(times))
+        fns[name] = jax.jit(one)
+        states[name] = jax.block_until_ready(fns[name](data["params0"], opt.init(data["params0"]),
+                                                       data["starts"][0]))
+    times = {name: [] for name in chosen}
+    for i in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            states[name] = jax.block_until_ready(fn(*states[name], data["starts"][1 + i]))
+            times[name].append(time.perf_counter() - t0)
+    return {name: 1e3 * float(np.min(t)) for name, t in times.items()}
 
 
 def run(quick: bool, outdir: pathlib.Path, seed: int = 0) -> tuple[list[dict], dict]:
@@ -243,7 +250,7 @@ def run(quick: bool, outdir: pathlib.Path, seed: int = 0) -> tuple[list[dict], d
     ev = cfg["eval_every"]
     val0 = float(data["loss_fn"](data["params0"], data["val_x"], data["val_y"]))
     eval_steps = np.arange(1, cfg["steps"] // ev + 1) * ev
-    curves, rows, best_lr = {}, [], {}
+    curves, rows, best_lr, chosen = {}, [], {}, {}
     for name, (family, make_opt) in optimizers(cfg, cfg["steps"]).items():
         train = make_train(make_opt, data, ev)
         best = None
@@ -257,11 +264,15 @@ def run(quick: bool, outdir: pathlib.Path, seed: int = 0) -> tuple[list[dict], d
                 best = (lr, final, curve)
         lr, final, curve = best
         best_lr[name] = lr
-        ms = step_time_ms(make_opt, lr, data, repeats=10 if quick else 20)
-        print(f"  {name}: best lr {lr:g}, final val loss {final:.4f}, {ms:.1f} ms/step "
-              f"({time.perf_counter() - t_start:.0f} s)", flush=True)
-        curves[name] = (curve, ms)
-        rows.append({"optimizer": name, "best_lr": lr, "final_val_loss": final, "step_ms": ms})
+        chosen[name] = (make_opt, lr)
+        print(f"  {name}: best lr {lr:g}, final val loss {final:.4f} ({time.perf_counter() - t_start:.0f} s)",
+              flush=True)
+        curves[name] = curve
+        rows.append({"optimizer": name, "best_lr": lr, "final_val_loss": final})
+    ms = step_times_ms(chosen, data, rounds=15 if quick else 30)
+    for r in rows:
+        r["step_ms"] = ms[r["optimizer"]]
+        curves[r["optimizer"]] = (curves[r["optimizer"]], ms[r["optimizer"]])
     adam_final = curves["adam"][0][-1]
     adam_steps = cfg["steps"]
     for r in rows:
