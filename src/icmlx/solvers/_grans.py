@@ -369,9 +369,13 @@ def _smooth(op: GRANSOperator, r, degree: int):
     return jacobi_smoother(op.A, r, omega=1.0, steps=degree, l1=True)
 
 
-def _coarse_factor(op: GRANSOperator, w, galerkin: bool):
+def _coarse_factor(op: GRANSOperator, w, galerkin: bool, explicit: bool = False):
     """Set up the exact projection onto span V (V = P_w): compressed ``A V`` and a factorisation of the
-    small Gram matrix (Galerkin ``VᵀAV`` or least squares ``(AV)ᵀAV``). Returns ``(Z, F, piv)``."""
+    small Gram matrix (Galerkin ``VᵀAV`` or least squares ``(AV)ᵀAV``). Returns ``(Z, F, piv)``.
+
+    ``explicit=True`` stores ``F = G⁻¹`` instead of its factors: one ``m``-column solve up front, then every
+    application is a single ``m×m`` matvec (XLA's CPU triangular solve is ~10x slower than that at
+    ``m = 512``), which pays off when the basis is reused (``refresh > 1``)."""
     dt = w.dtype
     A = op.A
     npad = A.shape[0]
@@ -397,20 +401,28 @@ def _coarse_factor(op: GRANSOperator, w, galerkin: bool):
     tau = 1e4 * eps * scale
     G = jnp.where(used[:, None] & used[None, :], G, 0.0)
     G = G + jnp.diag(jnp.where(used, tau, jnp.maximum(scale, 1.0)))
+    eye = jnp.eye(m, dtype=dt)
     if galerkin and not op.symmetric:
         F, piv = jax.scipy.linalg.lu_factor(G)
+        if explicit:
+            return Z, jax.scipy.linalg.lu_solve((F, piv), eye), jnp.zeros((m,), jnp.int32)
         return Z, F, piv.astype(jnp.int32)
-    return Z, jnp.linalg.cholesky(G), jnp.zeros((m,), jnp.int32)
+    L = jnp.linalg.cholesky(G)
+    if explicit:
+        return Z, jax.scipy.linalg.cho_solve((L, True), eye), jnp.zeros((m,), jnp.int32)
+    return Z, L, jnp.zeros((m,), jnp.int32)
 
 
-def _coarse_apply(op: GRANSOperator, w, Z, F, piv, r, galerkin: bool):
+def _coarse_apply(op: GRANSOperator, w, Z, F, piv, r, galerkin: bool, explicit: bool = False):
     """Apply the factored projection to ``r``: ``e = V y``, ``A e = (AV) y``."""
     if galerkin:
         g = jnp.zeros(F.shape[:1], r.dtype).at[op.colidx].add(w * r[:, None])  # Vᵀ r
     else:
         g = jnp.zeros(F.shape[:1], r.dtype).at[op.zcol].add(Z * r[:, None])  # (AV)ᵀ r
     g = jnp.where(op.col_used, g, 0.0)
-    if galerkin and not op.symmetric:
+    if explicit:
+        y = F @ g
+    elif galerkin and not op.symmetric:
         y = jax.scipy.linalg.lu_solve((F, piv), g)
     else:
         y = jax.scipy.linalg.cho_solve((F, True), g)
@@ -426,7 +438,7 @@ def _coarse(op: GRANSOperator, w, r, galerkin: bool):
     return _coarse_apply(op, w, Z, F, piv, r, galerkin)
 
 
-def _basis(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin: bool):
+def _basis(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin: bool, explicit: bool = False):
     """Network basis weights for the residual after one pre-smoothing, and the factored projection."""
     dt = r.dtype
     dinv_sqrt = 1.0 / jnp.sqrt(jnp.abs(op.A.diagonal()))
@@ -434,16 +446,17 @@ def _basis(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin: bool):
     s = dinv_sqrt * (r - op.A.mv(e1))
     rs = s / jnp.maximum(jnp.linalg.norm(s), jnp.finfo(dt).tiny) * jnp.sqrt(jnp.asarray(op.n, dt))
     w = net(op, rs.astype(jnp.float32)).astype(dt)
-    return (w, *_coarse_factor(op, w, galerkin))
+    return (w, *_coarse_factor(op, w, galerkin, explicit))
 
 
-def _precondition_with(op: GRANSOperator, basis, r, *, degree: int, galerkin: bool):
+def _precondition_with(op: GRANSOperator, basis, r, *, degree: int, galerkin: bool,
+                       explicit: bool = False):
     """``u = M(r)`` for a given (possibly reused) basis: smooth, project, smooth; with ``A u`` and ``e_1``."""
     w, Z, F, piv = basis
     e1 = _smooth(op, r, degree)
     Ae1 = op.A.mv(e1)
     r1 = r - Ae1
-    e2, Ae2 = _coarse_apply(op, w, Z, F, piv, r1, galerkin)
+    e2, Ae2 = _coarse_apply(op, w, Z, F, piv, r1, galerkin, explicit)
     e3 = _smooth(op, r1 - Ae2, degree)
     Ae3 = op.A.mv(e3)
     return e1 + e2 + e3, Ae1 + Ae2 + Ae3, e1, Ae1
@@ -760,7 +773,7 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0) -> GRANSSolution:
 
     m = solver.recycle
 
-    kw = dict(degree=solver.degree, galerkin=galerkin)
+    kw = dict(degree=solver.degree, galerkin=galerkin, explicit=solver.refresh > 1)
     new_basis = lambda r: _basis(solver.net, op, r, **kw)
 
     def body(c):
