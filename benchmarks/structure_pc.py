@@ -71,7 +71,8 @@ def tree_case(name, d, n, alpha, repeats, run_cl):
     key = jax.random.key(d)
     dag = random_polyforest(key, d)
     x = sample_linear_gaussian(jax.random.fold_in(key, 1), dag, n)
-    truth = dag_to_cpdag(dag)
+    # block here: with async dispatch the O(d^3)-per-sweep dag_to_cpdag would otherwise run inside pc_tree's timing
+    truth = jax.block_until_ready(dag_to_cpdag(dag))
     t = time_fn(lambda: pc_tree(x, alpha=alpha).graph, repeats=repeats)
     import resource
 
