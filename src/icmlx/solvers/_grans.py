@@ -463,20 +463,10 @@ def _precondition_with(op: GRANSOperator, basis, r, *, degree: int, galerkin: bo
 
 
 def _precondition(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin: bool):
-    """The G-RANS correction ``u = M_θ(r)`` (smooth, learned projection, smooth) with ``A u`` and ``e_1``."""
-    dt = r.dtype
-    dinv_sqrt = 1.0 / jnp.sqrt(jnp.abs(op.A.diagonal()))
-    e1 = _smooth(op, r, degree)
-    Ae1 = op.A.mv(e1)
-    r1 = r - Ae1
-    s = dinv_sqrt * r1
-    rs = s / jnp.maximum(jnp.linalg.norm(s), jnp.finfo(dt).tiny) * jnp.sqrt(jnp.asarray(op.n, dt))
-    w = net(op, rs.astype(jnp.float32)).astype(dt)
-    e2, Ae2 = _coarse(op, w, r1, galerkin)
-    r2 = r1 - Ae2
-    e3 = _smooth(op, r2, degree)
-    Ae3 = op.A.mv(e3)
-    return e1 + e2 + e3, Ae1 + Ae2 + Ae3, e1, Ae1
+    """The G-RANS correction ``u = M_θ(r)`` (smooth, learned projection, smooth) with ``A u`` and ``e_1``:
+    a fresh basis for ``r`` (:func:`_basis`) applied once (:func:`_precondition_with`)."""
+    basis = _basis(net, op, r, degree=degree, galerkin=galerkin)
+    return _precondition_with(op, basis, r, degree=degree, galerkin=galerkin)
 
 
 def _gcr_update(cands, r, Z, AZ, ptr):

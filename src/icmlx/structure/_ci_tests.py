@@ -9,6 +9,7 @@ import functools
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import gammaincc, ndtr
 from jaxtyping import Array, Bool, Float, Int
 
@@ -260,15 +261,17 @@ def _chi_square_kernel(data_t, cards, x, y, s, *, kmax, g_square, n_strata, mode
     return stat, p, dof.astype(jnp.int32)
 
 
+def _log2_strata(cards, s) -> np.ndarray:
+    """Host-side: log2 of the product of the cardinalities of each conditioning set, shape ``(b,)``."""
+    return np.log2(np.asarray(cards, np.float64))[np.asarray(s)].sum(axis=1)
+
+
 def _code_bound(cards, s) -> int:
     """Host-side: largest product of the cardinalities of a conditioning set in the batch (Python int)."""
-    import numpy as np
-
     s = np.asarray(s)
     if s.shape[1] == 0 or s.shape[0] == 0:
         return 1
-    logs = np.log2(np.asarray(cards, np.float64))[s].sum(axis=1)
-    i = int(np.argmax(logs))
+    i = int(np.argmax(_log2_strata(cards, s)))
     return int(np.prod([int(cards[v]) for v in s[i]], dtype=object))
 
 

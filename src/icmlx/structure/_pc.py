@@ -16,6 +16,7 @@ from ._ci_tests import (
     _dsep_kernel,
     _fisher_z_kernel,
     _float_dtype,
+    _log2_strata,
     _strata_plan,
     correlation_matrix,
 )
@@ -255,8 +256,7 @@ class _Tester:
     def _run(self, x: np.ndarray, y: np.ndarray, s: np.ndarray) -> np.ndarray:
         if self.ci_test in ("chisq", "gsq") and s.shape[1] > 0:
             # group the tests by stratum plan (product of the cardinalities of S, in power-of-two buckets)
-            logs = np.log2(self.cards_np.astype(np.float64))[s].sum(axis=1)
-            key = np.ceil(logs - 1e-9).astype(np.int64)
+            key = np.ceil(_log2_strata(self.cards_np, s) - 1e-9).astype(np.int64)
             out = np.empty(x.shape[0], dtype=np.float64)
             for kb in np.unique(key):
                 idx = np.nonzero(key == kb)[0]
