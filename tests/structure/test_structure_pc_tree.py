@@ -197,8 +197,8 @@ def test_pc_tree_bad_input():
     x = jax.random.normal(jax.random.key(0), (50, 4))
     with pytest.raises(ValueError, match="alpha"):
         pc_tree(x, alpha=2.0)
-    with pytest.raises(ValueError, match="threshold"):
-        pc_tree(x, ci_test="nonparametric")
+    with pytest.raises(ValueError, match="n_bins"):
+        pc_tree(x, ci_test="nonparametric", n_bins=1)
     with pytest.raises(ValueError, match="ci_test"):
         pc_tree(x, ci_test="kci")
     with pytest.raises(TypeError, match="integer"):

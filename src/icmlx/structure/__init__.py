@@ -24,6 +24,7 @@ from ._metrics import dag_to_cpdag as dag_to_cpdag
 from ._metrics import exact_recovery as exact_recovery
 from ._metrics import shd as shd
 from ._metrics import skeleton_scores as skeleton_scores
+from ._nonparametric import nonparametric_test as nonparametric_test
 from ._pc import BackgroundKnowledge as BackgroundKnowledge
 from ._pc import PCResult as PCResult
 from ._pc import encode_discrete as encode_discrete
@@ -57,6 +58,7 @@ __all__ = [
     "exact_recovery",
     "shd",
     "skeleton_scores",
+    "nonparametric_test",
     "BackgroundKnowledge",
     "PCResult",
     "encode_discrete",

@@ -11,10 +11,12 @@ import functools
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import erfc, ndtri
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from ._ci_tests import _dsep_kernel, _float_dtype, _rank_bins, _u_stat_cells, correlation_matrix
+from ._ci_tests import _dsep_kernel, _float_dtype, _rank_bins, correlation_matrix
+from ._nonparametric import _pearson3_pvalue, _stratum_stat_and_cumulants
 
 __all__ = ["PCTreeResult", "pc_tree", "pc_tree_from_scores", "polyforest_scores"]
 
@@ -142,26 +144,54 @@ def _bern_scores(data, alpha, threshold, chunk):
     return s0, s1, arg, cut0, cut1
 
 
-def _np_scores(data, threshold, chunk, n_bins):
+def _np_scores(data, alpha, threshold, chunk, n_bins, cond_bins):
+    """Binned U-statistics of all (j, k) pairs, marginally and given every single l (cond_bins strata).
+
+    Counting per separator l is one Gram matrix per stratum of l: the samples are gathered in the rank order of
+    column l, so the equal-frequency strata are contiguous row blocks of static sizes (padded with a zero row to
+    a common size), and each block's ``(d n_bins) x (d n_bins)`` Gram matrix holds the count tables of every
+    (j, k) pair: O(n d^2 n_bins^2) per l, whatever ``cond_bins``.
+    With ``threshold`` the score is T; otherwise it is minus the asymptotic p-value of
+    :func:`icmlx.structure.nonparametric_test`.
+    """
     fdt = _float_dtype()
     n, d = data.shape
-    b = jax.nn.one_hot(_rank_bins(data, n_bins), n_bins, dtype=fdt)  # (n, d, m)
+    a = n_bins
+    xb = jax.nn.one_hot(_rank_bins(data, a), a, dtype=fdt).reshape(n, d * a)
+    xb = jnp.concatenate([xb, jnp.zeros((1, d * a), fdt)], axis=0)  # row n: padding
+    order = jnp.argsort(data, axis=0, stable=True).astype(jnp.int32)  # (n, d): samples of column l by rank
+    order = jnp.concatenate([order, jnp.full((1, d), n, jnp.int32)], axis=0)
+    # rank r is in stratum r * cond_bins // n; pad every stratum to the largest size with position n
+    size = -(-n // cond_bins)
+    pos = np.full((cond_bins, size), n, np.int64)
+    rk = np.arange(n)
+    st = rk * cond_bins // n
+    first = np.searchsorted(st, np.arange(cond_bins))
+    pos[st, rk - first[st]] = rk
+    pos = jnp.asarray(pos.reshape(-1), jnp.int32)
     nn = jnp.asarray(n, fdt)
-    c0 = jnp.einsum("nja,nkb->jkab", b, b)
-    u0 = jax.vmap(jax.vmap(_u_stat_cells))(c0, c0.sum(3), c0.sum(2), jnp.full((d, d), nn))
+
+    def score(mu, k2, k3):
+        if threshold is not None:
+            return mu / nn
+        return -_pearson3_pvalue(mu, k2, k3)
+
+    c0 = (xb.T @ xb).reshape(d, a, d, a).transpose(0, 2, 1, 3)
+    s0 = score(*_stratum_stat_and_cumulants(c0))
 
     def fn(L):
-        bl = b[:, L]  # (n, c, m)
-        cnt = jnp.einsum("nja,nkb,nlc->jklcab", b, b, bl)
-        m = cnt.sum(axis=(4, 5))
-        u = jax.vmap(jax.vmap(jax.vmap(jax.vmap(_u_stat_cells))))(
-            cnt, cnt.sum(5), cnt.sum(4), m
-        )  # (d, d, c, bins)
-        return jnp.sum(m / nn * u, axis=3)
+        xs = xb[order[pos][:, L].T].reshape(L.shape[0], cond_bins, size, d * a)  # (c, strata, size, d a)
+        cnt = jnp.einsum("lsna,lsnb->lsab", xs, xs).reshape(L.shape[0], cond_bins, d, a, d, a)
+        cnt = cnt.transpose(2, 4, 0, 1, 3, 5)  # (d, d, c, strata, a, a)
+        mu, k2, k3 = (v.sum(axis=3) for v in _stratum_stat_and_cumulants(cnt))
+        return score(mu, k2, k3)
 
     s1, arg = _chunked_min(d, chunk, fn)
-    cut = jnp.asarray(threshold, fdt)
-    return u0, s1, arg, cut, cut
+    if threshold is None:
+        cut = jnp.asarray(-alpha, fdt)
+    else:
+        cut = jnp.asarray(threshold, fdt)
+    return s0, s1, arg, cut, cut
 
 
 def _dsep_scores(dag, chunk):
@@ -250,15 +280,15 @@ def pc_tree_from_scores(
     )
 
 
-@functools.partial(jax.jit, static_argnames=("ci_test", "chunk_size", "n_bins", "use_threshold"))
-def _scores(data, alpha, threshold, *, ci_test, chunk_size, n_bins, use_threshold):
+@functools.partial(jax.jit, static_argnames=("ci_test", "chunk_size", "n_bins", "cond_bins", "use_threshold"))
+def _scores(data, alpha, threshold, *, ci_test, chunk_size, n_bins, cond_bins, use_threshold):
     thr = threshold if use_threshold else None
     if ci_test == "fisherz":
         return _gauss_scores(data, alpha, thr, chunk_size)
     if ci_test == "bernoulli":
         return _bern_scores(data, alpha, thr, chunk_size)
     if ci_test == "nonparametric":
-        return _np_scores(data, threshold, chunk_size, n_bins)
+        return _np_scores(data, alpha, thr, chunk_size, n_bins, cond_bins)
     return _dsep_scores(data, chunk_size)
 
 
@@ -270,13 +300,15 @@ def polyforest_scores(
     threshold: float | None = None,
     chunk_size: int | None = None,
     n_bins: int = 4,
+    cond_bins: int | None = None,
 ) -> tuple[Float[Array, "d d"], Float[Array, "d d"], Int[Array, "d d"], Float[Array, ""], Float[Array, ""]]:
     """Dependence scores ``(marginal, min-over-l conditional, argmin l, cut0, cut1)`` used by :func:`pc_tree`."""
     data = jnp.asarray(data)
     if ci_test not in ("fisherz", "bernoulli", "nonparametric", "d_separation"):
         raise ValueError(f"pc_tree ci_test must be fisherz/bernoulli/nonparametric/d_separation, got {ci_test=}")
-    if threshold is None and ci_test == "nonparametric":
-        raise ValueError("ci_test='nonparametric' needs threshold= (its statistic has no p-value)")
+    cond_bins = n_bins if cond_bins is None else int(cond_bins)
+    if ci_test == "nonparametric" and (n_bins < 2 or cond_bins < 2):
+        raise ValueError(f"n_bins and cond_bins must be >= 2, got {n_bins=}, {cond_bins=}")
     if threshold is None and ci_test != "d_separation":
         if alpha is None or not (0.0 < float(alpha) < 1.0):
             raise ValueError(f"alpha must lie in (0, 1), got {alpha=}")
@@ -292,9 +324,11 @@ def polyforest_scores(
         if not jnp.issubdtype(data.dtype, jnp.floating):
             raise TypeError(f"ci_test={ci_test!r} needs floating data, got {data.dtype=}")
         data = eqx.error_if(data, ~jnp.isfinite(data), "data contains NaN or Inf")
-    d = data.shape[1]
+    n, d = data.shape[0], data.shape[1]
     if chunk_size is None:
-        per = d * d * (n_bins**3 if ci_test == "nonparametric" else 1)
+        # memory per separator: the (d, d) score block; nonparametric also gathers an (n, d n_bins) one-hot
+        # matrix and builds cond_bins (d n_bins)^2 count tables
+        per = d * d * (n_bins * n_bins * cond_bins + n * n_bins // d if ci_test == "nonparametric" else 1)
         chunk_size = int(max(1, min(d, 2**23 // max(per, 1))))
     fdt = _float_dtype()
     return _scores(
@@ -304,6 +338,7 @@ def polyforest_scores(
         ci_test=ci_test,
         chunk_size=chunk_size,
         n_bins=n_bins,
+        cond_bins=cond_bins,
         use_threshold=threshold is not None,
     )
 
@@ -316,6 +351,7 @@ def pc_tree(
     threshold: float | None = None,
     chunk_size: int | None = None,
     n_bins: int = 4,
+    cond_bins: int | None = None,
 ) -> PCTreeResult:
     r"""Learn a poly-forest CPDAG with the optimal PC-tree procedure of Gao, Wang & Aragam.
 
@@ -333,7 +369,11 @@ def pc_tree(
       with ``threshold`` the cut is ``threshold`` (the paper's calibrated τ ≈ c/2).
     * ``"bernoulli"``: with ``alpha``, Pearson χ² p-values; with ``threshold``, the covariance gap
       :math:`\sum_z \hat p(z)|\hat p_{11|z}-\hat p_{1\cdot|z}\hat p_{\cdot1|z}|`.
-    * ``"nonparametric"``: binned U-statistic (:func:`icmlx.structure.binned_u_statistic`), ``threshold`` needed.
+    * ``"nonparametric"``: binned U-statistic (``n_bins`` equal-frequency bins for ``j, k``, ``cond_bins`` for the
+      separator ``l``). With ``alpha``, the asymptotic p-value of :func:`icmlx.structure.nonparametric_test`
+      (weighted-χ² null, Pearson's three-moment approximation), "dependent" iff ``p <= alpha``; with
+      ``threshold``, the statistic ``T`` itself is thresholded. Conditioning on a binned ``l`` leaves a residual
+      dependence that only vanishes as ``cond_bins`` grows, so let ``cond_bins`` grow with ``n``.
     * ``"d_separation"``: pass the true DAG as ``data`` (oracle).
 
     Args:
@@ -342,7 +382,8 @@ def pc_tree(
       alpha: level (ignored when ``threshold`` is given).
       threshold: calibrated cut on the statistic.
       chunk_size: separators per chunk (default keeps a chunk near 2^23 scores).
-      n_bins: bins per variable for the nonparametric tester.
+      n_bins: bins of ``j`` and ``k`` for the nonparametric tester.
+      cond_bins: bins of the separator ``l`` for the nonparametric tester (default ``n_bins``).
 
     Returns:
       :class:`PCTreeResult`.
@@ -365,6 +406,7 @@ def pc_tree(
       True
     """
     scores = polyforest_scores(
-        data, ci_test=ci_test, alpha=alpha, threshold=threshold, chunk_size=chunk_size, n_bins=n_bins
+        data, ci_test=ci_test, alpha=alpha, threshold=threshold, chunk_size=chunk_size, n_bins=n_bins,
+        cond_bins=cond_bins,
     )
     return pc_tree_from_scores(*scores)
