@@ -69,17 +69,48 @@ def _discrete(n, d, seed, kmax=3):
 @pytest.mark.parametrize("method", ["chisq", "gsq"])
 def test_chi_square_matches_causal_learn(method):
     cit = pytest.importorskip("causallearn.utils.cit")
-    # small n so that many strata have structural zeros (exercises the dof rule)
-    x = _discrete(60, 6, seed=3)
+    # every counting plan is exercised: bitsets (|S| = 0, small tables), one scatter of the samples (|S| = 2),
+    # strata re-ranked per sample (|S| = 8: prod card(S) * card x * card y > 2^16 when cards reach 4);
+    # n = 300 leaves many strata with structural zeros (exercises the dof rule)
+    x = _discrete(300, 10, seed=3, kmax=4)
     tester = cit.CIT(x, method)
     with jax.enable_x64(True):
-        for k in (0, 2):
-            xs, ys, ss = _triples(6, k, 15, seed=k)
+        for k in (0, 2, 8):
+            xs, ys, ss = _triples(10, k, 12, seed=k)
             res = chi_square(jnp.asarray(x, jnp.int32), xs, ys, ss, g_square=(method == "gsq"))
             p = np.asarray(res.pvalue)
-            for t in range(15):
+            for t in range(12):
                 ref = tester(int(xs[t]), int(ys[t]), [int(v) for v in ss[t]])
                 assert abs(p[t] - ref) < 1e-10, (k, t, p[t], ref)
+
+
+def test_chi_square_counting_plans_agree():
+    # the three counting plans give the same statistic and dof on the same tests (independent code paths)
+    import icmlx.structure._ci_tests as ct
+
+    # all cards 3, |S| = 2: every test has the same 81-cell table (one compilation per plan)
+    x = jnp.asarray(np.random.default_rng(5).integers(0, 3, size=(500, 6)), jnp.int32)
+    xs, ys, ss = _triples(6, 2, 12, seed=1)
+    plans = [("bits", 128), ("flat", 128), None]
+    outs = []
+    for plan in plans:
+        if plan is None:  # force the per-sample strata plan
+            old = ct.FLAT_CELLS
+            ct.FLAT_CELLS = 1
+            try:
+                outs.append(chi_square(x, xs, ys, ss))
+            finally:
+                ct.FLAT_CELLS = old
+        else:
+            old = ct.BITS_CELLS
+            ct.BITS_CELLS = plan[1] if plan[0] == "bits" else 1
+            try:
+                outs.append(chi_square(x, xs, ys, ss))
+            finally:
+                ct.BITS_CELLS = old
+    for o in outs[1:]:
+        np.testing.assert_array_equal(np.asarray(o.dof), np.asarray(outs[0].dof))
+        np.testing.assert_allclose(np.asarray(o.statistic), np.asarray(outs[0].statistic), rtol=1e-5)
 
 
 @pytest.mark.x64

@@ -5,6 +5,7 @@ call, so a PC level is one batch) and returns a :class:`CIResult` with one stati
 """
 
 import functools
+import math
 
 import equinox as eqx
 import jax
@@ -193,8 +194,142 @@ def _stratum_codes(data_t, cards, s, mode):
     return stratum
 
 
+def _table_stat_dof(counts, g_square):
+    """X² (or G²) and causal-learn's dof from ``(b, strata, K, K)`` float contingency tables."""
+    ns = counts.sum(axis=(2, 3))
+    rows = counts.sum(axis=3)
+    cols = counts.sum(axis=2)
+    safe_ns = jnp.where(ns > 0, ns, 1.0)
+    expected = rows[..., :, None] * cols[..., None, :] / safe_ns[..., None, None]
+    safe_e = jnp.where(expected > 0, expected, 1.0)
+    if g_square:
+        ratio = jnp.where(counts > 0, counts / safe_e, 1.0)
+        stat = 2.0 * jnp.sum(counts * jnp.log(ratio), axis=(1, 2, 3))
+    else:
+        stat = jnp.sum(jnp.where(expected > 0, (counts - expected) ** 2 / safe_e, 0.0), axis=(1, 2, 3))
+    nzr = jnp.sum(rows > 0, axis=2)
+    nzc = jnp.sum(cols > 0, axis=2)
+    dof = jnp.sum(jnp.where(ns > 0, (nzr - 1) * (nzc - 1), 0), axis=1)
+    return stat, dof.astype(jnp.int32)
+
+
+@jax.jit
+def _chi2_pvalue(stat, dof):
+    """Upper tail of χ²_dof at ``stat``; 1 where dof = 0 (causal-learn's rule)."""
+    dof_f = jnp.maximum(dof, 1).astype(stat.dtype)
+    return jnp.where(dof == 0, 1.0, gammaincc(dof_f / 2.0, stat / 2.0))
+
+
+BITS_CELLS = 64  # largest flat table (pow2 of prod card(S) * card x * card y) counted with bitsets
+FLAT_CELLS = 2**16  # largest flat table counted by one scatter of the samples (else strata are re-ranked)
+
+
+@functools.partial(jax.jit, static_argnames=("kmax",))
+def _pack_bits(data_t, kmax):
+    """``(d, n)`` category codes -> ``(d, kmax, ceil(n/32))`` uint32 indicator bitsets (sample ``i`` is bit
+    ``i % 32`` of word ``i // 32``; bits past ``n`` are zero)."""
+    d, n = data_t.shape
+    w = -(-n // 32)
+    onehot = data_t[:, None, :] == jnp.arange(kmax, dtype=data_t.dtype)[None, :, None]
+    onehot = jnp.pad(onehot, ((0, 0), (0, 0), (0, 32 * w - n))).reshape(d, kmax, w, 32).astype(jnp.uint32)
+    return jnp.sum(onehot << jnp.arange(32, dtype=jnp.uint32), axis=-1, dtype=jnp.uint32)  # disjoint bits: sum = or
+
+
+def _flat_geometry(cards, xi, yi, n_cells):
+    """Flat cell ``c = r * cxy + a * cy + b`` (stratum ``r``, x = a, y = b) -> its parts, for one test."""
+    cy = cards[yi]
+    cxy = cards[xi] * cy
+    c = jnp.arange(n_cells, dtype=cards.dtype)
+    q = c % cxy
+    return c // cxy, q // cy, q % cy
+
+
+def _flat_counts_bits(bits, cards, xi, yi, si, n_cells):
+    """Counts ``(n_cells,)`` of the flat table of one test by AND + popcount of indicator bitsets
+    (``n_cells * n / 32`` word operations, no per-sample work)."""
+    kmax = bits.shape[1]
+    r, a, b = _flat_geometry(cards, xi, yi, n_cells)
+    words = bits[xi][jnp.minimum(a, kmax - 1)] & bits[yi][b]
+    stride = jnp.ones((), cards.dtype)
+    for j in range(si.shape[0]):  # static unroll over |S|: digit j of the stratum's mixed-radix code
+        c = cards[si[j]]
+        words = words & bits[si[j]][jnp.minimum((r // stride) % c, kmax - 1)]
+        stride = stride * c
+    words = jnp.where((r < stride)[:, None], words, jnp.uint32(0))
+    return jnp.sum(jax.lax.population_count(words), axis=-1, dtype=jnp.int32)
+
+
+def _flat_counts_scatter(data_t, cards, xi, yi, si, n_cells):
+    """Counts ``(n_cells,)`` of the flat table of one test by one scatter-add of the ``n`` samples."""
+    cy = cards[yi]
+    code = jnp.zeros(data_t.shape[1], data_t.dtype)
+    for j in range(si.shape[0]):  # static unroll over |S|
+        code = code * cards[si[j]] + data_t[si[j]]
+    cell = (code * cards[xi] + data_t[xi]) * cy + data_t[yi]
+    return jax.ops.segment_sum(jnp.ones(cell.shape, jnp.int32), cell, num_segments=n_cells)
+
+
+def _flat_stat_dof(counts, cards, xi, yi, *, kmax, g_square):
+    """X² (or G²) and causal-learn's dof of one test from its flat table (strata with no sample are dropped)."""
+    fdt = _float_dtype()
+    n_cells = counts.shape[0]
+    n_rows = max(n_cells // 4, 1)  # card x, card y >= 2, so at most n_cells / 4 strata
+    r, a, b = _flat_geometry(cards, xi, yi, n_cells)
+    valid = r < n_rows
+    r = jnp.minimum(r, n_rows - 1)
+    o = jnp.where(valid, counts, 0).astype(fdt)
+    m = jax.ops.segment_sum(o, r, num_segments=n_rows)
+    ra, rb = r * kmax + jnp.minimum(a, kmax - 1), r * kmax + b
+    rows = jax.ops.segment_sum(o, ra, num_segments=n_rows * kmax)
+    cols = jax.ops.segment_sum(o, rb, num_segments=n_rows * kmax)
+    expected = rows[ra] * cols[rb] / jnp.where(m > 0, m, 1.0)[r]
+    use = valid & (expected > 0)
+    safe_e = jnp.where(use, expected, 1.0)
+    if g_square:
+        stat = 2.0 * jnp.sum(jnp.where(use & (o > 0), o * jnp.log(jnp.where(o > 0, o, 1.0) / safe_e), 0.0))
+    else:
+        stat = jnp.sum(jnp.where(use, (o - expected) ** 2 / safe_e, 0.0))
+    nzr = jnp.sum(rows.reshape(n_rows, kmax) > 0, axis=1)
+    nzc = jnp.sum(cols.reshape(n_rows, kmax) > 0, axis=1)
+    dof = jnp.sum(jnp.where(m > 0, (nzr - 1) * (nzc - 1), 0)).astype(jnp.int32)
+    return stat, dof
+
+
+@functools.partial(jax.jit, static_argnames=("kmax", "g_square", "n_cells", "use_bits"))
+def _chi_square_flat_kernel(table, cards, x, y, s, m, *, kmax, g_square, n_cells, use_bits):
+    """Batched χ²/G² statistic and dof over flat tables of ``n_cells`` cells, one test per loop step (its working
+    set stays in cache). ``table`` is the bitset stack (``use_bits``) or the ``(d, n)`` codes. Only the first
+    ``m`` (dynamic) of the ``b`` padded tests are computed: one compilation serves every batch up to ``b``."""
+    fdt = _float_dtype()
+    count = _flat_counts_bits if use_bits else _flat_counts_scatter
+
+    def body(i, out):
+        counts = count(table, cards, x[i], y[i], s[i], n_cells)
+        st, df = _flat_stat_dof(counts, cards, x[i], y[i], kmax=kmax, g_square=g_square)
+        return out[0].at[i].set(st), out[1].at[i].set(df)
+
+    b = x.shape[0]
+    return jax.lax.fori_loop(0, m, body, (jnp.zeros(b, fdt), jnp.zeros(b, jnp.int32)))
+
+
 @functools.partial(jax.jit, static_argnames=("kmax", "g_square", "n_strata", "mode", "code_bound"))
-def _chi_square_kernel(data_t, cards, x, y, s, *, kmax, g_square, n_strata, mode, code_bound):
+def _chi_square_loop_kernel(data_t, cards, x, y, s, m, *, kmax, g_square, n_strata, mode, code_bound):
+    """:func:`_chi_square_kernel`'s statistic and dof one test per loop step (cache-resident counting tables),
+    for the first ``m`` (dynamic) of ``b`` padded tests."""
+    fdt = _float_dtype()
+    b = x.shape[0]
+
+    def body(i, out):
+        st, df = _chi_square_stat_dof(
+            data_t, cards, x[i][None], y[i][None], s[i][None], kmax=kmax, g_square=g_square, n_strata=n_strata,
+            mode=mode, code_bound=code_bound,
+        )
+        return out[0].at[i].set(st[0]), out[1].at[i].set(df[0])
+
+    return jax.lax.fori_loop(0, m, body, (jnp.zeros(b, fdt), jnp.zeros(b, jnp.int32)))
+
+
+def _chi_square_stat_dof(data_t, cards, x, y, s, *, kmax, g_square, n_strata, mode, code_bound):
     """data_t: (d, n) integer codes (transposed so that a variable is one contiguous row); cards: (d,) int.
 
     Per-sample form (no dense (strata, K, K) arithmetic): with O, r, c, m the counts of a sample's cell,
@@ -218,26 +353,7 @@ def _chi_square_kernel(data_t, cards, x, y, s, *, kmax, g_square, n_strata, mode
         cells = n_strata * kmax * kmax
         cell = (stratum * kmax + xv) * kmax + yv + off * cells
         counts = jax.ops.segment_sum(ones, cell.reshape(-1), num_segments=b * cells)
-        counts = counts.reshape(b, n_strata, kmax, kmax).astype(fdt)
-        ns = counts.sum(axis=(2, 3))
-        rows = counts.sum(axis=3)
-        cols = counts.sum(axis=2)
-        safe_ns = jnp.where(ns > 0, ns, 1.0)
-        expected = rows[..., :, None] * cols[..., None, :] / safe_ns[..., None, None]
-        safe_e = jnp.where(expected > 0, expected, 1.0)
-        if g_square:
-            ratio = jnp.where(counts > 0, counts / safe_e, 1.0)
-            stat = 2.0 * jnp.sum(counts * jnp.log(ratio), axis=(1, 2, 3))
-        else:
-            stat = jnp.sum(
-                jnp.where(expected > 0, (counts - expected) ** 2 / safe_e, 0.0), axis=(1, 2, 3)
-            )
-        nzr = jnp.sum(rows > 0, axis=2)
-        nzc = jnp.sum(cols > 0, axis=2)
-        dof = jnp.sum(jnp.where(ns > 0, (nzr - 1) * (nzc - 1), 0), axis=1)
-        dof_f = jnp.maximum(dof, 1).astype(fdt)
-        p = jnp.where(dof == 0, 1.0, gammaincc(dof_f / 2.0, stat / 2.0))
-        return stat, p, dof.astype(jnp.int32)
+        return _table_stat_dof(counts.reshape(b, n_strata, kmax, kmax).astype(fdt), g_square)
 
     def count(idx, size):
         flat = (idx + off * size).reshape(-1)
@@ -255,24 +371,22 @@ def _chi_square_kernel(data_t, cards, x, y, s, *, kmax, g_square, n_strata, mode
         stat = jnp.maximum(jnp.sum(ratio, axis=1) - n, 0.0)
     nzr = jnp.sum(rtab.reshape(b, n_strata, kmax) > 0, axis=2)
     nzc = jnp.sum(ctab.reshape(b, n_strata, kmax) > 0, axis=2)
-    dof = jnp.sum(jnp.where(mtab.reshape(b, n_strata) > 0, (nzr - 1) * (nzc - 1), 0), axis=1)
-    dof_f = jnp.maximum(dof, 1).astype(fdt)
-    p = jnp.where(dof == 0, 1.0, gammaincc(dof_f / 2.0, stat / 2.0))
-    return stat, p, dof.astype(jnp.int32)
+    dof = jnp.sum(jnp.where(mtab.reshape(b, n_strata) > 0, (nzr - 1) * (nzc - 1), 0), axis=1).astype(jnp.int32)
+    return stat, dof
+
+
+@functools.partial(jax.jit, static_argnames=("kmax", "g_square", "n_strata", "mode", "code_bound"))
+def _chi_square_kernel(data_t, cards, x, y, s, *, kmax, g_square, n_strata, mode, code_bound):
+    """Batched (vectorised over tests) χ²/G²: statistic, p-value, dof."""
+    stat, dof = _chi_square_stat_dof(
+        data_t, cards, x, y, s, kmax=kmax, g_square=g_square, n_strata=n_strata, mode=mode, code_bound=code_bound
+    )
+    return stat, _chi2_pvalue(stat, dof), dof
 
 
 def _log2_strata(cards, s) -> np.ndarray:
     """Host-side: log2 of the product of the cardinalities of each conditioning set, shape ``(b,)``."""
     return np.log2(np.asarray(cards, np.float64))[np.asarray(s)].sum(axis=1)
-
-
-def _code_bound(cards, s) -> int:
-    """Host-side: largest product of the cardinalities of a conditioning set in the batch (Python int)."""
-    s = np.asarray(s)
-    if s.shape[1] == 0 or s.shape[0] == 0:
-        return 1
-    i = int(np.argmax(_log2_strata(cards, s)))
-    return int(np.prod([int(cards[v]) for v in s[i]], dtype=object))
 
 
 def chi_square(
@@ -325,14 +439,67 @@ def chi_square(
     _check_batch(x, y, s)
     if not jnp.issubdtype(data.dtype, jnp.integer):
         raise TypeError(f"chi_square needs integer-coded data, got {data.dtype=}")
-    n = data.shape[0]
-    cards = (jnp.max(data, axis=0) + 1).astype(data.dtype) if n > 0 else jnp.ones(data.shape[1], data.dtype)
-    kmax = max(int(jnp.max(cards)), 1)
-    mode, n_strata, bound = _strata_plan(n, kmax, _code_bound(cards, s))
-    stat, p, dof = _chi_square_kernel(
-        data.T, cards, x, y, s, kmax=kmax, g_square=g_square, n_strata=n_strata, mode=mode, code_bound=bound
-    )
-    return CIResult(stat, p, dof)
+    n, d = data.shape
+    fdt = _float_dtype()
+    # one extra constant row (card 1) pads conditioning sets; cards >= 2 (an empty category changes nothing)
+    data_t = jnp.zeros((d + 1, n), jnp.int32).at[:d].set(data.T.astype(jnp.int32))
+    cards_np = np.ones(d + 1, np.int64)
+    cards_np[:d] = np.maximum(np.asarray(jnp.max(data, axis=0)) + 1, 2) if n > 0 else 2
+    cards = jnp.asarray(cards_np, jnp.int32)
+    kmax = 1 << max(int(cards_np.max()) - 1, 1).bit_length()
+    xn, yn, sn = (np.asarray(a, np.int64) for a in (x, y, s))
+    stat = jnp.zeros(xn.shape[0], fdt)
+    dof = jnp.zeros(xn.shape[0], jnp.int32)
+    bits = None
+    for idx, plan in _chi_square_groups(cards_np, xn, yn, sn, n, kmax):
+        xs, ys, ss = xn[idx].astype(np.int32), yn[idx].astype(np.int32), sn[idx].astype(np.int32)
+        if plan[0] in ("bits", "flat"):
+            if plan[0] == "bits" and bits is None:
+                bits = _pack_bits(data_t, kmax)
+            ss = _pad_sets(ss, d)
+            st, df = _chi_square_flat_kernel(
+                bits if plan[0] == "bits" else data_t, cards, xs, ys, ss, np.int32(len(idx)), kmax=kmax,
+                g_square=g_square, n_cells=plan[1], use_bits=plan[0] == "bits",
+            )
+        else:
+            mode, n_strata, bound = plan
+            st, _, df = _chi_square_kernel(
+                data_t, cards, xs, ys, ss, kmax=kmax, g_square=g_square, n_strata=n_strata, mode=mode,
+                code_bound=bound,
+            )
+        stat, dof = stat.at[idx].set(st), dof.at[idx].set(df)
+    return CIResult(stat, _chi2_pvalue(stat, dof), dof)
+
+
+def _pad_sets(s: np.ndarray, const: int) -> np.ndarray:
+    """Pad conditioning sets ``(m, k)`` to a power-of-two width with the constant variable ``const``."""
+    m, k = s.shape
+    kb = 1 << max(k - 1, 0).bit_length() if k > 0 else 0
+    return np.concatenate([s, np.full((m, kb - k), const, s.dtype)], axis=1)
+
+
+def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = False):
+    """Host-side plan of a batch of χ² tests: ``[(indices, plan), ...]``.
+
+    Tests are keyed by their flat table size ``C = pow2(prod card(S) * card x * card y)``: bitset counting for
+    ``C <= BITS_CELLS`` (``("bits", C)``), one scatter of the samples for ``C <= FLAT_CELLS`` (``("flat", C)``),
+    else the per-sample strata plans of :func:`_strata_plan` by the power-of-two bucket of ``prod card(S)``
+    (also used for every test of a sharded batch, whose kernel is vectorised over tests).
+    """
+    lr = _log2_strata(cards_np, s)
+    lc = np.ceil(lr + np.log2(cards_np[x] * cards_np[y]) - 1e-9).astype(np.int64)
+    flat = (lc <= int(math.log2(FLAT_CELLS))) & (not sharded)
+    key = np.where(flat, lc, -1 - np.ceil(lr - 1e-9).astype(np.int64))
+    groups = []
+    for kb in np.unique(key):
+        idx = np.nonzero(key == kb)[0]
+        if kb >= 0:
+            plan = ("bits" if (1 << int(kb)) <= BITS_CELLS else "flat", 1 << int(kb))
+        else:
+            lb = int(-1 - kb)
+            plan = _strata_plan(n, kmax, 1 << lb if lb < 62 else 2**62)
+        groups.append((idx, plan))
+    return groups
 
 
 @jax.jit

@@ -12,12 +12,16 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 from . import _orient
 from ._ci_tests import (
     _bernoulli_kernel,
+    _chi2_pvalue,
+    _chi_square_flat_kernel,
+    _chi_square_groups,
     _chi_square_kernel,
+    _chi_square_loop_kernel,
     _dsep_kernel,
     _fisher_z_kernel,
     _float_dtype,
-    _log2_strata,
-    _strata_plan,
+    _pack_bits,
+    _pad_sets,
     correlation_matrix,
 )
 
@@ -161,16 +165,16 @@ def validate_data(data, *, nan_policy: str = "raise", names=None) -> np.ndarray:
     const = [names[j] for j in range(d) if np.all(arr[:, j] == arr[0, j])]
     if const:
         raise ValueError(f"constant columns (no variation): {const}")
-    _, first = np.unique(arr.T, axis=0, return_index=True)
-    if len(first) < d:
-        dup = []
-        seen = {}
-        for j in range(d):
-            key = arr[:, j].tobytes()
-            if key in seen:
-                dup.append((names[seen[key]], names[j]))
-            else:
-                seen[key] = j
+    cols_t = np.ascontiguousarray(arr.T)
+    seen: dict[bytes, int] = {}
+    dup = []
+    for j in range(d):  # hashing column bytes: O(nd), unlike a lexicographic unique over rows of length n
+        key = cols_t[j].tobytes()
+        if key in seen:
+            dup.append((names[seen[key]], names[j]))
+        else:
+            seen[key] = j
+    if dup:
         raise ValueError(f"duplicated columns: {dup}")
     return arr
 
@@ -207,20 +211,31 @@ class _Tester:
         elif ci_test in ("chisq", "gsq"):
             enc = encode_discrete(data).T  # (d, n): one variable per contiguous row
             self.n = enc.shape[1]
-            self.data = jnp.zeros((_pad_dim(enc.shape[0]), self.n), enc.dtype).at[: enc.shape[0]].set(enc)
+            # at least one padding row: a constant variable (card 1) that pads conditioning sets
+            self.const = enc.shape[0]
+            self.data = jnp.zeros((_pad_dim(enc.shape[0] + 1), self.n), enc.dtype).at[: enc.shape[0]].set(enc)
             cards = np.ones(self.data.shape[0], np.int64)
             cards[: enc.shape[0]] = np.asarray(jnp.max(enc, axis=1)) + 1
             self.cards_np = cards
             self.cards = jnp.asarray(cards, enc.dtype)
             self.kmax = 1 << max(int(cards.max()) - 1, 1).bit_length()  # power-of-two bucket: fewer compilations
+            self.bits = _pack_bits(self.data, self.kmax)
             g2 = ci_test == "gsq"
 
             def kern(xs, ys, ss, kk, plan):
+                if plan[0] in ("bits", "flat"):
+                    bits = plan[0] == "bits"
+                    stat, dof = _chi_square_flat_kernel(
+                        self.bits if bits else self.data, self.cards, xs, ys, ss, kk, kmax=self.kmax,
+                        g_square=g2, n_cells=plan[1], use_bits=bits,
+                    )
+                    return _chi2_pvalue(stat, dof)
                 mode, ns, bound = plan
-                return _chi_square_kernel(
-                    self.data, self.cards, xs, ys, ss, kmax=self.kmax, g_square=g2, n_strata=ns,
-                    mode=mode, code_bound=bound,
-                )[1]
+                kw = dict(kmax=self.kmax, g_square=g2, n_strata=ns, mode=mode, code_bound=bound)
+                if self.mesh is not None:  # vectorised over the (sharded) batch
+                    return _chi_square_kernel(self.data, self.cards, xs, ys, ss, **kw)[1]
+                # one test per loop step: cache-resident counting, work follows the true count kk
+                return _chi2_pvalue(*_chi_square_loop_kernel(self.data, self.cards, xs, ys, ss, kk, **kw))
 
             self._kernel = kern
             per_test = 12 * self.n
@@ -246,6 +261,8 @@ class _Tester:
         self.max_batch = max_batch
 
     def _cap(self, plan) -> int:
+        if plan is not None and self.mesh is None:  # loop kernels: one test at a time, the batch costs no memory
+            return self.max_batch
         per = self.per_test
         if plan is not None:
             mode, ns, bound = plan
@@ -254,31 +271,30 @@ class _Tester:
         return min(cap, self.max_batch)
 
     def _run(self, x: np.ndarray, y: np.ndarray, s: np.ndarray) -> np.ndarray:
-        if self.ci_test in ("chisq", "gsq") and s.shape[1] > 0:
-            # group the tests by stratum plan (product of the cardinalities of S, in power-of-two buckets)
-            key = np.ceil(_log2_strata(self.cards_np, s) - 1e-9).astype(np.int64)
-            out = np.empty(x.shape[0], dtype=np.float64)
-            for kb in np.unique(key):
-                idx = np.nonzero(key == kb)[0]
-                plan = _strata_plan(self.n, self.kmax, 1 << int(kb) if kb < 62 else 2**62)
-                out[idx] = self._run_plan(x[idx], y[idx], s[idx], plan)
-            return out
-        plan = _strata_plan(self.n, self.kmax, 1) if self.ci_test in ("chisq", "gsq") else None
-        return self._run_plan(x, y, s, plan)
+        if self.ci_test not in ("chisq", "gsq"):
+            return self._run_plan(x, y, s, None)
+        out = np.empty(x.shape[0], dtype=np.float64)
+        for idx, plan in _chi_square_groups(self.cards_np, x, y, s, self.n, self.kmax, self.mesh is not None):
+            out[idx] = self._run_plan(x[idx], y[idx], s[idx], plan)
+        return out
 
     def _run_plan(self, x: np.ndarray, y: np.ndarray, s: np.ndarray, plan) -> np.ndarray:
         m, k = s.shape
         out = np.empty(m, dtype=np.float64)
         kk = None
-        if self.ci_test in ("fisherz", "d_separation") and k > 0:
+        if plan is not None and plan[0] in ("bits", "flat"):
+            s = _pad_sets(s, self.const)  # constant variable (card 1): no extra strata
+        elif self.ci_test in ("fisherz", "d_separation") and k > 0:
             # pad |S| to a multiple of 4 (masked in the kernel): set sizes 1-4 share one compilation
             kb = -(-k // 4) * 4
             s = np.concatenate([s, np.zeros((m, kb - k), s.dtype)], axis=1)
-            kk = jnp.asarray(k, jnp.int32)
+            kk = np.int32(k)
         # cheap kernels: no bucket below 256 (fewer compilations; a padded test costs next to nothing)
         if self.ci_test in ("fisherz", "d_separation"):
             lo = 256
-        elif plan is not None and plan[0] != "dense":
+        elif plan is not None and self.mesh is None:
+            lo = 1024  # chi-square loop kernels: the work follows the true count m, large buckets cost nothing
+        elif plan is not None and plan[0] not in ("dense", "bits"):
             lo = 16  # per-sample counting over up to n strata: padding a batch is expensive
         else:
             lo = 64
@@ -292,7 +308,7 @@ class _Tester:
             xs = np.concatenate([x[start:stop], np.repeat(x[start:start + 1], pad)])
             ys = np.concatenate([y[start:stop], np.repeat(y[start:start + 1], pad)])
             ss = np.concatenate([s[start:stop], np.repeat(s[start:start + 1], pad, axis=0)])
-            xs, ys, ss = (jnp.asarray(a, jnp.int32) for a in (xs, ys, ss))
+            xs, ys, ss = (a.astype(np.int32) for a in (xs, ys, ss))  # NumPy in: no eager device conversion ops
             if self.mesh is not None:
                 from jax.sharding import NamedSharding, PartitionSpec
 
@@ -300,6 +316,8 @@ class _Tester:
                 sh1 = NamedSharding(self.mesh, PartitionSpec(axis))
                 sh2 = NamedSharding(self.mesh, PartitionSpec(axis, None))
                 xs, ys, ss = jax.device_put(xs, sh1), jax.device_put(ys, sh1), jax.device_put(ss, sh2)
+            if plan is not None and self.mesh is None:  # chi-square loop kernels: compute only the real tests
+                kk = np.int32(stop - start)
             p = self._kernel(xs, ys, ss, kk, plan)
             out[start:stop] = np.asarray(p)[: stop - start]
         return out
