@@ -20,7 +20,8 @@ structure, hence the signal, does not change with ``d``:
 * nonparametric: ``icmlx.structure.sample_nonlinear`` (``x_j = sum W tanh(x_pa) + N(0, 1)``, ``|W| ~ U[1, 2]``)
   with ``ci_test="nonparametric"``: binned U-statistic with 3 equal-frequency bins for the tested pair and its
   calibrated asymptotic p-value (``icmlx.structure.nonparametric_test``) at ``alpha = 0.05 / d^2``. The separator
-  is cut into ``cond_bins = max(3, round(sqrt(n) / 5))`` bins: conditioning on a binned separator leaves a
+  is cut into ``cond_bins = max(3, round(sqrt(n) / 5))`` bins (``pc_tree``'s default,
+  ``icmlx.structure.default_cond_bins``): conditioning on a binned separator leaves a
   residual dependence that a calibrated test detects as ``n`` grows unless the bins shrink with ``n`` (with a
   fixed 7 bins, false edges between pairs two steps apart grew from 0.1 to 0.3 per graph between n = 9600 and
   19200 at d = 8).
@@ -67,11 +68,6 @@ from icmlx.structure import (  # noqa: E402
 EDGE_R = 0.6  # Gaussian edge correlation |r| (2 r^2 < 1 for in-degree 2)
 BERN_STRENGTH = 0.45  # sample_bernoulli strength (< 1/2)
 NP_BINS = 3  # nonparametric: bins of the tested pair
-
-
-def np_cond_bins(n: int) -> int:
-    """Bins of the separator for the nonparametric tester: grows like sqrt(n) (see the module docstring)."""
-    return max(3, round(math.sqrt(n) / 5))
 
 
 def bounded_polytree(rng: np.random.Generator, d: int, max_indegree: int = 2) -> np.ndarray:
@@ -160,8 +156,8 @@ MODELS = {
     ),
     "nonparametric": dict(
         sample=lambda k, g, n: sample_nonlinear(k, g, n),
-        fit=lambda x, d: pc_tree(x, ci_test="nonparametric", alpha=0.05 / d**2, n_bins=NP_BINS,
-                                 cond_bins=np_cond_bins(x.shape[0])),
+        # separator bins: pc_tree's default, default_cond_bins(n, 3) = max(3, round(sqrt(n) / 5))
+        fit=lambda x, d: pc_tree(x, ci_test="nonparametric", alpha=0.05 / d**2, n_bins=NP_BINS),
         signal=None,
     ),
 }

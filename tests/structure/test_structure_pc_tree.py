@@ -174,7 +174,10 @@ def test_bernoulli_scores_match_scipy_reference():
         ("fisherz", sample_linear_gaussian, {"alpha": 1e-4}, 60, 4000),
         pytest.param("bernoulli", sample_bernoulli, {"alpha": 1e-4}, 100, 6000,
                      marks=pytest.mark.slow),
-        ("nonparametric", sample_nonlinear, {"threshold": 0.004, "n_bins": 3}, 200, 6000),
+        ("nonparametric", sample_nonlinear, {"threshold": 0.004, "n_bins": 3, "cond_bins": 3}, 200, 6000),
+        # calibrated p-value at 0.05 / d^2, separator bins growing with n (default_cond_bins: 3 at n = 200,
+        # 15 at n = 6000) so that the binning bias of chain pairs j -> l -> k stays undetectable
+        ("nonparametric", sample_nonlinear, {"alpha": 0.05 / 64, "n_bins": 3}, 200, 6000),
     ],
 )
 def test_shd_decreases_to_zero_with_n(tester, sampler, kw, n_small, n_big):

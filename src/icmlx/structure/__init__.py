@@ -31,6 +31,7 @@ from ._pc import encode_discrete as encode_discrete
 from ._pc import graph_to_edges as graph_to_edges
 from ._pc import pc as pc
 from ._pc_tree import PCTreeResult as PCTreeResult
+from ._pc_tree import default_cond_bins as default_cond_bins
 from ._pc_tree import pc_tree as pc_tree
 from ._pc_tree import pc_tree_from_scores as pc_tree_from_scores
 from ._pc_tree import polyforest_scores as polyforest_scores
@@ -65,6 +66,7 @@ __all__ = [
     "graph_to_edges",
     "pc",
     "PCTreeResult",
+    "default_cond_bins",
     "pc_tree",
     "pc_tree_from_scores",
     "polyforest_scores",
