@@ -133,7 +133,7 @@ def _np_kernel(data, x, y, s, key, *, n_bins, cond_bins, n_permutations):
             src = _within_strata_permutation(ub, z)
             return stat_fn(bins[src, xi], bins[:, yi], z)[0]
 
-        tb = jax.vmap(perm_stat)(u)
+        tb = jax.lax.map(perm_stat, u, batch_size=min(n_permutations, 64))  # memory: b x 64 x n, not b x B x n
         exceed = jnp.sum((tb >= t - _tie_tolerance(n)).astype(jnp.int32))
         return t, (1.0 + exceed.astype(t.dtype)) / (n_permutations + 1.0)
 
