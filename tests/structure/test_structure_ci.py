@@ -69,8 +69,8 @@ def _discrete(n, d, seed, kmax=3):
 @pytest.mark.parametrize("method", ["chisq", "gsq"])
 def test_chi_square_matches_causal_learn(method):
     cit = pytest.importorskip("causallearn.utils.cit")
-    # every counting plan is exercised: bitsets (|S| = 0, small tables), one scatter of the samples (|S| = 2),
-    # strata re-ranked per sample (|S| = 8: prod card(S) * card x * card y > 2^16 when cards reach 4);
+    # every counting plan is exercised: bitsets (|S| = 0, small tables), a dense table filled by one scatter of
+    # the samples (|S| = 2), strata re-ranked per sample (|S| = 8: 4^8 strata * 4^2 cells > 2^17);
     # n = 300 leaves many strata with structural zeros (exercises the dof rule)
     x = _discrete(300, 10, seed=3, kmax=4)
     tester = cit.CIT(x, method)
@@ -91,16 +91,16 @@ def test_chi_square_counting_plans_agree():
     # all cards 3, |S| = 2: every test has the same 81-cell table (one compilation per plan)
     x = jnp.asarray(np.random.default_rng(5).integers(0, 3, size=(500, 6)), jnp.int32)
     xs, ys, ss = _triples(6, 2, 12, seed=1)
-    plans = [("bits", 128), ("flat", 128), None]
+    plans = [("bits", 128), ("dense1", 128), None]
     outs = []
     for plan in plans:
         if plan is None:  # force the per-sample strata plan
-            old = ct.FLAT_CELLS
-            ct.FLAT_CELLS = 1
+            old = ct.DENSE_CELLS
+            ct.DENSE_CELLS = 1
             try:
                 outs.append(chi_square(x, xs, ys, ss))
             finally:
-                ct.FLAT_CELLS = old
+                ct.DENSE_CELLS = old
         else:
             old = ct.BITS_CELLS
             ct.BITS_CELLS = plan[1] if plan[0] == "bits" else 1

@@ -221,7 +221,7 @@ def _chi2_pvalue(stat, dof):
 
 
 BITS_CELLS = 64  # largest flat table (pow2 of prod card(S) * card x * card y) counted with bitsets
-FLAT_CELLS = 2**16  # largest flat table counted by one scatter of the samples (else strata are re-ranked)
+DENSE_CELLS = 2**17  # largest dense (strata, kmax, kmax) table of one test (else strata are re-ranked)
 
 
 @functools.partial(jax.jit, static_argnames=("kmax",))
@@ -259,14 +259,15 @@ def _flat_counts_bits(bits, cards, xi, yi, si, n_cells):
     return jnp.sum(jax.lax.population_count(words), axis=-1, dtype=jnp.int32)
 
 
-def _flat_counts_scatter(data_t, cards, xi, yi, si, n_cells):
-    """Counts ``(n_cells,)`` of the flat table of one test by one scatter-add of the ``n`` samples."""
-    cy = cards[yi]
+def _dense_table_scatter(data_t, cards, xi, yi, si, n_rows, kmax):
+    """Contingency table ``(n_rows, kmax, kmax)`` of one test (strata by mixed-radix code of ``S``) by one
+    scatter-add of the ``n`` samples; its margins are then plain (vectorised) reductions."""
     code = jnp.zeros(data_t.shape[1], data_t.dtype)
     for j in range(si.shape[0]):  # static unroll over |S|
         code = code * cards[si[j]] + data_t[si[j]]
-    cell = (code * cards[xi] + data_t[xi]) * cy + data_t[yi]
-    return jax.ops.segment_sum(jnp.ones(cell.shape, jnp.int32), cell, num_segments=n_cells)
+    cell = (code * kmax + data_t[xi]) * kmax + data_t[yi]
+    counts = jax.ops.segment_sum(jnp.ones(cell.shape, jnp.int32), cell, num_segments=n_rows * kmax * kmax)
+    return counts.reshape(n_rows, kmax, kmax)
 
 
 def _flat_stat_dof(counts, cards, xi, yi, *, kmax, g_square):
@@ -295,17 +296,25 @@ def _flat_stat_dof(counts, cards, xi, yi, *, kmax, g_square):
     return stat, dof
 
 
-@functools.partial(jax.jit, static_argnames=("kmax", "g_square", "n_cells", "use_bits"))
-def _chi_square_flat_kernel(table, cards, x, y, s, m, *, kmax, g_square, n_cells, use_bits):
-    """Batched χ²/G² statistic and dof over flat tables of ``n_cells`` cells, one test per loop step (its working
-    set stays in cache). ``table`` is the bitset stack (``use_bits``) or the ``(d, n)`` codes. Only the first
-    ``m`` (dynamic) of the ``b`` padded tests are computed: one compilation serves every batch up to ``b``."""
+@functools.partial(jax.jit, static_argnames=("kmax", "g_square", "size", "use_bits"))
+def _chi_square_table_kernel(table, cards, x, y, s, m, *, kmax, g_square, size, use_bits):
+    """Batched χ²/G² statistic and dof, one test per loop step (its working set stays in cache).
+
+    ``use_bits``: ``table`` is the bitset stack and ``size`` the flat table size (bitset counting); else
+    ``table`` holds the ``(d, n)`` codes and ``size`` the number of strata of a dense ``(size, kmax, kmax)``
+    table filled by one scatter of the samples. Only the first ``m`` (dynamic) of the ``b`` padded tests are
+    computed: one compilation serves every batch up to ``b``.
+    """
     fdt = _float_dtype()
-    count = _flat_counts_bits if use_bits else _flat_counts_scatter
 
     def body(i, out):
-        counts = count(table, cards, x[i], y[i], s[i], n_cells)
-        st, df = _flat_stat_dof(counts, cards, x[i], y[i], kmax=kmax, g_square=g_square)
+        if use_bits:
+            counts = _flat_counts_bits(table, cards, x[i], y[i], s[i], size)
+            st, df = _flat_stat_dof(counts, cards, x[i], y[i], kmax=kmax, g_square=g_square)
+        else:
+            tab = _dense_table_scatter(table, cards, x[i], y[i], s[i], size, kmax)
+            st, df = _table_stat_dof(tab[None].astype(fdt), g_square)
+            st, df = st[0], df[0]
         return out[0].at[i].set(st), out[1].at[i].set(df)
 
     b = x.shape[0]
@@ -453,13 +462,13 @@ def chi_square(
     bits = None
     for idx, plan in _chi_square_groups(cards_np, xn, yn, sn, n, kmax):
         xs, ys, ss = xn[idx].astype(np.int32), yn[idx].astype(np.int32), sn[idx].astype(np.int32)
-        if plan[0] in ("bits", "flat"):
+        if plan[0] in ("bits", "dense1"):
             if plan[0] == "bits" and bits is None:
                 bits = _pack_bits(data_t, kmax)
             ss = _pad_sets(ss, d)
-            st, df = _chi_square_flat_kernel(
+            st, df = _chi_square_table_kernel(
                 bits if plan[0] == "bits" else data_t, cards, xs, ys, ss, np.int32(len(idx)), kmax=kmax,
-                g_square=g_square, n_cells=plan[1], use_bits=plan[0] == "bits",
+                g_square=g_square, size=plan[1], use_bits=plan[0] == "bits",
             )
         else:
             mode, n_strata, bound = plan
@@ -481,20 +490,24 @@ def _pad_sets(s: np.ndarray, const: int) -> np.ndarray:
 def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = False):
     """Host-side plan of a batch of χ² tests: ``[(indices, plan), ...]``.
 
-    Tests are keyed by their flat table size ``C = pow2(prod card(S) * card x * card y)``: bitset counting for
-    ``C <= BITS_CELLS`` (``("bits", C)``), one scatter of the samples for ``C <= FLAT_CELLS`` (``("flat", C)``),
-    else the per-sample strata plans of :func:`_strata_plan` by the power-of-two bucket of ``prod card(S)``
-    (also used for every test of a sharded batch, whose kernel is vectorised over tests).
+    Bitset counting when the flat table ``C = pow2(prod card(S) * card x * card y) <= BITS_CELLS``
+    (``("bits", C)``); else a dense table of ``R = pow2(prod card(S))`` strata filled by one scatter of the
+    samples when ``R * kmax^2 <= DENSE_CELLS`` (``("dense1", R)``); else the per-sample strata plans of
+    :func:`_strata_plan` by ``R`` (also used for every test of a sharded batch, whose kernel is vectorised).
     """
     lr = _log2_strata(cards_np, s)
     lc = np.ceil(lr + np.log2(cards_np[x] * cards_np[y]) - 1e-9).astype(np.int64)
-    flat = (lc <= int(math.log2(FLAT_CELLS))) & (not sharded)
-    key = np.where(flat, lc, -1 - np.ceil(lr - 1e-9).astype(np.int64))
+    lr = np.ceil(lr - 1e-9).astype(np.int64)
+    bits = (lc <= int(math.log2(BITS_CELLS))) & (not sharded)
+    dense = (lr + 2 * int(math.log2(kmax)) <= int(math.log2(DENSE_CELLS))) & (not sharded) & ~bits
+    key = np.where(bits, lc, np.where(dense, 64 + lr, -1 - lr))
     groups = []
     for kb in np.unique(key):
         idx = np.nonzero(key == kb)[0]
-        if kb >= 0:
-            plan = ("bits" if (1 << int(kb)) <= BITS_CELLS else "flat", 1 << int(kb))
+        if kb >= 64:
+            plan = ("dense1", 1 << int(kb - 64))
+        elif kb >= 0:
+            plan = ("bits", 1 << int(kb))
         else:
             lb = int(-1 - kb)
             plan = _strata_plan(n, kmax, 1 << lb if lb < 62 else 2**62)
