@@ -168,8 +168,9 @@ def _grid(quick: bool):
     if quick:
         reps = 10
         g = {
-            "gaussian": ((8, 32, 128), [50 * 2**i for i in range(5)]),  # 50 .. 800
-            "bernoulli": ((8, 32, 128), [200 * 2**i for i in range(5)]),  # 200 .. 3200
+            # factor-2 grids, refined to sqrt(2) steps where the curves rise (n* is interpolated there)
+            "gaussian": ((8, 32, 128), [50, 100, 141, 200, 283, 400, 800]),
+            "bernoulli": ((8, 32, 128), [200, 400, 566, 800, 1131, 1600, 3200]),
             "nonparametric": ((8, 32), [300 * 2**i for i in range(5)]),  # 300 .. 4800
         }
     else:
