@@ -35,6 +35,7 @@ from icmlx.structure import (  # noqa: E402
     shd,
 )
 
+ALL_NETS = ["asia", "cancer", "earthquake", "survey", "sachs", "child"]
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "causal-learn"
 
 
@@ -94,31 +95,40 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--extra", action="store_true",
                         help="with --quick: add ER d=100 (vs causal-learn), poly-tree d=200 vs causal-learn, d=1000")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated case names to run (e.g. 'child,ER d=100,polytree d=200'); "
+                             "results go to structure_pc_only.json")
     args = parser.parse_args()
+    only = None if args.only is None else {c.strip() for c in args.only.split(",")}
     rows = []
     rep, clrep = (3, 1) if args.quick else (5, 3)
     if DATA.is_dir():
-        x, _ = read_causal_learn_data(DATA / "data_linear_10.txt")
-        rows.append(pc_case("linear_10", x, "fisherz", 0.05, 2, rep, clrep))
+        if only is None or "linear_10" in only:
+            x, _ = read_causal_learn_data(DATA / "data_linear_10.txt")
+            rows.append(pc_case("linear_10", x, "fisherz", 0.05, 2, rep, clrep))
         nets = ["asia", "child"] if args.quick else ["asia", "cancer", "earthquake", "survey", "sachs", "child"]
-        for net in nets:
+        for net in (nets if only is None else [n for n in ALL_NETS if n in only]):
             x, _ = read_causal_learn_data(DATA / f"bnlearn_discrete_10000/data/{net}.txt")
             rows.append(pc_case(net, x.astype(np.int64), "chisq", 0.05, -1, rep, clrep))
     else:
         print(f"note: {DATA} absent; skipping the bnlearn / linear_10 cases")
-    for d in ([50] if args.quick and not args.extra else [50, 100]):
+    for d in ([50] if args.quick and not args.extra and only is None else [50, 100]):
+        if only is not None and f"ER d={d}" not in only:
+            continue
         key = jax.random.key(100 + d)
         dag = random_er_dag(key, d, 2.0)
         x = np.asarray(sample_linear_gaussian(jax.random.fold_in(key, 1), dag, 2000))
         rows.append(pc_case(f"ER d={d}", x, "fisherz", 0.01, 2, rep, clrep))
     # level 0.05 / d^2: a union bound over the ~d^3 tests, so that SHD to the truth stays meaningful as d grows
     full = not args.quick or args.extra
-    for d in ([50, 200, 1000] if full else [50, 200]):
+    for d in ([50, 200, 1000] if full or only is not None else [50, 200]):
+        if only is not None and f"polytree d={d}" not in only:
+            continue
         rows.append(tree_case(f"polytree d={d}", d, 2000, 0.05 / d**2, rep, run_cl=(d <= (200 if full else 50))))
     print_table(rows, ["case", "algo", "n", "d", "test", "agree", "n_tests", "icmlx_compile_s", "icmlx_s",
                        "causal_learn_s", "speedup", "shd_icmlx", "shd_causal_learn", "peak_rss_gb"],
                 title="icmlx.structure vs causal-learn (same data, test, alpha; x64)")
-    path = write_results("structure_pc", rows, dtype="float64")
+    path = write_results("structure_pc" if only is None else "structure_pc_only", rows, dtype="float64")
     print(f"wrote {path}")
     bad = [r["case"] for r in rows if r.get("agree") is False]
     if bad:

@@ -244,27 +244,29 @@ def _flat_geometry(cards, xi, yi, n_cells):
     return c // cxy, q // cy, q % cy
 
 
-def _flat_counts_bits(bits, cards, xi, yi, si, n_cells):
-    """Counts ``(n_cells,)`` of the flat table of one test by AND + popcount of indicator bitsets
-    (``n_cells * n / 32`` word operations, no per-sample work)."""
+def _flat_counts_bits(bits, cards, xi, yi, si, k, n_cells):
+    """Counts ``(n_cells,)`` of the flat table of one test (conditioning set ``si[:k]``, ``k`` dynamic) by AND +
+    popcount of indicator bitsets (``n_cells * n / 32`` word operations, no per-sample work)."""
     kmax = bits.shape[1]
     r, a, b = _flat_geometry(cards, xi, yi, n_cells)
     words = bits[xi][jnp.minimum(a, kmax - 1)] & bits[yi][b]
-    stride = jnp.ones((), cards.dtype)
-    for j in range(si.shape[0]):  # static unroll over |S|: digit j of the stratum's mixed-radix code
+
+    def digit(j, carry):  # digit j of the stratum's mixed-radix code selects the category of S_j
+        words, stride = carry
         c = cards[si[j]]
-        words = words & bits[si[j]][jnp.minimum((r // stride) % c, kmax - 1)]
-        stride = stride * c
+        return words & bits[si[j]][jnp.minimum((r // stride) % c, kmax - 1)], stride * c
+
+    words, stride = jax.lax.fori_loop(0, k, digit, (words, jnp.ones((), cards.dtype)))
     words = jnp.where((r < stride)[:, None], words, jnp.uint32(0))
     return jnp.sum(jax.lax.population_count(words), axis=-1, dtype=jnp.int32)
 
 
-def _dense_table_scatter(data_t, cards, xi, yi, si, n_rows, kmax):
-    """Contingency table ``(n_rows, kmax, kmax)`` of one test (strata by mixed-radix code of ``S``) by one
-    scatter-add of the ``n`` samples; its margins are then plain (vectorised) reductions."""
-    code = jnp.zeros(data_t.shape[1], data_t.dtype)
-    for j in range(si.shape[0]):  # static unroll over |S|
-        code = code * cards[si[j]] + data_t[si[j]]
+def _dense_table_scatter(data_t, cards, xi, yi, si, k, n_rows, kmax):
+    """Contingency table ``(n_rows, kmax, kmax)`` of one test (strata by mixed-radix code of ``S = si[:k]``,
+    ``k`` dynamic) by one scatter-add of the ``n`` samples; its margins are then plain (vectorised) reductions."""
+    code = jax.lax.fori_loop(
+        0, k, lambda j, code: code * cards[si[j]] + data_t[si[j]], jnp.zeros(data_t.shape[1], data_t.dtype)
+    )
     cell = (code * kmax + data_t[xi]) * kmax + data_t[yi]
     counts = jax.ops.segment_sum(jnp.ones(cell.shape, jnp.int32), cell, num_segments=n_rows * kmax * kmax)
     return counts.reshape(n_rows, kmax, kmax)
@@ -297,22 +299,23 @@ def _flat_stat_dof(counts, cards, xi, yi, *, kmax, g_square):
 
 
 @functools.partial(jax.jit, static_argnames=("kmax", "g_square", "size", "use_bits"))
-def _chi_square_table_kernel(table, cards, x, y, s, m, *, kmax, g_square, size, use_bits):
+def _chi_square_table_kernel(table, cards, x, y, s, m, k, *, kmax, g_square, size, use_bits):
     """Batched χ²/G² statistic and dof, one test per loop step (its working set stays in cache).
 
     ``use_bits``: ``table`` is the bitset stack and ``size`` the flat table size (bitset counting); else
     ``table`` holds the ``(d, n)`` codes and ``size`` the number of strata of a dense ``(size, kmax, kmax)``
     table filled by one scatter of the samples. Only the first ``m`` (dynamic) of the ``b`` padded tests are
-    computed: one compilation serves every batch up to ``b``.
+    computed, with conditioning sets ``s[:, :k]`` (``k`` dynamic): one compilation serves every batch up to
+    ``b`` and every ``|S|`` up to the width of ``s``.
     """
     fdt = _float_dtype()
 
     def body(i, out):
         if use_bits:
-            counts = _flat_counts_bits(table, cards, x[i], y[i], s[i], size)
+            counts = _flat_counts_bits(table, cards, x[i], y[i], s[i], k, size)
             st, df = _flat_stat_dof(counts, cards, x[i], y[i], kmax=kmax, g_square=g_square)
         else:
-            tab = _dense_table_scatter(table, cards, x[i], y[i], s[i], size, kmax)
+            tab = _dense_table_scatter(table, cards, x[i], y[i], s[i], k, size, kmax)
             st, df = _table_stat_dof(tab[None].astype(fdt), g_square)
             st, df = st[0], df[0]
         return out[0].at[i].set(st), out[1].at[i].set(df)
@@ -465,9 +468,9 @@ def chi_square(
         if plan[0] in ("bits", "dense1"):
             if plan[0] == "bits" and bits is None:
                 bits = _pack_bits(data_t, kmax)
-            ss = _pad_sets(ss, d)
             st, df = _chi_square_table_kernel(
-                bits if plan[0] == "bits" else data_t, cards, xs, ys, ss, np.int32(len(idx)), kmax=kmax,
+                bits if plan[0] == "bits" else data_t, cards, xs, ys, _pad_sets(ss, d), np.int32(len(idx)),
+                np.int32(ss.shape[1]), kmax=kmax,
                 g_square=g_square, size=plan[1], use_bits=plan[0] == "bits",
             )
         else:
@@ -481,9 +484,9 @@ def chi_square(
 
 
 def _pad_sets(s: np.ndarray, const: int) -> np.ndarray:
-    """Pad conditioning sets ``(m, k)`` to a power-of-two width with the constant variable ``const``."""
+    """Pad conditioning sets ``(m, k)`` to width ``max(4, pow2(k))`` with the constant variable ``const``."""
     m, k = s.shape
-    kb = 1 << max(k - 1, 0).bit_length() if k > 0 else 0
+    kb = max(4, 1 << max(k - 1, 0).bit_length())
     return np.concatenate([s, np.full((m, kb - k), const, s.dtype)], axis=1)
 
 

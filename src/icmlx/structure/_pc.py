@@ -181,6 +181,12 @@ def validate_data(data, *, nan_policy: str = "raise", names=None) -> np.ndarray:
     return arr
 
 
+def _pvalue_head(stat, dof, m):
+    """χ² p-values of the first ``m`` tests of a padded batch (padded to a power-of-four bucket >= 64)."""
+    b = _bucket(int(m), stat.shape[0], 64)
+    return _chi2_pvalue(stat[:b], dof[:b])
+
+
 @contextlib.contextmanager
 def _gc_paused():
     """Pause Python's cyclic garbage collector during PC's host loop: it allocates many small tuples (test keys)
@@ -242,16 +248,16 @@ class _Tester:
                 if plan[0] in ("bits", "dense1"):
                     bits = plan[0] == "bits"
                     stat, dof = _chi_square_table_kernel(
-                        self.bits if bits else self.data, self.cards, xs, ys, ss, kk, kmax=self.kmax,
+                        self.bits if bits else self.data, self.cards, xs, ys, ss, kk, plan[2], kmax=self.kmax,
                         g_square=g2, size=plan[1], use_bits=bits,
                     )
-                    return _chi2_pvalue(stat, dof)
+                    return _pvalue_head(stat, dof, kk)
                 mode, ns, bound = plan
                 kw = dict(kmax=self.kmax, g_square=g2, n_strata=ns, mode=mode, code_bound=bound)
                 if self.mesh is not None:  # vectorised over the (sharded) batch
                     return _chi_square_kernel(self.data, self.cards, xs, ys, ss, **kw)[1]
                 # one test per loop step: cache-resident counting, work follows the true count kk
-                return _chi2_pvalue(*_chi_square_loop_kernel(self.data, self.cards, xs, ys, ss, kk, **kw))
+                return _pvalue_head(*_chi_square_loop_kernel(self.data, self.cards, xs, ys, ss, kk, **kw), kk)
 
             self._kernel = kern
             per_test = 12 * self.n
@@ -306,7 +312,8 @@ class _Tester:
         out = []
         kk = None
         if plan is not None and plan[0] in ("bits", "dense1"):
-            s = _pad_sets(s, self.const)  # constant variable (card 1): no extra strata
+            plan = (*plan, np.int32(k))  # |S| is dynamic in the table kernels: sizes share a compilation
+            s = _pad_sets(s, self.const)
         elif self.ci_test in ("fisherz", "d_separation") and k > 0:
             # pad |S| to a multiple of 4 (masked in the kernel): set sizes 1-4 share one compilation
             kb = -(-k // 4) * 4
@@ -321,7 +328,8 @@ class _Tester:
             lo = 16  # per-sample counting over up to n strata: padding a batch is expensive
         else:
             lo = 64
-        b = _bucket(m, self._cap(plan), lo)
+        # loop kernels (chi-square, unsharded): one padded size for all, the work follows the true count m
+        b = self.max_batch if plan is not None and self.mesh is None else _bucket(m, self._cap(plan), lo)
         if self.mesh is not None:
             nd = self.mesh.size
             b = ((b + nd - 1) // nd) * nd
