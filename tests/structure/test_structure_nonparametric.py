@@ -178,6 +178,15 @@ def test_pc_tree_nonparametric_pvalue_scores_match_the_tester():
         # score = -(max over l of the p-value): same statistic, different summation order (float32)
         np.testing.assert_allclose(-float(s1[j, kk]), r[t].max(), rtol=1e-3, atol=1e-6)
         np.testing.assert_allclose(-float(s0[j, kk]), float(m[t]), rtol=1e-3, atol=1e-6)
+    # threshold mode: the statistic itself, min over l, vs the segment-sum kernel of binned_u_statistic
+    from icmlx.structure import binned_u_statistic
+
+    t0, t1, targ, _, _ = polyforest_scores(x, ci_test="nonparametric", threshold=0.01, n_bins=3, cond_bins=3)
+    u = binned_u_statistic(x, jnp.asarray(trip[:, 0]), jnp.asarray(trip[:, 1]), jnp.asarray(trip[:, 2:]), n_bins=3)
+    u = np.asarray(u.statistic).reshape(len(pairs), 4)
+    for t, (j, kk) in enumerate(pairs):
+        np.testing.assert_allclose(float(t1[j, kk]), u[t].min(), rtol=1e-4, atol=1e-6)
+        assert int(targ[j, kk]) == int(trip[4 * t + np.argmin(u[t]), 2])
 
 
 def test_nonparametric_bad_input():

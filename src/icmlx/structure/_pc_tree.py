@@ -169,7 +169,7 @@ def _np_scores(data, alpha, threshold, chunk, n_bins, cond_bins):
     st = rk * cond_bins // n
     first = np.searchsorted(st, np.arange(cond_bins))
     pos[st, rk - first[st]] = rk
-    pos = jnp.asarray(pos.reshape(-1), jnp.int32)
+    order = order[jnp.asarray(pos.reshape(-1), jnp.int32)]  # (strata * size, d), padding rows -> zero row n
     nn = jnp.asarray(n, fdt)
 
     def score(mu, k2, k3):
@@ -181,7 +181,7 @@ def _np_scores(data, alpha, threshold, chunk, n_bins, cond_bins):
     s0 = score(*_stratum_stat_and_cumulants(c0))
 
     def fn(L):
-        xs = xb[order[pos][:, L].T].reshape(L.shape[0], cond_bins, size, d * a)  # (c, strata, size, d a)
+        xs = xb[order[:, L].T].reshape(L.shape[0], cond_bins, size, d * a)  # (c, strata, size, d a)
         cnt = jnp.einsum("lsna,lsnb->lsab", xs, xs).reshape(L.shape[0], cond_bins, d, a, d, a)
         cnt = cnt.transpose(2, 4, 0, 1, 3, 5)  # (d, d, c, strata, a, a)
         mu, k2, k3 = (v.sum(axis=3) for v in _stratum_stat_and_cumulants(cnt))
