@@ -127,14 +127,16 @@ def null_pvalues():
         return jnp.stack([x, y, z], axis=1)
 
     data = jax.vmap(one)(jax.random.split(jax.random.key(7), reps))
-    f = jax.jit(jax.vmap(lambda v: nonparametric_test(
-        v, jnp.array([0, 0]), jnp.array([1, 1]), jnp.array([[2], [2]]), n_bins=3, cond_bins=3).pvalue))
-    p = np.asarray(f(data))
-    g = jax.jit(jax.vmap(lambda v: nonparametric_test(
-        v, jnp.array([0]), jnp.array([2]), jnp.zeros((1, 0), jnp.int32), n_bins=4).pvalue[0]))
-    # marginal test of x vs an independent column (shuffled z of another replicate)
+    # marginal test of x vs an independent column (z of the neighbouring replicate); one compilation for both
     indep = data.at[:, :, 2].set(jnp.roll(data[:, :, 2], 1, axis=0))
-    return p[:, 0], np.asarray(g(indep))
+
+    def both(v, w):
+        pc = nonparametric_test(v, jnp.array([0]), jnp.array([1]), jnp.array([[2]]), n_bins=3, cond_bins=3).pvalue
+        pm = nonparametric_test(w, jnp.array([0]), jnp.array([2]), jnp.zeros((1, 0), jnp.int32), n_bins=4).pvalue
+        return pc[0], pm[0]
+
+    pc, pm = jax.jit(jax.vmap(both))(data, indep)
+    return np.asarray(pc), np.asarray(pm)
 
 
 def test_asymptotic_pvalues_are_uniform_under_the_null(null_pvalues):
@@ -146,6 +148,7 @@ def test_asymptotic_pvalues_are_uniform_under_the_null(null_pvalues):
             assert abs(np.mean(p <= a) - a) < 3.5 * se, (a, np.mean(p <= a))
 
 
+@pytest.mark.slow  # ~7 s; calibration is covered by the uniformity test and the brute-force permutation test
 def test_asymptotic_and_permutation_pvalues_agree():
     # moderate dependence: both p-values estimate the same tail probability (MC error of B = 499: <= 0.023)
     k1, k2 = jax.random.split(jax.random.key(3))
