@@ -213,9 +213,12 @@ def _table_stat_dof(counts, g_square):
     return stat, dof.astype(jnp.int32)
 
 
-@jax.jit
-def _chi2_pvalue(stat, dof):
-    """Upper tail of χ²_dof at ``stat``; 1 where dof = 0 (causal-learn's rule)."""
+@functools.partial(jax.jit, static_argnames=("head",))
+def _chi2_pvalue(stat, dof, head=None):
+    """Upper tail of χ²_dof at ``stat`` (of its first ``head`` entries if given); 1 where dof = 0 (causal-learn's
+    rule)."""
+    if head is not None:
+        stat, dof = stat[:head], dof[:head]
     dof_f = jnp.maximum(dof, 1).astype(stat.dtype)
     return jnp.where(dof == 0, 1.0, gammaincc(dof_f / 2.0, stat / 2.0))
 

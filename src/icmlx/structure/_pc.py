@@ -183,8 +183,7 @@ def validate_data(data, *, nan_policy: str = "raise", names=None) -> np.ndarray:
 
 def _pvalue_head(stat, dof, m):
     """χ² p-values of the first ``m`` tests of a padded batch (padded to a power-of-four bucket >= 64)."""
-    b = _bucket(int(m), stat.shape[0], 64)
-    return _chi2_pvalue(stat[:b], dof[:b])
+    return _chi2_pvalue(stat, dof, head=_bucket(int(m), stat.shape[0], 64))
 
 
 @contextlib.contextmanager
