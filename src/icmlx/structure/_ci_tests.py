@@ -247,19 +247,19 @@ def _flat_geometry(cards, xi, yi, n_cells):
     return c // cxy, q // cy, q % cy
 
 
-def _flat_counts_bits(bits, cards, xi, yi, si, k, n_cells):
-    """Counts ``(n_cells,)`` of the flat table of one test (conditioning set ``si[:k]``, ``k`` dynamic) by AND +
-    popcount of indicator bitsets (``n_cells * n / 32`` word operations, no per-sample work)."""
+def _flat_counts_bits(bits, cards, xi, yi, si, n_cells):
+    """Counts ``(n_cells,)`` of the flat table of one test by AND + popcount of indicator bitsets
+    (``n_cells * n / 32`` word operations, no per-sample work)."""
     kmax = bits.shape[1]
     r, a, b = _flat_geometry(cards, xi, yi, n_cells)
     words = bits[xi][jnp.minimum(a, kmax - 1)] & bits[yi][b]
-
-    def digit(j, carry):  # digit j of the stratum's mixed-radix code selects the category of S_j
-        words, stride = carry
+    stride = jnp.ones((), cards.dtype)
+    # static unroll over |S| (at most log2(n_cells) - 2 <= 4 here): a dynamic loop would carry the (cells, n/32)
+    # words through memory and run ~2x slower
+    for j in range(si.shape[0]):  # digit j of the stratum's mixed-radix code selects the category of S_j
         c = cards[si[j]]
-        return words & bits[si[j]][jnp.minimum((r // stride) % c, kmax - 1)], stride * c
-
-    words, stride = jax.lax.fori_loop(0, k, digit, (words, jnp.ones((), cards.dtype)))
+        words = words & bits[si[j]][jnp.minimum((r // stride) % c, kmax - 1)]
+        stride = stride * c
     words = jnp.where((r < stride)[:, None], words, jnp.uint32(0))
     return jnp.sum(jax.lax.population_count(words), axis=-1, dtype=jnp.int32)
 
@@ -308,14 +308,15 @@ def _chi_square_table_kernel(table, cards, x, y, s, m, k, *, kmax, g_square, siz
     ``use_bits``: ``table`` is the bitset stack and ``size`` the flat table size (bitset counting); else
     ``table`` holds the ``(d, n)`` codes and ``size`` the number of strata of a dense ``(size, kmax, kmax)``
     table filled by one scatter of the samples. Only the first ``m`` (dynamic) of the ``b`` padded tests are
-    computed, with conditioning sets ``s[:, :k]`` (``k`` dynamic): one compilation serves every batch up to
-    ``b`` and every ``|S|`` up to the width of ``s``.
+    computed: one compilation serves every batch up to ``b``. Dense tables use the conditioning sets
+    ``s[:, :k]`` (``k`` dynamic: every ``|S|`` up to the width of ``s`` shares a compilation); bitset counting
+    uses all of ``s`` (``|S|`` static, at most 4).
     """
     fdt = _float_dtype()
 
     def body(i, out):
         if use_bits:
-            counts = _flat_counts_bits(table, cards, x[i], y[i], s[i], k, size)
+            counts = _flat_counts_bits(table, cards, x[i], y[i], s[i], size)
             st, df = _flat_stat_dof(counts, cards, x[i], y[i], kmax=kmax, g_square=g_square)
         else:
             tab = _dense_table_scatter(table, cards, x[i], y[i], s[i], k, size, kmax)
@@ -474,7 +475,8 @@ def chi_square(
             if plan[0] == "bits" and bits is None:
                 bits = _pack_bits(data_t, kmax)
             st, df = _chi_square_table_kernel(
-                bits if plan[0] == "bits" else data_t, cards, xs, ys, _pad_sets(ss, d), np.int32(len(idx)),
+                bits if plan[0] == "bits" else data_t, cards, xs, ys,
+                ss if plan[0] == "bits" else _pad_sets(ss, d), np.int32(len(idx)),
                 np.int32(ss.shape[1]), kmax=kmax,
                 g_square=g_square, size=plan[1], use_bits=plan[0] == "bits",
             )

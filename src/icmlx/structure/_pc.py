@@ -189,8 +189,9 @@ def _pvalue_head(stat, dof, m):
 @contextlib.contextmanager
 def _gc_paused():
     """Pause Python's cyclic garbage collector during PC's host loop: it allocates many small tuples (test keys)
-    and no reference cycles, and each collection they trigger rescans the large heap of a JAX process (measured:
-    ~0.1 s of 0.3 s on child). The previous state is restored on exit."""
+    and no reference cycles, and each full collection they trigger rescans the large heap of a JAX process
+    (measured: ~0.1 s of 0.3 s on child). Use it around a function call, so that the call's objects are freed by
+    reference counting before the collector is re-enabled. The previous state is restored on exit."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -311,8 +312,9 @@ class _Tester:
         out = []
         kk = None
         if plan is not None and plan[0] in ("bits", "dense1"):
-            plan = (*plan, np.int32(k))  # |S| is dynamic in the table kernels: sizes share a compilation
-            s = _pad_sets(s, self.const)
+            plan = (*plan, np.int32(k))
+            if plan[0] == "dense1":  # |S| is dynamic in the dense-table kernel: sizes share a compilation
+                s = _pad_sets(s, self.const)
         elif self.ci_test in ("fisherz", "d_separation") and k > 0:
             # pad |S| to a multiple of 4 (masked in the kernel): set sizes 1-4 share one compilation
             kb = -(-k // 4) * 4
@@ -509,7 +511,7 @@ def pc(
         d = arr.shape[1]
         if ci_test == "fisherz" and arr.dtype.kind not in "f":
             arr = arr.astype(np.float64)
-    with _gc_paused():
+    def run():  # a function, so that its locals are freed before the collector is re-enabled
         tester = _Tester(ci_test, arr, true_dag, mesh, max_batch)
 
         bk = None
@@ -561,3 +563,6 @@ def pc(
             n_tests=jnp.asarray(len(counted), dtype=jnp.int32),
             conflicts=jnp.asarray(conf),
         )
+
+    with _gc_paused():
+        return run()
