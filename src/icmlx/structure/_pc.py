@@ -354,18 +354,68 @@ class _Tester:
         return out
 
     def pvalues(self, triples) -> list[float]:
-        """p-values of ``[(x, y, S), ...]`` (canonicalised, cached)."""
-        keys = [(min(x, y), max(x, y), tuple(sorted(S))) for x, y, S in triples]
-        todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
+        """p-values of ``[(x, y, S), ...]`` (canonicalised to flat keys ``(min, max, *sorted(S))``, cached)."""
+        keys = [(min(x, y), max(x, y), *sorted(S)) for x, y, S in triples]
+        self._evaluate(list(dict.fromkeys(k for k in keys if k not in self.cache)))
+        return [self.cache[k] for k in keys]
+
+    def pvalues_rows(self, rows: np.ndarray) -> tuple[np.ndarray, list]:
+        """p-values of distinct canonical rows ``(m, 2 + k)`` = ``(min, max, sorted S)``; also their keys."""
+        keys = list(map(tuple, rows.tolist()))
+        self._evaluate([k for k in keys if k not in self.cache])
+        return np.asarray([self.cache[k] for k in keys], dtype=np.float64), keys
+
+    def _evaluate(self, todo: list) -> None:
         by_k: dict[int, list] = {}
         for key in todo:
-            by_k.setdefault(len(key[2]), []).append(key)
+            by_k.setdefault(len(key) - 2, []).append(key)
         for k, ks in by_k.items():
-            arr = np.asarray([(a, b, *S) for a, b, S in ks], dtype=np.int64).reshape(len(ks), k + 2)
+            arr = np.asarray(ks, dtype=np.int64).reshape(len(ks), k + 2)
             ps = self._run(arr[:, 0], arr[:, 1], arr[:, 2:])
-            for key, p in zip(ks, ps.tolist()):
-                self.cache[key] = p
-        return [self.cache[k] for k in keys]
+            self.cache.update(zip(ks, ps.tolist()))
+
+
+def _stable_level(tester: _Tester, adj, depth, alpha, sep, maxp, counted, bk_forbid_both) -> np.ndarray:
+    """One PC-stable level, vectorised: every ``(x, y, S)`` with ``y`` adjacent to ``x`` and ``S`` a ``depth``-subset
+    of ``adj(x) \\ {y}`` (adjacencies frozen), distinct tests evaluated once. Updates ``sep``, ``maxp`` and
+    ``counted`` in place; returns the symmetric mask of edges to remove."""
+    d = adj.shape[0]
+    xs, ys, ss = [], [], []
+    for x in range(d):
+        nb = np.flatnonzero(adj[x])
+        if len(nb) - 1 < depth:
+            continue
+        cl = list(combinations(nb.tolist(), depth))
+        combos = np.asarray(cl, np.int64).reshape(len(cl), depth)
+        for y in nb:
+            c = combos[~(combos == y).any(axis=1)]  # subsets of adj(x) \ {y}, sorted rows
+            xs.append(np.full(len(c), x, np.int64))
+            ys.append(np.full(len(c), y, np.int64))
+            ss.append(c)
+    removal = np.zeros((d, d), bool)
+    if bk_forbid_both is not None:
+        removal |= np.asarray(bk_forbid_both, bool) & adj
+    if not xs:
+        return removal | removal.T
+    x, y, s = np.concatenate(xs), np.concatenate(ys), np.concatenate(ss)
+    rows = np.column_stack([np.minimum(x, y), np.maximum(x, y), s])
+    if (depth + 2) * math.log2(max(d, 2)) < 62:  # rows as one mixed-radix int64 key: a 1-D unique is fast
+        code = rows @ (d ** np.arange(depth + 2, dtype=np.int64))
+        _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+        uniq = rows[first]
+    else:
+        uniq, inv = np.unique(rows, axis=0, return_inverse=True)
+    p_u, keys = tester.pvalues_rows(uniq)
+    counted.update(keys)
+    p = p_u[inv.reshape(-1)]
+    np.maximum.at(maxp, (x, y), p)
+    np.maximum.at(maxp, (y, x), p)
+    ind = p > alpha
+    removal[x[ind], y[ind]] = True
+    for j in range(depth):
+        sep[x[ind], y[ind], s[ind, j]] = True
+        sep[y[ind], x[ind], s[ind, j]] = True
+    return removal | removal.T
 
 
 def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both):
@@ -378,31 +428,8 @@ def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both):
         depth += 1
         if max_depth is not None and depth > max_depth:
             break
-        nbs = [np.nonzero(adj[x])[0].tolist() for x in range(d)]
         if stable:
-            sides = []
-            triples = []
-            for x in range(d):
-                for y in nbs[x]:
-                    others = [v for v in nbs[x] if v != y]
-                    ss = list(combinations(others, depth))
-                    sides.append((x, y, len(triples), len(ss)))
-                    triples.extend((x, y, S) for S in ss)
-            ps = tester.pvalues(triples)
-            counted.update((min(x, y), max(x, y), tuple(sorted(S))) for x, y, S in triples)
-            removal = np.zeros((d, d), bool)
-            for x, y, start, cnt in sides:
-                found = bk_forbid_both is not None and bool(bk_forbid_both[x, y])
-                for t in range(start, start + cnt):
-                    p = ps[t]
-                    maxp[x, y] = maxp[y, x] = max(maxp[x, y], p)
-                    if p > alpha:
-                        found = True
-                        for v in triples[t][2]:
-                            sep[x, y, v] = sep[y, x, v] = True
-                if found:
-                    removal[x, y] = removal[y, x] = True
-            adj &= ~removal
+            adj &= ~_stable_level(tester, adj, depth, alpha, sep, maxp, counted, bk_forbid_both)
         else:
             for x in range(d):
                 nb_x = np.nonzero(adj[x])[0].tolist()  # original PC: adjacencies as they are now
@@ -416,7 +443,7 @@ def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both):
                         continue
                     ps = tester.pvalues([(x, y, S) for S in ss])
                     for S, p in zip(ss, ps):
-                        counted.add((min(x, y), max(x, y), tuple(sorted(S))))
+                        counted.add((min(x, y), max(x, y), *sorted(S)))
                         maxp[x, y] = maxp[y, x] = max(maxp[x, y], p)
                         if p > alpha:
                             adj[x, y] = adj[y, x] = False
@@ -532,7 +559,7 @@ def pc(
         pfn = tester.pvalues
 
         def pfn_counted(triples):
-            counted.update((min(x, y), max(x, y), tuple(sorted(S))) for x, y, S in triples)
+            counted.update((min(x, y), max(x, y), *sorted(S)) for x, y, S in triples)
             return pfn(triples)
 
         r4 = (bk is not None) if meek_r4 is None else bool(meek_r4)
