@@ -393,11 +393,10 @@ def _chi_square_stat_dof(data_t, cards, x, y, s, *, kmax, g_square, n_strata, mo
 
 @functools.partial(jax.jit, static_argnames=("kmax", "g_square", "n_strata", "mode", "code_bound"))
 def _chi_square_kernel(data_t, cards, x, y, s, *, kmax, g_square, n_strata, mode, code_bound):
-    """Batched (vectorised over tests) χ²/G²: statistic, p-value, dof."""
-    stat, dof = _chi_square_stat_dof(
+    """Batched (vectorised over tests, e.g. sharded) χ²/G²: statistic and dof."""
+    return _chi_square_stat_dof(
         data_t, cards, x, y, s, kmax=kmax, g_square=g_square, n_strata=n_strata, mode=mode, code_bound=code_bound
     )
-    return stat, _chi2_pvalue(stat, dof), dof
 
 
 def _log2_strata(cards, s) -> np.ndarray:
@@ -464,30 +463,46 @@ def chi_square(
     cards_np = np.ones(d + 1, np.int64)
     cards_np[:d] = np.maximum(np.asarray(jnp.max(data, axis=0)) + 1, 2) if n > 0 else 2
     cards = jnp.asarray(cards_np, jnp.int32)
-    kmax = 1 << max(int(cards_np.max()) - 1, 1).bit_length()
+    kmax = _kmax_bucket(cards_np.max())
     xn, yn, sn = (np.asarray(a, np.int64) for a in (x, y, s))
+    groups = _chi_square_groups(cards_np, xn, yn, sn, n, kmax)
+    bits = _pack_bits(data_t, kmax) if any(plan[0] == "bits" for _, plan in groups) else None
     stat = jnp.zeros(xn.shape[0], fdt)
     dof = jnp.zeros(xn.shape[0], jnp.int32)
-    bits = None
-    for idx, plan in _chi_square_groups(cards_np, xn, yn, sn, n, kmax):
+    for idx, plan in groups:
         xs, ys, ss = xn[idx].astype(np.int32), yn[idx].astype(np.int32), sn[idx].astype(np.int32)
-        if plan[0] in ("bits", "dense1"):
-            if plan[0] == "bits" and bits is None:
-                bits = _pack_bits(data_t, kmax)
-            st, df = _chi_square_table_kernel(
-                bits if plan[0] == "bits" else data_t, cards, xs, ys,
-                ss if plan[0] == "bits" else _pad_sets(ss, d), np.int32(len(idx)),
-                np.int32(ss.shape[1]), kmax=kmax,
-                g_square=g_square, size=plan[1], use_bits=plan[0] == "bits",
-            )
-        else:
-            mode, n_strata, bound = plan
-            st, _, df = _chi_square_kernel(
-                data_t, cards, xs, ys, ss, kmax=kmax, g_square=g_square, n_strata=n_strata, mode=mode,
-                code_bound=bound,
-            )
+        st, df = _chi_square_plan(
+            plan, data_t, bits, cards, xs, ys, ss, np.int32(len(idx)), const=d, kmax=kmax, g_square=g_square
+        )
         stat, dof = stat.at[idx].set(st), dof.at[idx].set(df)
     return CIResult(stat, _chi2_pvalue(stat, dof), dof)
+
+
+def _kmax_bucket(max_card) -> int:
+    """Table side for categories ``0..max_card-1``: a power of two >= 2 (fewer compilations)."""
+    return 1 << max(int(max_card) - 1, 1).bit_length()
+
+
+def _chi_square_plan(plan, data_t, bits, cards, x, y, s, m, *, const, kmax, g_square, vectorised=False):
+    """Statistic and dof of one plan group of :func:`_chi_square_groups` (host-side dispatch, NumPy indices).
+
+    ``"bits"``/``"dense1"`` plans run the per-test table kernel (dense tables get ``s`` padded with the constant
+    variable ``const`` and ``|S|`` as a dynamic bound); strata plans run the per-sample kernel, one test per loop
+    step, or vectorised over the batch (``vectorised``, for sharded batches). Only the first ``m`` tests of the
+    loop kernels are computed.
+    """
+    k = np.int32(s.shape[1])
+    if plan[0] in ("bits", "dense1"):
+        use_bits = plan[0] == "bits"
+        return _chi_square_table_kernel(
+            bits if use_bits else data_t, cards, x, y, s if use_bits else _pad_sets(s, const), m, k, kmax=kmax,
+            g_square=g_square, size=plan[1], use_bits=use_bits,
+        )
+    mode, n_strata, bound = plan
+    kw = dict(kmax=kmax, g_square=g_square, n_strata=n_strata, mode=mode, code_bound=bound)
+    if vectorised:
+        return _chi_square_kernel(data_t, cards, x, y, s, **kw)
+    return _chi_square_loop_kernel(data_t, cards, x, y, s, m, **kw)
 
 
 def _pad_sets(s: np.ndarray, const: int) -> np.ndarray:

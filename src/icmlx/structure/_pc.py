@@ -16,14 +16,12 @@ from ._ci_tests import (
     _bernoulli_kernel,
     _chi2_pvalue,
     _chi_square_groups,
-    _chi_square_kernel,
-    _chi_square_loop_kernel,
-    _chi_square_table_kernel,
+    _chi_square_plan,
     _dsep_kernel,
     _fisher_z_kernel,
     _float_dtype,
+    _kmax_bucket,
     _pack_bits,
-    _pad_sets,
     correlation_matrix,
 )
 
@@ -241,24 +239,17 @@ class _Tester:
             cards[: enc.shape[0]] = np.asarray(jnp.max(enc, axis=1)) + 1
             self.cards_np = cards
             self.cards = jnp.asarray(cards, enc.dtype)
-            self.kmax = 1 << max(int(cards.max()) - 1, 1).bit_length()  # power-of-two bucket: fewer compilations
+            self.kmax = _kmax_bucket(cards.max())
             self.bits = _pack_bits(self.data, self.kmax)
             g2 = ci_test == "gsq"
 
             def kern(xs, ys, ss, kk, plan):
-                if plan[0] in ("bits", "dense1"):
-                    bits = plan[0] == "bits"
-                    stat, dof = _chi_square_table_kernel(
-                        self.bits if bits else self.data, self.cards, xs, ys, ss, kk, plan[2], kmax=self.kmax,
-                        g_square=g2, size=plan[1], use_bits=bits,
-                    )
-                    return _pvalue_head(stat, dof, kk)
-                mode, ns, bound = plan
-                kw = dict(kmax=self.kmax, g_square=g2, n_strata=ns, mode=mode, code_bound=bound)
-                if self.mesh is not None:  # vectorised over the (sharded) batch
-                    return _chi_square_kernel(self.data, self.cards, xs, ys, ss, **kw)[1]
-                # one test per loop step: cache-resident counting, work follows the true count kk
-                return _pvalue_head(*_chi_square_loop_kernel(self.data, self.cards, xs, ys, ss, kk, **kw), kk)
+                sharded = self.mesh is not None
+                stat, dof = _chi_square_plan(
+                    plan, self.data, self.bits, self.cards, xs, ys, ss, kk, const=self.const, kmax=self.kmax,
+                    g_square=g2, vectorised=sharded,
+                )
+                return _chi2_pvalue(stat, dof) if sharded else _pvalue_head(stat, dof, kk)
 
             self._kernel = kern
             per_test = 12 * self.n
@@ -284,8 +275,6 @@ class _Tester:
         self.max_batch = max_batch
 
     def _cap(self, plan) -> int:
-        if plan is not None and self.mesh is None:  # loop kernels: one test at a time, the batch costs no memory
-            return self.max_batch
         per = self.per_test
         if plan is not None:
             mode, ns, bound = plan
@@ -312,11 +301,7 @@ class _Tester:
         m, k = s.shape
         out = []
         kk = None
-        if plan is not None and plan[0] in ("bits", "dense1"):
-            plan = (*plan, np.int32(k))
-            if plan[0] == "dense1":  # |S| is dynamic in the dense-table kernel: sizes share a compilation
-                s = _pad_sets(s, self.const)
-        elif self.ci_test in ("fisherz", "d_separation") and k > 0:
+        if self.ci_test in ("fisherz", "d_separation") and k > 0:
             # pad |S| to a multiple of 4 (masked in the kernel): set sizes 1-4 share one compilation
             kb = -(-k // 4) * 4
             s = np.concatenate([s, np.zeros((m, kb - k), s.dtype)], axis=1)
@@ -324,9 +309,7 @@ class _Tester:
         # cheap kernels: no bucket below 256 (fewer compilations; a padded test costs next to nothing)
         if self.ci_test in ("fisherz", "d_separation"):
             lo = 256
-        elif plan is not None and self.mesh is None:
-            lo = 1024  # chi-square loop kernels: the work follows the true count m, large buckets cost nothing
-        elif plan is not None and plan[0] not in ("dense", "bits"):
+        elif plan is not None and plan[0] != "dense":
             lo = 16  # per-sample counting over up to n strata: padding a batch is expensive
         else:
             lo = 64
