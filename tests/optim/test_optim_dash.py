@@ -180,6 +180,7 @@ def test_matches_numpy_reference_eigh(ref_setup):
     tol = 1e-8 if DT == jnp.float64 else 2e-3
     assert _max_rel(outs, refs) <= tol
     assert isinstance(state, DashState) and int(state.count) == 6
+    assert int(state.root_failures) == 0  # a healthy run rejects no refresh
 
 
 def test_matches_numpy_reference_ndb_momentum(ref_setup):
@@ -188,11 +189,12 @@ def test_matches_numpy_reference_ndb_momentum(ref_setup):
     # unchunked stacked path is checked by the sharded and beats-Adam tests); same independent reference
     tx = scale_by_dash(8, inverse_root="newton_db", newton_steps=14, precondition_frequency=2,
                        start_preconditioning_step=3, momentum=0.5, nesterov=True, root_chunk_size=3)
-    outs, _ = _run(tx, grads, params)
+    outs, state = _run(tx, grads, params)
     refs = reference_dash(grads, B=8, freq=2, t0=3, mu=0.5, nesterov=True)
     # NDB (14 steps, ridge 1e-6 lam_max) vs exact eigh roots: block condition numbers ~1e3 are resolved
     # to ~1e-3; the grafting rescale removes any scale error.
     assert _max_rel(outs, refs) <= 1e-2
+    assert int(state.root_failures) == 0
 
 
 def test_one_dim_shampoo_path_and_heavy_ball():
@@ -283,6 +285,38 @@ def test_nonfinite_gradient_skipped_or_raised():
     tx_raise = scale_by_dash(4, nonfinite="raise")
     with pytest.raises(Exception, match="non-finite"):
         jax.block_until_ready(jax.jit(tx_raise.update)(bad, tx_raise.init(params), params))
+
+
+@pytest.mark.parametrize("method", ["newton_db", "coupled_newton", "eigh"])
+def test_failed_refresh_keeps_previous_root_and_counts(method):
+    # (8, 8) in 4x4 blocks: 4 blocks, one stack of 8 factors (L and R of each block). A gradient so large that
+    # G G^T overflows to inf in block (0, 0) only (nonfinite="ignore" lets it through): that block's L and R
+    # refreshes fail, so they keep the previous roots; the 6 other factors refresh normally.
+    params = {"w": jnp.zeros((8, 8), DT)}
+    rng = np.random.default_rng(11)
+    g1 = {"w": jnp.asarray(rng.standard_normal((8, 8)), DT)}
+    big = float(np.finfo(np.dtype(DT)).max) ** 0.6  # finite, but big**2 overflows
+    g2 = {"w": jnp.asarray(rng.standard_normal((8, 8)), DT).at[:4, :4].set(big)}
+    tx = scale_by_dash(4, precondition_frequency=1, inverse_root=method, nonfinite="ignore")
+    update = jax.jit(tx.update)
+    _, s1 = update(g1, tx.init(params), params)
+    assert int(s1.root_failures) == 0
+    u2, s2 = update(g2, s1, params)
+    assert int(s2.root_failures) == 2
+    old, new, fac = np.asarray(s1.roots[0]), np.asarray(s2.roots[0]), np.asarray(s2.factors[0], np.float64)
+    bad = ~np.all(np.isfinite(fac), axis=(1, 2))
+    assert bad.sum() == 2  # the poisoned statistics: block (0, 0)'s L and R
+    np.testing.assert_array_equal(new[bad], old[bad])  # kept bit-for-bit
+    assert np.all(np.isfinite(new)) and np.all(np.isfinite(np.asarray(u2["w"])))
+    # the other factors' roots were refreshed: against float64 eigh of each factor (+ the solver's ridge)
+    tol = 2e-2 if method == "newton_db" else 2e-3  # NDB's 10 fixed steps vs an exact root; f32 rounding
+    for f, r in zip(fac[~bad], new[~bad]):
+        ref = _np_root(f + 1e-6 * np.linalg.eigvalsh(f).max() * np.eye(4) * (method != "eigh"), 4)
+        assert np.abs(r - ref).max() <= tol * np.abs(ref).max()
+    # the poison stays in the statistics (an EMA), so every later refresh of those two factors fails too
+    _, s3 = update(g1, s2, params)
+    assert int(s3.root_failures) == 4
+    np.testing.assert_array_equal(np.asarray(s3.roots[0])[bad], old[bad])
 
 
 def test_zero_gradient_block_finite():
@@ -400,13 +434,21 @@ def test_sharded_equals_unsharded():
     grads = _grads(6, {"w": (24, 20)}, 2)
     tx1 = scale_by_dash(8, precondition_frequency=1)
     tx4 = scale_by_dash(8, precondition_frequency=1, mesh=mesh, mesh_axis="blocks")
+    # explicit chunks inside each device's share (4 blocks per device in the big stack: two chunks of 2)
+    tx4c = scale_by_dash(8, precondition_frequency=1, mesh=mesh, mesh_axis="blocks", root_chunk_size=2)
     o1, s1 = _run(tx1, grads, params)
     o4, s4 = _run(tx4, grads, params)
-    for a, b in zip(o1, o4):
+    o4c, s4c = _run(tx4c, grads, params)
+    for a, b, c in zip(o1, o4, o4c):
         for k in a:
             # same maths per block; sharded matmuls may pick other float32 kernels (NDB amplifies ~1e-7
             # rounding differences to ~3e-5 relative)
             np.testing.assert_allclose(np.asarray(a[k]), np.asarray(b[k]), rtol=2e-4, atol=1e-6)
+            # chunked: per-matrix (not batched) matmul kernels; the rank-2 factors of step 2 are singular, so
+            # rounding shows at ~3e-6 of the update's scale on its smallest entries: compare at that scale
+            np.testing.assert_allclose(np.asarray(a[k]), np.asarray(c[k]), rtol=2e-4,
+                                       atol=2e-5 * float(np.abs(np.asarray(a[k])).max()))
+    assert int(s1.root_failures) == int(s4.root_failures) == int(s4c.root_failures) == 0
     # the stacks really are split over the 4 devices (padded to a multiple of 4)
     for r in s4.roots:
         assert r.shape[0] % 4 == 0

@@ -273,14 +273,57 @@ def test_fixed_step_methods_report_steps(wellcond):
     assert int(info.num_steps) == 30 and info.residual.shape == (3,)
 
 
-@pytest.mark.parametrize("method", ["newton_db", "coupled_newton", "eigh"])
+@pytest.mark.parametrize("method", ["newton_db", "coupled_newton", "chebyshev", "eigh"])
 def test_chunked_equals_stacked(method):
-    # 5 matrices in chunks of 2: exercises the identity padding of the last chunk
-    a = jnp.asarray(np.stack([spd(32, 1e3, seed=s)[2] for s in range(5)]), DT)
-    full = matrix_inverse_root(a, 4, method=method)
-    chunked = matrix_inverse_root(a, 4, method=method, chunk_size=2)
-    # same per-matrix arithmetic; coupled Newton may stop at a different step per chunk (tol 1e-6)
-    tol = 1e-5 if method != "coupled_newton" else 1e-4
-    np.testing.assert_allclose(np.asarray(chunked), np.asarray(full), rtol=tol, atol=tol)
+    # 5 matrices of mixed conditioning (coupled Newton needs 9..18 steps for them) in chunks of 2 (exercises
+    # the identity padding of the last chunk), chunks of 1, and "auto"; each solver works per matrix
+    # (coupled Newton stops per matrix), so only the matmul kernels' float rounding may differ
+    a64 = np.stack([spd(32, k, seed=s)[2] for s, k in enumerate([1e1, 1e2, 1e3, 1e4, 1e5])])
+    a = jnp.asarray(a64, DT)
+    full = np.asarray(matrix_inverse_root(a, 4, method=method, chunk_size=None))
+    tol = 1e-5 if DT == jnp.float32 else 1e-10  # float32 / float64 reassociation, amplified <= ~10x
+    for chunk in (2, 1, "auto"):
+        chunked = np.asarray(matrix_inverse_root(a, 4, method=method, chunk_size=chunk))
+        np.testing.assert_allclose(chunked, full, rtol=tol, atol=tol * np.abs(full).max(), err_msg=str(chunk))
+    if method == "coupled_newton":  # the converged roots themselves, against float64 eigh of A + ridge I
+        _, info = matrix_inverse_root(a, 4, method=method, chunk_size=1, return_info=True)
+        for xi, ai, ri in zip(full, a64, np.asarray(info.ridge, np.float64)):
+            assert rel_fro(xi, ref_root(ai + ri * np.eye(32), 4)) <= (1e-4 if DT == jnp.float32 else 1e-6)
     with pytest.raises(ValueError, match="chunk_size"):
         matrix_inverse_root(a, 4, chunk_size=0)
+    with pytest.raises((ValueError, TypeError), match="chunk_size"):  # jaxtyping/beartype or our own check
+        matrix_inverse_root(a, 4, chunk_size="big")
+
+
+def test_auto_chunk_size_rule(monkeypatch):
+    from icmlx.optim._inverse_root import _resolve_chunk_size
+
+    # on the CPU backend: one chunk of matrices takes at most 64 KiB
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    assert _resolve_chunk_size("auto", "newton_db", 128, jnp.float32) == 1
+    assert _resolve_chunk_size("auto", "chebyshev", 64, jnp.float32) == 4
+    assert _resolve_chunk_size("auto", "coupled_newton", 32, jnp.float32) == 16
+    assert _resolve_chunk_size("auto", "newton_db", 64, jnp.float64) == 2
+    assert _resolve_chunk_size("auto", "newton_db", 1024, jnp.float32) == 1
+    assert _resolve_chunk_size("auto", "eigh", 128, jnp.float32) is None
+    assert _resolve_chunk_size(3, "eigh", 128, jnp.float32) == 3
+    assert _resolve_chunk_size(None, "newton_db", 8, DT) is None
+    # on an accelerator: one batched call
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert _resolve_chunk_size("auto", "newton_db", 128, jnp.float32) is None
+
+
+def test_coupled_newton_status_per_matrix():
+    from icmlx.optim import RESULTS
+
+    # an easy (kappa 10) and a hard (kappa 1e6) matrix with a cap of 12 steps: the easy one converges and stops
+    # (its residual, recomputed in float64, is at the tolerance), the hard one hits the cap
+    mats = [spd(24, 1e1, seed=1), spd(24, 1e6, seed=2)]
+    a = jnp.asarray(np.stack([m[2] for m in mats]), DT)
+    x, info = matrix_inverse_root(a, 4, method="coupled_newton", max_iters=12, return_info=True, throw=False)
+    assert info.result == RESULTS.max_steps_reached and int(info.num_steps) == 12
+    res64 = _residual64(x, np.stack([m[2] for m in mats]), info.ridge, 4)
+    assert res64[0] <= (1e-5 if DT == jnp.float32 else 1e-6)  # converged: max|M - I| <= tol=1e-6 (+ rounding)
+    assert res64[1] > 1e-3
+    # the converged root vs float64 eigh: the relative ridge 1e-6 moves it by <= 1e-6 * kappa / 4
+    assert rel_fro(x[0], ref_root(mats[0][2], 4)) <= (1e-5 if DT == jnp.float64 else 1e-4)

@@ -255,7 +255,7 @@ def scale_by_dash(
             r, failed = _solve(_constrain(f), root)
             # Distributed-Shampoo policy: a block whose refresh failed keeps its previous inverse root.
             out.append(_constrain(jnp.where(failed[:, None, None], r_old, r)))
-            n_failed = n_failed + jnp.sum(failed.astype(jnp.int32))
+            n_failed = n_failed + jnp.sum(failed, dtype=jnp.int32)
         return tuple(out), n_failed
 
     def init_fn(params):
