@@ -5,9 +5,10 @@ layer-norm vectors). Side by side in one run:
 
 * icmlx DASH, stacked ``(N, B, B)`` blocks, with each inverse-root method (``newton_db``, ``coupled_newton``,
   ``chebyshev``, ``eigh``), inverse roots refreshed every step (``precondition_frequency=1``, the setting of the
-  paper's timing table) and every 10 steps; Newton-DB also with ``root_chunk_size=1`` (same stacked state and
-  one compiled call, but the blocks are solved one after another in a ``lax.map`` loop: on CPU a 128x128
-  block stays in cache, where one batched call over the whole stack streams it from memory every matmul);
+  paper's timing table) and every 10 steps, with the default ``root_chunk_size="auto"`` (on CPU: the stack is
+  solved in cache-sized chunks inside one compiled ``lax.map`` loop, 1 block at a time for 128x128 float32;
+  on GPU/TPU: one batched call); Newton-DB also with ``root_chunk_size=None`` (one batched call over the
+  whole stack, which on CPU streams every operand from memory at each matmul);
 * the same update computed block by block in a Python loop, one jitted root per block (the way Distributed
   Shampoo works), with ``eigh`` and with ``newton_db``;
 * ``optax.adam`` and ``optax.contrib.muon`` as references.
@@ -40,6 +41,7 @@ import optax
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import print_table, time_fn, write_results  # noqa: E402
 from icmlx.optim import dash, matrix_inverse_root, scale_by_dash  # noqa: E402
+from icmlx.optim._inverse_root import _resolve_chunk_size  # noqa: E402
 
 _EX = Path(__file__).resolve().parents[1] / "examples" / "dash_shampoo.py"
 _spec = importlib.util.spec_from_file_location("dash_shampoo_example", _EX)
@@ -116,8 +118,8 @@ def bench_step(size: str, repeats: int) -> list[dict]:
         err = rel_diff(u_dash, u_loop)
         assert err < 1e-3, err
         for freq in (1, 10):
-            for method, chunk in (("newton_db", None), ("newton_db", 1), ("coupled_newton", None),
-                                  ("chebyshev", None), ("eigh", None)):
+            for method, chunk in (("newton_db", "auto"), ("newton_db", None), ("coupled_newton", "auto"),
+                                  ("chebyshev", "auto"), ("eigh", "auto")):
                 opt = dash(1e-3, block_size=block, precondition_frequency=freq, inverse_root=method,
                            root_chunk_size=chunk)
                 if freq == 10:
@@ -136,8 +138,9 @@ def bench_step(size: str, repeats: int) -> list[dict]:
                     t = {k: (v / 10 if k.endswith("_s") and k != "compile_s" else v) for k, v in t.items()}
                 else:
                     t = time_opt(opt)
-                name = "icmlx DASH (stacked)" if chunk is None else f"icmlx DASH (stacked, chunk {chunk})"
-                add(name, method, block, freq, t, f"{n_blocks} blocks")
+                name = "icmlx DASH (stacked)" if chunk == "auto" else "icmlx DASH (stacked, one call)"
+                used = _resolve_chunk_size(chunk, method, block, jnp.float32)
+                add(name, method, block, freq, t, f"{n_blocks} blocks, chunk {used or 'none'}")
             for method in ("eigh", "newton_db"):
                 loop = LoopShampoo(params, block, method, precondition_frequency=freq)
                 loop.step(grads)  # compile the per-shape kernels
@@ -169,16 +172,18 @@ def bench_roots(n: int, block: int, repeats: int) -> list[dict]:
     a = jnp.asarray(a64, jnp.float32)
     rows = []
     base = None
-    for method, kw in [("eigh", {}), ("newton_db", {}), ("newton_db", {"matmul_dtype": jnp.bfloat16}),
-                       ("newton_db", {"scaling": "frobenius"}), ("coupled_newton", {}),
-                       ("chebyshev", {"degree": 40})]:
+    for method, kw in [("eigh", {}), ("newton_db", {}), ("newton_db", {"chunk_size": None}),
+                       ("newton_db", {"matmul_dtype": jnp.bfloat16}), ("newton_db", {"scaling": "frobenius"}),
+                       ("coupled_newton", {}), ("chebyshev", {"degree": 40})]:
         f = jax.jit(lambda m, method=method, kw=kw: matrix_inverse_root(m, 4, method=method, **kw))
         out = np.asarray(f(a), np.float64)
         err = band_err(out)
         t = time_fn(f, a, repeats=repeats)
         base = base or t["median_s"]
         label = method + ("+bf16" if "matmul_dtype" in kw else "") + ("+fro" if "scaling" in kw else "")
-        rows.append({"method": label, "N": n, "B": block, "ms": 1e3 * t["median_s"],
+        label += " (one call)" if "chunk_size" in kw else ""
+        used = _resolve_chunk_size(kw.get("chunk_size", "auto"), method, block, jnp.float32)
+        rows.append({"method": label, "chunk": used or "none", "N": n, "B": block, "ms": 1e3 * t["median_s"],
                      "vs_eigh": base / t["median_s"], "top2dec_rel_err": err,
                      "compile_s": t["compile_s"]})
     return rows
@@ -218,8 +223,8 @@ def main(argv=None) -> None:
                 if m in ("newton_db", "eigh"):
                     row["loop_same/stacked"] = ms("per-block loop", m, block, freq) / st
                 ratios.append(row)
-            st = ms("icmlx DASH (stacked, chunk 1)", "newton_db", block, freq)
-            ratios.append({"block": block, "freq": freq, "stacked_root": "newton_db, chunk 1",
+            st = ms("icmlx DASH (stacked, one call)", "newton_db", block, freq)
+            ratios.append({"block": block, "freq": freq, "stacked_root": "newton_db, one call",
                            "loop_eigh/stacked": loop_eigh / st, "stacked/adam": st / adam,
                            "loop_same/stacked": ms("per-block loop", "newton_db", block, freq) / st})
     print_table(ratios, title="ratios of min ms/step (>1 means the stacked DASH step is faster)")
