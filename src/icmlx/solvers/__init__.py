@@ -24,6 +24,11 @@ from ._krylov import chebyshev_smoother as chebyshev_smoother
 from ._krylov import estimate_lambda_max as estimate_lambda_max
 from ._krylov import gmres as gmres
 from ._krylov import jacobi_smoother as jacobi_smoother
+from ._multilevel import EllMatrix as EllMatrix
+from ._multilevel import MultilevelHierarchy as MultilevelHierarchy
+from ._multilevel import m_matrix_envelope as m_matrix_envelope
+from ._multilevel import mis2_aggregation as mis2_aggregation
+from ._multilevel import smoothed_aggregation as smoothed_aggregation
 from ._sparse import SparseMatrix as SparseMatrix
 from ._sparse import bucket_size as bucket_size
 from ._train import TrainResult as TrainResult
@@ -45,6 +50,11 @@ __all__ = [
     "estimate_lambda_max",
     "standard_aggregation",
     "aggregation_hierarchy",
+    "EllMatrix",
+    "MultilevelHierarchy",
+    "smoothed_aggregation",
+    "mis2_aggregation",
+    "m_matrix_envelope",
     "GRANS",
     "GRANSNet",
     "GRANSOperator",

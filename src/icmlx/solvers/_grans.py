@@ -14,6 +14,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from ._aggregation import aggregation_hierarchy
 from ._krylov import chebyshev_smoother, estimate_lambda_max, jacobi_smoother
+from ._multilevel import EllMatrix, MultilevelHierarchy, _sa_build, mis2_aggregation
 from ._sparse import SparseMatrix, bucket_size
 
 __all__ = ["GRANS", "GRANSNet", "GRANSOperator", "GRANSSolution", "working_dtype"]
@@ -84,6 +85,8 @@ class GRANSOperator(lx.AbstractLinearOperator):
       zcol: ``int32[n_pad, S]`` basis column of each compressed slot.
       col_used: ``bool[m]`` columns that exist (others are padding).
       lambda_max: bound on the spectrum of ``D⁻¹A`` for the Chebyshev smoother.
+      ell: the padded ``A`` in ELL layout (the fast product used inside the iteration).
+      hierarchy: the smoothed-aggregation V-cycle (``smoother="multilevel"``) or ``None``.
       n: true size (static). symmetric / spd_like: structural flags (static).
     """
 
@@ -97,6 +100,8 @@ class GRANSOperator(lx.AbstractLinearOperator):
     zcol: Int[Array, "npad s"]
     col_used: Bool[Array, " m"]
     lambda_max: Float[Array, ""]
+    ell: EllMatrix
+    hierarchy: MultilevelHierarchy | None
     n: int = eqx.field(static=True)
     symmetric: bool = eqx.field(static=True)
     spd_like: bool = eqx.field(static=True)
@@ -112,7 +117,7 @@ class GRANSOperator(lx.AbstractLinearOperator):
 
     def mv(self, vector):
         v = jnp.zeros((self.n_pad,), self.A.dtype).at[: self.n].set(vector.astype(self.A.dtype))
-        return self.A.mv(v)[: self.n].astype(vector.dtype)
+        return self.ell.mv(v)[: self.n].astype(vector.dtype)
 
     def as_matrix(self):
         return self.A.as_matrix()[: self.n, : self.n]
@@ -159,8 +164,24 @@ def _select_levels(maps: list[np.ndarray], n: int, budget: int) -> tuple[np.ndar
 _lambda_max_jit = eqx.filter_jit(estimate_lambda_max)
 
 
+def _mis2_maps(M: Any, maps: list[np.ndarray], min_size: int = 4) -> list[np.ndarray]:
+    """Continue an aggregation hierarchy with distance-2 MIS aggregation of Galerkin patterns."""
+    import scipy.sparse as sp
+
+    M = sp.csr_matrix(M)
+    while M.shape[0] > min_size and len(maps) < 16:
+        agg = mis2_aggregation(M)
+        nc = int(agg.max()) + 1
+        if nc >= M.shape[0]:
+            break
+        maps.append(agg)
+        T = sp.csr_matrix((np.ones(agg.size), (np.arange(agg.size), agg)), shape=(agg.size, nc))
+        M = (T.T @ abs(M) @ T).tocsr()
+    return maps
+
+
 def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
-           dmax_bucket: int = 4) -> GRANSOperator:
+           dmax_bucket: int = 4, smoother: str = "chebyshev") -> GRANSOperator:
     if not isinstance(A, SparseMatrix):
         raise TypeError(f"G-RANS needs a SparseMatrix, got {type(A).__name__}")
     n, n2 = A.shape
@@ -208,12 +229,20 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     raw_abs = np.bincount(rows, weights=np.abs(vals), minlength=n)
     spd_like = bool(symmetric and np.all(diag > 0) and np.all(raw_sum >= -1e3 * in_eps * raw_abs))
     # hierarchy and basis levels
-    maps = aggregation_hierarchy(rows, cols, n)
+    n_pad = bucket_size(n)
+    hierarchy = None
+    if smoother == "multilevel":  # SA V-cycle; its (vectorised MIS-2) aggregates also carry the basis
+        import scipy.sparse as sp
+
+        hierarchy, maps, coarse = _sa_build(sp.csr_matrix((vals, (rows, cols)), shape=(n, n)),
+                                            n_pad=n_pad, dtype=dtype)
+        maps = _mis2_maps(coarse, maps)
+    else:
+        maps = aggregation_hierarchy(rows, cols, n)
     budget = max_columns // channels
     a0, a1 = _select_levels(maps, n, budget)
     N0, N1 = int(a0.max()) + 1, int(a1.max()) + 1
     # padding
-    n_pad = bucket_size(n)
     pad_nodes = np.arange(n, n_pad)
     nnz_true = key.size
     nnz_pad = bucket_size(nnz_true + pad_nodes.size)
@@ -266,16 +295,20 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     mask[:n] = 1.0
     Ap = SparseMatrix(jnp.asarray(prow, jnp.int32), jnp.asarray(pcol, jnp.int32),
                       jnp.asarray(pval, dtype), (n_pad, n_pad))
-    if spd_like:
+    if spd_like and hierarchy is None:
         lmax = 1.1 * _lambda_max_jit(Ap)  # jitted: compiled once per bucket, not once per set-up
     else:
         lmax = jnp.asarray(1.0, dtype)
+    import scipy.sparse as sp
+
+    ell = EllMatrix.from_scipy(sp.csr_matrix((vals, (rows, cols)), shape=(n, n)), n_rows=n_pad,
+                               n_cols=n_pad, pad_identity=True, dtype=dtype)
     return GRANSOperator(
         A=Ap, ahat=jnp.asarray(pahat, jnp.float32), feats=jnp.asarray(feats),
         mask=jnp.asarray(mask, dtype), colidx=jnp.asarray(colidx, jnp.int32),
         pool=jnp.asarray(pool, jnp.int32), zslot=jnp.asarray(zslot, jnp.int32),
         zcol=jnp.asarray(zcol, jnp.int32), col_used=jnp.asarray(col_used), lambda_max=lmax,
-        n=n, symmetric=symmetric, spd_like=spd_like, n_agg=(N0, N1))
+        ell=ell, hierarchy=hierarchy, n=n, symmetric=symmetric, spd_like=spd_like, n_agg=(N0, N1))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -364,6 +397,8 @@ class GRANSNet(eqx.Module):
 # One iteration
 # ---------------------------------------------------------------------------------------------------
 def _smooth(op: GRANSOperator, r, degree: int):
+    if op.hierarchy is not None:  # one smoothed-aggregation V-cycle on the M-matrix envelope of A
+        return op.hierarchy(r)
     if op.spd_like:
         return chebyshev_smoother(op.A, r, lambda_max=op.lambda_max, degree=degree)
     return jacobi_smoother(op.A, r, omega=1.0, steps=degree, l1=True)
@@ -443,7 +478,7 @@ def _basis(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin: bool, 
     dt = r.dtype
     dinv_sqrt = 1.0 / jnp.sqrt(jnp.abs(op.A.diagonal()))
     e1 = _smooth(op, r, degree)
-    s = dinv_sqrt * (r - op.A.mv(e1))
+    s = dinv_sqrt * (r - op.ell.mv(e1))
     rs = s / jnp.maximum(jnp.linalg.norm(s), jnp.finfo(dt).tiny) * jnp.sqrt(jnp.asarray(op.n, dt))
     w = net(op, rs.astype(jnp.float32)).astype(dt)
     return (w, *_coarse_factor(op, w, galerkin, explicit))
@@ -454,11 +489,11 @@ def _precondition_with(op: GRANSOperator, basis, r, *, degree: int, galerkin: bo
     """``u = M(r)`` for a given (possibly reused) basis: smooth, project, smooth; with ``A u`` and ``e_1``."""
     w, Z, F, piv = basis
     e1 = _smooth(op, r, degree)
-    Ae1 = op.A.mv(e1)
+    Ae1 = op.ell.mv(e1)
     r1 = r - Ae1
     e2, Ae2 = _coarse_apply(op, w, Z, F, piv, r1, galerkin, explicit)
     e3 = _smooth(op, r1 - Ae2, degree)
-    Ae3 = op.A.mv(e3)
+    Ae3 = op.ell.mv(e3)
     return e1 + e2 + e3, Ae1 + Ae2 + Ae3, e1, Ae1
 
 
@@ -624,8 +659,11 @@ class GRANS(lx.AbstractLinearSolver):
     stall_patience: int = eqx.field(static=True, default=10)
     stall_tol: float = 1e-3
     dtype: str = eqx.field(static=True, default="auto")
+    smoother: str = eqx.field(static=True, default="chebyshev")
 
     def __check_init__(self):
+        if self.smoother not in ("chebyshev", "multilevel"):
+            raise ValueError(f"smoother must be 'chebyshev' or 'multilevel', got {self.smoother!r}")
         if not (isinstance(self.max_steps, int) and self.max_steps >= 1):
             raise ValueError(f"max_steps must be a positive int, got {self.max_steps=}")
         if self.degree < 1:
@@ -685,7 +723,7 @@ class GRANS(lx.AbstractLinearSolver):
             else:
                 raise TypeError(f"cannot set up G-RANS for {type(A).__name__}")
         return _setup(A, channels=self.net.channels, max_columns=self.max_columns,
-                      dtype=working_dtype(self.dtype))
+                      dtype=working_dtype(self.dtype), smoother=self.smoother)
 
     # -- solve -------------------------------------------------------------------------------------
     def solve(self, operator: Any, b: Float[Array, " n"], x0: Float[Array, " n"] | None = None,
@@ -748,7 +786,7 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0) -> GRANSSolution:
     x = jnp.zeros((npad,), dt)
     if x0 is not None:
         x = x.at[:n].set(jnp.asarray(x0).astype(dt))
-    r = bp - op.A.mv(x)
+    r = bp - op.ell.mv(x)
     bnorm = jnp.linalg.norm(bp)
     tol = jnp.maximum(solver.rtol * bnorm, solver.atol)
     denom = jnp.where(bnorm > 0, bnorm, 1.0)
@@ -780,7 +818,7 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0) -> GRANSSolution:
         else:
             dx = u
         xn = x + dx
-        rnew = bp - op.A.mv(xn)
+        rnew = bp - op.ell.mv(xn)
         rnn = jnp.linalg.norm(rnew)
         ok = rnn <= rn
         xn = jnp.where(ok, xn, x)

@@ -1,0 +1,387 @@
+"""Smoothed-aggregation multilevel hierarchy (NumPy/SciPy set-up, JAX V-cycle) and ELL sparse matrices.
+
+The hierarchy is the multi-scale backbone of G-RANS's ``smoother="multilevel"`` mode and, on its own, a
+non-learned algebraic-multigrid preconditioner for the JAX Krylov solvers (the ablation floor).
+"""
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse as sp
+from jaxtyping import Array, Float, Int
+
+from ._sparse import SparseMatrix, bucket_size
+
+__all__ = ["EllMatrix", "MultilevelHierarchy", "smoothed_aggregation", "mis2_aggregation",
+           "m_matrix_envelope"]
+
+
+def _ell_width(k: int) -> int:
+    """Padded row width: a multiple of 4 (so matrices of one mesh family share compiled shapes)."""
+    return max(4, -(-k // 4) * 4)
+
+
+class EllMatrix(eqx.Module):
+    r"""Sparse matrix in transposed ELLPACK layout: ``(A x)_i = Σ_j val[j, i] · x[idx[j, i]]``.
+
+    Every row stores the same number ``k`` of (index, value) slots (unused slots have value 0), kept as
+    ``k`` contiguous rows of length ``n_rows`` so that a product is ``k`` gathers and fused
+    multiply-adds with no scatter. On XLA:CPU this is about 2× faster than the COO segment sum of
+    :class:`SparseMatrix` at n = 65,025 (1.8 vs 3.6 ms) and than the same gather written as one
+    fused ``(n, k)`` reduction (3.7 ms). Has ``mv``/``shape``/``diagonal`` so that :func:`cg`, :func:`gmres` and
+    :func:`bicgstab` accept it.
+
+    Attributes:
+      idx: ``int32[k, n_rows]`` column index of each slot.
+      val: ``float[k, n_rows]`` value of each slot (0 in unused slots).
+      shape: ``(n_rows, n_cols)``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.solvers import EllMatrix, SparseMatrix
+      >>> A = SparseMatrix.from_dense(jnp.array([[2.0, -1.0], [0.0, 3.0]]))
+      >>> EllMatrix.from_sparse(A).mv(jnp.array([1.0, 1.0]))
+      Array([1., 3.], dtype=float32)
+    """
+
+    idx: Int[Array, "k n"]
+    val: Float[Array, "k n"]
+    shape: tuple[int, int] = eqx.field(static=True)
+
+    @classmethod
+    def from_scipy(cls, M: Any, *, n_rows: int | None = None, n_cols: int | None = None,
+                   width: int | None = None, pad_identity: bool = False,
+                   dtype: Any = None) -> "EllMatrix":
+        """From a SciPy sparse matrix, optionally padded to ``n_rows × n_cols`` and row width ``width``.
+
+        Padding slots hold value 0. Padding rows are zero, or with ``pad_identity=True`` carry a 1 on the
+        diagonal (so a padded square system stays nonsingular and Jacobi-preconditionable)."""
+        M = sp.csr_matrix(M)
+        M.sum_duplicates()
+        nr, nc = M.shape
+        n_rows = nr if n_rows is None else n_rows
+        n_cols = nc if n_cols is None else n_cols
+        cnt = np.diff(M.indptr)
+        k = _ell_width(int(cnt.max()) if cnt.size else 1) if width is None else width
+        if cnt.size and cnt.max() > k:
+            raise ValueError(f"row width {int(cnt.max())} exceeds the requested ELL width {k}")
+        idx = np.zeros((k, n_rows), np.int32)
+        val = np.zeros((k, n_rows), np.float64)
+        pos = np.arange(M.nnz) - np.repeat(M.indptr[:-1], cnt)
+        row = np.repeat(np.arange(nr), cnt)
+        idx[pos, row] = M.indices
+        val[pos, row] = M.data
+        if pad_identity:
+            extra = np.arange(nr, min(n_rows, n_cols))
+            idx[0, extra] = extra
+            val[0, extra] = 1.0
+        dtype = jnp.result_type(float) if dtype is None else dtype
+        return cls(jnp.asarray(idx), jnp.asarray(val, dtype), (n_rows, n_cols))
+
+    @classmethod
+    def from_sparse(cls, A: SparseMatrix, **kwargs: Any) -> "EllMatrix":
+        """From a :class:`SparseMatrix` (duplicates summed; eager, not traceable)."""
+        return cls.from_scipy(A.to_scipy(), dtype=A.vals.dtype, **kwargs)
+
+    def mv(self, x: Float[Array, " n_cols"]) -> Float[Array, " n_rows"]:
+        """``A @ x``: a ``fori_loop`` over the ``k`` slots, each one gather and a multiply-add.
+
+        A compiled loop rather than an unrolled sum on purpose: unrolled, XLA:CPU fuses the elementwise
+        producer of ``x`` into every gather and recomputes it per gathered entry, which made two chained
+        products 15x slower than one (measured at n = 16,384); the loop boundary materialises ``x``."""
+        def body(j, y):
+            return y + self.val[j] * x[self.idx[j]]
+
+        return jax.lax.fori_loop(0, self.idx.shape[0], body,
+                                 jnp.zeros(self.shape[0], jnp.result_type(self.val, x)))
+
+    def diagonal(self) -> Float[Array, " n"]:
+        """Main diagonal (square matrices)."""
+        on = self.idx == jnp.arange(self.shape[0], dtype=self.idx.dtype)[None, :]
+        return jnp.sum(jnp.where(on, self.val, 0.0), axis=0)
+
+
+# ---------------------------------------------------------------------------------------------------
+# set-up (NumPy / SciPy; eager)
+# ---------------------------------------------------------------------------------------------------
+def m_matrix_envelope(A: Any) -> sp.csr_matrix:
+    r"""The symmetric M-matrix envelope of ``A`` (SciPy CSR), on which the hierarchy is built.
+
+    .. math:: \tilde a_{ij} = -\tfrac12(|a_{ij}| + |a_{ji}|)\ (i \ne j), \qquad
+              \tilde a_{ii} = \max\bigl(a_{ii},\ \textstyle\sum_{j\ne i} |\tilde a_{ij}|\bigr).
+
+    For a symmetric diagonally dominant M-matrix (P1 Poisson, reaction–diffusion with a dominant stiffness)
+    ``Ã = A`` exactly; for advection–diffusion it is a diffusion-like symmetrisation and for Helmholtz
+    ``K − k²M`` a Laplacian-like positive definite operator (a "Laplace preconditioner"): the hierarchy
+    and its smoothers stay convergent even when ``A`` is indefinite, and the outer Krylov step on ``A``
+    handles the rest.
+    """
+    A = sp.csr_matrix(A, dtype=np.float64)
+    d = A.diagonal()
+    off = A - sp.diags(d)
+    off = abs(off)
+    off = (off + off.T) * 0.5
+    off.eliminate_zeros()
+    dd = np.maximum(d, np.asarray(off.sum(axis=1)).ravel())
+    return (sp.diags(dd) - off).tocsr()
+
+
+def _nbr_max(indptr: np.ndarray, indices: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``max(v_i, max_{j ∈ N(i)} v_j)`` for a CSR pattern (vectorised)."""
+    out = v.copy()
+    deg = np.diff(indptr)
+    has = deg > 0
+    if indices.size:
+        red = np.maximum.reduceat(v[indices], indptr[:-1][has])
+        out[has] = np.maximum(out[has], red)
+    return out
+
+
+def mis2_aggregation(A: Any) -> np.ndarray:
+    """Aggregates of the matrix graph from a distance-2 maximal independent set (vectorised NumPy).
+
+    Roots are chosen Luby-style: an undecided node whose (hashed, distinct) priority is the largest in its
+    2-hop neighbourhood becomes a root and covers that neighbourhood; this repeats until every node is
+    decided. Each root then takes its neighbours, and the remaining (2-hop) nodes join a neighbouring
+    aggregate. Purely topological and deterministic, so matrices on one mesh share their aggregates. About
+    8-15 nodes per aggregate on 2-D P1 meshes.
+
+    Args:
+      A: square sparse matrix (anything ``scipy.sparse.csr_matrix`` accepts); only its pattern is used.
+
+    Returns:
+      ``int64[n]`` aggregate index of each node.
+
+    References:
+      Bell, Dalton & Olson, SIAM J. Sci. Comput. 34 (2012), "Exposing fine-grained parallelism in algebraic
+      multigrid methods" (MIS(k) aggregation).
+
+    Examples:
+      >>> import numpy as np, scipy.sparse as sp
+      >>> from icmlx.solvers import mis2_aggregation
+      >>> A = sp.diags([-np.ones(11), 2 * np.ones(12), -np.ones(11)], [-1, 0, 1])
+      >>> agg = mis2_aggregation(A); int(agg.max()) + 1, bool(np.all(np.bincount(agg) >= 2))
+      (4, True)
+    """
+    S = sp.csr_matrix(A)
+    n = S.shape[0]
+    S = (abs(S) + abs(S).T).tocsr()
+    S.setdiag(0)
+    S.eliminate_zeros()
+    S.sort_indices()
+    indptr, indices = S.indptr, S.indices
+    # distinct pseudo-random priorities: multiplication by an odd constant is a bijection mod 2^31
+    prio = ((np.arange(n, dtype=np.uint64) * np.uint64(2654435761)) % np.uint64(2 ** 31)).astype(np.int32)
+    state = np.zeros(n, np.int8)  # 0 undecided, 1 root, 2 covered
+    for _ in range(64):  # Luby rounds (set-up time; typically 5-10)
+        und = state == 0
+        if not und.any():
+            break
+        p = np.where(und, prio, np.int32(-1))
+        m2 = _nbr_max(indptr, indices, _nbr_max(indptr, indices, p))
+        new = und & (prio == m2)
+        state[new] = 1
+        cov = _nbr_max(indptr, indices, _nbr_max(indptr, indices, new.astype(np.int8)))
+        state[(state == 0) & (cov > 0)] = 2
+    state[state == 0] = 1  # (not reached for finite graphs: every round adds a root)
+    roots = np.nonzero(state == 1)[0]
+    agg = np.full(n, -1, np.int32)
+    agg[roots] = np.arange(roots.size, dtype=np.int32)
+    for _ in range(3):  # neighbours of roots, then 2-hop nodes, then (defensive) a third sweep
+        free = agg < 0
+        if not free.any():
+            break
+        best = _nbr_max(indptr, indices, agg)
+        agg[free] = best[free]
+    left = agg < 0
+    agg[left] = roots.size + np.arange(int(left.sum()), dtype=np.int32)
+    return agg.astype(np.int64)
+
+
+def _spectral_radius(M: sp.csr_matrix, d: np.ndarray, iters: int = 12) -> float:
+    """Upper estimate of ρ(D⁻¹M) for symmetric ``M`` with positive diagonal ``d``.
+
+    ``1.1 ×`` the Rayleigh quotient of ``D^{-1/2} M D^{-1/2}`` after ``iters`` power steps (from a fixed
+    pseudo-random start), capped by the Gershgorin bound ``max_i Σ_j |m_ij| / d_i``, which it can never
+    exceed. An underestimate would make the Chebyshev smoother amplify the top of the spectrum."""
+    s = 1.0 / np.sqrt(d)
+    S = sp.diags(s) @ M @ sp.diags(s)
+    gersh = float(np.max(np.asarray(abs(M).sum(axis=1)).ravel() / d))
+    x = np.random.default_rng(0).standard_normal(M.shape[0])
+    lam = gersh
+    for _ in range(iters):
+        y = S @ x
+        lam = float(x @ y / max(x @ x, 1e-300))
+        x = y / max(np.linalg.norm(y), 1e-300)
+    return min(1.1 * lam, gersh)
+
+
+class MultilevelHierarchy(eqx.Module):
+    r"""A smoothed-aggregation hierarchy and its V-cycle, ``r ↦ B r ≈ Ã⁻¹ r`` (pure JAX, jit/vmap-safe).
+
+    Level ``ℓ`` has the operator ``Ã_ℓ`` (ELL), its inverse diagonal, the Chebyshev bounds of
+    ``D_ℓ⁻¹Ã_ℓ``, and the prolongator ``P_ℓ = (I − ω D_ℓ⁻¹Ã_ℓ) T_ℓ`` (``T_ℓ`` the normalised aggregate
+    indicator, ``ω = 4/(3ρ)``) with its transpose; ``Ã_{ℓ+1} = P_ℓᵀ Ã_ℓ P_ℓ``. The coarsest level is solved
+    with a stored dense inverse. One V-cycle applies Chebyshev smoothing of degree ``degree`` before and
+    after each coarse correction; for symmetric ``Ã`` it is a symmetric positive-definite preconditioner.
+    All sizes are padded (nodes to :func:`bucket_size`, row widths to multiples of 4): matrices of one mesh
+    family reuse the compiled cycle.
+
+    Build with :func:`smoothed_aggregation`.
+    """
+
+    ops: tuple[EllMatrix, ...]
+    dinv: tuple[Float[Array, " _n"], ...]
+    prolong: tuple[EllMatrix, ...]
+    restrict: tuple[EllMatrix, ...]
+    lam: Float[Array, " levels"]
+    coarse_inv: Float[Array, "nc nc"]
+    sizes: tuple[int, ...] = eqx.field(static=True)
+    degree: int = eqx.field(static=True, default=2)
+
+    @property
+    def num_levels(self) -> int:
+        """Number of levels including the coarsest."""
+        return len(self.sizes)
+
+    def _smooth(self, lvl: int, b, x, zero: bool = False):
+        # Chebyshev iteration on D⁻¹Ã for the interval [λ/30, λ] (Adams et al. 2003 choice of the
+        # lower bound), ``degree`` products with Ã; starts from x.
+        A, dinv = self.ops[lvl], self.dinv[lvl]
+        lmax = self.lam[lvl]
+        lmin = lmax / 30.0
+        theta, delta = 0.5 * (lmax + lmin), 0.5 * (lmax - lmin)
+        sigma = theta / delta
+        rho = 1.0 / sigma
+        r = dinv * b if zero else dinv * (b - A.mv(x))  # x = 0: skip the product
+        d = r / theta
+        for _ in range(self.degree - 1):  # static polynomial degree
+            x = x + d
+            r = dinv * (b - A.mv(x))
+            rho_new = 1.0 / (2.0 * sigma - rho)
+            d = rho_new * rho * d + (2.0 * rho_new / delta) * r
+            rho = rho_new
+        return x + d
+
+    def _cycle(self, lvl: int, b):
+        if lvl == len(self.ops):
+            return self.coarse_inv @ b
+        x = self._smooth(lvl, b, jnp.zeros_like(b), zero=True)
+        r = b - self.ops[lvl].mv(x)
+        x = x + self.prolong[lvl].mv(self._cycle(lvl + 1, self.restrict[lvl].mv(r)))
+        return self._smooth(lvl, b, x)
+
+    def __call__(self, r: Float[Array, " n"]) -> Float[Array, " n"]:
+        """One V-cycle from a zero initial guess: ``B r ≈ Ã⁻¹ r`` (``r`` of the padded fine size)."""
+        return self._cycle(0, r)
+
+
+def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: int = 2,
+                         envelope: bool = True, n_pad: int | None = None,
+                         dtype: Any = None) -> MultilevelHierarchy:
+    r"""Build a smoothed-aggregation hierarchy of ``A`` (eager NumPy/SciPy set-up; returns JAX arrays).
+
+    The hierarchy is built on the M-matrix envelope ``Ã`` of ``A`` (:func:`m_matrix_envelope`; ``Ã = A``
+    for symmetric diagonally dominant M-matrices) with distance-2 MIS aggregation
+    (:func:`mis2_aggregation`), Jacobi-smoothed prolongators ``P = (I − ω D⁻¹Ã) T`` and Galerkin coarse
+    operators ``PᵀÃP``, coarsening until at most ``max_coarse`` nodes remain.
+
+    Args:
+      A: square sparse matrix: a :class:`SparseMatrix` or anything SciPy accepts (concrete, not traced).
+      max_coarse: largest coarsest level, solved by a dense inverse.
+      max_levels: cap on the number of levels.
+      degree: Chebyshev smoothing degree (products with ``Ã`` per pre-/post-smoothing).
+      envelope: build on ``Ã`` (default). ``False`` uses ``A`` itself (must then be SPD-like).
+      n_pad: padded fine size (default :func:`bucket_size` of ``n``).
+      dtype: floating dtype of the values (default: JAX's default float).
+
+    Returns:
+      A :class:`MultilevelHierarchy`; calling it on a residual applies one V-cycle.
+
+    References:
+      Vaněk, Mandel & Brezina, Computing 56 (1996), "Algebraic multigrid by smoothed aggregation for second
+      and fourth order elliptic problems"; Adams, Brezina, Hu & Tuminaro, J. Comput. Phys. 188 (2003)
+      (Chebyshev smoothers).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, scipy.sparse as sp
+      >>> from icmlx.solvers import cg, smoothed_aggregation
+      >>> n = 900; T = sp.diags([-np.ones(29), 2 * np.ones(30), -np.ones(29)], [-1, 0, 1])
+      >>> A = (sp.kron(T, sp.eye(30)) + sp.kron(sp.eye(30), T)).tocsr()
+      >>> H = smoothed_aggregation(A, max_coarse=50)
+      >>> b = jnp.ones(H.sizes[0])
+      >>> sol = cg(lambda v: H.ops[0].mv(v), b, preconditioner=H, rtol=1e-6)
+      >>> int(sol.num_steps) < 15
+      True
+    """
+    return _sa_build(A, max_coarse=max_coarse, max_levels=max_levels, degree=degree, envelope=envelope,
+                     n_pad=n_pad, dtype=dtype)[0]
+
+
+def _sa_build(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: int = 2,
+              envelope: bool = True, n_pad: int | None = None, dtype: Any = None):
+    """:func:`smoothed_aggregation`, also returning the aggregate maps and the coarsest operator."""
+    if isinstance(A, SparseMatrix):
+        if isinstance(A.vals, jax.core.Tracer):
+            raise TypeError("smoothed_aggregation is eager (NumPy set-up): call it outside jax.jit")
+        A = A.to_scipy()
+    A = sp.csr_matrix(A, dtype=np.float64)
+    n, n2 = A.shape
+    if n != n2:
+        raise ValueError(f"smoothed_aggregation needs a square matrix, got {A.shape=}")
+    if degree < 1:
+        raise ValueError(f"degree must be >= 1, got {degree=}")
+    dtype = jnp.result_type(float) if dtype is None else dtype
+    At = m_matrix_envelope(A) if envelope else A.copy()
+    d = At.diagonal()
+    if np.any(d <= 0):
+        raise ValueError("the hierarchy operator needs a positive diagonal "
+                         f"(first bad row {int(np.nonzero(d <= 0)[0][0])})")
+    ops, dinvs, pros, ress, lams, sizes, maps = [], [], [], [], [], [], []
+    cur = At
+    pad = bucket_size(n) if n_pad is None else n_pad
+    if pad < n:
+        raise ValueError(f"n_pad={pad} is smaller than n={n}")
+    while cur.shape[0] > max_coarse and len(ops) < max_levels - 1:
+        nl = cur.shape[0]
+        dl = cur.diagonal()
+        DA = sp.diags(1.0 / dl) @ cur
+        rho = _spectral_radius(cur, dl)
+        agg = mis2_aggregation(cur)
+        nc = int(agg.max()) + 1
+        if nc >= nl:
+            break
+        maps.append(agg)
+        size = np.bincount(agg, minlength=nc).astype(np.float64)
+        T = sp.csr_matrix((1.0 / np.sqrt(size[agg]), (np.arange(nl), agg)), shape=(nl, nc))
+        P = (T - (4.0 / (3.0 * rho)) * (DA @ T)).tocsr()
+        P.eliminate_zeros()
+        R = P.T.tocsr()
+        pad_c = bucket_size(nc, minimum=16)
+        ops.append(EllMatrix.from_scipy(cur, n_rows=pad, n_cols=pad, dtype=dtype))
+        dinv = np.zeros(pad)
+        dinv[:nl] = 1.0 / dl
+        dinvs.append(jnp.asarray(dinv, dtype))
+        pros.append(EllMatrix.from_scipy(P, n_rows=pad, n_cols=pad_c, dtype=dtype))
+        ress.append(EllMatrix.from_scipy(R, n_rows=pad_c, n_cols=pad, dtype=dtype))
+        lams.append(rho)
+        sizes.append(pad)
+        cur = (R @ cur @ P).tocsr()
+        cur.sum_duplicates()
+        pad = pad_c
+    # coarsest: dense inverse (pseudo-inverse guard for an exactly singular Galerkin operator)
+    Cd = cur.toarray()
+    Cinv = np.zeros((pad, pad))
+    try:
+        Cinv[: Cd.shape[0], : Cd.shape[0]] = np.linalg.inv(Cd)
+    except np.linalg.LinAlgError:
+        Cinv[: Cd.shape[0], : Cd.shape[0]] = np.linalg.pinv(Cd)
+    sizes.append(pad)
+    H = MultilevelHierarchy(
+        ops=tuple(ops), dinv=tuple(dinvs), prolong=tuple(pros), restrict=tuple(ress),
+        lam=jnp.asarray(np.asarray(lams, np.float64), dtype), coarse_inv=jnp.asarray(Cinv, dtype),
+        sizes=tuple(sizes), degree=degree)
+    return H, maps, cur

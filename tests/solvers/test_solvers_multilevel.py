@@ -1,0 +1,169 @@
+"""Smoothed-aggregation hierarchy, ELL products and G-RANS's multilevel smoother.
+
+References are independent: SciPy sparse products in float64, dense NumPy triple products, a direct
+NumPy construction of the M-matrix envelope, SciPy-recomputed residuals.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from icmlx.solvers import (
+    GRANS,
+    EllMatrix,
+    GRANSNet,
+    SparseMatrix,
+    cg,
+    m_matrix_envelope,
+    mis2_aggregation,
+    smoothed_aggregation,
+)
+from icmlx.solvers.fem import make_problem, unit_square_mesh
+
+sp = pytest.importorskip("scipy.sparse")
+
+X64 = bool(jax.config.jax_enable_x64)
+TOL = 1e-12 if X64 else 1e-5
+
+
+def laplace2d(m):
+    T = sp.diags([-np.ones(m - 1), 2 * np.ones(m), -np.ones(m - 1)], [-1, 0, 1])
+    return (sp.kron(T, sp.eye(m)) + sp.kron(sp.eye(m), T)).tocsr()
+
+
+def dense_of(E, n_in):
+    """Materialise an EllMatrix column by column through its own product (n_in columns)."""
+    eye = jnp.eye(E.shape[1], dtype=E.val.dtype)[:n_in]
+    return np.asarray(jax.jit(jax.vmap(E.mv))(eye)).T
+
+
+def test_ell_matches_scipy_and_pads():
+    rng = np.random.default_rng(0)
+    M = sp.random(37, 23, density=0.15, random_state=1, format="csr")
+    E = EllMatrix.from_scipy(M, n_rows=40, n_cols=30)
+    assert E.shape == (40, 30) and E.idx.shape[0] % 4 == 0
+    x = rng.standard_normal(30)
+    y = np.asarray(E.mv(jnp.asarray(x, E.val.dtype)))
+    ref = M @ x[:23]
+    assert np.allclose(y[:37], ref, rtol=10 * TOL, atol=10 * TOL * np.abs(ref).max())
+    assert np.all(y[37:] == 0)
+    Ei = EllMatrix.from_scipy(laplace2d(4), n_rows=20, n_cols=20, pad_identity=True)
+    d = np.asarray(Ei.diagonal())
+    assert np.allclose(d[:16], 4.0) and np.all(d[16:] == 1.0)
+    with pytest.raises(ValueError, match="ELL width"):
+        EllMatrix.from_scipy(M, width=1)
+
+
+def test_m_matrix_envelope_matches_direct_construction():
+    rng = np.random.default_rng(3)
+    D = rng.standard_normal((12, 12)) * (rng.random((12, 12)) < 0.3)
+    D = D + np.diag(rng.uniform(-1, 3, 12))
+    off = np.abs(D - np.diag(np.diag(D)))
+    off = -(off + off.T) / 2
+    ref = off + np.diag(np.maximum(np.diag(D), -off.sum(1)))
+    assert np.allclose(m_matrix_envelope(sp.csr_matrix(D)).toarray(), ref, atol=1e-14)
+    L = laplace2d(6)  # a symmetric diagonally dominant M-matrix is its own envelope
+    assert abs(m_matrix_envelope(L) - L).max() == 0
+
+
+def test_mis2_aggregation_properties():
+    A = laplace2d(20)
+    agg = mis2_aggregation(A)
+    n = A.shape[0]
+    assert agg.shape == (n,) and agg.min() == 0
+    nagg = int(agg.max()) + 1
+    sizes = np.bincount(agg, minlength=nagg)
+    assert np.all(sizes >= 1) and 4 <= n / nagg <= 20
+    # every aggregate is connected within the graph (BFS restricted to the aggregate)
+    S = (A != 0).tocsr()
+    for a in range(nagg):
+        nodes = set(np.nonzero(agg == a)[0].tolist())
+        seen, stack = set(), [next(iter(nodes))]
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            stack.extend(j for j in S.indices[S.indptr[i]:S.indptr[i + 1]] if j in nodes)
+        assert seen == nodes
+    assert np.array_equal(mis2_aggregation(A), agg)  # deterministic
+
+
+def test_hierarchy_is_galerkin_and_cycle_symmetric():
+    A = laplace2d(24)  # n = 576
+    H = smoothed_aggregation(A, max_coarse=40)
+    assert H.num_levels >= 3
+    n0 = A.shape[0]
+    A0 = dense_of(H.ops[0], n0)[:n0]
+    assert np.allclose(A0, A.toarray(), atol=TOL)
+    n1 = H.prolong[0].shape[1]
+    P = dense_of(H.prolong[0], n1)[:n0]
+    R = dense_of(H.restrict[0], n0)
+    assert np.allclose(R[:n1, :n0], P.T, atol=TOL)
+    A1 = dense_of(H.ops[1], n1)[:n1]
+    assert np.allclose(A1, P.T @ A.toarray() @ P, atol=1e2 * TOL)
+    # the V-cycle is a symmetric positive-definite operator for symmetric A
+    rng = np.random.default_rng(1)
+    u = np.zeros(H.sizes[0])
+    v = np.zeros(H.sizes[0])
+    u[:n0], v[:n0] = rng.standard_normal(n0), rng.standard_normal(n0)
+    Bu = np.asarray(H(jnp.asarray(u, H.lam.dtype)))
+    Bv = np.asarray(H(jnp.asarray(v, H.lam.dtype)))
+    assert abs(v @ Bu - u @ Bv) <= 1e3 * TOL * np.linalg.norm(u) * np.linalg.norm(Bv)
+    assert u @ Bu > 0
+
+
+def test_vcycle_preconditioned_cg_is_mesh_independent():
+    iters = []
+    for ref in (4, 5):  # n = 961, 3969 (P1 Poisson with a random coefficient field)
+        pb = make_problem(jax.random.key(7), unit_square_mesh(ref), "poisson")
+        H = smoothed_aggregation(pb.A)
+        n = pb.A.shape[0]
+        E = EllMatrix.from_sparse(pb.A, n_rows=H.sizes[0], n_cols=H.sizes[0], pad_identity=True)
+        b = jnp.zeros(H.sizes[0], E.val.dtype).at[:n].set(pb.b)
+        rtol = 1e-8 if X64 else 1e-4
+        sol = cg(E, b, preconditioner=H, rtol=rtol, max_steps=100)
+        x = np.asarray(sol.value, np.float64)[:n]
+        A = pb.A.to_scipy().astype(np.float64)
+        bb = np.asarray(pb.b, np.float64)
+        assert np.linalg.norm(bb - A @ x) / np.linalg.norm(bb) <= 5 * rtol
+        iters.append(int(sol.num_steps))
+    assert max(iters) <= 25 and iters[1] <= iters[0] + 5, iters
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="square"):
+        smoothed_aggregation(sp.random(10, 12, density=0.5, format="csr"))
+    with pytest.raises(ValueError, match="degree"):
+        smoothed_aggregation(laplace2d(5), degree=0)
+    with pytest.raises(ValueError, match="n_pad"):
+        smoothed_aggregation(laplace2d(5), n_pad=10)
+    net = GRANSNet.init(jax.random.key(0), hidden=4, layers=1)
+    with pytest.raises(ValueError, match="smoother"):
+        GRANS(net, smoother="gauss_seidel")
+    A = SparseMatrix.from_scipy(laplace2d(5))
+
+    @jax.jit
+    def traced(vals):
+        return smoothed_aggregation(SparseMatrix(A.rows, A.cols, vals, A.shape)).lam
+
+    with pytest.raises(TypeError, match="eager"):
+        traced(A.vals)
+
+
+@pytest.mark.x64
+def test_grans_multilevel_converges_monotonically_on_helmholtz():
+    pb = make_problem(jax.random.key(12), unit_square_mesh(4), "helmholtz")  # n = 961, k = 12
+    net = GRANSNet.init(jax.random.key(1), hidden=8, layers=2, head_scale=0.5)  # random weights
+    rtol = 1e-6 if X64 else 1e-4
+    solver = GRANS(net, rtol=rtol, max_steps=80, recycle=60, refresh=10**6, smoother="multilevel",
+                   dtype="float64" if X64 else "float32")
+    sol = solver.solve(solver.setup(pb.A), pb.b)
+    k = int(sol.num_steps)
+    hist = np.asarray(sol.residual_history)[: k + 1]
+    assert np.all(np.diff(hist) <= 0)
+    A = pb.A.to_scipy().astype(np.float64)
+    b = np.asarray(pb.b, np.float64)
+    assert np.linalg.norm(b - A @ np.asarray(sol.value, np.float64)) / np.linalg.norm(b) <= 2 * rtol
+    assert k < 60
