@@ -4,14 +4,18 @@ Time to a *true* relative residual of 1e-5 (recomputed here with SciPy in float6
 solver), setup included; JIT compile measured apart (first call on a different matrix in the same padding
 bucket). Thread counts pinned to 1 for every library (OpenBLAS/MKL/OMP and XLA) before anything is imported.
 
-Solvers: G-RANS (``GRANS.pretrained()``: the paper-faithful default, plus ``recycle=40, refresh=10**6``
-= outer flexible GCR over the last 40 directions with the network basis built once from the initial residual,
-and with ``--full-memory`` ``recycle=400``), JAX CG / CG+Jacobi / BiCGStab / GMRES(30) from icmlx (same runtime),
+Solvers: G-RANS (``GRANS.pretrained()``: the paper-faithful default; ``recycle=40, refresh=10**6``
+= outer flexible GCR over the last 40 directions with the network basis built once from the initial residual;
+``smoother="multilevel"`` = the same with a smoothed-aggregation V-cycle as the smoother, GCR(40), GCR(100) on
+Helmholtz; with ``--full-memory`` ``recycle=400``), JAX CG / CG+Jacobi / BiCGStab / GMRES(30) from icmlx (same
+runtime) on the COO ``SparseMatrix`` and on the faster ``EllMatrix`` (conversion timed as set-up), the
+non-learned floor "JAX SA-AMG+CG" (``smoothed_aggregation`` V-cycle as CG preconditioner, SPD only),
 SciPy CG / CG+Jacobi / BiCGStab / GMRES(30), PyAMG RS and SA (accelerated by CG for SPD, GMRES otherwise;
 retried with tol/10 up to 3 times when their own stopping rule stops short), SuperLU (``splu``).
 
     python benchmarks/solvers_fem.py --quick       # n = 3,969 and 16,129, one matrix per cell
     python benchmarks/solvers_fem.py               # n up to 65,025, three matrices per cell
+    python benchmarks/solvers_fem.py --refines 7 --per-cell 1 --variants multilevel   # n = 65,025 only
 """
 
 import os
@@ -33,7 +37,7 @@ import scipy.sparse.linalg as sla  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import print_table, write_results  # noqa: E402
-from icmlx.solvers import GRANS, bicgstab, cg, gmres  # noqa: E402
+from icmlx.solvers import GRANS, EllMatrix, bicgstab, cg, gmres, smoothed_aggregation  # noqa: E402
 from icmlx.solvers.fem import make_problem, unit_square_mesh  # noqa: E402
 
 RTOL = 1e-5
@@ -98,15 +102,42 @@ def scipy_solvers(spd):
 
 
 def jax_solvers(spd):
-    out = {}
+    """JAX Krylov baselines: name -> (prepare(pb) -> (A, b), jitted solve(A, b) -> KrylovSolution).
+
+    ``prepare`` is timed with the solve (the ELL conversion is the baseline's set-up)."""
+    coo = lambda pb: (pb.A, pb.b)  # noqa: E731
+
+    def ell(pb):
+        return EllMatrix.from_sparse(pb.A), pb.b
+
+    kr = {}
     if spd:
-        out["JAX CG"] = jax.jit(lambda A, b: cg(A, b, rtol=RTOL, max_steps=6000, throw=False))
-        out["JAX CG+Jacobi"] = jax.jit(lambda A, b: cg(A, b, rtol=RTOL, max_steps=6000,
-                                                       preconditioner="jacobi", throw=False))
-    out["JAX BiCGStab"] = jax.jit(lambda A, b: bicgstab(A, b, rtol=RTOL, max_steps=6000, throw=False))
-    out["JAX GMRES(30)"] = jax.jit(lambda A, b: gmres(A, b, rtol=RTOL, restart=30, max_steps=6000,
-                                                      throw=False))
+        kr["CG"] = lambda A, b: cg(A, b, rtol=RTOL, max_steps=6000, throw=False)
+        kr["CG+Jacobi"] = lambda A, b: cg(A, b, rtol=RTOL, max_steps=6000, preconditioner="jacobi",
+                                          throw=False)
+    kr["BiCGStab"] = lambda A, b: bicgstab(A, b, rtol=RTOL, max_steps=6000, throw=False)
+    kr["GMRES(30)"] = lambda A, b: gmres(A, b, rtol=RTOL, restart=30, max_steps=6000, throw=False)
+    out = {}
+    for name, f in kr.items():
+        out[f"JAX {name}"] = (coo, jax.jit(f))
+        out[f"JAX {name} (ELL)"] = (ell, jax.jit(f))
     return out
+
+
+def sa_floor():
+    """The non-learned multilevel floor: SA V-cycle (same hierarchy as G-RANS multilevel) + JAX CG."""
+    @jax.jit
+    def solve(H, E, bp):
+        return cg(E, bp, preconditioner=H, rtol=RTOL, max_steps=400, throw=False)
+
+    def run(pb):
+        H = smoothed_aggregation(pb.A)
+        n, npad = pb.A.shape[0], H.sizes[0]
+        E = EllMatrix.from_sparse(pb.A, n_rows=npad, n_cols=npad, pad_identity=True)
+        bp = jax.numpy.zeros(npad, E.val.dtype).at[:n].set(pb.b)
+        sol = jax.block_until_ready(solve(H, E, bp))
+        return sol.value[:n], int(sol.num_steps)
+    return run
 
 
 def main(argv=None):
@@ -118,6 +149,9 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--full-memory", action="store_true",
                     help="also run G-RANS with outer GCR(400) (full memory up to 200 iterations; Helmholtz)")
+    ap.add_argument("--variants", nargs="*", default=["default", "frozen", "multilevel"],
+                    help="G-RANS variants: default (paper-faithful), frozen (GCR(40), basis once), "
+                         "multilevel (SA V-cycle smoother, GCR(40)/GCR(100) on Helmholtz)")
     args = ap.parse_args(argv)
     refines = args.refines or ([5, 6] if args.quick else [5, 6, 7])
     per_cell = args.per_cell or (1 if args.quick else 3)
@@ -125,33 +159,47 @@ def main(argv=None):
         raise SystemExit("needs JAX_ENABLE_X64=1")
     # the paper-faithful default (network basis every iteration, 3-term outer step) and the two options
     # added for speed / indefinite systems: outer flexible GCR (recycle) and basis reuse (refresh)
-    variants = {"G-RANS": {}, "G-RANS GCR(40) frozen": dict(recycle=40, refresh=10**6)}
-    if args.full_memory:
-        variants["G-RANS GCR(400)"] = dict(recycle=400)
-    gsolvers = {}
-    for vname, kw in variants.items():
-        g = GRANS.pretrained(rtol=RTOL, max_steps=400, **kw)
-        gsolvers[vname] = (g, jax.jit(lambda op, b, g=g: g.solve(op, b)))
-    grans = gsolvers["G-RANS"][0]
+    def variants_for(eq):
+        v = {}
+        if "default" in args.variants:
+            v["G-RANS"] = {}
+        if "frozen" in args.variants:
+            v["G-RANS GCR(40) frozen"] = dict(recycle=40, refresh=10**6)
+        if "multilevel" in args.variants:
+            m = 100 if eq == "helmholtz" else 40
+            v[f"G-RANS multilevel GCR({m})"] = dict(smoother="multilevel", recycle=m, refresh=10**6)
+        if args.full_memory:
+            v["G-RANS GCR(400)"] = dict(recycle=400)
+        return v
+
     rows = []
     for refine in refines:
         mesh = unit_square_mesh(refine)
         for eq in args.equations:
+            gsolvers = {}
+            for vname, kw in variants_for(eq).items():
+                g = GRANS.pretrained(rtol=RTOL, max_steps=400, **kw)
+                gsolvers[vname] = (g, jax.jit(lambda op, b, g=g: g.solve(op, b)))
             warm = make_problem(jax.random.key(HELD_OUT + 999), mesh, eq)
-            # compile G-RANS on a different matrix of the same bucket
-            wop = grans.setup(warm.A)
+            # compile every solver on a different matrix of the same bucket
             g_compile = {}
-            for vname, (_g, gsolve) in gsolvers.items():
+            for vname, (g, gsolve) in gsolvers.items():
                 t0 = time.perf_counter()
+                wop = g.setup(warm.A)
                 jax.block_until_ready(gsolve(wop, warm.b))
                 g_compile[vname] = time.perf_counter() - t0
-            spd = wop.spd_like
+            spd = GRANS.pretrained().setup(warm.A).spd_like
             jx = jax_solvers(spd)
             jx_compile = {}
-            for name, f in jx.items():
+            for name, (prep, f) in jx.items():
                 t0 = time.perf_counter()
-                jax.block_until_ready(f(warm.A, warm.b))
+                jax.block_until_ready(f(*prep(warm)))
                 jx_compile[name] = time.perf_counter() - t0
+            floor = sa_floor() if spd else None
+            if floor is not None:
+                t0 = time.perf_counter()
+                floor(warm)
+                floor_compile = time.perf_counter() - t0
             per = {}
             for i in range(per_cell):
                 pb = make_problem(jax.random.key(HELD_OUT + 100 * refine + i), mesh, eq)
@@ -166,18 +214,25 @@ def main(argv=None):
                     sol, t = timeit(run_grans, args.repeats)
                     per.setdefault(vname, []).append(
                         (t, int(sol.num_steps), relres(A, b, sol.value), g_compile[vname]))
-                for name, f in jx.items():
-                    ks, t = timeit(lambda f=f, pb=pb: jax.block_until_ready(f(pb.A, pb.b)),
+                for name, (prep, f) in jx.items():
+                    ks, t = timeit(lambda f=f, prep=prep, pb=pb: jax.block_until_ready(f(*prep(pb))),
                                    args.repeats)
                     per.setdefault(name, []).append((t, int(ks.num_steps), relres(A, b, ks.value),
                                                      jx_compile[name]))
+                if floor is not None:
+                    (xf, itf), t = timeit(lambda pb=pb, fl=floor: fl(pb), args.repeats)
+                    per.setdefault("JAX SA-AMG+CG (non-learned floor)", []).append(
+                        (t, itf, relres(A, b, xf), floor_compile))
                 for name, f in scipy_solvers(spd).items():
                     (x, it), t = timeit(lambda f=f, A=A, b=b: f(A, b), args.repeats)
                     per.setdefault(name, []).append((t, it, relres(A, b, x), 0.0))
-            tg = {v: statistics.median(x[0] for x in per[v]) for v in gsolvers}
+            tg = {v: statistics.median(x[0] for x in per[v]) for v in gsolvers
+                  if all(x[2] <= RTOL * 1.0001 for x in per[v])}  # converged G-RANS variants only
             conv = [statistics.median(x[0] for x in per[nm]) for nm in jx
                     if all(x[2] <= RTOL * 1.0001 for x in per[nm])]
             best_jax = min(conv) if conv else float("nan")  # NaN: no JAX Krylov solver converged
+            fl = per.get("JAX SA-AMG+CG (non-learned floor)")
+            t_floor = statistics.median(x[0] for x in fl) if fl else float("nan")
             for name, vals in per.items():
                 ok = [v[2] <= RTOL * 1.0001 for v in vals]
                 t = statistics.median(v[0] for v in vals)
@@ -186,9 +241,12 @@ def main(argv=None):
                     "success": f"{sum(ok)}/{len(ok)}",
                     "time_s": t, "iters": int(statistics.median(v[1] for v in vals)),
                     "max_relres": max(v[2] for v in vals), "compile_s": vals[0][3],
-                    "grans_over_this": tg["G-RANS"] / t if all(ok) else float("nan"),
-                    "fastest_grans_over_this": min(tg.values()) / t if all(ok) else float("nan"),
+                    "grans_over_this": (tg["G-RANS"] / t if all(ok) and "G-RANS" in tg
+                                        else float("nan")),
+                    "fastest_grans_over_this": (min(tg.values()) / t if all(ok) and tg
+                                                else float("nan")),
                     "this_over_best_jax_krylov": t / best_jax,
+                    "this_over_sa_floor": t / t_floor,
                 })
             print_table([r for r in rows if r["n"] == mesh.n and r["equation"] == eq],
                         title=f"n={mesh.n} {eq}")
@@ -199,7 +257,8 @@ def main(argv=None):
                                 "threads": "OPENBLAS/OMP/MKL=1, XLA single-threaded",
                                 "note": "time_s = setup + solve (median of repeats), compile apart; "
                                         "grans_over_this < 1 means default G-RANS is faster; "
-                                        "this_over_best_jax_krylov: time / fastest converged JAX Krylov"})
+                                        "this_over_best_jax_krylov: time / fastest converged JAX Krylov "
+                                        "(COO or ELL product; the SA floor is not counted as Krylov)"})
     print(f"wrote {path}")
 
 
