@@ -4,14 +4,16 @@ Time to a *true* relative residual of 1e-5 (recomputed here with SciPy in float6
 solver), setup included; JIT compile measured apart (first call on a different matrix in the same padding
 bucket). Thread counts pinned to 1 for every library (OpenBLAS/MKL/OMP and XLA) before anything is imported.
 
-Solvers: G-RANS (``GRANS.pretrained()``: the paper-faithful default; ``recycle=40, refresh=10**6``
-= outer flexible GCR over the last 40 directions with the network basis built once from the initial residual;
-``smoother="multilevel"`` = the same with a smoothed-aggregation V-cycle as the smoother, GCR(40), GCR(100) on
-Helmholtz; with ``--full-memory`` ``recycle=400``), JAX CG / CG+Jacobi / BiCGStab / GMRES(30) from icmlx (same
-runtime) on the COO ``SparseMatrix`` and on the faster ``EllMatrix`` (conversion timed as set-up), the
-non-learned floor "JAX SA-AMG+CG" (``smoothed_aggregation`` V-cycle as CG preconditioner, SPD only),
-SciPy CG / CG+Jacobi / BiCGStab / GMRES(30), PyAMG RS and SA (accelerated by CG for SPD, GMRES otherwise;
-retried with tol/10 up to 3 times when their own stopping rule stops short), SuperLU (``splu``).
+Solvers:
+- G-RANS (``GRANS.pretrained()``): the paper-faithful default; "GCR(40) frozen" = ``recycle=40,
+  refresh=10**6`` (outer flexible GCR over the last 40 directions, network basis built once from the initial
+  residual); "multilevel" = the same with a smoothed-aggregation V-cycle as the smoother (GCR(8) on the SPD
+  equations, GCR(40) on advection, GCR(100) on Helmholtz); with ``--full-memory`` also ``recycle=400``.
+- JAX CG / CG+Jacobi / BiCGStab / GMRES(30) from icmlx (same runtime), each on the COO ``SparseMatrix`` and
+  on the faster ``EllMatrix`` (the conversion is timed as set-up).
+- The non-learned floor "JAX SA-AMG+CG": the ``smoothed_aggregation`` V-cycle as CG preconditioner (SPD only).
+- SciPy CG / CG+Jacobi / BiCGStab / GMRES(30), PyAMG RS and SA (accelerated by CG for SPD, GMRES otherwise;
+  retried with tol/10 up to 3 times when their own stopping rule stops short), SuperLU (``splu``).
 
     python benchmarks/solvers_fem.py --quick       # n = 3,969 and 16,129, one matrix per cell
     python benchmarks/solvers_fem.py               # n up to 65,025, three matrices per cell
@@ -151,7 +153,8 @@ def main(argv=None):
                     help="also run G-RANS with outer GCR(400) (full memory up to 200 iterations; Helmholtz)")
     ap.add_argument("--variants", nargs="*", default=["default", "frozen", "multilevel"],
                     help="G-RANS variants: default (paper-faithful), frozen (GCR(40), basis once), "
-                         "multilevel (SA V-cycle smoother, GCR(40)/GCR(100) on Helmholtz)")
+                         "multilevel (SA V-cycle smoother; GCR(8) SPD, GCR(40) advection, GCR(100) Helmholtz)")
+    ap.add_argument("--tag", default="", help="suffix of the results file (non-quick runs)")
     args = ap.parse_args(argv)
     refines = args.refines or ([5, 6] if args.quick else [5, 6, 7])
     per_cell = args.per_cell or (1 if args.quick else 3)
@@ -166,7 +169,7 @@ def main(argv=None):
         if "frozen" in args.variants:
             v["G-RANS GCR(40) frozen"] = dict(recycle=40, refresh=10**6)
         if "multilevel" in args.variants:
-            m = 100 if eq == "helmholtz" else 40
+            m = {"helmholtz": 100, "advection": 40}.get(eq, 8)
             v[f"G-RANS multilevel GCR({m})"] = dict(smoother="multilevel", recycle=m, refresh=10**6)
         if args.full_memory:
             v["G-RANS GCR(400)"] = dict(recycle=400)
@@ -251,7 +254,7 @@ def main(argv=None):
             print_table([r for r in rows if r["n"] == mesh.n and r["equation"] == eq],
                         title=f"n={mesh.n} {eq}")
             print(flush=True)
-    name = "solvers_fem_quick" if args.quick else "solvers_fem"
+    name = "solvers_fem_quick" if args.quick else ("solvers_fem_" + args.tag if args.tag else "solvers_fem")
     path = write_results(name, rows, dtype="float64 x/r, float32 network",
                          extra={"rtol": RTOL, "held_out_seed_base": HELD_OUT,
                                 "threads": "OPENBLAS/OMP/MKL=1, XLA single-threaded",

@@ -630,6 +630,12 @@ class GRANS(lx.AbstractLinearSolver):
         and the safeguard unchanged.
       stall_patience, stall_tol: stagnation rule.
       dtype: ``"auto"`` | ``"float64"`` | ``"float32"`` — see ``working_dtype``.
+      smoother: ``"chebyshev"`` (default; the smoother the shipped weights were trained with) or
+        ``"multilevel"``: ``S`` becomes one V-cycle of a smoothed-aggregation hierarchy built at set-up on
+        the M-matrix envelope of ``A`` (:func:`~icmlx.solvers.smoothed_aggregation`; vectorised MIS-2
+        aggregates, which then also carry the basis ``V``). Iteration counts stay nearly flat in ``n`` and
+        indefinite Helmholtz converges with a modest ``recycle`` (measured in ``benchmarks/solvers_fem.py``).
+        Static.
 
     References:
       G-RANS (ICML 2026), reconstruction in ``notes/solvers.md``; Vaněk et al. (1996) for aggregation;
