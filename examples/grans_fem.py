@@ -11,6 +11,8 @@ Writes ``grans_fem.png`` (residual vs iteration and vs time) and prints a table.
 
     python examples/grans_fem.py --quick                 # outer flexible GCR(300), basis every iteration
     python examples/grans_fem.py --quick --recycle 0     # the 3-term outer step (Helmholtz k=12 stalls)
+    python examples/grans_fem.py --quick --multilevel    # smoothed-aggregation V-cycle as the smoother
+    python examples/grans_fem.py --transfer              # train on Poisson only vs on all four (minutes)
 """
 
 import os
@@ -46,20 +48,31 @@ def _timed(fn, *args):
     return out, time.perf_counter() - t0
 
 
-def run(refines=(5,), shifts=(-0.7, 0.0, 0.7), rtol=1e-5, krylov=True, seed=10_000, recycle=300, refresh=1):
+ML_RECYCLE = {"poisson": 8, "reaction": 8, "advection": 40, "helmholtz": 100}
+
+
+def run(refines=(5,), shifts=(-0.7, 0.0, 0.7), rtol=1e-5, krylov=True, seed=10_000, recycle=300, refresh=1,
+        multilevel=False, net=None, equations=("poisson", "reaction", "advection", "helmholtz")):
     import jax.numpy as jnp
 
     from icmlx.solvers import GRANS, bicgstab, cg, gmres
     from icmlx.solvers.fem import make_problem, resonance_gap, unit_square_mesh
 
     # network basis every iteration (the paper's residual-aware subspace); outer flexible GCR over the last
-    # `recycle` directions (recycle=0: the 3-term outer step, which stalls on Helmholtz k=12)
-    solver = GRANS.pretrained(rtol=rtol, max_steps=300, recycle=recycle, refresh=refresh)
-    solve = jax.jit(lambda op, b: solver.solve(op, b))
+    # `recycle` directions (recycle=0: the 3-term outer step, which stalls on Helmholtz k=12).
+    # multilevel: smoothed-aggregation V-cycle smoother, basis from the first residual, GCR(8/40/100).
+    def make_solver(eq):
+        kw = dict(rtol=rtol, max_steps=300, recycle=recycle, refresh=refresh)
+        if multilevel:
+            kw.update(smoother="multilevel", recycle=ML_RECYCLE[eq], refresh=10**6)
+        return GRANS.pretrained(**kw) if net is None else GRANS(net, **kw)
+
     rows, curves = [], []
     for refine in refines:
         mesh = unit_square_mesh(refine)
-        for eq in ("poisson", "reaction", "advection", "helmholtz"):
+        for eq in equations:
+            solver = make_solver(eq)
+            solve = jax.jit(lambda op, b, solver=solver: solver.solve(op, b))
             for shift in shifts:
                 if eq == "helmholtz" and resonance_gap(12.0 * (1 + shift)) < 0.05:
                     continue
@@ -154,6 +167,35 @@ def _summary(rows):
     return out
 
 
+def transfer(refine_train=4, refine_test=5, steps=20, stages=(0, 1, 2), seed=0, recycle=300):
+    """Train two networks with one short schedule: on Poisson only, and on all four equations (8 training
+    systems each, seeds disjoint from the held-out ones); solve held-out systems of every equation with both."""
+    from icmlx.solvers import GRANS, GRANSNet, train_grans
+    from icmlx.solvers.fem import EQUATIONS, make_problem, unit_square_mesh
+
+    mesh = unit_square_mesh(refine_train)
+    setup = GRANS(GRANSNet.init(jax.random.key(seed), hidden=16))
+    nets = {}
+    for name, eqs in (("poisson-only", ["poisson"] * 8),
+                      ("all-four", [e for e in EQUATIONS for _ in range(2)])):
+        ops, rhs = [], []
+        for i, eq in enumerate(eqs):
+            pb = make_problem(jax.random.key(seed * 1000 + 500 + i), mesh, eq)
+            ops.append(setup.setup(pb.A))
+            rhs.append(pb.b)
+        t0 = time.perf_counter()
+        nets[name] = train_grans(jax.random.key(seed + 1), ops, rhs, stages=stages, steps_per_stage=steps,
+                                 progress=False).net
+        print(f"trained {name} on {len(ops)} systems in {time.perf_counter() - t0:.0f} s", flush=True)
+    out = []
+    for name, net in nets.items():
+        rows, _ = run(refines=(refine_test,), shifts=(0.0,), krylov=False, recycle=recycle, net=net)
+        for r in rows:
+            r["solver"] = f"G-RANS {name}"
+        out += rows
+    return out
+
+
 def _with_x64(fn, *a, **k):
     prev = bool(jax.config.jax_enable_x64)
     jax.config.update("jax_enable_x64", True)
@@ -163,11 +205,12 @@ def _with_x64(fn, *a, **k):
         jax.config.update("jax_enable_x64", prev)
 
 
-def tour(outdir: pathlib.Path, recycle: int = 300, refresh: int = 1) -> list[dict]:
+def tour(outdir: pathlib.Path, recycle: int = 300, refresh: int = 1, multilevel: bool = False) -> list[dict]:
     """Quick scale: n = 3,969 (4x the training size), shifts -70%/0/+70%, pretrained weights."""
     outdir = pathlib.Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    rows, curves = _with_x64(run, refines=(5,), shifts=(-0.7, 0.0, 0.7), recycle=recycle, refresh=refresh)
+    rows, curves = _with_x64(run, refines=(5,), shifts=(-0.7, 0.0, 0.7), recycle=recycle, refresh=refresh,
+                             multilevel=multilevel)
     _figure(curves, outdir / "grans_fem.png")
     _print(rows)
     return _summary(rows)
@@ -179,13 +222,28 @@ def main():
     ap.add_argument("--outdir", type=pathlib.Path, default=HERE / "out")
     ap.add_argument("--recycle", type=int, default=300, help="outer flexible-GCR memory (0: 3-term step)")
     ap.add_argument("--refresh", type=int, default=1, help="rebuild the network basis every k iterations")
+    ap.add_argument("--multilevel", action="store_true",
+                    help="smoothed-aggregation V-cycle smoother (GCR(8/40/100), basis from the first residual)")
+    ap.add_argument("--transfer", action="store_true",
+                    help="only the cross-equation experiment: train on Poisson only vs all four (minutes)")
     args = ap.parse_args()
     args.outdir.mkdir(parents=True, exist_ok=True)
+    if args.transfer:
+        rws = _with_x64(transfer, recycle=args.recycle)
+        _print(rws)
+        by = {}
+        for r in rws:
+            by.setdefault(r["equation"], {})[r["solver"]] = r
+        print("\nequation    poisson-only: iters (ok)    all-four: iters (ok)")
+        for eq, d in by.items():
+            a, b = d["G-RANS poisson-only"], d["G-RANS all-four"]
+            print(f"{eq:10s}  {a['iters']:>5} ({a['ok']})             {b['iters']:>5} ({b['ok']})")
+        return
     if args.quick:
-        rows = tour(args.outdir, args.recycle, args.refresh)
+        rows = tour(args.outdir, args.recycle, args.refresh, args.multilevel)
     else:
         rws, curves = _with_x64(run, refines=(5, 6), shifts=(-0.7, -0.3, 0.0, 0.3, 0.7),
-                                recycle=args.recycle, refresh=args.refresh)
+                                recycle=args.recycle, refresh=args.refresh, multilevel=args.multilevel)
         _figure(curves, args.outdir / "grans_fem.png")
         _print(rws)
         rows = _summary(rws)
