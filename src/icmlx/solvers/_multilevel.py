@@ -10,7 +10,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.sparse as sp
 from jaxtyping import Array, Float, Int
 
 from ._sparse import SparseMatrix, bucket_size
@@ -61,6 +60,8 @@ class EllMatrix(eqx.Module):
 
         Padding slots hold value 0. Padding rows are zero, or with ``pad_identity=True`` carry a 1 on the
         diagonal (so a padded square system stays nonsingular and Jacobi-preconditionable)."""
+        import scipy.sparse as sp  # lazy: set-up only
+
         M = sp.csr_matrix(M)
         M.sum_duplicates()
         M.eliminate_zeros()  # FEM assembly stores structural zeros (P1 Poisson: width 12 -> 8)
@@ -110,8 +111,8 @@ class EllMatrix(eqx.Module):
 # ---------------------------------------------------------------------------------------------------
 # set-up (NumPy / SciPy; eager)
 # ---------------------------------------------------------------------------------------------------
-def m_matrix_envelope(A: Any) -> sp.csr_matrix:
-    r"""The symmetric M-matrix envelope of ``A`` (SciPy CSR), on which the hierarchy is built.
+def m_matrix_envelope(A: Any) -> Any:
+    r"""The symmetric M-matrix envelope of ``A`` (a SciPy CSR matrix), on which the hierarchy is built.
 
     .. math:: \tilde a_{ij} = -\tfrac12(|a_{ij}| + |a_{ji}|)\ (i \ne j), \qquad
               \tilde a_{ii} = \max\bigl(a_{ii},\ \textstyle\sum_{j\ne i} |\tilde a_{ij}|\bigr).
@@ -122,6 +123,8 @@ def m_matrix_envelope(A: Any) -> sp.csr_matrix:
     and its smoothers stay convergent even when ``A`` is indefinite, and the outer Krylov step on ``A``
     handles the rest.
     """
+    import scipy.sparse as sp
+
     A = sp.csr_matrix(A, dtype=np.float64)
     d = A.diagonal()
     off = A - sp.diags(d)
@@ -169,6 +172,8 @@ def mis2_aggregation(A: Any) -> np.ndarray:
       >>> agg = mis2_aggregation(A); int(agg.max()) + 1, bool(np.all(np.bincount(agg) >= 2))
       (4, True)
     """
+    import scipy.sparse as sp
+
     S = sp.csr_matrix(A)
     n = S.shape[0]
     S = (abs(S) + abs(S).T).tocsr()
@@ -204,12 +209,14 @@ def mis2_aggregation(A: Any) -> np.ndarray:
     return agg.astype(np.int64)
 
 
-def _spectral_radius(M: sp.csr_matrix, d: np.ndarray, iters: int = 12) -> float:
+def _spectral_radius(M: Any, d: np.ndarray, iters: int = 12) -> float:
     """Upper estimate of ρ(D⁻¹M) for symmetric ``M`` with positive diagonal ``d``.
 
     ``1.1 ×`` the Rayleigh quotient of ``D^{-1/2} M D^{-1/2}`` after ``iters`` power steps (from a fixed
     pseudo-random start), capped by the Gershgorin bound ``max_i Σ_j |m_ij| / d_i``, which it can never
     exceed. An underestimate would make the Chebyshev smoother amplify the top of the spectrum."""
+    import scipy.sparse as sp
+
     s = 1.0 / np.sqrt(d)
     S = sp.diags(s) @ M @ sp.diags(s)
     gersh = float(np.max(np.asarray(abs(M).sum(axis=1)).ravel() / d))
@@ -327,6 +334,7 @@ def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10,
 def _sa_build(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: int = 2,
               envelope: bool = True, n_pad: int | None = None, dtype: Any = None):
     """:func:`smoothed_aggregation`, also returning the aggregate maps and the coarsest operator."""
+    import scipy.sparse as sp
     if isinstance(A, SparseMatrix):
         if isinstance(A.vals, jax.core.Tracer):
             raise TypeError("smoothed_aggregation is eager (NumPy set-up): call it outside jax.jit")
