@@ -229,13 +229,13 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     raw_abs = np.bincount(rows, weights=np.abs(vals), minlength=n)
     spd_like = bool(symmetric and np.all(diag > 0) and np.all(raw_sum >= -1e3 * in_eps * raw_abs))
     # hierarchy and basis levels
+    import scipy.sparse as sp  # set-up only (lazy: `import icmlx.solvers` does not import SciPy)
+
+    csr = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
     n_pad = bucket_size(n)
     hierarchy = None
     if smoother == "multilevel":  # SA V-cycle; its (vectorised MIS-2) aggregates also carry the basis
-        import scipy.sparse as sp
-
-        hierarchy, maps, coarse = _sa_build(sp.csr_matrix((vals, (rows, cols)), shape=(n, n)),
-                                            n_pad=n_pad, dtype=dtype)
+        hierarchy, maps, coarse = _sa_build(csr, n_pad=n_pad, dtype=dtype)
         maps = _mis2_maps(coarse, maps)
     else:
         maps = aggregation_hierarchy(rows, cols, n)
@@ -299,10 +299,7 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
         lmax = 1.1 * _lambda_max_jit(Ap)  # jitted: compiled once per bucket, not once per set-up
     else:
         lmax = jnp.asarray(1.0, dtype)
-    import scipy.sparse as sp
-
-    ell = EllMatrix.from_scipy(sp.csr_matrix((vals, (rows, cols)), shape=(n, n)), n_rows=n_pad,
-                               n_cols=n_pad, pad_identity=True, dtype=dtype)
+    ell = EllMatrix.from_scipy(csr, n_rows=n_pad, n_cols=n_pad, pad_identity=True, dtype=dtype)
     return GRANSOperator(
         A=Ap, ahat=jnp.asarray(pahat, jnp.float32), feats=jnp.asarray(feats),
         mask=jnp.asarray(mask, dtype), colidx=jnp.asarray(colidx, jnp.int32),
