@@ -165,7 +165,7 @@ def scale_by_dash(
         ``k = max(1, 65536 // (z * z * itemsize))`` for a stack of ``z x z`` factors on the CPU backend
         (``k = 1`` for ``z >= 128`` in float32) and ``None`` on GPU/TPU and for ``eigh`` (rule and
         measurements: ``chunk_size`` of :func:`~icmlx.optim.matrix_inverse_root`). On a 2-core CPU, block
-        128, the DASH step with Newton–DB roots refreshed every step is ~1.5x faster with ``k = 1`` than with
+        128, the DASH step with Newton–DB roots refreshed every step is ~1.4x faster with ``k = 1`` than with
         ``None``. With ``mesh`` the chunking applies to each device's share.
       one_dim: ``"adam"`` or ``"shampoo"`` for 1-D leaves.
       nonfinite: ``"skip"``, ``"raise"`` or ``"ignore"``.
