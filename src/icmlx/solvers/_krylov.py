@@ -395,6 +395,7 @@ def chebyshev_smoother(
     lambda_max: Float[Array, ""] | float,
     degree: int = 3,
     ratio: float = 30.0,
+    dinv: Float[Array, " n"] | None = None,
 ) -> Float[Array, " n"]:
     r"""Chebyshev polynomial smoother on :math:`D^{-1}A e = D^{-1} r` from :math:`e = 0`.
 
@@ -407,6 +408,7 @@ def chebyshev_smoother(
       lambda_max: upper bound of the spectrum of ``D⁻¹A`` (e.g. ``1.1 * estimate_lambda_max(A)``).
       degree: polynomial degree (static, ≥ 1).
       ratio: ``lambda_max / lambda_min`` of the targeted interval.
+      dinv: precomputed ``1 / diag(A)`` (default: from ``A.diagonal()``); 0 on padding rows keeps them 0.
 
     Returns:
       The correction ``e`` (``float[n]``).
@@ -424,7 +426,8 @@ def chebyshev_smoother(
     """
     if degree < 1:
         raise ValueError(f"Chebyshev degree must be >= 1, got {degree=}")
-    dinv = 1.0 / A.diagonal()
+    if dinv is None:
+        dinv = 1.0 / A.diagonal()
     lmax = jnp.asarray(lambda_max, r.dtype)
     lmin = lmax / ratio
     theta = 0.5 * (lmax + lmin)

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from ._krylov import chebyshev_smoother
 from ._sparse import SparseMatrix, bucket_size
 
 __all__ = ["EllMatrix", "MultilevelHierarchy", "smoothed_aggregation", "mis2_aggregation",
@@ -258,23 +259,12 @@ class MultilevelHierarchy(eqx.Module):
         return len(self.sizes)
 
     def _smooth(self, lvl: int, b, x, zero: bool = False):
-        # Chebyshev iteration on D⁻¹Ã for the interval [λ/30, λ] (Adams et al. 2003 choice of the
-        # lower bound), ``degree`` products with Ã; starts from x.
-        A, dinv = self.ops[lvl], self.dinv[lvl]
-        lmax = self.lam[lvl]
-        lmin = lmax / 30.0
-        theta, delta = 0.5 * (lmax + lmin), 0.5 * (lmax - lmin)
-        sigma = theta / delta
-        rho = 1.0 / sigma
-        r = dinv * b if zero else dinv * (b - A.mv(x))  # x = 0: skip the product
-        d = r / theta
-        for _ in range(self.degree - 1):  # static polynomial degree
-            x = x + d
-            r = dinv * (b - A.mv(x))
-            rho_new = 1.0 / (2.0 * sigma - rho)
-            d = rho_new * rho * d + (2.0 * rho_new / delta) * r
-            rho = rho_new
-        return x + d
+        # Chebyshev smoothing on D⁻¹Ã for [λ/30, λ] (Adams et al. 2003) from x: a polynomial smoother from x
+        # equals x + (the same smoother from 0 applied to the residual); x = 0 skips the residual product.
+        A = self.ops[lvl]
+        r = b if zero else b - A.mv(x)
+        e = chebyshev_smoother(A, r, lambda_max=self.lam[lvl], degree=self.degree, dinv=self.dinv[lvl])
+        return e if zero else x + e
 
     def _cycle(self, lvl: int, b):
         if lvl == len(self.ops):
