@@ -16,6 +16,10 @@ layer-norm vectors). Side by side in one run:
 Part 2 (inverse roots). One ``(N, B, B)`` stack of SPD matrices: time and accuracy (vs float64 ``numpy.eigh``)
 of each ``matrix_inverse_root`` method, against batched ``eigh``.
 
+The two target ratios (stacked Newton-DB against the per-block loop with Newton-DB and with eigh) are also
+measured *paired*: the baseline and the stacked step are timed alternately, back to back, and the median of
+the per-pair ratios is reported, so that load drifting over the run (a shared 2-core box) cancels out.
+
 Correctness is checked before timing (the looped baseline reproduces DASH's update; DASH with preconditioning
 disabled reproduces ``optax.adam``).
 
@@ -80,6 +84,7 @@ def bench_step(size: str, repeats: int) -> list[dict]:
     grads = {k: g + (jnp.outer(g[:, 0], g[0, :8].sum() * jnp.ones(g.shape[1])) if g.ndim == 2 else 0.0)
              for k, g in grads.items()}
     rows = []
+    runners = {}  # (optimizer, root, block, freq) -> (callable, steps per call): for the paired ratios
 
     # correctness first: preconditioning off == optax.adam
     with jax.numpy_dtype_promotion("standard"):
@@ -102,11 +107,11 @@ def bench_step(size: str, repeats: int) -> list[dict]:
         def run():
             return update(grads, state, params)[0]
 
-        return time_fn(run, repeats=repeats)
+        return time_fn(run, repeats=repeats), run
 
     with jax.numpy_dtype_promotion("standard"):
-        add("optax.adam", "-", "-", "-", time_opt(optax.adam(1e-3)))
-        add("optax.contrib.muon", "NS5", "-", "-", time_opt(optax.contrib.muon(1e-3)))
+        add("optax.adam", "-", "-", "-", time_opt(optax.adam(1e-3))[0])
+        add("optax.contrib.muon", "NS5", "-", "-", time_opt(optax.contrib.muon(1e-3))[0])
 
     for block in blocks:
         n_blocks = sum(int(np.ceil(p.shape[0] / block) * np.ceil(p.shape[1] / block))
@@ -136,9 +141,12 @@ def bench_step(size: str, repeats: int) -> list[dict]:
 
                     t = time_fn(ten, repeats=max(1, repeats // 3))
                     t = {k: (v / 10 if k.endswith("_s") and k != "compile_s" else v) for k, v in t.items()}
+                    run_opt = (ten, 10)
                 else:
-                    t = time_opt(opt)
+                    t, run = time_opt(opt)
+                    run_opt = (run, 1)
                 name = "icmlx DASH (stacked)" if chunk == "auto" else "icmlx DASH (stacked, one call)"
+                runners[(name, method, block, freq)] = run_opt
                 used = _resolve_chunk_size(chunk, method, block, jnp.float32)
                 add(name, method, block, freq, t, f"{n_blocks} blocks, chunk {used or 'none'}")
             for method in ("eigh", "newton_db"):
@@ -153,7 +161,40 @@ def bench_step(size: str, repeats: int) -> list[dict]:
                 t = time_fn(run_loop, repeats=max(1, repeats // 3))
                 t = {k: (v / freq if k.endswith("_s") and k != "compile_s" else v) for k, v in t.items()}
                 add("per-block loop", method, block, freq, t, f"baseline err {err:.1e}")
-    return rows
+                runners[("per-block loop", method, block, freq)] = (run_loop, freq)
+    return rows, runners
+
+
+def paired_ratios(runners: dict, size: str, pairs: int) -> list[dict]:
+    """Target ratios from interleaved (paired) timings: baseline and stacked DASH run alternately.
+
+    On a shared or thermally throttled machine the load drifts over a benchmark; timing the two sides of a
+    ratio back to back, ``pairs`` times in alternating order, and taking the median of the per-pair ratios
+    cancels that drift (the min-based ratios above compare runs made minutes apart)."""
+    import time
+
+    def once(fn):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        return time.perf_counter() - t0
+
+    out = []
+    for block in SIZES[size][3]:
+        for freq in (1, 10):
+            st, st_k = runners[("icmlx DASH (stacked)", "newton_db", block, freq)]
+            for base in ("newton_db", "eigh"):
+                lp, lp_k = runners[("per-block loop", base, block, freq)]
+                rs = []
+                for i in range(pairs):
+                    if i % 2:
+                        tl, ts = once(lp) / lp_k, once(st) / st_k
+                    else:
+                        ts, tl = once(st) / st_k, once(lp) / lp_k
+                    rs.append(tl / ts)
+                q1, med, q3 = np.percentile(rs, [25, 50, 75])
+                out.append({"block": block, "freq": freq, "ratio": f"loop {base} / stacked newton_db",
+                            "median": float(med), "q1": float(q1), "q3": float(q3), "pairs": pairs})
+    return out
 
 
 def bench_roots(n: int, block: int, repeats: int) -> list[dict]:
@@ -196,7 +237,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     size = args.size or ("quick" if args.quick else "small")
     repeats = 6 if args.quick else 9
-    step_rows = bench_step(size, repeats)
+    step_rows, runners = bench_step(size, repeats)
+    paired = paired_ratios(runners, size, pairs=12 if args.quick else 16)
     print_table(step_rows, ["optimizer", "root", "block", "freq", "ms_per_step", "min_ms", "iqr_ms", "compile_s",
                             "note"],
                 title=f"optimizer step, transformer-shaped tree ({size}), {jax.default_backend()}")
@@ -228,8 +270,9 @@ def main(argv=None) -> None:
                            "loop_eigh/stacked": loop_eigh / st, "stacked/adam": st / adam,
                            "loop_same/stacked": ms("per-block loop", "newton_db", block, freq) / st})
     print_table(ratios, title="ratios of min ms/step (>1 means the stacked DASH step is faster)")
+    print_table(paired, title="paired ratios: baseline and stacked timed alternately, median of per-pair ratios")
     path = write_results("dash_step", step_rows + root_rows, dtype="float32",
-                         extra={"ratios": ratios, "size": size})
+                         extra={"ratios": ratios, "paired_ratios": paired, "size": size})
     print(f"wrote {path}")
 
 
