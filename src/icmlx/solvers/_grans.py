@@ -564,6 +564,24 @@ def _outer3(u, Au, e1, Ae1, p, Ap, r):
     return U @ alpha, AU @ alpha
 
 
+def _outer3_energy(u, Au, e1, Ae1, p, Ap, r):
+    """Minimise the energy norm of the error, ``‖x* − x − U α‖_A``, over ``U = [u, p, e_1]`` (SPD ``A``).
+
+    ``α = (Uᵀ A U)⁻¹ Uᵀ r``: a Galerkin step on the 3-dimensional space, the outer analogue of the Galerkin
+    projection ``W = V`` (regularised like :func:`_outer3`). With a fixed symmetric ``M_θ`` and
+    ``p`` the previous update this is a (flexible) preconditioned-CG-like recurrence."""
+    dt = r.dtype
+    U = jnp.stack([u, p, e1], 1)
+    AU = jnp.stack([Au, Ap, Ae1], 1)
+    Gm = U.T @ AU
+    Gm = 0.5 * (Gm + Gm.T)
+    tr = jnp.trace(Gm)
+    Gm = Gm + (1e3 * jnp.finfo(dt).eps * jnp.abs(tr) + jnp.finfo(dt).tiny) * jnp.eye(3, dtype=dt)
+    alpha = jnp.linalg.solve(Gm, U.T @ r)
+    alpha = jnp.where(jnp.isfinite(alpha), alpha, 0.0)
+    return U @ alpha, AU @ alpha
+
+
 class GRANSSolution(eqx.Module):
     """Result record of ``GRANS.solve``.
 
@@ -593,16 +611,23 @@ class GRANS(lx.AbstractLinearSolver):
         e_2 = V (W^\top A V)^{-1} W^\top r_1,\ e_3 = S(r_1 - A e_2)
 
     with :math:`W = V` (Galerkin) when ``A`` is symmetric with non-negative scaled row sums (SPD-like)
-    and :math:`W = AV` (least squares) otherwise. The outer step minimises
-    :math:`\|r - A U\alpha\|_2` over :math:`U = [e_1+e_2+e_3,\ p_{k-1},\ e_1]` and the new iterate is
-    accepted only if its *true* residual :math:`\|b - A x\|_2` does not increase, so
-    :math:`\|r_{k+1}\| \le \|r_k\|` for any weights. ``V`` has the aggregates of two levels of a
-    greedy aggregation hierarchy as supports, weighted per node by the network (``channels`` per
-    level); the network sees only the normalised residual and matrix-only features, so scaling ``A``
-    or ``b`` by a power of two leaves the iterates exactly equivariant (any factor: up to float32
-    rounding of the network input). ``S`` is Chebyshev(``degree``) on :math:`D^{-1}A` for SPD-like
-    matrices and ``degree`` ℓ1-Jacobi sweeps otherwise. Stagnation — the residual failing to drop by
-    ``stall_tol`` (relative) for ``stall_patience`` consecutive iterations — stops the solve with
+    and :math:`W = AV` (least squares) otherwise. The outer step combines
+    :math:`U = [e_1+e_2+e_3,\ p_{k-1},\ e_1]`: on SPD-like matrices (``norm="auto"``) it minimises the
+    energy norm of the error, :math:`\alpha = (U^\top A U)^{-1} U^\top r` (a Galerkin step, CG-like), and
+    the new iterate is accepted only if :math:`\|x^* - x\|_A` does not increase, checked exactly from the
+    true residuals (:math:`\|e\|_A^2 - \|e'\|_A^2 = d^\top (r + r')` for the step :math:`d`); otherwise
+    it minimises :math:`\|r - A U\alpha\|_2` and the iterate is accepted only if its *true* residual
+    :math:`\|b - A x\|_2` does not increase. Either way the safeguarded quantity is monotone for any
+    weights. (With the shipped weights the energy step needs 2-8x fewer iterations on P1 Poisson and
+    reaction-diffusion, n = 3,969-16,129, than the residual-norm step, whose minimal-residual steps stall
+    with a good symmetric preconditioner; its residual history is not monotone and typically jumps at the
+    first step.) ``V`` has the aggregates of two levels of a greedy aggregation hierarchy as supports,
+    weighted per node by the network (``channels`` per level); the network sees only the normalised
+    residual and matrix-only features, so scaling ``A`` or ``b`` by a power of two leaves the iterates
+    exactly equivariant (any factor: up to float32 rounding of the network input). ``S`` is
+    Chebyshev(``degree``) on :math:`D^{-1}A` for SPD-like matrices and ``degree`` ℓ1-Jacobi sweeps
+    otherwise. Stagnation — the residual failing to drop by ``stall_tol`` (relative; for the energy norm,
+    the error energy) for ``stall_patience`` consecutive iterations — stops the solve with
     ``RESULTS.stagnation``; it is never hidden by a fallback solve.
 
     Usable through ``lineax.linear_solve(GRANS.setup(A), b, solver)`` or ``solver.solve(op, b)``.
@@ -625,19 +650,23 @@ class GRANS(lx.AbstractLinearSolver):
         (default 1, the paper's per-iteration residual-aware basis); larger values reuse the basis from
         an earlier residual, making an iteration ~smoother cost (static). The projection stays exact
         and the safeguard unchanged.
-      stall_patience, stall_tol: stagnation rule.
+      stall_patience, stall_tol: stagnation rule (residual norm: the residual drops by less than
+        ``stall_tol`` relative; energy norm: ``‖e‖²_A`` drops by less than ``stall_tol · rᵀM_θ r``).
+      norm: ``"auto"`` (default: ``"energy"`` for SPD-like matrices with ``recycle=0``, else
+        ``"residual"``), ``"energy"`` or ``"residual"`` (the paper's residual-monotone step); see
+        :meth:`outer_norm`. Static.
       dtype: ``"auto"`` | ``"float64"`` | ``"float32"`` — see ``working_dtype``.
       smoother: ``"chebyshev"`` (default; the smoother the shipped weights were trained with) or
         ``"multilevel"``: ``S`` becomes one V-cycle of a smoothed-aggregation hierarchy built at set-up on
         the M-matrix envelope of ``A`` (:func:`~icmlx.solvers.smoothed_aggregation`; vectorised MIS-2
         aggregates, which then also carry the basis ``V``). Iteration counts stay nearly flat in ``n`` and
         indefinite Helmholtz converges with a modest ``recycle`` (measured in ``benchmarks/solvers_fem.py``).
-        Use it with ``recycle >= 8`` (``benchmarks/solvers_fem.py`` uses 8 for SPD, 40 for advection, 100
-        for Helmholtz): the V-cycle contracts the error in the energy norm, not the residual in the 2-norm
-        that the outer step minimises, and short-memory outer steps stall. Measured with the shipped
-        weights and ``refresh=10**6``, final relative residual (``recycle`` 0 / 4 / 8): Poisson n = 3,969
-        8e-2 / 5e-6 / 2e-6; advection n = 3,969 0.92 / 0.75 / 8e-6; Poisson n = 65,025 0.95 (``recycle=0``)
-        vs 5e-6 in 13 iterations (``recycle=8``). Static.
+        On SPD-like matrices the default energy-norm 3-term step (``recycle=0``) converges (Poisson and
+        reaction n = 16,129: 8 and 7 iterations). Elsewhere use ``recycle >= 40`` (the benchmark uses 40
+        for advection, 100 for Helmholtz): the V-cycle contracts the error in the energy norm, not the
+        residual 2-norm that a residual-norm outer step minimises, so short memories stall. Final relative
+        residual with the shipped weights, ``refresh=10**6``, ``recycle`` 0 / 4 / 8, advection n = 3,969:
+        0.92 / 0.75 / 8e-6 (with ``norm="residual"``, Poisson n = 3,969: 8e-2 / 5e-6 / 2e-6). Static.
 
     References:
       G-RANS (ICML 2026), reconstruction in ``notes/solvers.md``; Vaněk et al. (1996) for aggregation;
@@ -668,8 +697,14 @@ class GRANS(lx.AbstractLinearSolver):
     stall_tol: float = 1e-3
     dtype: str = eqx.field(static=True, default="auto")
     smoother: str = eqx.field(static=True, default="chebyshev")
+    norm: str = eqx.field(static=True, default="auto")
 
     def __check_init__(self):
+        if self.norm not in ("auto", "residual", "energy"):
+            raise ValueError(f"norm must be 'auto', 'residual' or 'energy', got {self.norm!r}")
+        if self.norm == "energy" and (self.recycle or not self.outer):
+            raise ValueError("norm='energy' is the 3-term outer step: it needs recycle=0 and outer=True, "
+                             f"got {self.recycle=}, {self.outer=}")
         if self.smoother not in ("chebyshev", "multilevel"):
             raise ValueError(f"smoother must be 'chebyshev' or 'multilevel', got {self.smoother!r}")
         if not (isinstance(self.max_steps, int) and self.max_steps >= 1):
@@ -732,6 +767,28 @@ class GRANS(lx.AbstractLinearSolver):
                 raise TypeError(f"cannot set up G-RANS for {type(A).__name__}")
         return _setup(A, channels=self.net.channels, max_columns=self.max_columns,
                       dtype=working_dtype(self.dtype), smoother=self.smoother)
+
+    def outer_norm(self, op: GRANSOperator) -> str:
+        """The norm the outer step minimises and the safeguard keeps monotone for this operator.
+
+        ``"energy"`` (``‖x* − x‖_A``) when ``norm="energy"``, or ``norm="auto"`` with an SPD-like matrix
+        (Galerkin projection) and the 3-term outer step (``recycle=0``, ``outer=True``); else
+        ``"residual"`` (``‖b − A x‖₂``).
+
+        Examples:
+          >>> import jax
+          >>> from icmlx.solvers import GRANS, GRANSNet
+          >>> from icmlx.solvers.fem import unit_square_mesh, make_problem
+          >>> A = make_problem(jax.random.key(1), unit_square_mesh(2), "poisson").A
+          >>> g = GRANS(GRANSNet.init(jax.random.key(0), hidden=4, layers=1), dtype="float32")
+          >>> op = g.setup(A)
+          >>> g.outer_norm(op), GRANS(g.net, recycle=8, dtype="float32").outer_norm(op)
+          ('energy', 'residual')
+        """
+        if self.norm == "energy" or (self.norm == "auto" and op.spd_like and self.recycle == 0
+                                     and self.outer):
+            return "energy"
+        return "residual"
 
     # -- solve -------------------------------------------------------------------------------------
     def solve(self, operator: Any, b: Float[Array, " n"], x0: Float[Array, " n"] | None = None,
@@ -802,12 +859,16 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0) -> GRANSSolution:
     hist = jnp.full((K + 1,), jnp.nan, dt).at[0].set(jnp.linalg.norm(r) / denom)
     galerkin = op.spd_like
     zero = jnp.zeros((npad,), dt)
+    m = solver.recycle
+    if solver.norm == "energy" and not galerkin:
+        raise ValueError("norm='energy' needs a symmetric positive-definite-like matrix (symmetric, positive "
+                         "diagonal, non-negative row sums); this one is not: use norm='residual' or 'auto'")
+    energy = solver.outer_norm(op) == "energy"
+    slack = 1e3 * jnp.finfo(dt).eps
 
     def cond(c):
         _, r, rn, _, _, it, stall, *_ = c
         return (rn > tol) & (it < K) & (stall < solver.stall_patience)
-
-    m = solver.recycle
 
     kw = dict(degree=solver.degree, galerkin=galerkin, explicit=solver.refresh > 1)
     new_basis = lambda r: _basis(solver.net, op, r, **kw)
@@ -821,6 +882,8 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0) -> GRANSSolution:
         u, Au, e1, Ae1 = _precondition_with(op, basis, r, **kw)
         if m:  # truncated flexible GCR: M_θ is a variable right preconditioner
             dx, Zb, AZb, ptr = _gcr_update(((u, Au), (e1, Ae1)), r, Zb, AZb, ptr)
+        elif energy:
+            dx, _ = _outer3_energy(u, Au, e1, Ae1, p, Ap, r)
         elif solver.outer:
             dx, _ = _outer3(u, Au, e1, Ae1, p, Ap, r)
         else:
@@ -828,13 +891,23 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0) -> GRANSSolution:
         xn = x + dx
         rnew = bp - op.ell.mv(xn)
         rnn = jnp.linalg.norm(rnew)
-        ok = rnn <= rn
+        if energy:
+            # ‖x* − x‖²_A = 2φ(x) + const with φ(x) = ½xᵀAx − bᵀx, and φ(x) − φ(x + d) = ½dᵀ(r + r') from the
+            # true residuals r, r': the safeguard keeps the energy norm of the error non-increasing
+            dx_true = xn - x
+            gain = jnp.vdot(dx_true, r + rnew)  # = ‖e‖²_A − ‖e'‖²_A
+            ok = jnp.isfinite(rnn) & (gain >= -slack * jnp.linalg.norm(dx_true) * (rn + rnn))
+            # stagnation: the error energy drops by less than stall_tol of its estimate rᵀM_θ r
+            stalled = ~ok | (gain <= solver.stall_tol * jnp.abs(jnp.vdot(r, u)))
+        else:
+            ok = rnn <= rn
+            stalled = rnn > (1.0 - solver.stall_tol) * rn
         xn = jnp.where(ok, xn, x)
         rnew = jnp.where(ok, rnew, r)
         rnn = jnp.where(ok, rnn, rn)
         p = jnp.where(ok, xn - x, p)
         Ap = jnp.where(ok, r - rnew, Ap)
-        stall = jnp.where(rnn > (1.0 - solver.stall_tol) * rn, stall + 1, 0)
+        stall = jnp.where(stalled, stall + 1, 0)
         hist = hist.at[it + 1].set(rnn / denom)
         return (xn, rnew, rnn, p, Ap, it + 1, stall, hist, rej + jnp.where(ok, 0, 1), Zb, AZb, ptr,
                 basis)
