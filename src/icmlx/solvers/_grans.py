@@ -551,33 +551,22 @@ def _iterate(net: GRANSNet, op: GRANSOperator, b, x, r, p, Ap, *, degree: int, g
     return u, Au
 
 
-def _outer3(u, Au, e1, Ae1, p, Ap, r):
-    """Minimise ``‖r − A U α‖₂`` over ``U = [u, p, e_1]`` (regularised 3×3 normal equations)."""
+def _outer3(u, Au, e1, Ae1, p, Ap, r, energy: bool = False):
+    """The 3-term outer step over ``U = [u, p, e_1]`` (regularised 3×3 normal equations).
+
+    Residual norm: minimise ``‖r − A U α‖₂``, ``α = ((AU)ᵀAU)⁻¹(AU)ᵀr``. Energy norm (``energy=True``, SPD ``A``):
+    minimise ``‖x* − x − U α‖_A``, ``α = (UᵀAU)⁻¹Uᵀr`` — a Galerkin step on the 3-dimensional space, the outer
+    analogue of the projection with ``W = V``; with a fixed symmetric ``M_θ`` and ``p`` the previous update it
+    is a (flexible) preconditioned-CG-like recurrence."""
     dt = r.dtype
     U = jnp.stack([u, p, e1], 1)
     AU = jnp.stack([Au, Ap, Ae1], 1)
-    Gm = AU.T @ AU
-    tr = jnp.trace(Gm)
-    Gm = Gm + (1e3 * jnp.finfo(dt).eps * tr + jnp.finfo(dt).tiny) * jnp.eye(3, dtype=dt)
-    alpha = jnp.linalg.solve(Gm, AU.T @ r)
-    alpha = jnp.where(jnp.isfinite(alpha), alpha, 0.0)
-    return U @ alpha, AU @ alpha
-
-
-def _outer3_energy(u, Au, e1, Ae1, p, Ap, r):
-    """Minimise the energy norm of the error, ``‖x* − x − U α‖_A``, over ``U = [u, p, e_1]`` (SPD ``A``).
-
-    ``α = (Uᵀ A U)⁻¹ Uᵀ r``: a Galerkin step on the 3-dimensional space, the outer analogue of the Galerkin
-    projection ``W = V`` (regularised like :func:`_outer3`). With a fixed symmetric ``M_θ`` and
-    ``p`` the previous update this is a (flexible) preconditioned-CG-like recurrence."""
-    dt = r.dtype
-    U = jnp.stack([u, p, e1], 1)
-    AU = jnp.stack([Au, Ap, Ae1], 1)
-    Gm = U.T @ AU
+    L = U if energy else AU
+    Gm = L.T @ AU
     Gm = 0.5 * (Gm + Gm.T)
     tr = jnp.trace(Gm)
     Gm = Gm + (1e3 * jnp.finfo(dt).eps * jnp.abs(tr) + jnp.finfo(dt).tiny) * jnp.eye(3, dtype=dt)
-    alpha = jnp.linalg.solve(Gm, U.T @ r)
+    alpha = jnp.linalg.solve(Gm, L.T @ r)
     alpha = jnp.where(jnp.isfinite(alpha), alpha, 0.0)
     return U @ alpha, AU @ alpha
 
@@ -883,7 +872,7 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0) -> GRANSSolution:
         if m:  # truncated flexible GCR: M_θ is a variable right preconditioner
             dx, Zb, AZb, ptr = _gcr_update(((u, Au), (e1, Ae1)), r, Zb, AZb, ptr)
         elif energy:
-            dx, _ = _outer3_energy(u, Au, e1, Ae1, p, Ap, r)
+            dx, _ = _outer3(u, Au, e1, Ae1, p, Ap, r, energy=True)
         elif solver.outer:
             dx, _ = _outer3(u, Au, e1, Ae1, p, Ap, r)
         else:
