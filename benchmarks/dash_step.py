@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 import jax
@@ -171,7 +172,6 @@ def paired_ratios(runners: dict, size: str, pairs: int) -> list[dict]:
     On a shared or thermally throttled machine the load drifts over a benchmark; timing the two sides of a
     ratio back to back, ``pairs`` times in alternating order, and taking the median of the per-pair ratios
     cancels that drift (the min-based ratios above compare runs made minutes apart)."""
-    import time
 
     def once(fn):
         t0 = time.perf_counter()
