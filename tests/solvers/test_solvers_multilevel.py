@@ -90,6 +90,23 @@ def test_mis2_aggregation_properties():
     assert np.array_equal(mis2_aggregation(A), agg)  # deterministic
 
 
+def test_jitted_mis2_equals_numpy_mis2():
+    # the jitted ELL version used inside the set-up must give exactly the NumPy aggregates (two independent
+    # implementations of the same Luby rounds), on padded rows, on a mesh matrix and on a random pattern
+    from icmlx.solvers._multilevel import _mis2_from_ell
+
+    rng = np.random.default_rng(4)
+    R = sp.random(700, 700, density=0.006, random_state=rng)
+    mats = [m_matrix_envelope(make_problem(jax.random.key(2), unit_square_mesh(4), "advection").A.to_scipy()),
+            m_matrix_envelope((R + R.T + sp.eye(700)).tocsr()), laplace2d(30)]
+    for A in mats:
+        n = A.shape[0]
+        ell = EllMatrix.from_scipy(A, n_rows=n + 13, n_cols=n + 13)
+        ref = mis2_aggregation(A)
+        assert np.array_equal(_mis2_from_ell(ell, n), ref), n
+        assert int(ref.max()) + 1 < n
+
+
 def test_hierarchy_is_galerkin_and_cycle_symmetric():
     A = laplace2d(24)  # n = 576
     H = smoothed_aggregation(A, max_coarse=40)
