@@ -3,6 +3,8 @@
 Time to a *true* relative residual of 1e-5 (recomputed here with SciPy in float64, never taken from a
 solver), setup included; JIT compile measured apart (first call on a different matrix in the same padding
 bucket). Thread counts pinned to 1 for every library (OpenBLAS/MKL/OMP and XLA) before anything is imported.
+Solvers are interleaved (each repeat runs every solver once) and ``paired_over_best_jax_krylov`` is the median of
+per-repeat time ratios to the fastest JAX Krylov solver, which cancels load drifting over a run.
 
 Solvers:
 - G-RANS (``GRANS.pretrained()``): the default (network basis every iteration, 3-term outer step: energy
@@ -50,15 +52,6 @@ HELD_OUT = 20_000  # seeds >= 20 000 are never used for training
 
 def relres(A, b, x):
     return float(np.linalg.norm(b - A @ np.asarray(x, np.float64)) / np.linalg.norm(b))
-
-
-def timeit(fn, repeats):
-    ts, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        ts.append(time.perf_counter() - t0)
-    return out, statistics.median(ts)
 
 
 def scipy_solvers(spd):
@@ -217,38 +210,46 @@ def main(argv=None):
                 t0 = time.perf_counter()
                 floor(warm)
                 floor_compile = time.perf_counter() - t0
-            per = {}
+            per, samples = {}, {}
             for i in range(per_cell):
                 pb = make_problem(jax.random.key(HELD_OUT + 100 * refine + i), mesh, eq)
                 A = pb.A.to_scipy()
                 b = np.asarray(pb.b, np.float64)
-
+                # name -> (run() -> (x, iterations), compile time); every run includes its own set-up
+                runs = {}
                 for vname, (g, gsolve) in gsolvers.items():
                     def run_grans(pb=pb, g=g, gsolve=gsolve):
-                        op = g.setup(pb.A)
-                        return jax.block_until_ready(gsolve(op, pb.b))
-
-                    sol, t = timeit(run_grans, args.repeats)
-                    per.setdefault(vname, []).append(
-                        (t, int(sol.num_steps), relres(A, b, sol.value), g_compile[vname]))
+                        sol = jax.block_until_ready(gsolve(g.setup(pb.A), pb.b))
+                        return sol.value, int(sol.num_steps)
+                    runs[vname] = (run_grans, g_compile[vname])
                 for name, (prep, f) in jx.items():
-                    ks, t = timeit(lambda f=f, prep=prep, pb=pb: jax.block_until_ready(f(*prep(pb))),
-                                   args.repeats)
-                    per.setdefault(name, []).append((t, int(ks.num_steps),
-                                                     relres(A, b, ks.value[: A.shape[0]]),
-                                                     jx_compile[name]))
+                    def run_jax(f=f, prep=prep, pb=pb, n=A.shape[0]):
+                        ks = jax.block_until_ready(f(*prep(pb)))
+                        return ks.value[:n], int(ks.num_steps)
+                    runs[name] = (run_jax, jx_compile[name])
                 if floor is not None:
-                    (xf, itf), t = timeit(lambda pb=pb, fl=floor: fl(pb), args.repeats)
-                    per.setdefault("JAX SA-AMG+CG (non-learned floor)", []).append(
-                        (t, itf, relres(A, b, xf), floor_compile))
+                    runs["JAX SA-AMG+CG (non-learned floor)"] = (lambda pb=pb, fl=floor: fl(pb), floor_compile)
                 for name, f in ({} if args.no_scipy else scipy_solvers(spd)).items():
-                    (x, it), t = timeit(lambda f=f, A=A, b=b: f(A, b), args.repeats)
-                    per.setdefault(name, []).append((t, it, relres(A, b, x), 0.0))
+                    runs[name] = (lambda f=f, A=A, b=b: f(A, b), 0.0)
+                # interleaved: every repeat runs each solver once, so load drifting over the run hits all of them
+                # alike and the per-repeat ratios below are paired
+                ts, outs = {nm: [] for nm in runs}, {}
+                for _ in range(args.repeats):
+                    for nm, (fn, _) in runs.items():
+                        t0 = time.perf_counter()
+                        outs[nm] = fn()
+                        ts[nm].append(time.perf_counter() - t0)
+                for nm, (_, comp) in runs.items():
+                    x, it = outs[nm]
+                    per.setdefault(nm, []).append((statistics.median(ts[nm]), it, relres(A, b, x), comp))
+                    samples.setdefault(nm, []).extend(ts[nm])
             tg = {v: statistics.median(x[0] for x in per[v]) for v in gsolvers
                   if all(x[2] <= RTOL * 1.0001 for x in per[v])}  # converged G-RANS variants only
             conv = [statistics.median(x[0] for x in per[nm]) for nm in jx
                     if all(x[2] <= RTOL * 1.0001 for x in per[nm])]
             best_jax = min(conv) if conv else float("nan")  # NaN: no JAX Krylov solver converged
+            best_name = min((nm for nm in jx if all(x[2] <= RTOL * 1.0001 for x in per[nm])),
+                            key=lambda nm: statistics.median(x[0] for x in per[nm]), default=None)
             fl = per.get("JAX SA-AMG+CG (non-learned floor)")
             t_floor = statistics.median(x[0] for x in fl) if fl else float("nan")
             for name, vals in per.items():
@@ -264,6 +265,11 @@ def main(argv=None):
                     "fastest_grans_over_this": (min(tg.values()) / t if all(ok) and tg
                                                 else float("nan")),
                     "this_over_best_jax_krylov": t / best_jax,
+                    # median over matrices x repeats of the per-repeat ratio to the best JAX Krylov solver
+                    # (interleaved runs: robust to load drift on a shared machine)
+                    "paired_over_best_jax_krylov": (statistics.median(
+                        u / v for u, v in zip(samples[name], samples[best_name], strict=True))
+                        if best_name else float("nan")),
                     "this_over_sa_floor": t / t_floor,
                 })
             print_table([r for r in rows if r["n"] == mesh.n and r["equation"] == eq],
@@ -273,7 +279,8 @@ def main(argv=None):
     path = write_results(name, rows, dtype="float64 x/r, float32 network",
                          extra={"rtol": RTOL, "held_out_seed_base": HELD_OUT,
                                 "threads": "OPENBLAS/OMP/MKL=1, XLA single-threaded",
-                                "note": "time_s = setup + solve (median of repeats), compile apart; "
+                                "note": "time_s = setup + solve (median of repeats; solvers interleaved), "
+                                        "compile apart; paired_over_best_jax_krylov: median of per-repeat ratios; "
                                         "grans_over_this < 1 means default G-RANS is faster; "
                                         "this_over_best_jax_krylov: time / fastest converged JAX Krylov "
                                         "(COO or ELL product; the SA floor is not counted as Krylov)"})
