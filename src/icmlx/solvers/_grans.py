@@ -76,7 +76,6 @@ class GRANSOperator(lx.AbstractLinearOperator):
 
     Attributes:
       A: padded ``SparseMatrix`` (padded nodes carry an identity row), working dtype.
-      ahat: ``float32[nnz]`` symmetrically scaled values ``a_ij / sqrt(|a_ii a_jj|)``.
       feats: ``float32[n_pad, 3]`` matrix-only node features.
       mask: ``[n_pad]`` 1 on true nodes, 0 on padding (working dtype).
       colidx: ``int32[n_pad, Q]`` basis column of each node's slot (level, channel).
@@ -91,7 +90,6 @@ class GRANSOperator(lx.AbstractLinearOperator):
     """
 
     A: SparseMatrix
-    ahat: Float[Array, " nnz"]
     feats: Float[Array, "npad 3"]
     mask: Float[Array, " npad"]
     colidx: Int[Array, "npad q"]
@@ -263,7 +261,6 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     prow = np.concatenate([rows, pad_nodes, np.zeros(extra, np.int64)])
     pcol = np.concatenate([cols, pad_nodes, np.zeros(extra, np.int64)])
     pval = np.concatenate([vals, np.ones(pad_nodes.size), np.zeros(extra)])
-    pahat = np.concatenate([ahat, np.zeros(pad_nodes.size + extra)])
     C = channels
     Q = N_LEVELS * C
     m = min(bucket_size((N0 + N1) * C), max_columns)
@@ -314,7 +311,7 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
         lmax = jnp.asarray(1.0, dtype)
     ell = EllMatrix.from_scipy(csr, n_rows=n_pad, n_cols=n_pad, pad_identity=True, dtype=dtype)
     return GRANSOperator(
-        A=Ap, ahat=jnp.asarray(pahat, jnp.float32), feats=jnp.asarray(feats),
+        A=Ap, feats=jnp.asarray(feats),
         mask=jnp.asarray(mask, dtype), colidx=jnp.asarray(colidx, jnp.int32),
         pool=jnp.asarray(pool, jnp.int32), zslot=jnp.asarray(zslot, jnp.int32),
         zcol=jnp.asarray(zcol, jnp.int32), col_used=jnp.asarray(col_used), lambda_max=lmax,
@@ -895,10 +892,9 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0) -> GRANSSolution:
         x, r, rn, p, Ap, it, stall, hist, rej, Zb, AZb, ptr, basis = c
         if solver.refresh == 1:
             basis = new_basis(r)
-        elif solver.refresh >= K:  # never refreshed: no conditional in the loop
-            pass
-        else:  # network + Gram factorisation only every `refresh` iterations
+        elif solver.refresh < K:  # network + Gram factorisation only every `refresh` iterations
             basis = jax.lax.cond((it % solver.refresh == 0) & (it > 0), new_basis, lambda r: basis, r)
+        # (refresh >= max_steps: the initial basis throughout, no conditional in the loop)
         u, Au, e1, Ae1 = _precondition_with(op, basis, r, **kw)
         if m:  # truncated flexible GCR: M_θ is a variable right preconditioner
             dx, Zb, AZb, ptr = _gcr_update(((u, Au), (e1, Ae1)), r, Zb, AZb, ptr)
