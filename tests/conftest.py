@@ -5,6 +5,9 @@
 - jaxtyping runtime checks for ``icmlx`` come from ``addopts`` in ``pyproject.toml`` (beartype).
 - ``getkey`` fixture: a fresh, deterministic PRNG key per call.
 - ``slow`` tests are deselected by default (``-m "not slow"`` in addopts); run them with ``-m slow``.
+- ``x64_only`` tests compute entirely under ``jax.enable_x64(True)`` (their references need float64), so a
+  float32 run would repeat the x64 run exactly: they are skipped unless ``JAX_ENABLE_X64=1`` and run in the
+  x64 pass of ``.ci/run`` (mark them ``x64`` too).
 """
 
 import os
@@ -39,3 +42,12 @@ def getkey():
 def x64():
     """Whether the run has ``JAX_ENABLE_X64=1``."""
     return X64
+
+
+def pytest_collection_modifyitems(config, items):
+    if X64:
+        return
+    skip = pytest.mark.skip(reason="sets float64 itself: runs in the JAX_ENABLE_X64=1 pass of .ci/run")
+    for item in items:
+        if item.get_closest_marker("x64_only") is not None:
+            item.add_marker(skip)

@@ -30,6 +30,7 @@ def _triples(d, k, m, seed=0):
 
 
 @pytest.mark.x64
+@pytest.mark.x64_only
 @pytest.mark.parametrize("k", [0, 1, 3])
 def test_fisher_z_matches_numpy_partial_correlation(k):
     # reference: partial correlation from the inverse of the float64 NumPy correlation submatrix
@@ -66,6 +67,7 @@ def _discrete(n, d, seed, kmax=3):
 
 
 @pytest.mark.x64
+@pytest.mark.x64_only
 @pytest.mark.parametrize("method", ["chisq", "gsq"])
 def test_chi_square_matches_causal_learn(method):
     cit = pytest.importorskip("causallearn.utils.cit")
@@ -114,6 +116,7 @@ def test_chi_square_counting_plans_agree():
 
 
 @pytest.mark.x64
+@pytest.mark.x64_only
 def test_bernoulli_pvalue_equals_pearson_chi_square():
     # on binary data the Bernoulli tester's p-value is the Pearson chi^2 test (scipy, no continuity correction)
     rng = np.random.default_rng(4)

@@ -30,6 +30,7 @@ def _need_data():
 
 # ---------------------------------------------------------------- golden files (causal-learn stored outputs)
 @pytest.mark.x64
+@pytest.mark.x64_only
 def test_golden_linear_10_fisherz_all_orientation_rules():
     _need_data()
     x, _ = read_causal_learn_data(DATA / "data_linear_10.txt")
@@ -43,6 +44,7 @@ def test_golden_linear_10_fisherz_all_orientation_rules():
 
 
 @pytest.mark.x64
+@pytest.mark.x64_only
 @pytest.mark.parametrize(
     "net", ["asia", "cancer", "earthquake", pytest.param("survey", marks=pytest.mark.slow),
             pytest.param("sachs", marks=pytest.mark.slow), pytest.param("child", marks=pytest.mark.slow)]
@@ -147,6 +149,7 @@ def gauss_cases():
 
 
 @pytest.mark.x64
+@pytest.mark.x64_only
 @pytest.mark.parametrize("stable,uc_rule,uc_priority", [(True, 0, 2), (True, 0, 3), (False, 0, 2),
                                                         (True, 1, -1), (True, 2, -1), (True, 0, 1)])
 def test_live_agreement_fisherz(gauss_cases, stable, uc_rule, uc_priority):
@@ -174,6 +177,7 @@ def test_live_agreement_fisherz(gauss_cases, stable, uc_rule, uc_priority):
 
 
 @pytest.mark.x64
+@pytest.mark.x64_only
 def test_live_agreement_background_knowledge(gauss_cases):
     bkmod = pytest.importorskip("causallearn.utils.PCUtils.BackgroundKnowledge")
     from causallearn.graph.GraphNode import GraphNode

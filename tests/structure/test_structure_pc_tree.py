@@ -80,6 +80,7 @@ def _numpy_pc_tree(x, alpha):
 
 
 @pytest.mark.x64
+@pytest.mark.x64_only
 def test_gaussian_pc_tree_matches_numpy_reference():
     for seed in range(3):
         k = jax.random.key(seed)
