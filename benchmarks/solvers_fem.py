@@ -243,18 +243,16 @@ def main(argv=None):
                     x, it = outs[nm]
                     per.setdefault(nm, []).append((statistics.median(ts[nm]), it, relres(A, b, x), comp))
                     samples.setdefault(nm, []).extend(ts[nm])
-            tg = {v: statistics.median(x[0] for x in per[v]) for v in gsolvers
-                  if all(x[2] <= RTOL * 1.0001 for x in per[v])}  # converged G-RANS variants only
-            conv = [statistics.median(x[0] for x in per[nm]) for nm in jx
-                    if all(x[2] <= RTOL * 1.0001 for x in per[nm])]
-            best_jax = min(conv) if conv else float("nan")  # NaN: no JAX Krylov solver converged
-            best_name = min((nm for nm in jx if all(x[2] <= RTOL * 1.0001 for x in per[nm])),
-                            key=lambda nm: statistics.median(x[0] for x in per[nm]), default=None)
+            med = {nm: statistics.median(x[0] for x in vals) for nm, vals in per.items()}
+            converged = {nm for nm, vals in per.items() if all(x[2] <= RTOL * 1.0001 for x in vals)}
+            tg = {v: med[v] for v in gsolvers if v in converged}  # converged G-RANS variants only
+            best_name = min((nm for nm in jx if nm in converged), key=med.get, default=None)
+            best_jax = med[best_name] if best_name else float("nan")  # NaN: no JAX Krylov solver converged
             fl = per.get("JAX SA-AMG+CG (non-learned floor)")
             t_floor = statistics.median(x[0] for x in fl) if fl else float("nan")
             for name, vals in per.items():
                 ok = [v[2] <= RTOL * 1.0001 for v in vals]
-                t = statistics.median(v[0] for v in vals)
+                t = med[name]
                 rows.append({
                     "n": mesh.n, "equation": eq, "solver": name,
                     "success": f"{sum(ok)}/{len(ok)}",

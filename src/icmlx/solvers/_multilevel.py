@@ -10,7 +10,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Bool, Float, Int
 
 from ._krylov import chebyshev_smoother
 from ._sparse import SparseMatrix, bucket_size
@@ -215,7 +215,7 @@ def _mis2_priorities(n: int) -> np.ndarray:
 
 
 @jax.jit
-def _mis2_ell_jit(nbr: Int[Array, "k n"], prio: Int[Array, " n"], real: Any) -> Int[Array, " n"]:
+def _mis2_ell_jit(nbr: Int[Array, "k n"], prio: Int[Array, " n"], real: Bool[Array, " n"]) -> Int[Array, " n"]:
     # the rounds of mis2_aggregation on a padded ELL pattern (a slot that is not an edge points to its own row),
     # as gathers; padding rows start "covered" and never become roots
 
