@@ -495,7 +495,7 @@ def _coarse(op: GRANSOperator, w, r, galerkin: bool):
 def _basis(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin: bool, explicit: bool = False):
     """Network basis weights for the residual after one pre-smoothing, and the factored projection."""
     dt = r.dtype
-    dinv_sqrt = 1.0 / jnp.sqrt(jnp.abs(op.A.diagonal()))
+    dinv_sqrt = 1.0 / jnp.sqrt(jnp.abs(op.ell.diagonal()))  # the ELL layout, as in the network (no scatter)
     e1 = _smooth(op, r, degree)
     s = dinv_sqrt * (r - op.ell.mv(e1))
     rs = s / jnp.maximum(jnp.linalg.norm(s), jnp.finfo(dt).tiny) * jnp.sqrt(jnp.asarray(op.n, dt))
