@@ -7,6 +7,9 @@ Subpackages (import them explicitly; each pulls in only what it needs):
 - :mod:`icmlx.structure` — PC and the optimal poly-forest learner with CI tests.
 - :mod:`icmlx.sde` — drift inference for overdamped Langevin systems from sparse paths.
 - :mod:`icmlx.solvers` — G-RANS neural subspace-correction solver for sparse FEM systems.
+
+Shared across them: :class:`icmlx.RESULTS`, the one status enumeration (it extends ``lineax.RESULTS``), and
+:class:`icmlx.Solution`, the ``value``/``result``/``stats`` record every iterative routine returns.
 """
 
 import importlib.metadata as _metadata
@@ -16,4 +19,8 @@ try:
 except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare source tree
     __version__ = "0.0.0+unknown"
 
-__all__ = ["__version__"]
+from ._results import RESULTS as RESULTS
+from ._results import Solution as Solution
+from ._results import result_name as result_name
+
+__all__ = ["RESULTS", "Solution", "result_name", "__version__"]

@@ -1,0 +1,96 @@
+"""The library's one status vocabulary and the record every iterative routine returns.
+
+:class:`RESULTS` extends :class:`lineax.RESULTS` (the diffrax/optimistix anchor pattern), so a lineax status
+promotes into it and ``lineax.linear_solve`` results compare against it. :class:`Solution` is lineax's
+``Solution`` shape (``value``, ``result``, ``stats``) for icmlx's own iterative routines; subpackages subclass it
+to add named fields.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import equinox as eqx
+import lineax as lx
+import numpy as np
+
+__all__ = ["RESULTS", "Solution", "result_name", "raise_if_failed"]
+
+
+with warnings.catch_warnings():
+    # Equinox warns when a subclass changes an inherited message; giving ``successful`` a name is deliberate so
+    # that a successful status prints as ``RESULTS<successful>`` rather than ``RESULTS<>``.
+    warnings.simplefilter("ignore")
+
+    class RESULTS(lx.RESULTS):
+        """Status codes shared by every iterative routine in icmlx.
+
+        It extends :class:`lineax.RESULTS` (``successful``, ``max_steps_reached``, ``singular``, ``breakdown``,
+        ``stagnation``, ``conlim``, ``nonfinite_input``) with the outcomes the techniques need. Compare with
+        ``==`` (works under ``jit``); :func:`result_name` gives the item's name on the host.
+
+        Examples:
+          >>> import icmlx
+          >>> icmlx.RESULTS.successful
+          icmlx.RESULTS<successful>
+          >>> icmlx.result_name(icmlx.RESULTS.diverged)
+          'diverged'
+        """
+
+        __module__ = "icmlx"
+        successful = "successful"
+        diverged = (
+            "The iteration diverged (its error grew or went non-finite); the last good iterate was returned. "
+            "Regularise more (a larger epsilon/ridge), or pass throw=False and inspect the result."
+        )
+        nonfinite = (
+            "The output has non-finite (NaN or inf) entries. Check the inputs for NaN/inf or extreme scale, "
+            "or regularise more."
+        )
+        degenerate_bridges = (
+            "Some bridges collapsed (all importance weights zero) and were left out of the M-step. "
+            "Use more particles (num_particles), weaker guidance, or pass throw=False to accept the fit."
+        )
+
+
+def result_name(result: Any) -> str | np.ndarray:
+    """The name of a concrete :class:`RESULTS` item (``"successful"``, ``"max_steps_reached"``, ...).
+
+    A batched (vmapped) item gives an array of names. Not for use on traced values.
+    """
+    cls = result._enumeration
+    by_index = {int(item._value): name for name, item in cls._name_to_item.items()}
+    value = np.asarray(result._value)
+    if value.ndim == 0:
+        return by_index[int(value)]
+    return np.vectorize(lambda v: by_index[int(v)])(value)
+
+
+def raise_if_failed(token: Any, result: RESULTS, throw: bool) -> Any:
+    """Thread a run-time error onto ``token`` when ``throw`` and the scalar ``result`` is not successful.
+
+    The error is raised by :func:`equinox.error_if` at run time, under ``jit`` too, with the item's message.
+    """
+    if not throw:
+        return token
+    return result.error_if(token, result != RESULTS.successful)
+
+
+class Solution(eqx.Module):
+    """The record an iterative icmlx routine returns (lineax's ``Solution`` shape).
+
+    Attributes:
+      value: the answer (a solution vector, an inverse root, a fitted drift, ...).
+      result: a :class:`RESULTS` item, ``RESULTS.successful`` exactly when the routine's accuracy criterion held.
+      stats: diagnostics as a dict of arrays; ``stats["num_steps"]`` is always present.
+    """
+
+    value: Any
+    result: RESULTS
+    stats: dict[str, Any]
+
+    @property
+    def num_steps(self):
+        """``stats["num_steps"]``: the iterations the routine took."""
+        return self.stats["num_steps"]
