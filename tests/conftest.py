@@ -12,6 +12,9 @@
 
 import os
 
+# The suite stays hermetic: no persistent compilation cache (tests/test_cache.py checks the policy in subprocesses).
+os.environ.setdefault("ICMLX_CACHE", "0")
+
 _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_force_host_platform_device_count" not in _flags:
     os.environ["XLA_FLAGS"] = (_flags + " --xla_force_host_platform_device_count=4").strip()

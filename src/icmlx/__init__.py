@@ -10,6 +10,10 @@ Subpackages (import them explicitly; each pulls in only what it needs):
 
 Shared across them: :class:`icmlx.RESULTS`, the one status enumeration (it extends ``lineax.RESULTS``), and
 :class:`icmlx.Solution`, the ``value``/``result``/``stats`` record every iterative routine returns.
+
+On import, icmlx turns on JAX's persistent compilation cache (in ``$ICMLX_CACHE_DIR``, else
+``$XDG_CACHE_HOME/icmlx/jax``, else ``~/.cache/icmlx/jax``) unless the user set their own JAX cache directory;
+``ICMLX_CACHE=0`` opts out. Programs compiled once are then loaded from disk by every later process.
 """
 
 import importlib.metadata as _metadata
@@ -19,8 +23,14 @@ try:
 except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare source tree
     __version__ = "0.0.0+unknown"
 
+from ._cache import _enable_by_default
+from ._cache import compilation_cache_dir as compilation_cache_dir
+from ._cache import enable_compilation_cache as enable_compilation_cache
 from ._results import RESULTS as RESULTS
 from ._results import Solution as Solution
 from ._results import result_name as result_name
 
-__all__ = ["RESULTS", "Solution", "result_name", "__version__"]
+__all__ = ["RESULTS", "Solution", "compilation_cache_dir", "enable_compilation_cache", "result_name", "__version__"]
+
+# Compiled programs persist across processes (see icmlx._cache for the policy and the opt-out ICMLX_CACHE=0).
+_enable_by_default()

@@ -1,0 +1,292 @@
+"""First contact: a user's one-shot script, timed as a whole process, icmlx beside the peer library.
+
+Each case is a pair of small scripts, one using icmlx and one using the library a user would otherwise pick,
+that load the same data file, make one call, check the answer and exit. Both run in fresh interpreters,
+alternating A B A B, timed from outside (``subprocess`` wall clock, so import and start-up are included):
+
+- **cold**: icmlx's persistent compilation cache points at a new, empty directory for every run (what a user
+  pays the very first time);
+- **warm**: the cache directory was filled by one earlier run of the same script (every later run).
+
+Inside the icmlx script the import, the first call and, where it applies, a second call on data of another size
+``n`` (same ``d``) are timed too, so compile cost per entry point and recompilation on a new size are reported.
+Ratios are icmlx / peer (below 1 means icmlx is faster), the median over the pairs. The table is printed and
+``benchmarks/results/coldstart.json`` written.
+
+Usage::
+
+    python benchmarks/coldstart.py --quick              # 3 pairs per mode, all cases
+    python benchmarks/coldstart.py --cases pc_chisq bh --pairs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import environment, print_table  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "causal-learn"
+
+# Each icmlx script prints one JSON line: {"import_s", "first_s", "second_s" (optional), "check"}.
+# Each peer script prints {"import_s", "first_s", "check"}. "check" is compared between the two.
+_TIMER = """
+import json, time
+_t0 = time.perf_counter()
+"""
+
+CASES: dict[str, dict[str, str]] = {
+    "pc_chisq_child": {
+        "what": "PC chi-square, bnlearn child (n = 10,000, d = 20), alpha 0.05",
+        "icmlx": _TIMER + """
+import numpy as np
+from icmlx.structure import pc
+x = np.load(DATA)
+_t1 = time.perf_counter()
+r = pc(x, ci_test="chisq", alpha=0.05)
+edges = int(np.asarray(r.skeleton).sum() // 2)
+_t2 = time.perf_counter()
+r2 = pc(x[: x.shape[0] * 3 // 4], ci_test="chisq", alpha=0.05)
+np.asarray(r2.skeleton)
+_t3 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": edges}))
+""",
+        "peer": _TIMER + """
+import numpy as np
+from causallearn.search.ConstraintBased.PC import pc
+x = np.load(DATA)
+_t1 = time.perf_counter()
+cg = pc(x, 0.05, "chisq", True, 0, -1, show_progress=False)
+g = cg.G.graph
+edges = int(((g != 0) & (g.T != 0)).sum() // 2)
+_t2 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": edges}))
+""",
+    },
+    "pc_fisherz_er50": {
+        "what": "PC Fisher-z, ER graph d = 50, n = 2,000, alpha 0.05",
+        "icmlx": _TIMER + """
+import numpy as np
+from icmlx.structure import pc
+x = np.load(DATA)
+_t1 = time.perf_counter()
+r = pc(x, ci_test="fisherz", alpha=0.05)
+edges = int(np.asarray(r.skeleton).sum() // 2)
+_t2 = time.perf_counter()
+r2 = pc(x[:1500], ci_test="fisherz", alpha=0.05)
+np.asarray(r2.skeleton)
+_t3 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": edges}))
+""",
+        "peer": _TIMER + """
+import numpy as np
+from causallearn.search.ConstraintBased.PC import pc
+x = np.load(DATA)
+_t1 = time.perf_counter()
+cg = pc(x, 0.05, "fisherz", True, 0, -1, show_progress=False)
+g = cg.G.graph
+edges = int(((g != 0) & (g.T != 0)).sum() // 2)
+_t2 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": edges}))
+""",
+    },
+    "pc_tree_polytree50": {
+        "what": "poly-forest learner (pc_tree) vs causal-learn PC, poly-tree d = 50, n = 2,000",
+        "icmlx": _TIMER + """
+import numpy as np
+from icmlx.structure import pc_tree
+x = np.load(DATA)
+_t1 = time.perf_counter()
+r = pc_tree(x, alpha=0.05 / 50**2)
+edges = int(np.asarray(r.skeleton).sum() // 2)
+_t2 = time.perf_counter()
+r2 = pc_tree(x[:1500], alpha=0.05 / 50**2)
+np.asarray(r2.skeleton)
+_t3 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": edges}))
+""",
+        "peer": _TIMER + """
+import numpy as np
+from causallearn.search.ConstraintBased.PC import pc
+x = np.load(DATA)
+_t1 = time.perf_counter()
+cg = pc(x, 0.05 / 50**2, "fisherz", True, 0, -1, show_progress=False)
+g = cg.G.graph
+edges = int(((g != 0) & (g.T != 0)).sum() // 2)
+_t2 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": edges}))
+""",
+    },
+    "bh_1e6": {
+        "what": "Benjamini-Hochberg on 10^6 p-values, alpha 0.1",
+        "icmlx": _TIMER + """
+import numpy as np
+from icmlx.stats import benjamini_hochberg
+p = np.load(DATA)
+_t1 = time.perf_counter()
+r = benjamini_hochberg(p, 0.1)
+k = int(r.reject.sum())
+_t2 = time.perf_counter()
+r2 = benjamini_hochberg(p[:700_000], 0.1)
+int(r2.reject.sum())
+_t3 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": k}))
+""",
+        "peer": _TIMER + """
+import numpy as np
+from statsmodels.stats.multitest import multipletests
+p = np.load(DATA)
+_t1 = time.perf_counter()
+reject = multipletests(p, 0.1, method="fdr_bh")[0]
+k = int(reject.sum())
+_t2 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": k}))
+""",
+    },
+}
+
+
+def _make_data(case: str, folder: Path) -> Path:
+    """Write the case's input file (the same file both scripts read) and return its path."""
+    rng = np.random.default_rng(0)
+    path = folder / f"{case}.npy"
+    if case == "pc_chisq_child":
+        src = SHARED / "bnlearn_discrete_10000" / "data" / "child.txt"
+        if not src.exists():
+            raise FileNotFoundError(f"{src} not found (the shared reference data is needed for this case)")
+        np.save(path, np.loadtxt(src, skiprows=1).astype(np.int64))
+    elif case in ("pc_fisherz_er50", "pc_tree_polytree50"):
+        d, n = 50, 2000
+        w = np.zeros((d, d))
+        if case == "pc_fisherz_er50":
+            mask = np.triu(rng.random((d, d)) < 2.0 / (d - 1), 1)
+        else:  # a random poly-tree: every node after the first gets one earlier neighbour, random direction
+            mask = np.zeros((d, d), bool)
+            for j in range(1, d):
+                i = int(rng.integers(j))
+                mask[(i, j) if rng.random() < 0.5 else (j, i)] = True
+        w[mask] = rng.uniform(0.5, 1.5, mask.sum()) * rng.choice([-1, 1], mask.sum())
+        order = _topological(mask)
+        x = np.zeros((n, d))
+        for j in order:
+            x[:, j] = x @ w[:, j] + rng.standard_normal(n)
+        np.save(path, x)
+    elif case == "bh_1e6":
+        m, m1 = 1_000_000, 10_000
+        z = rng.standard_normal(m)
+        z[:m1] += 4.0
+        from scipy.stats import norm
+
+        np.save(path, 2 * norm.sf(np.abs(z)))
+    else:
+        raise ValueError(f"unknown case {case!r}")
+    return path
+
+
+def _topological(mask: np.ndarray) -> list[int]:
+    indeg = mask.sum(0).astype(int)
+    ready = [j for j in range(len(indeg)) if indeg[j] == 0]
+    out = []
+    while ready:
+        i = ready.pop()
+        out.append(i)
+        for j in np.flatnonzero(mask[i]):
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.append(int(j))
+    return out
+
+
+def _run(script: Path, env: dict[str, str]) -> dict:
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=900)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{script.name} failed:\n{proc.stderr[-3000:]}")
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1]
+    out = json.loads(line)
+    out["wall_s"] = wall
+    return out
+
+
+def run_case(case: str, folder: Path, pairs: int) -> list[dict]:
+    spec = CASES[case]
+    data = _make_data(case, folder)
+    scripts = {}
+    for side in ("icmlx", "peer"):
+        path = folder / f"{case}_{side}.py"
+        path.write_text(f"DATA = {str(data)!r}\n" + textwrap.dedent(spec[side]))
+        scripts[side] = path
+    base_env = {k: v for k, v in os.environ.items() if k not in ("ICMLX_CACHE", "JAX_COMPILATION_CACHE_DIR")}
+    rows = []
+    warm_dir = folder / f"{case}_warm_cache"
+    _run(scripts["icmlx"], {**base_env, "ICMLX_CACHE_DIR": str(warm_dir)})  # fills the warm cache
+    for mode in ("cold", "warm"):
+        samples: dict[str, list[dict]] = {"icmlx": [], "peer": []}
+        for i in range(pairs):
+            cache = folder / f"{case}_cold_{i}" if mode == "cold" else warm_dir
+            samples["icmlx"].append(_run(scripts["icmlx"], {**base_env, "ICMLX_CACHE_DIR": str(cache)}))
+            samples["peer"].append(_run(scripts["peer"], base_env))
+        checks = {s: {r["check"] for r in samples[s]} for s in samples}
+        ratios = [a["wall_s"] / b["wall_s"] for a, b in zip(samples["icmlx"], samples["peer"])]
+
+        def med(side, key, samples=samples):
+            return statistics.median(r[key] for r in samples[side] if key in r)
+
+        row = {
+            "case": case,
+            "mode": mode,
+            "icmlx_s": round(med("icmlx", "wall_s"), 2),
+            "peer_s": round(med("peer", "wall_s"), 2),
+            "icmlx/peer": round(statistics.median(ratios), 2),
+            "icmlx_import_s": round(med("icmlx", "import_s"), 2),
+            "icmlx_first_call_s": round(med("icmlx", "first_s"), 2),
+            "icmlx_second_call_new_n_s": round(med("icmlx", "second_s"), 2) if "second_s" in samples["icmlx"][0]
+            else None,
+            "peer_import_s": round(med("peer", "import_s"), 2),
+            "peer_call_s": round(med("peer", "first_s"), 2),
+            "check_icmlx": sorted(checks["icmlx"]),
+            "check_peer": sorted(checks["peer"]),
+            "pairs": pairs,
+            "what": spec["what"],
+        }
+        rows.append(row)
+        print_table([row], ["case", "mode", "icmlx_s", "peer_s", "icmlx/peer", "icmlx_first_call_s",
+                            "icmlx_second_call_new_n_s", "check_icmlx", "check_peer"])
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="3 pairs per mode")
+    ap.add_argument("--pairs", type=int, default=None)
+    ap.add_argument("--cases", nargs="*", default=list(CASES))
+    args = ap.parse_args(argv)
+    pairs = args.pairs or (3 if args.quick else 5)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="icmlx-coldstart-") as tmp:
+        for case in args.cases:
+            rows += run_case(case, Path(tmp), pairs)
+    print()
+    print_table(rows, ["case", "mode", "icmlx_s", "peer_s", "icmlx/peer", "icmlx_import_s", "icmlx_first_call_s",
+                       "icmlx_second_call_new_n_s", "peer_import_s", "peer_call_s"])
+    out = ROOT / "benchmarks" / "results" / "coldstart.json"
+    out.write_text(json.dumps({"environment": environment(), "rows": rows}, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
