@@ -2,6 +2,8 @@
 by geometry-guided path augmentation (Maoutsa, arXiv:2512.23566). Requires the ``sde`` extra (diffrax).
 """
 
+from .._deprecation import deprecated_names
+from .._results import RESULTS as RESULTS
 from ._basis import FourierBasis as FourierBasis
 from ._basis import LinearDrift as LinearDrift
 from ._basis import PolynomialBasis as PolynomialBasis
@@ -11,16 +13,18 @@ from ._basis import SparseGP as SparseGP
 from ._basis import box_grid as box_grid
 from ._bridges import BridgeSamples as BridgeSamples
 from ._bridges import smc_bridges as smc_bridges
-from ._estimators import RESULTS as RESULTS
+from ._em import DriftSolution as DriftSolution
+from ._em import EMHistory as EMHistory
+from ._em import infer_drift as infer_drift
 from ._estimators import DriftEstimate as DriftEstimate
-from ._estimators import DriftInference as DriftInference
-from ._estimators import EMHistory as EMHistory
 from ._estimators import conservative_drift as conservative_drift
 from ._estimators import default_function_class as default_function_class
-from ._estimators import infer_drift as infer_drift
 from ._estimators import naive_drift as naive_drift
 from ._geodesic import geodesic_targets as geodesic_targets
 from ._geodesic import observation_metric as observation_metric
+from ._guidance import AbstractGuidance as AbstractGuidance
+from ._guidance import GeodesicGuidance as GeodesicGuidance
+from ._guidance import NoGuidance as NoGuidance
 from ._metrics import kde_weights as kde_weights
 from ._metrics import rmse as rmse
 from ._metrics import weighted_rmse as weighted_rmse
@@ -33,12 +37,15 @@ from ._systems import ring_drift as ring_drift
 from ._systems import van_der_pol_drift as van_der_pol_drift
 
 __all__ = [
+    "AbstractGuidance",
     "BridgeSamples",
     "DriftEstimate",
-    "DriftInference",
+    "DriftSolution",
     "EMHistory",
     "FourierBasis",
+    "GeodesicGuidance",
     "LinearDrift",
+    "NoGuidance",
     "PolynomialBasis",
     "RBFBasis",
     "RESULTS",
@@ -63,3 +70,5 @@ __all__ = [
     "van_der_pol_drift",
     "weighted_rmse",
 ]
+
+__getattr__ = deprecated_names(__name__, {"DriftInference": ("DriftSolution", lambda: DriftSolution)})

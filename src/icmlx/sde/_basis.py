@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .._deprecation import renamed_kwargs
 from .._types import PRNGKey
 
 __all__ = [
@@ -250,19 +251,26 @@ def _input_dim(basis) -> int:
     return basis.omegas.shape[1]
 
 
-def box_grid(points: Float[Array, "n d"], n_per_dim: int, pad: float = 0.0) -> Float[Array, "m d"]:
-    """Regular grid of ``n_per_dim ** d`` points over the bounding box of ``points`` widened by ``pad``.
+@renamed_kwargs(n_per_dim="num_per_dim")
+def box_grid(points: Float[Array, "n d"], num_per_dim: int, pad: float = 0.0) -> Float[Array, "m d"]:
+    """Regular grid of ``num_per_dim ** d`` points over the bounding box of ``points`` widened by ``pad``.
 
     Args:
       points: data, shape ``(n, d)``.
-      n_per_dim: grid points per axis.
+      num_per_dim: grid points per axis.
       pad: absolute widening of the box on every side.
 
     Returns:
-      Grid points, shape ``(n_per_dim ** d, d)``.
+      Grid points, shape ``(num_per_dim ** d, d)``, the last axis varying fastest.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.sde import box_grid
+      >>> box_grid(jnp.array([[0.0, 0.0], [1.0, 2.0]]), 3).tolist()[:4]
+      [[0.0, 0.0], [0.0, 1.0], [0.0, 2.0], [0.5, 0.0]]
     """
     lo = jnp.min(points, axis=0) - pad
     hi = jnp.max(points, axis=0) + pad
-    axes = [jnp.linspace(lo[i], hi[i], n_per_dim) for i in range(points.shape[1])]
+    axes = [jnp.linspace(lo[i], hi[i], num_per_dim) for i in range(points.shape[1])]
     mesh = jnp.meshgrid(*axes, indexing="ij")
     return jnp.stack([m.reshape(-1) for m in mesh], axis=-1)

@@ -26,6 +26,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
+from .._deprecation import renamed_kwargs
+from .._types import PRNGKey
+
 __all__ = ["BridgeSamples", "smc_bridges"]
 
 
@@ -33,7 +36,7 @@ class BridgeSamples(eqx.Module):
     """Bridge paths for a batch of intervals.
 
     Attributes:
-      paths: ``n_paths`` paths per interval drawn by final weight, shape ``(B, n_paths, K + 1, d)``;
+      paths: ``num_paths`` paths per interval drawn by final weight, shape ``(B, num_paths, K + 1, d)``;
         ``[:, :, 0]`` is the start and ``[:, :, -1]`` the end observation.
       ess: effective sample size of the final weights, shape ``(B,)``.
       min_ess: smallest ESS seen before any resampling step, shape ``(B,)``.
@@ -59,11 +62,12 @@ def _ess(logw):
     return 1.0 / jnp.sum(w * w)
 
 
-def _one_bridge(key, drift, sigma, a, b, tau, targets, strength, n_particles, n_steps, n_paths, lookahead):
+def _one_bridge(key, drift, sigma, a, b, tau, targets, strength, num_particles, num_time_steps, num_paths,
+                lookahead):
     twist = 1.0 if lookahead else 0.0
     d = a.shape[0]
     dtype = a.dtype
-    N, K = n_particles, n_steps
+    N, K = num_particles, num_time_steps
     h = tau / K
     s2 = sigma**2
     log2pi = jnp.log(2.0 * jnp.pi).astype(dtype)
@@ -115,7 +119,7 @@ def _one_bridge(key, drift, sigma, a, b, tau, targets, strength, n_particles, n_
     log_prior = -0.5 * jnp.sum((b - a) ** 2) / (s2 * tau) - 0.5 * d * (log2pi + jnp.log(s2 * tau))
     logz = logz + lse - jnp.log(jnp.asarray(N, dtype)) + twist * log_prior
     key, kc = jax.random.split(key)
-    idx = jax.random.categorical(kc, logw_safe, shape=(n_paths,)).astype(jnp.int32)
+    idx = jax.random.categorical(kc, logw_safe, shape=(num_paths,)).astype(jnp.int32)
 
     def back(idx, inp):
         xj, ancj = inp
@@ -123,28 +127,33 @@ def _one_bridge(key, drift, sigma, a, b, tau, targets, strength, n_particles, n_
 
     _, rev = jax.lax.scan(back, idx, (xs, ancs), reverse=True)  # (K-1, R, d)
     inner = jnp.swapaxes(rev, 0, 1)
-    start = jnp.broadcast_to(a, (n_paths, 1, d))
-    end = jnp.broadcast_to(b, (n_paths, 1, d))
+    start = jnp.broadcast_to(a, (num_paths, 1, d))
+    end = jnp.broadcast_to(b, (num_paths, 1, d))
     paths = jnp.concatenate([start, inner, end], axis=1)
     return paths, ess, jnp.minimum(min_ess, ess), logz, degenerate
 
 
+@renamed_kwargs(n_particles="num_particles", n_steps="num_time_steps", n_paths="num_paths")
 def smc_bridges(
-    key,
+    key: PRNGKey,
     drift,
-    sigma: Float[Array, ""],
+    sigma: float | Float[Array, ""],
     starts: Float[Array, "B d"],
     ends: Float[Array, "B d"],
     taus: Float[Array, " B"],
     targets: Float[Array, "B K1 d"] | None = None,
     strength: float | Float[Array, ""] = 0.0,
     *,
-    n_particles: int = 128,
-    n_steps: int = 40,
-    n_paths: int = 4,
+    num_particles: int = 128,
+    num_time_steps: int = 40,
+    num_paths: int = 4,
     lookahead: bool = False,
 ) -> BridgeSamples:
     """SMC bridges for a batch of intervals under ``drift`` (module docstring), ``vmap``-ped over intervals.
+
+    ``B`` intervals ``[0, tau_b]`` from ``starts[b]`` to ``ends[b]``, each with ``K = num_time_steps`` steps of
+    ``h = tau_b / K``, the modified diffusion bridge proposal and the incremental weight of the module
+    docstring.
 
     Args:
       key: PRNG key.
@@ -152,34 +161,46 @@ def smc_bridges(
       sigma: diffusion scale.
       starts: interval starts, shape ``(B, d)``.
       ends: interval ends, shape ``(B, d)``.
-      taus: interval lengths, shape ``(B,)`` (uneven intervals are fine: each uses ``tau_b / n_steps``).
-      targets: geodesic targets ``(B, n_steps + 1, d)``; ``None`` for plain bridges.
+      taus: interval lengths, shape ``(B,)`` (uneven intervals are fine: each uses ``tau_b / num_time_steps``).
+      targets: geodesic targets ``(B, num_time_steps + 1, d)``; ``None`` for plain bridges.
       strength: guidance strength per unit time (ignored when ``targets`` is ``None``).
-      n_particles: particles per interval.
-      n_steps: time steps per interval (``>= 2``).
-      n_paths: paths drawn per interval.
+      num_particles: particles per interval.
+      num_time_steps: time steps per interval (``>= 2``).
+      num_paths: paths drawn per interval.
       lookahead: add the Brownian look-ahead twist to the incremental weights (far higher ESS and a
-        lower-variance evidence estimate). Off by default: it is the research notes' prototype scheme, and
-        in our measurements EM drifts were *less* accurate with the twist at large ``tau`` (see notes).
+        lower-variance evidence estimate). Off by default: EM drifts fitted with the untwisted weights were
+        more accurate at large ``tau`` (``notes/sde.md``).
 
     Returns:
       :class:`BridgeSamples`.
 
+    Raises:
+      ValueError: ``num_time_steps < 2``.
+
     References:
       Durham & Gallant, J. Bus. Econ. Stat. 20 (2002); Maoutsa, arXiv:2512.23566.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> from icmlx.sde import smc_bridges
+      >>> a, b = jnp.zeros((3, 2)), jnp.ones((3, 2))
+      >>> out = smc_bridges(jax.random.key(0), lambda x: -x, 0.5, a, b, jnp.ones(3),
+      ...                   num_particles=16, num_time_steps=8, num_paths=2)
+      >>> out.paths.shape, bool(out.degenerate.any())
+      ((3, 2, 9, 2), False)
     """
-    if n_steps < 2:
-        raise ValueError(f"n_steps must be at least 2, got {n_steps=}")
+    if not isinstance(num_time_steps, int) or num_time_steps < 2:
+        raise ValueError(f"num_time_steps must be an integer >= 2, got {num_time_steps=}")
     B, d = starts.shape
     dtype = starts.dtype
     if targets is None:
-        targets = jnp.zeros((B, n_steps + 1, d), dtype)
+        targets = jnp.zeros((B, num_time_steps + 1, d), dtype)
         strength = 0.0
     strength = jnp.asarray(strength, dtype)
     keys = jax.random.split(key, B)
     sig = jnp.asarray(sigma, dtype)
     fn = lambda k, a, b, t, g: _one_bridge(
-        k, drift, sig, a, b, t, g, strength, n_particles, n_steps, n_paths, lookahead
+        k, drift, sig, a, b, t, g, strength, num_particles, num_time_steps, num_paths, lookahead
     )
     paths, ess, min_ess, logz, degenerate = jax.vmap(fn)(keys, starts, ends, taus.astype(dtype), targets)
     return BridgeSamples(paths, ess, min_ess, logz, degenerate)

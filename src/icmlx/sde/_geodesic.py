@@ -23,6 +23,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .._deprecation import renamed_kwargs
+
 __all__ = ["observation_metric", "geodesic_targets"]
 
 _N_QUAD = 8
@@ -91,36 +93,40 @@ def _dijkstra_path(W, src, dst, blocked):
     return dist[dst], rev[::-1]
 
 
+@renamed_kwargs(n_steps="num_time_steps", n_nodes="num_nodes", k_neighbors="num_neighbors")
 def geodesic_targets(
     observations: Float[Array, "n_traj n_obs d"],
-    n_steps: int,
+    num_time_steps: int,
     *,
-    n_nodes: int = 300,
-    k_neighbors: int = 10,
+    num_nodes: int = 300,
+    num_neighbors: int = 10,
     sigma_m: float = 0.15,
     rho: float = 1e-3,
     max_metric_points: int = 2000,
     orientation_eps: float | None = None,
 ) -> Float[Array, "n_traj n_int K1 d"]:
-    """Geodesic between each pair of consecutive observations, sampled at ``n_steps + 1`` points.
+    """Geodesic between each pair of consecutive observations, sampled at ``num_time_steps + 1`` points.
 
     Each geodesic is the graph shortest path ``y_k -> node(y_k) -> ... -> node(y_{k+1}) -> y_{k+1}``
-    parametrised by Riemannian arc length, evaluated at fractions ``j / n_steps``. Intervals whose endpoints
+    parametrised by Riemannian arc length, evaluated at fractions ``j / num_time_steps``. Intervals whose endpoints
     are disconnected in the graph fall back to the straight line (as the authors' scripts do).
 
     Args:
       observations: observed states, shape ``(n_traj, n_obs, d)``.
-      n_steps: number of time steps per interval (the targets have ``n_steps + 1`` points).
-      n_nodes: at most this many graph nodes (an evenly strided subset of the observations).
-      k_neighbors: neighbours per node in the kNN graph.
+      num_time_steps: number of time steps per interval (the targets have ``num_time_steps + 1`` points).
+      num_nodes: at most this many graph nodes (an evenly strided subset of the observations).
+      num_neighbors: neighbours per node in the kNN graph.
       sigma_m: metric kernel width.
       rho: metric floor.
       max_metric_points: at most this many observations define the metric (evenly strided).
       orientation_eps: if given, drop graph nodes within this distance of ``y_{k-1}`` when routing
         ``y_k -> y_{k+1}`` (module docstring; not applied to the first interval of each trajectory).
 
+    Raises:
+      ValueError: ``observations`` not 3-D, or ``orientation_eps`` not positive.
+
     Returns:
-      Target curves, shape ``(n_traj, n_obs - 1, n_steps + 1, d)``; entry ``[..., 0, :]`` is ``y_k`` and
+      Target curves, shape ``(n_traj, n_obs - 1, num_time_steps + 1, d)``; entry ``[..., 0, :]`` is ``y_k`` and
       ``[..., -1, :]`` is ``y_{k+1}``.
 
     References:
@@ -132,26 +138,27 @@ def geodesic_targets(
       >>> from icmlx.sde import geodesic_targets
       >>> th = jnp.linspace(0.0, 6.0, 60)
       >>> obs = jnp.stack([jnp.cos(th), jnp.sin(th)], -1)[None]
-      >>> geodesic_targets(obs, 4, n_nodes=60, k_neighbors=4).shape
+      >>> geodesic_targets(obs, 4, num_nodes=60, num_neighbors=4).shape
       (1, 59, 5, 2)
     """
     if jnp.ndim(observations) != 3:
         raise ValueError(f"observations must have shape (n_traj, n_obs, d), got {jnp.shape(observations)=}")
     if orientation_eps is not None and not orientation_eps > 0:
         raise ValueError(f"orientation_eps must be positive or None, got {orientation_eps=}")
-    return _geodesic_jit(observations, n_steps, n_nodes, k_neighbors, sigma_m, rho, max_metric_points,
+    return _geodesic_jit(observations, num_time_steps, num_nodes, num_neighbors, sigma_m, rho, max_metric_points,
                          orientation_eps)
 
 
 @eqx.filter_jit
-def _geodesic_jit(observations, n_steps, n_nodes, k_neighbors, sigma_m, rho, max_metric_points, orientation_eps):
+def _geodesic_jit(observations, num_time_steps, num_nodes, num_neighbors, sigma_m, rho, max_metric_points,
+                  orientation_eps):
     n_traj, n_obs, d = observations.shape
     pts = observations.reshape(-1, d)
     n_pts = pts.shape[0]
     mpts = pts[:: max(1, -(-n_pts // max_metric_points))]
-    nodes = pts[:: max(1, -(-n_pts // n_nodes))]
+    nodes = pts[:: max(1, -(-n_pts // num_nodes))]
     M = nodes.shape[0]
-    k = min(k_neighbors, M - 1)
+    k = min(num_neighbors, M - 1)
     seg = lambda a, b: _segment_length(mpts, a, b, sigma_m, rho)
 
     d2 = jnp.sum((nodes[:, None] - nodes[None]) ** 2, axis=-1)
@@ -186,7 +193,7 @@ def _geodesic_jit(observations, n_steps, n_nodes, k_neighbors, sigma_m, rho, max
         last = jnp.where(reachable, seg(nodes[sb], b), seg(a, b))
         seglen = jnp.concatenate([first[None], node_len, last[None]])
         cum = jnp.concatenate([jnp.zeros((1,), pts.dtype), jnp.cumsum(seglen)])
-        s = jnp.linspace(0.0, 1.0, n_steps + 1, dtype=pts.dtype) * cum[-1]
+        s = jnp.linspace(0.0, 1.0, num_time_steps + 1, dtype=pts.dtype) * cum[-1]
         idx = jnp.clip(jnp.searchsorted(cum, s, side="right") - 1, 0, poly.shape[0] - 2)
         frac = (s - cum[idx]) / jnp.maximum(seglen[idx], jnp.finfo(pts.dtype).tiny)
         frac = jnp.clip(frac, 0.0, 1.0)
@@ -198,4 +205,4 @@ def _geodesic_jit(observations, n_steps, n_nodes, k_neighbors, sigma_m, rho, max
     prevs = jnp.concatenate([observations[:, :1], observations[:, :-2]], axis=1).reshape(-1, d)
     has_prev = jnp.broadcast_to(jnp.arange(n_obs - 1) > 0, (n_traj, n_obs - 1)).reshape(-1)
     curves = jax.vmap(one)(starts, ends, prevs, has_prev)
-    return curves.reshape(n_traj, n_obs - 1, n_steps + 1, d)
+    return curves.reshape(n_traj, n_obs - 1, num_time_steps + 1, d)

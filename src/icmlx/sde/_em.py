@@ -1,0 +1,319 @@
+"""EM drift inference with SMC bridges between consecutive observations, guided by observation geodesics
+(Maoutsa, arXiv:2512.23566)."""
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int
+
+from .._deprecation import renamed_kwargs, warn_renamed
+from .._results import RESULTS, Solution, raise_if_failed
+from .._types import PRNGKey
+from ._basis import LinearDrift
+from ._bridges import smc_bridges
+from ._estimators import _check_inputs, _intervals, default_function_class
+from ._guidance import AbstractGuidance, GeodesicGuidance, NoGuidance
+
+__all__ = ["EMHistory", "DriftSolution", "infer_drift"]
+
+
+class EMHistory(eqx.Module):
+    """Per-iteration record of :func:`infer_drift` (leading axis ``num_steps``, one entry per EM iteration).
+
+    Attributes:
+      loss: ``-mean_k log p_hat(y_{k+1} | y_k)``, the SMC estimate of the per-interval negative log
+        likelihood of the observations under the drift used for that iteration's bridges (with geodesic
+        guidance it includes the path-cost tilt).
+      ess_median: median over intervals of the final effective sample size, as a fraction of
+        ``num_particles``.
+      ess_min: smallest final ESS fraction over intervals.
+      drift_change: RMS change of the drift on the observations, ``sqrt(mean ||f_new(y) - f_old(y)||^2)``.
+      num_degenerate: number of collapsed bridges.
+      weights: drift weights after each iteration, shape ``(num_steps, m, d)``.
+    """
+
+    loss: Float[Array, " num_steps"]
+    ess_median: Float[Array, " num_steps"]
+    ess_min: Float[Array, " num_steps"]
+    drift_change: Float[Array, " num_steps"]
+    num_degenerate: Int[Array, " num_steps"]
+    weights: Float[Array, "num_steps m d"]
+
+    @property
+    def n_degenerate(self) -> Int[Array, " num_steps"]:
+        """Deprecated alias of :attr:`num_degenerate`."""
+        warn_renamed("n_degenerate", "num_degenerate", "EMHistory")
+        return self.num_degenerate
+
+
+class DriftSolution(Solution):
+    """What :func:`infer_drift` returns (an :class:`icmlx.Solution`).
+
+    Attributes:
+      value: the final drift, a :class:`LinearDrift` (callable ``(d,) -> (d,)``); also :attr:`drift`.
+      result: an :class:`icmlx.RESULTS` item: ``successful`` when the final drift is finite and no bridge of the
+        final iteration collapsed; ``degenerate_bridges`` when some did (they were left out of the M-step);
+        ``nonfinite`` when the drift weights are not finite.
+      stats: ``num_steps`` (EM iterations), and per iteration (leading axis ``num_steps``) ``loss``,
+        ``ess_median``, ``ess_min``, ``drift_change`` and ``num_degenerate`` (as in :class:`EMHistory`).
+      initial_drift: the EM starting point (the naive estimate unless ``init`` was given).
+      history: :class:`EMHistory` (the stats above plus the drift weights after each iteration).
+      ess: final-iteration ESS fraction per interval, shape ``(n_intervals,)``.
+      degenerate: final-iteration collapsed-bridge flags per interval, shape ``(n_intervals,)``.
+    """
+
+    initial_drift: LinearDrift
+    history: EMHistory
+    ess: Float[Array, " n_intervals"]
+    degenerate: Bool[Array, " n_intervals"]
+
+    @property
+    def drift(self) -> LinearDrift:
+        """The final drift (:attr:`value`)."""
+        return self.value
+
+    def drift_at(self, iteration: int) -> LinearDrift:
+        """The drift after EM iteration ``iteration`` (0-based); ``-1`` is the final one."""
+        return LinearDrift(self.value.basis, self.history.weights[iteration])
+
+
+# --------------------------------------------------------------------------- deprecated guidance flags
+
+_GUIDANCE_FLAGS = {
+    "strength": "strength",
+    "n_nodes": "num_nodes",
+    "num_nodes": "num_nodes",
+    "k_neighbors": "num_neighbors",
+    "num_neighbors": "num_neighbors",
+    "orientation_eps": "orientation_eps",
+}
+
+
+def _guidance_from_flags(fn):
+    """Accept the flag-style guidance settings (``strength=``, ``n_nodes=``, ...) for one release: warn and build
+    the :class:`GeodesicGuidance` they describe (they have no effect with ``guidance="none"``, as before)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        flags = {k: kwargs.pop(k) for k in list(kwargs) if k in _GUIDANCE_FLAGS}
+        if flags:
+            guidance = kwargs.get("guidance", "geodesic")
+            if isinstance(guidance, AbstractGuidance):
+                raise TypeError(
+                    f"infer_drift() got guidance={guidance!r} and the deprecated flags {sorted(flags)}; "
+                    "pass the settings inside the guidance object, e.g. GeodesicGuidance(strength=...)"
+                )
+            settings = {_GUIDANCE_FLAGS[k]: v for k, v in flags.items()}
+            if len(settings) != len(flags):
+                raise TypeError(f"infer_drift() got both a deprecated and a new name for one setting: {sorted(flags)}")
+            call = ", ".join(f"{k}={v!r}" for k, v in settings.items())
+            if guidance == "geodesic":
+                warn_renamed(", ".join(sorted(flags)), f"guidance=GeodesicGuidance({call})", "infer_drift()",
+                             stacklevel=4)
+                kwargs["guidance"] = GeodesicGuidance(**settings)
+            else:
+                warn_renamed(", ".join(sorted(flags)), "guidance=NoGuidance() (the flags have no effect there)",
+                             "infer_drift()", stacklevel=4)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+_DEFAULT_GUIDANCE = GeodesicGuidance()
+
+
+def _as_guidance(guidance) -> AbstractGuidance:
+    if isinstance(guidance, AbstractGuidance):
+        return guidance
+    if guidance == "geodesic":
+        return GeodesicGuidance()
+    if guidance == "none":
+        return NoGuidance()
+    raise ValueError(
+        f"guidance must be an AbstractGuidance (GeodesicGuidance(...), NoGuidance()) or the shorthand "
+        f"'geodesic' or 'none', got {guidance=}"
+    )
+
+
+# --------------------------------------------------------------------------- EM
+
+
+def _progress_print(it, loss, ess, change, ndeg):
+    print(
+        f"[infer_drift] iter {int(it) + 1}: loss={float(loss):.4f} ess_median={float(ess):.2f} "
+        f"drift_change={float(change):.4f} degenerate={int(ndeg)}",
+        flush=True,
+    )
+
+
+@renamed_kwargs(n_iters="num_steps", n_particles="num_particles", n_steps="num_time_steps", n_paths="num_paths")
+@_guidance_from_flags
+def infer_drift(
+    key: PRNGKey,
+    observations: Float[Array, "*batch n_obs d"],
+    ts: Float[Array, " n_obs"],
+    sigma: float | Float[Array, ""],
+    *,
+    guidance: AbstractGuidance | str = _DEFAULT_GUIDANCE,
+    num_steps: int = 8,
+    num_particles: int = 128,
+    num_time_steps: int = 40,
+    num_paths: int = 4,
+    function_class: eqx.Module | None = None,
+    init: LinearDrift | None = None,
+    lookahead: bool = False,
+    progress: bool = False,
+    throw: bool = True,
+) -> DriftSolution:
+    r"""EM drift inference with SMC bridges between every pair of consecutive observations.
+
+    Start from the naive estimate :math:`\hat f_0`. Each of the ``num_steps`` iterations (a ``lax.scan``
+    step) draws, for all intervals at once (``vmap``), ``num_paths`` bridge paths from an SMC sampler targeting
+
+    .. math::
+        q(x_{[t_k, t_{k+1}]}) \propto p_{\hat f_a}(x \mid y_k, y_{k+1})
+        \exp\!\Big(-\beta \int \lVert x_t - \gamma_k(t)\rVert\,dt\Big),
+
+    where :math:`\gamma_k` and :math:`\beta` come from ``guidance`` (:class:`GeodesicGuidance`: the geodesic
+    between :math:`y_k` and :math:`y_{k+1}` under the observation metric; :class:`NoGuidance`:
+    :math:`\beta = 0`), then refits the drift to the increments of the augmented paths under the path
+    likelihood (M-step, no divergence term needed because the paths are stochastic). Uneven observation
+    intervals are supported (each bridge uses ``tau_k / num_time_steps``).
+
+    Args:
+      key: PRNG key.
+      observations: shape ``(n_obs, d)`` or ``(n_traj, n_obs, d)``.
+      ts: strictly increasing shared observation times, shape ``(n_obs,)``.
+      sigma: known positive diffusion scale.
+      guidance: a guidance strategy, :class:`GeodesicGuidance` (default, ``strength=5``) or
+        :class:`NoGuidance`; the strings ``"geodesic"`` and ``"none"`` mean their defaults.
+      num_steps: EM iterations (a fixed count).
+      num_particles: SMC particles per interval.
+      num_time_steps: bridge time steps per interval (``>= 2``).
+      num_paths: paths drawn per interval for the M-step.
+      function_class: drift class (default :func:`default_function_class`).
+      init: starting drift (default: the naive estimate in the same class).
+      lookahead: use the look-ahead twisted SMC weights (see :func:`smc_bridges`).
+      progress: print one line per iteration (``jax.debug.callback``), useful for long runs.
+      throw: raise at run time (``eqx.error_if``) exactly when ``result`` is not successful; with
+        ``throw=False`` inspect ``result``.
+
+    Returns:
+      :class:`DriftSolution` with the final drift (``value``, also ``drift``), the EM history and per-interval
+      bridge diagnostics. Collapsed bridges are counted in ``stats["num_degenerate"]``, flagged in
+      ``degenerate`` and given zero weight in the M-step; if any bridge of the final iteration collapsed,
+      ``result`` is ``RESULTS.degenerate_bridges``.
+
+    Raises:
+      ValueError: bad ``guidance``, sizes, shapes or ``sigma``.
+      RuntimeError: (``eqx.error_if``, at run time) NaN observations or non-increasing times; with
+        ``throw=True``, degenerate bridges in the final iteration or a non-finite drift.
+
+    Deprecated:
+      ``n_iters``, ``n_particles``, ``n_steps``, ``n_paths`` (now ``num_steps``, ``num_particles``,
+      ``num_time_steps``, ``num_paths``) and the flags ``strength``, ``n_nodes``, ``k_neighbors``,
+      ``orientation_eps`` (now fields of :class:`GeodesicGuidance`) still work for one release with a
+      ``DeprecationWarning``.
+
+    References:
+      Maoutsa, "From Geometry to Dynamics: Learning Overdamped Langevin Dynamics from Sparse Observations
+      with Geometric Constraints", ICML 2026, arXiv:2512.23566.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> import icmlx
+      >>> from icmlx.sde import NoGuidance, infer_drift
+      >>> y = jnp.cumsum(0.3 * jax.random.normal(jax.random.key(0), (30, 2)), axis=0)  # a random walk
+      >>> ts = jnp.arange(30.0)
+      >>> sol = infer_drift(jax.random.key(1), y, ts, 0.3, guidance=NoGuidance(), num_steps=2,
+      ...                   num_particles=8, num_time_steps=4)
+      >>> sol.stats["loss"].shape, int(sol.num_steps), bool(sol.result == icmlx.RESULTS.successful)
+      ((2,), 2, True)
+    """
+    guidance = _as_guidance(guidance)
+    for name, v in (("num_steps", num_steps), ("num_particles", num_particles), ("num_paths", num_paths)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {name}={v!r}")
+    if isinstance(num_time_steps, bool) or not isinstance(num_time_steps, int) or num_time_steps < 2:
+        raise ValueError(f"num_time_steps must be an integer >= 2, got {num_time_steps=}")
+    obs, ts, sig = _check_inputs(observations, ts, sigma)
+    fc = default_function_class(obs) if function_class is None else function_class
+    n_traj, n_obs, d = obs.shape
+    # The guidance enters the compiled EM loop only as data (targets, beta): plain and geodesic runs of the
+    # same size share one compiled function (beta = 0 makes the path cost vanish).
+    targets, beta = guidance.targets(obs, num_time_steps)
+    targets = targets.reshape(n_traj * (n_obs - 1), num_time_steps + 1, d)
+    sol = _infer_core(
+        key, obs, ts, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps, num_paths, lookahead,
+        progress,
+    )
+    # Outside the compiled loop, so that throw=True and throw=False share one compilation.
+    weights = raise_if_failed(sol.value.weights, sol.result, throw)
+    return eqx.tree_at(lambda s: s.value.weights, sol, weights)
+
+
+@eqx.filter_jit
+def _infer_core(
+    key, obs, ts, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps, num_paths, lookahead,
+    progress,
+):
+    d = obs.shape[-1]
+    states, incs, dts = _intervals(obs, ts)
+    if init is None:
+        init = fc.fit(states, incs, dts, sig)
+    basis = init.basis
+    starts = states
+    ends = states + incs
+    ypts = obs.reshape(-1, d)
+
+    def em_step(carry, it):
+        key, W = carry
+        key, kb = jax.random.split(key)
+        drift = LinearDrift(basis, W)
+        bs = smc_bridges(kb, drift, sig, starts, ends, dts, targets, beta, num_particles=num_particles,
+                         num_time_steps=num_time_steps, num_paths=num_paths, lookahead=lookahead)
+        p = bs.paths  # (B, R, K+1, d)
+        x = p[:, :, :-1].reshape(-1, d)
+        dx = jnp.diff(p, axis=2).reshape(-1, d)
+        h = jnp.broadcast_to((dts / num_time_steps)[:, None, None], p.shape[:2] + (num_time_steps,)).reshape(-1)
+        wint = jnp.where(bs.degenerate, 0.0, 1.0 / num_paths).astype(obs.dtype)
+        w = jnp.broadcast_to(wint[:, None, None], p.shape[:2] + (num_time_steps,)).reshape(-1)
+        new = fc.fit(x, dx, h, sig, weights=w)
+        Wn = new.weights
+        change = jnp.sqrt(jnp.mean(jnp.sum((jax.vmap(new)(ypts) - jax.vmap(drift)(ypts)) ** 2, -1)))
+        valid = ~bs.degenerate
+        n_valid = jnp.maximum(jnp.sum(valid), 1).astype(obs.dtype)
+        loss = -jnp.sum(jnp.where(valid, bs.log_evidence, 0.0)) / n_valid
+        ess_frac = bs.ess / num_particles
+        ess_med = jnp.median(ess_frac)
+        ndeg = jnp.sum(bs.degenerate)
+        if progress:
+            jax.debug.callback(_progress_print, it, loss, ess_med, change, ndeg)
+        out = (loss, ess_med, jnp.min(ess_frac), change, ndeg, Wn, ess_frac, bs.degenerate)
+        return (key, Wn), out
+
+    (_, W), outs = jax.lax.scan(em_step, (key, init.weights), jnp.arange(num_steps))
+    loss, ess_med, ess_min, change, ndeg, Ws, ess_all, deg_all = outs
+    history = EMHistory(loss, ess_med, ess_min, change, ndeg, Ws)
+    finite = jnp.all(jnp.isfinite(W))
+    result = RESULTS.where(finite, RESULTS.successful, RESULTS.nonfinite)
+    result = RESULTS.where(finite & (ndeg[-1] > 0), RESULTS.degenerate_bridges, result)
+    stats = {
+        "num_steps": jnp.asarray(num_steps, jnp.int32),
+        "loss": loss,
+        "ess_median": ess_med,
+        "ess_min": ess_min,
+        "drift_change": change,
+        "num_degenerate": ndeg,
+    }
+    return DriftSolution(
+        value=LinearDrift(basis, W),
+        result=result,
+        stats=stats,
+        initial_drift=init,
+        history=history,
+        ess=ess_all[-1],
+        degenerate=deg_all[-1],
+    )

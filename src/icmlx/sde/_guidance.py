@@ -1,0 +1,121 @@
+r"""Bridge guidance strategies for :func:`~icmlx.sde.infer_drift`: what the SMC bridges are pulled towards.
+
+A guidance turns the observations into per-interval target curves :math:`\gamma_k` and a strength
+:math:`\beta`; the bridge target of interval ``k`` is then tilted by
+:math:`\exp(-\beta\int\lVert x_t - \gamma_k(t)\rVert\,dt)` (see :func:`~icmlx.sde.smc_bridges`).
+Each strategy is an ``eqx.Module`` with static (hashable) fields only and carries exactly the settings its
+mode uses: :class:`NoGuidance` (plain bridges) has none, :class:`GeodesicGuidance` the strength and the graph
+settings of :func:`~icmlx.sde.geodesic_targets`. Both enter the compiled EM loop only as data (targets and
+``beta``), so plain and guided runs of the same size share one compiled function.
+"""
+
+import abc
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ._geodesic import geodesic_targets
+
+__all__ = ["AbstractGuidance", "NoGuidance", "GeodesicGuidance"]
+
+
+class AbstractGuidance(eqx.Module):
+    """Base class of the bridge guidance strategies accepted by :func:`~icmlx.sde.infer_drift`.
+
+    A subclass implements :meth:`targets`. Strategies are not callable and hold static settings only.
+    """
+
+    @abc.abstractmethod
+    def targets(
+        self, observations: Float[Array, "n_traj n_obs d"], num_time_steps: int
+    ) -> tuple[Float[Array, "n_traj n_int K1 d"], Float[Array, ""]]:
+        """Target curves of shape ``(n_traj, n_obs - 1, num_time_steps + 1, d)`` and the strength ``beta``."""
+
+
+class NoGuidance(AbstractGuidance):
+    """Plain bridges: no path cost (:math:`\\beta = 0`).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.sde import NoGuidance
+      >>> g, beta = NoGuidance().targets(jnp.zeros((1, 5, 2)), 4)
+      >>> g.shape, float(beta)
+      ((1, 4, 5, 2), 0.0)
+    """
+
+    def targets(
+        self, observations: Float[Array, "n_traj n_obs d"], num_time_steps: int
+    ) -> tuple[Float[Array, "n_traj n_int K1 d"], Float[Array, ""]]:
+        """Zero targets and zero strength (the path cost vanishes)."""
+        n_traj, n_obs, d = observations.shape
+        dtype = observations.dtype
+        return jnp.zeros((n_traj, n_obs - 1, num_time_steps + 1, d), dtype), jnp.zeros((), dtype)
+
+
+class GeodesicGuidance(AbstractGuidance):
+    r"""Guide each bridge towards the geodesic between its two observations under the observation metric.
+
+    The bridge target is tilted by :math:`\exp(-\beta\int\lVert x_t - \gamma_k(t)\rVert\,dt)` with
+    :math:`\gamma_k` from :func:`~icmlx.sde.geodesic_targets` (graph shortest paths under the local diagonal
+    metric of the observations).
+
+    Attributes:
+      strength: guidance strength ``beta`` per unit time, ``>= 0``.
+      num_nodes: at most this many graph nodes (an evenly strided subset of the observations), ``>= 2``.
+      num_neighbors: neighbours per node in the kNN graph, ``>= 1``.
+      orientation_eps: if given (``> 0``), drop graph nodes within this distance of ``y_{k-1}`` when routing
+        ``y_k -> y_{k+1}``; ``None`` = off.
+      sigma_m: metric kernel width (``> 0``).
+      rho: metric floor (``> 0``).
+
+    Raises:
+      ValueError: a setting out of range, naming it.
+
+    References:
+      Maoutsa, arXiv:2512.23566; Arvanitidis, Hansen & Hauberg, arXiv:1710.11379.
+
+    Examples:
+      >>> from icmlx.sde import GeodesicGuidance
+      >>> g = GeodesicGuidance(strength=2.0, num_nodes=100)
+      >>> g.strength, g.num_neighbors, hash(g) == hash(GeodesicGuidance(strength=2.0, num_nodes=100))
+      (2.0, 10, True)
+    """
+
+    strength: float = eqx.field(static=True, default=5.0)
+    num_nodes: int = eqx.field(static=True, default=300)
+    num_neighbors: int = eqx.field(static=True, default=10)
+    orientation_eps: float | None = eqx.field(static=True, default=None)
+    sigma_m: float = eqx.field(static=True, default=0.15)
+    rho: float = eqx.field(static=True, default=1e-3)
+
+    def __check_init__(self):
+        if not (isinstance(self.strength, int | float) and self.strength >= 0):
+            raise ValueError(f"GeodesicGuidance: strength must be a non-negative number, got {self.strength=}")
+        for name, low in (("num_nodes", 2), ("num_neighbors", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"GeodesicGuidance: {name} must be an integer >= {low}, got {name}={v!r}")
+        if self.orientation_eps is not None and not self.orientation_eps > 0:
+            raise ValueError(
+                f"GeodesicGuidance: orientation_eps must be positive or None, got {self.orientation_eps=}"
+            )
+        for name in ("sigma_m", "rho"):
+            v = getattr(self, name)
+            if not (isinstance(v, int | float) and v > 0):
+                raise ValueError(f"GeodesicGuidance: {name} must be a positive number, got {name}={v!r}")
+
+    def targets(
+        self, observations: Float[Array, "n_traj n_obs d"], num_time_steps: int
+    ) -> tuple[Float[Array, "n_traj n_int K1 d"], Float[Array, ""]]:
+        """Geodesic targets (:func:`~icmlx.sde.geodesic_targets`) and ``beta = strength``."""
+        g = geodesic_targets(
+            observations,
+            num_time_steps,
+            num_nodes=self.num_nodes,
+            num_neighbors=self.num_neighbors,
+            sigma_m=self.sigma_m,
+            rho=self.rho,
+            orientation_eps=self.orientation_eps,
+        )
+        return g, jnp.asarray(self.strength, observations.dtype)
