@@ -88,7 +88,7 @@ def test_chi_square_matches_causal_learn(method):
 
 def test_chi_square_counting_plans_agree():
     # the three counting plans give the same statistic and dof on the same tests (independent code paths)
-    import icmlx.structure._ci_tests as ct
+    import icmlx.structure._contingency as ct
 
     # all cards 3, |S| = 2: every test has the same 81-cell table (one compilation per plan)
     x = jnp.asarray(np.random.default_rng(5).integers(0, 3, size=(500, 6)), jnp.int32)
@@ -142,7 +142,7 @@ def test_binned_u_statistic_is_unbiased_brute_force():
     m = 7
     xb = rng.integers(0, 2, m)
     yb = rng.integers(0, 2, m)
-    from icmlx.structure._ci_tests import _u_stat_cells
+    from icmlx.structure._nonparametric import _u_stat_cells
 
     nab = np.array([[np.sum((xb == a) & (yb == b)) for b in (0, 1)] for a in (0, 1)], float)
     got = float(_u_stat_cells(jnp.asarray(nab, jnp.float32), jnp.asarray(nab.sum(1), jnp.float32),
@@ -170,7 +170,7 @@ def test_binned_u_statistic_separates_dependence():
     s = jnp.sign(z)
     data = jnp.stack([s + 0.5 * e[:, 0], s + 0.5 * e[:, 1], z], axis=1)
     res = binned_u_statistic(data, jnp.array([0, 0]), jnp.array([1, 1]),
-                             jnp.array([[2], [2]]), n_bins=4)
+                             jnp.array([[2], [2]]), num_bins=4)
     marg = binned_u_statistic(data, jnp.array([0]), jnp.array([1]), jnp.zeros((1, 0), jnp.int32))
     # marginal: strong dependence; conditional: mean-zero U-statistic, |T| ~ 1e-3 (sd at n=3000)
     assert float(marg.statistic[0]) > 0.02

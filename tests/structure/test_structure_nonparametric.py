@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from icmlx.structure import nonparametric_test, pc_tree, random_polyforest, sample_nonlinear
+from icmlx.structure import (
+    Nonparametric,
+    Permutation,
+    nonparametric_test,
+    pc_tree,
+    random_polyforest,
+    sample_nonlinear,
+)
 
 
 def _rank_bins_np(v, b):
@@ -65,7 +72,7 @@ def test_statistic_and_asymptotic_pvalue_match_bruteforce_reference():
     w = rng.normal(size=n)
     data = jnp.asarray(np.stack([x, y, z, w], axis=1))
     xs, ys, ss = jnp.array([0, 0, 1, 0]), jnp.array([1, 1, 3, 3]), jnp.array([[2], [3], [2], [1]])
-    res = nonparametric_test(data, xs, ys, ss, n_bins=3, cond_bins=3)
+    res = nonparametric_test(data, xs, ys, ss, num_bins=3, cond_bins=3)
     cols = [x, y, z, w]
     for t in range(4):
         ref_t, ref_p = _reference(cols[int(xs[t])], cols[int(ys[t])], cols[int(ss[t, 0])], 3, 3)
@@ -73,7 +80,7 @@ def test_statistic_and_asymptotic_pvalue_match_bruteforce_reference():
         np.testing.assert_allclose(float(res.statistic[t]), ref_t, rtol=1e-4, atol=1e-6)
         np.testing.assert_allclose(float(res.pvalue[t]), ref_p, rtol=1e-3, atol=1e-6)
     # marginal test (empty S) = one stratum
-    m = nonparametric_test(data, jnp.array([0]), jnp.array([3]), jnp.zeros((1, 0), jnp.int32), n_bins=3)
+    m = nonparametric_test(data, jnp.array([0]), jnp.array([3]), jnp.zeros((1, 0), jnp.int32), num_bins=3)
     ref_t, ref_p = _reference(x, w, np.zeros(n), 3, 1)
     np.testing.assert_allclose(float(m.statistic[0]), ref_t, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(float(m.pvalue[0]), ref_p, rtol=1e-3, atol=1e-6)
@@ -89,8 +96,8 @@ def test_permutation_pvalue_matches_numpy_for_the_same_permutations():
     y = z + 0.7 * x + rng.normal(size=n)
     data = jnp.asarray(np.stack([x, y, z], axis=1), jnp.float32)
     key = jax.random.key(4)
-    res = nonparametric_test(data, jnp.array([0, 0]), jnp.array([1, 1]), jnp.array([[2], [2]]), n_bins=2,
-                             cond_bins=3, method="permutation", key=key, n_permutations=b)
+    res = nonparametric_test(data, jnp.array([0, 0]), jnp.array([1, 1]), jnp.array([[2], [2]]), num_bins=2,
+                             cond_bins=3, method=Permutation(num_permutations=b), key=key)
     xv = np.asarray(data, np.float64)
     xb, yb, zb = _rank_bins_np(xv[:, 0], 2), _rank_bins_np(xv[:, 1], 2), _rank_bins_np(xv[:, 2], 3)
     u = np.asarray(_permutation_uniforms(key, b, n))
@@ -131,8 +138,8 @@ def null_pvalues():
     indep = data.at[:, :, 2].set(jnp.roll(data[:, :, 2], 1, axis=0))
 
     def both(v, w):
-        pc = nonparametric_test(v, jnp.array([0]), jnp.array([1]), jnp.array([[2]]), n_bins=3, cond_bins=3).pvalue
-        pm = nonparametric_test(w, jnp.array([0]), jnp.array([2]), jnp.zeros((1, 0), jnp.int32), n_bins=4).pvalue
+        pc = nonparametric_test(v, jnp.array([0]), jnp.array([1]), jnp.array([[2]]), num_bins=3, cond_bins=3).pvalue
+        pm = nonparametric_test(w, jnp.array([0]), jnp.array([2]), jnp.zeros((1, 0), jnp.int32), num_bins=4).pvalue
         return pc[0], pm[0]
 
     pc, pm = jax.jit(jax.vmap(both))(data, indep)
@@ -155,9 +162,9 @@ def test_asymptotic_and_permutation_pvalues_agree():
     e = jax.random.normal(k1, (400, 3))
     data = jnp.stack([e[:, 0], 0.12 * e[:, 0] + e[:, 1], e[:, 2]], axis=1)
     xs, ys, ss = jnp.array([0]), jnp.array([1]), jnp.array([[2]])
-    pa = float(nonparametric_test(data, xs, ys, ss, n_bins=3, cond_bins=2).pvalue[0])
-    pp = float(nonparametric_test(data, xs, ys, ss, n_bins=3, cond_bins=2, method="permutation", key=k2,
-                                  n_permutations=499).pvalue[0])
+    pa = float(nonparametric_test(data, xs, ys, ss, num_bins=3, cond_bins=2).pvalue[0])
+    pp = float(nonparametric_test(data, xs, ys, ss, num_bins=3, cond_bins=2,
+                                  method=Permutation(num_permutations=499), key=k2).pvalue[0])
     assert 0.005 < pp < 0.9, pp  # a non-trivial p-value, so the comparison means something
     assert abs(pa - pp) < 0.05 + 0.2 * pp, (pa, pp)
 
@@ -168,14 +175,14 @@ def test_pc_tree_nonparametric_pvalue_scores_match_the_tester():
     x = sample_nonlinear(k, dag, 600)
     from icmlx.structure import polyforest_scores
 
-    s0, s1, arg, cut0, cut1 = polyforest_scores(x, ci_test="nonparametric", alpha=0.01, n_bins=3, cond_bins=4)
+    s0, s1, arg, cut0, cut1 = polyforest_scores(x, ci_test=Nonparametric(num_bins=3, cond_bins=4), alpha=0.01)
     assert float(cut0) == pytest.approx(-0.01) and float(cut1) == pytest.approx(-0.01)
     pairs = list(itertools.combinations(range(6), 2))
     trip = np.array([(j, kk, l) for j, kk in pairs for l in range(6) if l not in (j, kk)])  # 4 l per pair
     r = nonparametric_test(x, jnp.asarray(trip[:, 0]), jnp.asarray(trip[:, 1]), jnp.asarray(trip[:, 2:]),
-                           n_bins=3, cond_bins=4).pvalue
+                           num_bins=3, cond_bins=4).pvalue
     pj, pk = jnp.asarray([p[0] for p in pairs]), jnp.asarray([p[1] for p in pairs])
-    m = nonparametric_test(x, pj, pk, jnp.zeros((len(pairs), 0), jnp.int32), n_bins=3).pvalue
+    m = nonparametric_test(x, pj, pk, jnp.zeros((len(pairs), 0), jnp.int32), num_bins=3).pvalue
     r = np.asarray(r).reshape(len(pairs), 4)
     for t, (j, kk) in enumerate(pairs):
         # score = -(max over l of the p-value): same statistic, different summation order (float32)
@@ -184,8 +191,8 @@ def test_pc_tree_nonparametric_pvalue_scores_match_the_tester():
     # threshold mode: the statistic itself, min over l, vs the segment-sum kernel of binned_u_statistic
     from icmlx.structure import binned_u_statistic
 
-    t0, t1, targ, _, _ = polyforest_scores(x, ci_test="nonparametric", threshold=0.01, n_bins=3, cond_bins=3)
-    u = binned_u_statistic(x, jnp.asarray(trip[:, 0]), jnp.asarray(trip[:, 1]), jnp.asarray(trip[:, 2:]), n_bins=3)
+    t0, t1, targ, _, _ = polyforest_scores(x, ci_test=Nonparametric(num_bins=3, cond_bins=3), threshold=0.01)
+    u = binned_u_statistic(x, jnp.asarray(trip[:, 0]), jnp.asarray(trip[:, 1]), jnp.asarray(trip[:, 2:]), num_bins=3)
     u = np.asarray(u.statistic).reshape(len(pairs), 4)
     for t, (j, kk) in enumerate(pairs):
         np.testing.assert_allclose(float(t1[j, kk]), u[t].min(), rtol=1e-4, atol=1e-6)
@@ -199,9 +206,9 @@ def test_nonparametric_bad_input():
         nonparametric_test(x, one, one + 1, s, method="kci")
     with pytest.raises(ValueError, match="key"):
         nonparametric_test(x, one, one + 1, s, method="permutation")
-    with pytest.raises(ValueError, match="n_bins"):
-        nonparametric_test(x, one, one + 1, s, n_bins=1)
+    with pytest.raises(ValueError, match="num_bins"):
+        nonparametric_test(x, one, one + 1, s, num_bins=1)
     with pytest.raises((TypeError, Exception), match="(floating|Float)"):  # jaxtyping may catch it first
         nonparametric_test(x.astype(jnp.int32), one, one + 1, s)
     with pytest.raises(ValueError, match="cond_bins"):
-        pc_tree(x, ci_test="nonparametric", alpha=0.01, cond_bins=1)
+        pc_tree(x, ci_test=Nonparametric(cond_bins=1), alpha=0.01)

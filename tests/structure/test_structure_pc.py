@@ -173,7 +173,7 @@ def test_live_agreement_fisherz(gauss_cases, stable, uc_rule, uc_priority):
                 a, b = (int(v) for v in key.split("|")[0].split(";"))
                 ref[a, b] = ref[b, a] = max(ref[a, b], p)
             np.testing.assert_allclose(np.asarray(res.max_pvalue), ref, rtol=0, atol=1e-10)
-            assert int(res.n_tests) == sum(";" in k for k in cg.test.pvalue_cache)
+            assert int(res.num_tests) == sum(";" in k for k in cg.test.pvalue_cache)
 
 
 @pytest.mark.x64

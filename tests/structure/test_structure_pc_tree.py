@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from icmlx.structure import (
+    Nonparametric,
     dag_to_cpdag,
     pc_tree,
     random_polyforest,
@@ -175,10 +176,10 @@ def test_bernoulli_scores_match_scipy_reference():
         ("fisherz", sample_linear_gaussian, {"alpha": 1e-4}, 60, 4000),
         pytest.param("bernoulli", sample_bernoulli, {"alpha": 1e-4}, 100, 6000,
                      marks=pytest.mark.slow),
-        ("nonparametric", sample_nonlinear, {"threshold": 0.004, "n_bins": 3, "cond_bins": 3}, 200, 6000),
+        (Nonparametric(num_bins=3, cond_bins=3), sample_nonlinear, {"threshold": 0.004}, 200, 6000),
         # calibrated p-value at 0.05 / d^2, separator bins growing with n (default_cond_bins: 3 at n = 200,
         # 15 at n = 6000) so that the binning bias of chain pairs j -> l -> k stays undetectable
-        ("nonparametric", sample_nonlinear, {"alpha": 0.05 / 64, "n_bins": 3}, 200, 6000),
+        (Nonparametric(num_bins=3), sample_nonlinear, {"alpha": 0.05 / 64}, 200, 6000),
     ],
 )
 def test_shd_decreases_to_zero_with_n(tester, sampler, kw, n_small, n_big):
@@ -201,8 +202,8 @@ def test_pc_tree_bad_input():
     x = jax.random.normal(jax.random.key(0), (50, 4))
     with pytest.raises(ValueError, match="alpha"):
         pc_tree(x, alpha=2.0)
-    with pytest.raises(ValueError, match="n_bins"):
-        pc_tree(x, ci_test="nonparametric", n_bins=1)
+    with pytest.raises(ValueError, match="num_bins"):
+        pc_tree(x, ci_test=Nonparametric(num_bins=1))
     with pytest.raises(ValueError, match="ci_test"):
         pc_tree(x, ci_test="kci")
     with pytest.raises(TypeError, match="integer"):

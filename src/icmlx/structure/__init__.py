@@ -1,14 +1,12 @@
 """Structure learning: the PC algorithm and the optimal poly-forest learner (Gao, Wang & Aragam,
 arXiv:2507.05689), with batched Gaussian, discrete, Bernoulli and nonparametric conditional-independence tests.
+
+The tester of :func:`pc` / :func:`pc_tree` is a strategy object (:class:`FisherZ`, :class:`ChiSquare`,
+:class:`GSquare`, :class:`Bernoulli`, :class:`Nonparametric`, :class:`DSeparation`) or its string shorthand, and the
+calibration of :func:`nonparametric_test` is :class:`Asymptotic` or :class:`Permutation`.
 """
 
 from ._ci_tests import CIResult as CIResult
-from ._ci_tests import bernoulli_test as bernoulli_test
-from ._ci_tests import binned_u_statistic as binned_u_statistic
-from ._ci_tests import chi_square as chi_square
-from ._ci_tests import correlation_matrix as correlation_matrix
-from ._ci_tests import d_separation as d_separation
-from ._ci_tests import fisher_z as fisher_z
 from ._data import random_er_dag as random_er_dag
 from ._data import random_polyforest as random_polyforest
 from ._data import read_causal_learn_data as read_causal_learn_data
@@ -18,12 +16,21 @@ from ._data import sample_bernoulli as sample_bernoulli
 from ._data import sample_linear_gaussian as sample_linear_gaussian
 from ._data import sample_nonlinear as sample_nonlinear
 from ._data import topological_order as topological_order
+from ._discrete import bernoulli_test as bernoulli_test
+from ._discrete import chi_square as chi_square
+from ._dseparation import d_separation as d_separation
+from ._gaussian import correlation_matrix as correlation_matrix
+from ._gaussian import fisher_z as fisher_z
 from ._metrics import Scores as Scores
 from ._metrics import arrowhead_scores as arrowhead_scores
 from ._metrics import dag_to_cpdag as dag_to_cpdag
 from ._metrics import exact_recovery as exact_recovery
 from ._metrics import shd as shd
 from ._metrics import skeleton_scores as skeleton_scores
+from ._nonparametric import AbstractCalibration as AbstractCalibration
+from ._nonparametric import Asymptotic as Asymptotic
+from ._nonparametric import Permutation as Permutation
+from ._nonparametric import binned_u_statistic as binned_u_statistic
 from ._nonparametric import nonparametric_test as nonparametric_test
 from ._pc import BackgroundKnowledge as BackgroundKnowledge
 from ._pc import PCResult as PCResult
@@ -35,6 +42,13 @@ from ._pc_tree import default_cond_bins as default_cond_bins
 from ._pc_tree import pc_tree as pc_tree
 from ._pc_tree import pc_tree_from_scores as pc_tree_from_scores
 from ._pc_tree import polyforest_scores as polyforest_scores
+from ._testers import AbstractCITest as AbstractCITest
+from ._testers import Bernoulli as Bernoulli
+from ._testers import ChiSquare as ChiSquare
+from ._testers import DSeparation as DSeparation
+from ._testers import FisherZ as FisherZ
+from ._testers import GSquare as GSquare
+from ._testers import Nonparametric as Nonparametric
 
 __all__ = [
     "CIResult",
@@ -60,6 +74,9 @@ __all__ = [
     "shd",
     "skeleton_scores",
     "nonparametric_test",
+    "AbstractCalibration",
+    "Asymptotic",
+    "Permutation",
     "BackgroundKnowledge",
     "PCResult",
     "encode_discrete",
@@ -70,4 +87,11 @@ __all__ = [
     "pc_tree",
     "pc_tree_from_scores",
     "polyforest_scores",
+    "AbstractCITest",
+    "FisherZ",
+    "ChiSquare",
+    "GSquare",
+    "Bernoulli",
+    "Nonparametric",
+    "DSeparation",
 ]

@@ -1,6 +1,6 @@
-"""Calibrated nonparametric CI test: binned U-statistic with an asymptotic or a permutation p-value.
+"""Nonparametric CI tests: the binned U-statistic, and its calibration by an asymptotic or a permutation p-value.
 
-The statistic is the one of :func:`icmlx.structure.binned_u_statistic` (equal-frequency bins, per-stratum unbiased
+The statistic of :func:`binned_u_statistic` (equal-frequency bins, per-stratum unbiased
 U-statistic of :math:`\\sum_{ab}(p_{ab|z}-p_{a|z}p_{b|z})^2`). Under conditional independence given the binned
 separator, :math:`m_z U_z` is a degenerate U-statistic whose limit is a weighted sum of centred :math:`\\chi^2_1`
 variables with weights :math:`\\lambda_i\\mu_j` = products of the eigenvalues of the within-stratum covariance
@@ -12,16 +12,126 @@ learner run all :math:`O(d^3)` tests at a union-bound level :math:`\\alpha/d^2` 
 
 import functools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import gammaincc
 from jaxtyping import Array, Float, Int
 
+from icmlx._deprecation import renamed_kwargs, warn_renamed
 from icmlx._types import PRNGKey
 
-from ._ci_tests import CIResult, _check_batch, _float_dtype, _rank_bins, _u_stat_cells
+from ._ci_tests import CIResult, _check_batch, _float_dtype
 
-__all__ = ["nonparametric_test"]
+__all__ = [
+    "binned_u_statistic",
+    "nonparametric_test",
+    "AbstractCalibration",
+    "Asymptotic",
+    "Permutation",
+]
+
+
+def _rank_bins(data, num_bins):
+    """Equal-frequency bins 0..num_bins-1 of each column (ranks), ties broken by order."""
+    n = data.shape[0]
+    ranks = jnp.argsort(jnp.argsort(data, axis=0), axis=0)
+    return (ranks * num_bins) // n
+
+
+def _u_stat_cells(nab, na, nb, m):
+    """Unbiased estimate of sum_ab (p_ab - p_a p_b)^2 from counts of one stratum (m samples)."""
+    fdt = nab.dtype
+    m2 = m * (m - 1)
+    m3 = m2 * (m - 2)
+    m4 = m3 * (m - 3)
+    t1 = jnp.sum(nab * (nab - 1))
+    t2 = jnp.sum(nab * ((na[:, None] - 1) * (nb[None, :] - 1) - (nab - 1)))
+    c = nab
+    nA = na[:, None] * jnp.ones_like(nab)
+    nB = nb[None, :] * jnp.ones_like(nab)
+    q = (
+        c * (c - 1) * (nB - 2) * (nB - 3)
+        + 2 * c * (nA - c) * (nB - 1) * (nB - 2)
+        + (nA - c) * (nA - c - 1) * nB * (nB - 1)
+    )
+    t3 = jnp.sum(q)
+    ok = m >= 4
+    safe = lambda v: jnp.where(ok, v, jnp.ones((), fdt))
+    return jnp.where(ok, t1 / safe(m2) - 2 * t2 / safe(m3) + t3 / safe(m4), 0.0)
+
+
+@functools.partial(jax.jit, static_argnames=("num_bins",))
+def _u_kernel(bins, x, y, s, *, num_bins):
+    fdt = _float_dtype()
+    n = bins.shape[0]
+
+    def one(xi, yi, si):
+        z = jnp.zeros(n, jnp.int32)
+        for j in range(si.shape[0]):
+            z = z * num_bins + bins[:, si[j]]
+        nz = num_bins ** si.shape[0]
+        cell = (z * num_bins + bins[:, xi]) * num_bins + bins[:, yi]
+        cnt = jax.ops.segment_sum(jnp.ones(n, fdt), cell, nz * num_bins * num_bins)
+        cnt = cnt.reshape(nz, num_bins, num_bins)
+        m = cnt.sum(axis=(1, 2))
+        u = jax.vmap(_u_stat_cells)(cnt, cnt.sum(axis=2), cnt.sum(axis=1), m)
+        return jnp.sum(m / n * u)
+
+    return jax.vmap(one)(x, y, s)
+
+
+@renamed_kwargs(n_bins="num_bins")
+def binned_u_statistic(
+    data: Float[Array, "n d"],
+    x: Int[Array, " b"],
+    y: Int[Array, " b"],
+    s: Int[Array, "b k"],
+    *,
+    num_bins: int = 4,
+) -> CIResult:
+    r"""Nonparametric CI statistic: equal-frequency binning plus a per-bin unbiased U-statistic.
+
+    Every variable is cut into ``num_bins`` equal-frequency bins; for each bin ``z`` of ``S`` with ``m_z``
+    samples the U-statistic :math:`U_z` is the unbiased estimate (falling factorials of the counts) of
+
+    .. math:: \sum_{a,b}\bigl(p_{ab|z} - p_{a|z}p_{b|z}\bigr)^2, \qquad T = \sum_z \frac{m_z}{n} U_z.
+
+    ``T`` has mean 0 under conditional independence (up to binning error) and is thresholded by the
+    poly-forest learner (Neykov, Balakrishnan & Wasserman line). No p-value is attached: ``pvalue`` is
+    ``1`` where ``T <= 0`` and ``0`` otherwise, so callers should threshold ``statistic``.
+
+    Args:
+      data: ``(n, d)`` continuous data.
+      x, y: ``(b,)`` int indices; s: ``(b, k)`` conditioning sets.
+      num_bins: bins per variable.
+
+    Returns:
+      :class:`CIResult` (``dof = -1``).
+
+    Raises:
+      ValueError: bad shapes or ``num_bins < 2``.
+
+    References:
+      Neykov, Balakrishnan & Wasserman, Ann. Statist. 49 (2021); Gao, Wang & Aragam, arXiv:2507.05689 (Thm 5.1).
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> from icmlx.structure import binned_u_statistic
+      >>> x = jax.random.normal(jax.random.key(2), (2000, 2))
+      >>> data = jnp.stack([x[:, 0], jnp.tanh(2 * x[:, 0]) + 0.3 * x[:, 1]], axis=1)
+      >>> res = binned_u_statistic(data, jnp.array([0]), jnp.array([1]), jnp.zeros((1, 0), jnp.int32))
+      >>> bool(res.statistic[0] > 0.05)
+      True
+    """
+    _check_batch(x, y, s)
+    if num_bins < 2:
+        raise ValueError(f"num_bins must be >= 2, got {num_bins=}")
+    bins = _rank_bins(data, num_bins).astype(jnp.int32)
+    stat = _u_kernel(bins, x, y, s, num_bins=num_bins)
+    p = jnp.where(stat > 0, 0.0, 1.0).astype(stat.dtype)
+    return CIResult(stat, p, jnp.full(x.shape, -1, jnp.int32))
 
 
 def _trace_powers(p):
@@ -84,13 +194,13 @@ def _strata(cond, s, cond_bins):
     return z
 
 
-def _statistic(xb, yb, z, *, n_bins, n_strata):
+def _statistic(xb, yb, z, *, num_bins, num_strata):
     """``T = sum_z (m_z / n) U_z`` and the null cumulants of ``n T`` for one test."""
     fdt = _float_dtype()
     n = xb.shape[0]
-    cell = (z * n_bins + xb) * n_bins + yb
-    cnt = jax.ops.segment_sum(jnp.ones(n, fdt), cell, n_strata * n_bins * n_bins)
-    mu, k2, k3 = _stratum_stat_and_cumulants(cnt.reshape(n_strata, n_bins, n_bins))
+    cell = (z * num_bins + xb) * num_bins + yb
+    cnt = jax.ops.segment_sum(jnp.ones(n, fdt), cell, num_strata * num_bins * num_bins)
+    mu, k2, k3 = _stratum_stat_and_cumulants(cnt.reshape(num_strata, num_bins, num_bins))
     return jnp.sum(mu) / n, jnp.sum(k2), jnp.sum(k3)
 
 
@@ -104,8 +214,8 @@ def _within_strata_permutation(u, z):
     return jnp.zeros(n, jnp.int32).at[by_z].set(by_zu.astype(jnp.int32))
 
 
-def _permutation_uniforms(key, n_permutations, n):
-    return jax.random.uniform(key, (n_permutations, n), _float_dtype())
+def _permutation_uniforms(key, num_permutations, n):
+    return jax.random.uniform(key, (num_permutations, n), _float_dtype())
 
 
 def _tie_tolerance(n):
@@ -113,57 +223,143 @@ def _tie_tolerance(n):
     return 1e-4 / n
 
 
-@functools.partial(jax.jit, static_argnames=("n_bins", "cond_bins", "n_permutations"))
-def _np_kernel(data, x, y, s, key, *, n_bins, cond_bins, n_permutations):
+@functools.partial(jax.jit, static_argnames=("num_bins", "cond_bins", "num_permutations"))
+def _np_kernel(data, x, y, s, key, *, num_bins, cond_bins, num_permutations):
     n = data.shape[0]
-    bins = _rank_bins(data, n_bins).astype(jnp.int32)
+    bins = _rank_bins(data, num_bins).astype(jnp.int32)
     cond = _rank_bins(data, cond_bins).astype(jnp.int32)
-    n_strata = cond_bins ** s.shape[1]
-    stat_fn = functools.partial(_statistic, n_bins=n_bins, n_strata=n_strata)
+    num_strata = cond_bins ** s.shape[1]
+    stat_fn = functools.partial(_statistic, num_bins=num_bins, num_strata=num_strata)
 
     def one(xi, yi, si):
         z = _strata(cond, si, cond_bins)
         t, k2, k3 = stat_fn(bins[:, xi], bins[:, yi], z)
         p_asym = _pearson3_pvalue(n * t, k2, k3)
-        if n_permutations == 0:
+        if num_permutations == 0:
             return t, p_asym
-        u = _permutation_uniforms(key, n_permutations, n)
+        u = _permutation_uniforms(key, num_permutations, n)
 
         def perm_stat(ub):
             src = _within_strata_permutation(ub, z)
             return stat_fn(bins[src, xi], bins[:, yi], z)[0]
 
-        tb = jax.lax.map(perm_stat, u, batch_size=min(n_permutations, 64))  # memory: b x 64 x n, not b x B x n
+        tb = jax.lax.map(perm_stat, u, batch_size=min(num_permutations, 64))  # memory: b x 64 x n, not b x B x n
         exceed = jnp.sum((tb >= t - _tie_tolerance(n)).astype(jnp.int32))
-        return t, (1.0 + exceed.astype(t.dtype)) / (n_permutations + 1.0)
+        return t, (1.0 + exceed.astype(t.dtype)) / (num_permutations + 1.0)
 
     return jax.vmap(one)(x, y, s)
 
 
+class AbstractCalibration(eqx.Module):
+    """How :func:`nonparametric_test` turns its binned U-statistic into a p-value (a strategy object).
+
+    Subclasses hold only static (hashable) settings and are not callable: :class:`Asymptotic` and
+    :class:`Permutation`.
+    """
+
+
+class Asymptotic(AbstractCalibration):
+    r"""Asymptotic p-value: Pearson's three-moment approximation of the weighted-:math:`\chi^2` null of ``nT``.
+
+    No settings and no randomness; cheap enough for the poly-forest learner's :math:`O(d^3)` tests.
+
+    Examples:
+      >>> from icmlx.structure import Asymptotic
+      >>> Asymptotic() == Asymptotic()
+      True
+    """
+
+
+class Permutation(AbstractCalibration):
+    r"""Permutation p-value :math:`(1+\#\{T_b\ge T\})/(B+1)` from ``num_permutations`` within-stratum draws.
+
+    Exact in finite samples for conditional independence given the binned separator. Needs ``key=`` in
+    :func:`nonparametric_test`.
+
+    Attributes:
+      num_permutations: number of permutations ``B`` (``>= 1``).
+
+    Raises:
+      ValueError: if ``num_permutations`` is not an integer ``>= 1``.
+
+    Examples:
+      >>> from icmlx.structure import Permutation
+      >>> Permutation(num_permutations=99).num_permutations
+      99
+    """
+
+    num_permutations: int = eqx.field(static=True)
+
+    def __init__(self, num_permutations: int = 199):
+        if isinstance(num_permutations, bool) or not isinstance(num_permutations, int | np.integer):
+            raise ValueError(f"Permutation: num_permutations must be an integer, got {num_permutations=!r}")
+        if num_permutations < 1:
+            raise ValueError(f"Permutation: num_permutations must be >= 1, got {num_permutations=}")
+        self.num_permutations = int(num_permutations)
+
+
+_CALIBRATIONS = {"asymptotic": Asymptotic, "permutation": Permutation}
+
+
+def _as_calibration(method) -> AbstractCalibration:
+    if isinstance(method, AbstractCalibration):
+        return method
+    if isinstance(method, str) and method in _CALIBRATIONS:
+        return _CALIBRATIONS[method]()
+    raise ValueError(
+        f"method must be 'asymptotic', 'permutation' or an AbstractCalibration (Asymptotic(), "
+        f"Permutation(num_permutations=...)), got {method=!r}"
+    )
+
+
+def _permutations_alias(fn):
+    """Accept the deprecated ``n_permutations=`` for one release: it builds ``Permutation(num_permutations=...)``
+    when ``method="permutation"`` and is ignored by the asymptotic calibration (as it always was)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if "n_permutations" in kwargs:
+            num = kwargs.pop("n_permutations")
+            warn_renamed("n_permutations", "method=Permutation(num_permutations=...)", "nonparametric_test()")
+            method = kwargs.get("method", "asymptotic")
+            if isinstance(method, Permutation):
+                raise TypeError(
+                    "nonparametric_test() got both n_permutations (deprecated) and method=Permutation(...); "
+                    "pass method=Permutation(num_permutations=...)"
+                )
+            if method == "permutation":
+                kwargs["method"] = Permutation(num_permutations=num)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@renamed_kwargs(n_bins="num_bins")
+@_permutations_alias
 def nonparametric_test(
     data: Float[Array, "n d"],
     x: Int[Array, " b"],
     y: Int[Array, " b"],
     s: Int[Array, "b k"],
     *,
-    n_bins: int = 3,
+    num_bins: int = 3,
     cond_bins: int | None = None,
-    method: str = "asymptotic",
+    method: str | AbstractCalibration = "asymptotic",
     key: PRNGKey | None = None,
-    n_permutations: int = 199,
 ) -> CIResult:
     r"""Calibrated nonparametric CI tests of ``x ⫫ y | S``: binned U-statistic with a p-value.
 
-    ``x`` and ``y`` are cut into ``n_bins`` equal-frequency bins, every variable of ``S`` into ``cond_bins``; for
+    ``x`` and ``y`` are cut into ``num_bins`` equal-frequency bins, every variable of ``S`` into ``cond_bins``; for
     each stratum ``z`` of the binned ``S`` with ``m_z`` samples, :math:`U_z` is the unbiased U-statistic of
     :math:`\theta_z=\sum_{ab}(p_{ab|z}-p_{a|z}p_{b|z})^2` and
 
     .. math:: T = \sum_z \frac{m_z}{n} U_z .
 
-    ``method="asymptotic"``: under independence within every stratum, :math:`nT=\sum_z m_zU_z` converges to
-    :math:`\sum_z\sum_{ij}\lambda^z_i\mu^z_j(\xi_{zij}^2-1)` with :math:`\lambda^z, \mu^z` the eigenvalues of
-    :math:`C=\operatorname{diag}(p)-pp^\top` for the within-stratum bin frequencies of ``x`` and ``y``. Its
-    cumulants are :math:`\kappa_2=2\sum_z\operatorname{tr}(C_x^2)\operatorname{tr}(C_y^2)`,
+    ``method=Asymptotic()`` (``"asymptotic"``): under independence within every stratum,
+    :math:`nT=\sum_z m_zU_z` converges to :math:`\sum_z\sum_{ij}\lambda^z_i\mu^z_j(\xi_{zij}^2-1)` with
+    :math:`\lambda^z, \mu^z` the eigenvalues of :math:`C=\operatorname{diag}(p)-pp^\top` for the within-stratum
+    bin frequencies of ``x`` and ``y``. Its cumulants are
+    :math:`\kappa_2=2\sum_z\operatorname{tr}(C_x^2)\operatorname{tr}(C_y^2)`,
     :math:`\kappa_3=8\sum_z\operatorname{tr}(C_x^3)\operatorname{tr}(C_y^3)` (closed forms in the margins), and the
     p-value is Pearson's three-moment approximation
 
@@ -173,9 +369,10 @@ def nonparametric_test(
     exact when all weights are equal (uniform within-stratum margins), and cheap enough for the poly-forest
     learner's :math:`O(d^3)` tests at levels like :math:`0.05/d^2`.
 
-    ``method="permutation"``: ``x`` is permuted within the strata of the binned ``S`` (``n_permutations`` draws
-    from ``key``, shared by the batch; vmapped) and :math:`p=(1+\#\{T_b\ge T\})/(B+1)`, exact in finite samples
-    for conditional independence given the binned ``S``.
+    ``method=Permutation(num_permutations=B)`` (``"permutation"``: ``B = 199``): ``x`` is permuted within the
+    strata of the binned ``S`` (``B`` draws from ``key``, shared by the batch; vmapped) and
+    :math:`p=(1+\#\{T_b\ge T\})/(B+1)`, exact in finite samples for conditional independence given the binned
+    ``S``.
 
     Binning ``S`` is only an approximation of conditioning on ``S``: for continuous ``S`` the residual dependence
     within a bin shrinks as ``cond_bins`` grows, so ``cond_bins`` should grow with ``n`` (Neykov, Balakrishnan &
@@ -184,17 +381,17 @@ def nonparametric_test(
     Args:
       data: ``(n, d)`` continuous data.
       x, y: ``(b,)`` int indices; s: ``(b, k)`` conditioning sets.
-      n_bins: bins for ``x`` and ``y`` (``>= 2``).
-      cond_bins: bins for every variable of ``S`` (default ``n_bins``).
-      method: ``"asymptotic"`` or ``"permutation"``.
-      key: PRNG key (needed for ``method="permutation"``).
-      n_permutations: number of permutations ``B``.
+      num_bins: bins for ``x`` and ``y`` (``>= 2``).
+      cond_bins: bins for every variable of ``S`` (default ``num_bins``).
+      method: the calibration, an :class:`AbstractCalibration` (:class:`Asymptotic`, :class:`Permutation`) or
+        the shorthand ``"asymptotic"`` / ``"permutation"``.
+      key: PRNG key of the permutations (needed for :class:`Permutation`, unused otherwise).
 
     Returns:
       :class:`icmlx.structure.CIResult` with ``statistic = T`` and the p-value (``dof = -1``).
 
     Raises:
-      ValueError: bad shapes, ``n_bins``/``cond_bins < 2``, unknown ``method``, missing ``key``.
+      ValueError: bad shapes, ``num_bins``/``cond_bins < 2``, unknown ``method``, missing ``key``.
       TypeError: non-floating data.
 
     References:
@@ -205,14 +402,14 @@ def nonparametric_test(
 
     Examples:
       >>> import jax, jax.numpy as jnp
-      >>> from icmlx.structure import nonparametric_test
+      >>> from icmlx.structure import Permutation, nonparametric_test
       >>> e = jax.random.normal(jax.random.key(0), (2000, 3))
       >>> data = jnp.stack([e[:, 0], jnp.tanh(2 * e[:, 0]) + 0.5 * e[:, 1], e[:, 2]], axis=1)
       >>> res = nonparametric_test(data, jnp.array([0, 0]), jnp.array([1, 2]), jnp.zeros((2, 0), jnp.int32))
       >>> [bool(p < 0.01) for p in res.pvalue]
       [True, False]
       >>> perm = nonparametric_test(data, jnp.array([0]), jnp.array([2]), jnp.zeros((1, 0), jnp.int32),
-      ...                           method="permutation", key=jax.random.key(1), n_permutations=99)
+      ...                           method=Permutation(num_permutations=99), key=jax.random.key(1))
       >>> bool(perm.pvalue[0] > 0.01)
       True
     """
@@ -220,17 +417,17 @@ def nonparametric_test(
     data = jnp.asarray(data)
     if not jnp.issubdtype(data.dtype, jnp.floating):
         raise TypeError(f"nonparametric_test needs floating data, got {data.dtype=}")
-    cond_bins = n_bins if cond_bins is None else cond_bins
-    if n_bins < 2 or cond_bins < 2:
-        raise ValueError(f"n_bins and cond_bins must be >= 2, got {n_bins=}, {cond_bins=}")
-    if method not in ("asymptotic", "permutation"):
-        raise ValueError(f"method must be 'asymptotic' or 'permutation', got {method=}")
-    if method == "permutation":
+    cond_bins = num_bins if cond_bins is None else cond_bins
+    if num_bins < 2 or cond_bins < 2:
+        raise ValueError(f"num_bins and cond_bins must be >= 2, got {num_bins=}, {cond_bins=}")
+    calibration = _as_calibration(method)
+    if isinstance(calibration, Permutation):
         if key is None:
-            raise ValueError("method='permutation' needs key=")
-        if n_permutations < 1:
-            raise ValueError(f"n_permutations must be >= 1, got {n_permutations=}")
+            raise ValueError("method=Permutation(...) needs key= (a PRNG key for the permutations)")
+        num_permutations = calibration.num_permutations
     else:
-        key, n_permutations = jax.random.key(0), 0
-    t, p = _np_kernel(data, x, y, s, key, n_bins=n_bins, cond_bins=cond_bins, n_permutations=n_permutations)
+        key, num_permutations = jax.random.key(0), 0
+    t, p = _np_kernel(
+        data, x, y, s, key, num_bins=num_bins, cond_bins=cond_bins, num_permutations=num_permutations
+    )
     return CIResult(t, p, jnp.full(x.shape, -1, jnp.int32))

@@ -11,19 +11,15 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
+from icmlx._deprecation import warn_renamed
+
 from . import _orient
-from ._ci_tests import (
-    _bernoulli_kernel,
-    _chi2_pvalue,
-    _chi_square_groups,
-    _chi_square_plan,
-    _dsep_kernel,
-    _fisher_z_kernel,
-    _float_dtype,
-    _kmax_bucket,
-    _pack_bits,
-    correlation_matrix,
-)
+from ._ci_tests import _float_dtype
+from ._contingency import _chi2_pvalue, _chi_square_groups, _chi_square_plan, _kmax_bucket, _pack_bits
+from ._discrete import _bernoulli_kernel
+from ._dseparation import _dsep_kernel
+from ._gaussian import _fisher_z_kernel, correlation_matrix
+from ._testers import AbstractCITest, _as_ci_test
 
 __all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "validate_data", "CI_TESTS"]
 
@@ -72,7 +68,7 @@ class BackgroundKnowledge(eqx.Module):
 
 
 class PCResult(eqx.Module):
-    """Output of :func:`pc` (and :func:`icmlx.structure.pc_tree`).
+    """Output of :func:`pc`.
 
     Attributes:
       graph: ``(d, d)`` int CPDAG in causal-learn's endpoint encoding: ``graph[j, i] = 1, graph[i, j] = -1``
@@ -83,7 +79,7 @@ class PCResult(eqx.Module):
       sepset: ``(d, d, d)`` bool, ``sepset[x, y, k]``: ``k`` lies in a separating set found for ``x, y``
         (causal-learn's union over the separating sets of both endpoints).
       max_pvalue: ``(d, d)`` largest p-value seen for each pair (pcalg's ``pMax``).
-      n_tests: number of distinct CI tests run (causal-learn's cache size).
+      num_tests: number of distinct CI tests run (causal-learn's cache size).
       conflicts: ``(d, d)`` bool, ``conflicts[x, y]`` marks an edge where a collider clashed with an
         orientation already made (resolved by ``uc_priority``).
     """
@@ -93,8 +89,14 @@ class PCResult(eqx.Module):
     skeleton: Bool[Array, "d d"]
     sepset: Bool[Array, "d d d"]
     max_pvalue: Float[Array, "d d"]
-    n_tests: Int[Array, ""]
+    num_tests: Int[Array, ""]
     conflicts: Bool[Array, "d d"]
+
+    @property
+    def n_tests(self) -> Int[Array, ""]:
+        """Deprecated alias of :attr:`num_tests`."""
+        warn_renamed("n_tests", "num_tests", "PCResult", stacklevel=3)
+        return self.num_tests
 
 
 def graph_to_edges(graph: np.ndarray) -> np.ndarray:
@@ -187,10 +189,10 @@ def _pvalue_head(stat, dof, m):
 @contextlib.contextmanager
 def _gc_paused():
     """Pause Python's cyclic garbage collector during PC's host loop: it allocates many small tuples (test keys),
-    and each generation-1/2 collection they trigger rescans the large heap of a JAX process (a full one took
-    ~0.14 s against ~0.3 s for all of PC on child). Use it around a function call, so that the call's objects are
-    freed by reference counting before the collector is re-enabled (a cheap young collection then picks up any
-    cycles). The previous state is restored on exit."""
+    and each generation-1/2 collection they trigger rescans the large heap of a JAX process (a full collection
+    costs a sizeable fraction of a whole PC run on a mid-sized network). Use it around a function call, so that
+    the call's objects are freed by reference counting before the collector is re-enabled (a cheap young
+    collection then picks up any cycles). The previous state is restored on exit."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -440,7 +442,7 @@ def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both):
 def pc(
     data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | None,
     *,
-    ci_test: str = "fisherz",
+    ci_test: str | AbstractCITest = "fisherz",
     alpha: float = 0.05,
     max_depth: int | None = None,
     stable: bool = True,
@@ -467,7 +469,9 @@ def pc(
     Args:
       data: ``(n, d)`` data (float for ``fisherz``; integer-coded for ``chisq``/``gsq``/``bernoulli``);
         ``None`` for ``d_separation`` (then ``true_dag`` fixes ``d``).
-      ci_test: ``"fisherz"``, ``"chisq"``, ``"gsq"``, ``"bernoulli"`` or ``"d_separation"``.
+      ci_test: the tester, :class:`FisherZ`, :class:`ChiSquare`, :class:`GSquare`, :class:`Bernoulli` or
+        :class:`DSeparation`, or its shorthand ``"fisherz"``, ``"chisq"``, ``"gsq"``, ``"bernoulli"``,
+        ``"d_separation"``.
       alpha: level; "independent" means ``p > alpha``.
       max_depth: largest conditioning-set size (causal-learn ``max_k``).
       stable: PC-stable (default) or the original order-dependent PC.
@@ -508,8 +512,7 @@ def pc(
         raise ValueError(f"uc_rule=2 (definite maxP) supports uc_priority 2, 3, 4, got {uc_priority=}")
     if max_depth is not None and max_depth < 0:
         raise ValueError(f"max_depth must be >= 0, got {max_depth=}")
-    if ci_test not in CI_TESTS:
-        raise ValueError(f"ci_test must be one of {CI_TESTS}, got {ci_test=}")
+    ci_test = _as_ci_test(ci_test, CI_TESTS, "pc").name
     if ci_test == "d_separation":
         if true_dag is None:
             raise ValueError("ci_test='d_separation' needs true_dag=")
@@ -571,7 +574,7 @@ def pc(
             skeleton=jnp.asarray(adj),
             sepset=jnp.asarray(sep),
             max_pvalue=jnp.asarray(maxp, dtype=_float_dtype()),
-            n_tests=jnp.asarray(len(counted), dtype=jnp.int32),
+            num_tests=jnp.asarray(len(counted), dtype=jnp.int32),
             conflicts=jnp.asarray(conf),
         )
 

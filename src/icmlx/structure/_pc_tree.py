@@ -16,8 +16,13 @@ import numpy as np
 from jax.scipy.special import erfc, ndtri
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from ._ci_tests import _dsep_kernel, _float_dtype, _rank_bins, correlation_matrix
-from ._nonparametric import _pearson3_pvalue, _stratum_stat_and_cumulants
+from icmlx._deprecation import renamed_kwargs, warn_renamed
+
+from ._ci_tests import _float_dtype
+from ._dseparation import _dsep_kernel
+from ._gaussian import correlation_matrix
+from ._nonparametric import _pearson3_pvalue, _rank_bins, _stratum_stat_and_cumulants
+from ._testers import AbstractCITest, Nonparametric, _as_ci_test
 
 __all__ = ["PCTreeResult", "default_cond_bins", "pc_tree", "pc_tree_from_scores", "polyforest_scores"]
 
@@ -33,7 +38,7 @@ class PCTreeResult(eqx.Module):
       separator: ``(d, d)`` int: ``-1`` if the pair is marginally independent, else the ``l`` attaining
         ``conditional_score`` (a separator when the pair is not adjacent).
       conflicts: ``(d, d)`` bool edges left undirected because two rules oriented them both ways.
-      n_tests: number of CI tests, ``d(d-1)/2 * (d-1)``.
+      num_tests: number of CI tests, ``d(d-1)/2 * (d-1)``.
     """
 
     graph: Int[Array, "d d"]
@@ -42,7 +47,13 @@ class PCTreeResult(eqx.Module):
     conditional_score: Float[Array, "d d"]
     separator: Int[Array, "d d"]
     conflicts: Bool[Array, "d d"]
-    n_tests: Int[Array, ""]
+    num_tests: Int[Array, ""]
+
+    @property
+    def n_tests(self) -> Int[Array, ""]:
+        """Deprecated alias of :attr:`num_tests`."""
+        warn_renamed("n_tests", "num_tests", "PCTreeResult", stacklevel=3)
+        return self.num_tests
 
 
 def _chunked_min(d, chunk, fn):
@@ -145,19 +156,19 @@ def _bern_scores(data, alpha, threshold, chunk):
     return s0, s1, arg, cut0, cut1
 
 
-def _np_scores(data, alpha, threshold, chunk, n_bins, cond_bins):
+def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins):
     """Binned U-statistics of all (j, k) pairs, marginally and given every single l (cond_bins strata).
 
     Counting per separator l is one Gram matrix per stratum of l: the samples are gathered in the rank order of
     column l, so the equal-frequency strata are contiguous row blocks of static sizes (padded with a zero row to
-    a common size), and each block's ``(d n_bins) x (d n_bins)`` Gram matrix holds the count tables of every
-    (j, k) pair: O(n d^2 n_bins^2) per l, whatever ``cond_bins``.
+    a common size), and each block's ``(d num_bins) x (d num_bins)`` Gram matrix holds the count tables of every
+    (j, k) pair: O(n d^2 num_bins^2) per l, whatever ``cond_bins``.
     With ``threshold`` the score is T; otherwise it is minus the asymptotic p-value of
     :func:`icmlx.structure.nonparametric_test`.
     """
     fdt = _float_dtype()
     n, d = data.shape
-    a = n_bins
+    a = num_bins
     xb = jax.nn.one_hot(_rank_bins(data, a), a, dtype=fdt).reshape(n, d * a)
     xb = jnp.concatenate([xb, jnp.zeros((1, d * a), fdt)], axis=0)  # row n: padding
     order = jnp.argsort(data, axis=0, stable=True).astype(jnp.int32)  # (n, d): samples of column l by rank
@@ -269,7 +280,7 @@ def pc_tree_from_scores(
     g = jnp.where(skel, -1, 0)
     g = jnp.where(arrow.T, 1, g)  # i -> j: g[j, i] = 1, g[i, j] = -1
     sep = jnp.where(dep0, separator, -1)
-    n_tests = jnp.asarray(d * (d - 1) // 2 * max(d - 1, 1), jnp.int32)
+    num_tests = jnp.asarray(d * (d - 1) // 2 * max(d - 1, 1), jnp.int32)
     return PCTreeResult(
         graph=g.astype(jnp.int32),
         skeleton=skel,
@@ -277,24 +288,25 @@ def pc_tree_from_scores(
         conditional_score=conditional_score,
         separator=sep.astype(jnp.int32),
         conflicts=conflicts & skel,
-        n_tests=n_tests,
+        num_tests=num_tests,
     )
 
 
-@functools.partial(jax.jit, static_argnames=("ci_test", "chunk_size", "n_bins", "cond_bins", "use_threshold"))
-def _scores(data, alpha, threshold, *, ci_test, chunk_size, n_bins, cond_bins, use_threshold):
+@functools.partial(jax.jit, static_argnames=("ci_test", "chunk_size", "num_bins", "cond_bins", "use_threshold"))
+def _scores(data, alpha, threshold, *, ci_test, chunk_size, num_bins, cond_bins, use_threshold):
     thr = threshold if use_threshold else None
     if ci_test == "fisherz":
         return _gauss_scores(data, alpha, thr, chunk_size)
     if ci_test == "bernoulli":
         return _bern_scores(data, alpha, thr, chunk_size)
     if ci_test == "nonparametric":
-        return _np_scores(data, alpha, thr, chunk_size, n_bins, cond_bins)
+        return _np_scores(data, alpha, thr, chunk_size, num_bins, cond_bins)
     return _dsep_scores(data, chunk_size)
 
 
-def default_cond_bins(n: int, n_bins: int = 4) -> int:
-    """Default number of separator bins of the nonparametric tester: ``max(n_bins, round(sqrt(n) / 5))``.
+@renamed_kwargs(n_bins="num_bins")
+def default_cond_bins(n: int, num_bins: int = 4) -> int:
+    """Default number of separator bins of the nonparametric tester: ``max(num_bins, round(sqrt(n) / 5))``.
 
     Conditioning on a binned separator leaves a within-bin residual dependence that a calibrated test detects
     once ``n`` is large enough, so the bins must shrink as ``n`` grows (Neykov, Balakrishnan & Wasserman let the
@@ -308,71 +320,107 @@ def default_cond_bins(n: int, n_bins: int = 4) -> int:
       >>> [default_cond_bins(n, 3) for n in (300, 2400, 9600)]
       [3, 10, 20]
     """
-    return max(int(n_bins), round(math.sqrt(n) / 5.0))
+    return max(int(num_bins), round(math.sqrt(n) / 5.0))
 
 
+PC_TREE_TESTS = ("fisherz", "bernoulli", "nonparametric", "d_separation")
+
+
+def _bins_alias(fn):
+    """Accept the deprecated flag-style ``n_bins=`` / ``cond_bins=`` for one release: with the nonparametric
+    tester they build ``Nonparametric(num_bins=..., cond_bins=...)``; the other testers ignore them (as they
+    always did)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        old = {k: kwargs.pop(k) for k in ("n_bins", "cond_bins") if k in kwargs}
+        if old:
+            where = f"{fn.__name__}()"
+            for k in old:
+                new = "num_bins" if k == "n_bins" else k
+                warn_renamed(k, f"ci_test=Nonparametric({new}=...)", where)
+            ci_test = kwargs.get("ci_test", "fisherz")
+            if isinstance(ci_test, Nonparametric):
+                raise TypeError(f"{where} got both {sorted(old)} (deprecated) and ci_test=Nonparametric(...); "
+                                "pass the bins to Nonparametric")
+            if ci_test == "nonparametric":
+                kwargs["ci_test"] = Nonparametric(num_bins=old.get("n_bins", 4), cond_bins=old.get("cond_bins"))
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_bins_alias
 def polyforest_scores(
     data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | Bool[ArrayLike, "d d"],
     *,
-    ci_test: str = "fisherz",
+    ci_test: str | AbstractCITest = "fisherz",
     alpha: float | None = 0.01,
     threshold: float | None = None,
     chunk_size: int | None = None,
-    n_bins: int = 4,
-    cond_bins: int | None = None,
 ) -> tuple[Float[Array, "d d"], Float[Array, "d d"], Int[Array, "d d"], Float[Array, ""], Float[Array, ""]]:
-    """Dependence scores ``(marginal, min-over-l conditional, argmin l, cut0, cut1)`` used by :func:`pc_tree`."""
+    """Dependence scores ``(marginal, min-over-l conditional, argmin l, cut0, cut1)`` used by :func:`pc_tree`.
+
+    Arguments as :func:`pc_tree`; ``pc_tree(data, ...)`` is ``pc_tree_from_scores(*polyforest_scores(data, ...))``.
+
+    Examples:
+      >>> import jax
+      >>> from icmlx.structure import polyforest_scores, random_polyforest, sample_linear_gaussian
+      >>> x = sample_linear_gaussian(jax.random.key(0), random_polyforest(jax.random.key(0), 5), 500)
+      >>> s0, s1, sep, cut0, cut1 = polyforest_scores(x, alpha=0.01)
+      >>> s0.shape, sep.shape
+      ((5, 5), (5, 5))
+    """
+    test = _as_ci_test(ci_test, PC_TREE_TESTS, "pc_tree")
+    name = test.name
     data = jnp.asarray(data)
-    if ci_test not in ("fisherz", "bernoulli", "nonparametric", "d_separation"):
-        raise ValueError(f"pc_tree ci_test must be fisherz/bernoulli/nonparametric/d_separation, got {ci_test=}")
-    if cond_bins is None:
-        cond_bins = default_cond_bins(data.shape[0], n_bins) if ci_test == "nonparametric" else n_bins
-    cond_bins = int(cond_bins)
-    if ci_test == "nonparametric" and (n_bins < 2 or cond_bins < 2):
-        raise ValueError(f"n_bins and cond_bins must be >= 2, got {n_bins=}, {cond_bins=}")
-    if threshold is None and ci_test != "d_separation":
+    if isinstance(test, Nonparametric):
+        num_bins = test.num_bins
+        cond_bins = default_cond_bins(data.shape[0], num_bins) if test.cond_bins is None else test.cond_bins
+    else:
+        num_bins = cond_bins = 4  # unused by the other testers
+    if threshold is None and name != "d_separation":
         if alpha is None or not (0.0 < float(alpha) < 1.0):
             raise ValueError(f"alpha must lie in (0, 1), got {alpha=}")
-    if ci_test == "d_separation":
+    if name == "d_separation":
         if data.ndim != 2 or data.shape[0] != data.shape[1]:
             raise ValueError(f"d_separation needs a (d, d) DAG, got {data.shape=}")
         data = data.astype(bool)
-    elif ci_test == "bernoulli":
+    elif name == "bernoulli":
         if not (jnp.issubdtype(data.dtype, jnp.integer) or data.dtype == jnp.bool_):
             raise TypeError(f"ci_test='bernoulli' needs 0/1 integer data, got {data.dtype=}")
         data = eqx.error_if(data, (data < 0) | (data > 1), "bernoulli data must be 0/1")
-    elif ci_test in ("fisherz", "nonparametric"):
+    else:
         if not jnp.issubdtype(data.dtype, jnp.floating):
-            raise TypeError(f"ci_test={ci_test!r} needs floating data, got {data.dtype=}")
+            raise TypeError(f"ci_test={name!r} needs floating data, got {data.dtype=}")
         data = eqx.error_if(data, ~jnp.isfinite(data), "data contains NaN or Inf")
     n, d = data.shape[0], data.shape[1]
     if chunk_size is None:
-        # memory per separator: the (d, d) score block; nonparametric also gathers an (n, d n_bins) one-hot
-        # matrix and builds cond_bins (d n_bins)^2 count tables
-        per = d * d * (n_bins * n_bins * cond_bins + n * n_bins // d if ci_test == "nonparametric" else 1)
+        # memory per separator: the (d, d) score block; nonparametric also gathers an (n, d num_bins) one-hot
+        # matrix and builds cond_bins (d num_bins)^2 count tables
+        per = d * d * (num_bins * num_bins * cond_bins + n * num_bins // d if name == "nonparametric" else 1)
         chunk_size = int(max(1, min(d, 2**23 // max(per, 1))))
     fdt = _float_dtype()
     return _scores(
         data,
         jnp.asarray(0.01 if alpha is None else alpha, fdt),
         jnp.asarray(0.0 if threshold is None else threshold, fdt),
-        ci_test=ci_test,
+        ci_test=name,
         chunk_size=chunk_size,
-        n_bins=n_bins,
+        num_bins=num_bins,
         cond_bins=cond_bins,
         use_threshold=threshold is not None,
     )
 
 
+@_bins_alias
 def pc_tree(
     data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | Bool[ArrayLike, "d d"],
     *,
-    ci_test: str = "fisherz",
+    ci_test: str | AbstractCITest = "fisherz",
     alpha: float | None = 0.01,
     threshold: float | None = None,
     chunk_size: int | None = None,
-    n_bins: int = 4,
-    cond_bins: int | None = None,
 ) -> PCTreeResult:
     r"""Learn a poly-forest CPDAG with the optimal PC-tree procedure of Gao, Wang & Aragam.
 
@@ -383,36 +431,34 @@ def pc_tree(
     then R1. All :math:`O(d^3)` tests are computed in one jitted pass, chunked over ``l`` so memory is
     :math:`O(d^2\cdot\text{chunk})`.
 
-    Testers and calibrations:
+    Testers (strategy objects, or their string shorthands) and calibrations:
 
-    * ``"fisherz"``: score ``|ρ_{jk·S}|``; with ``alpha`` the cut is
+    * :class:`FisherZ` (``"fisherz"``): score ``|ρ_{jk·S}|``; with ``alpha`` the cut is
       :math:`\tanh(\Phi^{-1}(1-\alpha/2)/\sqrt{n-|S|-3})` (same decisions as Fisher-z ``p > alpha``);
       with ``threshold`` the cut is ``threshold`` (the paper's calibrated τ ≈ c/2).
-    * ``"bernoulli"``: with ``alpha``, Pearson χ² p-values; with ``threshold``, the covariance gap
-      :math:`\sum_z \hat p(z)|\hat p_{11|z}-\hat p_{1\cdot|z}\hat p_{\cdot1|z}|`.
-    * ``"nonparametric"``: binned U-statistic (``n_bins`` equal-frequency bins for ``j, k``, ``cond_bins`` for the
-      separator ``l``). With ``alpha``, the asymptotic p-value of :func:`icmlx.structure.nonparametric_test`
-      (weighted-χ² null, Pearson's three-moment approximation), "dependent" iff ``p <= alpha``; with
-      ``threshold``, the statistic ``T`` itself is thresholded. Conditioning on a binned ``l`` leaves a residual
-      dependence that only vanishes as ``cond_bins`` grows, so by default ``cond_bins`` grows like
-      :math:`\sqrt n` (:func:`default_cond_bins`).
-    * ``"d_separation"``: pass the true DAG as ``data`` (oracle).
+    * :class:`Bernoulli` (``"bernoulli"``): with ``alpha``, Pearson χ² p-values; with ``threshold``, the
+      covariance gap :math:`\sum_z \hat p(z)|\hat p_{11|z}-\hat p_{1\cdot|z}\hat p_{\cdot1|z}|`.
+    * :class:`Nonparametric` (``"nonparametric"`` = ``Nonparametric()``): binned U-statistic (``num_bins``
+      equal-frequency bins for ``j, k``, ``cond_bins`` for the separator ``l``). With ``alpha``, the asymptotic
+      p-value of :func:`icmlx.structure.nonparametric_test` (weighted-χ² null, Pearson's three-moment
+      approximation), "dependent" iff ``p <= alpha``; with ``threshold``, the statistic ``T`` itself is
+      thresholded. Conditioning on a binned ``l`` leaves a residual dependence that only vanishes as
+      ``cond_bins`` grows, so by default (``cond_bins=None``) it grows like :math:`\sqrt n`
+      (:func:`default_cond_bins`).
+    * :class:`DSeparation` (``"d_separation"``): pass the true DAG as ``data`` (oracle).
 
     Args:
       data: ``(n, d)`` samples, or the ``(d, d)`` DAG for the oracle.
-      ci_test: tester name.
+      ci_test: the tester, an :class:`AbstractCITest` or its string shorthand.
       alpha: level (ignored when ``threshold`` is given).
       threshold: calibrated cut on the statistic.
       chunk_size: separators per chunk (default keeps a chunk near 2^23 scores).
-      n_bins: bins of ``j`` and ``k`` for the nonparametric tester.
-      cond_bins: bins of the separator ``l`` for the nonparametric tester (default
-        :func:`default_cond_bins`, ``max(n_bins, round(sqrt(n) / 5))``).
 
     Returns:
       :class:`PCTreeResult`.
 
     Raises:
-      ValueError / TypeError: bad tester name, alpha outside (0, 1), wrong dtype; NaN input raises at run time.
+      ValueError / TypeError: bad tester, alpha outside (0, 1), wrong dtype; NaN input raises at run time.
 
     References:
       Gao, Wang & Aragam, "Optimal structure learning and conditional independence testing", ICML 2026,
@@ -420,16 +466,18 @@ def pc_tree(
 
     Examples:
       >>> import jax
-      >>> from icmlx.structure import pc_tree, random_polyforest, sample_linear_gaussian, dag_to_cpdag
+      >>> from icmlx.structure import Nonparametric, pc_tree, random_polyforest, sample_linear_gaussian
+      >>> from icmlx.structure import dag_to_cpdag, sample_nonlinear
       >>> key = jax.random.key(0)
       >>> dag = random_polyforest(key, 8)
       >>> x = sample_linear_gaussian(key, dag, 3000)
       >>> res = pc_tree(x, alpha=0.001)
       >>> bool((res.graph == dag_to_cpdag(dag)).all())
       True
+      >>> res = pc_tree(sample_nonlinear(key, dag, 600), ci_test=Nonparametric(num_bins=3), alpha=0.001)
+      >>> res.graph.shape, int(res.num_tests)
+      ((8, 8), 196)
     """
-    scores = polyforest_scores(
-        data, ci_test=ci_test, alpha=alpha, threshold=threshold, chunk_size=chunk_size, n_bins=n_bins,
-        cond_bins=cond_bins,
+    return pc_tree_from_scores(
+        *polyforest_scores(data, ci_test=ci_test, alpha=alpha, threshold=threshold, chunk_size=chunk_size)
     )
-    return pc_tree_from_scores(*scores)

@@ -1,0 +1,82 @@
+"""The d-separation oracle (moral-ancestral criterion), batched like the statistical CI tests."""
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Int
+
+from ._ci_tests import CIResult, _check_batch, _float_dtype
+
+__all__ = ["d_separation"]
+
+
+@jax.jit
+def _dsep_kernel(dag, x, y, s, k=None):
+    """``k``: optional true set size (traced); columns ``>= k`` of ``s`` are ignored."""
+    d = dag.shape[0]
+    valid = jnp.ones((s.shape[1],), bool) if k is None else jnp.arange(s.shape[1], dtype=jnp.int32) < k
+    a = dag.astype(jnp.int32)
+    # ancestors closure: anc[i, j] = j is an ancestor of i (or i itself)
+    reach = jnp.eye(d, dtype=jnp.int32) | a.T
+
+    def body(carry):
+        r, _ = carry
+        r2 = jnp.minimum(r @ r, 1) | r
+        return r2, jnp.any(r2 != r)
+
+    anc, _ = jax.lax.while_loop(lambda c: c[1], body, (reach, jnp.array(True)))
+
+    def one(xi, yi, si):
+        cond = jnp.zeros(d, bool).at[si].max(valid)
+        members = cond.at[xi].set(True).at[yi].set(True)
+        in_an = jnp.any(members[:, None] & (anc > 0), axis=0)  # ancestral set of {x, y} ∪ S
+        sub = a * (in_an[:, None] & in_an[None, :]).astype(jnp.int32)
+        moral = (sub + sub.T + sub @ sub.T) > 0
+        moral = moral & ~jnp.eye(d, dtype=bool)
+        keep = in_an & ~cond
+        moral = moral & keep[:, None] & keep[None, :]
+        start = jnp.zeros(d, bool).at[xi].set(True)
+
+        def step(c):
+            r, _ = c
+            r2 = r | jnp.any(moral & r[:, None], axis=0)
+            return r2, jnp.any(r2 != r)
+
+        r, _ = jax.lax.while_loop(lambda c: c[1], step, (start, jnp.array(True)))
+        return ~r[yi]
+
+    return jax.vmap(one)(x, y, s)
+
+
+def d_separation(
+    dag: Bool[Array, "d d"],
+    x: Int[Array, " b"],
+    y: Int[Array, " b"],
+    s: Int[Array, "b k"],
+) -> CIResult:
+    r"""d-separation oracle: ``p = 1`` if ``x ⫫_d y | S`` in ``dag`` and ``p = 0`` otherwise.
+
+    Uses the moral-ancestral criterion (Lauritzen): ``x`` and ``y`` are d-separated by ``S`` iff they are
+    disconnected in the moral graph of :math:`\mathrm{An}(\{x,y\}\cup S)` after deleting ``S``.
+
+    Args:
+      dag: ``(d, d)`` bool adjacency, ``dag[i, j]`` meaning ``i -> j``.
+      x, y: ``(b,)`` int indices; s: ``(b, k)`` conditioning sets.
+
+    Returns:
+      :class:`CIResult` with ``statistic = pvalue = 1.0`` for separated triples, else ``0.0``.
+
+    References:
+      Lauritzen et al., Networks 20 (1990); causal-learn ``D_Separation``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.structure import d_separation
+      >>> dag = jnp.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]], bool)  # 0 -> 1 -> 2
+      >>> res = d_separation(dag, jnp.array([0, 0]), jnp.array([2, 2]), jnp.array([[1], [1]]))
+      >>> res.pvalue.tolist()
+      [1.0, 1.0]
+    """
+    _check_batch(x, y, s)
+    sep = _dsep_kernel(dag.astype(bool), x, y, s)
+    p = sep.astype(_float_dtype())
+    return CIResult(p, p, jnp.full(x.shape, -1, jnp.int32))
