@@ -1,5 +1,7 @@
 """DASH: batched block Shampoo with fast inverse roots, as optax transformations."""
 
+import functools
+import warnings
 from typing import Any, Literal, NamedTuple
 
 import equinox as eqx
@@ -11,14 +13,15 @@ from jax import lax
 from jaxtyping import Array, Int
 
 from ._blocking import ADAM, VECTOR, BlockPlan, blockify, make_block_plan, unblockify
-from ._inverse_root import _METHODS, _SCALINGS, _check_chunk_size, _inverse_root_impl
+from ._inverse_root import _check_chunk_size, _inverse_root_impl
+from ._root_methods import AbstractInverseRoot, NewtonDB, as_inverse_root, legacy_inverse_root
 
 __all__ = ["DashState", "scale_by_dash", "dash", "DASH_STATIC_ARGS"]
 
 #: Arguments of :func:`dash` that must stay Python values under ``optax.inject_hyperparams``.
 DASH_STATIC_ARGS = (
-    "block_size", "nesterov", "precondition_frequency", "start_preconditioning_step", "newton_steps",
-    "chebyshev_degree", "root_epsilon", "root_chunk_size",
+    "block_size", "nesterov", "precondition_frequency", "start_preconditioning_step", "root_epsilon",
+    "root_chunk_size",
 )
 
 _GRAFTINGS = ("adam", "adagrad", "rmsprop", "sgd", "none")
@@ -50,6 +53,9 @@ class DashState(NamedTuple):
     root_failures: Int[Array, ""]
 
 
+# --------------------------------------------------------------------------------------------- configuration
+
+
 def _is_number(x) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
@@ -59,6 +65,65 @@ def _check_unit(name: str, value, *, closed: bool = False) -> None:
         ok = 0.0 <= value <= 1.0 if closed else 0.0 <= value < 1.0
         if not ok:
             raise ValueError(f"{name} must be in [0, 1{']' if closed else ')'}, got {name}={value!r}")
+
+
+def _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, one_dim, nonfinite,
+                    precondition_frequency, start_preconditioning_step, root_chunk_size, mesh, mesh_axis) -> None:
+    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
+        raise ValueError(f"block_size must be a positive integer, got {block_size=}")
+    for name, val in (("b1", b1), ("b2", b2)):
+        _check_unit(name, val)
+    _check_unit("factor_decay", factor_decay, closed=True)
+    if _is_number(momentum) and not 0.0 <= momentum < 1.0:
+        raise ValueError(f"momentum must be in [0, 1), got {momentum=}")
+    if _is_number(eps) and eps < 0:
+        raise ValueError(f"eps must be >= 0, got {eps=}")
+    if grafting not in _GRAFTINGS:
+        raise ValueError(f"grafting must be one of {_GRAFTINGS}, got {grafting=}")
+    if one_dim not in _ONE_DIM:
+        raise ValueError(f"one_dim must be one of {_ONE_DIM}, got {one_dim=}")
+    if nonfinite not in _NONFINITE:
+        raise ValueError(f"nonfinite must be one of {_NONFINITE}, got {nonfinite=}")
+    if not isinstance(precondition_frequency, (int, np.integer)) or precondition_frequency < 1:
+        raise ValueError(f"precondition_frequency must be a positive integer, got {precondition_frequency=}")
+    if not isinstance(start_preconditioning_step, (int, np.integer)) or start_preconditioning_step < 1:
+        raise ValueError(f"start_preconditioning_step must be >= 1, got {start_preconditioning_step=}")
+    _check_chunk_size("root_chunk_size", root_chunk_size)
+    if (mesh is None) != (mesh_axis is None):
+        raise ValueError(f"mesh and mesh_axis must be given together, got {mesh=}, {mesh_axis=}")
+    if mesh is not None and mesh_axis not in mesh.axis_names:
+        raise ValueError(f"mesh_axis {mesh_axis!r} is not an axis of the mesh {mesh.axis_names}")
+
+
+#: Deprecated flag-style arguments of scale_by_dash/dash -> the solver-object setting they now are.
+_LEGACY_ROOT_SETTINGS = {
+    "newton_steps": "num_steps", "chebyshev_degree": "degree", "scaling": "scaling",
+    "root_relative_epsilon": "relative_epsilon", "matmul_dtype": "matmul_dtype",
+}
+
+
+def _accept_legacy_root_settings(fn):
+    """Accept the previous release's ``newton_steps=``, ``chebyshev_degree=``, ... with a warning."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any):
+        legacy = {k: kwargs.pop(k) for k in list(kwargs) if k in _LEGACY_ROOT_SETTINGS}
+        if legacy:
+            warnings.warn(
+                f"{fn.__name__}(): the arguments {', '.join(sorted(legacy))} are deprecated and will be removed in "
+                "the next release; pass a solver object instead, e.g. inverse_root=NewtonDB(num_steps=12) or "
+                "inverse_root=Chebyshev(degree=40).",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            settings = {_LEGACY_ROOT_SETTINGS[k]: v for k, v in legacy.items()}
+            kwargs["inverse_root"] = legacy_inverse_root(kwargs.get("inverse_root", "newton_db"), **settings)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+# ----------------------------------------------------------------------------------------------- update steps
 
 
 def _factor_dtype(leaves: list[Array]):
@@ -72,6 +137,95 @@ def _plan_for(leaves, block_size, one_dim, num_shards) -> BlockPlan:
     return make_block_plan(shapes, block_size, one_dim, num_shards)
 
 
+def _all_finite(leaves) -> Array:
+    finite = jnp.ones([], bool)
+    for g in leaves:
+        finite = finite & jnp.all(jnp.isfinite(g))
+    return finite
+
+
+def _moments_and_graft(updates, state: DashState, t: Array, b1, b2, eps, grafting: str, fdt):
+    """Gradient EMA ``mu``, second moment ``nu``, the grafting direction and Adam's direction (pytrees)."""
+    mu = optax.tree.update_moment(updates, state.mu, b1, 1)
+    if grafting == "adagrad":
+        nu = jax.tree.map(lambda n, g: n + g * g, state.nu, updates)
+    else:
+        nu = optax.tree.update_moment_per_elem_norm(updates, state.nu, b2, 2)
+    tf = t.astype(fdt)
+    bc1 = 1.0 - jnp.asarray(b1).astype(fdt) ** tf
+    bc2 = 1.0 - jnp.asarray(b2).astype(fdt) ** tf
+    mu_hat = jax.tree.map(lambda m: m / bc1.astype(m.dtype), mu)
+    nu_hat = jax.tree.map(lambda v: v / bc2.astype(v.dtype), nu)
+    adam_dir = jax.tree.map(lambda m, v: m / (jnp.sqrt(v) + eps), mu_hat, nu_hat)
+    if grafting == "adam":
+        graft = adam_dir
+    elif grafting == "rmsprop":
+        graft = jax.tree.map(lambda g, v: g / (jnp.sqrt(v) + eps), updates, nu_hat)
+    elif grafting == "adagrad":
+        graft = jax.tree.map(lambda g, v: g / (jnp.sqrt(v) + eps), updates, nu)
+    elif grafting == "sgd":
+        graft = updates
+    else:
+        graft = mu
+    return mu, nu, graft, adam_dir
+
+
+def _update_factors(plan: BlockPlan, leaves, factors, factor_decay, fdt, constrain) -> tuple[Array, ...]:
+    """One EMA step of every Kronecker-factor stack: ``G G^T`` (left) or ``G^T G`` (right) per block."""
+    g_blocks = blockify(plan, leaves, fdt)
+    new_factors = []
+    for si, (z, _, n_real, n_pad) in enumerate(plan.stacks):
+        parts = []
+        for gi, side in plan.contributions[si]:
+            gb = g_blocks[gi]
+            if side == "L":
+                parts.append(jnp.matmul(gb, jnp.swapaxes(gb, -1, -2)))
+            else:
+                parts.append(jnp.matmul(jnp.swapaxes(gb, -1, -2), gb))
+        if n_pad > n_real:
+            parts.append(jnp.zeros((n_pad - n_real, z, z), fdt))
+        outer = parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=0)
+        if _is_number(factor_decay) and factor_decay >= 1.0:
+            f = factors[si] + outer
+        else:
+            f = factor_decay * factors[si] + (1.0 - factor_decay) * outer
+        new_factors.append(constrain(f))
+    return tuple(new_factors)
+
+
+def _shampoo_direction(plan: BlockPlan, roots, mu_leaves, graft_leaves, grafting: str, fdt) -> list[Array]:
+    """``Lbar G~ Rbar`` per block, rescaled to the grafting direction's Frobenius norm, reassembled as leaves."""
+    mt_blocks = blockify(plan, mu_leaves, fdt)
+    pg_blocks = blockify(plan, graft_leaves, fdt)
+    p_blocks = []
+    for gi, grp in enumerate(plan.groups):
+        lbar = roots[grp.left_stack][grp.left_offset : grp.left_offset + grp.count]
+        u = jnp.matmul(lbar, mt_blocks[gi])
+        if grp.kind != VECTOR:
+            rbar = roots[grp.right_stack][grp.right_offset : grp.right_offset + grp.count]
+            u = jnp.matmul(u, rbar)
+        if grafting != "none":
+            pn = jnp.sqrt(jnp.sum(pg_blocks[gi] ** 2, axis=(-2, -1), keepdims=True))
+            un = jnp.sqrt(jnp.sum(u**2, axis=(-2, -1), keepdims=True))
+            u = u * (pn / (un + 1e-16))
+        p_blocks.append(u)
+    return unblockify(plan, p_blocks, graft_leaves)
+
+
+def _with_momentum(direction, buffer, momentum, nesterov: bool, use_momentum: bool):
+    """Heavy-ball (or Nesterov) momentum on the direction: returns ``(update, new buffer)``."""
+    if not use_momentum:
+        return direction, buffer
+    mom = jax.tree.map(lambda m, p: momentum * m + p, buffer, direction)
+    if nesterov:
+        return jax.tree.map(lambda p, m: p + momentum * m, direction, mom), mom
+    return mom, mom
+
+
+# ------------------------------------------------------------------------------------------------- transforms
+
+
+@_accept_legacy_root_settings
 def scale_by_dash(
     block_size: int = 1024,
     b1: float | Array = 0.9,
@@ -84,13 +238,8 @@ def scale_by_dash(
     nesterov: bool = True,
     precondition_frequency: int = 10,
     start_preconditioning_step: int = 1,
-    inverse_root: str = "newton_db",
-    scaling: str = "power_iteration",
-    newton_steps: int = 10,
-    chebyshev_degree: int = 20,
+    inverse_root: AbstractInverseRoot | str = NewtonDB(),
     root_epsilon: float = 1e-10,
-    root_relative_epsilon: float | None = None,
-    matmul_dtype: Any = None,
     root_chunk_size: int | Literal["auto"] | None = "auto",
     one_dim: str = "adam",
     nonfinite: str = "skip",
@@ -123,7 +272,8 @@ def scale_by_dash(
     Adam (``one_dim="adam"``) or, for vectors with ``one_dim="shampoo"``, to stacked ``(B, 1)`` blocks with a
     left factor only and root 2. Ragged edges are kept as smaller blocks grouped by shape. The block partition
     is static (from shapes), every factor stack is one ``(N, z, z)`` array and each refresh is one batched
-    :func:`~icmlx.optim.matrix_inverse_root` per stack.
+    inverse-root solve per stack with the ``inverse_root`` solver (as :func:`~icmlx.optim.matrix_inverse_root`,
+    without its residual).
 
     Non-finite gradients: ``nonfinite="skip"`` (default) leaves the whole state unchanged and returns a zero
     update when any gradient entry is NaN/inf (the preconditioners are never poisoned); ``"raise"`` raises
@@ -136,7 +286,7 @@ def scale_by_dash(
 
     Failed refreshes: when a block's refreshed inverse root has a non-finite entry (e.g. its statistic
     overflowed, or came from non-finite gradients under ``nonfinite="ignore"``) or its solver reports
-    divergence (``inverse_root="coupled_newton"``'s status 2; reaching the iteration cap is not a failure),
+    divergence (:class:`~icmlx.optim.CoupledNewton`'s ``diverged``; reaching ``max_steps`` is not a failure),
     that block keeps its previous inverse root, as Distributed Shampoo does, and
     ``DashState.root_failures`` (an int32 total over blocks and steps) is incremented by one per such block.
     Other blocks of the same stack are not affected (every solver works per matrix).
@@ -152,25 +302,27 @@ def scale_by_dash(
       nesterov: Nesterov form of the momentum.
       precondition_frequency: refresh period :math:`f` of the inverse roots (static).
       start_preconditioning_step: first preconditioned step :math:`t_0 \ge 1` (static).
-      inverse_root: ``"newton_db"``, ``"coupled_newton"``, ``"chebyshev"`` or ``"eigh"``.
-      scaling: ``"power_iteration"`` or ``"frobenius"``.
-      newton_steps: Newton–DB steps per pass.
-      chebyshev_degree: Chebyshev degree.
-      root_epsilon: absolute ridge of the inverse root.
-      root_relative_epsilon: relative ridge (``None``: the per-method default of ``matrix_inverse_root``).
-      matmul_dtype: matmul operand dtype of the root iterations (e.g. ``jnp.bfloat16``).
+      inverse_root: the solver, an :class:`~icmlx.optim.AbstractInverseRoot` (default
+        ``NewtonDB(num_steps=10)``; e.g. ``Chebyshev(degree=40)``, ``CoupledNewton(max_steps=100)``, ``Eigh()``)
+        carrying its own settings (steps, scaling, relative ridge, matmul dtype), or a shorthand
+        ``"newton_db"``, ``"coupled_newton"``, ``"chebyshev"``, ``"eigh"`` for the default object.
+      root_epsilon: absolute ridge of the inverse root (every solver).
       root_chunk_size: ``"auto"`` (default), ``None`` or a positive integer ``k``. ``None`` solves each
         factor stack in one batched call (what fills a GPU); ``k`` solves it ``k`` blocks at a time inside
         one compiled ``lax.map`` loop (same roots up to float rounding); ``"auto"`` picks, at trace time,
         ``k = max(1, 65536 // (z * z * itemsize))`` for a stack of ``z x z`` factors on the CPU backend
-        (``k = 1`` for ``z >= 128`` in float32) and ``None`` on GPU/TPU and for ``eigh`` (rule and
-        measurements: ``chunk_size`` of :func:`~icmlx.optim.matrix_inverse_root`). On a 2-core CPU, block
-        128, the DASH step with Newton–DB roots refreshed every step is ~1.4x faster with ``k = 1`` than with
-        ``None``. With ``mesh`` the chunking applies to each device's share.
+        (``k = 1`` for ``z >= 128`` in float32) and ``None`` on GPU/TPU and for ``Eigh`` (rule:
+        ``chunk_size`` of :func:`~icmlx.optim.matrix_inverse_root`). On CPU the chunked refresh is the faster
+        one because a chunk's working set stays in cache (measurements: ``benchmarks/results/dash_step*.json``).
+        With ``mesh`` the chunking applies to each device's share.
       one_dim: ``"adam"`` or ``"shampoo"`` for 1-D leaves.
       nonfinite: ``"skip"``, ``"raise"`` or ``"ignore"``.
       mesh: optional ``jax.sharding.Mesh`` to shard the stacks over.
       mesh_axis: the mesh axis name (required with ``mesh``).
+
+    The flag-style arguments of the previous release (``newton_steps``, ``chebyshev_degree``, ``scaling``,
+    ``root_relative_epsilon``, ``matmul_dtype``) still work for one release with a ``DeprecationWarning``
+    and build the ``inverse_root`` object.
 
     Returns:
       An ``optax.GradientTransformation`` whose state is a :class:`DashState`.
@@ -184,50 +336,20 @@ def scale_by_dash(
 
     Examples:
       >>> import jax, jax.numpy as jnp, optax
-      >>> from icmlx.optim import scale_by_dash
+      >>> from icmlx.optim import NewtonDB, scale_by_dash
       >>> params = {"w": jnp.ones((6, 4)), "b": jnp.zeros(4)}
-      >>> tx = optax.chain(scale_by_dash(block_size=4), optax.scale(-0.1))
+      >>> tx = optax.chain(scale_by_dash(block_size=4, inverse_root=NewtonDB(num_steps=12)), optax.scale(-0.1))
       >>> state = tx.init(params)
       >>> grads = jax.tree.map(lambda p: 0.5 * jnp.ones_like(p), params)
       >>> updates, state = jax.jit(tx.update)(grads, state, params)
       >>> print(updates["w"].shape, int(state[0].count))
       (6, 4) 1
     """
-    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
-        raise ValueError(f"block_size must be a positive integer, got {block_size=}")
-    for name, val in (("b1", b1), ("b2", b2)):
-        _check_unit(name, val)
-    _check_unit("factor_decay", factor_decay, closed=True)
-    if _is_number(momentum) and not 0.0 <= momentum < 1.0:
-        raise ValueError(f"momentum must be in [0, 1), got {momentum=}")
-    if _is_number(eps) and eps < 0:
-        raise ValueError(f"eps must be >= 0, got {eps=}")
-    if grafting not in _GRAFTINGS:
-        raise ValueError(f"grafting must be one of {_GRAFTINGS}, got {grafting=}")
-    if inverse_root not in _METHODS:
-        raise ValueError(f"inverse_root must be one of {_METHODS}, got {inverse_root=}")
-    if scaling not in _SCALINGS:
-        raise ValueError(f"scaling must be one of {_SCALINGS}, got {scaling=}")
-    if one_dim not in _ONE_DIM:
-        raise ValueError(f"one_dim must be one of {_ONE_DIM}, got {one_dim=}")
-    if nonfinite not in _NONFINITE:
-        raise ValueError(f"nonfinite must be one of {_NONFINITE}, got {nonfinite=}")
-    if not isinstance(precondition_frequency, (int, np.integer)) or precondition_frequency < 1:
-        raise ValueError(f"precondition_frequency must be a positive integer, got {precondition_frequency=}")
-    if not isinstance(start_preconditioning_step, (int, np.integer)) or start_preconditioning_step < 1:
-        raise ValueError(f"start_preconditioning_step must be >= 1, got {start_preconditioning_step=}")
-    if newton_steps < 1 or chebyshev_degree < 1:
-        raise ValueError(f"newton_steps and chebyshev_degree must be >= 1, got {newton_steps=}, "
-                         f"{chebyshev_degree=}")
-    _check_chunk_size("root_chunk_size", root_chunk_size)
-    if (mesh is None) != (mesh_axis is None):
-        raise ValueError(f"mesh and mesh_axis must be given together, got {mesh=}, {mesh_axis=}")
-    if mesh is not None and mesh_axis not in mesh.axis_names:
-        raise ValueError(f"mesh_axis {mesh_axis!r} is not an axis of the mesh {mesh.axis_names}")
+    _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, one_dim, nonfinite,
+                    precondition_frequency, start_preconditioning_step, root_chunk_size, mesh, mesh_axis)
+    solver = as_inverse_root(inverse_root, "inverse_root")
     num_shards = 1 if mesh is None else int(mesh.shape[mesh_axis])
     use_momentum = not (_is_number(momentum) and momentum == 0.0)
-    if inverse_root == "newton_db":
-        pass  # roots 2 and 4 are the only ones DASH needs
 
     def _constrain(x: Array) -> Array:
         if mesh is None:
@@ -237,11 +359,7 @@ def scale_by_dash(
 
     def _solve(f: Array, root: int) -> tuple[Array, Array]:
         def local(fl):
-            return _inverse_root_impl(
-                fl, root, method=inverse_root, scaling=scaling, epsilon=root_epsilon,
-                relative_epsilon=root_relative_epsilon, num_iters=newton_steps, degree=chebyshev_degree,
-                matmul_dtype=matmul_dtype, chunk_size=root_chunk_size,
-            )
+            return _inverse_root_impl(fl, root, solver, float(root_epsilon), root_chunk_size)
 
         if mesh is None:
             return local(f)
@@ -277,118 +395,41 @@ def scale_by_dash(
         plan = _plan_for(leaves, block_size, one_dim, num_shards)
         fdt = _factor_dtype(leaves)
         if nonfinite == "raise":
-            bad = jnp.zeros([], bool)
-            for g in leaves:
-                bad = bad | ~jnp.all(jnp.isfinite(g))
+            bad = ~_all_finite(leaves)
             leaves = [eqx.error_if(g, bad, "scale_by_dash: non-finite gradient") for g in leaves]
             updates = jax.tree.unflatten(treedef, leaves)
-
         count = optax.safe_increment(state.count)
         t = count  # 1-based step of this update
+        t0 = start_preconditioning_step
 
-        # Elementwise moments (parameter layout).
-        mu = optax.tree.update_moment(updates, state.mu, b1, 1)
-        if grafting == "adagrad":
-            nu = jax.tree.map(lambda n, g: n + g * g, state.nu, updates)
-        else:
-            nu = optax.tree.update_moment_per_elem_norm(updates, state.nu, b2, 2)
-        tf = t.astype(fdt)
-        bc1 = 1.0 - jnp.asarray(b1).astype(fdt) ** tf
-        bc2 = 1.0 - jnp.asarray(b2).astype(fdt) ** tf
-        mu_hat = jax.tree.map(lambda m: m / bc1.astype(m.dtype), mu)
-        nu_hat = jax.tree.map(lambda v: v / bc2.astype(v.dtype), nu)
-        adam_dir = jax.tree.map(lambda m, v: m / (jnp.sqrt(v) + eps), mu_hat, nu_hat)
-        if grafting == "adam":
-            graft = adam_dir
-        elif grafting == "rmsprop":
-            graft = jax.tree.map(lambda g, v: g / (jnp.sqrt(v) + eps), updates, nu_hat)
-        elif grafting == "adagrad":
-            graft = jax.tree.map(lambda g, v: g / (jnp.sqrt(v) + eps), updates, nu)
-        elif grafting == "sgd":
-            graft = updates
-        else:
-            graft = mu
+        mu, nu, graft, adam_dir = _moments_and_graft(updates, state, t, b1, b2, eps, grafting, fdt)
         graft_leaves = treedef.flatten_up_to(graft)
         adam_leaves = treedef.flatten_up_to(adam_dir)
-        mu_leaves = treedef.flatten_up_to(mu)
-
-        # Kronecker factors, one EMA per stack.
-        g_blocks = blockify(plan, leaves, fdt)
-        new_factors = []
-        for si, (z, _, n_real, n_pad) in enumerate(plan.stacks):
-            parts = []
-            for gi, side in plan.contributions[si]:
-                gb = g_blocks[gi]
-                if side == "L":
-                    parts.append(jnp.matmul(gb, jnp.swapaxes(gb, -1, -2)))
-                else:
-                    parts.append(jnp.matmul(jnp.swapaxes(gb, -1, -2), gb))
-            if n_pad > n_real:
-                parts.append(jnp.zeros((n_pad - n_real, z, z), fdt))
-            outer = parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=0)
-            if _is_number(factor_decay) and factor_decay >= 1.0:
-                f = state.factors[si] + outer
-            else:
-                f = factor_decay * state.factors[si] + (1.0 - factor_decay) * outer
-            new_factors.append(_constrain(f))
-        new_factors = tuple(new_factors)
+        factors = _update_factors(plan, leaves, state.factors, factor_decay, fdt, _constrain)
 
         # Inverse roots, refreshed only on refresh steps (one batched solve per stack).
-        t0 = start_preconditioning_step
         refresh = (t >= t0) & ((t == t0) | (t % precondition_frequency == 0))
         if plan.stacks:
             roots, n_failed = lax.cond(
                 refresh, lambda f, r: _roots(f, r, plan), lambda f, r: (r, jnp.zeros([], jnp.int32)),
-                new_factors, state.roots,
+                factors, state.roots,
             )
         else:
             roots, n_failed = state.roots, jnp.zeros([], jnp.int32)
 
-        # Shampoo direction with per-block grafting.
-        mt_blocks = blockify(plan, mu_leaves, fdt)
-        pg_blocks = blockify(plan, graft_leaves, fdt)
-        p_blocks = []
-        for gi, grp in enumerate(plan.groups):
-            lbar = roots[grp.left_stack][grp.left_offset : grp.left_offset + grp.count]
-            u = jnp.matmul(lbar, mt_blocks[gi])
-            if grp.kind != VECTOR:
-                rbar = roots[grp.right_stack][grp.right_offset : grp.right_offset + grp.count]
-                u = jnp.matmul(u, rbar)
-            if grafting != "none":
-                pn = jnp.sqrt(jnp.sum(pg_blocks[gi] ** 2, axis=(-2, -1), keepdims=True))
-                un = jnp.sqrt(jnp.sum(u**2, axis=(-2, -1), keepdims=True))
-                u = u * (pn / (un + 1e-16))
-            p_blocks.append(u)
-        shampoo_leaves = unblockify(plan, p_blocks, graft_leaves)
-        shampoo_leaves = [
-            a if leaf.kind == ADAM else s
-            for a, s, leaf in zip(adam_leaves, shampoo_leaves, plan.leaves)
-        ]
-        pre_leaves = [
-            a if leaf.kind == ADAM else p for a, p, leaf in zip(adam_leaves, graft_leaves, plan.leaves)
-        ]
-        active = t >= t0
-        direction = [jnp.where(active, s, p) for s, p in zip(shampoo_leaves, pre_leaves)]
-        direction = jax.tree.unflatten(treedef, direction)
+        shampoo = _shampoo_direction(plan, roots, treedef.flatten_up_to(mu), graft_leaves, grafting, fdt)
+        # Adam-routed leaves take Adam's direction; before t0 the others take the grafting direction.
+        shampoo = [a if lp.kind == ADAM else s for a, s, lp in zip(adam_leaves, shampoo, plan.leaves)]
+        pre = [a if lp.kind == ADAM else p for a, p, lp in zip(adam_leaves, graft_leaves, plan.leaves)]
+        direction = jax.tree.unflatten(treedef, [jnp.where(t >= t0, s, p) for s, p in zip(shampoo, pre)])
+        out, mom = _with_momentum(direction, state.momentum, momentum, nesterov, use_momentum)
 
-        if use_momentum:
-            mom = jax.tree.map(lambda m, p: momentum * m + p, state.momentum, direction)
-            if nesterov:
-                out = jax.tree.map(lambda p, m: p + momentum * m, direction, mom)
-            else:
-                out = mom
-        else:
-            mom = state.momentum
-            out = direction
         out = jax.tree.map(lambda o, g: o.astype(g.dtype), out, updates)
         mu = jax.tree.map(lambda m, g: m.astype(g.dtype), mu, state.mu)
         nu = jax.tree.map(lambda m, g: m.astype(g.dtype), nu, state.nu)
-        new_state = DashState(count, mu, nu, mom, new_factors, tuple(roots), state.root_failures + n_failed)
-
+        new_state = DashState(count, mu, nu, mom, factors, tuple(roots), state.root_failures + n_failed)
         if nonfinite == "skip":
-            finite = jnp.ones([], bool)
-            for g in leaves:
-                finite = finite & jnp.all(jnp.isfinite(g))
+            finite = _all_finite(leaves)
             new_state = jax.tree.map(lambda n, o: jnp.where(finite, n, o), new_state, state)
             out = jax.tree.map(lambda o: jnp.where(finite, o, jnp.zeros_like(o)), out)
         return out, new_state
@@ -396,6 +437,7 @@ def scale_by_dash(
     return optax.GradientTransformation(init_fn, update_fn)
 
 
+@_accept_legacy_root_settings
 def dash(
     learning_rate: optax.ScalarOrSchedule,
     block_size: int = 1024,
@@ -411,13 +453,8 @@ def dash(
     nesterov: bool = True,
     precondition_frequency: int = 10,
     start_preconditioning_step: int = 1,
-    inverse_root: str = "newton_db",
-    scaling: str = "power_iteration",
-    newton_steps: int = 10,
-    chebyshev_degree: int = 20,
+    inverse_root: AbstractInverseRoot | str = NewtonDB(),
     root_epsilon: float = 1e-10,
-    root_relative_epsilon: float | None = None,
-    matmul_dtype: Any = None,
     root_chunk_size: int | Literal["auto"] | None = "auto",
     one_dim: str = "adam",
     nonfinite: str = "skip",
@@ -436,7 +473,8 @@ def dash(
     With ``optax.inject_hyperparams`` (which injects every numeric argument, defaults included), pass the
     structural integers as static: ``optax.inject_hyperparams(dash, static_args=DASH_STATIC_ARGS)``, where
     ``DASH_STATIC_ARGS`` is exported next to this function; ``learning_rate``, ``b1``, ``b2``,
-    ``factor_decay``, ``eps``, ``weight_decay`` and ``momentum`` can then be injected or scheduled.
+    ``factor_decay``, ``eps``, ``weight_decay`` and ``momentum`` can then be injected or scheduled. The
+    ``inverse_root`` solver object is neither a number nor callable, so it passes through unchanged.
 
     Args:
       learning_rate: a float or an optax schedule (e.g. from :mod:`icmlx.optim`).
@@ -448,8 +486,8 @@ def dash(
       weight_decay: decoupled weight decay :math:`\lambda`.
       weight_decay_mask: pytree/callable mask for the decay (default: ``ndim >= 2`` leaves).
       grafting, momentum, nesterov, precondition_frequency, start_preconditioning_step, inverse_root,
-        scaling, newton_steps, chebyshev_degree, root_epsilon, root_relative_epsilon, matmul_dtype,
-        root_chunk_size, one_dim, nonfinite, mesh, mesh_axis: as in :func:`scale_by_dash`.
+        root_epsilon, root_chunk_size, one_dim, nonfinite, mesh, mesh_axis: as in :func:`scale_by_dash`
+        (which also lists the deprecated flag-style arguments that still work here for one release).
 
     Returns:
       An ``optax.GradientTransformation``.
@@ -483,9 +521,7 @@ def dash(
             block_size, b1, b2, factor_decay, eps, grafting=grafting, momentum=momentum, nesterov=nesterov,
             precondition_frequency=precondition_frequency,
             start_preconditioning_step=start_preconditioning_step, inverse_root=inverse_root,
-            scaling=scaling, newton_steps=newton_steps, chebyshev_degree=chebyshev_degree,
-            root_epsilon=root_epsilon, root_relative_epsilon=root_relative_epsilon,
-            matmul_dtype=matmul_dtype, root_chunk_size=root_chunk_size, one_dim=one_dim, nonfinite=nonfinite,
+            root_epsilon=root_epsilon, root_chunk_size=root_chunk_size, one_dim=one_dim, nonfinite=nonfinite,
             mesh=mesh, mesh_axis=mesh_axis,
         ),
         optax.add_decayed_weights(weight_decay, weight_decay_mask),

@@ -14,6 +14,8 @@ schedule annealed to zero with tail degree ``p`` and like :math:`\rho` for const
 :func:`fit_slopes` fits the exponent by least squares on a log–log scale with a bootstrap interval.
 """
 
+import functools
+import warnings
 from collections.abc import Callable, Sequence
 
 import equinox as eqx
@@ -21,9 +23,10 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
+from .._deprecation import renamed_kwargs
 from .._types import PRNGKey
 
-__all__ = ["SweepResult", "SlopeFit", "schedule_table", "misspecification_sweep", "fit_slopes"]
+__all__ = ["SweepResult", "SlopeFitResult", "schedule_table", "misspecification_sweep", "fit_slopes"]
 
 
 class SweepResult(eqx.Module):
@@ -45,14 +48,14 @@ class SweepResult(eqx.Module):
     worst_eps_index: Int[Array, "S K"]
 
 
-class SlopeFit(eqx.Module):
+class SlopeFitResult(eqx.Module):
     """Least-squares slopes of :math:`\\log W` against :math:`\\log\\rho` with a bootstrap interval.
 
     Attributes:
       slope: ``(S,)`` slope on the full set of replicates.
       ci_low, ci_high: ``(S,)`` percentile bootstrap interval (resampling replicates, redoing the max over
         scales each time).
-      boot: ``(B, S)`` bootstrap slopes.
+      boot: ``(B, S)`` bootstrap slopes, ``B = num_resamples``.
     """
 
     slope: Float[Array, " S"]
@@ -95,16 +98,16 @@ def _check_positive(x: Array, name: str) -> Array:
 
 
 @eqx.filter_jit
-def _sweep(key, table, rhos, eps, n_replicates: int, diameter, noise):
+def _sweep(key, table, rhos, eps, num_replicates: int, diameter, noise):
     T = table.shape[1]
     dtype = table.dtype
-    x0 = jnp.full((table.shape[0], rhos.shape[0], eps.shape[0], n_replicates), diameter, dtype)
+    x0 = jnp.full((table.shape[0], rhos.shape[0], eps.shape[0], num_replicates), diameter, dtype)
     rho_b = rhos[None, :, None, None]
     eps_b = eps[None, None, :, None]
 
     def body(x, inp):
         t, eta = inp  # eta: (S,)
-        xi = jax.random.normal(jax.random.fold_in(key, t), (n_replicates,), dtype)
+        xi = jax.random.normal(jax.random.fold_in(key, t), (num_replicates,), dtype)
         g = eps_b * jnp.sign(x) + noise * xi
         x = jnp.clip(x - (rho_b * eta[:, None, None, None]) * g, -diameter, diameter)
         return x, None
@@ -115,13 +118,14 @@ def _sweep(key, table, rhos, eps, n_replicates: int, diameter, noise):
     return errors, mean.max(axis=-1), jnp.argmax(mean, axis=-1).astype(jnp.int32)
 
 
+@renamed_kwargs(n_replicates="num_replicates")
 def misspecification_sweep(
     key: PRNGKey,
     table: Float[Array, "S T"],
     rhos: Float[ArrayLike, " K"],
     *,
     eps: Float[ArrayLike, " E"] | None = None,
-    n_replicates: int = 256,
+    num_replicates: int = 256,
     diameter: float = 1.0,
     noise: float = 1.0,
 ) -> SweepResult:
@@ -136,7 +140,7 @@ def misspecification_sweep(
       table: ``(S, T)`` step sizes before misspecification.
       rhos: ``(K,)`` positive misspecification factors.
       eps: ``(E,)`` positive problem scales; default a 17-point log grid on :math:`[\sigma/\sqrt T, \sigma]`.
-      n_replicates: ``R`` independent runs per cell.
+      num_replicates: ``R`` independent runs per cell (``n_replicates`` is its deprecated name).
       diameter: half-width ``D`` of the domain; the start is ``x_1 = D``.
       noise: gradient noise standard deviation :math:`\sigma`.
 
@@ -155,15 +159,15 @@ def misspecification_sweep(
       >>> from icmlx.optim import misspecification_sweep, schedule_table, linear_decay
       >>> T = 64
       >>> table = schedule_table([linear_decay(1.0 / T**0.5, T)], T)
-      >>> res = misspecification_sweep(jax.random.key(0), table, jnp.array([1.0, 4.0]), n_replicates=8)
+      >>> res = misspecification_sweep(jax.random.key(0), table, jnp.array([1.0, 4.0]), num_replicates=8)
       >>> res.worst.shape
       (1, 2)
     """
     table = jnp.asarray(table)
     if not jnp.issubdtype(table.dtype, jnp.floating):
         raise TypeError(f"table must be floating, got dtype {table.dtype}")
-    if isinstance(n_replicates, bool) or not isinstance(n_replicates, int) or n_replicates < 1:
-        raise ValueError(f"n_replicates must be a positive int, got {n_replicates=}")
+    if isinstance(num_replicates, bool) or not isinstance(num_replicates, int) or num_replicates < 1:
+        raise ValueError(f"num_replicates must be a positive int, got {num_replicates=}")
     if not diameter > 0 or not noise > 0:
         raise ValueError(f"diameter and noise must be > 0, got {diameter=}, {noise=}")
     T = table.shape[1]
@@ -176,7 +180,7 @@ def misspecification_sweep(
     eps = _check_positive(eps, "eps")
     table = eqx.error_if(table, ~(jnp.isfinite(table) & (table >= 0)).all(),
                          "table must be finite and >= 0")
-    errors, worst, idx = _sweep(key, table, rhos, eps, n_replicates, float(diameter), float(noise))
+    errors, worst, idx = _sweep(key, table, rhos, eps, num_replicates, float(diameter), float(noise))
     return SweepResult(errors=errors, rhos=rhos, eps=eps, worst=worst, worst_eps_index=idx)
 
 
@@ -190,32 +194,72 @@ def _ols_slope(logx, logy, mask):
     return cov / var
 
 
+def _accept_old_argument_order(fn):
+    """``fit_slopes(result, key, ...)``, the previous release's order, still works for one release (warns)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if len(args) >= 1 and isinstance(args[0], SweepResult):
+            warnings.warn(
+                "fit_slopes(result, key, ...) is deprecated and will be removed in the next release; the key comes "
+                "first: fit_slopes(key, result, ...).",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if len(args) >= 2:
+                args = (args[1], args[0], *args[2:])
+            else:
+                args = (kwargs.pop("key"), args[0])
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_accept_old_argument_order
+@renamed_kwargs(n_boot="num_resamples")
 def fit_slopes(
-    result: SweepResult,
     key: PRNGKey,
+    result: SweepResult,
     *,
     fit_range: tuple[float, float] = (4.0, 64.0),
-    n_boot: int = 200,
+    num_resamples: int = 200,
     level: float = 0.95,
-) -> SlopeFit:
+) -> SlopeFitResult:
     r"""Fit :math:`\log W(\rho) = a + b \log \rho` per schedule on ``fit_range``, with a bootstrap interval.
 
     The bootstrap resamples replicates with replacement (the same resample for every cell, as the draws are
     shared), recomputes the replicate means, redoes the max over scales, and refits.
 
     Args:
-      result: a :class:`SweepResult`.
       key: PRNG key for the bootstrap.
+      result: a :class:`SweepResult`.
       fit_range: inclusive range of :math:`\rho` used in the fit (fix it before looking at the data).
-      n_boot: number of bootstrap resamples.
+      num_resamples: number of bootstrap resamples ``B`` (``n_boot`` is its deprecated name).
       level: coverage of the percentile interval.
 
+    The previous release's order ``fit_slopes(result, key, ...)`` still works for one release, with a
+    ``DeprecationWarning``.
+
     Returns:
-      A :class:`SlopeFit`.
+      A :class:`SlopeFitResult`.
 
     Raises:
-      ValueError: fewer than two rhos in ``fit_range``.
+      ValueError: fewer than two rhos in ``fit_range``, or ``num_resamples < 1``.
+
+    References:
+      Attia & Koren, arXiv:2503.09411.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> from icmlx.optim import fit_slopes, linear_decay, misspecification_sweep, schedule_table
+      >>> T = 64
+      >>> table = schedule_table([linear_decay(1.0 / T**0.5, T)], T)
+      >>> res = misspecification_sweep(jax.random.key(0), table, jnp.array([4.0, 8.0, 16.0]), num_replicates=8)
+      >>> fit_slopes(jax.random.key(1), res, num_resamples=10).boot.shape
+      (10, 1)
     """
+    if isinstance(num_resamples, bool) or not isinstance(num_resamples, int) or num_resamples < 1:
+        raise ValueError(f"num_resamples must be a positive int, got {num_resamples=}")
     rhos = result.rhos
     mask = (rhos >= fit_range[0] * (1 - 1e-6)) & (rhos <= fit_range[1] * (1 + 1e-6))
     if int(mask.sum()) < 2:
@@ -225,12 +269,12 @@ def fit_slopes(
 
     errors = result.errors
     R = errors.shape[-1]
-    idx = jax.random.randint(key, (n_boot, R), 0, R)
-    counts = jnp.zeros((n_boot, R), errors.dtype).at[jnp.arange(n_boot)[:, None], idx].add(1.0)
+    idx = jax.random.randint(key, (num_resamples, R), 0, R)
+    counts = jnp.zeros((num_resamples, R), errors.dtype).at[jnp.arange(num_resamples)[:, None], idx].add(1.0)
     means = jnp.einsum("sker,br->bske", errors, counts) / R
     worst_b = means.max(axis=-1)  # (B, S, K)
     boot = _ols_slope(logx, jnp.log(worst_b), mask)  # (B, S)
     a = (1 - level) / 2
     lo = jnp.quantile(boot, a, axis=0)
     hi = jnp.quantile(boot, 1 - a, axis=0)
-    return SlopeFit(slope=slope, ci_low=lo, ci_high=hi, boot=boot)
+    return SlopeFitResult(slope=slope, ci_low=lo, ci_high=hi, boot=boot)

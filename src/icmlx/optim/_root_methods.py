@@ -1,0 +1,347 @@
+r"""Inverse-root solvers and scale estimates as strategy objects.
+
+A solver object names the method of :func:`~icmlx.optim.matrix_inverse_root` and carries exactly the settings that
+method uses (lineax style: ``method=NewtonDB(num_steps=12)`` as ``lx.CG(rtol=...)``). Every object is an
+``eqx.Module`` with static fields only, so it is hashable, a valid ``jax.jit`` static argument, and left alone by
+``optax.inject_hyperparams`` (it is not callable and not a number). Invalid settings raise a ``ValueError`` naming
+the argument at construction.
+"""
+
+from typing import Any, ClassVar, Literal
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = [
+    "AbstractScaling",
+    "PowerScaling",
+    "FrobeniusScaling",
+    "AbstractInverseRoot",
+    "NewtonDB",
+    "CoupledNewton",
+    "Chebyshev",
+    "Eigh",
+    "as_inverse_root",
+]
+
+
+def _check_count(owner: str, name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{owner}: {name} must be a positive integer, got {name}={value!r}")
+
+
+def _check_nonneg(owner: str, name: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{owner}: {name} must be a Python float, got {name}={value!r}")
+    if not (np.isfinite(value) and value >= 0):
+        raise ValueError(f"{owner}: {name} must be finite and >= 0, got {name}={value!r}")
+
+
+def _check_matmul_dtype(owner: str, value: Any) -> None:
+    if value is None:
+        return
+    try:
+        dt = jnp.dtype(value)
+    except TypeError as err:
+        raise TypeError(f"{owner}: matmul_dtype must be a floating dtype, got matmul_dtype={value!r}") from err
+    if not jnp.issubdtype(dt, jnp.floating):
+        raise TypeError(f"{owner}: matmul_dtype must be a floating dtype, got matmul_dtype={value!r}")
+
+
+# ---------------------------------------------------------------------------------------------------- scalings
+
+
+class AbstractScaling(eqx.Module):
+    r"""How the matmul solvers estimate the top eigenvalue :math:`\hat\lambda` that sets the scale :math:`s`.
+
+    The solvers iterate on :math:`A/s` with :math:`s = c\,\hat\lambda`, so that the scaled spectrum lies in
+    their convergence region. Subclasses: :class:`PowerScaling` (default), :class:`FrobeniusScaling`.
+    """
+
+
+class PowerScaling(AbstractScaling):
+    r"""Multi-vector power iteration: :math:`s = c\,\hat\lambda_{\max}`, :math:`c` = ``multiplier``.
+
+    ``num_steps`` steps of :math:`V \leftarrow (A/m + dI)V` from ``num_vectors`` fixed random columns
+    (:func:`~icmlx.optim.power_iteration`); :math:`c = 2` puts the top scaled eigenvalue near 1/2, well inside
+    Newton–DB's convergence region :math:`(0, 3)`.
+
+    Attributes:
+      num_steps: power steps, ``>= 1``.
+      num_vectors: starting vectors (capped at ``n``), ``>= 1``.
+      multiplier: :math:`c > 0`.
+
+    References:
+      Modoranu et al., DASH, arXiv:2602.02016 (multi-vector power iteration for the scale).
+
+    Examples:
+      >>> from icmlx.optim import PowerScaling
+      >>> PowerScaling(num_steps=20)
+      PowerScaling(num_steps=20, num_vectors=16, multiplier=2.0)
+    """
+
+    num_steps: int = eqx.field(static=True, default=10)
+    num_vectors: int = eqx.field(static=True, default=16)
+    multiplier: float = eqx.field(static=True, default=2.0)
+
+    def __check_init__(self):
+        _check_count("PowerScaling", "num_steps", self.num_steps)
+        _check_count("PowerScaling", "num_vectors", self.num_vectors)
+        _check_nonneg("PowerScaling", "multiplier", self.multiplier)
+        if self.multiplier == 0:
+            raise ValueError(f"PowerScaling: multiplier must be > 0, got multiplier={self.multiplier!r}")
+
+
+class FrobeniusScaling(AbstractScaling):
+    r"""Frobenius-norm scale :math:`s = \|A\|_F \ge \lambda_{\max}`: no iteration, but an over-estimate.
+
+    A larger :math:`s` starts the scaled spectrum lower, which costs Newton–DB extra steps for the same accuracy.
+
+    Examples:
+      >>> from icmlx.optim import FrobeniusScaling
+      >>> FrobeniusScaling()
+      FrobeniusScaling()
+    """
+
+
+# ----------------------------------------------------------------------------------------------------- solvers
+
+
+class AbstractInverseRoot(eqx.Module):
+    r"""Base class of the inverse-root solvers of :func:`~icmlx.optim.matrix_inverse_root`.
+
+    A solver is pure configuration (static fields only); ``matrix_inverse_root(A, p, method=solver)`` runs it.
+    Subclasses: :class:`NewtonDB` (default), :class:`CoupledNewton`, :class:`Chebyshev`, :class:`Eigh`.
+    """
+
+    #: Relative ridge used when ``relative_epsilon`` is ``None``.
+    default_relative_epsilon: ClassVar[float] = 0.0
+    #: The roots ``p`` the solver supports (``None``: every positive integer).
+    supported_roots: ClassVar[tuple[int, ...] | None] = None
+
+
+def _check_matmul_solver(self) -> None:
+    name = type(self).__name__
+    if not isinstance(self.scaling, AbstractScaling):
+        raise ValueError(
+            f"{name}: scaling must be a PowerScaling() or FrobeniusScaling() object, got scaling={self.scaling!r}"
+        )
+    _check_nonneg(name, "relative_epsilon", self.relative_epsilon)
+    _check_matmul_dtype(name, self.matmul_dtype)
+
+
+class NewtonDB(AbstractInverseRoot):
+    r"""Coupled inverse-free Newton–Denman–Beavers iteration, a fixed number of steps (matmuls only).
+
+    On :math:`\hat A = A_\epsilon/s`: :math:`E = \tfrac32 I - \tfrac12 ZY,\ Y \leftarrow YE,\ Z \leftarrow EZ`
+    from :math:`Y = \hat A E_0, Z = E_0`, so :math:`Y \to \hat A^{1/2}` and :math:`Z \to \hat A^{-1/2}`;
+    :math:`p = 4` is two passes (square root, then inverse square root). ``num_steps`` steps resolve scaled
+    eigenvalues down to about :math:`2.25^{-k}`; below that the result is implicitly regularised.
+
+    Attributes:
+      num_steps: Newton–DB steps per pass, ``>= 1``.
+      scaling: an :class:`AbstractScaling` (default :class:`PowerScaling`).
+      relative_epsilon: ridge relative to :math:`\hat\lambda`; ``None`` means ``1e-6``, raised to
+        ``eps(matmul_dtype) / 8`` with low-precision matmuls.
+      matmul_dtype: dtype of the matmul operands (e.g. ``jnp.bfloat16``), accumulated in the input dtype;
+        ``None`` uses the input dtype.
+
+    References:
+      Modoranu et al., DASH, arXiv:2602.02016. Higham, Functions of Matrices (2008), §6.3.
+
+    Examples:
+      >>> from icmlx.optim import NewtonDB
+      >>> NewtonDB(num_steps=15)
+      NewtonDB(num_steps=15, scaling=PowerScaling(num_steps=10, num_vectors=16, multiplier=2.0), ...)
+    """
+
+    num_steps: int = eqx.field(static=True, default=10)
+    scaling: AbstractScaling = eqx.field(static=True, default=PowerScaling())
+    relative_epsilon: float | None = eqx.field(static=True, default=None)
+    matmul_dtype: Any = eqx.field(static=True, default=None)
+
+    default_relative_epsilon: ClassVar[float] = 1e-6
+    supported_roots: ClassVar[tuple[int, ...] | None] = (2, 4)
+
+    def __check_init__(self):
+        _check_count("NewtonDB", "num_steps", self.num_steps)
+        _check_matmul_solver(self)
+
+
+class CoupledNewton(AbstractInverseRoot):
+    r"""Higham's coupled Newton iteration for :math:`A^{-1/p}`, stopping per matrix on its residual.
+
+    :math:`M' = (1+\tfrac1p)I - \tfrac1p M,\ X \leftarrow XM',\ M \leftarrow M'^p M` from
+    :math:`X_0 = z^{1/p} I,\ M_0 = zA_\epsilon`, :math:`z = (p+1)/(2s)`. Each matrix stops on its own when
+    :math:`\max|M - I| \le` ``rtol``, or when a step would make that error grow by more than 1.2x or go
+    non-finite (the step is rejected and the previous iterate kept: ``RESULTS.diverged``); the batch stops after
+    ``max_steps`` (``RESULTS.max_steps_reached`` if a matrix is still iterating).
+
+    Attributes:
+      max_steps: cap on the iterations, ``>= 1``.
+      rtol: tolerance on :math:`\max|M - I|` (:math:`M \to I`, so it is relative to 1), ``>= 0``.
+      scaling: an :class:`AbstractScaling` (default :class:`PowerScaling`).
+      relative_epsilon: ridge relative to :math:`\hat\lambda`; ``None`` means ``1e-6`` (raised to
+        ``eps(matmul_dtype) / 8`` with low-precision matmuls).
+      matmul_dtype: matmul operand dtype, or ``None``.
+
+    References:
+      Higham, Functions of Matrices (2008), eq. 7.18. Shi et al., Distributed Shampoo, arXiv:2309.06497.
+
+    Examples:
+      >>> from icmlx.optim import CoupledNewton
+      >>> CoupledNewton(max_steps=50).rtol
+      1e-06
+    """
+
+    max_steps: int = eqx.field(static=True, default=100)
+    rtol: float = eqx.field(static=True, default=1e-6)
+    scaling: AbstractScaling = eqx.field(static=True, default=PowerScaling())
+    relative_epsilon: float | None = eqx.field(static=True, default=None)
+    matmul_dtype: Any = eqx.field(static=True, default=None)
+
+    default_relative_epsilon: ClassVar[float] = 1e-6
+
+    def __check_init__(self):
+        _check_count("CoupledNewton", "max_steps", self.max_steps)
+        _check_nonneg("CoupledNewton", "rtol", self.rtol)
+        _check_matmul_solver(self)
+
+
+class Chebyshev(AbstractInverseRoot):
+    r"""Degree-``degree`` Chebyshev expansion of :math:`x^{-1/p}` on :math:`[\delta, 1+\delta]`.
+
+    With :math:`\delta = \epsilon_{rel}/c` the expansion is evaluated at :math:`S = 2A/s - I` by the matrix
+    Clenshaw recurrence and rescaled by :math:`s^{-1/p}`: the result approximates
+    :math:`(A + \epsilon_{rel}\hat\lambda I)^{-1/p}` (the interval offset plays the role of the ridge).
+
+    Attributes:
+      degree: polynomial degree, ``>= 1``.
+      scaling: an :class:`AbstractScaling` (default :class:`PowerScaling`).
+      relative_epsilon: interval offset relative to :math:`\hat\lambda`; ``None`` means ``1e-3`` (raised to
+        ``eps(matmul_dtype) / 8`` with low-precision matmuls). ``x^{-1/p}`` is unbounded at 0, so keep it
+        positive.
+      matmul_dtype: matmul operand dtype, or ``None``.
+
+    References:
+      Modoranu et al., DASH, arXiv:2602.02016 (Chebyshev inverse roots).
+
+    Examples:
+      >>> from icmlx.optim import Chebyshev
+      >>> Chebyshev(degree=32).degree
+      32
+    """
+
+    degree: int = eqx.field(static=True, default=20)
+    scaling: AbstractScaling = eqx.field(static=True, default=PowerScaling())
+    relative_epsilon: float | None = eqx.field(static=True, default=None)
+    matmul_dtype: Any = eqx.field(static=True, default=None)
+
+    default_relative_epsilon: ClassVar[float] = 1e-3
+
+    def __check_init__(self):
+        _check_count("Chebyshev", "degree", self.degree)
+        _check_matmul_solver(self)
+
+
+class Eigh(AbstractInverseRoot):
+    r"""Eigendecomposition :math:`Q\,\mathrm{diag}(\tilde\lambda^{-1/p})Q^\top` with a Shampoo spectrum heuristic.
+
+    ``"shampoo"``: :math:`\tilde\lambda = \lambda - \min(\lambda_{\min}, 0) + r`; ``"abs"``:
+    :math:`|\lambda| + r`; ``"relu"``: pseudo-inverse dropping :math:`\lambda \le r`, with the ridge
+    :math:`r = \epsilon + \epsilon_{rel}\max|\lambda|`. Needs no scale estimate.
+
+    Attributes:
+      heuristic: ``"shampoo"``, ``"abs"`` or ``"relu"``.
+      relative_epsilon: ridge relative to :math:`\max|\lambda|`, ``>= 0``.
+
+    References:
+      Shi et al., Distributed Shampoo, arXiv:2309.06497 (eigenvalue heuristics).
+
+    Examples:
+      >>> from icmlx.optim import Eigh
+      >>> Eigh(heuristic="abs")
+      Eigh(heuristic='abs', relative_epsilon=0.0)
+    """
+
+    heuristic: Literal["shampoo", "abs", "relu"] = eqx.field(static=True, default="shampoo")
+    relative_epsilon: float = eqx.field(static=True, default=0.0)
+
+    def __check_init__(self):
+        if self.heuristic not in ("shampoo", "abs", "relu"):
+            raise ValueError(f"Eigh: heuristic must be 'shampoo', 'abs' or 'relu', got heuristic={self.heuristic!r}")
+        _check_nonneg("Eigh", "relative_epsilon", self.relative_epsilon)
+
+
+#: String shorthands for the default solver objects.
+SHORTHANDS: dict[str, type[AbstractInverseRoot]] = {
+    "newton_db": NewtonDB,
+    "coupled_newton": CoupledNewton,
+    "chebyshev": Chebyshev,
+    "eigh": Eigh,
+}
+
+
+def as_inverse_root(method: Any, name: str = "method") -> AbstractInverseRoot:
+    """A solver object from ``method``: an :class:`AbstractInverseRoot`, or a shorthand such as ``"eigh"``."""
+    if isinstance(method, AbstractInverseRoot):
+        return method
+    if isinstance(method, str) and method in SHORTHANDS:
+        return SHORTHANDS[method]()
+    raise ValueError(
+        f"{name} must be an inverse-root solver (NewtonDB(), CoupledNewton(), Chebyshev(), Eigh()) or one of "
+        f"{tuple(SHORTHANDS)}, got {name}={method!r}"
+    )
+
+
+def legacy_inverse_root(
+    method: Any,
+    *,
+    num_steps: int | None = None,
+    max_steps: int | None = None,
+    rtol: float | None = None,
+    degree: int | None = None,
+    scaling: str | None = None,
+    power_steps: int | None = None,
+    num_vectors: int | None = None,
+    multiplier: float | None = None,
+    relative_epsilon: float | None = None,
+    heuristic: str | None = None,
+    matmul_dtype: Any = None,
+) -> AbstractInverseRoot:
+    """Build a solver object from the deprecated flag-style settings (each ``None`` keeps the old default).
+
+    Settings the method does not use are ignored, as they were before.
+    """
+    cls = as_inverse_root(method).__class__ if isinstance(method, str) else None
+    if cls is None:
+        raise TypeError(
+            f"the deprecated flag-style settings only go with a method name; put them on the solver object "
+            f"instead, got method={method!r}"
+        )
+    if cls is Eigh:
+        return Eigh(
+            heuristic="shampoo" if heuristic is None else heuristic,
+            relative_epsilon=0.0 if relative_epsilon is None else relative_epsilon,
+        )
+    if scaling is None or scaling == "power_iteration":
+        scale: AbstractScaling = PowerScaling(
+            num_steps=10 if power_steps is None else power_steps,
+            num_vectors=16 if num_vectors is None else num_vectors,
+            multiplier=2.0 if multiplier is None else multiplier,
+        )
+    elif scaling == "frobenius":
+        scale = FrobeniusScaling()
+    else:
+        raise ValueError(f"scaling must be 'power_iteration' or 'frobenius', got scaling={scaling!r}")
+    common = dict(scaling=scale, relative_epsilon=relative_epsilon, matmul_dtype=matmul_dtype)
+    if cls is NewtonDB:
+        return NewtonDB(num_steps=10 if num_steps is None else num_steps, **common)
+    if cls is Chebyshev:
+        return Chebyshev(degree=20 if degree is None else degree, **common)
+    return CoupledNewton(
+        max_steps=100 if max_steps is None else max_steps, rtol=1e-6 if rtol is None else rtol, **common
+    )
