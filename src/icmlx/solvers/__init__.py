@@ -5,19 +5,21 @@ systems, with P1 finite-element assembly and classical Krylov/AMG baselines in J
   Helmholtz) assembled in JAX with segment sums.
 - ``SparseMatrix``: COO matrix usable as a lineax operator; ``cg``, ``gmres``, ``bicgstab``, smoothers and
   greedy aggregation as baselines and building blocks.
-- ``GRANS``: the neural solver (a ``lineax.AbstractLinearSolver``); ``train_grans`` trains it without
-  reference solutions; ``GRANS.pretrained()`` loads the shipped weights.
+- ``GRANS``: the neural solver (a ``lineax.AbstractLinearSolver``), configured by strategy objects
+  (``smoother=ChebyshevSmoother(...)`` / ``MultilevelSmoother(...)``, ``outer=ThreeTermStep(...)`` /
+  ``FlexibleGCR(...)`` / ``NoOuterStep()``); ``train_grans`` trains it without reference solutions;
+  ``GRANS.pretrained()`` loads the shipped weights.
+- Every solver returns a ``LinearSolution`` (an ``icmlx.Solution``) whose ``result`` is an ``icmlx.RESULTS``.
 """
 
+from .._deprecation import deprecated_names
 from . import fem as fem
 from ._aggregation import aggregation_hierarchy as aggregation_hierarchy
 from ._aggregation import standard_aggregation as standard_aggregation
+from ._dtype import working_dtype as working_dtype
 from ._grans import GRANS as GRANS
-from ._grans import GRANSNet as GRANSNet
-from ._grans import GRANSOperator as GRANSOperator
-from ._grans import GRANSSolution as GRANSSolution
-from ._grans import working_dtype as working_dtype
-from ._krylov import KrylovSolution as KrylovSolution
+from ._grans_net import GRANSNet as GRANSNet
+from ._grans_operator import GRANSOperator as GRANSOperator
 from ._krylov import bicgstab as bicgstab
 from ._krylov import cg as cg
 from ._krylov import chebyshev_smoother as chebyshev_smoother
@@ -29,19 +31,27 @@ from ._multilevel import MultilevelHierarchy as MultilevelHierarchy
 from ._multilevel import m_matrix_envelope as m_matrix_envelope
 from ._multilevel import mis2_aggregation as mis2_aggregation
 from ._multilevel import smoothed_aggregation as smoothed_aggregation
+from ._outer import AbstractOuterStep as AbstractOuterStep
+from ._outer import FlexibleGCR as FlexibleGCR
+from ._outer import NoOuterStep as NoOuterStep
+from ._outer import ThreeTermStep as ThreeTermStep
+from ._smoothers import AbstractSmoother as AbstractSmoother
+from ._smoothers import ChebyshevSmoother as ChebyshevSmoother
+from ._smoothers import MultilevelSmoother as MultilevelSmoother
+from ._solution import LinearSolution as LinearSolution
 from ._sparse import SparseMatrix as SparseMatrix
 from ._sparse import bucket_size as bucket_size
 from ._train import TrainResult as TrainResult
 from ._train import grans_loss as grans_loss
-from ._train import load_weights as load_weights
-from ._train import save_weights as save_weights
 from ._train import train_grans as train_grans
+from ._weights import load_weights as load_weights
+from ._weights import save_weights as save_weights
 
 __all__ = [
     "fem",
+    "LinearSolution",
     "SparseMatrix",
     "bucket_size",
-    "KrylovSolution",
     "cg",
     "gmres",
     "bicgstab",
@@ -58,7 +68,13 @@ __all__ = [
     "GRANS",
     "GRANSNet",
     "GRANSOperator",
-    "GRANSSolution",
+    "AbstractSmoother",
+    "ChebyshevSmoother",
+    "MultilevelSmoother",
+    "AbstractOuterStep",
+    "ThreeTermStep",
+    "FlexibleGCR",
+    "NoOuterStep",
     "working_dtype",
     "TrainResult",
     "train_grans",
@@ -66,3 +82,11 @@ __all__ = [
     "save_weights",
     "load_weights",
 ]
+
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        "GRANSSolution": ("LinearSolution", lambda: LinearSolution),
+        "KrylovSolution": ("LinearSolution", lambda: LinearSolution),
+    },
+)

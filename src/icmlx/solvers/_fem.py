@@ -10,6 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._deprecation import renamed_kwargs
+from .._types import PRNGKey
 from ._sparse import SparseMatrix
 
 __all__ = [
@@ -237,19 +239,20 @@ def assemble_p1(
     return A, b
 
 
-def random_field(key: Any, x: Float[Array, "... 2"], *, n_modes: int = 6,
+@renamed_kwargs(n_modes="num_modes")
+def random_field(key: PRNGKey, x: Float[Array, "... 2"], *, num_modes: int = 6,
                  decay: float = 2.0) -> Float[Array, "..."]:
     r"""A smooth random Fourier field with unit variance (in expectation).
 
     .. math:: g(x) = \frac{\sum_{k} a_k (1+|k|^2)^{-\mathrm{decay}/2}
               \cos(\pi k\cdot x + \varphi_k)}{\sqrt{\tfrac12\sum_k (1+|k|^2)^{-\mathrm{decay}}}}
 
-    over integer wave vectors ``k ∈ {0..n_modes-1}²``, ``a_k ~ N(0,1)``, ``φ_k ~ U(0, 2π)``.
+    over integer wave vectors ``k ∈ {0..num_modes-1}²``, ``a_k ~ N(0,1)``, ``φ_k ~ U(0, 2π)``.
 
     Args:
       key: a JAX PRNG key.
       x: points ``[..., 2]``.
-      n_modes: modes per axis (static).
+      num_modes: modes per axis (static; ``n_modes=`` is a deprecated alias).
       decay: spectral decay exponent.
 
     Returns:
@@ -262,7 +265,7 @@ def random_field(key: Any, x: Float[Array, "... 2"], *, n_modes: int = 6,
       (4,)
     """
     k1, k2 = jax.random.split(key)
-    kk = jnp.stack(jnp.meshgrid(jnp.arange(n_modes), jnp.arange(n_modes), indexing="ij"), -1)
+    kk = jnp.stack(jnp.meshgrid(jnp.arange(num_modes), jnp.arange(num_modes), indexing="ij"), -1)
     kk = kk.reshape(-1, 2).astype(x.dtype)
     amp = (1.0 + (kk**2).sum(-1)) ** (-decay / 2)
     a = jax.random.normal(k1, amp.shape, x.dtype) * amp
@@ -319,7 +322,7 @@ _DEFAULTS = {"poisson": 2.0, "reaction": 100.0, "advection": 40.0, "helmholtz": 
 
 
 def make_problem(
-    key: Any,
+    key: PRNGKey,
     mesh: Mesh,
     equation: str,
     *,

@@ -3,14 +3,15 @@
 from collections.abc import Callable
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
-import lineax as lx
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float
+
+from .._deprecation import renamed_kwargs
+from .._results import RESULTS, raise_if_failed
+from ._solution import LinearSolution
 
 __all__ = [
-    "KrylovSolution",
     "cg",
     "gmres",
     "bicgstab",
@@ -50,31 +51,20 @@ def _n_of(A: Operator) -> int | None:
     return None
 
 
-class KrylovSolution(eqx.Module):
-    """Result record of the JAX Krylov baselines.
+def _finish(mv, b, x, it, stopped, breakdown, tol, throw) -> LinearSolution:
+    """The record: ``successful`` exactly when the *true* residual ``‖b − A x‖₂`` meets the tolerance.
 
-    Attributes:
-      value: the iterate ``x``.
-      result: a ``lineax.RESULTS`` code (``successful`` or ``max_steps_reached`` / ``breakdown``).
-      num_steps: number of iterations (matrix-vector products for GMRES; one per Arnoldi step).
-      residual_norm: the solver's own final residual norm ``‖b − A x‖₂`` (recomputed, not recursive).
+    ``stopped`` is the iteration's own stopping rule (a recursive residual for CG/BiCGStab); when it held but
+    the true residual misses the tolerance (rounding drift of the recursion), the status is ``stagnation``.
     """
-
-    value: Float[Array, " n"]
-    result: lx.RESULTS
-    num_steps: Int[Array, ""]
-    residual_norm: Float[Array, ""]
-
-
-def _finish(mv, b, x, it, ok, breakdown, throw) -> KrylovSolution:
     res = jnp.linalg.norm(b - mv(x))
-    result = lx.RESULTS.where(ok, lx.RESULTS.successful,
-                              lx.RESULTS.where(breakdown, lx.RESULTS.breakdown,
-                                               lx.RESULTS.max_steps_reached))
-    sol = KrylovSolution(x, result, it, res)
-    if throw:
-        sol = result.error_if(sol, result != lx.RESULTS.successful)
-    return sol
+    ok = res <= tol
+    result = RESULTS.where(
+        ok, RESULTS.successful,
+        RESULTS.where(breakdown, RESULTS.breakdown,
+                      RESULTS.where(stopped, RESULTS.stagnation, RESULTS.max_steps_reached)))
+    sol = LinearSolution(x, result, {"num_steps": it, "residual_norm": res})
+    return raise_if_failed(sol, result, throw)
 
 
 def cg(
@@ -87,7 +77,7 @@ def cg(
     max_steps: int = 10_000,
     preconditioner: Callable[[Array], Array] | str | None = None,
     throw: bool = True,
-) -> KrylovSolution:
+) -> LinearSolution:
     r"""Preconditioned conjugate gradients for symmetric positive definite ``A``.
 
     Stops when :math:`\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})` (the recursive
@@ -100,10 +90,11 @@ def cg(
       rtol, atol: tolerances.
       max_steps: iteration cap.
       preconditioner: ``None``, ``"jacobi"`` (needs a ``SparseMatrix``), or a callable ``r -> M⁻¹ r``.
-      throw: raise (via ``eqx.error_if``) if not converged.
+      throw: raise (via ``eqx.error_if``, under ``jit`` too) unless ``result`` is ``RESULTS.successful``.
 
     Returns:
-      A ``KrylovSolution``.
+      A :class:`~icmlx.solvers.LinearSolution` (stats ``num_steps``, ``residual_norm``); ``result`` is
+      ``successful`` exactly when the true residual meets the tolerance.
 
     References:
       Hestenes & Stiefel (1952); Saad, *Iterative Methods for Sparse Linear Systems*, Alg. 9.1.
@@ -131,7 +122,8 @@ def cg(
     x = jnp.zeros_like(b) if x0 is None else jnp.asarray(x0, b.dtype)
     r = b - mv(x)
     z = M(r)
-    tol2 = jnp.maximum(rtol * jnp.linalg.norm(b), atol) ** 2
+    tol = jnp.maximum(rtol * jnp.linalg.norm(b), atol)
+    tol2 = tol**2
 
     def cond(c):
         _, r, _, _, _, it, bad = c
@@ -152,7 +144,7 @@ def cg(
 
     init = (x, r, z, z, jnp.vdot(r, z), jnp.array(0, jnp.int32), jnp.array(False))
     x, r, _, _, _, it, bad = jax.lax.while_loop(cond, body, init)
-    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, throw)
+    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, tol, throw)
 
 
 def bicgstab(
@@ -164,7 +156,7 @@ def bicgstab(
     atol: float = 0.0,
     max_steps: int = 10_000,
     throw: bool = True,
-) -> KrylovSolution:
+) -> LinearSolution:
     r"""BiCGStab (van der Vorst) for general nonsingular ``A``, unpreconditioned.
 
     Stops when :math:`\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})`; a zero inner product
@@ -177,7 +169,7 @@ def bicgstab(
       rtol, atol, max_steps, throw: as in ``cg``.
 
     Returns:
-      A ``KrylovSolution``.
+      A :class:`~icmlx.solvers.LinearSolution`, as in ``cg``.
 
     References:
       van der Vorst, SIAM J. Sci. Stat. Comput. 13 (1992).
@@ -195,7 +187,8 @@ def bicgstab(
     x = jnp.zeros_like(b) if x0 is None else jnp.asarray(x0, b.dtype)
     r = b - mv(x)
     rhat = r
-    tol2 = jnp.maximum(rtol * jnp.linalg.norm(b), atol) ** 2
+    tol = jnp.maximum(rtol * jnp.linalg.norm(b), atol)
+    tol2 = tol**2
     one = jnp.ones((), b.dtype)
 
     def cond(c):
@@ -224,7 +217,7 @@ def bicgstab(
     init = (x, r, z, z, one, one, one, jnp.array(0, jnp.int32), jnp.array(False))
     out = jax.lax.while_loop(cond, body, init)
     x, r, it, bad = out[0], out[1], out[-2], out[-1]
-    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, throw)
+    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, tol, throw)
 
 
 def gmres(
@@ -237,7 +230,7 @@ def gmres(
     restart: int = 30,
     max_steps: int = 10_000,
     throw: bool = True,
-) -> KrylovSolution:
+) -> LinearSolution:
     r"""Restarted GMRES(m) with modified Gram–Schmidt Arnoldi, unpreconditioned.
 
     Each cycle builds an orthonormal Krylov basis :math:`Q_m` of :math:`\mathcal K_m(A, r_0)` and
@@ -253,7 +246,7 @@ def gmres(
       max_steps: cap on inner steps.
 
     Returns:
-      A ``KrylovSolution``.
+      A :class:`~icmlx.solvers.LinearSolution`, as in ``cg``.
 
     References:
       Saad & Schultz, SIAM J. Sci. Stat. Comput. 7 (1986).
@@ -314,15 +307,16 @@ def gmres(
 
     res0 = jnp.linalg.norm(b - mv(x))
     x, res, k = jax.lax.while_loop(cond, body, (x, res0, jnp.array(0, jnp.int32)))
-    return _finish(mv, b, x, k * m, res <= tol, jnp.array(False), throw)
+    return _finish(mv, b, x, k * m, res <= tol, jnp.array(False), tol, throw)
 
 
+@renamed_kwargs(steps="num_steps")
 def jacobi_smoother(
     A: Operator,
     r: Float[Array, " n"],
     *,
     omega: float = 2.0 / 3.0,
-    steps: int = 2,
+    num_steps: int = 2,
     l1: bool = False,
 ) -> Float[Array, " n"]:
     r"""Damped (or ℓ1) Jacobi sweeps on :math:`A e = r` from :math:`e = 0`.
@@ -334,7 +328,7 @@ def jacobi_smoother(
       A: ``SparseMatrix`` (n × n).
       r: residual ``float[n]``.
       omega: damping (use 1 with ``l1=True``).
-      steps: number of sweeps (static).
+      num_steps: number of sweeps (static; ``steps=`` is a deprecated alias).
       l1: use the ℓ1 row sums, which make the sweep convergent for any SPD ``A``.
 
     Returns:
@@ -344,7 +338,7 @@ def jacobi_smoother(
       >>> import jax.numpy as jnp
       >>> from icmlx.solvers import SparseMatrix, jacobi_smoother
       >>> A = SparseMatrix.from_dense(jnp.array([[2.0, 0.0], [0.0, 4.0]]))
-      >>> jacobi_smoother(A, jnp.array([2.0, 4.0]), omega=1.0, steps=1)
+      >>> jacobi_smoother(A, jnp.array([2.0, 4.0]), omega=1.0, num_steps=1)
       Array([1., 1.], dtype=float32)
     """
     if l1:
@@ -353,17 +347,18 @@ def jacobi_smoother(
         d = A.diagonal()
     dinv = omega / d
     e = dinv * r
-    for _ in range(steps - 1):  # static, small
+    for _ in range(num_steps - 1):  # static, small
         e = e + dinv * (r - A.mv(e))
     return e
 
 
-def estimate_lambda_max(A: Operator, *, steps: int = 15) -> Float[Array, ""]:
+@renamed_kwargs(steps="num_steps")
+def estimate_lambda_max(A: Operator, *, num_steps: int = 15) -> Float[Array, ""]:
     r"""Power-iteration estimate of :math:`\lambda_{\max}(D^{-1}A)` (deterministic start vector).
 
     Args:
       A: ``SparseMatrix``.
-      steps: power iterations (static).
+      num_steps: power iterations (static; ``steps=`` is a deprecated alias).
 
     Returns:
       The Rayleigh-quotient estimate (a scalar of ``A``'s dtype).
@@ -383,7 +378,7 @@ def estimate_lambda_max(A: Operator, *, steps: int = 15) -> Float[Array, ""]:
         w = dinv * A.mv(v)
         return w / jnp.linalg.norm(w)
 
-    v = jax.lax.fori_loop(0, steps, body, v / jnp.linalg.norm(v))
+    v = jax.lax.fori_loop(0, num_steps, body, v / jnp.linalg.norm(v))
     w = dinv * A.mv(v)
     return jnp.vdot(v, w) / jnp.vdot(v, v)
 

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from .._deprecation import renamed_kwargs
 from ._krylov import chebyshev_smoother
 from ._sparse import SparseMatrix, bucket_size
 
@@ -28,18 +29,17 @@ class EllMatrix(eqx.Module):
     r"""Sparse matrix in transposed ELLPACK layout: ``(A x)_i = Σ_j val[j, i] · x[idx[j, i]]``.
 
     Every row stores the same number ``k`` of (index, value) slots (unused slots have value 0), kept as
-    ``k`` contiguous rows of length ``n_rows`` so that a product is ``k`` gathers and fused
-    multiply-adds with no scatter. On XLA:CPU this is about 2× faster than the COO segment sum of
-    :class:`SparseMatrix` at n = 65,025 (1.8 vs 3.6 ms) and than the same gather written as one
-    fused ``(n, k)`` reduction (3.7 ms). XLA:CPU is markedly slower on row counts that are not a multiple
-    of 8 (CG at n = 16,129: 0.77 s unpadded, 0.30 s padded to 16,136, 0.23 s to 16,256): pad with
-    ``n_rows``/``n_cols`` and ``pad_identity=True``. Has ``mv``/``shape``/``diagonal`` so that :func:`cg`,
-    :func:`gmres` and :func:`bicgstab` accept it.
+    ``k`` contiguous rows of length ``num_rows`` so that a product is ``k`` gathers and fused
+    multiply-adds with no scatter. On XLA:CPU this is faster than the COO segment sum of
+    :class:`SparseMatrix` and than the same gather written as one fused ``(n, k)`` reduction. XLA:CPU is
+    markedly slower on row counts that are not a multiple of 8: pad with ``num_rows``/``num_cols`` and
+    ``pad_identity=True`` (``benchmarks/solvers_fem.py`` pads to :func:`bucket_size`). Has
+    ``mv``/``shape``/``diagonal`` so that :func:`cg`, :func:`gmres` and :func:`bicgstab` accept it.
 
     Attributes:
-      idx: ``int32[k, n_rows]`` column index of each slot.
-      val: ``float[k, n_rows]`` value of each slot (0 in unused slots).
-      shape: ``(n_rows, n_cols)``.
+      idx: ``int32[k, num_rows]`` column index of each slot.
+      val: ``float[k, num_rows]`` value of each slot (0 in unused slots).
+      shape: ``(num_rows, num_cols)``.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -54,21 +54,23 @@ class EllMatrix(eqx.Module):
     shape: tuple[int, int] = eqx.field(static=True)
 
     @classmethod
-    def from_scipy(cls, M: Any, *, n_rows: int | None = None, n_cols: int | None = None,
+    @renamed_kwargs(n_rows="num_rows", n_cols="num_cols")
+    def from_scipy(cls, M: Any, *, num_rows: int | None = None, num_cols: int | None = None,
                    width: int | None = None, pad_identity: bool = False,
                    dtype: Any = None) -> "EllMatrix":
-        """From a SciPy sparse matrix, optionally padded to ``n_rows × n_cols`` and row width ``width``.
+        """From a SciPy sparse matrix, optionally padded to ``num_rows × num_cols`` and row width ``width``.
 
         Padding slots hold value 0. Padding rows are zero, or with ``pad_identity=True`` carry a 1 on the
-        diagonal (so a padded square system stays nonsingular and Jacobi-preconditionable)."""
+        diagonal (so a padded square system stays nonsingular and Jacobi-preconditionable). ``n_rows=`` and
+        ``n_cols=`` are deprecated aliases."""
         import scipy.sparse as sp  # lazy: set-up only
 
         M = sp.csr_matrix(M)
         M.sum_duplicates()
         M.eliminate_zeros()  # FEM assembly stores structural zeros (P1 Poisson: width 12 -> 8)
         nr, nc = M.shape
-        n_rows = nr if n_rows is None else n_rows
-        n_cols = nc if n_cols is None else n_cols
+        n_rows = nr if num_rows is None else num_rows
+        n_cols = nc if num_cols is None else num_cols
         cnt = np.diff(M.indptr)
         k = _ell_width(int(cnt.max()) if cnt.size else 1) if width is None else width
         if cnt.size and cnt.max() > k:
@@ -87,8 +89,10 @@ class EllMatrix(eqx.Module):
         return cls(jnp.asarray(idx), jnp.asarray(val, dtype), (n_rows, n_cols))
 
     @classmethod
+    @renamed_kwargs(n_rows="num_rows", n_cols="num_cols")
     def from_sparse(cls, A: SparseMatrix, **kwargs: Any) -> "EllMatrix":
-        """From a :class:`SparseMatrix` (duplicates summed; eager, not traceable)."""
+        """From a :class:`SparseMatrix` (duplicates summed; eager, not traceable); ``kwargs`` as in
+        :meth:`from_scipy`."""
         return cls.from_scipy(A.to_scipy(), dtype=A.vals.dtype, **kwargs)
 
     def mv(self, x: Float[Array, " n_cols"]) -> Float[Array, " n_rows"]:
@@ -96,7 +100,7 @@ class EllMatrix(eqx.Module):
 
         A compiled loop rather than an unrolled sum on purpose: unrolled, XLA:CPU fuses the elementwise
         producer of ``x`` into every gather and recomputes it per gathered entry, which made two chained
-        products 15x slower than one (measured at n = 16,384); the loop boundary materialises ``x``."""
+        products much slower than one; the loop boundary materialises ``x``."""
         def body(j, y):
             return y + self.val[j] * x[self.idx[j]]
 
@@ -246,8 +250,8 @@ def _mis2_ell_jit(nbr: Int[Array, "k n"], prio: Int[Array, " n"], real: Bool[Arr
 
 def _mis2_from_ell(ell: "EllMatrix", n: int) -> np.ndarray:
     """:func:`mis2_aggregation` of a structurally symmetric matrix given as padded ELL (first ``n`` rows real),
-    jitted (one compilation per padded shape): the same aggregates as the NumPy version, 4-6x faster at
-    n = 16,129-65,025."""
+    jitted (one compilation per padded shape): the same aggregates as the NumPy version, faster on large
+    meshes."""
     npad = ell.shape[0]
     rows = jnp.arange(npad, dtype=ell.idx.dtype)[None, :]
     nbr = jnp.where((ell.val != 0) & (ell.idx != rows), ell.idx, rows)
@@ -326,8 +330,9 @@ class MultilevelHierarchy(eqx.Module):
         return self._cycle(0, r)
 
 
+@renamed_kwargs(n_pad="pad_to")
 def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: int = 2,
-                         envelope: bool = True, n_pad: int | None = None,
+                         envelope: bool = True, pad_to: int | None = None,
                          dtype: Any = None) -> MultilevelHierarchy:
     r"""Build a smoothed-aggregation hierarchy of ``A`` (eager NumPy/SciPy set-up; returns JAX arrays).
 
@@ -342,7 +347,7 @@ def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10,
       max_levels: cap on the number of levels.
       degree: Chebyshev smoothing degree (products with ``Ã`` per pre-/post-smoothing).
       envelope: build on ``Ã`` (default). ``False`` uses ``A`` itself (must then be SPD-like).
-      n_pad: padded fine size (default :func:`bucket_size` of ``n``).
+      pad_to: padded fine size (default :func:`bucket_size` of ``n``; ``n_pad=`` is a deprecated alias).
       dtype: floating dtype of the values (default: JAX's default float).
 
     Returns:
@@ -360,16 +365,16 @@ def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10,
       >>> A = (sp.kron(T, sp.eye(30)) + sp.kron(sp.eye(30), T)).tocsr()
       >>> H = smoothed_aggregation(A, max_coarse=50)
       >>> b = jnp.zeros(H.sizes[0]).at[:n].set(1.0)  # padded to H.sizes[0]; padding rows stay 0
-      >>> sol = cg(lambda v: H.ops[0].mv(v), b, preconditioner=H, rtol=1e-5)
+      >>> sol = cg(lambda v: H.ops[0].mv(v), b, preconditioner=H, rtol=1e-4)
       >>> int(sol.num_steps) < 15
       True
     """
     return _sa_build(A, max_coarse=max_coarse, max_levels=max_levels, degree=degree, envelope=envelope,
-                     n_pad=n_pad, dtype=dtype)[0]
+                     pad_to=pad_to, dtype=dtype)[0]
 
 
 def _sa_build(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: int = 2,
-              envelope: bool = True, n_pad: int | None = None, dtype: Any = None):
+              envelope: bool = True, pad_to: int | None = None, dtype: Any = None):
     """:func:`smoothed_aggregation`, also returning the aggregate maps and the coarsest operator."""
     import scipy.sparse as sp
     if isinstance(A, SparseMatrix):
@@ -390,15 +395,15 @@ def _sa_build(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: in
                          f"(first bad row {int(np.nonzero(d <= 0)[0][0])})")
     ops, dinvs, pros, ress, lams, sizes, maps = [], [], [], [], [], [], []
     cur = At
-    pad = bucket_size(n) if n_pad is None else n_pad
+    pad = bucket_size(n) if pad_to is None else pad_to
     if pad < n:
-        raise ValueError(f"n_pad={pad} is smaller than n={n}")
+        raise ValueError(f"pad_to={pad} is smaller than n={n}")
     while cur.shape[0] > max_coarse and len(ops) < max_levels - 1:
         nl = cur.shape[0]
         dl = cur.diagonal()
         DA = sp.diags(1.0 / dl) @ cur
         rho = _spectral_radius(cur, dl)
-        op_ell = EllMatrix.from_scipy(cur, n_rows=pad, n_cols=pad, dtype=dtype)
+        op_ell = EllMatrix.from_scipy(cur, num_rows=pad, num_cols=pad, dtype=dtype)
         # the envelope (and its Galerkin products) is structurally symmetric: aggregate on its ELL pattern,
         # jitted, where that pays off (the same aggregates as the NumPy version)
         agg = _mis2_from_ell(op_ell, nl) if (envelope and nl >= 4096) else mis2_aggregation(cur)
@@ -416,8 +421,8 @@ def _sa_build(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: in
         dinv = np.zeros(pad)
         dinv[:nl] = 1.0 / dl
         dinvs.append(jnp.asarray(dinv, dtype))
-        pros.append(EllMatrix.from_scipy(P, n_rows=pad, n_cols=pad_c, dtype=dtype))
-        ress.append(EllMatrix.from_scipy(R, n_rows=pad_c, n_cols=pad, dtype=dtype))
+        pros.append(EllMatrix.from_scipy(P, num_rows=pad, num_cols=pad_c, dtype=dtype))
+        ress.append(EllMatrix.from_scipy(R, num_rows=pad_c, num_cols=pad, dtype=dtype))
         lams.append(rho)
         sizes.append(pad)
         cur = (R @ cur @ P).tocsr()

@@ -1,6 +1,5 @@
 """Self-supervised training of the G-RANS basis generator by progressive bootstrap."""
 
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -14,9 +13,13 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
-from ._grans import GRANSNet, GRANSOperator, _iterate
+from .._types import PRNGKey
+from ._grans_net import GRANSNet
+from ._grans_operator import GRANSOperator
+from ._precondition import _iterate
+from ._weights import save_weights
 
-__all__ = ["TrainResult", "train_grans", "grans_loss", "save_weights", "load_weights"]
+__all__ = ["TrainResult", "train_grans", "grans_loss"]
 
 
 class TrainResult(eqx.Module):
@@ -118,7 +121,7 @@ def _rollout(net: GRANSNet, op: GRANSOperator, r0, steps, degree: int):
 
 
 def train_grans(
-    key: Any,
+    key: PRNGKey,
     operators: Sequence[GRANSOperator],
     rhs: Sequence[Float[Array, " n"]],
     *,
@@ -243,38 +246,3 @@ def train_grans(
     return TrainResult(net=trained, initial_net=initial, losses=jnp.asarray(losses),
                        stage_of_step=np.asarray(stage_of), eval_before=evaluate(initial),
                        eval_after=evaluate(trained))
-
-
-def save_weights(path: str | Path, net: GRANSNet, meta: dict | None = None) -> Path:
-    """Write a network to ``path``: one JSON header line (architecture + ``meta``), then equinox leaves.
-
-    Args:
-      path: file path.
-      net: the ``GRANSNet``.
-      meta: extra JSON-serialisable metadata (seed, command, training sizes, ...).
-
-    Returns:
-      The path.
-    """
-    path = Path(path)
-    header = {"hidden": int(net.w_in.shape[1]), "layers": int(net.w_self.shape[0]),
-              "channels": int(net.channels), "format": "icmlx-grans-v1", **(meta or {})}
-    with open(path, "wb") as f:
-        f.write((json.dumps(header) + "\n").encode())
-        eqx.tree_serialise_leaves(f, net)
-    return path
-
-
-def load_weights(path: str | Path) -> tuple[GRANSNet, dict]:
-    """Read a file written by ``save_weights``; returns ``(net, header)``."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"G-RANS weight file not found: {path}")
-    with open(path, "rb") as f:
-        header = json.loads(f.readline().decode())
-        if header.get("format") != "icmlx-grans-v1":
-            raise ValueError(f"{path} is not an icmlx G-RANS weight file")
-        skel = GRANSNet.init(jax.random.key(0), hidden=header["hidden"], layers=header["layers"],
-                             channels=header["channels"])
-        net = eqx.tree_deserialise_leaves(f, skel)
-    return net, header

@@ -1,0 +1,289 @@
+"""The G-RANS operator: eager per-matrix set-up (padding, scaling, aggregation, features) as a lineax operator."""
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import lineax as lx
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from .._deprecation import warn_renamed
+from ._aggregation import aggregation_hierarchy
+from ._krylov import estimate_lambda_max
+from ._multilevel import EllMatrix, MultilevelHierarchy, _sa_build, mis2_aggregation
+from ._smoothers import AbstractSmoother, MultilevelSmoother
+from ._sparse import SparseMatrix, bucket_size
+
+__all__ = ["GRANSOperator"]
+
+N_LEVELS = 2  # levels of the aggregation hierarchy that carry basis columns
+
+
+class GRANSOperator(lx.AbstractLinearOperator):
+    """A square sparse matrix padded to a size bucket, with the G-RANS set-up attached.
+
+    Built by ``GRANS.setup(A)`` (eager, NumPy aggregation), then a pytree of arrays: it can be passed
+    through ``jax.jit`` and to ``lineax.linear_solve``. ``mv`` acts on unpadded vectors of length ``n``.
+
+    Attributes:
+      A: padded ``SparseMatrix`` (padded nodes carry an identity row), working dtype.
+      feats: ``float32[n_pad, 3]`` matrix-only node features.
+      mask: ``[n_pad]`` 1 on true nodes, 0 on padding (working dtype).
+      colidx: ``int32[n_pad, Q]`` basis column of each node's slot (level, channel).
+      pool: ``int32[n_pad, 2]`` aggregate of each node on the two basis levels.
+      zslot: ``int32[nnz, Q]`` slot of ``a_kj w_jq`` in the compressed ``A V`` rows.
+      zcol: ``int32[n_pad, S]`` basis column of each compressed slot.
+      col_used: ``bool[m]`` columns that exist (others are padding).
+      lambda_max: bound on the spectrum of ``D⁻¹A`` for the Chebyshev smoother.
+      ell: the padded ``A`` in ELL layout (the fast product used inside the iteration).
+      hierarchy: the smoothed-aggregation V-cycle (``smoother=MultilevelSmoother()``) or ``None``.
+      n: true size (static). symmetric / spd_like: structural flags (static).
+      num_aggregates: ``(N_0, N_1)`` aggregates on the two basis levels (static).
+    """
+
+    A: SparseMatrix
+    feats: Float[Array, "npad 3"]
+    mask: Float[Array, " npad"]
+    colidx: Int[Array, "npad q"]
+    pool: Int[Array, "npad 2"]
+    zslot: Int[Array, "nnz q"]
+    zcol: Int[Array, "npad s"]
+    col_used: Bool[Array, " m"]
+    lambda_max: Float[Array, ""]
+    ell: EllMatrix
+    hierarchy: MultilevelHierarchy | None
+    n: int = eqx.field(static=True)
+    symmetric: bool = eqx.field(static=True)
+    spd_like: bool = eqx.field(static=True)
+    num_aggregates: tuple[int, int] = eqx.field(static=True)
+
+    @property
+    def padded_size(self) -> int:
+        """The padded size ``n_pad`` (a :func:`~icmlx.solvers.bucket_size`) of every node array."""
+        return self.A.shape[0]
+
+    @property
+    def n_pad(self) -> int:
+        """Deprecated alias of :attr:`padded_size`."""
+        warn_renamed("n_pad", "padded_size", "GRANSOperator")
+        return self.padded_size
+
+    @property
+    def n_agg(self) -> tuple[int, int]:
+        """Deprecated alias of :attr:`num_aggregates`."""
+        warn_renamed("n_agg", "num_aggregates", "GRANSOperator")
+        return self.num_aggregates
+
+    @property
+    def pool_segments(self) -> int:
+        return self.col_used.shape[0] // (self.colidx.shape[1] // N_LEVELS) + 1
+
+    def mv(self, vector):
+        v = jnp.zeros((self.padded_size,), self.A.dtype).at[: self.n].set(vector.astype(self.A.dtype))
+        return self.ell.mv(v)[: self.n].astype(vector.dtype)
+
+    def as_matrix(self):
+        return self.A.as_matrix()[: self.n, : self.n]
+
+    def transpose(self):
+        raise NotImplementedError("GRANSOperator.transpose: call GRANS.setup(A.transpose()) instead")
+
+    def in_structure(self):
+        return jax.ShapeDtypeStruct((self.n,), self.A.dtype)
+
+    def out_structure(self):
+        return jax.ShapeDtypeStruct((self.n,), self.A.dtype)
+
+
+@lx.linearise.register(GRANSOperator)
+def _(operator):
+    return operator
+
+
+@lx.materialise.register(GRANSOperator)
+def _(operator):
+    return operator
+
+
+for _check in (lx.is_symmetric, lx.is_diagonal, lx.is_tridiagonal, lx.is_lower_triangular,
+               lx.is_upper_triangular, lx.is_positive_semidefinite, lx.is_negative_semidefinite,
+               lx.has_unit_diagonal):
+    _check.register(GRANSOperator)(lambda operator: False)
+
+
+def _select_levels(maps: list[np.ndarray], n: int, budget: int) -> tuple[np.ndarray, np.ndarray]:
+    """Fine→level maps for the finest pair of consecutive levels whose node count fits ``budget``."""
+    comp = [np.arange(n)]
+    for a in maps:
+        comp.append(a[comp[-1]])
+    comp.append(np.zeros(n, np.int64))  # the global level (one aggregate)
+    sizes = [int(c.max()) + 1 for c in comp]
+    for l in range(1, len(comp) - 1):
+        if sizes[l] + sizes[l + 1] <= budget:
+            return comp[l], comp[l + 1]
+    return comp[-2], comp[-1]
+
+
+_lambda_max_jit = eqx.filter_jit(estimate_lambda_max)
+
+
+def _mis2_maps(M: Any, maps: list[np.ndarray], min_size: int = 4) -> list[np.ndarray]:
+    """Continue an aggregation hierarchy with distance-2 MIS aggregation of Galerkin patterns."""
+    import scipy.sparse as sp
+
+    M = sp.csr_matrix(M)
+    while M.shape[0] > min_size and len(maps) < 16:
+        agg = mis2_aggregation(M)
+        nc = int(agg.max()) + 1
+        if nc >= M.shape[0]:
+            break
+        maps.append(agg)
+        T = sp.csr_matrix((np.ones(agg.size), (np.arange(agg.size), agg)), shape=(agg.size, nc))
+        M = (T.T @ abs(M) @ T).tocsr()
+    return maps
+
+
+def _unique_inverse(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(k, return_inverse=True)`` by a stable (timsort/radix) argsort, which is faster than
+    ``np.unique``'s sort on the nearly row-sorted keys of the set-up."""
+    perm = np.argsort(k, kind="stable")
+    ks = k[perm]
+    first = np.empty(ks.size, bool)
+    first[:1] = True
+    np.not_equal(ks[1:], ks[:-1], out=first[1:])
+    inv = np.empty(k.size, np.int64)
+    inv[perm] = np.cumsum(first) - 1
+    return ks[first], inv
+
+
+def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
+           dmax_bucket: int = 4, smoother: AbstractSmoother) -> GRANSOperator:
+    if not isinstance(A, SparseMatrix):
+        raise TypeError(f"G-RANS needs a SparseMatrix, got {type(A).__name__}")
+    n, n2 = A.shape
+    if n != n2:
+        raise ValueError(f"G-RANS needs a square matrix, got {A.shape=}")
+    if n < 16:
+        raise ValueError(f"G-RANS is meant for sparse systems with n >= 16 unknowns, got {n=}; "
+                         "use a dense direct solver")
+    if isinstance(A.vals, jax.core.Tracer):
+        raise TypeError("GRANS.setup is eager (NumPy aggregation): call it outside jax.jit")
+    rows = np.asarray(A.rows).astype(np.int64)
+    cols = np.asarray(A.cols).astype(np.int64)
+    in_eps = float(np.finfo(np.asarray(A.vals).dtype).eps)
+    vals = np.asarray(A.vals).astype(np.float64)
+    if not np.all(np.isfinite(vals)):
+        raise ValueError("matrix has NaN or Inf entries")
+    if rows.size and (rows.min() < 0 or rows.max() >= n or cols.min() < 0 or cols.max() >= n):
+        raise ValueError("matrix indices out of range")
+    # coalesce duplicates
+    key, inv = _unique_inverse(rows * n + cols)
+    vals = np.bincount(inv, weights=vals, minlength=key.size)
+    rows, cols = key // n, key % n
+    diag = np.zeros(n)
+    np.add.at(diag, rows[rows == cols], vals[rows == cols])
+    if np.any(diag == 0):
+        bad = int(np.nonzero(diag == 0)[0][0])
+        raise ValueError(f"matrix has a zero diagonal entry (first at row {bad}); G-RANS needs "
+                         "nonzero diagonals for its scaling and smoother")
+    # transpose lookup for symmetry / asymmetry features
+    tkey = cols * n + rows
+    pos = np.searchsorted(key, tkey)
+    pos = np.minimum(pos, key.size - 1)
+    has_t = key[pos] == tkey
+    vals_t = np.where(has_t, vals[pos], 0.0)
+    normA = np.linalg.norm(vals)
+    asym_rel = np.linalg.norm(vals - vals_t) / normA
+    symmetric = bool(asym_rel < 1e4 * in_eps)
+    sd = np.sqrt(np.abs(diag))
+    ahat = vals / (sd[rows] * sd[cols])
+    ahat_t = vals_t / (sd[rows] * sd[cols])
+    rowsum = np.bincount(rows, weights=ahat, minlength=n)
+    rowabs = np.bincount(rows, weights=np.abs(ahat), minlength=n)
+    asym = np.bincount(rows, weights=np.abs(ahat - ahat_t), minlength=n)
+    raw_sum = np.bincount(rows, weights=vals, minlength=n)
+    raw_abs = np.bincount(rows, weights=np.abs(vals), minlength=n)
+    spd_like = bool(symmetric and np.all(diag > 0) and np.all(raw_sum >= -1e3 * in_eps * raw_abs))
+    # hierarchy and basis levels
+    import scipy.sparse as sp  # set-up only (lazy: `import icmlx.solvers` does not import SciPy)
+
+    csr = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    n_pad = bucket_size(n)
+    hierarchy = None
+    if isinstance(smoother, MultilevelSmoother):  # SA V-cycle; its (vectorised MIS-2) aggregates also carry V
+        hierarchy, maps, coarse = _sa_build(csr, max_coarse=smoother.max_coarse, max_levels=smoother.max_levels,
+                                            degree=smoother.degree, pad_to=n_pad, dtype=dtype)
+        maps = _mis2_maps(coarse, maps)
+    else:
+        maps = aggregation_hierarchy(rows, cols, n)
+    budget = max_columns // channels
+    a0, a1 = _select_levels(maps, n, budget)
+    N0, N1 = int(a0.max()) + 1, int(a1.max()) + 1
+    # padding
+    pad_nodes = np.arange(n, n_pad)
+    nnz_true = key.size
+    nnz_pad = bucket_size(nnz_true + pad_nodes.size)
+    extra = nnz_pad - nnz_true - pad_nodes.size
+    prow = np.concatenate([rows, pad_nodes, np.zeros(extra, np.int64)])
+    pcol = np.concatenate([cols, pad_nodes, np.zeros(extra, np.int64)])
+    pval = np.concatenate([vals, np.ones(pad_nodes.size), np.zeros(extra)])
+    C = channels
+    Q = N_LEVELS * C
+    m = min(bucket_size((N0 + N1) * C), max_columns)
+    offs = (0, N0)
+    aggs = (a0, a1)
+    colidx = np.zeros((n_pad, Q), np.int64)
+    pool = np.zeros((n_pad, N_LEVELS), np.int64)
+    for l in range(N_LEVELS):  # static, 2 levels (setup-time NumPy)
+        pool[:n, l] = aggs[l]
+        pool[n:, l] = m // C  # dummy segment
+        for c in range(C):
+            colidx[:n, l * C + c] = (offs[l] + aggs[l]) * C + c
+    # compressed rows of A V: distinct aggregates touched by each row, per level
+    ranks, dmax = [], 1
+    for l in range(N_LEVELS):
+        Nl = (N0, N1)[l]
+        k = rows * Nl + aggs[l][cols]
+        u, uinv = _unique_inverse(k)
+        urow = u // Nl
+        first = np.searchsorted(urow, urow, side="left")
+        rank_u = np.arange(u.size) - first
+        ranks.append((rank_u[uinv], u, urow, rank_u))
+        dmax = max(dmax, int(rank_u.max()) + 1)
+    D = dmax_bucket
+    while D < dmax:
+        D *= 2
+    S = N_LEVELS * D * C
+    zslot = np.full((nnz_pad, Q), n_pad * S, np.int64)
+    zcol = np.zeros((n_pad, S), np.int64)
+    for l in range(N_LEVELS):
+        rank_e, u, urow, rank_u = ranks[l]
+        Nl = (N0, N1)[l]
+        for c in range(C):
+            s_e = (l * D + rank_e) * C + c
+            zslot[:nnz_true, l * C + c] = rows * S + s_e
+            zcol[urow, (l * D + rank_u) * C + c] = (offs[l] + u % Nl) * C + c
+    col_used = np.zeros(m, bool)
+    col_used[: (N0 + N1) * C] = True
+    feats = np.zeros((n_pad, 3), np.float32)
+    feats[:n] = np.stack([rowsum, rowabs, asym], 1)
+    mask = np.zeros(n_pad)
+    mask[:n] = 1.0
+    Ap = SparseMatrix(jnp.asarray(prow, jnp.int32), jnp.asarray(pcol, jnp.int32),
+                      jnp.asarray(pval, dtype), (n_pad, n_pad))
+    if spd_like and hierarchy is None:
+        lmax = 1.1 * _lambda_max_jit(Ap)  # jitted: compiled once per bucket, not once per set-up
+    else:
+        lmax = jnp.asarray(1.0, dtype)
+    ell = EllMatrix.from_scipy(csr, num_rows=n_pad, num_cols=n_pad, pad_identity=True, dtype=dtype)
+    return GRANSOperator(
+        A=Ap, feats=jnp.asarray(feats),
+        mask=jnp.asarray(mask, dtype), colidx=jnp.asarray(colidx, jnp.int32),
+        pool=jnp.asarray(pool, jnp.int32), zslot=jnp.asarray(zslot, jnp.int32),
+        zcol=jnp.asarray(zcol, jnp.int32), col_used=jnp.asarray(col_used), lambda_max=lmax,
+        ell=ell, hierarchy=hierarchy, n=n, symmetric=symmetric, spd_like=spd_like,
+        num_aggregates=(N0, N1))
+
+

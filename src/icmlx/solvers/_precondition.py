@@ -1,0 +1,138 @@
+"""One G-RANS preconditioner application ``u = M_θ(r)``: smooth, exact projection onto the learned basis, smooth."""
+
+import jax
+import jax.numpy as jnp
+
+from ._grans_net import GRANSNet
+from ._grans_operator import GRANSOperator
+from ._krylov import chebyshev_smoother, jacobi_smoother
+from ._outer import _outer3
+
+__all__: list[str] = []
+
+
+def _smooth(op: GRANSOperator, r, degree: int):
+    """``S(r)``: the V-cycle when the operator was set up with a ``MultilevelSmoother``, else Chebyshev
+    (SPD-like) or ℓ1-Jacobi of ``degree`` products."""
+    if op.hierarchy is not None:  # one smoothed-aggregation V-cycle on the M-matrix envelope of A
+        return op.hierarchy(r)
+    if op.spd_like:
+        return chebyshev_smoother(op.A, r, lambda_max=op.lambda_max, degree=degree)
+    return jacobi_smoother(op.A, r, omega=1.0, num_steps=degree, l1=True)
+
+
+def _coarse_factor(op: GRANSOperator, w, galerkin: bool, explicit: bool = False):
+    """Set up the exact projection onto span V (V = P_w): compressed ``A V`` and a factorisation of the
+    small Gram matrix (Galerkin ``VᵀAV`` or least squares ``(AV)ᵀAV``). Returns ``(Z, F, piv)``.
+
+    ``explicit=True`` stores ``F = G⁻¹`` instead of its factors: one ``m``-column solve up front, then every
+    application is a single ``m×m`` matvec (XLA's CPU triangular solve is much slower than that at
+    ``m = 512``), which pays off when the basis is reused (``refresh > 1``)."""
+    dt = w.dtype
+    A = op.A
+    npad = A.shape[0]
+    S = op.zcol.shape[1]
+    m = op.col_used.shape[0]
+    # compressed A V: Z[k, s] at column zcol[k, s]
+    contrib = A.vals[:, None] * w[A.cols]  # [nnz, Q]
+    Z = jax.ops.segment_sum(contrib.reshape(-1), op.zslot.reshape(-1),
+                            num_segments=npad * S + 1)[:-1].reshape(npad, S)
+    # Gram matrix by one flat segment sum (faster on CPU than a 2-D scatter-add)
+    if galerkin:  # G = Vᵀ A V
+        idx = op.colidx[:, :, None] * m + op.zcol[:, None, :]
+        G = jax.ops.segment_sum((w[:, :, None] * Z[:, None, :]).reshape(-1), idx.reshape(-1),
+                                num_segments=m * m).reshape(m, m)
+    else:  # least squares: G = (AV)ᵀ(AV)
+        idx = op.zcol[:, :, None] * m + op.zcol[:, None, :]
+        G = jax.ops.segment_sum((Z[:, :, None] * Z[:, None, :]).reshape(-1), idx.reshape(-1),
+                                num_segments=m * m).reshape(m, m)
+    used = op.col_used
+    dg = jnp.diagonal(G)
+    scale = jnp.sum(jnp.where(used, jnp.abs(dg), 0.0)) / jnp.maximum(jnp.sum(used), 1).astype(dt)
+    eps = jnp.finfo(dt).eps
+    tau = 1e4 * eps * scale
+    G = jnp.where(used[:, None] & used[None, :], G, 0.0)
+    G = G + jnp.diag(jnp.where(used, tau, jnp.maximum(scale, 1.0)))
+    eye = jnp.eye(m, dtype=dt)
+    if galerkin and not op.symmetric:
+        F, piv = jax.scipy.linalg.lu_factor(G)
+        if explicit:
+            return Z, jax.scipy.linalg.lu_solve((F, piv), eye), jnp.zeros((m,), jnp.int32)
+        return Z, F, piv.astype(jnp.int32)
+    L = jnp.linalg.cholesky(G)
+    if explicit:
+        return Z, jax.scipy.linalg.cho_solve((L, True), eye), jnp.zeros((m,), jnp.int32)
+    return Z, L, jnp.zeros((m,), jnp.int32)
+
+
+def _coarse_apply(op: GRANSOperator, w, Z, F, piv, r, galerkin: bool, explicit: bool = False):
+    """Apply the factored projection to ``r``: ``e = V y``, ``A e = (AV) y``."""
+    if galerkin:
+        g = jnp.zeros(F.shape[:1], r.dtype).at[op.colidx].add(w * r[:, None])  # Vᵀ r
+    else:
+        g = jnp.zeros(F.shape[:1], r.dtype).at[op.zcol].add(Z * r[:, None])  # (AV)ᵀ r
+    g = jnp.where(op.col_used, g, 0.0)
+    if explicit:
+        y = F @ g
+    elif galerkin and not op.symmetric:
+        y = jax.scipy.linalg.lu_solve((F, piv), g)
+    else:
+        y = jax.scipy.linalg.cho_solve((F, True), g)
+    y = jnp.where(jnp.isfinite(y), y, 0.0)
+    # e = V y as Q one-dimensional gathers (XLA:CPU gathers with a 2-D index are slower than 1-D ones), and
+    # A e = (AV) y as one ELL product rather than the slower (n, S) gather of the compressed AV; equal in exact
+    # arithmetic (V vanishes on padding rows)
+    e = sum(w[:, q] * y[op.colidx[:, q]] for q in range(w.shape[1]))
+    Ae = op.ell.mv(e)
+    return e, Ae
+
+
+def _coarse(op: GRANSOperator, w, r, galerkin: bool):
+    """Exact projection onto span V (V = P_w): returns the correction e = V y and A e."""
+    Z, F, piv = _coarse_factor(op, w, galerkin)
+    return _coarse_apply(op, w, Z, F, piv, r, galerkin)
+
+
+def _basis(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin: bool, explicit: bool = False):
+    """Network basis weights for the residual after one pre-smoothing, and the factored projection."""
+    dt = r.dtype
+    dinv_sqrt = 1.0 / jnp.sqrt(jnp.abs(op.ell.diagonal()))  # the ELL layout, as in the network (no scatter)
+    e1 = _smooth(op, r, degree)
+    s = dinv_sqrt * (r - op.ell.mv(e1))
+    rs = s / jnp.maximum(jnp.linalg.norm(s), jnp.finfo(dt).tiny) * jnp.sqrt(jnp.asarray(op.n, dt))
+    w = net(op, rs.astype(jnp.float32)).astype(dt)
+    Z, F, piv = _coarse_factor(op, w, galerkin, explicit)
+    # the Galerkin application needs only V and the factors: not carrying the (n, S) compressed AV keeps the
+    # solve loop's state small
+    return w, (None if galerkin else Z), F, piv
+
+
+def _precondition_with(op: GRANSOperator, basis, r, *, degree: int, galerkin: bool,
+                       explicit: bool = False):
+    """``u = M(r)`` for a given (possibly reused) basis: smooth, project, smooth; with ``A u`` and ``e_1``."""
+    w, Z, F, piv = basis
+    e1 = _smooth(op, r, degree)
+    Ae1 = op.ell.mv(e1)
+    r1 = r - Ae1
+    e2, Ae2 = _coarse_apply(op, w, Z, F, piv, r1, galerkin, explicit)
+    e3 = _smooth(op, r1 - Ae2, degree)
+    Ae3 = op.ell.mv(e3)
+    return e1 + e2 + e3, Ae1 + Ae2 + Ae3, e1, Ae1
+
+
+def _precondition(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin: bool):
+    """The G-RANS correction ``u = M_θ(r)`` (smooth, learned projection, smooth) with ``A u`` and ``e_1``:
+    a fresh basis for ``r`` (:func:`_basis`) applied once (:func:`_precondition_with`)."""
+    basis = _basis(net, op, r, degree=degree, galerkin=galerkin)
+    return _precondition_with(op, basis, r, degree=degree, galerkin=galerkin)
+
+
+def _iterate(net: GRANSNet, op: GRANSOperator, b, x, r, p, Ap, *, degree: int, galerkin: bool,
+             outer: bool):
+    """One G-RANS iteration; returns the proposed (x, r_recursive, dx, A dx)."""
+    u, Au, e1, Ae1 = _precondition(net, op, r, degree=degree, galerkin=galerkin)
+    if outer:
+        return _outer3(u, Au, e1, Ae1, p, Ap, r)
+    return u, Au
+
+

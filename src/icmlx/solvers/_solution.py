@@ -1,0 +1,54 @@
+"""The one record every linear solver of ``icmlx.solvers`` returns (G-RANS and the Krylov baselines)."""
+
+from typing import Any
+
+from .._results import Solution
+
+__all__ = ["LinearSolution"]
+
+
+class LinearSolution(Solution):
+    r"""What :func:`~icmlx.solvers.cg`, :func:`~icmlx.solvers.gmres`, :func:`~icmlx.solvers.bicgstab` and
+    :meth:`GRANS.solve <icmlx.solvers.GRANS.solve>` return: an :class:`icmlx.Solution`.
+
+    ``result`` is ``icmlx.RESULTS.successful`` exactly when the solver's stopping rule
+    :math:`\|r\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})` held; otherwise ``max_steps_reached``,
+    ``breakdown`` (Krylov) or ``stagnation`` (G-RANS).
+
+    Attributes:
+      value: the iterate ``x`` (``float[n]``).
+      result: an ``icmlx.RESULTS`` item.
+      stats: ``"num_steps"`` (iterations; matrix-vector products for GMRES), ``"residual_norm"`` (the final
+        true residual norm :math:`\|b - A x\|_2`), and for G-RANS also ``"residual_history"``
+        (:math:`\|b - A x_k\|_2 / \|b\|_2` for ``k = 0..max_steps``, true residuals, NaN after the last
+        iteration) and ``"rejected"`` (iterations whose proposal the monotone safeguard rejected).
+        The same entries read as attributes: ``sol.num_steps``, ``sol.residual_norm``, ...
+
+    Examples:
+      >>> import jax.numpy as jnp, icmlx
+      >>> from icmlx.solvers import SparseMatrix, cg
+      >>> sol = cg(SparseMatrix.from_dense(jnp.array([[4.0, 1.0], [1.0, 3.0]])), jnp.array([1.0, 2.0]))
+      >>> sol.result == icmlx.RESULTS.successful, int(sol.num_steps), sorted(sol.stats)
+      (Array(True, dtype=bool), 2, ['num_steps', 'residual_norm'])
+    """
+
+    def _stat(self, name: str) -> Any:
+        try:
+            return self.stats[name]
+        except KeyError:
+            raise AttributeError(f"this LinearSolution has no {name!r} (its stats are {sorted(self.stats)})") from None
+
+    @property
+    def residual_norm(self) -> Any:
+        """``stats["residual_norm"]``: the final true residual norm ``‖b − A x‖₂``."""
+        return self._stat("residual_norm")
+
+    @property
+    def residual_history(self) -> Any:
+        """``stats["residual_history"]`` (G-RANS): true relative residuals per iteration, NaN after the last."""
+        return self._stat("residual_history")
+
+    @property
+    def rejected(self) -> Any:
+        """``stats["rejected"]`` (G-RANS): iterations whose proposal the monotone safeguard rejected."""
+        return self._stat("rejected")
