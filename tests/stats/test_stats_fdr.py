@@ -46,7 +46,7 @@ def test_bh_matches_statsmodels(method, alpha):
             ref, *_ = multitest.multipletests(pp[row], alpha=alpha, method="fdr_bh")
             got = np.asarray(res.reject[row])
             assert np.array_equal(got, ref), (p.shape, row)
-            assert int(res.n_rejected[row]) == ref.sum()
+            assert int(res.num_rejected[row]) == ref.sum()
             saw_none |= ref.sum() == 0
             saw_some |= ref.sum() > 0
     assert saw_none and saw_some
@@ -145,5 +145,5 @@ def test_bucket_bisection_path_float32_large_n():
     p = jnp.where(jnp.arange(n) < 3000, u * 1e-4, u) ** 2
     a = benjamini_hochberg(p, 0.05, method="bucket")
     b = benjamini_hochberg(p, 0.05, method="sort")
-    assert int(a.n_rejected) == int(b.n_rejected) > 0
+    assert int(a.num_rejected) == int(b.num_rejected) > 0
     assert np.array_equal(np.asarray(a.reject), np.asarray(b.reject))

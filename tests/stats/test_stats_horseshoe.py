@@ -58,7 +58,7 @@ def test_threshold_and_test():
     xb = jnp.stack([jnp.concatenate([jnp.zeros(90), jnp.full((10,), 8.0)]), jnp.zeros(100)])
     res = horseshoe_test(xb, "eb")
     np.testing.assert_allclose(np.asarray(res.tau), [0.1, 0.01], rtol=1e-6)
-    assert [int(v) for v in res.n_rejected] == [10, 0]
+    assert [int(v) for v in res.num_rejected] == [10, 0]
 
 
 def test_bad_inputs():

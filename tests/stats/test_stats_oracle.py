@@ -7,6 +7,8 @@ import pytest
 from scipy import stats as sps
 
 from icmlx.stats import (
+    OracleGamma2,
+    SparsityGamma2,
     abos_risk_ratio,
     bayes_oracle_test,
     bayes_oracle_threshold,
@@ -99,10 +101,12 @@ def test_exact_ratio_table(design):
     np.testing.assert_allclose(np.asarray(c2), TABLE["c2_bo"], atol=1e-3)
     rbo = threshold_risk(c2, p, tau2).risk / p
     np.testing.assert_allclose(np.asarray(rbo), TABLE["rbo_np"], atol=1e-3)
-    h1 = abos_risk_ratio(relative_belief_threshold(relative_belief_gamma2("oracle", p=p, tau2=tau2)),
-                         p, tau2)
+    # the rule objects hold one static (p, tau2) each: evaluate them along the grid
+    g_h1 = jnp.stack([relative_belief_gamma2(OracleGamma2(p=pi, tau2=ti)) for pi, ti in zip(p.tolist(), tau2.tolist())])
+    h1 = abos_risk_ratio(relative_belief_threshold(g_h1.astype(p.dtype)), p, tau2)
     np.testing.assert_allclose(np.asarray(h1), TABLE["h1"], atol=1e-3)
-    h2 = abos_risk_ratio(relative_belief_threshold(relative_belief_gamma2("sparsity", p=p)), p, tau2)
+    g_h2 = jnp.stack([relative_belief_gamma2(SparsityGamma2(p=pi)) for pi in p.tolist()])
+    h2 = abos_risk_ratio(relative_belief_threshold(g_h2.astype(p.dtype)), p, tau2)
     np.testing.assert_allclose(np.asarray(h2), TABLE["h2"], atol=1e-3)
     naive = abos_risk_ratio(relative_belief_threshold(tau2), p, tau2)
     np.testing.assert_allclose(np.asarray(naive), TABLE["naive"], rtol=1e-3)

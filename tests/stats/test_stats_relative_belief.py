@@ -9,6 +9,10 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from icmlx.stats import (
+    EBMMLEGamma2,
+    EBSparsityGamma2,
+    OracleGamma2,
+    SparsityGamma2,
     bayes_oracle_test,
     log_relative_belief_ratio,
     rb_strength,
@@ -98,15 +102,18 @@ def test_rb_reproduces_bayes_oracle():
 def test_presets():
     p, tau2, sigma = 0.01, 11.645, 1.0
     f = (1 - p) / p
-    assert float(relative_belief_gamma2("oracle", p=p, tau2=tau2)) == pytest.approx(tau2 * f * f, 1e-6)
-    assert float(relative_belief_gamma2("sparsity", p=p)) == pytest.approx(f * f, 1e-6)
+    assert float(relative_belief_gamma2(OracleGamma2(p=p, tau2=tau2))) == pytest.approx(tau2 * f * f, 1e-6)
+    assert float(relative_belief_gamma2(OracleGamma2(p, tau2, delta=2.0))) == pytest.approx(tau2 * 4 * f * f, 1e-6)
+    assert float(relative_belief_gamma2(SparsityGamma2(p=p))) == pytest.approx(f * f, 1e-6)
     x = jnp.concatenate([jnp.zeros(990), jnp.full((10,), 10.0)])[None, :]
     # p_hat = 10 / 1000 exactly -> gamma2 = 99^2
-    assert float(relative_belief_gamma2("eb_sparsity", x=x)[0, 0]) == pytest.approx(99.0**2, 1e-5)
-    res = relative_belief_test(x, gamma2="eb_sparsity", sigma=sigma)
-    assert int(res.n_rejected[0]) == 10
-    res = relative_belief_test(x, gamma2="eb_mmle")
-    assert res.gamma2.shape == (1, 1) and int(res.n_rejected[0]) == 10
+    assert float(relative_belief_gamma2(EBSparsityGamma2(), x=x)[0, 0]) == pytest.approx(99.0**2, 1e-5)
+    for rule in [EBSparsityGamma2(), "eb_sparsity"]:
+        res = relative_belief_test(x, gamma2=rule, sigma=sigma)
+        assert int(res.num_rejected[0]) == 10
+    for rule in [EBMMLEGamma2(), EBMMLEGamma2(num_em_steps=10), "eb_mmle"]:
+        res = relative_belief_test(x, gamma2=rule)
+        assert res.gamma2.shape == (1, 1) and int(res.num_rejected[0]) == 10
 
 
 def test_bad_inputs():
@@ -117,12 +124,12 @@ def test_bad_inputs():
         relative_belief_test(x, gamma2=1.0, sigma=0.0)
     with pytest.raises(ValueError, match="unknown gamma2 preset"):
         relative_belief_test(x, gamma2="nope")
-    with pytest.raises(ValueError, match="needs p"):
-        relative_belief_test(x, gamma2="sparsity")
-    with pytest.raises(ValueError, match="needs p and tau2"):
-        relative_belief_test(x, gamma2="oracle", p=0.1)
-    with pytest.raises(ValueError, match=r"p must lie in \(0"):
-        relative_belief_test(x, gamma2="sparsity", p=1.5)
+    with pytest.raises(ValueError, match="needs gamma2"):
+        relative_belief_test(x)
+    with pytest.raises(ValueError, match="needs the data x"):
+        relative_belief_gamma2(EBSparsityGamma2())
+    with pytest.raises(ValueError, match=r"SparsityGamma2: p must lie in \(0"):
+        relative_belief_test(x, gamma2=SparsityGamma2(p=1.5))
     with pytest.raises((ValueError, RuntimeError), match="NaN"):
         relative_belief_test(jnp.array([0.0, jnp.nan]), gamma2=1.0)
     with pytest.raises((ValueError, RuntimeError), match="gamma2"):
@@ -134,18 +141,19 @@ def test_bad_inputs():
 def test_jit_vmap_and_compile_once():
     import equinox as eqx
 
-    f = eqx.debug.assert_max_traces(
-        lambda x: relative_belief_test(x, gamma2="sparsity", p=0.01), max_traces=1
-    )
+    f = eqx.debug.assert_max_traces(lambda x: relative_belief_test(x, gamma2=SparsityGamma2(p=0.01)), max_traces=1)
     fj = jax.jit(f)
     x = jax.random.normal(jax.random.key(0), (4, 64))
     a = fj(x)
     b = fj(x + 1.0)
     assert a.reject.shape == (4, 64) and b.reject.shape == (4, 64)
-    eager = relative_belief_test(x, gamma2="sparsity", p=0.01)
+    eager = relative_belief_test(x, gamma2=SparsityGamma2(p=0.01))
     assert np.array_equal(np.asarray(a.reject), np.asarray(eager.reject))
-    v = jax.vmap(lambda r: relative_belief_test(r, gamma2="eb_sparsity").reject)(x)
-    assert np.array_equal(np.asarray(v), np.asarray(relative_belief_test(x, gamma2="eb_sparsity").reject))
+    v = jax.vmap(lambda r: relative_belief_test(r, gamma2=EBSparsityGamma2()).reject)(x)
+    assert np.array_equal(np.asarray(v), np.asarray(relative_belief_test(x, gamma2=EBSparsityGamma2()).reject))
+    # a rule object may also be a jit argument (no leaves: all its fields are static)
+    g = jax.jit(lambda x, rule: relative_belief_test(x, gamma2=rule).reject)
+    assert np.array_equal(np.asarray(g(x, SparsityGamma2(p=0.01))), np.asarray(eager.reject))
 
 
 _SHAPE = 32
@@ -174,9 +182,9 @@ def test_decisions_monotone_in_abs_x(vals, gamma2):
 def test_permutation_equivariance(perm):
     x = jax.random.normal(jax.random.key(3), (_SHAPE,)) * 3.0
     perm = np.array(perm)
-    for preset in ["eb_sparsity", "sparsity"]:
-        a = relative_belief_test(x, gamma2=preset, p=0.05)
-        b = relative_belief_test(x[perm], gamma2=preset, p=0.05)
+    for rule in [EBSparsityGamma2(), SparsityGamma2(p=0.05)]:
+        a = relative_belief_test(x, gamma2=rule)
+        b = relative_belief_test(x[perm], gamma2=rule)
         assert np.array_equal(np.asarray(a.reject)[perm], np.asarray(b.reject))
 
 

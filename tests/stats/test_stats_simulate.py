@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from icmlx.stats import (
+    OracleGamma2,
+    SparsityGamma2,
     abos_risk_ratio,
     benjamini_hochberg,
     bonferroni,
@@ -30,10 +32,10 @@ R = 300
 @pytest.fixture(scope="module")
 def comparison():
     tau2 = float(calibrate_tau2(P))
-    g_h1 = float(relative_belief_gamma2("oracle", p=P, tau2=tau2))
+    g_h1 = float(relative_belief_gamma2(OracleGamma2(p=P, tau2=tau2)))
     rules = {
         "rb_h1": lambda x: relative_belief_test(x, gamma2=g_h1).reject,
-        "rb_h2": lambda x: relative_belief_test(x, gamma2="sparsity", p=P).reject,
+        "rb_h2": lambda x: relative_belief_test(x, gamma2=SparsityGamma2(p=P)).reject,
         "rb_naive": lambda x: relative_belief_test(x, gamma2=tau2).reject,
         "bonf": lambda x: bonferroni(two_sided_pvalues(x), 0.05).reject,
         "hs_p": lambda x: horseshoe_test(x, P).reject,
@@ -41,7 +43,7 @@ def comparison():
         "bh10": lambda x: benjamini_hochberg(two_sided_pvalues(x), 0.10).reject,
         "hs_eb": lambda x: horseshoe_test(x, "eb").reject,
     }
-    cmp = simulate_risk_ratios(jax.random.key(N), rules, n=N, p=P, tau2=tau2, n_rep=R)
+    cmp = simulate_risk_ratios(jax.random.key(N), rules, n=N, p=P, tau2=tau2, num_replicates=R)
     return tau2, g_h1, cmp
 
 
@@ -75,19 +77,19 @@ def test_data_driven_rules_in_expected_bands(comparison):
 def test_sharded_equals_unsharded():
     assert jax.device_count() == 4
     rules = {"bonf": lambda x: bonferroni(two_sided_pvalues(x), 0.1).reject}
-    kw = dict(n=200, p=0.05, tau2=9.0, n_rep=10)  # 10 replicates: padded to 12 over 4 devices
+    kw = dict(n=200, p=0.05, tau2=9.0, num_replicates=10)  # 10 replicates: padded to 12 over 4 devices
     a = simulate_risk_ratios(jax.random.key(1), rules, shard=True, **kw)
     b = simulate_risk_ratios(jax.random.key(1), rules, shard=False, **kw)
     np.testing.assert_array_equal(np.asarray(a.loss), np.asarray(b.loss))
     # the driver's draws are the public simulator's draws (common random numbers)
-    s = simulate_two_groups(jax.random.key(1), 200, 0.05, 9.0, n_rep=10)
+    s = simulate_two_groups(jax.random.key(1), 200, 0.05, 9.0, num_replicates=10)
     rej = bonferroni(two_sided_pvalues(s.x), 0.1).reject
     loss = jnp.sum(rej & ~s.nonnull, -1) + jnp.sum(~rej & s.nonnull, -1)
     np.testing.assert_array_equal(np.asarray(a.loss[1]), np.asarray(loss, a.loss.dtype))
 
 
 def test_simulate_moments():
-    s = simulate_two_groups(jax.random.key(2), 20_000, 0.1, 4.0, n_rep=5)
+    s = simulate_two_groups(jax.random.key(2), 20_000, 0.1, 4.0, num_replicates=5)
     frac = float(jnp.mean(s.nonnull))
     assert abs(frac - 0.1) < 4 * np.sqrt(0.09 / 1e5)
     v = float(jnp.var(s.x))  # marginal variance 1 + p tau2 = 1.4
@@ -96,8 +98,9 @@ def test_simulate_moments():
 
 
 def test_em_recovers_parameters_and_ascends():
-    s = simulate_two_groups(jax.random.key(3), 50_000, 0.05, 9.0, n_rep=2)
+    s = simulate_two_groups(jax.random.key(3), 50_000, 0.05, 9.0, num_replicates=2)
     fit = two_groups_em(s.x, num_steps=200)
+    assert int(fit.num_steps) == 200 and fit.log_likelihood.shape == (200, 2)
     np.testing.assert_allclose(np.asarray(fit.p), 0.05, atol=0.008)
     np.testing.assert_allclose(np.asarray(fit.tau2), 9.0, rtol=0.15)
     ll = np.asarray(fit.log_likelihood, np.float64)
@@ -108,9 +111,9 @@ def test_em_recovers_parameters_and_ascends():
 def test_bad_inputs():
     with pytest.raises(ValueError, match="reserved"):
         simulate_risk_ratios(jax.random.key(0), {"oracle": lambda x: x > 0}, n=10, p=0.1,
-                             tau2=1.0, n_rep=4)
-    with pytest.raises(ValueError, match="n_rep"):
-        simulate_risk_ratios(jax.random.key(0), {}, n=10, p=0.1, tau2=1.0, n_rep=1)
+                             tau2=1.0, num_replicates=4)
+    with pytest.raises(ValueError, match="num_replicates"):
+        simulate_risk_ratios(jax.random.key(0), {}, n=10, p=0.1, tau2=1.0, num_replicates=1)
     with pytest.raises(ValueError, match="p must lie"):
         simulate_two_groups(jax.random.key(0), 10, 0.0, 1.0)
     with pytest.raises(ValueError, match="tau2"):

@@ -1,19 +1,19 @@
-"""Statistics: relative-belief multiple testing in the two-groups sparsity framework.
+r"""Statistics: relative-belief multiple testing in the two-groups sparsity framework.
 
-Will hold the relative belief ratio and its test (one-group normal prior, one hyperparameter), the
-Bayes
-oracle and exact threshold risks, Benjamini–Hochberg, Bonferroni and horseshoe rules, and a
-simulation driver
-for asymptotic Bayes optimality under sparsity.
+The relative belief ratio :math:`RB(0\mid x)` and its test under a one-group normal prior :math:`N(0,\gamma^2)` with
+one hyperparameter, chosen by a rule object (:class:`OracleGamma2`, :class:`SparsityGamma2`,
+:class:`EBSparsityGamma2`, :class:`EBMMLEGamma2`); the Bayes oracle and the exact risks of threshold rules in the
+two-groups model of Bogdan et al. (2011); Benjamini–Hochberg, Bonferroni and horseshoe rules; empirical-Bayes fits
+(:func:`two_groups_em` returns a :class:`TwoGroupsSolution`); and a common-random-numbers simulation driver for
+asymptotic Bayes optimality under sparsity.
 
-Everything is vectorised over the last (tests) axis and over leading batch axes, and jit-safe
-(string
-options such as ``gamma2="sparsity"`` are static: close over them). ``horseshoe_nuts`` imports
-numpyro
+Everything is vectorised over the last (tests) axis and over leading batch axes, and jit-safe (rule objects and
+string options such as ``gamma2="eb_sparsity"`` are static: close over them). ``horseshoe_nuts`` imports numpyro
 lazily, so ``import icmlx.stats`` stays light.
 """
 
-from ._empirical_bayes import TwoGroupsEM as TwoGroupsEM
+from .._deprecation import deprecated_names as _deprecated_names
+from ._empirical_bayes import TwoGroupsSolution as TwoGroupsSolution
 from ._empirical_bayes import estimate_sparsity as estimate_sparsity
 from ._empirical_bayes import two_groups_em as two_groups_em
 from ._fdr import MultipleTestResult as MultipleTestResult
@@ -22,6 +22,13 @@ from ._fdr import bh_adjusted_pvalues as bh_adjusted_pvalues
 from ._fdr import bonferroni as bonferroni
 from ._fdr import bonferroni_threshold as bonferroni_threshold
 from ._fdr import two_sided_pvalues as two_sided_pvalues
+from ._gamma2 import PRESETS as PRESETS
+from ._gamma2 import AbstractGamma2 as AbstractGamma2
+from ._gamma2 import EBMMLEGamma2 as EBMMLEGamma2
+from ._gamma2 import EBSparsityGamma2 as EBSparsityGamma2
+from ._gamma2 import OracleGamma2 as OracleGamma2
+from ._gamma2 import SparsityGamma2 as SparsityGamma2
+from ._gamma2 import relative_belief_gamma2 as relative_belief_gamma2
 from ._horseshoe import HorseshoeResult as HorseshoeResult
 from ._horseshoe import horseshoe_shrinkage as horseshoe_shrinkage
 from ._horseshoe import horseshoe_test as horseshoe_test
@@ -36,11 +43,9 @@ from ._oracle import bayes_oracle_threshold as bayes_oracle_threshold
 from ._oracle import bfdr_threshold as bfdr_threshold
 from ._oracle import calibrate_tau2 as calibrate_tau2
 from ._oracle import threshold_risk as threshold_risk
-from ._relative_belief import PRESETS as PRESETS
 from ._relative_belief import RelativeBeliefResult as RelativeBeliefResult
 from ._relative_belief import log_relative_belief_ratio as log_relative_belief_ratio
 from ._relative_belief import rb_strength as rb_strength
-from ._relative_belief import relative_belief_gamma2 as relative_belief_gamma2
 from ._relative_belief import relative_belief_ratio as relative_belief_ratio
 from ._relative_belief import relative_belief_test as relative_belief_test
 from ._relative_belief import relative_belief_threshold as relative_belief_threshold
@@ -51,15 +56,20 @@ from ._simulate import simulate_two_groups as simulate_two_groups
 
 __all__ = [
     "PRESETS",
+    "AbstractGamma2",
+    "EBMMLEGamma2",
+    "EBSparsityGamma2",
     "HorseshoeMCMCResult",
     "HorseshoeResult",
     "MultipleTestResult",
+    "OracleGamma2",
     "OracleResult",
     "RelativeBeliefResult",
     "RiskComparison",
+    "SparsityGamma2",
     "ThresholdRisk",
-    "TwoGroupsEM",
     "TwoGroupsSample",
+    "TwoGroupsSolution",
     "abos_risk_ratio",
     "bayes_oracle_test",
     "bayes_oracle_threshold",
@@ -81,8 +91,11 @@ __all__ = [
     "relative_belief_test",
     "relative_belief_threshold",
     "simulate_risk_ratios",
-    "threshold_risk",
     "simulate_two_groups",
+    "threshold_risk",
     "two_groups_em",
     "two_sided_pvalues",
 ]
+
+#: Renamed public names, importable for one release with a DeprecationWarning.
+__getattr__ = _deprecated_names(__name__, {"TwoGroupsEM": ("TwoGroupsSolution", lambda: TwoGroupsSolution)})

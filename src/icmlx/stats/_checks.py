@@ -1,8 +1,7 @@
 """Input validation shared by the ``icmlx.stats`` public functions (private).
 
-Python numbers are checked eagerly (``ValueError`` naming the value); JAX arrays, which may be
-tracers, are
-checked with :func:`equinox.error_if` so the check survives ``jax.jit`` and raises at run time.
+Python numbers are checked eagerly (``ValueError`` naming the value); JAX arrays, which may be tracers, are checked
+with :func:`equinox.error_if` so the check survives ``jax.jit`` and raises at run time.
 """
 
 import functools
@@ -39,8 +38,7 @@ def float_dtype(*values: Any) -> Any:
 
 
 def as_float_array(x: Any, name: str) -> jax.Array:
-    """``x`` as a floating JAX array (integers are cast to the default float; complex is
-    refused)."""
+    """``x`` as a floating JAX array (integers are cast to the default float; complex is refused)."""
     x = jnp.asarray(x)
     if jnp.issubdtype(x.dtype, jnp.complexfloating):
         raise TypeError(f"{name} must be real, got dtype {x.dtype}")
@@ -110,8 +108,7 @@ def positive(name: str, value: Any, dtype: Any) -> jax.Array:
 
 
 def warn_float32_tails(dtype: Any, n: int, what: str) -> None:
-    """Warn (at trace time) when float32 is used for ``n >= 1e6`` tests whose thresholds live in
-    far tails."""
+    """Warn (at trace time) when float32 is used for ``n >= 1e6`` tests whose thresholds live in far tails."""
     if n >= 1_000_000 and jnp.dtype(dtype).itemsize < 8:
         warnings.warn(
             f"{what}: {n} tests in {jnp.dtype(dtype).name}; the per-test level is ~1/n and float32 "

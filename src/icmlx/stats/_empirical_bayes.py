@@ -3,15 +3,15 @@
 import functools
 import math
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float
 
+from .._results import RESULTS, Solution, raise_if_failed
 from .._types import RealScalarLike
-from ._checks import as_float_array, check_no_nan, positive
+from ._checks import as_float_array, check_no_nan, check_scalar, positive
 
-__all__ = ["estimate_sparsity", "TwoGroupsEM", "two_groups_em"]
+__all__ = ["estimate_sparsity", "TwoGroupsSolution", "two_groups_em"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -30,8 +30,7 @@ def estimate_sparsity(
         \hat p = \operatorname{clip}\Big(\frac{\#\{i : |x_i| > \sigma\sqrt{c_1 \log n}\}}{c_2\, n},
         \ \frac1n,\ 1 - \frac1n\Big).
 
-    With ``c1=2, c2=1`` this is the two-sided version of ``NormalBetaPrime::est.sparsity``; it is
-    also the
+    With ``c1=2, c2=1`` this is the two-sided version of ``NormalBetaPrime::est.sparsity``; it is also the
     empirical-Bayes horseshoe scale :math:`\hat\tau`. The estimate is biased low by the factor
     :math:`P = 2\bar\Phi(\sqrt{2\log n/(1+\tau^2)})` (the power of the universal threshold).
 
@@ -47,8 +46,7 @@ def estimate_sparsity(
       ValueError: non-positive ``sigma``/``c1``/``c2``; NaN in ``x`` (at run time).
 
     References:
-      van der Pas, Kleijn & van der Vaart (2014), arXiv:1404.0202. Ghosh, Tang, Ghosh & Chakrabarti
-      (2016),
+      van der Pas, Kleijn & van der Vaart (2014), arXiv:1404.0202. Ghosh, Tang, Ghosh & Chakrabarti (2016),
       Bayesian Anal. 11(3).
 
     Examples:
@@ -74,21 +72,31 @@ def _sparsity_core(x, s, c1, c2):
     return jnp.clip(count / (c2 * n), 1.0 / n, 1.0 - 1.0 / n)
 
 
-class TwoGroupsEM(eqx.Module):
-    """Result of :func:`two_groups_em`.
+class TwoGroupsSolution(Solution):
+    r"""The fit returned by :func:`two_groups_em` (an :class:`icmlx.Solution`).
 
     Attributes:
-      p: estimated non-null proportion, shape ``(*batch,)``.
-      tau2: estimated slab variance :math:`\\tau^2` (on the scale of ``x``), shape ``(*batch,)``.
-      log_likelihood: marginal log-likelihood after each EM step, shape ``(num_steps, *batch)``;
-        non-decreasing (EM's ascent property).
-      num_steps: the number of EM steps run.
+      value: the fitted ``(p, tau2)``, each of shape ``(*batch,)``.
+      result: :class:`icmlx.RESULTS` item: ``successful``, or ``nonfinite`` when any fitted ``p``, ``tau2`` or
+        log-likelihood is NaN or infinite (for instance an infinite observation).
+      stats: ``{"num_steps": int32 scalar, "log_likelihood": (num_steps, *batch)}``; the log-likelihood is the
+        marginal log-likelihood before each M-step and is non-decreasing (EM's ascent property).
     """
 
-    p: Float[Array, "*batch"]
-    tau2: Float[Array, "*batch"]
-    log_likelihood: Float[Array, "steps *batch"]  # noqa: F821
-    num_steps: Int[Array, ""]
+    @property
+    def p(self) -> Float[Array, "*batch"]:
+        r"""Estimated non-null proportion :math:`\hat p`, shape ``(*batch,)``."""
+        return self.value[0]
+
+    @property
+    def tau2(self) -> Float[Array, "*batch"]:
+        r"""Estimated slab variance :math:`\hat\tau^2` (on the scale of ``x``), shape ``(*batch,)``."""
+        return self.value[1]
+
+    @property
+    def log_likelihood(self) -> Float[Array, "steps *batch"]:  # noqa: F821
+        """``stats["log_likelihood"]``: the marginal log-likelihood at each EM step, ``(num_steps, *batch)``."""
+        return self.stats["log_likelihood"]
 
 
 def _mixture_terms(x2, p, tau2, s2):
@@ -106,43 +114,51 @@ def two_groups_em(
     num_steps: int = 100,
     p_init: RealScalarLike | Float[Array, "*batch"] | None = None,
     tau2_init: RealScalarLike | Float[Array, "*batch"] | None = None,
-) -> TwoGroupsEM:
-    r"""Maximum marginal likelihood (EM) for the two-groups model
-    :math:`X\sim(1-p)N(0,\sigma^2)+pN(0,\sigma^2+\tau^2)`.
+    throw: bool = True,
+) -> TwoGroupsSolution:
+    r"""Maximum marginal likelihood (EM) for the two-groups model :math:`X\sim(1-p)N(0,\sigma^2)+pN(0,\sigma^2+\tau^2)`.
 
-    E-step: :math:`r_i = p\,\phi(x_i;0,\sigma^2+\tau^2) / [\,p\,\phi(x_i;0,\sigma^2+\tau^2) +
-    (1-p)\,\phi(x_i;0,\sigma^2)]`. M-step: :math:`p \leftarrow \bar r`,
-    :math:`\tau^2 \leftarrow \max(\sum r_i x_i^2/\sum r_i - \sigma^2,\ 10^{-6}\sigma^2)` (the
-    constrained
-    maximiser; :math:`p` is kept in :math:`[1/n, 1-1/n]`). Steps run in ``lax.scan``; batched over
-    leading axes.
+    E-step, the posterior probability that test :math:`i` is non-null:
+
+    .. math:: r_i = \frac{p\,\phi(x_i;0,\sigma^2+\tau^2)}{p\,\phi(x_i;0,\sigma^2+\tau^2)+(1-p)\,\phi(x_i;0,\sigma^2)}.
+
+    M-step: :math:`p \leftarrow \bar r` (kept in :math:`[1/n, 1-1/n]`) and
+    :math:`\tau^2 \leftarrow \max(\sum_i r_i x_i^2/\sum_i r_i - \sigma^2,\ 10^{-6}\sigma^2)`, the constrained
+    maximiser. A fixed number of steps runs in ``lax.scan``, batched over the leading axes of ``x``.
 
     Args:
       x: observations, shape ``(*batch, n)``.
       sigma: known noise standard deviation (> 0).
       num_steps: number of EM steps (static Python int >= 1).
       p_init: starting p; default :func:`estimate_sparsity` clipped to ``[1/n, 0.5]``.
-      tau2_init: starting tau^2; default ``max(mean x^2 over the |x| > sigma sqrt(2 log n) tests -
-        sigma^2,
+      tau2_init: starting tau^2; default ``max(mean of x^2 over the |x| > sigma sqrt(2 log n) tests - sigma^2,
         sigma^2)``.
+      throw: raise (at run time, under ``jit`` too) when the fit is non-finite; with ``throw=False`` inspect
+        ``result``.
 
     Returns:
-      :class:`TwoGroupsEM` with ``p``, ``tau2``, the log-likelihood trace and ``num_steps``.
+      :class:`TwoGroupsSolution` with ``value = (p, tau2)``, ``result`` and ``stats`` (``num_steps``,
+      ``log_likelihood``); ``.p``, ``.tau2`` and ``.log_likelihood`` read them by name.
 
     Raises:
       ValueError: bad ``num_steps``/``sigma``/initial values; NaN in ``x`` (at run time).
+      EquinoxRuntimeError: with ``throw=True``, a non-finite fit (``RESULTS.nonfinite``), e.g. from an infinite
+        observation.
 
     References:
-      Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501 (the two-groups model).
+      Bogdan, Chakrabarti, Frommlet & Ghosh (2011), Ann. Statist. 39(3), arXiv:1002.3501 (the two-groups model).
       Dempster, Laird & Rubin (1977), J. R. Stat. Soc. B 39(1) (EM).
 
     Examples:
       >>> import jax
+      >>> import icmlx
       >>> from icmlx.stats import simulate_two_groups, two_groups_em
       >>> sample = simulate_two_groups(jax.random.key(2), 100_000, p=0.05, tau2=9.0)
       >>> fit = two_groups_em(sample.x[0])
-      >>> print(round(float(fit.p), 2), round(float(fit.tau2)))
-      0.05 9
+      >>> print(round(float(fit.p), 2), round(float(fit.tau2)), int(fit.num_steps))
+      0.05 9 100
+      >>> fit.result == icmlx.RESULTS.successful
+      Array(True, dtype=bool)
     """
     if not isinstance(num_steps, int) or num_steps < 1:
         raise ValueError(f"num_steps must be a positive int, got {num_steps=}")
@@ -155,14 +171,15 @@ def two_groups_em(
     p0 = None
     t0 = None
     if p_init is not None:
-        from ._checks import check_scalar
-
         p0 = jnp.broadcast_to(check_scalar("p_init", p_init, dt, lo=0.0, hi=1.0), batch)
     if tau2_init is not None:
         t0 = jnp.broadcast_to(positive("tau2_init", tau2_init, dt), batch)
     p, tau2, lls = _em_core(x, s, p0, t0, num_steps)
-    steps = jnp.asarray(num_steps, jnp.int32)
-    return TwoGroupsEM(p=p, tau2=tau2, log_likelihood=lls, num_steps=steps)
+    finite = jnp.all(jnp.isfinite(p)) & jnp.all(jnp.isfinite(tau2)) & jnp.all(jnp.isfinite(lls))
+    result = RESULTS.where(finite, RESULTS.successful, RESULTS.nonfinite)
+    p = raise_if_failed(p, result, throw)
+    stats = {"num_steps": jnp.asarray(num_steps, jnp.int32), "log_likelihood": lls}
+    return TwoGroupsSolution(value=(p, tau2), result=result, stats=stats)
 
 
 @functools.partial(jax.jit, static_argnums=4)

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, Bool, Float, Int
 
+from .._deprecation import warn_renamed
 from .._types import RealScalarLike
 from ._checks import (
     as_float_array,
@@ -31,8 +32,7 @@ __all__ = [
 def two_sided_pvalues(
     x: Float[Array, "*shape"], sigma: RealScalarLike = 1.0
 ) -> Float[Array, "*shape"]:
-    r"""Two-sided normal p-values :math:`p_i = 2\bar\Phi(|x_i|/\sigma)`, computed without
-    cancellation.
+    r"""Two-sided normal p-values :math:`p_i = 2\bar\Phi(|x_i|/\sigma)`, computed without cancellation.
 
     Args:
       x: observations, any shape.
@@ -67,14 +67,19 @@ class MultipleTestResult(eqx.Module):
 
     Attributes:
       reject: decisions, shape of the p-values.
-      n_rejected: number of rejections per row, shape ``(*batch,)``.
-      threshold: the p-value cutoff per row (reject iff ``p <= threshold``; 0 with no rejection for
-        BH).
+      num_rejected: number of rejections per row, shape ``(*batch,)``.
+      threshold: the p-value cutoff per row (reject iff ``p <= threshold``; 0 with no rejection for BH).
     """
 
     reject: Bool[Array, "*batch n"]
-    n_rejected: Int[Array, "*batch"]
+    num_rejected: Int[Array, "*batch"]
     threshold: Float[Array, "*batch"]
+
+    @property
+    def n_rejected(self) -> Int[Array, "*batch"]:
+        """Deprecated alias of :attr:`num_rejected` (removed in the next release)."""
+        warn_renamed("n_rejected", "num_rejected", "MultipleTestResult", stacklevel=3)
+        return self.num_rejected
 
 
 def _check_pvalues(pvalues):
@@ -99,9 +104,8 @@ def _line(j, n, alpha, dt):
 def _bh_bucket(p, n, alpha):
     """Smallest j in {0..n+1} with p <= line(j) (line(n+1) = +inf), exactly, without sorting.
 
-    A float guess ceil(p n / alpha) is off by at most a few ulps of j; a short bisection on the
-    exact
-    critical values (computed by formula, no gathers) repairs it.
+    A float guess ceil(p n / alpha) is off by at most a few ulps of j; a short bisection on the exact critical
+    values (computed by formula, no gathers) repairs it.
     """
     dt = p.dtype
     eps = float(jnp.finfo(dt).eps)
@@ -140,20 +144,14 @@ def benjamini_hochberg(
 
     With sorted p-values :math:`p_{(1)}\le\dots\le p_{(n)}`,
 
-    .. math:: k^* = \max\{k : p_{(k)} \le k\alpha/n\},\qquad \text{reject } H_{0i} \iff p_i \le
-       p_{(k^*)}
+    .. math:: k^* = \max\{k : p_{(k)} \le k\alpha/n\},\qquad \text{reject } H_{0i} \iff p_i \le p_{(k^*)}
 
-    (nothing if no such :math:`k`). ``method="sort"`` sorts each row. ``method="bucket"`` (default)
-    is an
-    exact O(n) equivalent: it places each :math:`p_i` in the bucket :math:`j_i=\min\{j: p_i\le
-    j\alpha/n\}`
-    (a float guess repaired by bisection on the same critical values), histograms the buckets, and
-    takes
-    :math:`k^*=\max\{k: \#\{j_i\le k\}\ge k\}`, rejecting :math:`j_i\le k^*`. Both give identical
-    decisions
-    (same critical values :math:`(k/n)\alpha` as ``statsmodels``); XLA's CPU sort is slow, so
-    "bucket" is
-    much faster for large ``n``.
+    (nothing if no such :math:`k`). ``method="sort"`` sorts each row. ``method="bucket"`` (default) is an exact
+    O(n) equivalent: it places each :math:`p_i` in the bucket :math:`j_i=\min\{j: p_i\le j\alpha/n\}` (a float
+    guess repaired by bisection on the same critical values), histograms the buckets, and takes
+    :math:`k^*=\max\{k: \#\{j_i\le k\}\ge k\}`, rejecting :math:`j_i\le k^*`. Both give identical decisions
+    (same critical values :math:`(k/n)\alpha` as ``statsmodels``); XLA's CPU sort is slow, so "bucket" is the
+    faster one for large ``n``.
 
     Args:
       pvalues: p-values in [0, 1], shape ``(*batch, n)``; one BH procedure per row.
@@ -161,12 +159,11 @@ def benjamini_hochberg(
       method: ``"bucket"`` or ``"sort"``.
 
     Returns:
-      :class:`MultipleTestResult` (``reject``, ``n_rejected`` = :math:`k^*`, ``threshold`` =
+      :class:`MultipleTestResult` (``reject``, ``num_rejected`` = :math:`k^*`, ``threshold`` =
       :math:`p_{(k^*)}`, 0 if none).
 
     Raises:
-      ValueError: ``alpha`` outside (0, 1), unknown ``method``; p-values NaN or outside [0, 1] (run
-        time).
+      ValueError: ``alpha`` outside (0, 1), unknown ``method``; p-values NaN or outside [0, 1] (run time).
 
     References:
       Benjamini & Hochberg (1995), J. R. Stat. Soc. B 57(1):289–300.
@@ -176,7 +173,7 @@ def benjamini_hochberg(
       >>> from icmlx.stats import benjamini_hochberg
       >>> pv = jnp.array([0.001, 0.008, 0.039, 0.041, 0.042, 0.06, 0.074, 0.205])
       >>> res = benjamini_hochberg(pv)
-      >>> print(res.reject, int(res.n_rejected))
+      >>> print(res.reject, int(res.num_rejected))
       [ True  True False False False False False False] 2
     """
     if method not in ("bucket", "sort"):
@@ -202,7 +199,7 @@ def _bh_sort_decisions(p, a):
     idx = jnp.maximum(kstar - 1, 0)[..., None]
     thr = jnp.where(kstar > 0, jnp.take_along_axis(ps, idx, axis=-1)[..., 0], 0.0)
     reject = (p <= thr[..., None]) & (kstar > 0)[..., None]
-    return MultipleTestResult(reject=reject, n_rejected=kstar, threshold=thr)
+    return MultipleTestResult(reject=reject, num_rejected=kstar, threshold=thr)
 
 
 @jax.jit
@@ -216,18 +213,17 @@ def _bh_bucket_decisions(p, a):
     counts = jax.vmap(lambda jr: jnp.zeros(n + 2, jnp.int32).at[jr].add(1, mode="drop"))(
         j.reshape(rows, n)
     )
-    # #{j_i <= k}, k = 1..n (cumsum: associative_scan is ~2x faster per call on CPU but compiles
-    # ~5x slower for large n, a bad trade for one-shot use)
+    # #{j_i <= k}, k = 1..n (cumsum, not associative_scan: the scan runs faster per call on CPU but compiles
+    # much slower for large n, a bad trade for one-shot use)
     cum = jnp.cumsum(counts, axis=1)[:, 1 : n + 1]
     kstar = jnp.max(jnp.where(cum >= ks, ks, 0), axis=-1).reshape(batch)
     reject = j <= kstar[..., None]
     thr = jnp.max(jnp.where(reject, p, 0.0), axis=-1)
-    return MultipleTestResult(reject=reject, n_rejected=kstar, threshold=thr)
+    return MultipleTestResult(reject=reject, num_rejected=kstar, threshold=thr)
 
 
 def bh_adjusted_pvalues(pvalues: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
-    r"""BH-adjusted p-values :math:`\tilde p_{(i)} = \min_{k\ge i}\min(1, n p_{(k)}/k)`
-    (sort-based).
+    r"""BH-adjusted p-values :math:`\tilde p_{(i)} = \min_{k\ge i}\min(1, n p_{(k)}/k)` (sort-based).
 
     ``benjamini_hochberg(p, alpha).reject == (adjusted <= alpha)`` up to rounding at the boundary.
 
@@ -266,12 +262,10 @@ def _bh_adjusted(p):
 def bonferroni(
     pvalues: Float[Array, "*batch n"], alpha: RealScalarLike = 0.05
 ) -> MultipleTestResult:
-    r"""Bonferroni correction (FWER at level ``alpha``): reject :math:`H_{0i}` iff
-    :math:`p_i\le\alpha/n`.
+    r"""Bonferroni correction (FWER at level ``alpha``): reject :math:`H_{0i}` iff :math:`p_i\le\alpha/n`.
 
-    Warns at trace time for float32 input with :math:`n\ge10^6` (the cutoff :math:`\alpha/n` sits
-    where
-    float32 p-values computed as :math:`1-\Phi` are already 0); use float64 there.
+    Warns at trace time for float32 input with :math:`n\ge10^6` (the cutoff :math:`\alpha/n` sits where float32
+    p-values computed as :math:`1-\Phi` are already 0); use float64 there.
 
     Args:
       pvalues: p-values in [0, 1], shape ``(*batch, n)``.
@@ -284,8 +278,7 @@ def bonferroni(
       ValueError: ``alpha`` outside (0, 1); NaN or out-of-range p-values (run time).
 
     References:
-      Dunn (1961), J. Amer. Statist. Assoc. 56. Bogdan et al. (2011), arXiv:1002.3501 (ABOS of
-      Bonferroni).
+      Dunn (1961), J. Amer. Statist. Assoc. 56. Bogdan et al. (2011), arXiv:1002.3501 (ABOS of Bonferroni).
 
     Examples:
       >>> import jax.numpy as jnp
@@ -306,9 +299,7 @@ def _bonf(p, a):
     n = p.shape[-1]
     thr = jnp.broadcast_to(a / n, p.shape[:-1])
     reject = p <= thr[..., None]
-    return MultipleTestResult(
-        reject=reject, n_rejected=jnp.sum(reject, axis=-1, dtype=jnp.int32), threshold=thr
-    )
+    return MultipleTestResult(reject=reject, num_rejected=jnp.sum(reject, axis=-1, dtype=jnp.int32), threshold=thr)
 
 
 def bonferroni_threshold(

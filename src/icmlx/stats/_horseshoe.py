@@ -1,5 +1,4 @@
-"""Horseshoe shrinkage E[1 - kappa | x] by Gauss–Legendre quadrature, and the Datta–Ghosh horseshoe
-test."""
+"""Horseshoe shrinkage E[1 - kappa | x] by Gauss–Legendre quadrature, and the Datta–Ghosh horseshoe test."""
 
 import functools
 import math
@@ -10,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
+from .._deprecation import warn_renamed
 from .._types import RealScalarLike
 from ._checks import as_float_array, check_no_nan, float_dtype, positive
 from ._empirical_bayes import estimate_sparsity
@@ -25,8 +25,7 @@ _LOWER = math.log(1e-6)  # integrate s from 1e-6 * tau; the mass below is added 
 
 
 def _panel(a, b, n, dt):
-    """Nodes (..., n) and log weights (..., n) of an n-point GL rule on [a, b] (a, b
-    broadcastable)."""
+    """Nodes (..., n) and log weights (..., n) of an n-point GL rule on [a, b] (a, b broadcastable)."""
     xg, wg = _GL[n]
     xg = jnp.asarray(xg, dt)
     wg = jnp.asarray(wg, dt)
@@ -74,24 +73,20 @@ def horseshoe_shrinkage(
 ) -> Float[Array, "*shape"]:
     r"""Posterior mean of :math:`1-\kappa` under the horseshoe prior, by quadrature.
 
-    Prior :math:`\mu_i\mid\lambda_i\sim N(0,\sigma^2\lambda_i^2\tau^2)`, :math:`\lambda_i\sim
-    C^+(0,1)`,
-    :math:`\kappa_i=1/(1+\lambda_i^2\tau^2)`, so :math:`E[\mu_i\mid x_i]=E[1-\kappa_i\mid
-    x_i]\,x_i`. With
-    :math:`s^2=1-\kappa`, :math:`z=x/\sigma`:
+    Prior :math:`\mu_i\mid\lambda_i\sim N(0,\sigma^2\lambda_i^2\tau^2)`, :math:`\lambda_i\sim C^+(0,1)`,
+    :math:`\kappa_i=1/(1+\lambda_i^2\tau^2)`, so :math:`E[\mu_i\mid x]=E[1-\kappa_i\mid x_i]\,x_i`. The posterior of
+    the shrinkage factor is :math:`\pi(\kappa\mid x)\propto(1-\kappa)^{-1/2}e^{-\kappa z^2/2}/(1-(1-\tau^2)\kappa)`;
+    substituting :math:`s^2=1-\kappa`, :math:`z=x/\sigma`:
 
     .. math::
 
-        E[1-\kappa\mid x] = \frac{\int_0^1 s^2 w(s)\,ds}{\int_0^1 w(s)\,ds},\qquad
+        E[1-\kappa\mid x] = \frac{\int_0^{1} s^2 w(s)\,ds}{\int_0^{1} w(s)\,ds},\qquad
         w(s) = \frac{e^{z^2(s^2-1)/2}}{\tau^2 + (1-\tau^2)s^2}.
 
-    Integrated in :math:`t=\log s\in[\log(10^{-6}\tau),0]` with three Gauss–Legendre panels
-    (128+64+64
-    nodes; the last panel has width :math:`\min(1/2, 40/z^2)` to resolve the :math:`e^{z^2 t}`
-    boundary
-    layer) in log space (``logsumexp``), plus the closed-form mass of :math:`s<10^{-6}\tau`. Agrees
-    with adaptive quadrature to ~1e-7 (float64) for
-    :math:`\tau\in[10^{-6},1]`. Large inputs are processed in chunks of ``batch_size``
+    Integrated in :math:`t=\log s\in[\log(10^{-6}\tau),0]` with three Gauss–Legendre panels (128+64+64 nodes; the
+    last panel has width :math:`\min(1/2, 40/z^2)` to resolve the :math:`e^{z^2 t}` boundary layer) in log space
+    (``logsumexp``), plus the closed-form mass of :math:`s<10^{-6}\tau`. Agrees with adaptive quadrature to about
+    1e-7 (float64) for :math:`\tau\in[10^{-6},1]`. Large inputs are processed in chunks of ``batch_size``
     (``lax.map``).
 
     Args:
@@ -139,14 +134,11 @@ def _shrinkage_nd(x, s, log_tau, batch_size):
 def horseshoe_threshold(
     tau: ScalarOrBatch, *, num_steps: int = 50
 ) -> Float[Array, "..."]:
-    r"""The :math:`|z|` cutoff of the Datta–Ghosh rule: the root of :math:`E[1-\kappa\mid
-    z;\tau]=1/2`.
+    r"""The :math:`|z|` cutoff of the Datta–Ghosh rule: the root of :math:`E[1-\kappa\mid z;\tau]=1/2`.
 
-    :math:`E[1-\kappa\mid z]` increases in :math:`|z|`, so "reject iff :math:`E[1-\kappa\mid
-    x]>1/2`" is
-    "reject iff :math:`|x|/\sigma >` this cutoff". Found by bisection on :math:`[0, 60]`
-    (``num_steps``
-    steps, elementwise over ``tau``); 0 if :math:`E[1-\kappa\mid 0] > 1/2` (large :math:`\tau`).
+    :math:`E[1-\kappa\mid z]` increases in :math:`|z|`, so "reject iff :math:`E[1-\kappa\mid x]>1/2`" is "reject
+    iff :math:`|x|/\sigma >` this cutoff". Found by bisection on :math:`[0, 60]` (``num_steps`` steps, elementwise
+    over ``tau``); 0 if :math:`E[1-\kappa\mid 0] > 1/2` (large :math:`\tau`).
 
     Args:
       tau: global scale :math:`\tau>0`, scalar or array.
@@ -202,9 +194,15 @@ class HorseshoeResult(eqx.Module):
     tau: Float[Array, "*batch"]
 
     @property
-    def n_rejected(self) -> Array:
+    def num_rejected(self) -> Array:
         """Number of rejections along the last axis."""
         return jnp.sum(self.reject, axis=-1)
+
+    @property
+    def n_rejected(self) -> Array:
+        """Deprecated alias of :attr:`num_rejected` (removed in the next release)."""
+        warn_renamed("n_rejected", "num_rejected", type(self).__name__, stacklevel=3)
+        return self.num_rejected
 
 
 def horseshoe_test(
@@ -212,14 +210,12 @@ def horseshoe_test(
     tau: ScalarOrBatch | str = "eb",
     sigma: RealScalarLike = 1.0,
 ) -> HorseshoeResult:
-    r"""Horseshoe multiple test of Datta & Ghosh (2013): reject iff :math:`E[1-\kappa_i\mid x_i] >
-    1/2`.
+    r"""Horseshoe multiple test of Datta & Ghosh (2013): reject iff :math:`E[1-\kappa_i\mid x_i] > 1/2`.
 
-    For a fixed :math:`\tau` this is the threshold rule :math:`|x_i|/\sigma > c(\tau)`
-    (:func:`horseshoe_threshold`), so decisions cost one comparison per test. ``tau="eb"`` uses the
-    empirical-Bayes :math:`\hat\tau=\max(1/n, \#\{|x_i|>\sigma\sqrt{2\log n}\}/n)` per row
-    (:func:`estimate_sparsity`). With :math:`\tau\asymp p` the risk is within a constant factor of
-    the oracle.
+    For a fixed :math:`\tau` this is the threshold rule :math:`|x_i|/\sigma > c(\tau)` (:func:`horseshoe_threshold`),
+    so decisions cost one comparison per test. ``tau="eb"`` uses the empirical-Bayes
+    :math:`\hat\tau=\max(1/n, \#\{|x_i|>\sigma\sqrt{2\log n}\}/n)` per row (:func:`estimate_sparsity`). With
+    :math:`\tau\asymp p` the risk is within a constant factor of the oracle.
 
     Args:
       x: observations, shape ``(*batch, n)``.
@@ -230,13 +226,11 @@ def horseshoe_test(
       :class:`HorseshoeResult` (``reject``, ``threshold``, ``tau``).
 
     Raises:
-      ValueError: unknown string for ``tau``; non-positive ``tau``/``sigma``; NaN in ``x`` (run
-        time).
+      ValueError: unknown string for ``tau``; non-positive ``tau``/``sigma``; NaN in ``x`` (run time).
 
     References:
-      Datta & Ghosh (2013), Bayesian Anal. 8(1). Ghosh, Tang, Ghosh & Chakrabarti (2016), Bayesian
-      Anal.
-      11(3). van der Pas, Kleijn & van der Vaart (2014), arXiv:1404.0202.
+      Datta & Ghosh (2013), Bayesian Anal. 8(1). Ghosh, Tang, Ghosh & Chakrabarti (2016), Bayesian Anal. 11(3).
+      van der Pas, Kleijn & van der Vaart (2014), arXiv:1404.0202.
 
     Examples:
       >>> import jax.numpy as jnp

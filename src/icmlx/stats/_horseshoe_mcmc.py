@@ -1,5 +1,4 @@
-"""Full-Bayes horseshoe for the normal-means problem, fitted with numpyro NUTS (numpyro imported
-lazily)."""
+"""Full-Bayes horseshoe for the normal-means problem, fitted with numpyro NUTS (numpyro imported lazily)."""
 
 import equinox as eqx
 import jax
@@ -41,19 +40,14 @@ def horseshoe_nuts(
     num_warmup: int = 500,
     num_samples: int = 1000,
 ) -> HorseshoeMCMCResult:
-    r"""Horseshoe posterior for :math:`X_i\sim N(\mu_i,\sigma^2)` by NUTS (numpyro), with
-    :math:`\mu` integrated out.
+    r"""Horseshoe posterior for :math:`X_i\sim N(\mu_i,\sigma^2)` by NUTS (numpyro), with :math:`\mu` integrated out.
 
-    Model: :math:`\lambda_i\sim C^+(0,1)`, :math:`\tau\sim C^+(0,\text{tau\_scale})` (or fixed
-      ``tau``),
-    :math:`X_i\mid\lambda_i,\tau\sim N(0,\sigma^2(1+\lambda_i^2\tau^2))` (the slab mean
-    marginalised, which
-    mixes far better than the centred parametrisation). Returns the posterior mean of
-    :math:`1-\kappa_i=\lambda_i^2\tau^2/(1+\lambda_i^2\tau^2)`. With fixed ``tau`` it is a Monte
-    Carlo
-    reference for :func:`horseshoe_shrinkage`. numpyro is imported inside this function, so
-    ``import icmlx.stats`` does not import it. Not jit-able as a whole (numpyro's MCMC driver jits
-    itself).
+    Model: :math:`\lambda_i\sim C^+(0,1)`, :math:`\tau\sim C^+(0,\text{tau\_scale})` (or fixed ``tau``),
+    :math:`X_i\mid\lambda_i,\tau\sim N(0,\sigma^2(1+\lambda_i^2\tau^2))` (the slab mean marginalised, which mixes
+    far better than the centred parametrisation). Returns the posterior mean of
+    :math:`1-\kappa_i=\lambda_i^2\tau^2/(1+\lambda_i^2\tau^2)`. With fixed ``tau`` it is a Monte Carlo reference for
+    :func:`horseshoe_shrinkage`. numpyro is imported inside this function, so ``import icmlx.stats`` does not import
+    it. Not jit-able as a whole (numpyro's MCMC driver jits itself).
 
     Args:
       key: PRNG key.
@@ -75,7 +69,7 @@ def horseshoe_nuts(
       Phan, Pradhan & Jankowiak (2019), arXiv:1912.11554 (numpyro).
 
     Examples:
-      Skipped under doctest (NUTS compilation takes ~10 s; ``tests/stats`` runs it):
+      Skipped under doctest (NUTS compilation is slow; ``tests/stats`` runs it):
 
       >>> import jax, jax.numpy as jnp
       >>> from icmlx.stats import horseshoe_nuts

@@ -1,5 +1,4 @@
-"""Two-groups framework of Bogdan, Chakrabarti, Frommlet & Ghosh (2011): Bayes oracle and exact
-risks."""
+"""Two-groups framework of Bogdan, Chakrabarti, Frommlet & Ghosh (2011): Bayes oracle and exact risks."""
 
 import functools
 
@@ -9,6 +8,7 @@ import jax.numpy as jnp
 from jax.scipy.special import ndtr
 from jaxtyping import Array, Bool, Float
 
+from .._deprecation import warn_renamed
 from .._types import RealScalarLike
 from ._checks import as_float_array, check_no_nan, check_scalar, float_dtype, positive
 
@@ -70,16 +70,17 @@ def bayes_oracle_threshold(
     delta0: RealScalarLike = 1.0,
     deltaA: RealScalarLike = 1.0,
 ) -> Float[Array, "..."]:
-    r"""Threshold :math:`c^2` of the Bayes oracle: reject :math:`H_{0i}` iff :math:`X_i^2/\sigma^2
-    > c^2`.
+    r"""Threshold :math:`c^2` of the Bayes oracle: reject :math:`H_{0i}` iff :math:`X_i^2/\sigma^2 > c^2`.
 
-    Two-groups model :math:`\mu_i\sim(1-p)\delta_0+pN(0,\tau^2)`, :math:`X_i\mid\mu_i\sim
-    N(\mu_i,\sigma^2)`,
-    loss :math:`\delta_0` per false rejection and :math:`\delta_A` per false acceptance. With
-    :math:`u=\tau^2/\sigma^2`, :math:`f=(1-p)/p`, :math:`\delta=\delta_0/\delta_A`:
+    Two-groups model :math:`\mu_i\sim(1-p)\delta_0+pN(0,\tau^2)`, :math:`X_i\mid\mu_i\sim N(\mu_i,\sigma^2)`, loss
+    :math:`\delta_0` per false rejection and :math:`\delta_A` per false acceptance. With :math:`u=\tau^2/\sigma^2`,
+    :math:`f=(1-p)/p`, :math:`\delta=\delta_0/\delta_A`:
 
     .. math:: c^2 = (1 + 1/u)\,\big(\log(1+u) + 2\log(f\delta)\big).
 
+    It is the rule that minimises the Bayes risk: reject iff
+    :math:`p\,\delta_A\,\phi(x;0,\sigma^2+\tau^2) > (1-p)\,\delta_0\,\phi(x;0,\sigma^2)`; taking logs,
+    :math:`\tfrac12 z^2\,u/(1+u) > \tfrac12\log(1+u) + \log(f\delta)` with :math:`z=x/\sigma`, which is the display.
     A negative value means the oracle rejects every test.
 
     Args:
@@ -120,9 +121,15 @@ class OracleResult(eqx.Module):
     threshold: Float[Array, "..."]
 
     @property
-    def n_rejected(self) -> Array:
+    def num_rejected(self) -> Array:
         """Number of rejections along the last axis."""
         return jnp.sum(self.reject, axis=-1)
+
+    @property
+    def n_rejected(self) -> Array:
+        """Deprecated alias of :attr:`num_rejected` (removed in the next release)."""
+        warn_renamed("n_rejected", "num_rejected", type(self).__name__, stacklevel=3)
+        return self.num_rejected
 
 
 def bayes_oracle_test(
@@ -134,8 +141,7 @@ def bayes_oracle_test(
     delta0: RealScalarLike = 1.0,
     deltaA: RealScalarLike = 1.0,
 ) -> OracleResult:
-    r"""The Bayes oracle (known :math:`p,\tau^2`): reject iff :math:`p\delta_A\phi_{1+u} >
-    (1-p)\delta_0\phi_1`.
+    r"""The Bayes oracle (known :math:`p,\tau^2`): reject iff :math:`p\delta_A\phi_{1+u} > (1-p)\delta_0\phi_1`.
 
     Equivalently :math:`z_i^2 > c^2` (:func:`bayes_oracle_threshold`), or
     :math:`\mathrm{lfdr}_i < \delta_A/(\delta_0+\delta_A)` where
@@ -169,14 +175,12 @@ def bayes_oracle_test(
 
 
 class ThresholdRisk(eqx.Module):
-    """Exact per-test error rates and Bayes risk of the rule "reject iff :math:`z^2>c^2`"
-    (:func:`threshold_risk`).
+    """Exact per-test error rates and Bayes risk of the rule "reject iff :math:`z^2>c^2`" (:func:`threshold_risk`).
 
     Attributes:
       type1: :math:`t_1=P(\\text{reject}\\mid\\mu=0)=2\\bar\\Phi(c)`.
       type2: :math:`t_2=P(\\text{accept}\\mid\\mu\\ne0)=2\\Phi(c/\\sqrt{1+u})-1`.
-      risk: per-test Bayes risk :math:`(1-p)\\delta_0 t_1 + p\\,\\delta_A t_2` (multiply by ``n``
-        for the total).
+      risk: per-test Bayes risk :math:`(1-p)\\delta_0 t_1 + p\\,\\delta_A t_2` (multiply by ``n`` for the total).
     """
 
     type1: Float[Array, "..."]
@@ -192,17 +196,16 @@ def threshold_risk(
     delta0: RealScalarLike = 1.0,
     deltaA: RealScalarLike = 1.0,
 ) -> ThresholdRisk:
-    r"""Exact per-test type I/II errors and Bayes risk of any fixed threshold rule :math:`z^2 >
-    c^2`.
+    r"""Exact per-test type I/II errors and Bayes risk of any fixed threshold rule :math:`z^2 > c^2`.
 
     .. math::
 
         t_1 = 2(1-\Phi(c)),\qquad t_2 = 2\Phi\big(c/\sqrt{1+u}\big) - 1,\qquad
         R/n = (1-p)\,\delta_0\, t_1 + p\,\delta_A\, t_2,
 
-    with :math:`c=\sqrt{\max(c^2,0)}` and :math:`u=\tau^2/\sigma^2`. Computed with :math:`\bar\Phi`
-    directly
-    (no :math:`1-\Phi` cancellation); float64 is still advised for :math:`n\ge10^8`.
+    with :math:`c=\sqrt{\max(c^2,0)}` and :math:`u=\tau^2/\sigma^2`: under the null :math:`z\sim N(0,1)` and under the
+    alternative :math:`z\sim N(0,1+u)`, so :math:`t_1=P(|z|>c\mid H_0)` and :math:`t_2=P(|z|\le c\mid H_A)`. Computed
+    with :math:`\bar\Phi` directly (no :math:`1-\Phi` cancellation); float64 is still advised for :math:`n\ge10^8`.
 
     Args:
       c2: threshold(s) on :math:`(x/\sigma)^2`; any shape, broadcast with the other arguments.
@@ -215,7 +218,7 @@ def threshold_risk(
       ValueError: ``p`` outside (0, 1), non-positive variances/losses, NaN threshold.
 
     References:
-      Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501, eq. (2.x) / section 3.
+      Bogdan, Chakrabarti, Frommlet & Ghosh (2011), Ann. Statist. 39(3), arXiv:1002.3501, section 3.
 
     Examples:
       >>> from icmlx.stats import threshold_risk
@@ -240,19 +243,17 @@ def abos_risk_ratio(
 ) -> Float[Array, "..."]:
     r"""Exact ratio :math:`R_\text{rule}/R_\text{BO}` of a fixed threshold rule to the Bayes oracle.
 
-    A sequence of rules is asymptotically Bayes optimal under sparsity (ABOS) iff this ratio tends
-    to 1
-    under the asymptotic regime :math:`p\to0`, :math:`u\to\infty`, :math:`\log(v)/u\to
-    C\in(0,\infty)`
-    (:math:`v=uf^2\delta^2`; see :func:`calibrate_tau2`). Finite-n claims must use this exact
-    ratio, not
-    the limit constant :math:`2\Phi(\sqrt C)-1`.
+    A sequence of rules is asymptotically Bayes optimal under sparsity (ABOS) iff this ratio tends to 1 under the
+    asymptotic regime :math:`p\to0`, :math:`u\to\infty`, :math:`\log(v)/u\to C\in(0,\infty)` (:math:`v=uf^2\delta^2`;
+    see :func:`calibrate_tau2`). There :math:`R_\text{BO}=np\,\delta_A(2\Phi(\sqrt C)-1)(1+o(1))`, but the
+    :math:`o(1)` term decays slowly (about 5% at :math:`n=10^4`), so finite-n claims must use this exact ratio, not
+    the limit constant :math:`2\Phi(\sqrt C)-1`. A fixed threshold :math:`c_n^2` is ABOS iff
+    :math:`c_n^2=\log v_n+z_n` with :math:`z_n=o(\log v_n)` and :math:`z_n+2\log\log v_n\to\infty`: the first keeps
+    the type II error at :math:`2\Phi(\sqrt C)-1`, the second makes the type I risk negligible.
 
     Args:
-      c2: threshold(s) :math:`c^2` of the rule on :math:`(x/\sigma)^2` (e.g. from
-        :func:`relative_belief_threshold`, :func:`bonferroni_threshold`, :func:`bfdr_threshold`, or
-        the
-        square of :func:`horseshoe_threshold`).
+      c2: threshold(s) :math:`c^2` of the rule on :math:`(x/\sigma)^2` (e.g. from :func:`relative_belief_threshold`,
+        :func:`bonferroni_threshold`, :func:`bfdr_threshold`, or the square of :func:`horseshoe_threshold`).
       p, tau2, sigma, delta0, deltaA: as in :func:`bayes_oracle_threshold`.
 
     Returns:
@@ -282,15 +283,12 @@ def calibrate_tau2(
     *,
     num_steps: int = 60,
 ) -> Float[Array, "..."]:
-    r"""Slab variance :math:`\tau^2` that puts :math:`(p,\tau^2)` on the asymptotic regime
-    :math:`\log v/u = C`.
+    r"""Slab variance :math:`\tau^2` that puts :math:`(p,\tau^2)` on the asymptotic regime :math:`\log v/u = C`.
 
-    Solves :math:`C u = \log u + 2\log(f\delta)` for its larger root (:math:`u=\tau^2/\sigma^2`,
-    :math:`f=(1-p)/p`) by Newton's method from the right (monotone convergence; ``lax.fori_loop``),
-    and
-    returns :math:`\tau^2=\sigma^2 u`. No root exists when :math:`2\log(f\delta) < 1 + \log C`; the
-    result
-    is then NaN, caught by an ``eqx.error_if``.
+    Solves :math:`C u = \log u + 2\log(f\delta)` for its larger root (:math:`u=\tau^2/\sigma^2`, :math:`f=(1-p)/p`)
+    by Newton's method from the right (monotone convergence; ``lax.fori_loop``), and returns
+    :math:`\tau^2=\sigma^2 u`. No root exists when :math:`2\log(f\delta) < 1 + \log C`; the result is then NaN,
+    caught by an ``eqx.error_if``.
 
     Args:
       p: non-null proportion in (0, 1); scalar or array.
@@ -348,8 +346,7 @@ def bfdr_threshold(
     *,
     num_steps: int = 80,
 ) -> Float[Array, "..."]:
-    r"""Fixed threshold :math:`c^2` with Bayesian FDR equal to ``alpha`` (the large-n limit of BH
-    at level alpha).
+    r"""Fixed threshold :math:`c^2` with Bayesian FDR equal to ``alpha`` (the large-n limit of BH at level alpha).
 
     .. math:: \mathrm{BFDR}(c)=\frac{(1-p)t_1(c)}{(1-p)t_1(c)+p(1-t_2(c))} = \alpha,
 
@@ -368,8 +365,7 @@ def bfdr_threshold(
       ValueError: out-of-range arguments.
 
     References:
-      Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501, section 5 (BH as a threshold
-      rule).
+      Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501, section 5 (BH as a threshold rule).
       Efron & Tibshirani (2002), Genet. Epidemiol. 23 (Bayesian FDR).
 
     Examples:

@@ -1,5 +1,4 @@
-"""Two-groups simulation and a common-random-numbers risk comparison driver (sharded over
-devices)."""
+"""Two-groups simulation and a common-random-numbers risk comparison driver (sharded over devices)."""
 
 import functools
 import math
@@ -12,6 +11,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 from jaxtyping import Array, Bool, Float
 
+from .._deprecation import renamed_kwargs
 from .._types import PRNGKey, RealScalarLike
 from ._checks import check_scalar, default_float, positive
 from ._oracle import bayes_oracle_test
@@ -25,9 +25,9 @@ class TwoGroupsSample(eqx.Module):
     """Draws from the two-groups model (:func:`simulate_two_groups`).
 
     Attributes:
-      x: observations :math:`X=\\mu+\\sigma\\varepsilon`, shape ``(n_rep, n)``.
-      nonnull: :math:`\\nu_i=1\\{\\mu_i\\ne0\\}`, shape ``(n_rep, n)``.
-      mu: means :math:`\\mu_i`, shape ``(n_rep, n)``.
+      x: observations :math:`X=\\mu+\\sigma\\varepsilon`, shape ``(num_replicates, n)``.
+      nonnull: :math:`\\nu_i=1\\{\\mu_i\\ne0\\}`, shape ``(num_replicates, n)``.
+      mu: means :math:`\\mu_i`, shape ``(num_replicates, n)``.
     """
 
     x: Float[Array, "r n"]
@@ -44,33 +44,32 @@ def _draw_one(key, n, p, tau, sigma, dt):
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2, 6))
-def _draw_many(key, n, n_rep, p, tau, sigma, dt):
-    return jax.vmap(lambda k: _draw_one(k, n, p, tau, sigma, dt))(_rep_keys(key, n_rep))
+def _draw_many(key, n, num_replicates, p, tau, sigma, dt):
+    return jax.vmap(lambda k: _draw_one(k, n, p, tau, sigma, dt))(_rep_keys(key, num_replicates))
 
 
-def _rep_keys(key, n_rep):
+def _rep_keys(key, num_replicates):
     # replicate i always gets fold_in(key, i): draws do not depend on padding or device count
-    return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n_rep, dtype=jnp.uint32))
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(num_replicates, dtype=jnp.uint32))
 
 
+@renamed_kwargs(n_rep="num_replicates")
 def simulate_two_groups(
     key: PRNGKey,
     n: int,
     p: RealScalarLike,
     tau2: RealScalarLike,
-    n_rep: int = 1,
+    num_replicates: int = 1,
     *,
     sigma: RealScalarLike = 1.0,
     dtype: object = None,
 ) -> TwoGroupsSample:
-    r"""Draw ``n_rep`` independent data sets of ``n`` tests from the two-groups model.
+    r"""Draw ``num_replicates`` independent data sets of ``n`` tests from the two-groups model.
 
-    .. math:: \nu_i\sim\mathrm{Bern}(p),\quad \mu_i=\nu_i\,\tau\,\xi_i,\quad
-       X_i=\mu_i+\sigma\varepsilon_i,
+    .. math:: \nu_i\sim\mathrm{Bern}(p),\quad \mu_i=\nu_i\,\tau\,\xi_i,\quad X_i=\mu_i+\sigma\varepsilon_i,
        \quad \xi_i,\varepsilon_i\sim N(0,1).
 
-    Replicate ``i`` uses ``jax.random.fold_in(key, i)``, so its draw does not depend on ``n_rep``
-    (the same
+    Replicate ``i`` uses ``jax.random.fold_in(key, i)``, so its draw does not depend on ``num_replicates`` (the same
     stream is used by :func:`simulate_risk_ratios`).
 
     Args:
@@ -78,15 +77,15 @@ def simulate_two_groups(
       n: number of tests (static int >= 1).
       p: non-null proportion in (0, 1).
       tau2: slab variance > 0.
-      n_rep: number of replicates (static int >= 1).
+      num_replicates: number of replicates (static int >= 1); ``n_rep`` is its deprecated alias.
       sigma: noise standard deviation (> 0).
       dtype: floating dtype of the draws (default: the default float dtype).
 
     Returns:
-      :class:`TwoGroupsSample` with ``x``, ``nonnull`` and ``mu`` of shape ``(n_rep, n)``.
+      :class:`TwoGroupsSample` with ``x``, ``nonnull`` and ``mu`` of shape ``(num_replicates, n)``.
 
     Raises:
-      ValueError: bad ``n``/``n_rep``, ``p`` outside (0, 1), non-positive ``tau2``/``sigma``.
+      ValueError: bad ``n``/``num_replicates``, ``p`` outside (0, 1), non-positive ``tau2``/``sigma``.
 
     References:
       Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501.
@@ -94,17 +93,17 @@ def simulate_two_groups(
     Examples:
       >>> import jax
       >>> from icmlx.stats import simulate_two_groups
-      >>> s = simulate_two_groups(jax.random.key(0), 1000, p=0.1, tau2=9.0, n_rep=2)
+      >>> s = simulate_two_groups(jax.random.key(0), 1000, p=0.1, tau2=9.0, num_replicates=2)
       >>> s.x.shape, s.nonnull.dtype
       ((2, 1000), dtype('bool'))
     """
-    if not isinstance(n, int) or n < 1 or not isinstance(n_rep, int) or n_rep < 1:
-        raise ValueError(f"n and n_rep must be positive ints, got {n=}, {n_rep=}")
+    if not isinstance(n, int) or n < 1 or not isinstance(num_replicates, int) or num_replicates < 1:
+        raise ValueError(f"n and num_replicates must be positive ints, got {n=}, {num_replicates=}")
     dt = jnp.dtype(dtype) if dtype is not None else default_float()
     pp = check_scalar("p", p, dt, lo=0.0, hi=1.0)
     tau = jnp.sqrt(positive("tau2", tau2, dt))
     s = positive("sigma", sigma, dt)
-    x, nu, mu = _draw_many(key, n, n_rep, pp, tau, s, dt)
+    x, nu, mu = _draw_many(key, n, num_replicates, pp, tau, s, dt)
     return TwoGroupsSample(x=x, nonnull=nu, mu=mu)
 
 
@@ -113,11 +112,11 @@ class RiskComparison(eqx.Module):
 
     Attributes:
       names: rule names (static); ``names[0]`` is the baseline (the Bayes oracle).
-      loss: per-replicate loss :math:`\\delta_0\\#FP+\\delta_A\\#FN`, shape ``(n_rules, n_rep)``.
-      mean_loss: Monte Carlo Bayes risk per rule, shape ``(n_rules,)``.
-      ratio: paired ratio ``mean_loss / mean_loss[0]``, shape ``(n_rules,)``.
-      ratio_se: delta-method standard error
-        :math:`\\mathrm{sd}(L_r-\\hat\\rho_r L_0)/\\sqrt{R}/\\bar L_0`, shape ``(n_rules,)``.
+      loss: per-replicate loss :math:`\\delta_0\\#FP+\\delta_A\\#FN`, shape ``(num_rules, num_replicates)``.
+      mean_loss: Monte Carlo Bayes risk per rule, shape ``(num_rules,)``.
+      ratio: paired ratio ``mean_loss / mean_loss[0]``, shape ``(num_rules,)``.
+      ratio_se: delta-method standard error :math:`\\mathrm{sd}(L_r-\\hat\\rho_r L_0)/\\sqrt{R}/\\bar L_0`, shape
+        ``(num_rules,)``.
     """
 
     names: tuple[str, ...] = eqx.field(static=True)
@@ -133,6 +132,7 @@ class RiskComparison(eqx.Module):
         return {k: (float(r[i]), float(se[i])) for i, k in enumerate(self.names)}
 
 
+@renamed_kwargs(n_rep="num_replicates")
 def simulate_risk_ratios(
     key: PRNGKey,
     rules: Mapping[str, Rule],
@@ -140,40 +140,39 @@ def simulate_risk_ratios(
     n: int,
     p: RealScalarLike,
     tau2: RealScalarLike,
-    n_rep: int,
+    num_replicates: int,
     sigma: RealScalarLike = 1.0,
     delta0: RealScalarLike = 1.0,
     deltaA: RealScalarLike = 1.0,
     dtype: object = None,
     shard: bool = True,
 ) -> RiskComparison:
-    r"""Monte Carlo Bayes risk of several rules on the *same* draws, as paired ratios to the Bayes
-    oracle.
+    r"""Monte Carlo Bayes risk of several rules on the *same* draws, as paired ratios to the Bayes oracle.
 
-    Every rule sees the same ``(n_rep, n)`` data (common random numbers; replicate ``i`` is
+    Every rule sees the same ``(num_replicates, n)`` data (common random numbers; replicate ``i`` is
     ``fold_in(key, i)`` as in :func:`simulate_two_groups`). The per-replicate loss is
-    :math:`L=\delta_0\#\{\text{false rejections}\}+\delta_A\#\{\text{false acceptances}\}`, and for
-    each rule
+    :math:`L=\delta_0\#\{\text{false rejections}\}+\delta_A\#\{\text{false acceptances}\}`, and for each rule
 
     .. math:: \hat\rho = \bar L_\text{rule}/\bar L_\text{BO},\qquad
        \mathrm{se}(\hat\rho) = \frac{\mathrm{sd}(L_\text{rule}-\hat\rho L_\text{BO})}
-       {\sqrt{R}\,\bar L_\text{BO}}
+       {\sqrt{R}\,\bar L_\text{BO}}.
 
-    (delta method; for :math:`\hat\rho\approx1` this is the paired-difference SE of the research notes).
+    The SE is the delta method for a ratio of paired means: :math:`\hat\rho-\rho\approx
+    \overline{(L_\text{rule}-\rho L_\text{BO})}/\bar L_\text{BO}`, a mean of :math:`R` i.i.d. terms. For
+    :math:`\hat\rho\approx1` it is the paired-difference SE :math:`\mathrm{sd}(L_\text{rule}-L_\text{BO})/
+    (\sqrt R\,\bar L_\text{BO})`; pairing removes the shared noise of the draws, so it is far below the unpaired SE.
 
-    With more than one device and ``shard=True`` the replicates are split across devices with
-    ``jax.shard_map`` (padded to a multiple of the device count; the padding is dropped), so rules
-    see
-    row blocks and must act row-wise (all icmlx rules do).
+    With more than one device and ``shard=True`` the replicates are split across devices with ``jax.shard_map``
+    (padded to a multiple of the device count; the padding is dropped), so rules see row blocks and must act
+    row-wise (all icmlx rules do).
 
     Args:
       key: PRNG key.
-      rules: ``{name: rule}``; a rule maps ``x`` of shape ``(r, n)`` to boolean rejections ``(r,
-        n)``.
-        The Bayes oracle is added first as ``"oracle"`` (a rule with that name is refused).
+      rules: ``{name: rule}``; a rule maps ``x`` of shape ``(r, n)`` to boolean rejections ``(r, n)``. The Bayes
+        oracle is added first as ``"oracle"`` (a rule with that name is refused).
       n: tests per replicate (static int).
       p, tau2, sigma: two-groups parameters (Python floats).
-      n_rep: replicates R (static int >= 2).
+      num_replicates: replicates R (static int >= 2); ``n_rep`` is its deprecated alias.
       delta0, deltaA: losses of type I / type II errors.
       dtype: dtype of the draws (default float dtype).
       shard: split replicates over ``jax.devices()`` when there are several.
@@ -182,7 +181,7 @@ def simulate_risk_ratios(
       :class:`RiskComparison` (``names``, ``loss``, ``mean_loss``, ``ratio``, ``ratio_se``).
 
     Raises:
-      ValueError: ``"oracle"`` among ``rules``; bad ``n``/``n_rep`` or parameters.
+      ValueError: ``"oracle"`` among ``rules``; bad ``n``/``num_replicates`` or parameters.
 
     References:
       Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501.
@@ -191,14 +190,14 @@ def simulate_risk_ratios(
       >>> import jax
       >>> from icmlx.stats import simulate_risk_ratios, bonferroni, two_sided_pvalues
       >>> rules = {"bonf": lambda x: bonferroni(two_sided_pvalues(x), 0.05).reject}
-      >>> cmp = simulate_risk_ratios(jax.random.key(0), rules, n=1000, p=0.03, tau2=9.0, n_rep=64)
+      >>> cmp = simulate_risk_ratios(jax.random.key(0), rules, n=1000, p=0.03, tau2=9.0, num_replicates=64)
       >>> cmp.names, bool(cmp.ratio[1] > 1.0)
       (('oracle', 'bonf'), True)
     """
     if "oracle" in rules:
         raise ValueError("the name 'oracle' is reserved for the Bayes oracle baseline")
-    if not isinstance(n_rep, int) or n_rep < 2:
-        raise ValueError(f"n_rep must be an int >= 2, got {n_rep=}")
+    if not isinstance(num_replicates, int) or num_replicates < 2:
+        raise ValueError(f"num_replicates must be an int >= 2, got {num_replicates=}")
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n=}")
     dt = jnp.dtype(dtype) if dtype is not None else default_float()
@@ -228,16 +227,16 @@ def simulate_risk_ratios(
     devices = jax.devices()
     ndev = len(devices)
     if shard and ndev > 1:
-        r_pad = int(math.ceil(n_rep / ndev)) * ndev
+        r_pad = int(math.ceil(num_replicates / ndev)) * ndev
         mesh = jax.sharding.Mesh(np.array(devices), ("rep",))
         fn = jax.jit(jax.shard_map(local, mesh=mesh, in_specs=P("rep"), out_specs=P(None, "rep"),
                                     check_vma=False))
-        loss = fn(_rep_keys(key, r_pad))[:, :n_rep]
+        loss = fn(_rep_keys(key, r_pad))[:, :num_replicates]
     else:
-        loss = jax.jit(local)(_rep_keys(key, n_rep))
+        loss = jax.jit(local)(_rep_keys(key, num_replicates))
     mean = jnp.mean(loss, axis=-1)
     ratio = mean / mean[0]
     # delta method for a ratio of paired means: sd(L_rule - rho L_BO) / (sqrt(R) mean(L_BO))
     resid = loss - ratio[:, None] * loss[0]
-    se = jnp.std(resid, axis=-1, ddof=1) / math.sqrt(n_rep) / mean[0]
+    se = jnp.std(resid, axis=-1, ddof=1) / math.sqrt(num_replicates) / mean[0]
     return RiskComparison(names=names, loss=loss, mean_loss=mean, ratio=ratio, ratio_se=se)
