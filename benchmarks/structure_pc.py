@@ -75,7 +75,7 @@ def pc_case(name, x, test, alpha, uc_priority, repeats, cl_repeats):
     agree = bool(np.array_equal(np.asarray(res.graph), cg.G.graph))
     return {
         "case": name, "algo": "pc", "n": x.shape[0], "d": x.shape[1], "test": test, "agree": agree,
-        "n_tests": int(res.n_tests), "icmlx_compile_s": t["compile_s"], "icmlx_s": t["median_s"],
+        "n_tests": int(res.num_tests), "icmlx_compile_s": t["compile_s"], "icmlx_s": t["median_s"],
         "causal_learn_s": cl_s, "speedup": cl_s / t["median_s"],
     }
 

@@ -58,6 +58,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from icmlx.structure import (  # noqa: E402
+    Nonparametric,
     dag_to_cpdag,
     exact_recovery,
     pc_tree,
@@ -158,7 +159,7 @@ MODELS = {
     "nonparametric": dict(
         sample=lambda k, g, n: sample_nonlinear(k, g, n),
         # separator bins: pc_tree's default, default_cond_bins(n, 3) = max(3, round(sqrt(n) / 5))
-        fit=lambda x, d: pc_tree(x, ci_test="nonparametric", alpha=0.05 / d**2, n_bins=NP_BINS),
+        fit=lambda x, d: pc_tree(x, ci_test=Nonparametric(num_bins=NP_BINS), alpha=0.05 / d**2),
         signal=None,
     ),
 }

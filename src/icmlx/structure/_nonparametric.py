@@ -280,7 +280,8 @@ class Permutation(AbstractCalibration):
       num_permutations: number of permutations ``B`` (``>= 1``).
 
     Raises:
-      ValueError: if ``num_permutations`` is not an integer ``>= 1``.
+      TypeError: if ``num_permutations`` is not an integer.
+      ValueError: if ``num_permutations < 1``.
 
     Examples:
       >>> from icmlx.structure import Permutation
@@ -292,7 +293,7 @@ class Permutation(AbstractCalibration):
 
     def __init__(self, num_permutations: int = 199):
         if isinstance(num_permutations, bool) or not isinstance(num_permutations, int | np.integer):
-            raise ValueError(f"Permutation: num_permutations must be an integer, got {num_permutations=!r}")
+            raise TypeError(f"Permutation: num_permutations must be an integer, got {num_permutations=!r}")
         if num_permutations < 1:
             raise ValueError(f"Permutation: num_permutations must be >= 1, got {num_permutations=}")
         self.num_permutations = int(num_permutations)

@@ -64,7 +64,7 @@ def _check_bins(value, arg: str, allow_none: bool = False):
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise ValueError(f"Nonparametric: {arg} must be an integer >= 2, got {arg}={value!r}")
+        raise TypeError(f"Nonparametric: {arg} must be an integer >= 2, got {arg}={value!r}")
     if value < 2:
         raise ValueError(f"Nonparametric: {arg} must be >= 2, got {arg}={value!r}")
     return int(value)
@@ -82,7 +82,8 @@ class Nonparametric(AbstractCITest):
       cond_bins: bins of the separator (``>= 2``), or ``None`` for the ``n``-dependent default.
 
     Raises:
-      ValueError: if ``num_bins`` or ``cond_bins`` is not an integer ``>= 2``.
+      TypeError: if ``num_bins`` or ``cond_bins`` is not an integer.
+      ValueError: if ``num_bins`` or ``cond_bins`` is below 2.
 
     Examples:
       >>> from icmlx.structure import Nonparametric
