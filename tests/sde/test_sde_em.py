@@ -7,11 +7,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import icmlx
 from icmlx.sde import (
     RESULTS,
+    GeodesicGuidance,
     LinearDrift,
+    NoGuidance,
+    default_function_class,
     geodesic_targets,
     infer_drift,
+    naive_drift,
     ring_drift,
     simulate,
     smc_bridges,
@@ -32,7 +37,7 @@ def test_bridge_evidence_and_midpoint_law_for_ou():
     dtype = jnp.zeros(()).dtype
     out = smc_bridges(jax.random.key(0), drift, jnp.asarray(sigma, dtype),
                       jnp.asarray(np.stack([a, a]), dtype), jnp.asarray(bs_, dtype),
-                      jnp.full((2,), tau, dtype), n_particles=N, n_steps=K, n_paths=N,
+                      jnp.full((2,), tau, dtype), num_particles=N, num_time_steps=K, num_paths=N,
                       lookahead=True)
     # exact OU transition density log N(b; e^{A tau} a, Sigma_tau), Sigma_tau from the Van Loan integral
     E = scipy_linalg.expm(A * tau)
@@ -54,7 +59,7 @@ def test_plain_bridge_with_zero_drift_is_brownian_bridge():
     sigma, tau, K, N = 0.5, 2.0, 20, 2048
     a, b = jnp.array([[0.0, 0.0]]), jnp.array([[1.0, -1.0]])
     out = smc_bridges(jax.random.key(1), lambda x: jnp.zeros_like(x), jnp.asarray(sigma), a, b,
-                      jnp.array([tau]), n_particles=N, n_steps=K, n_paths=N, lookahead=True)
+                      jnp.array([tau]), num_particles=N, num_time_steps=K, num_paths=N, lookahead=True)
     # with the look-ahead twist the MDB proposal is the exact Brownian bridge: weights are constant
     assert float(out.ess[0]) > 0.99 * N
     mid = np.asarray(out.paths[0, :, K // 2], np.float64)  # t = tau / 2
@@ -74,7 +79,7 @@ def test_geodesic_follows_the_data_not_the_chord():
     obs = jnp.stack([jnp.cos(th), jnp.sin(th)], -1)[None]
     sparse = obs[:, ::25]  # 8 points, 45 degrees apart: the chord dips to r = cos(22.5 deg) = 0.92
     ring = jnp.concatenate([obs, sparse], axis=1)  # metric from the dense cloud
-    g = geodesic_targets(ring, 16, n_nodes=208, k_neighbors=4)
+    g = geodesic_targets(ring, 16, num_nodes=208, num_neighbors=4)
     seg = np.asarray(g[0, 200:207])  # geodesics between the 8 sparse points
     r = np.linalg.norm(seg, axis=-1)
     assert np.max(np.abs(r - 1.0)) < 0.03
@@ -94,15 +99,15 @@ def test_orientation_mask_forbids_going_back_past_the_previous_observation():
     obs = jnp.concatenate([circ, sparse], axis=0)[None]
     K = 16
     geo = eqx.filter_jit(geodesic_targets)
-    plain = np.asarray(geo(obs, K, n_nodes=183, k_neighbors=4))[0, -1]  # interval 100 -> 290 deg
-    masked = np.asarray(geo(obs, K, n_nodes=183, k_neighbors=4, orientation_eps=0.5))[0, -1]
+    plain = np.asarray(geo(obs, K, num_nodes=183, num_neighbors=4))[0, -1]  # interval 100 -> 290 deg
+    masked = np.asarray(geo(obs, K, num_nodes=183, num_neighbors=4, orientation_eps=0.5))[0, -1]
     mid_angle = lambda c: np.rad2deg(np.arctan2(c[K // 2, 1], c[K // 2, 0])) % 360.0
     # arc-length midpoints (node spacing 2 deg, endpoint snapping 1 deg): 15 deg vs 195 deg
     assert abs(mid_angle(plain) - 15.0) < 6.0, mid_angle(plain)
     assert abs(mid_angle(masked) - 195.0) < 6.0, mid_angle(masked)
     assert np.max(np.abs(np.linalg.norm(masked, axis=-1) - 1.0)) < 0.03  # still on the data
-    unmasked_first = np.asarray(geo(obs, K, n_nodes=183, k_neighbors=4))[0, 0]
-    np.testing.assert_allclose(np.asarray(geo(obs, K, n_nodes=183, k_neighbors=4, orientation_eps=0.5))[0, 0],
+    unmasked_first = np.asarray(geo(obs, K, num_nodes=183, num_neighbors=4))[0, 0]
+    np.testing.assert_allclose(np.asarray(geo(obs, K, num_nodes=183, num_neighbors=4, orientation_eps=0.5))[0, 0],
                                unmasked_first, atol=1e-5)  # no y_{k-1} for the first interval: unchanged
 
 
@@ -114,38 +119,56 @@ def ring_obs():
 
 
 @pytest.mark.parametrize(
-    "guidance", ["none", pytest.param("geodesic", marks=pytest.mark.slow)])
+    "guidance", [NoGuidance(), pytest.param(GeodesicGuidance(strength=2.0), marks=pytest.mark.slow)],
+    ids=["none", "geodesic"])
 def test_em_improves_on_its_start_and_keeps_ess(ring_obs, guidance):
     f = ring_drift(2.0)
-    res = infer_drift(jax.random.key(2), ring_obs.xs, ring_obs.ts, 0.5, guidance=guidance, strength=2.0,
-                      n_iters=3, n_particles=64, n_steps=10, n_paths=4)
+    res = infer_drift(jax.random.key(2), ring_obs.xs, ring_obs.ts, 0.5, guidance=guidance,
+                      num_steps=3, num_particles=64, num_time_steps=10, num_paths=4)
     start = float(weighted_rmse(f, res.initial_drift, ring_obs.xs))
     end = float(weighted_rmse(f, res.drift, ring_obs.xs))
     assert end <= start, (start, end)
     assert end <= 0.85 * start  # tau = 1, omega tau = 2 rad: bridges must fix a good part of the bias
     assert float(res.history.ess_median[-1]) > 0.1  # fraction of particles
-    assert int(res.history.n_degenerate.sum()) == 0
+    assert int(res.history.num_degenerate.sum()) == 0
     assert bool(res.result == RESULTS.successful)
+    assert isinstance(res, icmlx.Solution) and res.value is res.drift
+    assert int(res.num_steps) == 3 and res.stats["loss"].shape == (3,)
+    np.testing.assert_array_equal(np.asarray(res.stats["ess_median"]), np.asarray(res.history.ess_median))
     assert res.history.weights.shape[0] == 3 and res.ess.shape == (20 * 10,)
     np.testing.assert_allclose(np.asarray(res.drift_at(-1).weights), np.asarray(res.drift.weights))
 
 
-@pytest.mark.slow  # > 20 s on the shared 2-core box (compile-dominated)
-def test_degenerate_bridges_are_reported(ring_obs):
-    res0 = infer_drift(jax.random.key(2), ring_obs.xs[:2], ring_obs.ts, 0.5, guidance="none",
-                       n_iters=1, n_particles=8, n_steps=4)
-    bad = LinearDrift(res0.drift.basis, jnp.full_like(res0.drift.weights, jnp.nan))
-    res = infer_drift(jax.random.key(2), ring_obs.xs[:2], ring_obs.ts, 0.5, guidance="none",
-                      n_iters=1, n_particles=8, n_steps=4, init=bad)
-    assert int(res.history.n_degenerate[0]) == 20
+#: The tiny EM configuration shared by the tests below (one compiled EM loop: init is always given).
+TINY = dict(num_steps=1, num_particles=8, num_time_steps=4)
+
+
+def test_degenerate_bridges_are_reported_and_raise(ring_obs):
+    obs, ts = ring_obs.xs[:2], ring_obs.ts
+    basis = default_function_class(obs).basis
+    bad = LinearDrift(basis, jnp.full((basis.centers.shape[0], 2), jnp.nan))
+    # A NaN drift makes every bridge weight NaN: all 20 bridges collapse and the M-step has nothing to fit.
+    res = infer_drift(jax.random.key(2), obs, ts, 0.5, guidance=NoGuidance(), init=bad, throw=False, **TINY)
+    assert int(res.history.num_degenerate[0]) == 20 and int(res.stats["num_degenerate"][0]) == 20
     assert bool(res.degenerate.all())
     assert bool(res.result == RESULTS.degenerate_bridges)
+    assert bool(res.result == icmlx.RESULTS.degenerate_bridges)
+    assert icmlx.result_name(res.result) == "degenerate_bridges"
     assert bool(jnp.all(jnp.isfinite(res.drift.weights)))  # collapsed bridges carry zero weight
+    # throw=True (the default) raises exactly because result is not successful
+    with pytest.raises(RuntimeError, match="collapsed"):
+        jax.block_until_ready(infer_drift(jax.random.key(2), obs, ts, 0.5, guidance=NoGuidance(), init=bad,
+                                          **TINY).value.weights)
+    # ... and a healthy start does not raise
+    start = naive_drift(obs, ts, 0.5).drift
+    good = infer_drift(jax.random.key(2), obs, ts, 0.5, guidance=NoGuidance(), init=start, **TINY)
+    assert bool(good.result == RESULTS.successful) and int(good.stats["num_degenerate"][0]) == 0
 
 
 def test_infer_drift_jit_vmap_and_compile_once(ring_obs):
     obs, ts = ring_obs.xs[:2], ring_obs.ts
-    kw = dict(guidance="geodesic", n_iters=2, n_particles=8, n_steps=4, n_paths=2, n_nodes=20)
+    kw = dict(guidance=GeodesicGuidance(num_nodes=20), num_steps=2, num_particles=8, num_time_steps=4,
+              num_paths=2)
     pts = obs.reshape(-1, 2)
 
     def run(k):
@@ -179,11 +202,13 @@ def test_infer_drift_bad_config(ring_obs):
     obs, ts = ring_obs.xs[:2], ring_obs.ts
     with pytest.raises(ValueError, match="guidance"):
         infer_drift(jax.random.key(0), obs, ts, 0.5, guidance="score")
-    with pytest.raises(ValueError, match="n_steps"):
-        infer_drift(jax.random.key(0), obs, ts, 0.5, n_steps=1)
-    with pytest.raises(ValueError, match="n_particles"):
-        infer_drift(jax.random.key(0), obs, ts, 0.5, n_particles=0)
+    with pytest.raises(ValueError, match="num_time_steps"):
+        infer_drift(jax.random.key(0), obs, ts, 0.5, num_time_steps=1)
+    with pytest.raises(ValueError, match="num_particles"):
+        infer_drift(jax.random.key(0), obs, ts, 0.5, num_particles=0)
+    with pytest.raises(ValueError, match="num_steps"):
+        infer_drift(jax.random.key(0), obs, ts, 0.5, num_steps=0)
     with pytest.raises(ValueError, match="strength"):
-        infer_drift(jax.random.key(0), obs, ts, 0.5, strength=-1.0)
+        GeodesicGuidance(strength=-1.0)
     with pytest.raises(ValueError, match="sigma"):
         infer_drift(jax.random.key(0), obs, ts, 0.0)

@@ -89,8 +89,8 @@ def test_naive_consistent_at_small_tau_and_biased_at_large_tau(ring2):
 def test_conservative_exact_on_gradient_ring_and_misses_rotation(ring0, ring2):
     f0, f2 = ring_drift(0.0), ring_drift(2.0)
     obs0, obs2 = ring0.xs[:, ::10], ring2.xs[:, ::10]
-    c0 = conservative_drift(obs0, SIGMA).drift
-    c2 = conservative_drift(obs2, SIGMA).drift
+    c0 = conservative_drift(obs0, ring0.ts[::10], SIGMA).drift
+    c2 = conservative_drift(obs2, ring2.ts[::10], SIGMA).drift
     e0 = float(weighted_rmse(f0, c0, obs0))
     sp = subsample(ring0, 50)
     naive0 = float(weighted_rmse(f0, naive_drift(sp.xs, sp.ts, SIGMA).drift, obs0))
@@ -133,7 +133,9 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="sigma"):
         naive_drift(y, ts, -1.0)
     with pytest.raises(ValueError, match="sigma"):
-        conservative_drift(y, 0.0)
+        conservative_drift(y, ts, 0.0)
+    with pytest.raises((ValueError, TypeError)):  # ts of the wrong length
+        conservative_drift(y, ts[:4], 0.5)
     with pytest.raises((ValueError, TypeError)):
         naive_drift(jnp.zeros((2, 3, 4, 2)), ts, 0.5)
     with pytest.raises(TypeError):

@@ -18,7 +18,7 @@ that makes the weights constant when ``f = 0``; ``gamma`` is the geodesic target
 strength per unit time (``beta = 0``: plain bridges). The last step lands on ``b`` and is weighted by the
 model transition into ``b``. Particles are resampled (systematic) when the effective sample size drops
 below ``N / 2``; lineages are kept as ancestor indices and traced back at the end. Everything is
-fixed-shape: a ``lax.scan`` over steps, ``vmap`` over intervals.
+fixed-shape: a ``lax.scan`` over steps, ``vmap`` over intervals, one ``jit`` around both.
 """
 
 import equinox as eqx
@@ -197,10 +197,17 @@ def smc_bridges(
         targets = jnp.zeros((B, num_time_steps + 1, d), dtype)
         strength = 0.0
     strength = jnp.asarray(strength, dtype)
-    keys = jax.random.split(key, B)
     sig = jnp.asarray(sigma, dtype)
+    return _smc_bridges_jit(key, drift, sig, starts, ends, taus.astype(dtype), targets, strength, num_particles,
+                            num_time_steps, num_paths, lookahead)
+
+
+@eqx.filter_jit
+def _smc_bridges_jit(key, drift, sig, starts, ends, taus, targets, strength, num_particles, num_time_steps,
+                     num_paths, lookahead):
+    keys = jax.random.split(key, starts.shape[0])
     fn = lambda k, a, b, t, g: _one_bridge(
         k, drift, sig, a, b, t, g, strength, num_particles, num_time_steps, num_paths, lookahead
     )
-    paths, ess, min_ess, logz, degenerate = jax.vmap(fn)(keys, starts, ends, taus.astype(dtype), targets)
+    paths, ess, min_ess, logz, degenerate = jax.vmap(fn)(keys, starts, ends, taus, targets)
     return BridgeSamples(paths, ess, min_ess, logz, degenerate)
