@@ -104,7 +104,7 @@ def sweep_speed(T: int, R: int, rhos: tuple[float, ...], repeats: int) -> list[d
     key = jax.random.key(0)
 
     def ours():
-        return misspecification_sweep(key, table, rho, eps=eps, n_replicates=R).worst
+        return misspecification_sweep(key, table, rho, eps=eps, num_replicates=R).worst
 
     # Baseline: the optax way — one jitted scan per schedule, the schedule evaluated inside the step.
     def make_one(sched):

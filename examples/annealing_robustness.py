@@ -42,10 +42,10 @@ from icmlx.optim import (
 @dataclasses.dataclass(frozen=True)
 class Scale:
     total_steps: int
-    n_replicates: int
+    num_replicates: int
     rhos: tuple[float, ...]
     fit_range: tuple[float, float]
-    n_boot: int = 200
+    num_resamples: int = 200
 
 
 FULL = Scale(16384, 1024, (1, 2, 4, 8, 16, 32, 64), (4.0, 64.0))
@@ -90,8 +90,8 @@ def run(scale: Scale, seed: int = 0):
     key, bkey = jax.random.split(jax.random.key(seed))
     rhos = jnp.asarray(scale.rhos, dtype=table.dtype)
     t0 = time.perf_counter()
-    res = misspecification_sweep(key, table, rhos, n_replicates=scale.n_replicates)
-    fit = fit_slopes(res, bkey, fit_range=scale.fit_range, n_boot=scale.n_boot)
+    res = misspecification_sweep(key, table, rhos, num_replicates=scale.num_replicates)
+    fit = fit_slopes(bkey, res, fit_range=scale.fit_range, num_resamples=scale.num_resamples)
     jax.block_until_ready(fit.slope)
     seconds = time.perf_counter() - t0
     worst = np.asarray(res.worst) * T**0.5  # sqrt(T) W(rho) / (sigma D)
@@ -169,7 +169,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     scale = QUICK if args.quick else FULL
     rows, _, _, seconds = run(scale, args.seed)
-    print(f"T={scale.total_steps}, replicates={scale.n_replicates}, fit range rho in {scale.fit_range}, "
+    print(f"T={scale.total_steps}, replicates={scale.num_replicates}, fit range rho in {scale.fit_range}, "
           f"seed={args.seed}; sweep + bootstrap {seconds:.1f} s (incl. compile)")
     print("columns rho=...: sqrt(T) * worst-case mean error / (sigma D)")
     print_rows(rows)

@@ -42,7 +42,7 @@ import optax
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from icmlx.optim import dash, warmup_cosine_decay  # noqa: E402
+from icmlx.optim import Chebyshev, Eigh, NewtonDB, dash, warmup_cosine_decay  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -155,9 +155,9 @@ def optimizers(cfg: dict, steps: int) -> dict:
     return {
         "adam": ("adam", lambda lr: optax.adam(sched(lr), b1=0.9, b2=0.95)),
         "muon": ("muon", lambda lr: optax.contrib.muon(sched(lr))),
-        "dash-ndb": ("dash", dash_opt("newton_db")),
-        "dash-cheb": ("dash", dash_opt("chebyshev")),
-        "dash-eigh": ("dash", dash_opt("eigh")),
+        "dash-ndb": ("dash", dash_opt(NewtonDB())),
+        "dash-cheb": ("dash", dash_opt(Chebyshev())),
+        "dash-eigh": ("dash", dash_opt(Eigh())),
     }
 
 

@@ -35,7 +35,7 @@ import optax
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from icmlx.optim import dash, matrix_inverse_root, scale_by_dash  # noqa: E402
+from icmlx.optim import Chebyshev, Eigh, NewtonDB, dash, matrix_inverse_root, scale_by_dash  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -119,7 +119,7 @@ def _block_factors(lf, rf, g, beta):
 
 @functools.partial(jax.jit, static_argnames=("method",))
 def _block_root(m, method):
-    return matrix_inverse_root(m, 4, method=method)  # the same solver, one block per call
+    return matrix_inverse_root(m, 4, method=method).value  # the same solver, one block per call
 
 
 @jax.jit
@@ -247,9 +247,9 @@ def run(quick: bool, outdir: pathlib.Path, seed: int = 0) -> tuple[list[dict], d
         "dash-ndb": (lambda lr: dash(lr, block_size=block_size, precondition_frequency=freq), grid),
         # the other root methods reuse NDB's best learning rate (same update up to the root accuracy)
         "dash-eigh": (lambda lr: dash(lr, block_size=block_size, precondition_frequency=freq,
-                                      inverse_root="eigh"), None),
+                                      inverse_root=Eigh()), None),
         "dash-cheb": (lambda lr: dash(lr, block_size=block_size, precondition_frequency=freq,
-                                      inverse_root="chebyshev", chebyshev_degree=40), None),
+                                      inverse_root=Chebyshev(degree=40)), None),
     }
     curves, best_lr = {}, {}
     for name, (make_opt, lrs) in families.items():
@@ -268,16 +268,15 @@ def run(quick: bool, outdir: pathlib.Path, seed: int = 0) -> tuple[list[dict], d
     timing = {}
     with jax.numpy_dtype_promotion("standard"):
         timing["adam"] = step_time_jitted(optax.adam(1e-3), params0, grads, reps)
-    for name, method in [("dash-ndb", "newton_db"), ("dash-eigh", "eigh"), ("dash-cheb", "chebyshev")]:
-        kw = {"chebyshev_degree": 40} if method == "chebyshev" else {}
-        opt = dash(1e-3, block_size=block_size, precondition_frequency=freq, inverse_root=method, **kw)
+    for name, method in [("dash-ndb", NewtonDB()), ("dash-eigh", Eigh()), ("dash-cheb", Chebyshev(degree=40))]:
+        opt = dash(1e-3, block_size=block_size, precondition_frequency=freq, inverse_root=method)
         timing[name] = step_time_jitted(opt, params0, grads, reps)
     timing["loop-eigh"] = step_time_loop(params0, grads, block_size, "eigh", reps)
     timing["loop-ndb"] = step_time_loop(params0, grads, block_size, "newton_db", reps)
 
     # correctness of the baseline: its first update equals DASH's direction (Newton-DB roots in both; the
     # factors of the (64, 10) blocks are singular at step 1, so compare in relative Frobenius norm)
-    sd = scale_by_dash(block_size, precondition_frequency=freq, inverse_root="newton_db")
+    sd = scale_by_dash(block_size, precondition_frequency=freq, inverse_root=NewtonDB())
     u_dash, _ = jax.jit(sd.update)(grads, sd.init(params0), params0)
     u_loop = LoopShampoo(params0, block_size, "newton_db").step(grads)
     base_err = max(float(jnp.linalg.norm(u_dash[k] - u_loop[k]) / (jnp.linalg.norm(u_loop[k]) + 1e-30))

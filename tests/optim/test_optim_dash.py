@@ -9,7 +9,17 @@ import numpy as np
 import optax
 import pytest
 
-from icmlx.optim import DASH_STATIC_ARGS, DashState, dash, scale_by_dash
+from icmlx.optim import (
+    DASH_STATIC_ARGS,
+    Chebyshev,
+    CoupledNewton,
+    DashState,
+    Eigh,
+    FrobeniusScaling,
+    NewtonDB,
+    dash,
+    scale_by_dash,
+)
 from icmlx.optim._blocking import blockify, make_block_plan, unblockify
 
 DT = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
@@ -173,7 +183,7 @@ def test_block_plan_matches_dash_layout():
 @pytest.mark.x64
 def test_matches_numpy_reference_eigh(ref_setup):
     grads, params = ref_setup
-    tx = scale_by_dash(8, inverse_root="eigh", precondition_frequency=2, start_preconditioning_step=3)
+    tx = scale_by_dash(8, inverse_root=Eigh(), precondition_frequency=2, start_preconditioning_step=3)
     outs, state = _run(tx, grads, params)
     refs = reference_dash(grads, B=8, freq=2, t0=3)
     # float32 eigh of factors with condition numbers up to ~1e4 -> roots accurate to ~1e-4 relative
@@ -188,7 +198,7 @@ def test_matches_numpy_reference_ndb_momentum(ref_setup):
     # root_chunk_size=3: the roots are solved 3 blocks at a time in a lax.map loop (the CPU layout at large
     # B; at these small B the default "auto" gives one chunk >= the stack, i.e. the unchunked path the other
     # tests run); same independent reference
-    tx = scale_by_dash(8, inverse_root="newton_db", newton_steps=14, precondition_frequency=2,
+    tx = scale_by_dash(8, inverse_root=NewtonDB(num_steps=14), precondition_frequency=2,
                        start_preconditioning_step=3, momentum=0.5, nesterov=True, root_chunk_size=3)
     outs, state = _run(tx, grads, params)
     refs = reference_dash(grads, B=8, freq=2, t0=3, mu=0.5, nesterov=True)
@@ -288,7 +298,7 @@ def test_nonfinite_gradient_skipped_or_raised():
         jax.block_until_ready(jax.jit(tx_raise.update)(bad, tx_raise.init(params), params))
 
 
-@pytest.mark.parametrize("method", ["newton_db", "coupled_newton", "eigh"])
+@pytest.mark.parametrize("method", [NewtonDB(), CoupledNewton(), "eigh"])
 def test_failed_refresh_keeps_previous_root_and_counts(method):
     # (8, 8) in 4x4 blocks: 4 blocks, one stack of 8 factors (L and R of each block). A gradient so large that
     # G G^T overflows to inf in block (0, 0) only (nonfinite="ignore" lets it through): that block's L and R
@@ -310,7 +320,7 @@ def test_failed_refresh_keeps_previous_root_and_counts(method):
     np.testing.assert_array_equal(new[bad], old[bad])  # kept bit-for-bit
     assert np.all(np.isfinite(new)) and np.all(np.isfinite(np.asarray(u2["w"])))
     # the other factors' roots were refreshed: against float64 eigh of each factor (+ the solver's ridge)
-    tol = 2e-2 if method == "newton_db" else 2e-3  # NDB's 10 fixed steps vs an exact root; f32 rounding
+    tol = 2e-2 if method == NewtonDB() else 2e-3  # NDB's 10 fixed steps vs an exact root; f32 rounding
     for f, r in zip(fac[~bad], new[~bad]):
         ref = _np_root(f + 1e-6 * np.linalg.eigvalsh(f).max() * np.eye(4) * (method != "eigh"), 4)
         assert np.abs(r - ref).max() <= tol * np.abs(ref).max()
@@ -492,3 +502,46 @@ def test_dash_beats_adam_on_ill_conditioned_regression():
     train_dash = make_train(lambda lr: dash(lr, block_size=16, precondition_frequency=5))
     best_dash = min(float(train_dash(lr)) for lr in grid)
     assert best_dash < best_adam, (best_dash, best_adam)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# solver objects and the deprecated flag-style arguments
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_deprecated_root_flags_warn_and_match():
+    params = {"w": jnp.ones((8, 8), DT)}
+    g = {"w": 0.1 * jnp.arange(64, dtype=DT).reshape(8, 8) ** 0.5}
+    cases = [
+        (dict(inverse_root="newton_db", newton_steps=14), NewtonDB(num_steps=14), "newton_steps"),
+        (dict(inverse_root="chebyshev", chebyshev_degree=30, scaling="frobenius"),
+         Chebyshev(degree=30, scaling=FrobeniusScaling()), "chebyshev_degree"),
+        (dict(root_relative_epsilon=1e-4), NewtonDB(relative_epsilon=1e-4), "root_relative_epsilon"),
+    ]
+    for old_kw, solver, name in cases:
+        new = scale_by_dash(4, precondition_frequency=1, inverse_root=solver)
+        with pytest.warns(DeprecationWarning, match=name):
+            old = scale_by_dash(4, precondition_frequency=1, **old_kw)
+        un, _ = jax.jit(new.update)(g, new.init(params), params)
+        uo, _ = jax.jit(old.update)(g, old.init(params), params)
+        np.testing.assert_array_equal(np.asarray(uo["w"]), np.asarray(un["w"]))
+    with pytest.warns(DeprecationWarning, match="newton_steps"):
+        opt = dash(1e-2, block_size=4, newton_steps=12)
+    ref = dash(1e-2, block_size=4, inverse_root=NewtonDB(num_steps=12))
+    np.testing.assert_array_equal(np.asarray(jax.jit(opt.update)(g, opt.init(params), params)[0]["w"]),
+                                  np.asarray(jax.jit(ref.update)(g, ref.init(params), params)[0]["w"]))
+
+
+def test_solver_object_under_inject_hyperparams():
+    # the solver object is static configuration: inject_hyperparams neither injects nor schedules it
+    params = {"w": jnp.ones((4, 4), DT)}
+    g = {"w": 0.1 * jnp.arange(16, dtype=DT).reshape(4, 4)}
+    solver = Chebyshev(degree=24)
+    inj = optax.inject_hyperparams(dash, static_args=DASH_STATIC_ARGS)(
+        learning_rate=1e-2, block_size=4, inverse_root=solver)
+    state = inj.init(params)
+    assert "inverse_root" not in state.hyperparams
+    ui, _ = jax.jit(inj.update)(g, state, params)
+    plain = dash(1e-2, block_size=4, inverse_root=solver)
+    up, _ = jax.jit(plain.update)(g, plain.init(params), params)
+    np.testing.assert_allclose(np.asarray(ui["w"]), np.asarray(up["w"]), rtol=1e-4, atol=1e-7)

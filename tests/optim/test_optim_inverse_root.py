@@ -1,5 +1,7 @@
 """Tests of icmlx.optim.matrix_inverse_root against float64 NumPy references."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,8 +9,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from icmlx.optim import matrix_inverse_root, power_iteration
-from icmlx.optim._inverse_root import _chebyshev_coefficients_np, _clenshaw
+import icmlx
+from icmlx.optim import (
+    RESULTS,
+    Chebyshev,
+    CoupledNewton,
+    Eigh,
+    FrobeniusScaling,
+    InverseRootSolution,
+    NewtonDB,
+    PowerScaling,
+    matrix_inverse_root,
+    power_iteration,
+)
+from icmlx.optim._root_kernels import _chebyshev_coefficients_np, _clenshaw
 
 DT = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
 
@@ -48,7 +62,7 @@ def wellcond():
 @pytest.mark.parametrize("p", [2, 4])
 def test_ndb_matches_eigh_wellcond(wellcond, p):
     mats, a = wellcond
-    x = matrix_inverse_root(a, p, method="newton_db")
+    x = matrix_inverse_root(a, p, method="newton_db").value
     for (_, _, a64), xi in zip(mats, x):
         # kappa=1e2: the default relative ridge 1e-6 alone shifts lam^{-1/p} by <= 1e-6/(p*1e-2) = 5e-5
         assert rel_fro(xi, ref_root(a64, p)) <= 1e-4
@@ -59,8 +73,8 @@ def test_ndb_matches_eigh_wellcond(wellcond, p):
 def test_ndb_band_accuracy(kappa):
     q, lam, a64 = spd(96, kappa, seed=1)
     a = jnp.asarray(a64, DT)
-    x10 = matrix_inverse_root(a, 4, method="newton_db", num_iters=10)
-    x15 = matrix_inverse_root(a, 4, method="newton_db", num_iters=15, relative_epsilon=0.0)
+    x10 = matrix_inverse_root(a, 4, method=NewtonDB(num_steps=10)).value
+    x15 = matrix_inverse_root(a, 4, method=NewtonDB(num_steps=15, relative_epsilon=0.0)).value
     # 10 steps resolve scaled eigenvalues down to ~2.25^-10 ~ 3e-4 (times s = 2 lam_max): the top two
     # decades are accurate, below that the fixed iteration count acts as an implicit regulariser.
     assert band_error(x10, q, lam, 4, 1e-2) <= 1e-4
@@ -72,9 +86,10 @@ def test_ndb_band_accuracy(kappa):
 def test_frobenius_scaling_worse_than_power_iteration():
     q, lam, a64 = spd(96, 1e2, seed=2)
     a = jnp.asarray(a64, DT)
-    kw = dict(method="newton_db", num_iters=10, relative_epsilon=0.0)
-    e_pi = rel_fro(matrix_inverse_root(a, 4, scaling="power_iteration", **kw), ref_root(a64, 4))
-    e_fro = rel_fro(matrix_inverse_root(a, 4, scaling="frobenius", **kw), ref_root(a64, 4))
+    kw = dict(num_steps=10, relative_epsilon=0.0)
+    e_pi = rel_fro(matrix_inverse_root(a, 4, method=NewtonDB(scaling=PowerScaling(), **kw)).value, ref_root(a64, 4))
+    e_fro = rel_fro(matrix_inverse_root(a, 4, method=NewtonDB(scaling=FrobeniusScaling(), **kw)).value,
+                    ref_root(a64, 4))
     # ||A||_F ~ 5 lam_max here, so the scaled spectrum starts ~2.5x lower: about one NDB step short.
     assert e_fro >= 10 * e_pi
 
@@ -94,8 +109,9 @@ def test_singular_and_zero_input_finite_psd(method):
     rng = np.random.default_rng(3)
     g = rng.standard_normal((64, 4))
     a = np.stack([g @ g.T, np.zeros((64, 64))])
-    for k in ([10, 30] if method == "newton_db" else [10]):
-        x = np.asarray(matrix_inverse_root(jnp.asarray(a, DT), 4, method=method, num_iters=k), np.float64)
+    solvers = [NewtonDB(num_steps=10), NewtonDB(num_steps=30)] if method == "newton_db" else [method]
+    for k, solver in enumerate(solvers):
+        x = np.asarray(matrix_inverse_root(jnp.asarray(a, DT), 4, method=solver).value, np.float64)
         assert np.all(np.isfinite(x)), (method, k)
         for xi in x:
             xs = 0.5 * (xi + xi.T)
@@ -108,7 +124,7 @@ def test_singular_and_zero_input_finite_psd(method):
 @pytest.mark.parametrize("kappa", [1e2, 1e8])
 def test_coupled_newton_matches_eigh(kappa):
     q, lam, a64 = spd(96, kappa, seed=4)
-    x = matrix_inverse_root(jnp.asarray(a64, DT), 4, method="coupled_newton", scaling="frobenius")
+    x = matrix_inverse_root(jnp.asarray(a64, DT), 4, method=CoupledNewton(scaling=FrobeniusScaling())).value
     # float32 CN stagnates near its rounding floor before tol=1e-6; top two decades are within 2e-4
     # (the default ridge 1e-6 contributes <= 2.5e-5 of that).
     assert band_error(x, q, lam, 4, 1e-2) <= 2e-4
@@ -141,8 +157,8 @@ def test_chebyshev_coefficients_and_full_method():
     # Full method with Frobenius scaling (s = ||A||_F known exactly): result = s^{-1/p} c(2A/s - I).
     q, lam, a64 = spd(64, 1e1, seed=6)
     rel = 1e-2
-    xm = matrix_inverse_root(jnp.asarray(a64, DT), 4, method="chebyshev", scaling="frobenius",
-                             degree=deg, relative_epsilon=rel, epsilon=0.0)
+    solver = Chebyshev(degree=deg, scaling=FrobeniusScaling(), relative_epsilon=rel)
+    xm = matrix_inverse_root(jnp.asarray(a64, DT), 4, method=solver, epsilon=0.0).value
     s = np.linalg.norm(a64)
     cc = _chebyshev_coefficients_np(4, deg, rel)
     ref = (q * (C.chebval(2 * lam / s - 1, cc) * s**-0.25)) @ q.T
@@ -161,32 +177,33 @@ def test_eigh_heuristics():
     def expect(w):
         return (q * w) @ q.T
 
-    x = matrix_inverse_root(a, 2, method="eigh", eigh_heuristic="shampoo", epsilon=eps)
+    x = matrix_inverse_root(a, 2, method=Eigh(heuristic="shampoo"), epsilon=eps).value
     assert rel_fro(x, expect((lam + 0.5 + eps) ** -0.5)) <= tol
-    x = matrix_inverse_root(a, 2, method="eigh", eigh_heuristic="abs", epsilon=eps)
+    x = matrix_inverse_root(a, 2, method=Eigh(heuristic="abs"), epsilon=eps).value
     assert rel_fro(x, expect((np.abs(lam) + eps) ** -0.5)) <= tol
-    x = matrix_inverse_root(a, 2, method="eigh", eigh_heuristic="relu", epsilon=eps)
+    x = matrix_inverse_root(a, 2, method=Eigh(heuristic="relu"), epsilon=eps).value
     w = np.where(lam > eps, np.abs(lam) ** -0.5, 0.0)
     assert rel_fro(x, expect(w)) <= tol
 
 
 def test_batched_equals_per_block_and_vmap():
     a = jnp.asarray(np.stack([spd(16, 1e3, seed=s)[2] for s in range(4)]), DT)
-    f = lambda m: matrix_inverse_root(m, 4)  # noqa: E731 (eager: the inner jit caches one compile per shape)
+    f = lambda m: matrix_inverse_root(m, 4).value  # noqa: E731 (eager: the inner jit caches one compile per shape)
     batched = np.asarray(f(a))
     single = np.stack([np.asarray(f(a[i : i + 1]))[0] for i in range(4)])
-    vm = np.asarray(jax.vmap(lambda m: matrix_inverse_root(m, 4))(a))
+    vm = np.asarray(jax.vmap(lambda m: matrix_inverse_root(m, 4).value)(a))
     scale = np.abs(batched).max()
     # same arithmetic per block; only the matmul kernel may differ (float32 reassociation ~1e-6)
     assert np.abs(batched - single).max() <= 1e-5 * scale
     assert np.abs(batched - vm).max() <= 1e-5 * scale
     # leading batch dims are preserved
-    assert matrix_inverse_root(a.reshape(2, 2, 16, 16), 4).shape == (2, 2, 16, 16)
+    sol = matrix_inverse_root(a.reshape(2, 2, 16, 16), 4)
+    assert sol.value.shape == (2, 2, 16, 16) and sol.residual.shape == sol.ridge.shape == (2, 2)
 
 
 def test_bfloat16_matmuls():
     q, lam, a64 = spd(64, 1e4, seed=8)
-    x = matrix_inverse_root(jnp.asarray(a64, jnp.float32), 4, matmul_dtype=jnp.bfloat16)
+    x = matrix_inverse_root(jnp.asarray(a64, jnp.float32), 4, method=NewtonDB(matmul_dtype=jnp.bfloat16)).value
     assert x.dtype == jnp.float32 and np.all(np.isfinite(np.asarray(x)))
     # bf16 operands (unit roundoff 4e-3) with f32 accumulation; the automatic ridge eps(bf16)/8 ~ 1e-3
     # lam_max keeps the coupled iteration stable (without it: entries ~1e14 at kappa=1e4) and costs
@@ -198,7 +215,7 @@ def test_bfloat16_matmuls():
 def test_bad_input_raises():
     with pytest.raises((ValueError, TypeError)):  # jaxtyping (TypeError) or our own check (ValueError)
         matrix_inverse_root(jnp.ones((3, 4)), 2)
-    with pytest.raises(ValueError, match="newton_db"):
+    with pytest.raises(ValueError, match="NewtonDB"):
         matrix_inverse_root(jnp.eye(3), 3, method="newton_db")
     with pytest.raises((ValueError, TypeError), match="method"):
         matrix_inverse_root(jnp.eye(3), 2, method="svd")
@@ -217,7 +234,7 @@ def test_inverse_root_property(seed, p):
     rng = np.random.default_rng(seed)
     g = rng.standard_normal((16, 48))
     a64 = (g @ g.T / 48 + 0.5 * np.eye(16)) * 10.0 ** rng.uniform(-3, 3)
-    x = np.asarray(matrix_inverse_root(jnp.asarray(a64, DT), p, num_iters=12), np.float64)
+    x = np.asarray(matrix_inverse_root(jnp.asarray(a64, DT), p, method=NewtonDB(num_steps=12)).value, np.float64)
     assert np.abs(x - x.T).max() <= 1e-4 * np.abs(x).max()
     assert np.abs(np.linalg.matrix_power(x, p) @ a64 - np.eye(16)).max() <= 1e-3
 
@@ -235,10 +252,10 @@ def _residual64(x, a64, ridge, p):
 
 
 def test_coupled_newton_info_converged(wellcond):
-    from icmlx.optim import RESULTS
-
     mats, a = wellcond
-    x, info = matrix_inverse_root(a, 4, method="coupled_newton", return_info=True)
+    info = matrix_inverse_root(a, 4, method=CoupledNewton())
+    x = info.value
+    assert isinstance(info, InverseRootSolution) and isinstance(info, icmlx.Solution)
     assert info.result == RESULTS.successful
     assert 1 <= int(info.num_steps) < 100
     a64 = np.stack([m[2] for m in mats])
@@ -250,26 +267,23 @@ def test_coupled_newton_info_converged(wellcond):
         assert rel_fro(xi, ref_root(m64, 4)) <= 1e-4
 
 
-def test_coupled_newton_max_iters_status_and_throw(wellcond):
-    from icmlx.optim import RESULTS
-
+def test_coupled_newton_max_steps_status_and_throw(wellcond):
     _, a = wellcond
-    x, info = matrix_inverse_root(a, 4, method="coupled_newton", max_iters=2, return_info=True, throw=False)
+    info = matrix_inverse_root(a, 4, method=CoupledNewton(max_steps=2), throw=False)
+    x = info.value
     assert info.result == RESULTS.max_steps_reached
     assert int(info.num_steps) == 2
     assert np.all(np.isfinite(np.asarray(x)))
     assert float(np.min(info.residual)) > 1e-2  # 2 steps from X0 = z^{1/p} I are far from converged
-    with pytest.raises(Exception, match="max_iters"):
-        jax.block_until_ready(matrix_inverse_root(a, 4, method="coupled_newton", max_iters=2))
+    with pytest.raises(Exception, match="max_steps"):  # throw=True is the default
+        jax.block_until_ready(matrix_inverse_root(a, 4, method=CoupledNewton(max_steps=2)).value)
 
 
 def test_fixed_step_methods_report_steps(wellcond):
-    from icmlx.optim import RESULTS
-
     _, a = wellcond
-    _, info = matrix_inverse_root(a, 4, method="newton_db", num_iters=12, return_info=True)
+    info = matrix_inverse_root(a, 4, method=NewtonDB(num_steps=12))
     assert info.result == RESULTS.successful and int(info.num_steps) == 24  # two passes for p=4
-    _, info = matrix_inverse_root(a, 2, method="chebyshev", degree=30, return_info=True)
+    info = matrix_inverse_root(a, 2, method=Chebyshev(degree=30))
     assert int(info.num_steps) == 30 and info.residual.shape == (3,)
 
 
@@ -281,8 +295,9 @@ def test_chunked_equals_stacked(method):
     # checked in test_auto_chunk_size_rule; the DASH tests run chunked and unchunked stacks.)
     a64 = np.stack([spd(32, k, seed=s)[2] for s, k in enumerate([1e1, 1e2, 1e3, 1e4, 1e5])])
     a = jnp.asarray(a64, DT)
-    full = np.asarray(matrix_inverse_root(a, 4, method=method, chunk_size=None))
-    chunked, info = matrix_inverse_root(a, 4, method=method, chunk_size=2, return_info=True)
+    full = np.asarray(matrix_inverse_root(a, 4, method=method, chunk_size=None).value)
+    info = matrix_inverse_root(a, 4, method=method, chunk_size=2)
+    chunked = info.value
     tol = 1e-5 if DT == jnp.float32 else 1e-10  # float32 / float64 reassociation, amplified <= ~10x
     np.testing.assert_allclose(np.asarray(chunked), full, rtol=tol, atol=tol * np.abs(full).max())
     if method == "coupled_newton":  # the converged roots themselves, against float64 eigh of A + ridge I
@@ -305,6 +320,8 @@ def test_auto_chunk_size_rule(monkeypatch):
     assert _resolve_chunk_size("auto", "newton_db", 64, jnp.float64) == 2
     assert _resolve_chunk_size("auto", "newton_db", 1024, jnp.float32) == 1
     assert _resolve_chunk_size("auto", "eigh", 128, jnp.float32) is None
+    assert _resolve_chunk_size("auto", Eigh(heuristic="abs"), 128, jnp.float32) is None
+    assert _resolve_chunk_size("auto", NewtonDB(num_steps=3), 128, jnp.float32) == 1
     assert _resolve_chunk_size(3, "eigh", 128, jnp.float32) == 3
     assert _resolve_chunk_size(None, "newton_db", 8, DT) is None
     # on an accelerator: one batched call
@@ -313,16 +330,118 @@ def test_auto_chunk_size_rule(monkeypatch):
 
 
 def test_coupled_newton_status_per_matrix():
-    from icmlx.optim import RESULTS
-
     # an easy (kappa 10) and a hard (kappa 1e6) matrix with a cap of 12 steps: the easy one converges and stops
     # (its residual, recomputed in float64, is at the tolerance), the hard one hits the cap
     mats = [spd(24, 1e1, seed=1), spd(24, 1e6, seed=2)]
     a = jnp.asarray(np.stack([m[2] for m in mats]), DT)
-    x, info = matrix_inverse_root(a, 4, method="coupled_newton", max_iters=12, return_info=True, throw=False)
+    info = matrix_inverse_root(a, 4, method=CoupledNewton(max_steps=12), throw=False)
+    x = info.value
     assert info.result == RESULTS.max_steps_reached and int(info.num_steps) == 12
     res64 = _residual64(x, np.stack([m[2] for m in mats]), info.ridge, 4)
     assert res64[0] <= (1e-5 if DT == jnp.float32 else 1e-6)  # converged: max|M - I| <= tol=1e-6 (+ rounding)
     assert res64[1] > 1e-3
     # the converged root vs float64 eigh: the relative ridge 1e-6 moves it by <= 1e-6 * kappa / 4
     assert rel_fro(x[0], ref_root(mats[0][2], 4)) <= (1e-5 if DT == jnp.float64 else 1e-4)
+
+
+# ------------------------------------------------------------------------------------ strategy objects / API
+
+
+def test_results_are_icmlx_results(wellcond):
+    _, a = wellcond
+    assert RESULTS is icmlx.RESULTS
+    sol = matrix_inverse_root(a, 4, method=CoupledNewton(max_steps=2), throw=False)
+    assert sol.result == icmlx.RESULTS.max_steps_reached
+    assert icmlx.result_name(sol.result) == "max_steps_reached"
+    assert icmlx.result_name(matrix_inverse_root(a, 4).result) == "successful"
+
+
+def test_solver_objects_hashable_static_and_not_callable():
+    solvers = [NewtonDB(), NewtonDB(num_steps=12, scaling=FrobeniusScaling()), CoupledNewton(max_steps=50),
+               Chebyshev(degree=32, matmul_dtype=jnp.bfloat16), Eigh(heuristic="relu"), PowerScaling(num_steps=3)]
+    for s in solvers:
+        assert hash(s) == hash(type(s)(**{f.name: getattr(s, f.name) for f in dataclasses.fields(s)}))
+        assert jax.tree.leaves(s) == []  # static fields only: nothing for jit or inject_hyperparams to trace
+        assert not callable(s)
+    assert NewtonDB(num_steps=12) == NewtonDB(num_steps=12) != NewtonDB(num_steps=13)
+    assert len({NewtonDB(), NewtonDB(), Eigh()}) == 2
+
+
+@pytest.mark.parametrize("make,arg", [
+    (lambda: NewtonDB(num_steps=0), "num_steps"),
+    (lambda: CoupledNewton(max_steps=0), "max_steps"),
+    (lambda: CoupledNewton(rtol=-1e-6), "rtol"),
+    (lambda: Chebyshev(degree=0), "degree"),
+    (lambda: Eigh(heuristic="svd"), "heuristic"),
+    (lambda: Eigh(relative_epsilon=-1.0), "relative_epsilon"),
+    (lambda: NewtonDB(relative_epsilon=float("nan")), "relative_epsilon"),
+    (lambda: PowerScaling(num_vectors=0), "num_vectors"),
+    (lambda: PowerScaling(multiplier=0.0), "multiplier"),
+    (lambda: NewtonDB(scaling="frobenius"), "scaling"),
+])
+def test_solver_objects_reject_invalid_settings(make, arg):
+    with pytest.raises((ValueError, TypeError), match=arg):  # our ValueError (or beartype's TypeError in tests)
+        make()
+
+
+def test_solver_objects_reject_invalid_settings_valueerror():
+    # plain ints of the right type reach our own check: a ValueError naming the argument and its value
+    with pytest.raises(ValueError, match=r"num_steps=0"):
+        NewtonDB(num_steps=0)
+    with pytest.raises(ValueError, match=r"degree=-2"):
+        Chebyshev(degree=-2)
+    with pytest.raises(TypeError, match="matmul_dtype"):
+        NewtonDB(matmul_dtype=jnp.int32)
+
+
+def test_string_shorthand_is_the_default_object(wellcond):
+    _, a = wellcond
+    for name, obj in [("newton_db", NewtonDB()), ("chebyshev", Chebyshev()), ("eigh", Eigh()),
+                      ("coupled_newton", CoupledNewton())]:
+        x_str = np.asarray(matrix_inverse_root(a, 4, method=name).value)
+        x_obj = np.asarray(matrix_inverse_root(a, 4, method=obj).value)
+        np.testing.assert_array_equal(x_str, x_obj)
+
+
+def test_deprecated_flag_arguments_warn_and_match(wellcond):
+    _, a = wellcond
+    new = matrix_inverse_root(a, 4, method=NewtonDB(num_steps=12, scaling=FrobeniusScaling()))
+    with pytest.warns(DeprecationWarning, match="num_iters"):
+        old = matrix_inverse_root(a, 4, method="newton_db", num_iters=12, scaling="frobenius")
+    np.testing.assert_array_equal(np.asarray(old.value), np.asarray(new.value))
+    # return_info=True: the previous (X, info) pair; the info has the old attribute names
+    with pytest.warns(DeprecationWarning, match="return_info"):
+        x, info = matrix_inverse_root(a, 4, method="coupled_newton", max_iters=2, return_info=True, throw=False)
+    ref = matrix_inverse_root(a, 4, method=CoupledNewton(max_steps=2), throw=False)
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(ref.value))
+    assert info.result == RESULTS.max_steps_reached and int(info.num_steps) == 2
+    np.testing.assert_array_equal(np.asarray(info.residual), np.asarray(ref.residual))
+    # return_info=False: the bare root
+    with pytest.warns(DeprecationWarning, match="return_info"):
+        bare = matrix_inverse_root(a, 2, method="eigh", eigh_heuristic="abs", return_info=False)
+    np.testing.assert_array_equal(np.asarray(bare), np.asarray(matrix_inverse_root(a, 2, method=Eigh("abs")).value))
+    # the flag-style settings only go with a method name
+    with pytest.raises(TypeError, match="solver object"), pytest.warns(DeprecationWarning):
+        matrix_inverse_root(a, 4, method=NewtonDB(), num_iters=3)
+
+
+def test_deprecated_names_and_power_iteration_kwarg():
+    import icmlx.optim as optim
+
+    with pytest.warns(DeprecationWarning, match="InverseRootInfo"):
+        assert optim.InverseRootInfo is InverseRootSolution
+    assert "InverseRootInfo" not in optim.__all__
+    a = jnp.asarray(np.stack([spd(16, 1e2, seed=s)[2] for s in range(2)]), DT)
+    with pytest.warns(DeprecationWarning, match="num_iters"):
+        old = power_iteration(a, num_iters=5)
+    np.testing.assert_array_equal(np.asarray(old), np.asarray(power_iteration(a, num_steps=5)))
+
+
+def test_coupled_newton_diverged_raises_by_default():
+    # An indefinite input makes coupled Newton's error grow: status diverged, raised under the default throw=True.
+    a = jnp.asarray(np.diag([1.0, -1.0, 0.5, 2.0]), DT)[None]
+    sol = matrix_inverse_root(a, 4, method=CoupledNewton(), throw=False)
+    assert sol.result in (RESULTS.diverged, RESULTS.max_steps_reached, RESULTS.nonfinite)
+    assert sol.result != RESULTS.successful
+    with pytest.raises(Exception):
+        jax.block_until_ready(matrix_inverse_root(a, 4, method=CoupledNewton()).value)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from icmlx.optim import (
+    SlopeFitResult,
     SweepResult,
     constant,
     fit_slopes,
@@ -36,7 +37,7 @@ def test_sweep_matches_numpy_reference():
     rhos = jnp.array([1.0, 3.0])
     eps = jnp.array([0.1, 0.7])
     key = jax.random.key(3)
-    res = misspecification_sweep(key, table, rhos, eps=eps, n_replicates=R, diameter=1.5, noise=0.8)
+    res = misspecification_sweep(key, table, rhos, eps=eps, num_replicates=R, diameter=1.5, noise=0.8)
     # the sweep draws xi_t = normal(fold_in(key, t), (R,)); reproduce that noise, then run NumPy SGD
     xi = np.stack([np.asarray(jax.random.normal(jax.random.fold_in(key, t), (R,))) for t in range(T)])
     tab = np.asarray(table, np.float64)
@@ -63,20 +64,21 @@ def test_fit_slopes_recovers_power_law():
     errors = jnp.broadcast_to(base * eps[None, None, :, None], (2, 5, 2, 10))
     res = SweepResult(errors=errors, rhos=rhos, eps=eps, worst=errors.mean(-1).max(-1),
                       worst_eps_index=jnp.ones((2, 5), jnp.int32))
-    fit = fit_slopes(res, jax.random.key(0), fit_range=(2.0, 16.0), n_boot=20)
+    fit = fit_slopes(jax.random.key(0), res, fit_range=(2.0, 16.0), num_resamples=20)
+    assert isinstance(fit, SlopeFitResult) and fit.boot.shape == (20, 2)
     np.testing.assert_allclose(fit.slope, [0.3, 1.0], rtol=1e-5)
     np.testing.assert_allclose(fit.ci_low, [0.3, 1.0], rtol=1e-5)
     np.testing.assert_allclose(fit.ci_high, [0.3, 1.0], rtol=1e-5)
     with pytest.raises(ValueError, match="two rhos"):
-        fit_slopes(res, jax.random.key(0), fit_range=(100.0, 200.0))
+        fit_slopes(jax.random.key(0), res, fit_range=(100.0, 200.0))
 
 
 def test_sweep_bad_input():
     table = schedule_table([constant(0.1)], 10)
-    with pytest.raises(ValueError, match="n_replicates"):
-        misspecification_sweep(jax.random.key(0), table, jnp.array([1.0]), n_replicates=0)
+    with pytest.raises(ValueError, match="num_replicates"):
+        misspecification_sweep(jax.random.key(0), table, jnp.array([1.0]), num_replicates=0)
     with pytest.raises(Exception, match="rhos must be finite and > 0"):
-        misspecification_sweep(jax.random.key(0), table, jnp.array([1.0, -2.0]), n_replicates=2)
+        misspecification_sweep(jax.random.key(0), table, jnp.array([1.0, -2.0]), num_replicates=2)
     with pytest.raises(ValueError, match="total_steps"):
         schedule_table([constant(0.1)], 0)
 
@@ -85,10 +87,33 @@ def test_sweep_compiles_once():
     from icmlx.optim import _robustness
 
     table = schedule_table([constant(0.1), linear_decay(0.1, 16)], 16)
-    misspecification_sweep(jax.random.key(0), table, jnp.array([1.0, 2.0]), n_replicates=4)
+    misspecification_sweep(jax.random.key(0), table, jnp.array([1.0, 2.0]), num_replicates=4)
     n = _robustness._sweep._cached._cache_size()
-    misspecification_sweep(jax.random.key(1), table * 0.5, jnp.array([3.0, 5.0]), n_replicates=4)
+    misspecification_sweep(jax.random.key(1), table * 0.5, jnp.array([3.0, 5.0]), num_replicates=4)
     assert _robustness._sweep._cached._cache_size() == n
+
+
+def test_deprecated_names_warn_and_match():
+    """n_replicates, n_boot and the old (result, key) order of fit_slopes still work for one release."""
+    table = schedule_table([constant(0.1), linear_decay(0.1, 32)], 32)
+    rhos = jnp.array([1.0, 2.0, 4.0, 8.0])
+    key = jax.random.key(3)
+    new = misspecification_sweep(key, table, rhos, num_replicates=6)
+    with pytest.warns(DeprecationWarning, match="n_replicates"):
+        old = misspecification_sweep(key, table, rhos, n_replicates=6)
+    np.testing.assert_array_equal(np.asarray(old.errors), np.asarray(new.errors))
+    fit = fit_slopes(jax.random.key(4), new, fit_range=(1.0, 8.0), num_resamples=12)
+    with pytest.warns(DeprecationWarning, match="n_boot"):
+        fit_kw = fit_slopes(jax.random.key(4), new, fit_range=(1.0, 8.0), n_boot=12)
+    with pytest.warns(DeprecationWarning, match="key comes first"):
+        fit_pos = fit_slopes(new, jax.random.key(4), fit_range=(1.0, 8.0), num_resamples=12)
+    with pytest.warns(DeprecationWarning, match="key comes first"):
+        fit_key_kw = fit_slopes(new, key=jax.random.key(4), fit_range=(1.0, 8.0), num_resamples=12)
+    for other in (fit_kw, fit_pos, fit_key_kw):
+        np.testing.assert_array_equal(np.asarray(other.boot), np.asarray(fit.boot))
+        np.testing.assert_array_equal(np.asarray(other.slope), np.asarray(fit.slope))
+    with pytest.raises(ValueError, match="num_resamples"):
+        fit_slopes(jax.random.key(4), new, fit_range=(1.0, 8.0), num_resamples=0)
 
 
 @pytest.fixture(scope="module")

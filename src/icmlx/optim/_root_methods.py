@@ -175,7 +175,7 @@ class CoupledNewton(AbstractInverseRoot):
     r"""Higham's coupled Newton iteration for :math:`A^{-1/p}`, stopping per matrix on its residual.
 
     :math:`M' = (1+\tfrac1p)I - \tfrac1p M,\ X \leftarrow XM',\ M \leftarrow M'^p M` from
-    :math:`X_0 = z^{1/p} I,\ M_0 = zA_\epsilon`, :math:`z = (p+1)/(2s)`. Each matrix stops on its own when
+    :math:`X_0 = z^{1/p} I,\ M_0 = zA_\epsilon`, :math:`z = (p+1)/(2\,s)`. Each matrix stops on its own when
     :math:`\max|M - I| \le` ``rtol``, or when a step would make that error grow by more than 1.2x or go
     non-finite (the step is rejected and the previous iterate kept: ``RESULTS.diverged``); the batch stops after
     ``max_steps`` (``RESULTS.max_steps_reached`` if a matrix is still iterating).
