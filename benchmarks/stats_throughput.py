@@ -5,7 +5,7 @@ Decisions for 1e6-1e7 tests from the two-groups model (p = n^-1/2, tau^2 calibra
 * Benjamini-Hochberg: ``icmlx.stats.benjamini_hochberg`` (``method="bucket"``, O(n), and ``"sort"``) vs
   ``statsmodels.stats.multitest.multipletests(method="fdr_bh")`` -- decisions must be identical;
 * Bonferroni: ``icmlx.stats.bonferroni`` vs ``multipletests(method="bonferroni")`` -- identical;
-* relative-belief test (preset "sparsity"), Bayes oracle and horseshoe (tau = p) decisions per second
+* relative-belief test (``gamma2=SparsityGamma2(p)``), Bayes oracle and horseshoe (tau = p) decisions per second
   (no peer library implements them; their decisions are checked against closed-form thresholds in NumPy).
 
 Ratios are ``statsmodels time / icmlx time`` (steady state, median). Usage::
@@ -31,6 +31,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import print_table, time_fn, write_results  # noqa: E402
 from icmlx.stats import (  # noqa: E402
+    SparsityGamma2,
     bayes_oracle_test,
     benjamini_hochberg,
     bonferroni,
@@ -55,7 +56,7 @@ def bench(n: int, repeats: int) -> list[dict]:
     bh_bucket = jax.jit(lambda q: benjamini_hochberg(q, 0.05).reject)
     bh_sort = jax.jit(lambda q: benjamini_hochberg(q, 0.05, method="sort").reject)
     bonf = jax.jit(lambda q: bonferroni(q, 0.05).reject)
-    rb = jax.jit(lambda v: relative_belief_test(v, gamma2="sparsity", p=p).reject)
+    rb = jax.jit(lambda v: relative_belief_test(v, gamma2=SparsityGamma2(p=p)).reject)
     bo = jax.jit(lambda v: bayes_oracle_test(v, p=p, tau2=tau2).reject)
     hs = jax.jit(lambda v: horseshoe_test(v, p).reject)
 
