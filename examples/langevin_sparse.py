@@ -26,6 +26,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from icmlx.sde import (  # noqa: E402
+    GeodesicGuidance,
+    NoGuidance,
     conservative_drift,
     infer_drift,
     naive_drift,
@@ -50,13 +52,13 @@ def _ring_paths(seed, sigma, n_traj, t1, omega=2.0):
     return simulate(jax.random.key(seed), ring_drift(omega), sigma, x0, t1, H)
 
 
-def run_setting(system, seed, sigma, tau, *, n_iters, n_particles, n_steps, strength, t1, n_traj=1,
+def run_setting(system, seed, sigma, tau, *, num_steps, num_particles, num_time_steps, strength, t1, num_traj=1,
                 methods=("naive", "conservative", "em_plain", "em_geodesic", "dense")):
     """All estimators on one (system, seed, sigma, tau) cell; returns wRMSEs and the fitted drifts."""
     if system == "vdp":
         f, dense = van_der_pol_drift(1.0), _vdp_paths(seed, sigma, t1)
     else:
-        f, dense = ring_drift(2.0), _ring_paths(seed, sigma, n_traj, t1)
+        f, dense = ring_drift(2.0), _ring_paths(seed, sigma, num_traj, t1)
     every = int(round(tau / H))
     sp = subsample(dense, every)
     obs, ts = sp.xs, sp.ts
@@ -66,15 +68,17 @@ def run_setting(system, seed, sigma, tau, *, n_iters, n_particles, n_steps, stre
         if m == "naive":
             d = naive_drift(obs, ts, sigma).drift
         elif m == "conservative":
-            d = conservative_drift(obs, sigma).drift
+            d = conservative_drift(obs, ts, sigma).drift
         elif m == "dense":
             d = naive_drift(dense.xs, dense.ts, sigma).drift
         else:
-            g = "geodesic" if m == "em_geodesic" else "none"
-            res = infer_drift(jax.random.key(100 + seed), obs, ts, sigma, guidance=g, strength=strength,
-                              n_iters=n_iters, n_particles=n_particles, n_steps=n_steps)
+            g = GeodesicGuidance(strength=strength) if m == "em_geodesic" else NoGuidance()
+            res = infer_drift(jax.random.key(100 + seed), obs, ts, sigma, guidance=g, num_steps=num_steps,
+                              num_particles=num_particles, num_time_steps=num_time_steps, throw=False)
             d = res.drift
-            out[m + "_ess"] = float(res.history.ess_median[-1])
+            out[m + "_ess"] = float(res.stats["ess_median"][-1])
+            # collapsed bridges in the final iteration (left out of the M-step; result degenerate_bridges)
+            out[m + "_degenerate"] = int(res.stats["num_degenerate"][-1])
             out[m + "_first"] = float(weighted_rmse(f, res.drift_at(0), obs))
         out[m] = float(weighted_rmse(f, d, obs))
         secs[m] = time.perf_counter() - t0
@@ -118,9 +122,9 @@ def _plot_fields(path, f, drifts, obs, title):
 
 # Quick scale (tour): 64 particles x 20 steps per interval, 8 EM iterations. Plain and geodesic EM and both
 # seeds have identical shapes, so they share one compiled EM loop (guidance enters only as data).
-VDP_QUICK = dict(n_iters=8, n_particles=64, n_steps=20, strength=5.0, t1=500.0)
-RING_QUICK = dict(n_iters=4, n_particles=64, n_steps=20, strength=5.0, t1=20.0, n_traj=20)
-# Full sweep: same particles, bridge steps scaled with tau (h = tau / n_steps between 0.06 and 0.14).
+VDP_QUICK = dict(num_steps=8, num_particles=64, num_time_steps=20, strength=5.0, t1=500.0)
+RING_QUICK = dict(num_steps=4, num_particles=64, num_time_steps=20, strength=5.0, t1=20.0, num_traj=20)
+# Full sweep: same particles, bridge steps scaled with tau (h = tau / num_time_steps between 0.06 and 0.14).
 FULL_TAUS = (0.5, 1.0, 2.0, 2.8)
 FULL_STEPS = {0.5: 8, 1.0: 10, 2.0: 16, 2.8: 20}
 FULL_SIGMAS = (0.25, 0.5)
@@ -155,6 +159,8 @@ def claims(rows, ring):
     m = {k: float(np.mean([r[k] for r in rows])) for k in ("naive", "conservative", "em_plain",
                                                            "em_geodesic", "dense")}
     n = len(rows)
+    # EM runs with throw=False: report collapsed bridges instead of raising on them
+    deg = [r[k] for r in [*rows, ring] for k in r if k.endswith("_degenerate")]
     return [
         dict(claim=f"VdP s=0.25 tau=2.8: geodesic EM wRMSE ({n} seeds)", measured=f"{m['em_geodesic']:.3f}",
              expected="<= 0.85", ok=m["em_geodesic"] <= 0.85),
@@ -168,6 +174,9 @@ def claims(rows, ring):
                       f"EM {ring['em_plain']:.2f}",
              expected="cons >= 1.2, EM < naive",
              ok=ring["conservative"] >= 1.2 and ring["em_plain"] < ring["naive"]),
+        dict(claim="EM runs with collapsed bridges (final iteration)",
+             measured=f"{sum(v > 0 for v in deg)} of {len(deg)} (max {max(deg, default=0)})",
+             expected="0", ok=not any(deg)),
     ]
 
 
@@ -182,13 +191,13 @@ def sweep(outdir, seeds_hard=(0, 1), seeds_other=(0,), taus=FULL_TAUS, sigmas=FU
     """wRMSE vs tau on Van der Pol (T = 500) and the ring (20 paths, T = 20), all five methods."""
     rows = []
     for system in ("vdp", "ring"):
-        base = VDP_QUICK if system == "vdp" else dict(RING_QUICK, n_iters=6)
+        base = VDP_QUICK if system == "vdp" else dict(RING_QUICK, num_steps=6)
         for sigma in sigmas:
             for tau in taus:
                 seeds = seeds_hard if tau == max(taus) else seeds_other
                 for s in seeds:
                     t0 = time.perf_counter()
-                    cfg = dict(base, n_steps=FULL_STEPS.get(tau, base["n_steps"]))
+                    cfg = dict(base, num_time_steps=FULL_STEPS.get(tau, base["num_time_steps"]))
                     r, drifts, obs, f, _ = run_setting(system, s, sigma, tau, **cfg)
                     rows.append(dict(system=system, sigma=sigma, tau=tau, seed=s, **r))
                     print(f"  {system} sigma={sigma} tau={tau} seed={s}: "

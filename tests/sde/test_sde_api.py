@@ -52,6 +52,7 @@ def test_results_are_the_library_enumeration():
         sde.NoSuchName  # noqa: B018
 
 
+@pytest.mark.x64
 def test_guidance_objects_are_hashable_static_and_validated():
     g = GeodesicGuidance(strength=2.0, num_nodes=50, num_neighbors=4, orientation_eps=0.5)
     assert hash(g) == hash(GeodesicGuidance(strength=2.0, num_nodes=50, num_neighbors=4, orientation_eps=0.5))
@@ -140,6 +141,7 @@ def test_smc_bridges_renamed_keywords_warn_and_agree(walk):
     np.testing.assert_array_equal(np.asarray(old.log_evidence), np.asarray(new.log_evidence))
 
 
+@pytest.mark.x64
 def test_conservative_old_two_argument_call_warns_and_agrees(walk):
     y, ts = walk
     new = _no_warnings(conservative_drift, y, ts, 0.3)
