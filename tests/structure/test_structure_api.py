@@ -12,11 +12,14 @@ from icmlx.structure import (
     Asymptotic,
     Bernoulli,
     ChiSquare,
+    DefiniteMaxPColliders,
     DSeparation,
     FisherZ,
     GSquare,
+    MaxPColliders,
     Nonparametric,
     Permutation,
+    SepsetColliders,
     binned_u_statistic,
     default_cond_bins,
     nonparametric_test,
@@ -26,7 +29,8 @@ from icmlx.structure import (
 )
 
 STRATEGIES = [FisherZ(), ChiSquare(), GSquare(), Bernoulli(), DSeparation(), Nonparametric(),
-              Nonparametric(num_bins=3, cond_bins=5), Asymptotic(), Permutation(), Permutation(num_permutations=9)]
+              Nonparametric(num_bins=3, cond_bins=5), Asymptotic(), Permutation(), Permutation(num_permutations=9),
+              SepsetColliders(), SepsetColliders(priority=0), MaxPColliders(priority=4), DefiniteMaxPColliders(3)]
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +79,9 @@ def test_strategy_objects_distinguish_settings():
         (lambda: Nonparametric(num_bins=3, cond_bins=0), "cond_bins"),
         (lambda: Permutation(num_permutations=0), "num_permutations"),
         (lambda: Permutation(num_permutations=-5), "num_permutations"),
+        (lambda: SepsetColliders(priority=-1), "priority"),
+        (lambda: MaxPColliders(priority=7), "priority"),
+        (lambda: DefiniteMaxPColliders(priority=0), "priority"),
     ],
 )
 def test_strategy_objects_reject_invalid_settings(build, arg):
@@ -161,6 +168,27 @@ def test_deprecated_count_names_warn_and_give_the_same_answer(nonlinear):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the new names do not warn
         nonparametric_test(x, xs, ys, ss, num_bins=3, method=Permutation(num_permutations=19), key=key)
+
+
+def test_deprecated_uc_flags_warn_and_build_the_collider_rule():
+    # a DAG with colliders and a chain, so the orientation phase does real work (oracle: no sampling noise)
+    dag = np.zeros((6, 6), bool)
+    dag[0, 2] = dag[1, 2] = dag[2, 3] = dag[4, 3] = dag[3, 5] = True
+    for (rule, prio), obj in [((0, 2), SepsetColliders(2)), ((1, -1), MaxPColliders(3)),
+                              ((2, -1), DefiniteMaxPColliders(4)), ((0, 0), SepsetColliders(0))]:
+        new = pc(None, ci_test="d_separation", true_dag=dag, colliders=obj)
+        with pytest.warns(DeprecationWarning, match="'uc_rule' is deprecated"):
+            old = pc(None, ci_test="d_separation", true_dag=dag, uc_rule=rule, uc_priority=prio)
+        np.testing.assert_array_equal(np.asarray(old.graph), np.asarray(new.graph))
+        assert int(old.num_tests) == int(new.num_tests)
+    with pytest.warns(DeprecationWarning, match="'uc_priority' is deprecated"):  # uc_rule defaults to 0
+        old = pc(None, ci_test="d_separation", true_dag=dag, uc_priority=3)
+    np.testing.assert_array_equal(np.asarray(old.graph), np.asarray(
+        pc(None, ci_test="d_separation", true_dag=dag, colliders=SepsetColliders(3)).graph))
+    with pytest.raises(ValueError, match="uc_priority"), pytest.warns(DeprecationWarning):
+        pc(None, ci_test="d_separation", true_dag=dag, uc_rule=2, uc_priority=1)
+    with pytest.raises(TypeError, match="both"), pytest.warns(DeprecationWarning):
+        pc(None, ci_test="d_separation", true_dag=dag, uc_rule=1, colliders=MaxPColliders())
 
 
 def test_renamed_record_fields_warn(nonlinear):

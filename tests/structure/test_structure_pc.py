@@ -9,6 +9,9 @@ import pytest
 
 from icmlx.structure import (
     BackgroundKnowledge,
+    DefiniteMaxPColliders,
+    MaxPColliders,
+    SepsetColliders,
     dag_to_cpdag,
     pc,
     random_er_dag,
@@ -21,6 +24,12 @@ from icmlx.structure import (
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "causal-learn"
 NETS = ["asia", "cancer", "earthquake", "survey", "sachs", "child"]
+
+
+def _colliders(uc_rule, uc_priority):
+    """The collider-rule object of causal-learn's flags (``uc_priority=-1``: the rule's default, 3, 3, 4)."""
+    cls = [SepsetColliders, MaxPColliders, DefiniteMaxPColliders][uc_rule]
+    return cls(priority={0: 3, 1: 3, 2: 4}[uc_rule] if uc_priority == -1 else uc_priority)
 
 
 def _need_data():
@@ -36,7 +45,7 @@ def test_golden_linear_10_fisherz_all_orientation_rules():
     x, _ = read_causal_learn_data(DATA / "data_linear_10.txt")
     with jax.enable_x64(True):
         for rule, prio in [(0, 0), (0, 1), (0, 2), (0, 3), (0, 4), (1, -1), (2, -1)]:
-            res = pc(x, ci_test="fisherz", alpha=0.05, uc_rule=rule, uc_priority=prio)
+            res = pc(x, ci_test="fisherz", alpha=0.05, colliders=_colliders(rule, prio))
             gold = read_endpoint_matrix(
                 DATA / f"benchmark_returned_results/linear_10_pc_fisherz_0.05_stable_{rule}_{prio}.txt"
             )
@@ -56,7 +65,7 @@ def test_golden_bnlearn_chisq(net):
         DATA / f"bnlearn_discrete_10000/benchmark_returned_results/{net}_pc_chisq_0.05_stable_0_-1.txt"
     )
     with jax.enable_x64(True):
-        res = pc(x.astype(np.int64), ci_test="chisq", alpha=0.05, uc_priority=-1)
+        res = pc(x.astype(np.int64), ci_test="chisq", alpha=0.05, colliders=SepsetColliders(priority=3))
     np.testing.assert_array_equal(np.asarray(res.graph), gold)
 
 
@@ -69,7 +78,7 @@ def test_golden_discrete_10(method):
         DATA / f"benchmark_returned_results/discrete_10_pc_{method}_0.05_stable_0_-1.txt"
     )
     with jax.enable_x64(True):
-        res = pc(x.astype(np.int64), ci_test=method, alpha=0.05, uc_priority=-1)
+        res = pc(x.astype(np.int64), ci_test=method, alpha=0.05, colliders=SepsetColliders(priority=3))
     np.testing.assert_array_equal(np.asarray(res.graph), gold)
 
 
@@ -158,8 +167,7 @@ def test_live_agreement_fisherz(gauss_cases, stable, uc_rule, uc_priority):
         cg = _cl_pc(x, alpha=0.05, indep_test="fisherz", stable=stable, uc_rule=uc_rule,
                     uc_priority=uc_priority)
         with jax.enable_x64(True):
-            res = pc(x, ci_test="fisherz", alpha=0.05, stable=stable, uc_rule=uc_rule,
-                     uc_priority=uc_priority)
+            res = pc(x, ci_test="fisherz", alpha=0.05, stable=stable, colliders=_colliders(uc_rule, uc_priority))
         np.testing.assert_array_equal(np.asarray(res.graph), cg.G.graph)
         np.testing.assert_array_equal(np.asarray(res.skeleton), cg.G.graph != 0)
         if uc_rule == 0:
@@ -249,5 +257,11 @@ def test_bad_inputs_raise_clear_errors():
         pc(x, ci_test="kci")
     with pytest.raises(ValueError, match="true_dag"):
         pc(None, ci_test="d_separation")
-    with pytest.raises(ValueError, match="uc_rule"):
+    with pytest.raises(ValueError, match="colliders"):
+        pc(x, colliders="maxP2")
+    with pytest.raises(ValueError, match="priority"):
+        DefiniteMaxPColliders(priority=1)  # definite max-P has no overwrite/bi-directed variant
+    with pytest.raises(ValueError, match="priority"):
+        SepsetColliders(priority=5)
+    with pytest.raises(ValueError, match="uc_rule"), pytest.warns(DeprecationWarning, match="uc_rule"):
         pc(x, uc_rule=5)

@@ -3,10 +3,15 @@ arXiv:2507.05689), with batched Gaussian, discrete, Bernoulli and nonparametric 
 
 The tester of :func:`pc` / :func:`pc_tree` is a strategy object (:class:`FisherZ`, :class:`ChiSquare`,
 :class:`GSquare`, :class:`Bernoulli`, :class:`Nonparametric`, :class:`DSeparation`) or its string shorthand, and the
-calibration of :func:`nonparametric_test` is :class:`Asymptotic` or :class:`Permutation`.
+calibration of :func:`nonparametric_test` is :class:`Asymptotic` or :class:`Permutation`; PC's collider rule is
+:class:`SepsetColliders`, :class:`MaxPColliders` or :class:`DefiniteMaxPColliders`.
 """
 
 from ._ci_tests import CIResult as CIResult
+from ._colliders import AbstractColliderRule as AbstractColliderRule
+from ._colliders import DefiniteMaxPColliders as DefiniteMaxPColliders
+from ._colliders import MaxPColliders as MaxPColliders
+from ._colliders import SepsetColliders as SepsetColliders
 from ._data import random_er_dag as random_er_dag
 from ._data import random_polyforest as random_polyforest
 from ._data import read_causal_learn_data as read_causal_learn_data
@@ -94,4 +99,8 @@ __all__ = [
     "Bernoulli",
     "Nonparametric",
     "DSeparation",
+    "AbstractColliderRule",
+    "SepsetColliders",
+    "MaxPColliders",
+    "DefiniteMaxPColliders",
 ]

@@ -1,6 +1,7 @@
 """The PC algorithm (PC-stable by default) with batched CI tests and causal-learn-compatible orientation."""
 
 import contextlib
+import functools
 import gc
 import math
 from itertools import combinations
@@ -15,6 +16,7 @@ from icmlx._deprecation import warn_renamed
 
 from . import _orient
 from ._ci_tests import _float_dtype
+from ._colliders import AbstractColliderRule, DefiniteMaxPColliders, MaxPColliders, _as_collider_rule, _from_uc_flags
 from ._contingency import _chi2_pvalue, _chi_square_groups, _chi_square_plan, _kmax_bucket, _pack_bits
 from ._discrete import _bernoulli_kernel
 from ._dseparation import _dsep_kernel
@@ -439,6 +441,26 @@ def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both):
     return adj, sep, maxp, counted
 
 
+def _uc_flags_alias(fn):
+    """Accept causal-learn's flag-style ``uc_rule=`` / ``uc_priority=`` for one release: they build the collider
+    rule object (``uc_rule`` 0, 1, 2 -> :class:`SepsetColliders`, :class:`MaxPColliders`,
+    :class:`DefiniteMaxPColliders`; ``uc_priority=-1`` -> the rule's default priority, 3, 3, 4)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        old = {k: kwargs.pop(k) for k in ("uc_rule", "uc_priority") if k in kwargs}
+        if old:
+            for k in old:
+                warn_renamed(k, "colliders=SepsetColliders/MaxPColliders/DefiniteMaxPColliders(priority=...)", "pc()")
+            if "colliders" in kwargs:
+                raise TypeError(f"pc() got both {sorted(old)} (deprecated) and colliders=; pass colliders=")
+            kwargs["colliders"] = _from_uc_flags(old.get("uc_rule", 0), old.get("uc_priority", 2))
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_uc_flags_alias
 def pc(
     data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | None,
     *,
@@ -446,8 +468,7 @@ def pc(
     alpha: float = 0.05,
     max_depth: int | None = None,
     stable: bool = True,
-    uc_rule: int = 0,
-    uc_priority: int = 2,
+    colliders: str | AbstractColliderRule = "sepset",
     background_knowledge: BackgroundKnowledge | None = None,
     true_dag: Bool[ArrayLike, "d d"] | None = None,
     nan_policy: str = "raise",
@@ -461,10 +482,10 @@ def pc(
     :math:`A(x)` are frozen and the edge ``x - y`` is removed if some :math:`S \subseteq A(x)\setminus\{y\}`,
     :math:`|S| = \ell`, gives :math:`p(x, y \mid S) > \alpha`. All tests of a level are evaluated as one
     batch through a jitted kernel padded to power-of-two sizes (one compilation per ``(|S|, bucket)``), and
-    sharded over ``mesh`` if given. The orientation phase replays causal-learn exactly (same triple order,
-    ``uc_rule`` 0 = sepset, 1 = maxP, 2 = definite maxP; ``uc_priority`` 0 overwrite, 1 bidirected,
-    2 keep existing, 3 stronger, 4 stronger*, -1 = the rule's default; Meek R1-R3, and R4 when background
-    knowledge is given).
+    sharded over ``mesh`` if given. The orientation phase replays causal-learn exactly (same triple order;
+    colliders by :class:`SepsetColliders` = causal-learn's ``uc_rule=0``, :class:`MaxPColliders` = 1 or
+    :class:`DefiniteMaxPColliders` = 2, each with its conflict ``priority``: 0 overwrite, 1 bidirected,
+    2 keep existing, 3 stronger, 4 stronger*; Meek R1-R3, and R4 when background knowledge is given).
 
     Args:
       data: ``(n, d)`` data (float for ``fisherz``; integer-coded for ``chisq``/``gsq``/``bernoulli``);
@@ -475,7 +496,9 @@ def pc(
       alpha: level; "independent" means ``p > alpha``.
       max_depth: largest conditioning-set size (causal-learn ``max_k``).
       stable: PC-stable (default) or the original order-dependent PC.
-      uc_rule, uc_priority: collider rule and conflict priority, as in causal-learn.
+      colliders: the collider rule and its conflict priority, an :class:`AbstractColliderRule` or the shorthand
+        ``"sepset"`` / ``"maxp"`` / ``"definite_maxp"`` (priority 2). The flags ``uc_rule=`` / ``uc_priority=``
+        of causal-learn are accepted for one release (deprecated) and build the object.
       background_knowledge: forbidden/required edges.
       true_dag: ``(d, d)`` bool DAG for the d-separation oracle.
       nan_policy: ``"raise"`` or ``"listwise"`` (drop incomplete rows).
@@ -487,8 +510,8 @@ def pc(
       :class:`PCResult`.
 
     Raises:
-      ValueError: alpha outside (0, 1), bad options, NaN (with ``nan_policy="raise"``), constant or
-        duplicated columns, non-integer data for discrete tests.
+      ValueError: alpha outside (0, 1), bad options (an unsupported ``ci_test`` or ``colliders``), NaN (with
+        ``nan_policy="raise"``), constant or duplicated columns, non-integer data for discrete tests.
 
     References:
       Spirtes, Glymour & Scheines (2000); Colombo & Maathuis, JMLR 15 (2014); Meek, UAI (1995);
@@ -501,15 +524,14 @@ def pc(
       >>> res = pc(None, ci_test="d_separation", true_dag=dag)
       >>> res.edges.tolist()
       [[0, 2, 1], [1, 2, 1]]
+      >>> from icmlx.structure import DSeparation, MaxPColliders
+      >>> res = pc(None, ci_test=DSeparation(), true_dag=dag, colliders=MaxPColliders(priority=3))
+      >>> res.edges.tolist(), int(res.num_tests)
+      ([[0, 2, 1], [1, 2, 1]], 6)
     """
     if not (isinstance(alpha, int | float) and 0.0 < float(alpha) < 1.0):
         raise ValueError(f"alpha must lie in (0, 1), got {alpha=}")
-    if uc_rule not in (0, 1, 2):
-        raise ValueError(f"uc_rule must be 0, 1 or 2, got {uc_rule=}")
-    if uc_priority not in (-1, 0, 1, 2, 3, 4):
-        raise ValueError(f"uc_priority must be in -1..4, got {uc_priority=}")
-    if uc_rule == 2 and uc_priority in (0, 1):
-        raise ValueError(f"uc_rule=2 (definite maxP) supports uc_priority 2, 3, 4, got {uc_priority=}")
+    rule = _as_collider_rule(colliders)
     if max_depth is not None and max_depth < 0:
         raise ValueError(f"max_depth must be >= 0, got {max_depth=}")
     ci_test = _as_ci_test(ci_test, CI_TESTS, "pc").name
@@ -550,18 +572,16 @@ def pc(
             return pfn(triples)
 
         r4 = (bk is not None) if meek_r4 is None else bool(meek_r4)
-        if uc_rule == 0:
-            pr = 3 if uc_priority == -1 else uc_priority
-            _orient.uc_sepset(g, sep, pr, bk, pfn_counted, conflicts)
+        pr = rule.priority
+        if isinstance(rule, DefiniteMaxPColliders):
+            duc, dnuc = _orient.definite_maxp(g, float(alpha), pr, bk, pfn_counted, conflicts)
+            _orient.definite_meek(g, bk, duc, dnuc)
             _orient.meek(g, bk, r4)
-        elif uc_rule == 1:
-            pr = 3 if uc_priority == -1 else uc_priority
+        elif isinstance(rule, MaxPColliders):
             _orient.maxp(g, pr, bk, pfn_counted, conflicts)
             _orient.meek(g, bk, r4)
         else:
-            pr = 4 if uc_priority == -1 else uc_priority
-            duc, dnuc = _orient.definite_maxp(g, float(alpha), pr, bk, pfn_counted, conflicts)
-            _orient.definite_meek(g, bk, duc, dnuc)
+            _orient.uc_sepset(g, sep, pr, bk, pfn_counted, conflicts)
             _orient.meek(g, bk, r4)
 
         conf = np.zeros((d, d), bool)

@@ -1,0 +1,118 @@
+"""The collider-rule strategy objects of :func:`icmlx.structure.pc` (causal-learn's ``uc_rule`` and ``uc_priority``).
+
+A rule object names how unshielded colliders ``x -> y <- z`` are found and carries the conflict priority that rule
+supports, so that no combination of the two can be invalid (causal-learn's definite max-P accepts priorities 2-4
+only). Priorities, as in causal-learn: ``0`` overwrite, ``1`` orient bi-directed, ``2`` keep the existing
+orientation, ``3`` orient the stronger collider first (by p-value), ``4`` the stronger* one (``3`` with the
+comparison of definite max-P).
+"""
+
+from typing import ClassVar
+
+import equinox as eqx
+import numpy as np
+
+__all__ = ["AbstractColliderRule", "SepsetColliders", "MaxPColliders", "DefiniteMaxPColliders"]
+
+#: causal-learn's ``uc_priority=-1`` ("the rule's default") for uc_rule 0, 1, 2.
+_RULE_DEFAULT_PRIORITY = {0: 3, 1: 3, 2: 4}
+
+
+def _check_priority(cls_name: str, priority, allowed: tuple[int, ...]) -> int:
+    if isinstance(priority, bool) or not isinstance(priority, int | np.integer):
+        raise TypeError(f"{cls_name}: priority must be an integer in {allowed}, got {priority=!r}")
+    if priority not in allowed:
+        raise ValueError(f"{cls_name}: priority must be one of {allowed}, got {priority=}")
+    return int(priority)
+
+
+class AbstractColliderRule(eqx.Module):
+    """How :func:`icmlx.structure.pc` orients unshielded colliders, with its conflict ``priority`` (static)."""
+
+    priority: eqx.AbstractVar[int]
+
+
+class SepsetColliders(AbstractColliderRule):
+    """``x -> y <- z`` when ``y`` is in no separating set found for ``x, z`` (causal-learn ``uc_rule=0``).
+
+    Attributes:
+      priority: conflict priority ``0``-``4`` (default ``2``, keep the existing orientation).
+
+    Raises:
+      ValueError: if ``priority`` is not in ``0..4``.
+
+    Examples:
+      >>> from icmlx.structure import SepsetColliders
+      >>> SepsetColliders(priority=3)
+      SepsetColliders(priority=3)
+    """
+
+    priority: int = eqx.field(static=True)
+    uc_rule: ClassVar[int] = 0
+
+    def __init__(self, priority: int = 2):
+        self.priority = _check_priority("SepsetColliders", priority, (0, 1, 2, 3, 4))
+
+
+class MaxPColliders(AbstractColliderRule):
+    """Max-P rule: ``x -> y <- z`` when the largest p-value over the tests of ``x, z`` is attained by a set without
+    ``y`` (Ramsey 2016; causal-learn ``uc_rule=1``).
+
+    Attributes:
+      priority: conflict priority ``0``-``4`` (default ``2``).
+
+    Raises:
+      ValueError: if ``priority`` is not in ``0..4``.
+    """
+
+    priority: int = eqx.field(static=True)
+    uc_rule: ClassVar[int] = 1
+
+    def __init__(self, priority: int = 2):
+        self.priority = _check_priority("MaxPColliders", priority, (0, 1, 2, 3, 4))
+
+
+class DefiniteMaxPColliders(AbstractColliderRule):
+    """Definite max-P rule: max-P, keeping only the triples whose decision is definite, then the definite Meek
+    rules (causal-learn ``uc_rule=2``).
+
+    Attributes:
+      priority: conflict priority ``2``, ``3`` or ``4`` (default ``2``); the rule has no overwrite/bi-directed
+        variant.
+
+    Raises:
+      ValueError: if ``priority`` is not ``2``, ``3`` or ``4``.
+    """
+
+    priority: int = eqx.field(static=True)
+    uc_rule: ClassVar[int] = 2
+
+    def __init__(self, priority: int = 2):
+        self.priority = _check_priority("DefiniteMaxPColliders", priority, (2, 3, 4))
+
+
+_BY_NAME = {"sepset": SepsetColliders, "maxp": MaxPColliders, "definite_maxp": DefiniteMaxPColliders}
+_BY_UC_RULE = {0: SepsetColliders, 1: MaxPColliders, 2: DefiniteMaxPColliders}
+
+
+def _as_collider_rule(colliders) -> AbstractColliderRule:
+    if isinstance(colliders, str) and colliders in _BY_NAME:
+        return _BY_NAME[colliders]()
+    if not isinstance(colliders, AbstractColliderRule):
+        raise ValueError(
+            f"colliders must be 'sepset', 'maxp', 'definite_maxp' or an AbstractColliderRule (SepsetColliders(), "
+            f"MaxPColliders(), DefiniteMaxPColliders()), got {colliders=!r}"
+        )
+    return colliders
+
+
+def _from_uc_flags(uc_rule, uc_priority) -> AbstractColliderRule:
+    """The rule object of causal-learn's flags (``uc_priority=-1``: the rule's default priority)."""
+    if uc_rule not in (0, 1, 2):
+        raise ValueError(f"uc_rule must be 0, 1 or 2, got {uc_rule=}")
+    if uc_priority not in (-1, 0, 1, 2, 3, 4):
+        raise ValueError(f"uc_priority must be in -1..4, got {uc_priority=}")
+    if uc_rule == 2 and uc_priority in (0, 1):
+        raise ValueError(f"uc_rule=2 (definite maxP) supports uc_priority 2, 3, 4, got {uc_priority=}")
+    prio = _RULE_DEFAULT_PRIORITY[uc_rule] if uc_priority == -1 else uc_priority
+    return _BY_UC_RULE[uc_rule](priority=prio)
