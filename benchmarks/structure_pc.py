@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import print_table, time_fn, write_results  # noqa: E402
 from icmlx.structure import (  # noqa: E402
+    SepsetColliders,
     dag_to_cpdag,
     pc,
     pc_tree,
@@ -56,7 +57,8 @@ def _time_cl(fn, repeats):
 
 
 def pc_case(name, x, test, alpha, uc_priority, repeats, cl_repeats):
-    kw = dict(ci_test=test, alpha=alpha, uc_priority=uc_priority)
+    # causal-learn's uc_priority=-1 is the sepset rule's default priority, 3
+    kw = dict(ci_test=test, alpha=alpha, colliders=SepsetColliders(priority=3 if uc_priority == -1 else uc_priority))
     t0 = time.perf_counter()
     res = jax.block_until_ready(pc(x, **kw))
     compile_s = time.perf_counter() - t0
