@@ -12,7 +12,9 @@ import pytest
 from icmlx.solvers import (
     GRANS,
     EllMatrix,
+    FlexibleGCR,
     GRANSNet,
+    MultilevelSmoother,
     SparseMatrix,
     cg,
     m_matrix_envelope,
@@ -41,14 +43,14 @@ def dense_of(E, n_in):
 def test_ell_matches_scipy_and_pads():
     rng = np.random.default_rng(0)
     M = sp.random(37, 23, density=0.15, random_state=1, format="csr")
-    E = EllMatrix.from_scipy(M, n_rows=40, n_cols=30)
+    E = EllMatrix.from_scipy(M, num_rows=40, num_cols=30)
     assert E.shape == (40, 30) and E.idx.shape[0] % 4 == 0
     x = rng.standard_normal(30)
     y = np.asarray(E.mv(jnp.asarray(x, E.val.dtype)))
     ref = M @ x[:23]
     assert np.allclose(y[:37], ref, rtol=10 * TOL, atol=10 * TOL * np.abs(ref).max())
     assert np.all(y[37:] == 0)
-    Ei = EllMatrix.from_scipy(laplace2d(4), n_rows=20, n_cols=20, pad_identity=True)
+    Ei = EllMatrix.from_scipy(laplace2d(4), num_rows=20, num_cols=20, pad_identity=True)
     d = np.asarray(Ei.diagonal())
     assert np.allclose(d[:16], 4.0) and np.all(d[16:] == 1.0)
     with pytest.raises(ValueError, match="ELL width"):
@@ -101,7 +103,7 @@ def test_jitted_mis2_equals_numpy_mis2():
             m_matrix_envelope((R + R.T + sp.eye(700)).tocsr()), laplace2d(30)]
     for A in mats:
         n = A.shape[0]
-        ell = EllMatrix.from_scipy(A, n_rows=n + 13, n_cols=n + 13)
+        ell = EllMatrix.from_scipy(A, num_rows=n + 13, num_cols=n + 13)
         ref = mis2_aggregation(A)
         assert np.array_equal(_mis2_from_ell(ell, n), ref), n
         assert int(ref.max()) + 1 < n
@@ -138,7 +140,7 @@ def test_vcycle_preconditioned_cg_is_mesh_independent():
         H = smoothed_aggregation(pb.A, max_coarse=20)  # >= 3 levels at both sizes
         assert H.num_levels >= 3
         n = pb.A.shape[0]
-        E = EllMatrix.from_sparse(pb.A, n_rows=H.sizes[0], n_cols=H.sizes[0], pad_identity=True)
+        E = EllMatrix.from_sparse(pb.A, num_rows=H.sizes[0], num_cols=H.sizes[0], pad_identity=True)
         b = jnp.zeros(H.sizes[0], E.val.dtype).at[:n].set(pb.b)
         rtol = 1e-8 if X64 else 1e-4
         sol = cg(E, b, preconditioner=H, rtol=rtol, max_steps=100)
@@ -155,11 +157,13 @@ def test_bad_inputs():
         smoothed_aggregation(sp.random(10, 12, density=0.5, format="csr"))
     with pytest.raises(ValueError, match="degree"):
         smoothed_aggregation(laplace2d(5), degree=0)
-    with pytest.raises(ValueError, match="n_pad"):
-        smoothed_aggregation(laplace2d(5), n_pad=10)
+    with pytest.raises(ValueError, match="pad_to"):
+        smoothed_aggregation(laplace2d(5), pad_to=10)
     net = GRANSNet.init(jax.random.key(0), hidden=4, layers=1)
     with pytest.raises(ValueError, match="smoother"):
         GRANS(net, smoother="gauss_seidel")
+    with pytest.raises(ValueError, match="max_coarse"):
+        MultilevelSmoother(max_coarse=0)
     A = SparseMatrix.from_scipy(laplace2d(5))
 
     @jax.jit
@@ -175,8 +179,8 @@ def test_grans_multilevel_converges_monotonically_on_helmholtz():
     pb = make_problem(jax.random.key(12), unit_square_mesh(4), "helmholtz")  # n = 961, k = 12
     net = GRANSNet.init(jax.random.key(1), hidden=8, layers=2, head_scale=0.5)  # random weights
     rtol = 1e-6 if X64 else 1e-4
-    solver = GRANS(net, rtol=rtol, max_steps=80, recycle=60, refresh=10**6, smoother="multilevel",
-                   dtype="float64" if X64 else "float32")
+    solver = GRANS(net, rtol=rtol, max_steps=80, outer=FlexibleGCR(memory=60), refresh=10**6,
+                   smoother=MultilevelSmoother(), dtype="float64" if X64 else "float32")
     sol = solver.solve(solver.setup(pb.A), pb.b)
     k = int(sol.num_steps)
     hist = np.asarray(sol.residual_history)[: k + 1]

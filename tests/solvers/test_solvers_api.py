@@ -1,0 +1,242 @@
+"""The icmlx.solvers API: one record (LinearSolution, an icmlx.Solution) with icmlx.RESULTS, throw=True,
+strategy objects for G-RANS's modes, and the deprecated aliases of renamed names (warn, same answer).
+
+References are independent of the code under test where numbers are compared: SciPy float64 residuals, or
+the same computation through the new name (the aliases must give bit-identical answers).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import icmlx
+from icmlx.solvers import (
+    GRANS,
+    AbstractOuterStep,
+    AbstractSmoother,
+    ChebyshevSmoother,
+    EllMatrix,
+    FlexibleGCR,
+    GRANSNet,
+    LinearSolution,
+    MultilevelSmoother,
+    NoOuterStep,
+    SparseMatrix,
+    ThreeTermStep,
+    bicgstab,
+    cg,
+    estimate_lambda_max,
+    gmres,
+    jacobi_smoother,
+    smoothed_aggregation,
+)
+from icmlx.solvers.fem import make_problem, random_field, unit_square_mesh
+
+sp = pytest.importorskip("scipy.sparse")
+
+X64 = bool(jax.config.jax_enable_x64)
+DT = "float64" if X64 else "float32"
+
+
+@pytest.fixture(scope="module")
+def small():
+    return make_problem(jax.random.key(3), unit_square_mesh(2), "poisson")  # n = 49
+
+
+@pytest.fixture(scope="module")
+def net():
+    return GRANSNet.init(jax.random.key(0), hidden=4, layers=1, head_scale=0.5)
+
+
+def _relres(pb, x):
+    A = pb.A.to_scipy().astype(np.float64)
+    b = np.asarray(pb.b, np.float64)
+    return np.linalg.norm(b - A @ np.asarray(x, np.float64)) / np.linalg.norm(b)
+
+
+# -- one record, one status enumeration ------------------------------------------------------------------
+def test_every_solver_returns_a_linear_solution_with_icmlx_results(small, net):
+    rtol = 1e-4
+    grans = GRANS(net, rtol=rtol, max_steps=60, dtype=DT)
+    sols = {
+        "cg": cg(small.A, small.b, rtol=rtol),
+        "gmres": gmres(small.A, small.b, rtol=rtol, restart=10),
+        "bicgstab": bicgstab(small.A, small.b, rtol=rtol),
+        "grans": grans.solve(grans.setup(small.A), small.b),
+    }
+    for name, sol in sols.items():
+        assert isinstance(sol, LinearSolution) and isinstance(sol, icmlx.Solution), name
+        assert sol.result._enumeration is icmlx.RESULTS, name
+        assert icmlx.result_name(sol.result) == "successful", name
+        assert {"num_steps", "residual_norm"} <= set(sol.stats), name
+        assert int(sol.num_steps) == int(sol.stats["num_steps"]) > 0, name
+        # the recorded residual norm is the true one (SciPy float64 reference); in float32 ``b − A x`` at
+        # relres 1e-4 loses ~3 digits to cancellation (eps · ‖A‖‖x‖ ≈ 1e-7 ‖b‖), hence the absolute slack
+        bn = np.linalg.norm(np.asarray(small.b, np.float64))
+        true = _relres(small, sol.value) * bn
+        np.testing.assert_allclose(float(sol.residual_norm), true, rtol=1e-9, atol=(1e-12 if X64 else 1e-6) * bn)
+        assert _relres(small, sol.value) <= 1.001 * rtol, name
+    g = sols["grans"]
+    assert g.residual_history.shape == (61,) and int(g.rejected) >= 0
+    with pytest.raises(AttributeError, match="residual_history"):
+        sols["cg"].residual_history
+
+
+def test_throw_true_raises_exactly_when_not_successful(small, net):
+    grans = GRANS(net, rtol=1e-12, max_steps=2, dtype=DT)
+    op = grans.setup(small.A)
+    sol = grans.solve(op, small.b, throw=False)
+    assert sol.result == icmlx.RESULTS.max_steps_reached
+    with pytest.raises(RuntimeError, match="maximum number of solver steps"):
+        jax.block_until_ready(grans.solve(op, small.b).value)  # throw=True is the default
+    k = cg(small.A, small.b, rtol=1e-12, max_steps=2, throw=False)
+    assert k.result == icmlx.RESULTS.max_steps_reached and int(k.num_steps) == 2
+    with pytest.raises(RuntimeError):
+        jax.block_until_ready(cg(small.A, small.b, rtol=1e-12, max_steps=2).value)
+    # (a converged solve returns without raising: test_every_solver_returns_a_linear_solution_...)
+
+
+# -- strategy objects -------------------------------------------------------------------------------------
+STRATEGIES = [ChebyshevSmoother(), ChebyshevSmoother(degree=5), MultilevelSmoother(),
+              MultilevelSmoother(degree=1, max_coarse=50, max_levels=4), ThreeTermStep(),
+              ThreeTermStep(norm="residual"), FlexibleGCR(memory=40), NoOuterStep()]
+
+
+@pytest.mark.parametrize("obj", STRATEGIES, ids=repr)
+def test_strategies_are_static_hashable_and_not_callable(obj):
+    assert isinstance(obj, AbstractSmoother | AbstractOuterStep)
+    assert jax.tree.leaves(obj) == []  # static fields only: optax.inject_hyperparams leaves it alone
+    assert not callable(obj)
+    twin = type(obj)(**{f: getattr(obj, f) for f in obj.__dataclass_fields__})
+    assert twin == obj and hash(twin) == hash(obj)
+    assert {obj: 1}[twin] == 1
+
+
+@pytest.mark.parametrize("make,arg", [
+    (lambda: ChebyshevSmoother(degree=0), "degree"),
+    (lambda: MultilevelSmoother(degree=0), "degree"),
+    (lambda: MultilevelSmoother(max_coarse=0), "max_coarse"),
+    (lambda: MultilevelSmoother(max_levels=-1), "max_levels"),
+    (lambda: ThreeTermStep(norm="l2"), "norm"),
+    (lambda: FlexibleGCR(memory=0), "memory"),
+    (lambda: FlexibleGCR(memory=True), "memory"),
+])
+def test_strategies_reject_invalid_settings(make, arg):
+    with pytest.raises(ValueError, match=arg):
+        make()
+
+
+def test_grans_rejects_what_is_not_a_strategy(net):
+    with pytest.raises(ValueError, match="smoother"):
+        GRANS(net, smoother="jacobi")
+    with pytest.raises((ValueError, TypeError), match="outer"):  # TypeError under the jaxtyping checks
+        GRANS(net, outer="gcr")
+    with pytest.raises(TypeError, match="unexpected"):
+        GRANS(net, degre=3)
+    with pytest.raises(TypeError, match="not both"):
+        GRANS(net, outer=FlexibleGCR(memory=8), recycle=8)
+
+
+def test_string_shorthands_map_to_default_objects(net):
+    assert GRANS(net, smoother="multilevel").smoother == MultilevelSmoother()
+    assert GRANS(net, smoother="chebyshev").smoother == ChebyshevSmoother()
+    g = GRANS(net)
+    assert g.smoother == ChebyshevSmoother(degree=3) and g.outer == ThreeTermStep(norm="auto")
+
+
+def test_no_outer_step_keeps_the_residual_monotone(small, net):
+    """NoOuterStep (x ← x + M_θ(r), the ablation): the safeguarded true residual never increases, and the
+    recorded final residual is the one SciPy recomputes from x in float64."""
+    plain = GRANS(net, rtol=1e-12, max_steps=4, outer=NoOuterStep(), dtype=DT)
+    sol = plain.solve(plain.setup(small.A), small.b, throw=False)
+    h = np.asarray(sol.residual_history)[: int(sol.num_steps) + 1]
+    assert int(sol.num_steps) == 4 and np.all(np.diff(h) <= 0) and h[-1] < h[0]
+    np.testing.assert_allclose(h[-1], _relres(small, sol.value), rtol=1e-9, atol=1e-12 if X64 else 1e-6)
+
+
+# -- deprecated aliases: warn, and give the same answer ---------------------------------------------------
+def test_renamed_records_are_importable_with_a_warning():
+    import icmlx.solvers as solvers
+
+    for old in ("GRANSSolution", "KrylovSolution"):
+        with pytest.warns(DeprecationWarning, match=f"'{old}' is deprecated.*'LinearSolution'"):
+            assert getattr(solvers, old) is LinearSolution
+        assert old not in solvers.__all__
+    with pytest.raises(AttributeError):
+        solvers.NoSuchThing  # noqa: B018
+
+
+def test_grans_deprecated_flags_build_the_same_solver(small, net):
+    new = {
+        "recycle": GRANS(net, rtol=1e-4, max_steps=12, outer=FlexibleGCR(memory=8), dtype=DT),
+        "norm": GRANS(net, rtol=1e-4, max_steps=12, outer=ThreeTermStep(norm="residual"), dtype=DT),
+        "outer": GRANS(net, rtol=1e-4, max_steps=12, outer=NoOuterStep(), dtype=DT),
+        "degree": GRANS(net, rtol=1e-4, max_steps=12, smoother=ChebyshevSmoother(degree=2), dtype=DT),
+    }
+    old_kw = {"recycle": {"recycle": 8}, "norm": {"norm": "residual"}, "outer": {"outer": False},
+              "degree": {"degree": 2}}
+    for name, kw in old_kw.items():
+        with pytest.warns(DeprecationWarning, match="deprecated"):
+            old = GRANS(net, rtol=1e-4, max_steps=12, dtype=DT, **kw)
+        # the solve reads only these fields (and net, rtol, ...), so equal objects give equal answers
+        assert old.outer == new[name].outer and old.smoother == new[name].smoother, name
+    # and one of them solved both ways, bit for bit (one compilation: equal static configuration)
+    op = new["recycle"].setup(small.A)
+    with pytest.warns(DeprecationWarning):
+        old = GRANS(net, rtol=1e-4, max_steps=12, recycle=8, dtype=DT)
+    a = old.solve(op, small.b, throw=False)
+    b = new["recycle"].solve(op, small.b, throw=False)
+    np.testing.assert_array_equal(np.asarray(a.value), np.asarray(b.value))
+    assert int(a.num_steps) == int(b.num_steps)
+    # the old read-only attributes still read, with a warning
+    with pytest.warns(DeprecationWarning, match="recycle"):
+        assert new["recycle"].recycle == 8
+    with pytest.warns(DeprecationWarning, match="norm"):
+        assert new["norm"].norm == "residual"
+    with pytest.warns(DeprecationWarning, match="degree"):
+        assert new["degree"].degree == 2
+    # combinations the old flags refused are still refused
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="outer=True"):
+        GRANS(net, recycle=4, outer=False)
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="recycle=0"):
+        GRANS(net, norm="energy", recycle=8)
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="norm"):
+        GRANS(net, norm="l2")
+
+
+def test_operator_renamed_attributes_warn(small, net):
+    op = GRANS(net, dtype=DT).setup(small.A)
+    with pytest.warns(DeprecationWarning, match="padded_size"):
+        assert op.n_pad == op.padded_size == 64
+    with pytest.warns(DeprecationWarning, match="num_aggregates"):
+        assert op.n_agg == op.num_aggregates
+    assert all(k >= 1 for k in op.num_aggregates)
+
+
+def test_renamed_keywords_warn_and_agree():
+    A = SparseMatrix.from_dense(jnp.array([[4.0, -1.0, 0.0], [-1.0, 4.0, -1.0], [0.0, -1.0, 4.0]]))
+    r = jnp.array([1.0, 2.0, 3.0])
+    with pytest.warns(DeprecationWarning, match="'steps' is deprecated.*'num_steps'"):
+        old = jacobi_smoother(A, r, steps=3)
+    np.testing.assert_array_equal(old, jacobi_smoother(A, r, num_steps=3))
+    with pytest.warns(DeprecationWarning, match="'steps' is deprecated.*'num_steps'"):
+        old = estimate_lambda_max(A, steps=4)
+    np.testing.assert_array_equal(old, estimate_lambda_max(A, num_steps=4))
+    M = sp.random(9, 7, density=0.3, random_state=0, format="csr")
+    with pytest.warns(DeprecationWarning, match="'n_rows' is deprecated.*'num_rows'"):
+        E_old = EllMatrix.from_scipy(M, n_rows=12, n_cols=8)
+    E_new = EllMatrix.from_scipy(M, num_rows=12, num_cols=8)
+    assert E_old.shape == E_new.shape == (12, 8)
+    np.testing.assert_array_equal(E_old.val, E_new.val)
+    with pytest.warns(DeprecationWarning, match="'n_cols' is deprecated"):
+        EllMatrix.from_sparse(SparseMatrix.from_scipy(M), n_cols=8)
+    T = sp.diags([-np.ones(19), 2 * np.ones(20), -np.ones(19)], [-1, 0, 1]).tocsr()
+    with pytest.warns(DeprecationWarning, match="'n_pad' is deprecated.*'pad_to'"):
+        H_old = smoothed_aggregation(T, max_coarse=5, n_pad=24)
+    H_new = smoothed_aggregation(T, max_coarse=5, pad_to=24)
+    assert H_old.sizes == H_new.sizes and H_new.sizes[0] == 24
+    x = jnp.linspace(0.0, 1.0, 10)[:, None] * jnp.ones((1, 2))
+    with pytest.warns(DeprecationWarning, match="'n_modes' is deprecated.*'num_modes'"):
+        g_old = random_field(jax.random.key(1), x, n_modes=4)
+    np.testing.assert_array_equal(g_old, random_field(jax.random.key(1), x, num_modes=4))
