@@ -80,7 +80,7 @@ def test_every_solver_returns_a_linear_solution_with_icmlx_results(small, net):
     g = sols["grans"]
     assert g.residual_history.shape == (61,) and int(g.rejected) >= 0
     with pytest.raises(AttributeError, match="residual_history"):
-        sols["cg"].residual_history
+        sols["cg"].residual_history  # noqa: B018
 
 
 def test_throw_true_raises_exactly_when_not_successful(small, net):

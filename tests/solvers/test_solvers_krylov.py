@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from icmlx import RESULTS
-
 from icmlx.solvers import (
     SparseMatrix,
     aggregation_hierarchy,
