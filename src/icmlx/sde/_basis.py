@@ -43,6 +43,13 @@ class RBFBasis(eqx.Module):
       centers: feature centres (or GP inducing points), shape ``(m, d)``.
       lengthscale: positive scalar lengthscale.
       variance: kernel variance ``v``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.sde import RBFBasis
+      >>> phi = RBFBasis(jnp.array([[0.0, 0.0], [1.0, 0.0]]), lengthscale=1.0)
+      >>> [round(v, 4) for v in phi(jnp.array([1.0, 0.0])).tolist()]   # exp(-1/2), exp(0)
+      [0.6065, 1.0]
     """
 
     centers: Float[Array, "m d"]
@@ -71,6 +78,16 @@ class FourierBasis(eqx.Module):
     Attributes:
       omegas: frequencies ``~ N(0, I / lengthscale^2)``, shape ``(m, d)``.
       phases: phases ``~ U(0, 2 pi)``, shape ``(m,)``.
+
+    References:
+      Rahimi & Recht, "Random Features for Large-Scale Kernel Machines", NeurIPS 2007.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> from icmlx.sde import FourierBasis
+      >>> phi = FourierBasis.sample(jax.random.key(0), 64, 2)
+      >>> phi(jnp.zeros(2)).shape
+      (64,)
     """
 
     omegas: Float[Array, "m d"]
@@ -135,6 +152,13 @@ class LinearDrift(eqx.Module):
     Attributes:
       basis: the feature map.
       weights: shape ``(m, d)``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.sde import LinearDrift, PolynomialBasis
+      >>> f = LinearDrift(PolynomialBasis(2, 1), jnp.array([[0.0, 0.0], [0.0, -1.0], [-1.0, 0.0]]))  # f = -x
+      >>> f(jnp.array([2.0, 3.0])).tolist()
+      [-2.0, -3.0]
     """
 
     basis: eqx.Module

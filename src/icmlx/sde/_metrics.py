@@ -16,6 +16,24 @@ def kde_weights(
     r"""Gaussian kernel density estimate of ``points`` evaluated on ``grid`` (normalised to sum to one).
 
     The bandwidth defaults to Scott's rule per dimension, :math:`h_d = n^{-1/(d+4)} \mathrm{std}_d`.
+
+    Args:
+      points: data, shape ``(n, d)``.
+      grid: evaluation points, shape ``(g, d)``.
+      bandwidth: optional scalar bandwidth (all dimensions).
+
+    Returns:
+      Weights of shape ``(g,)`` summing to one.
+
+    References:
+      Scott, "Multivariate Density Estimation" (1992).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.sde import kde_weights
+      >>> w = kde_weights(jnp.zeros((10, 2)), jnp.array([[0.0, 0.0], [3.0, 0.0]]), bandwidth=1.0)
+      >>> round(float(w.sum()), 4), bool(w[0] > w[1])
+      (1.0, True)
     """
     n, d = points.shape
     if bandwidth is None:
