@@ -41,6 +41,9 @@ class SepsetColliders(AbstractColliderRule):
     Raises:
       ValueError: if ``priority`` is not in ``0..4``.
 
+    References:
+      Spirtes, Glymour & Scheines, "Causation, Prediction, and Search" (2000); causal-learn ``pc(uc_rule=0)``.
+
     Examples:
       >>> from icmlx.structure import SepsetColliders
       >>> SepsetColliders(priority=3)
@@ -63,6 +66,14 @@ class MaxPColliders(AbstractColliderRule):
 
     Raises:
       ValueError: if ``priority`` is not in ``0..4``.
+
+    References:
+      Ramsey, "Improving accuracy and scalability of the PC algorithm by maximizing p-value", arXiv:1610.00378.
+
+    Examples:
+      >>> from icmlx.structure import MaxPColliders
+      >>> MaxPColliders(priority=3) == MaxPColliders(3)
+      True
     """
 
     priority: int = eqx.field(static=True)
@@ -82,6 +93,14 @@ class DefiniteMaxPColliders(AbstractColliderRule):
 
     Raises:
       ValueError: if ``priority`` is not ``2``, ``3`` or ``4``.
+
+    References:
+      Ramsey, arXiv:1610.00378; causal-learn ``pc(uc_rule=2)`` (definite max-P and the definite Meek rules).
+
+    Examples:
+      >>> from icmlx.structure import DefiniteMaxPColliders
+      >>> DefiniteMaxPColliders(priority=4).priority
+      4
     """
 
     priority: int = eqx.field(static=True)

@@ -81,7 +81,20 @@ def random_er_dag(key: PRNGKey, d: int, expected_degree: RealScalarLike = 2.0) -
 
 @jax.jit
 def topological_order(dag: Bool[Array, "d d"]) -> Int[Array, " d"]:
-    """A topological order of ``dag`` (sorted by longest-path depth from the roots)."""
+    """A topological order of ``dag`` (sorted by longest-path depth from the roots).
+
+    Args:
+      dag: ``(d, d)`` bool adjacency, ``dag[i, j]`` meaning ``i -> j``.
+
+    Returns:
+      ``(d,)`` int node order in which every parent precedes its children.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.structure import topological_order
+      >>> topological_order(jnp.array([[0, 0, 0], [1, 0, 1], [1, 0, 0]], bool)).tolist()  # 1 -> 2 -> 0
+      [1, 2, 0]
+    """
     a = dag.astype(jnp.int32)
     d = a.shape[0]
 

@@ -128,5 +128,13 @@ def arrowhead_scores(estimate: Int[Array, "d d"], truth: Int[Array, "d d"]) -> S
 
 @jax.jit
 def exact_recovery(estimate: Int[Array, "d d"], truth: Int[Array, "d d"]) -> Bool[Array, ""]:
-    """``True`` iff the two endpoint matrices are identical."""
+    """``True`` iff the two endpoint matrices are identical (SHD 0, every mark equal).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.structure import dag_to_cpdag, exact_recovery
+      >>> g = dag_to_cpdag(jnp.array([[0, 1], [0, 0]], bool))
+      >>> bool(exact_recovery(g, g)), bool(exact_recovery(g, jnp.zeros_like(g)))
+      (True, False)
+    """
     return jnp.all(estimate == truth)

@@ -102,7 +102,22 @@ class PCResult(eqx.Module):
 
 
 def graph_to_edges(graph: np.ndarray) -> np.ndarray:
-    """Edge list ``(i, j, kind)`` of an endpoint matrix (see :class:`PCResult`)."""
+    """Edge list ``(i, j, kind)`` of an endpoint matrix (see :class:`PCResult`).
+
+    Args:
+      graph: ``(d, d)`` int endpoint matrix (causal-learn encoding).
+
+    Returns:
+      ``(e, 3)`` int32 NumPy array, rows ``(i, j, kind)`` with kind ``0`` = ``i - j``, ``1`` = ``i -> j``,
+      ``2`` = ``i <-> j``.
+
+    Examples:
+      >>> import numpy as np
+      >>> from icmlx.structure import graph_to_edges
+      >>> g = np.array([[0, -1, 0], [1, 0, -1], [0, -1, 0]])  # 0 -> 1 - 2
+      >>> graph_to_edges(g).tolist()
+      [[0, 1, 1], [1, 2, 0]]
+    """
     g = np.asarray(graph)
     out = []
     d = g.shape[0]

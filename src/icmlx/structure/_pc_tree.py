@@ -239,6 +239,18 @@ def pc_tree_from_scores(
     Conflict policy (order-free): an edge that two colliders, or R1 from both ends, would orient both ways is
     left undirected and flagged in ``conflicts``.
 
+    Args:
+      marginal_score: ``(d, d)`` dependence score of the marginal tests.
+      conditional_score: ``(d, d)`` smallest dependence score over the single separators.
+      separator: ``(d, d)`` int separator attaining ``conditional_score``.
+      cut0, cut1: scalar cuts of the marginal and the conditional scores.
+
+    Returns:
+      :class:`PCTreeResult`.
+
+    References:
+      Gao, Wang & Aragam, arXiv:2507.05689 (the PC-tree procedure); Meek, UAI (1995) (rule R1).
+
     Examples:
       >>> import jax.numpy as jnp
       >>> from icmlx.structure import pc_tree_from_scores
@@ -315,6 +327,10 @@ def default_cond_bins(n: int, num_bins: int = 4) -> int:
     ``n = 19200`` while keeping ``>= 5 sqrt(n)`` samples per stratum; with a fixed 7 bins false edges grew with
     ``n``.
 
+    References:
+      Neykov, Balakrishnan & Wasserman, "Minimax optimal conditional independence testing", Ann. Statist. 49
+      (2021), arXiv:2001.03039.
+
     Examples:
       >>> from icmlx.structure import default_cond_bins
       >>> [default_cond_bins(n, 3) for n in (300, 2400, 9600)]
@@ -362,6 +378,13 @@ def polyforest_scores(
     """Dependence scores ``(marginal, min-over-l conditional, argmin l, cut0, cut1)`` used by :func:`pc_tree`.
 
     Arguments as :func:`pc_tree`; ``pc_tree(data, ...)`` is ``pc_tree_from_scores(*polyforest_scores(data, ...))``.
+
+    Returns:
+      ``(marginal, conditional, separator, cut0, cut1)``: two ``(d, d)`` float scores, the ``(d, d)`` int argmin
+      separator and the two scalar cuts ("dependent" iff ``score >= cut``).
+
+    References:
+      Gao, Wang & Aragam, arXiv:2507.05689.
 
     Examples:
       >>> import jax

@@ -48,7 +48,15 @@ class GSquare(AbstractCITest):
 
 
 class Bernoulli(AbstractCITest):
-    """Bernoulli tester for 0/1 data (:func:`icmlx.structure.bernoulli_test`)."""
+    """Bernoulli tester for 0/1 data (:func:`icmlx.structure.bernoulli_test`).
+
+    Examples:
+      >>> import jax
+      >>> from icmlx.structure import Bernoulli, pc_tree, random_polyforest, sample_bernoulli
+      >>> dag = random_polyforest(jax.random.key(0), 4)
+      >>> pc_tree(sample_bernoulli(jax.random.key(1), dag, 500), ci_test=Bernoulli()).graph.shape
+      (4, 4)
+    """
 
     name: ClassVar[str] = "bernoulli"
 
