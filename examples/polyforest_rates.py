@@ -18,7 +18,7 @@ structure, hence the signal, does not change with ``d``:
   node with ``p`` parents has correlation ``0.9 / p`` and correlations multiply along paths, so
   ``c_min = 0.45^2 ≈ 0.20``; Pearson chi^2 tests (``ci_test="bernoulli"``) at ``alpha = 0.05 / d^2``.
 * nonparametric: ``icmlx.structure.sample_nonlinear`` (``x_j = sum W tanh(x_pa) + N(0, 1)``, ``|W| ~ U[1, 2]``)
-  with ``ci_test="nonparametric"``: binned U-statistic with 3 equal-frequency bins for the tested pair and its
+  with ``ci_test=Nonparametric(num_bins=3)``: binned U-statistic with 3 equal-frequency bins for the tested pair and its
   calibrated asymptotic p-value (``icmlx.structure.nonparametric_test``) at ``alpha = 0.05 / d^2``. The separator
   is cut into ``cond_bins = max(3, round(sqrt(n) / 5))`` bins (``pc_tree``'s default,
   ``icmlx.structure.default_cond_bins``): conditioning on a binned separator leaves a
