@@ -130,6 +130,9 @@ def test_rules_reject_traced_and_non_numeric_settings():
         relative_belief_test(x, gamma2=SparsityGamma2(p=0.1), p=0.2)
     with pytest.raises(TypeError, match="unexpected keyword"):
         relative_belief_test(x, gamma2=2.0, tau=1.0)
+    with pytest.warns(DeprecationWarning, match="no effect"):
+        old = relative_belief_test(x, gamma2=2.0, p=0.1)  # ignored, as before
+    _same(old, relative_belief_test(x, gamma2=2.0))
 
 
 def test_rules_give_the_closed_forms():
@@ -162,9 +165,10 @@ def test_deprecated_gamma2_flags_warn_and_agree():
     with DEPRECATED:
         old = relative_belief_test(x, gamma2="oracle", p=0.01, tau2=9.0, delta=2.0)
     _same(old, relative_belief_test(x, gamma2=OracleGamma2(p=0.01, tau2=9.0, delta=2.0)))
-    with DEPRECATED:
-        old = relative_belief_test(x, gamma2="eb_mmle", em_steps=9)
-    _same(old, relative_belief_test(x, gamma2=EBMMLEGamma2(num_em_steps=9)))
+    for steps in ("em_steps", "num_em_steps"):
+        with DEPRECATED:
+            old = relative_belief_test(x, gamma2="eb_mmle", **{steps: 9})
+        _same(old, relative_belief_test(x, gamma2=EBMMLEGamma2(num_em_steps=9)))
     with DEPRECATED:
         old = relative_belief_gamma2("oracle", p=0.01, tau2=9.0)
     assert float(old) == float(relative_belief_gamma2(OracleGamma2(p=0.01, tau2=9.0)))

@@ -1,15 +1,15 @@
 r"""Rules for the one hyperparameter :math:`\gamma^2` of the relative-belief test, as strategy objects.
 
-The relative-belief rule "reject iff :math:`RB(0\mid x_i)<1`" under the one-group prior :math:`\mu_i\sim N(0,\gamma^2)`
-is the fixed threshold :math:`z_i^2 > c^2_{RB}=(1+1/g)\log(1+g)` with :math:`g=\gamma^2/\sigma^2`, so
+The relative-belief rule "reject iff :math:`RB(0\mid x_i)<1`" under the one-group prior :math:`\mu_i\sim
+N(0,\gamma^2)` is the fixed threshold :math:`z_i^2 > c^2_{RB}=(1+1/g)\log(1+g)` with :math:`g=\gamma^2/\sigma^2`, so
 :math:`c^2_{RB}=\log g+o(1)` for large :math:`g`. In the two-groups model (:math:`u=\tau^2/\sigma^2`,
 :math:`f=(1-p)/p`, :math:`\delta=\delta_0/\delta_A`, :math:`v=uf^2\delta^2`) a fixed threshold :math:`c_n^2` is
 asymptotically Bayes optimal under sparsity (ABOS) iff :math:`c_n^2=\log v_n+z_n` with :math:`z_n=o(\log v_n)` and
-:math:`z_n+2\log\log v_n\to\infty` (Bogdan et al. 2011). Hence the RB rule is ABOS iff
-:math:`\log g_n=\log v_n+z_n` with the same two conditions: :math:`\gamma^2` must carry the multiplicity penalty
-:math:`f^2`, which makes it much larger than :math:`\tau^2` (with :math:`\gamma^2=\tau^2`, :math:`c^2\approx\log u\ll
-\log v`, never ABOS). Each rule below is one way to meet this; they are derived from those conditions, not quoted
-from the ICML 2026 paper, whose own prescription is not public.
+:math:`z_n+2\log\log v_n\to\infty` (Bogdan et al. 2011). Hence the RB rule is ABOS iff :math:`\log g_n=\log v_n+z_n`
+with the same two conditions: :math:`\gamma^2` must carry the multiplicity penalty :math:`f^2`, which makes it much
+larger than :math:`\tau^2` (with :math:`\gamma^2=\tau^2`, :math:`c^2\approx\log u\ll\log v`: never ABOS). Each rule
+below is one way to meet this; they are derived from those conditions, not quoted from the ICML 2026 paper, whose own
+prescription is not public.
 """
 
 import warnings
@@ -86,7 +86,8 @@ class OracleGamma2(AbstractGamma2):
       delta: loss ratio :math:`\delta_0/\delta_A>0`.
 
     Raises:
-      ValueError: a setting out of range, naming it. TypeError: a traced or non-numeric setting.
+      ValueError: a setting out of range (the message names it).
+      TypeError: a traced or non-numeric setting.
 
     Examples:
       >>> from icmlx.stats import OracleGamma2, relative_belief_gamma2
@@ -117,7 +118,8 @@ class SparsityGamma2(AbstractGamma2):
       p: non-null proportion in (0, 1) (a Python number).
 
     Raises:
-      ValueError: ``p`` out of range. TypeError: a traced or non-numeric ``p``.
+      ValueError: ``p`` out of range.
+      TypeError: a traced or non-numeric ``p``.
 
     Examples:
       >>> from icmlx.stats import SparsityGamma2, relative_belief_gamma2
@@ -266,13 +268,17 @@ def resolve_rule(
             raise TypeError(f"{where}(): {sorted(flags)} cannot be combined with a gamma2 rule object; set them on it")
         return gamma2, None
     if not isinstance(gamma2, str):
-        if flags:
-            raise TypeError(f"{where}(): {sorted(flags)} only apply to the string presets, not to a numeric gamma2")
+        if flags:  # ignored before, as now; say so once more before they go
+            warnings.warn(
+                f"{where}(): {sorted(flags)} have no effect with a numeric gamma2 and are deprecated; drop them.",
+                DeprecationWarning,
+                stacklevel=stacklevel,
+            )
         return None, None
     if gamma2 == "eb_sparsity" and not flags:
         return EBSparsityGamma2(), None
-    if gamma2 == "eb_mmle" and set(flags) <= {"num_em_steps"}:
-        return EBMMLEGamma2(**({"num_em_steps": num_em_steps} if num_em_steps is not None else {})), None
+    if gamma2 == "eb_mmle" and not flags:
+        return EBMMLEGamma2(), None
     new = {
         "oracle": "OracleGamma2(p=..., tau2=..., delta=...)",
         "sparsity": "SparsityGamma2(p=...)",
@@ -315,11 +321,12 @@ def relative_belief_gamma2(
     - :class:`EBMMLEGamma2` (H4): :math:`\gamma^2=\hat\tau^2 \hat f^2` with :math:`(\hat p,\hat\tau^2)` from
       :func:`two_groups_em`; per row of ``x``.
 
-    Why these: the RB rule :math:`RB(0\mid x)<1` thresholds :math:`z^2` at :math:`c^2_{RB}=(1+1/g)\log(1+g)\approx\log
-    g`, and a threshold :math:`c_n^2` is ABOS iff :math:`c_n^2=\log v_n+z_n` with :math:`z_n=o(\log v_n)` and
-    :math:`z_n+2\log\log v_n\to\infty`. H1 sets :math:`g=v` (:math:`z_n=0`); H2 has :math:`z_n\approx-\log u_n`, still
-    ABOS but slowly; H3 and H4 estimate H2's and H1's unknowns. The strings ``"eb_sparsity"`` and ``"eb_mmle"`` are
-    shorthands for ``EBSparsityGamma2()`` and ``EBMMLEGamma2()``.
+    Why these: the RB rule :math:`RB(0\mid x)<1` thresholds :math:`z^2` at
+    :math:`c^2_{RB}=(1+1/g)\log(1+g)\approx\log g`, and a threshold :math:`c_n^2` is ABOS iff
+    :math:`c_n^2=\log v_n+z_n` with :math:`z_n=o(\log v_n)` and :math:`z_n+2\log\log v_n\to\infty`. H1 sets
+    :math:`g=v` (:math:`z_n=0`); H2 has :math:`z_n\approx-\log u_n`, still ABOS but slowly; H3 and H4 estimate H2's
+    and H1's unknowns. The strings ``"eb_sparsity"`` and ``"eb_mmle"`` are shorthands for ``EBSparsityGamma2()`` and
+    ``EBMMLEGamma2()``.
 
     Deprecated (one release): ``rule="oracle"``/``"sparsity"`` with the flags ``p=``, ``tau2=``, ``delta=``, and
     ``em_steps=``/``num_em_steps=`` with ``"eb_mmle"``, warn and give the same numbers as before (arrays allowed);
@@ -359,5 +366,5 @@ def relative_belief_gamma2(
         return r._gamma2(x, sigma)
     if legacy_fn is not None:
         return legacy_fn(x, sigma)
-    raise TypeError(f"relative_belief_gamma2(): rule must be a gamma2 rule object or preset name, got {rule!r}")
+    raise ValueError(f"relative_belief_gamma2(): rule must be a gamma2 rule object or one of {PRESETS}, got {rule!r}")
 

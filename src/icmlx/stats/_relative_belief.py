@@ -289,7 +289,7 @@ def relative_belief_test(
 
     Raises:
       ValueError: no ``gamma2``, an unknown preset or out-of-range values; NaN in ``x`` (at run time).
-      TypeError: flags combined with a rule object or a number.
+      TypeError: deprecated flags combined with a rule object.
 
     References:
       "An Evidential Route to Asymptotic Bayes Optimality under Sparsity", ICML 2026. Evans & Tomal (2018),
