@@ -80,7 +80,9 @@ class PowerScaling(AbstractScaling):
     Examples:
       >>> from icmlx.optim import PowerScaling
       >>> PowerScaling(num_steps=20)
-      PowerScaling(num_steps=20, num_vectors=16, multiplier=2.0)
+      PowerScaling(num_steps=20)
+      >>> PowerScaling().num_vectors, PowerScaling().multiplier
+      (16, 2.0)
     """
 
     num_steps: int = eqx.field(static=True, default=10)
@@ -153,9 +155,11 @@ class NewtonDB(AbstractInverseRoot):
       Modoranu et al., DASH, arXiv:2602.02016. Higham, Functions of Matrices (2008), §6.3.
 
     Examples:
-      >>> from icmlx.optim import NewtonDB
-      >>> NewtonDB(num_steps=15)
-      NewtonDB(num_steps=15, scaling=PowerScaling(num_steps=10, num_vectors=16, multiplier=2.0), ...)
+      >>> from icmlx.optim import FrobeniusScaling, NewtonDB
+      >>> NewtonDB(num_steps=15, scaling=FrobeniusScaling())
+      NewtonDB(num_steps=15, scaling=FrobeniusScaling())
+      >>> NewtonDB().num_steps, NewtonDB().scaling
+      (10, PowerScaling())
     """
 
     num_steps: int = eqx.field(static=True, default=10)
@@ -264,7 +268,7 @@ class Eigh(AbstractInverseRoot):
     Examples:
       >>> from icmlx.optim import Eigh
       >>> Eigh(heuristic="abs")
-      Eigh(heuristic='abs', relative_epsilon=0.0)
+      Eigh(heuristic='abs')
     """
 
     heuristic: Literal["shampoo", "abs", "relu"] = eqx.field(static=True, default="shampoo")
