@@ -121,7 +121,7 @@ class GRANS(lx.AbstractLinearSolver):
         max_steps: int = 200,
         *,
         smoother: AbstractSmoother | str = _DEFAULT_SMOOTHER,
-        outer: AbstractOuterStep = _DEFAULT_OUTER,
+        outer: AbstractOuterStep | bool = _DEFAULT_OUTER,
         max_columns: int = 512,
         refresh: int = 1,
         stall_patience: int = 10,
