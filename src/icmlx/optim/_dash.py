@@ -421,7 +421,8 @@ def scale_by_dash(
         # Adam-routed leaves take Adam's direction; before t0 the others take the grafting direction.
         shampoo = [a if lp.kind == ADAM else s for a, s, lp in zip(adam_leaves, shampoo, plan.leaves)]
         pre = [a if lp.kind == ADAM else p for a, p, lp in zip(adam_leaves, graft_leaves, plan.leaves)]
-        direction = jax.tree.unflatten(treedef, [jnp.where(t >= t0, s, p) for s, p in zip(shampoo, pre)])
+        active = t >= t0
+        direction = jax.tree.unflatten(treedef, [jnp.where(active, s, p) for s, p in zip(shampoo, pre)])
         out, mom = _with_momentum(direction, state.momentum, momentum, nesterov, use_momentum)
 
         out = jax.tree.map(lambda o, g: o.astype(g.dtype), out, updates)
