@@ -75,7 +75,7 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
 def _initial_states(key, op: GRANSOperator, b, count: int):
     """D0: the problem's b, white noise, and A·(Jacobi-smoothed noise) (algebraically smooth)."""
     dt = op.A.dtype
-    npad = op.n_pad
+    npad = op.padded_size
     keys = jax.random.split(key, count)
     dinv = 1.0 / op.A.diagonal()
 

@@ -21,6 +21,15 @@ def save_weights(path: str | Path, net: GRANSNet, meta: dict | None = None) -> P
 
     Returns:
       The path.
+
+    Examples:
+      >>> import jax, tempfile, pathlib
+      >>> from icmlx.solvers import GRANSNet, load_weights, save_weights
+      >>> net = GRANSNet.init(jax.random.key(0), hidden=4, layers=1)
+      >>> path = save_weights(pathlib.Path(tempfile.mkdtemp()) / "net.eqx", net, {"seed": 0})
+      >>> back, header = load_weights(path)
+      >>> bool((back.w_in == net.w_in).all()), header["hidden"], header["seed"]
+      (True, 4, 0)
     """
     path = Path(path)
     header = {"hidden": int(net.w_in.shape[1]), "layers": int(net.w_self.shape[0]),
@@ -32,7 +41,18 @@ def save_weights(path: str | Path, net: GRANSNet, meta: dict | None = None) -> P
 
 
 def load_weights(path: str | Path) -> tuple[GRANSNet, dict]:
-    """Read a file written by ``save_weights``; returns ``(net, header)``."""
+    """Read a file written by :func:`save_weights`.
+
+    Args:
+      path: file path.
+
+    Returns:
+      ``(net, header)``: the ``GRANSNet`` and the JSON header (architecture and metadata).
+
+    Raises:
+      FileNotFoundError: no file at ``path``.
+      ValueError: the file is not an icmlx G-RANS weight file.
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"G-RANS weight file not found: {path}")
