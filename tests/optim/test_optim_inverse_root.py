@@ -441,7 +441,7 @@ def test_coupled_newton_diverged_raises_by_default():
     # An indefinite input makes coupled Newton's error grow: status diverged, raised under the default throw=True.
     a = jnp.asarray(np.diag([1.0, -1.0, 0.5, 2.0]), DT)[None]
     sol = matrix_inverse_root(a, 4, method=CoupledNewton(), throw=False)
-    assert sol.result in (RESULTS.diverged, RESULTS.max_steps_reached, RESULTS.nonfinite)
-    assert sol.result != RESULTS.successful
-    with pytest.raises(Exception):
+    assert sol.result == RESULTS.diverged
+    assert np.all(np.isfinite(np.asarray(sol.value)))  # the last good iterate is returned
+    with pytest.raises(Exception, match="diverged"):
         jax.block_until_ready(matrix_inverse_root(a, 4, method=CoupledNewton()).value)

@@ -14,7 +14,7 @@ from jaxtyping import Array, Int
 
 from ._blocking import ADAM, VECTOR, BlockPlan, blockify, make_block_plan, unblockify
 from ._inverse_root import _check_chunk_size, _inverse_root_impl
-from ._root_methods import AbstractInverseRoot, NewtonDB, as_inverse_root, legacy_inverse_root
+from ._root_methods import DEFAULT_INVERSE_ROOT, AbstractInverseRoot, as_inverse_root, legacy_inverse_root
 
 __all__ = ["DashState", "scale_by_dash", "dash", "DASH_STATIC_ARGS"]
 
@@ -238,7 +238,7 @@ def scale_by_dash(
     nesterov: bool = True,
     precondition_frequency: int = 10,
     start_preconditioning_step: int = 1,
-    inverse_root: AbstractInverseRoot | str = NewtonDB(),
+    inverse_root: AbstractInverseRoot | str = DEFAULT_INVERSE_ROOT,
     root_epsilon: float = 1e-10,
     root_chunk_size: int | Literal["auto"] | None = "auto",
     one_dim: str = "adam",
@@ -454,7 +454,7 @@ def dash(
     nesterov: bool = True,
     precondition_frequency: int = 10,
     start_preconditioning_step: int = 1,
-    inverse_root: AbstractInverseRoot | str = NewtonDB(),
+    inverse_root: AbstractInverseRoot | str = DEFAULT_INVERSE_ROOT,
     root_epsilon: float = 1e-10,
     root_chunk_size: int | Literal["auto"] | None = "auto",
     one_dim: str = "adam",

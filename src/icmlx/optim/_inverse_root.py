@@ -32,6 +32,7 @@ from ._root_kernels import (
     _symmetrize,
 )
 from ._root_methods import (
+    DEFAULT_INVERSE_ROOT,
     AbstractInverseRoot,
     AbstractScaling,
     Chebyshev,
@@ -311,7 +312,7 @@ def matrix_inverse_root(
     A: Float[Array, "*batch n n"],
     p: int,
     *,
-    method: AbstractInverseRoot | str = NewtonDB(),
+    method: AbstractInverseRoot | str = DEFAULT_INVERSE_ROOT,
     epsilon: float = 1e-10,
     chunk_size: int | Literal["auto"] | None = "auto",
     throw: bool = True,

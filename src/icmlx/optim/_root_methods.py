@@ -280,6 +280,9 @@ class Eigh(AbstractInverseRoot):
         _check_nonneg("Eigh", "relative_epsilon", self.relative_epsilon)
 
 
+#: The default solver of matrix_inverse_root and scale_by_dash.
+DEFAULT_INVERSE_ROOT = NewtonDB()
+
 #: String shorthands for the default solver objects.
 SHORTHANDS: dict[str, type[AbstractInverseRoot]] = {
     "newton_db": NewtonDB,
