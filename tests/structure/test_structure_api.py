@@ -134,11 +134,11 @@ def test_string_shorthands_map_to_the_default_objects(nonlinear):
 def test_deprecated_pc_tree_bin_flags_warn_and_build_the_object(nonlinear):
     _, x = nonlinear
     new = pc_tree(x, ci_test=Nonparametric(num_bins=3, cond_bins=4), alpha=0.01)
-    with pytest.warns(DeprecationWarning, match="'n_bins' is deprecated.*Nonparametric"):
+    with pytest.warns(DeprecationWarning, match="'(n_bins|cond_bins)' is deprecated.*Nonparametric"):
         old = pc_tree(x, ci_test="nonparametric", alpha=0.01, n_bins=3, cond_bins=4)
     np.testing.assert_array_equal(np.asarray(old.graph), np.asarray(new.graph))
     np.testing.assert_array_equal(np.asarray(old.conditional_score), np.asarray(new.conditional_score))
-    with pytest.warns(DeprecationWarning, match="'cond_bins' is deprecated"):
+    with pytest.warns(DeprecationWarning, match="'(n_bins|cond_bins)' is deprecated"):
         s_old = polyforest_scores(x, ci_test="nonparametric", alpha=0.01, n_bins=3, cond_bins=4)
     s_new = polyforest_scores(x, ci_test=Nonparametric(num_bins=3, cond_bins=4), alpha=0.01)
     for u, v in zip(s_old, s_new):
@@ -177,7 +177,7 @@ def test_deprecated_uc_flags_warn_and_build_the_collider_rule():
     for (rule, prio), obj in [((0, 2), SepsetColliders(2)), ((1, -1), MaxPColliders(3)),
                               ((2, -1), DefiniteMaxPColliders(4)), ((0, 0), SepsetColliders(0))]:
         new = pc(None, ci_test="d_separation", true_dag=dag, colliders=obj)
-        with pytest.warns(DeprecationWarning, match="'uc_rule' is deprecated"):
+        with pytest.warns(DeprecationWarning, match="'uc_(rule|priority)' is deprecated"):
             old = pc(None, ci_test="d_separation", true_dag=dag, uc_rule=rule, uc_priority=prio)
         np.testing.assert_array_equal(np.asarray(old.graph), np.asarray(new.graph))
         assert int(old.num_tests) == int(new.num_tests)
