@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import typing
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,6 +28,9 @@ def renamed_kwargs(**old_to_new: str) -> Callable[[Callable], Callable]:
     """
 
     def decorate(fn: Callable) -> Callable:
+        # no_type_check: the jaxtyping import hook would otherwise wrap this wrapper too, and the warning's
+        # stacklevel would then point into jaxtyping instead of at the caller.
+        @typing.no_type_check
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             for old, new in old_to_new.items():
