@@ -410,14 +410,14 @@ def test_deprecated_flag_arguments_warn_and_match(wellcond):
         old = matrix_inverse_root(a, 4, method="newton_db", num_iters=12, scaling="frobenius")
     np.testing.assert_array_equal(np.asarray(old.value), np.asarray(new.value))
     # return_info=True: the previous (X, info) pair; the info has the old attribute names
-    with pytest.warns(DeprecationWarning, match="return_info"):
+    with pytest.warns(DeprecationWarning, match="return_info"), pytest.warns(DeprecationWarning, match="max_iters"):
         x, info = matrix_inverse_root(a, 4, method="coupled_newton", max_iters=2, return_info=True, throw=False)
     ref = matrix_inverse_root(a, 4, method=CoupledNewton(max_steps=2), throw=False)
     np.testing.assert_array_equal(np.asarray(x), np.asarray(ref.value))
     assert info.result == RESULTS.max_steps_reached and int(info.num_steps) == 2
     np.testing.assert_array_equal(np.asarray(info.residual), np.asarray(ref.residual))
     # return_info=False: the bare root
-    with pytest.warns(DeprecationWarning, match="return_info"):
+    with pytest.warns(DeprecationWarning, match="return_info"), pytest.warns(DeprecationWarning, match="eigh_heur"):
         bare = matrix_inverse_root(a, 2, method="eigh", eigh_heuristic="abs", return_info=False)
     np.testing.assert_array_equal(np.asarray(bare), np.asarray(matrix_inverse_root(a, 2, method=Eigh("abs")).value))
     # the flag-style settings only go with a method name

@@ -233,7 +233,12 @@ class InverseRootSolution(Solution):
     Attributes:
       value: :math:`X \approx A^{-1/p}`, shape ``(..., n, n)``, dtype of ``A``.
       result: an :class:`icmlx.RESULTS` item for the whole batch (the worst one): ``successful``,
-        ``max_steps_reached`` or ``diverged`` (coupled Newton), or ``nonfinite``.
+        ``max_steps_reached`` or ``diverged`` (coupled Newton), or ``nonfinite``. The fixed-count solvers
+        (Newton–DB, Chebyshev, eigh) have no stopping criterion: they are ``successful`` when the root is
+        finite. Coupled Newton is ``successful`` when every matrix met its criterion
+        :math:`\max|M - I| \le` ``rtol`` on the coupled iterate :math:`M` (which equals :math:`X^p A_\epsilon`
+        up to rounding; ``stats["residual"]`` recomputes that product, whose float32 rounding floor can sit
+        above a small ``rtol``).
       stats: ``"num_steps"`` (int32 scalar: coupled Newton's loop count, the maximum over chunks; Newton–DB
         ``num_steps`` per pass times the passes; Chebyshev ``degree``; eigh 0), ``"residual"`` (per matrix,
         :math:`\max_{ij}|X^p A_\epsilon - I|` with :math:`A_\epsilon = A + rI` the regularised matrix that was
