@@ -28,6 +28,7 @@ from icmlx.solvers import (
     cg,
     estimate_lambda_max,
     gmres,
+    grans_loss,
     jacobi_smoother,
     smoothed_aggregation,
 )
@@ -240,3 +241,33 @@ def test_renamed_keywords_warn_and_agree():
     with pytest.warns(DeprecationWarning, match="'n_modes' is deprecated.*'num_modes'"):
         g_old = random_field(jax.random.key(1), x, n_modes=4)
     np.testing.assert_array_equal(g_old, random_field(jax.random.key(1), x, num_modes=4))
+
+
+def test_smoother_must_match_the_operator(small, net):
+    cheb = GRANS(net, dtype=DT)
+    op = cheb.setup(small.A)  # set up without a hierarchy
+    with pytest.raises(ValueError, match="multilevel hierarchy"):
+        GRANS(net, smoother=MultilevelSmoother(), dtype=DT).solve(op, small.b)
+    z = jnp.zeros((1, op.padded_size), op.A.dtype)
+    with pytest.raises(ValueError, match="multilevel hierarchy"):
+        grans_loss(net, op, z, z, z, smoother=MultilevelSmoother())
+
+
+def test_grans_loss_strategies_and_deprecated_flags(small, net):
+    """The loss takes the same strategy objects as the solver; the old degree=/outer=<bool> flags warn and give
+    the identical loss; outer steps the loss does not train through are refused."""
+    op = GRANS(net, dtype=DT).setup(small.A)
+    dt = op.A.dtype
+    r = jnp.zeros((2, op.padded_size), dt).at[:, : op.n].set(
+        jnp.stack([jnp.asarray(small.b, dt), jnp.cos(jnp.arange(op.n, dtype=dt))]))
+    z = jnp.zeros_like(r)
+    new = grans_loss(net, op, r, z, z, smoother=ChebyshevSmoother(degree=2), outer=NoOuterStep())
+    with pytest.warns(DeprecationWarning, match="degree"):
+        old = grans_loss(net, op, r, z, z, degree=2, outer=False)
+    assert float(old) == float(new) and np.isfinite(float(new))
+    # one iteration reduces the D^-1-norm of the residual (the loss is a mean log ratio < 0)
+    assert float(grans_loss(net, op, r, z, z)) < 0
+    with pytest.raises(ValueError, match="outer"):
+        grans_loss(net, op, r, z, z, outer=FlexibleGCR(memory=8))
+    with pytest.raises(ValueError, match="outer"):
+        grans_loss(net, op, r, z, z, outer=ThreeTermStep(norm="energy"))

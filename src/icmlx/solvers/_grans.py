@@ -16,7 +16,7 @@ from ._grans_net import GRANSNet
 from ._grans_operator import GRANSOperator, _setup
 from ._outer import AbstractOuterStep, FlexibleGCR, ThreeTermStep, _gcr_update, _outer3, _outer_from_flags
 from ._precondition import _basis, _precondition_with
-from ._smoothers import AbstractSmoother, ChebyshevSmoother, _as_smoother
+from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother, _as_smoother
 from ._solution import LinearSolution
 from ._sparse import SparseMatrix
 
@@ -340,6 +340,10 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0) -> tuple[Array, lx.RESULTS, 
         raise ValueError("ThreeTermStep(norm='energy') needs a symmetric positive-definite-like matrix "
                          "(symmetric, positive diagonal, non-negative row sums); this one is not: use "
                          "norm='residual' or 'auto'")
+    if isinstance(solver.smoother, MultilevelSmoother) != (op.hierarchy is not None):
+        raise ValueError(f"GRANS(smoother={solver.smoother!r}) was given an operator set up "
+                         f"{'with' if op.hierarchy is not None else 'without'} a multilevel hierarchy: "
+                         "set it up with this solver's setup()")
     energy = solver.outer_norm(op) == "energy"
     slack = 1e3 * jnp.finfo(dt).eps
     # the polynomial smoother's degree (a V-cycle smoother, set up in `op.hierarchy`, ignores it)

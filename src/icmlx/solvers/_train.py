@@ -13,10 +13,13 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
+from .._deprecation import warn_renamed
 from .._types import PRNGKey
 from ._grans_net import GRANSNet
 from ._grans_operator import GRANSOperator
+from ._outer import AbstractOuterStep, NoOuterStep, ThreeTermStep
 from ._precondition import _iterate
+from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother
 from ._weights import save_weights
 
 __all__ = ["TrainResult", "train_grans", "grans_loss"]
@@ -42,9 +45,44 @@ class TrainResult(eqx.Module):
     eval_after: float
 
 
+_DEFAULT_SMOOTHER = ChebyshevSmoother()
+_TRAIN_OUTER = ThreeTermStep(norm="residual")
+
+
+def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, deprecated: dict, where: str):
+    """``(degree, use_outer)`` for :func:`_iterate` from the strategy objects (and the deprecated flags)."""
+    unknown = sorted(set(deprecated) - {"degree"})
+    if unknown:
+        raise TypeError(f"{where} got unexpected keyword argument(s) {unknown}")
+    if "degree" in deprecated:
+        if smoother is not _DEFAULT_SMOOTHER:
+            raise TypeError(f"{where}: pass either smoother=... or the deprecated degree=, not both")
+        warn_renamed("degree", "smoother=ChebyshevSmoother(degree=...)", where, stacklevel=4)
+        smoother = ChebyshevSmoother(degree=deprecated["degree"])
+    if not isinstance(smoother, AbstractSmoother):
+        raise ValueError(f"{where}: smoother must be a ChebyshevSmoother(...) or MultilevelSmoother(...), "
+                         f"got smoother={smoother!r}")
+    if op is not None and isinstance(smoother, MultilevelSmoother) != (op.hierarchy is not None):
+        raise ValueError(f"{where}: smoother={smoother!r} does not match the operator, which was set up "
+                         f"{'with' if op.hierarchy is not None else 'without'} a multilevel hierarchy")
+    if isinstance(outer, bool):
+        warn_renamed("outer=<bool>", "outer=ThreeTermStep(norm='residual') / NoOuterStep()", where, stacklevel=4)
+        outer = _TRAIN_OUTER if outer else NoOuterStep()
+    if isinstance(outer, NoOuterStep):
+        use_outer = False
+    elif isinstance(outer, ThreeTermStep) and outer.norm == "residual":
+        use_outer = True
+    else:
+        raise ValueError(f"{where}: the loss trains through ThreeTermStep(norm='residual') or NoOuterStep(), "
+                         f"got outer={outer!r}")
+    degree = smoother.degree if isinstance(smoother, ChebyshevSmoother) else 3  # (a V-cycle ignores it)
+    return degree, use_outer
+
+
 def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
                p: Float[Array, "batch npad"], Ap: Float[Array, "batch npad"], *,
-               degree: int = 3, outer: bool = True) -> Float[Array, ""]:
+               smoother: AbstractSmoother = _DEFAULT_SMOOTHER,
+               outer: AbstractOuterStep | bool = _TRAIN_OUTER, **deprecated: Any) -> Float[Array, ""]:
     r"""Self-supervised loss: mean log residual reduction of one G-RANS iteration (no solutions used).
 
     .. math:: L(\theta) = \frac1B\sum_b \log\frac{\|r^+_b\|_{D^{-1}}}{\|r_b\|_{D^{-1}}}
@@ -56,16 +94,23 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
       net: the basis generator.
       op: a ``GRANSOperator``.
       r, p, Ap: batches of residuals, previous updates and their images under ``A`` (padded length).
-      degree: smoother degree. outer: use the outer step.
+      smoother: the solver's smoother (default ``ChebyshevSmoother(degree=3)``, the shipped weights').
+      outer: ``ThreeTermStep(norm="residual")`` (default) or ``NoOuterStep()`` (the ablation).
+      **deprecated: ``degree=`` (use ``smoother=ChebyshevSmoother(degree=...)``) and a boolean ``outer=``
+        still work for one release, with a ``DeprecationWarning``.
 
     Returns:
       The scalar loss.
+
+    Raises:
+      ValueError: an outer step the loss does not train through, or a smoother that does not match ``op``.
     """
+    degree, use_outer = _training_modes(op, smoother, outer, deprecated, "grans_loss()")
     dinv = 1.0 / jnp.abs(op.A.diagonal())
 
     def one(r, p, Ap):
         _, Adx = _iterate(net, op, r, jnp.zeros_like(r), r, p, Ap, degree=degree,
-                          galerkin=op.spd_like, outer=outer)
+                          galerkin=op.spd_like, outer=use_outer)
         rn = r - Adx
         return 0.5 * (jnp.log(jnp.sum(dinv * rn * rn)) - jnp.log(jnp.sum(dinv * r * r)))
 
@@ -134,9 +179,10 @@ def train_grans(
     batch: int = 4,
     states_per_operator: int = 12,
     learning_rate: float = 1e-3,
-    degree: int = 3,
+    smoother: AbstractSmoother = _DEFAULT_SMOOTHER,
     progress: bool = True,
     checkpoint_dir: str | Path | None = None,
+    **deprecated: Any,
 ) -> TrainResult:
     r"""Train the G-RANS basis generator without reference solutions (progressive bootstrap).
 
@@ -158,7 +204,8 @@ def train_grans(
       batch: states per step.
       states_per_operator: initial residuals per operator.
       learning_rate: peak Adam learning rate.
-      degree: smoother degree (must match the solver's).
+      smoother: the solver's smoother (default ``ChebyshevSmoother(degree=3)``; ``degree=`` is a deprecated
+        alias for ``smoother=ChebyshevSmoother(degree=...)``).
       progress: print a progress line per stage and every 10 steps.
       checkpoint_dir: if given, ``stage_<s>.eqx`` weight files are written there after each stage.
 
@@ -166,8 +213,11 @@ def train_grans(
       A ``TrainResult``.
 
     Raises:
-      ValueError: empty or mismatched inputs, or a channel mismatch.
+      ValueError: empty or mismatched inputs, a channel mismatch, or a smoother that does not match the
+        operators.
     """
+    degree, _ = _training_modes(None, smoother, _TRAIN_OUTER, deprecated, "train_grans()")
+    smoother = ChebyshevSmoother(degree=degree) if "degree" in deprecated else smoother
     if len(operators) == 0 or len(operators) != len(rhs):
         raise ValueError(f"need matching non-empty operators and rhs, got {len(operators)} and {len(rhs)}")
     if steps_per_stage < 1 or batch < 1 or not stages:
@@ -178,6 +228,7 @@ def train_grans(
     for op in operators:
         if op.colidx.shape[1] != 2 * net.channels:
             raise ValueError("operator was set up for a different number of channels")
+        _training_modes(op, smoother, _TRAIN_OUTER, {}, "train_grans()")
     initial = net
     total = steps_per_stage * len(stages)
     sched = optax.cosine_decay_schedule(learning_rate, total, alpha=0.01)
@@ -188,7 +239,7 @@ def train_grans(
     @eqx.filter_jit
     def step(params, opt_state, op, r, p, Ap):
         def lossf(params):
-            return grans_loss(eqx.combine(params, static), op, r, p, Ap, degree=degree)
+            return grans_loss(eqx.combine(params, static), op, r, p, Ap, smoother=smoother)
 
         loss, grads = jax.value_and_grad(lossf)(params)
         # optax's Adam bias correction computes float ** int32, which strict promotion rejects
@@ -196,7 +247,7 @@ def train_grans(
             updates, opt_state = opt.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    eval_loss = eqx.filter_jit(lambda net, op, r, p, Ap: grans_loss(net, op, r, p, Ap, degree=degree))
+    eval_loss = eqx.filter_jit(lambda net, op, r, p, Ap: grans_loss(net, op, r, p, Ap, smoother=smoother))
     dkeys = jax.random.split(kdata, len(operators))
     r0 = [_initial_states(k, op, b, states_per_operator) for k, op, b in zip(dkeys, operators, rhs)]
     buffers: list[list[tuple]] = [[] for _ in operators]  # per operator: list of (r, p, Ap) per stage
