@@ -257,3 +257,32 @@ def test_deprecation_helper_warns_and_forwards():
         warnings.simplefilter("error")
         assert f(2, num_steps=4) == 8
     assert list(inspect.signature(f).parameters) == ["x", "num_steps"]
+
+
+def test_deprecated_attribute_warns_at_the_caller():
+    from icmlx._deprecation import deprecated_attribute
+
+    class Record(eqx.Module):
+        num_things: int
+        n_things = deprecated_attribute("num_things")
+
+    with pytest.warns(DeprecationWarning, match="'n_things' is deprecated.*'num_things'") as rec:
+        assert Record(3).n_things == 3
+    assert rec[0].filename == __file__
+    assert [f.name for f in dataclasses.fields(Record)] == ["num_things"]
+
+
+def test_as_strategy_accepts_objects_and_shorthands_and_names_the_argument():
+    from icmlx._strategy import as_strategy
+
+    class AbstractMode(eqx.Module):
+        pass
+
+    class Fast(AbstractMode):
+        pass
+
+    fast = Fast()
+    assert as_strategy(fast, AbstractMode, {"fast": Fast}, "mode") is fast
+    assert isinstance(as_strategy("fast", AbstractMode, {"fast": Fast}, "mode"), Fast)
+    with pytest.raises(ValueError, match=r"mode must be a strategy object \(Fast\(\): any AbstractMode\).*mode='slow'"):
+        as_strategy("slow", AbstractMode, {"fast": Fast}, "mode")

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import functools
+import sys
 import typing
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["renamed_kwargs", "deprecated_names", "warn_renamed"]
+__all__ = ["deprecated_attribute", "deprecated_names", "renamed_kwargs", "warn_renamed"]
 
 
+@typing.no_type_check  # keep the jaxtyping test hook's frames out of the stacklevel count
 def warn_renamed(old: str, new: str, where: str, *, stacklevel: int = 3) -> None:
     """Emit the one :class:`DeprecationWarning` text used across icmlx for a rename."""
     warnings.warn(
@@ -60,3 +62,31 @@ def deprecated_names(module_name: str, renamed: Mapping[str, tuple[str, Callable
         raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+class deprecated_attribute:
+    """A read-only class attribute that serves a renamed field under its old name for one release, with a warning.
+
+    Use it in the class body, ``n_tests = deprecated_attribute("num_tests")``; reading ``obj.n_tests`` warns and
+    returns ``obj.num_tests``.
+    """
+
+    def __init__(self, new: str):
+        self.new = new
+        self.old = "?"
+        self.owner = "?"
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.old = name
+        self.owner = owner.__name__
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        # Point the warning at the user's line: skip equinox's attribute-access frames (and the jaxtyping test
+        # hook's wrapper) between it and here.
+        skipped, frame = 0, sys._getframe(1)
+        while frame is not None and frame.f_globals.get("__name__", "").startswith(("equinox", "jaxtyping")):
+            skipped, frame = skipped + 1, frame.f_back
+        warn_renamed(self.old, self.new, type(obj).__name__, stacklevel=3 + skipped)
+        return getattr(obj, self.new)

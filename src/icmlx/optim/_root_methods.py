@@ -13,6 +13,8 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from .._strategy import as_strategy
+
 __all__ = [
     "AbstractScaling",
     "PowerScaling",
@@ -294,14 +296,7 @@ SHORTHANDS: dict[str, type[AbstractInverseRoot]] = {
 
 def as_inverse_root(method: Any, name: str = "method") -> AbstractInverseRoot:
     """A solver object from ``method``: an :class:`AbstractInverseRoot`, or a shorthand such as ``"eigh"``."""
-    if isinstance(method, AbstractInverseRoot):
-        return method
-    if isinstance(method, str) and method in SHORTHANDS:
-        return SHORTHANDS[method]()
-    raise ValueError(
-        f"{name} must be an inverse-root solver (NewtonDB(), CoupledNewton(), Chebyshev(), Eigh()) or one of "
-        f"{tuple(SHORTHANDS)}, got {name}={method!r}"
-    )
+    return as_strategy(method, AbstractInverseRoot, SHORTHANDS, name)
 
 
 def legacy_inverse_root(

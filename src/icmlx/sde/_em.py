@@ -8,8 +8,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
-from .._deprecation import renamed_kwargs, warn_renamed
+from .._deprecation import deprecated_attribute, renamed_kwargs, warn_renamed
 from .._results import RESULTS, Solution, raise_if_failed
+from .._strategy import as_strategy
 from .._types import PRNGKey
 from ._basis import LinearDrift
 from ._bridges import smc_bridges
@@ -41,11 +42,7 @@ class EMHistory(eqx.Module):
     num_degenerate: Int[Array, " num_steps"]
     weights: Float[Array, "num_steps m d"]
 
-    @property
-    def n_degenerate(self) -> Int[Array, " num_steps"]:
-        """Deprecated alias of :attr:`num_degenerate`."""
-        warn_renamed("n_degenerate", "num_degenerate", "EMHistory")
-        return self.num_degenerate
+    n_degenerate = deprecated_attribute("num_degenerate")  # deprecated alias, one release
 
 
 class DriftSolution(Solution):
@@ -125,16 +122,7 @@ _DEFAULT_GUIDANCE = GeodesicGuidance()
 
 
 def _as_guidance(guidance) -> AbstractGuidance:
-    if isinstance(guidance, AbstractGuidance):
-        return guidance
-    if guidance == "geodesic":
-        return GeodesicGuidance()
-    if guidance == "none":
-        return NoGuidance()
-    raise ValueError(
-        f"guidance must be an AbstractGuidance (GeodesicGuidance(...), NoGuidance()) or the shorthand "
-        f"'geodesic' or 'none', got {guidance=}"
-    )
+    return as_strategy(guidance, AbstractGuidance, {"geodesic": GeodesicGuidance, "none": NoGuidance}, "guidance")
 
 
 # --------------------------------------------------------------------------- EM

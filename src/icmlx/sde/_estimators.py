@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._deprecation import renamed_kwargs, warn_renamed
+from .._deprecation import deprecated_attribute, renamed_kwargs
 from ._basis import LinearDrift, RBFBasis, SparseGP, _solve_psd, box_grid
 
 __all__ = [
@@ -34,11 +34,7 @@ class DriftEstimate(eqx.Module):
     method: str = eqx.field(static=True)
     num_samples: int = eqx.field(static=True)
 
-    @property
-    def n_samples(self) -> int:
-        """Deprecated alias of :attr:`num_samples`."""
-        warn_renamed("n_samples", "num_samples", "DriftEstimate")
-        return self.num_samples
+    n_samples = deprecated_attribute("num_samples")  # deprecated alias, one release
 
 
 # --------------------------------------------------------------------------- validation

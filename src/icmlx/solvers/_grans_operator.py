@@ -9,7 +9,7 @@ import lineax as lx
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from .._deprecation import warn_renamed
+from .._deprecation import deprecated_attribute
 from ._aggregation import aggregation_hierarchy
 from ._krylov import estimate_lambda_max
 from ._multilevel import EllMatrix, MultilevelHierarchy, _sa_build, mis2_aggregation
@@ -64,17 +64,9 @@ class GRANSOperator(lx.AbstractLinearOperator):
         """The padded size ``n_pad`` (a :func:`~icmlx.solvers.bucket_size`) of every node array."""
         return self.A.shape[0]
 
-    @property
-    def n_pad(self) -> int:
-        """Deprecated alias of :attr:`padded_size`."""
-        warn_renamed("n_pad", "padded_size", "GRANSOperator")
-        return self.padded_size
+    n_pad = deprecated_attribute("padded_size")  # deprecated alias, one release
 
-    @property
-    def n_agg(self) -> tuple[int, int]:
-        """Deprecated alias of :attr:`num_aggregates`."""
-        warn_renamed("n_agg", "num_aggregates", "GRANSOperator")
-        return self.num_aggregates
+    n_agg = deprecated_attribute("num_aggregates")  # deprecated alias, one release
 
     @property
     def pool_segments(self) -> int:

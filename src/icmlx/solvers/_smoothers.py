@@ -4,6 +4,8 @@ from typing import Any
 
 import equinox as eqx
 
+from .._strategy import as_strategy
+
 __all__ = ["AbstractSmoother", "ChebyshevSmoother", "MultilevelSmoother"]
 
 
@@ -94,11 +96,4 @@ _SMOOTHER_SHORTHANDS = {"chebyshev": ChebyshevSmoother, "multilevel": Multilevel
 
 def _as_smoother(smoother: Any) -> AbstractSmoother:
     """A smoother object from an object or its string shorthand (``"chebyshev"``, ``"multilevel"``)."""
-    if isinstance(smoother, AbstractSmoother):
-        return smoother
-    if isinstance(smoother, str) and smoother in _SMOOTHER_SHORTHANDS:
-        return _SMOOTHER_SHORTHANDS[smoother]()
-    raise ValueError(
-        "smoother must be a ChebyshevSmoother(...), a MultilevelSmoother(...), 'chebyshev' or 'multilevel', "
-        f"got smoother={smoother!r}"
-    )
+    return as_strategy(smoother, AbstractSmoother, _SMOOTHER_SHORTHANDS, "smoother")

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, Bool, Float, Int
 
-from .._deprecation import warn_renamed
+from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
 from ._checks import (
     as_float_array,
@@ -75,11 +75,7 @@ class MultipleTestResult(eqx.Module):
     num_rejected: Int[Array, "*batch"]
     threshold: Float[Array, "*batch"]
 
-    @property
-    def n_rejected(self) -> Int[Array, "*batch"]:
-        """Deprecated alias of :attr:`num_rejected` (removed in the next release)."""
-        warn_renamed("n_rejected", "num_rejected", "MultipleTestResult", stacklevel=3)
-        return self.num_rejected
+    n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 
 
 def _check_pvalues(pvalues):

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .._deprecation import warn_renamed
+from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
 from ._checks import as_float_array, check_no_nan, float_dtype, positive
 from ._empirical_bayes import estimate_sparsity
@@ -198,11 +198,7 @@ class HorseshoeResult(eqx.Module):
         """Number of rejections along the last axis."""
         return jnp.sum(self.reject, axis=-1)
 
-    @property
-    def n_rejected(self) -> Array:
-        """Deprecated alias of :attr:`num_rejected` (removed in the next release)."""
-        warn_renamed("n_rejected", "num_rejected", type(self).__name__, stacklevel=3)
-        return self.num_rejected
+    n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 
 
 def horseshoe_test(

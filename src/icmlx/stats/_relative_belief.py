@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jax.scipy.special import ndtr
 from jaxtyping import Array, Bool, Float
 
-from .._deprecation import warn_renamed
+from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
 from ._checks import as_float_array, check_no_nan, float_dtype, positive
 from ._gamma2 import AbstractGamma2, resolve_rule
@@ -245,11 +245,7 @@ class RelativeBeliefResult(eqx.Module):
         """Number of rejections along the last axis."""
         return jnp.sum(self.reject, axis=-1)
 
-    @property
-    def n_rejected(self) -> Array:
-        """Deprecated alias of :attr:`num_rejected` (removed in the next release)."""
-        warn_renamed("n_rejected", "num_rejected", "RelativeBeliefResult", stacklevel=3)
-        return self.num_rejected
+    n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 
 
 def relative_belief_test(

@@ -12,6 +12,8 @@ from typing import ClassVar
 import equinox as eqx
 import numpy as np
 
+from .._strategy import as_strategy
+
 __all__ = ["AbstractColliderRule", "SepsetColliders", "MaxPColliders", "DefiniteMaxPColliders"]
 
 #: causal-learn's ``uc_priority=-1`` ("the rule's default") for uc_rule 0, 1, 2.
@@ -115,14 +117,7 @@ _BY_UC_RULE = {0: SepsetColliders, 1: MaxPColliders, 2: DefiniteMaxPColliders}
 
 
 def _as_collider_rule(colliders) -> AbstractColliderRule:
-    if isinstance(colliders, str) and colliders in _BY_NAME:
-        return _BY_NAME[colliders]()
-    if not isinstance(colliders, AbstractColliderRule):
-        raise ValueError(
-            f"colliders must be 'sepset', 'maxp', 'definite_maxp' or an AbstractColliderRule (SepsetColliders(), "
-            f"MaxPColliders(), DefiniteMaxPColliders()), got {colliders=!r}"
-        )
-    return colliders
+    return as_strategy(colliders, AbstractColliderRule, _BY_NAME, "colliders")
 
 
 def _from_uc_flags(uc_rule, uc_priority) -> AbstractColliderRule:

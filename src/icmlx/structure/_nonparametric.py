@@ -22,6 +22,7 @@ from jaxtyping import Array, Float, Int
 from icmlx._deprecation import renamed_kwargs, warn_renamed
 from icmlx._types import PRNGKey
 
+from .._strategy import as_strategy
 from ._ci_tests import CIResult, _check_batch, _float_dtype
 
 __all__ = [
@@ -303,14 +304,8 @@ _CALIBRATIONS = {"asymptotic": Asymptotic, "permutation": Permutation}
 
 
 def _as_calibration(method) -> AbstractCalibration:
-    if isinstance(method, AbstractCalibration):
-        return method
-    if isinstance(method, str) and method in _CALIBRATIONS:
-        return _CALIBRATIONS[method]()
-    raise ValueError(
-        f"method must be 'asymptotic', 'permutation' or an AbstractCalibration (Asymptotic(), "
-        f"Permutation(num_permutations=...)), got {method=!r}"
-    )
+    return as_strategy(method, AbstractCalibration, _CALIBRATIONS, "method")
+
 
 
 def _permutations_alias(fn):

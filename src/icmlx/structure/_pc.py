@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from icmlx._deprecation import warn_renamed
+from icmlx._deprecation import deprecated_attribute, warn_renamed
 
 from . import _orient
 from ._ci_tests import _float_dtype
@@ -94,11 +94,7 @@ class PCResult(eqx.Module):
     num_tests: Int[Array, ""]
     conflicts: Bool[Array, "d d"]
 
-    @property
-    def n_tests(self) -> Int[Array, ""]:
-        """Deprecated alias of :attr:`num_tests`."""
-        warn_renamed("n_tests", "num_tests", "PCResult", stacklevel=3)
-        return self.num_tests
+    n_tests = deprecated_attribute("num_tests")  # deprecated alias, one release
 
 
 def graph_to_edges(graph: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 from jax.scipy.special import erfc, ndtri
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from icmlx._deprecation import renamed_kwargs, warn_renamed
+from icmlx._deprecation import deprecated_attribute, renamed_kwargs, warn_renamed
 
 from ._ci_tests import _float_dtype
 from ._dseparation import _dsep_kernel
@@ -49,11 +49,7 @@ class PCTreeResult(eqx.Module):
     conflicts: Bool[Array, "d d"]
     num_tests: Int[Array, ""]
 
-    @property
-    def n_tests(self) -> Int[Array, ""]:
-        """Deprecated alias of :attr:`num_tests`."""
-        warn_renamed("n_tests", "num_tests", "PCTreeResult", stacklevel=3)
-        return self.num_tests
+    n_tests = deprecated_attribute("num_tests")  # deprecated alias, one release
 
 
 def _chunked_min(d, chunk, fn):
