@@ -84,3 +84,35 @@ def test_enable_by_hand_validates(tmp_path):
 
     with pytest.raises(ValueError, match="min_compile_secs"):
         enable_compilation_cache(tmp_path, min_compile_secs=-1)
+
+
+_ONE_SHOT = {
+    "benjamini_hochberg": (
+        "import numpy as np\nfrom icmlx.stats import benjamini_hochberg\n"
+        "benjamini_hochberg(np.random.default_rng(0).random(1000), 0.1).reject.block_until_ready()\n"
+    ),
+    "pc_tree": (
+        "import numpy as np\nfrom icmlx.structure import pc_tree\n"
+        "pc_tree(np.random.default_rng(0).standard_normal((200, 6)), alpha=0.01)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ONE_SHOT))
+def test_one_shot_script_compiles_nothing_the_second_time(tmp_path, name):
+    # Every program a one-shot call compiles is stored, so the next process compiles none (a program with a host
+    # callback, e.g. an eqx.error_if on concrete input, would never be stored and would be compiled again).
+    code = (
+        "import json\nfrom jax import monitoring\nev = {'req': 0, 'hit': 0}\n"
+        "def _l(e, **k):\n"
+        "    if e.endswith('compile_requests_use_cache'): ev['req'] += 1\n"
+        "    if e.endswith('cache_hits'): ev['hit'] += 1\n"
+        "monitoring.register_event_listener(_l)\n"
+        + _ONE_SHOT[name]
+        + "print(json.dumps({'dir': ev['req'], 'min': ev['hit']}))\n"
+    )
+    env = {"ICMLX_CACHE_DIR": str(tmp_path), "ICMLX_CACHE_MIN_COMPILE_SECS": "0"}
+    first = _probe(env, code)
+    second = _probe(env, code)
+    assert first["dir"] > 0
+    assert second["dir"] == second["min"], f"{second['dir'] - second['min']} programs compiled again"

@@ -1,17 +1,18 @@
 """Input validation shared by the ``icmlx.stats`` public functions (private).
 
-Python numbers are checked eagerly (``ValueError`` naming the value); JAX arrays, which may be tracers, are checked
-with :func:`equinox.error_if` so the check survives ``jax.jit`` and raises at run time.
+Python numbers and concrete arrays are checked eagerly on the host (``ValueError`` naming the value); traced arrays
+(inside a user's ``jax.jit``) are checked with :func:`equinox.error_if`, which raises at run time
+(:func:`icmlx._checks.check_values`).
 """
 
-import functools
 import warnings
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from .._checks import check_values
 
 __all__: list[str] = []
 
@@ -48,23 +49,20 @@ def as_float_array(x: Any, name: str) -> jax.Array:
 
 
 def check_no_nan(x: jax.Array, name: str) -> jax.Array:
-    """Raise (under jit too) if ``x`` has a NaN."""
-    return _nan_check(x, f"{name} contains NaN")
+    """Raise if ``x`` has a NaN: a ``ValueError`` now for a concrete ``x``, at run time under ``jit``."""
+    return check_values(x, lambda xp, v: xp.isnan(v), f"{name} contains NaN; drop or impute those entries first")
 
 
-@functools.partial(jax.jit, static_argnums=1)
-def _nan_check(x, msg):
-    return eqx.error_if(x, jnp.any(jnp.isnan(x)), msg)
-
-
-@functools.partial(jax.jit, static_argnums=(1, 2, 3, 4, 5))
 def _range_check(arr, lo, hi, lo_closed, hi_closed, msg):
-    bad = jnp.isnan(arr)
-    if lo is not None:
-        bad = bad | ((arr < lo) if lo_closed else (arr <= lo))
-    if hi is not None:
-        bad = bad | ((arr > hi) if hi_closed else (arr >= hi))
-    return eqx.error_if(arr, jnp.any(bad), msg)
+    def bad(xp, v):
+        out = xp.isnan(v)
+        if lo is not None:
+            out = out | ((v < lo) if lo_closed else (v <= lo))
+        if hi is not None:
+            out = out | ((v > hi) if hi_closed else (v >= hi))
+        return out
+
+    return check_values(arr, bad, msg)
 
 
 def check_scalar(

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, Bool, Float, Int
 
+from .._checks import check_values
 from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
 from ._checks import (
@@ -82,14 +83,10 @@ def _check_pvalues(pvalues):
     p = as_float_array(pvalues, "pvalues")
     if p.ndim < 1 or p.shape[-1] < 1:
         raise ValueError(f"pvalues must have a non-empty last (tests) axis, got {p.shape=}")
-    return _pcheck(p)
-
-
-@jax.jit
-def _pcheck(p):
-    bad = jnp.isnan(p) | (p < 0.0) | (p > 1.0)
-    msg = "pvalues must lie in [0, 1] (NaN or out-of-range value found)"
-    return eqx.error_if(p, jnp.any(bad), msg)
+    return check_values(
+        p, lambda xp, v: xp.isnan(v) | (v < 0.0) | (v > 1.0),
+        "pvalues must lie in [0, 1] (NaN or out-of-range value found); pass p-values, not z-scores",
+    )
 
 
 def _line(j, n, alpha, dt):

@@ -16,6 +16,7 @@ import numpy as np
 from jax.scipy.special import erfc, ndtri
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
+from icmlx._checks import check_values
 from icmlx._deprecation import deprecated_attribute, renamed_kwargs, warn_renamed
 
 from ._ci_tests import _float_dtype
@@ -408,11 +409,13 @@ def polyforest_scores(
     elif name == "bernoulli":
         if not (jnp.issubdtype(data.dtype, jnp.integer) or data.dtype == jnp.bool_):
             raise TypeError(f"ci_test='bernoulli' needs 0/1 integer data, got {data.dtype=}")
-        data = eqx.error_if(data, (data < 0) | (data > 1), "bernoulli data must be 0/1")
+        data = check_values(data, lambda xp, v: (v < 0) | (v > 1), "ci_test='bernoulli' needs 0/1 data; recode it")
     else:
         if not jnp.issubdtype(data.dtype, jnp.floating):
             raise TypeError(f"ci_test={name!r} needs floating data, got {data.dtype=}")
-        data = eqx.error_if(data, ~jnp.isfinite(data), "data contains NaN or Inf")
+        data = check_values(
+            data, lambda xp, v: ~xp.isfinite(v), "data contains NaN or Inf; drop or impute those rows first"
+        )
     n, d = data.shape[0], data.shape[1]
     if chunk_size is None:
         # memory per separator: the (d, d) score block; nonparametric also gathers an (n, d num_bins) one-hot
