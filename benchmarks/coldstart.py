@@ -40,11 +40,21 @@ from _harness import environment, print_table  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "causal-learn"
 
-# Each icmlx script prints one JSON line: {"import_s", "first_s", "second_s" (optional), "check"}.
-# Each peer script prints {"import_s", "first_s", "check"}. "check" is compared between the two.
+# Each icmlx script prints one JSON line: {"import_s", "first_s", "second_s" (optional), "check", "compiled"}.
+# Each peer script prints {"import_s", "first_s", "check"}. "check" is compared between the two. "compiled" counts
+# the XLA programs the icmlx process compiled (cache requests minus persistent-cache hits).
 _TIMER = """
 import json, time
 _t0 = time.perf_counter()
+"""
+_COUNT = """
+from jax import monitoring as _mon
+_ev = {"req": 0, "hit": 0}
+def _listen(e, **k):
+    if e.endswith("compile_requests_use_cache"): _ev["req"] += 1
+    if e.endswith("cache_hits"): _ev["hit"] += 1
+_mon.register_event_listener(_listen)
+_compiled = lambda: _ev["req"] - _ev["hit"]
 """
 
 CASES: dict[str, dict[str, str]] = {
@@ -61,7 +71,8 @@ _t2 = time.perf_counter()
 r2 = pc(x[: x.shape[0] * 3 // 4], ci_test="chisq", alpha=0.05)
 np.asarray(r2.skeleton)
 _t3 = time.perf_counter()
-print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": edges}))
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": edges,
+                  "compiled": _compiled()}))
 """,
         "peer": _TIMER + """
 import numpy as np
@@ -88,7 +99,8 @@ _t2 = time.perf_counter()
 r2 = pc(x[:1500], ci_test="fisherz", alpha=0.05)
 np.asarray(r2.skeleton)
 _t3 = time.perf_counter()
-print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": edges}))
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": edges,
+                  "compiled": _compiled()}))
 """,
         "peer": _TIMER + """
 import numpy as np
@@ -115,7 +127,8 @@ _t2 = time.perf_counter()
 r2 = pc_tree(x[:1500], alpha=0.05 / 50**2)
 np.asarray(r2.skeleton)
 _t3 = time.perf_counter()
-print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": edges}))
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": edges,
+                  "compiled": _compiled()}))
 """,
         "peer": _TIMER + """
 import numpy as np
@@ -142,7 +155,8 @@ _t2 = time.perf_counter()
 r2 = benjamini_hochberg(p[:700_000], 0.1)
 int(r2.reject.sum())
 _t3 = time.perf_counter()
-print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": k}))
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": k,
+                  "compiled": _compiled()}))
 """,
         "peer": _TIMER + """
 import numpy as np
@@ -227,7 +241,8 @@ def run_case(case: str, folder: Path, pairs: int) -> list[dict]:
     scripts = {}
     for side in ("icmlx", "peer"):
         path = folder / f"{case}_{side}.py"
-        path.write_text(f"DATA = {str(data)!r}\n" + textwrap.dedent(spec[side]))
+        body = spec[side].replace(_TIMER, _TIMER + _COUNT, 1) if side == "icmlx" else spec[side]
+        path.write_text(f"DATA = {str(data)!r}\n" + textwrap.dedent(body))
         scripts[side] = path
     base_env = {k: v for k, v in os.environ.items() if k not in ("ICMLX_CACHE", "JAX_COMPILATION_CACHE_DIR")}
     rows = []
@@ -255,6 +270,7 @@ def run_case(case: str, folder: Path, pairs: int) -> list[dict]:
             "icmlx_first_call_s": round(med("icmlx", "first_s"), 2),
             "icmlx_second_call_new_n_s": round(med("icmlx", "second_s"), 2) if "second_s" in samples["icmlx"][0]
             else None,
+            "icmlx_programs_compiled": med("icmlx", "compiled"),
             "peer_import_s": round(med("peer", "import_s"), 2),
             "peer_call_s": round(med("peer", "first_s"), 2),
             "check_icmlx": sorted(checks["icmlx"]),
@@ -264,7 +280,7 @@ def run_case(case: str, folder: Path, pairs: int) -> list[dict]:
         }
         rows.append(row)
         print_table([row], ["case", "mode", "icmlx_s", "peer_s", "icmlx/peer", "icmlx_first_call_s",
-                            "icmlx_second_call_new_n_s", "check_icmlx", "check_peer"])
+                            "icmlx_second_call_new_n_s", "icmlx_programs_compiled", "check_icmlx", "check_peer"])
     return rows
 
 
@@ -281,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             rows += run_case(case, Path(tmp), pairs)
     print()
     print_table(rows, ["case", "mode", "icmlx_s", "peer_s", "icmlx/peer", "icmlx_import_s", "icmlx_first_call_s",
-                       "icmlx_second_call_new_n_s", "peer_import_s", "peer_call_s"])
+                       "icmlx_second_call_new_n_s", "icmlx_programs_compiled", "peer_import_s", "peer_call_s"])
     out = ROOT / "benchmarks" / "results" / "coldstart.json"
     out.write_text(json.dumps({"environment": environment(), "rows": rows}, indent=2) + "\n")
     print(f"wrote {out}")
