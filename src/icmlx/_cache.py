@@ -10,8 +10,10 @@ Policy, checked in this order when ``icmlx`` is imported:
 2. The user already chose a cache directory (``jax.config.jax_compilation_cache_dir`` set, or the
    ``JAX_COMPILATION_CACHE_DIR`` environment variable): icmlx leaves it alone.
 3. Otherwise the directory is ``$ICMLX_CACHE_DIR``, else ``$XDG_CACHE_HOME/icmlx/jax``, else
-   ``~/.cache/icmlx/jax``; programs that took at least ``ICMLX_CACHE_MIN_COMPILE_SECS`` (default 0.2 s, JAX's own
-   default is 1 s) to compile are stored there. JAX's minimum is lowered only when the user has not changed it.
+   ``~/.cache/icmlx/jax``. Every program is stored there, however quickly it compiled
+   (``ICMLX_CACHE_MIN_COMPILE_SECS``, default 0; JAX's own default keeps only programs that took a second or more):
+   icmlx's procedures run many small programs, and recompiling those is what a warm process would otherwise still
+   pay. JAX's minimum is changed only when the user has not changed it.
 
 :func:`compilation_cache_dir` tells which directory is in use; :func:`enable_compilation_cache` turns it on by
 hand (for instance after ``ICMLX_CACHE=0``). Delete the directory to empty it.
@@ -46,7 +48,7 @@ def enable_compilation_cache(
     Args:
       path: the cache directory; created if missing.
       min_compile_secs: store only programs that took at least this long to compile (default
-        ``$ICMLX_CACHE_MIN_COMPILE_SECS`` or 0.2).
+        ``$ICMLX_CACHE_MIN_COMPILE_SECS`` or 0: every program).
 
     Returns:
       The directory now in use.
@@ -56,7 +58,7 @@ def enable_compilation_cache(
     directory = Path(path).expanduser() if path is not None else _default_dir()
     directory.mkdir(parents=True, exist_ok=True)
     if min_compile_secs is None:
-        min_compile_secs = float(os.environ.get("ICMLX_CACHE_MIN_COMPILE_SECS", "0.2"))
+        min_compile_secs = float(os.environ.get("ICMLX_CACHE_MIN_COMPILE_SECS", "0"))
     if min_compile_secs < 0:
         raise ValueError(f"min_compile_secs must be >= 0, got {min_compile_secs=}")
     jax.config.update("jax_compilation_cache_dir", str(directory))
