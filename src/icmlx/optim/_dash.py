@@ -1,7 +1,6 @@
 """DASH: batched block Shampoo with fast inverse roots, as optax transformations."""
 
 import functools
-import warnings
 from typing import Any, Literal, NamedTuple
 
 import equinox as eqx
@@ -14,7 +13,7 @@ from jaxtyping import Array, Int
 
 from ._blocking import ADAM, VECTOR, BlockPlan, blockify, make_block_plan, unblockify
 from ._inverse_root import _check_chunk_size, _inverse_root_impl
-from ._root_methods import DEFAULT_INVERSE_ROOT, AbstractInverseRoot, as_inverse_root, legacy_inverse_root
+from ._root_methods import DEFAULT_INVERSE_ROOT, AbstractInverseRoot, as_inverse_root, pop_legacy_settings
 
 __all__ = ["DashState", "scale_by_dash", "dash", "DASH_STATIC_ARGS"]
 
@@ -107,17 +106,11 @@ def _accept_legacy_root_settings(fn):
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any):
-        legacy = {k: kwargs.pop(k) for k in list(kwargs) if k in _LEGACY_ROOT_SETTINGS}
-        if legacy:
-            warnings.warn(
-                f"{fn.__name__}(): the arguments {', '.join(sorted(legacy))} are deprecated and will be removed in "
-                "the next release; pass a solver object instead, e.g. inverse_root=NewtonDB(num_steps=12) or "
-                "inverse_root=Chebyshev(degree=40).",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            settings = {_LEGACY_ROOT_SETTINGS[k]: v for k, v in legacy.items()}
-            kwargs["inverse_root"] = legacy_inverse_root(kwargs.get("inverse_root", "newton_db"), **settings)
+        pop_legacy_settings(
+            kwargs, _LEGACY_ROOT_SETTINGS, fn.__name__, "inverse_root",
+            "pass a solver object instead, e.g. inverse_root=NewtonDB(num_steps=12) or "
+            "inverse_root=Chebyshev(degree=40)",
+        )
         return fn(*args, **kwargs)
 
     return wrapper

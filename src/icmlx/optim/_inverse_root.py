@@ -7,7 +7,6 @@ cost one kernel launch per iteration rather than ``N``. The methods are the solv
 """
 
 import functools
-import warnings
 from typing import Any, Literal
 
 import equinox as eqx
@@ -41,7 +40,7 @@ from ._root_methods import (
     NewtonDB,
     PowerScaling,
     as_inverse_root,
-    legacy_inverse_root,
+    pop_legacy_settings,
 )
 
 __all__ = ["InverseRootSolution", "matrix_inverse_root", "power_iteration"]
@@ -292,17 +291,11 @@ def _accept_legacy_settings(fn):
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any):
         return_info = kwargs.pop("return_info", _UNSET)
-        legacy = {k: kwargs.pop(k) for k in list(kwargs) if k in _LEGACY_SETTINGS}
-        if legacy:
-            warnings.warn(
-                f"matrix_inverse_root(): the arguments {', '.join(sorted(legacy))} are deprecated and will be "
-                "removed in the next release; put the settings on the solver object instead, e.g. "
-                "method=NewtonDB(num_steps=12) or method=CoupledNewton(max_steps=50, rtol=1e-6).",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            settings = {_LEGACY_SETTINGS[k]: v for k, v in legacy.items()}
-            kwargs["method"] = legacy_inverse_root(kwargs.get("method", "newton_db"), **settings)
+        pop_legacy_settings(
+            kwargs, _LEGACY_SETTINGS, "matrix_inverse_root", "method",
+            "put the settings on the solver object instead, e.g. method=NewtonDB(num_steps=12) or "
+            "method=CoupledNewton(max_steps=50, rtol=1e-6)",
+        )
         sol = fn(*args, **kwargs)
         if return_info is _UNSET:
             return sol

@@ -7,6 +7,7 @@ method uses (lineax style: ``method=NewtonDB(num_steps=12)`` as ``lx.CG(rtol=...
 the argument at construction.
 """
 
+import warnings
 from typing import Any, ClassVar, Literal
 
 import equinox as eqx
@@ -347,3 +348,22 @@ def legacy_inverse_root(
     return CoupledNewton(
         max_steps=100 if max_steps is None else max_steps, rtol=1e-6 if rtol is None else rtol, **common
     )
+
+
+def pop_legacy_settings(kwargs: dict, mapping: dict[str, str], where: str, argname: str, example: str) -> None:
+    """Move the previous release's flag-style solver settings in ``kwargs`` onto the solver object, with a warning.
+
+    ``mapping`` maps each old keyword to the solver-object setting it now is; the object built from them replaces
+    ``kwargs[argname]`` (via :func:`legacy_inverse_root`). Shared by ``matrix_inverse_root`` and ``scale_by_dash``.
+    """
+    legacy = {k: kwargs.pop(k) for k in list(kwargs) if k in mapping}
+    if not legacy:
+        return
+    warnings.warn(
+        f"{where}(): the arguments {', '.join(sorted(legacy))} are deprecated and will be removed in the next "
+        f"release; {example}.",
+        DeprecationWarning,
+        stacklevel=3,  # here -> the deprecation wrapper -> the user's call
+    )
+    settings = {mapping[k]: v for k, v in legacy.items()}
+    kwargs[argname] = legacy_inverse_root(kwargs.get(argname, "newton_db"), **settings)

@@ -1,3 +1,4 @@
+
 r"""Rules for the one hyperparameter :math:`\gamma^2` of the relative-belief test, as strategy objects.
 
 The relative-belief rule "reject iff :math:`RB(0\mid x_i)<1`" under the one-group prior :math:`\mu_i\sim
@@ -12,6 +13,7 @@ below is one way to meet this; they are derived from those conditions, not quote
 prescription is not public.
 """
 
+import abc
 import warnings
 from typing import Any
 
@@ -70,8 +72,9 @@ class AbstractGamma2(eqx.Module):
     is not callable. :func:`relative_belief_gamma2` evaluates it.
     """
 
+    @abc.abstractmethod
     def _gamma2(self, x: Any, sigma: Any) -> Float[Array, "..."]:
-        raise NotImplementedError
+        """gamma^2 for z-scores ``x`` with noise ``sigma`` (each rule implements it)."""
 
 
 class OracleGamma2(AbstractGamma2):
