@@ -15,6 +15,8 @@ import equinox as eqx
 import lineax as lx
 import numpy as np
 
+from ._repr import record_repr
+
 __all__ = ["RESULTS", "Solution", "result_name", "raise_if_failed"]
 
 
@@ -94,3 +96,7 @@ class Solution(eqx.Module):
     def num_steps(self):
         """``stats["num_steps"]``: the iterations the routine took."""
         return self.stats["num_steps"]
+
+    def __repr__(self) -> str:
+        # Status by name and scalar diagnostics by value (``result=successful, num_steps=12``), arrays by shape.
+        return record_repr(self)

@@ -1,0 +1,48 @@
+"""Turning what users hold (pandas DataFrames, NumPy, JAX, lists) into arrays, keeping column names.
+
+Only duck typing is used, so pandas is never imported: a DataFrame is anything with ``columns`` and
+``to_numpy``; a Series anything with ``to_numpy`` and ``name``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["is_dataframe", "is_series", "column_names", "table_values"]
+
+
+def is_dataframe(x: Any) -> bool:
+    """Whether ``x`` looks like a pandas (or polars-like) DataFrame."""
+    return hasattr(x, "columns") and hasattr(x, "to_numpy") and getattr(x, "ndim", 2) == 2
+
+
+def is_series(x: Any) -> bool:
+    """Whether ``x`` looks like a pandas Series."""
+    return hasattr(x, "to_numpy") and hasattr(x, "name") and not hasattr(x, "columns")
+
+
+def column_names(x: Any) -> tuple[str, ...] | None:
+    """The column names of a DataFrame as strings, else ``None``."""
+    if not is_dataframe(x):
+        return None
+    return tuple(str(c) for c in x.columns)
+
+
+def table_values(x: Any, *, name: str = "data") -> tuple[Any, tuple[str, ...] | None]:
+    """``(values, names)``: a DataFrame becomes a NumPy array and its column names; anything else passes through.
+
+    A DataFrame whose columns all have numeric dtypes gives a numeric array; mixed or object columns give an
+    object array, left to the caller to encode (e.g. categorical columns for a χ² test).
+    """
+    if is_dataframe(x):
+        names = column_names(x)
+        try:
+            values = x.to_numpy()
+        except Exception as err:  # pragma: no cover - exotic frames
+            raise TypeError(f"{name}: could not convert the DataFrame to an array ({err})") from err
+        return np.asarray(values), names
+    if is_series(x):
+        return np.asarray(x.to_numpy()), None
+    return x, None

@@ -1,0 +1,60 @@
+"""The shared helpers behind ``progress=``, the plot helpers, DataFrame inputs and readable result reprs."""
+
+import io
+
+import numpy as np
+import pytest
+
+from icmlx import _inputs, _progress, _repr
+
+
+def test_progress_rule(monkeypatch):
+    monkeypatch.delenv("ICMLX_PROGRESS", raising=False)
+    assert _progress.resolve_progress(True) is True
+    assert _progress.resolve_progress(False) is False
+    # pytest captures stderr, so the automatic choice is off here, and in-program loops are off unless asked.
+    assert _progress.resolve_progress(None) is False
+    assert _progress.resolve_progress(None, in_program=True) is False
+    monkeypatch.setenv("ICMLX_PROGRESS", "1")
+    assert _progress.resolve_progress(None, in_program=True) is True
+    assert _progress.resolve_progress(False) is False
+    with pytest.raises(TypeError):
+        _progress.resolve_progress("yes")
+
+
+def test_progress_bar_writes_only_when_enabled():
+    out = io.StringIO()
+    with _progress.ProgressBar("pc", total=3, enabled=True, stream=out, min_interval=0.0, unit="level") as bar:
+        for k in range(3):
+            bar.update(1, tests=10 * k)
+    text = out.getvalue()
+    assert "pc:" in text and "3/3" in text and "tests=20" in text
+    out = io.StringIO()
+    with _progress.ProgressBar("pc", total=3, enabled=False, stream=out) as bar:
+        bar.update(1)
+    assert out.getvalue() == ""
+
+
+def test_table_values_keeps_dataframe_names():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"a": [1.0, 2.0], "b": [3.0, 4.0]})
+    values, names = _inputs.table_values(df)
+    assert names == ("a", "b")
+    np.testing.assert_array_equal(values, [[1.0, 3.0], [2.0, 4.0]])
+    x = np.ones((2, 2))
+    assert _inputs.table_values(x)[0] is x and _inputs.table_values(x)[1] is None
+    values, names = _inputs.table_values(pd.Series([1.0, 2.0], name="z"))
+    assert names is None and values.shape == (2,)
+
+
+def test_summarise_reads_like_numbers():
+    import jax.numpy as jnp
+
+    import icmlx
+
+    assert _repr.summarise(jnp.float32(0.125)) == "0.125"
+    assert _repr.summarise(jnp.zeros((3, 4), jnp.float32)) == "f32[3, 4]"
+    assert _repr.summarise(np.array([1, 2], np.int32)) == "[1, 2]"
+    assert _repr.summarise(icmlx.RESULTS.max_steps_reached) == "max_steps_reached"
+    sol = icmlx.Solution(value=jnp.zeros(10), result=icmlx.RESULTS.successful, stats={"num_steps": jnp.array(7)})
+    assert repr(sol) == "Solution(value=f32[10], result=successful, stats={num_steps=7})"
