@@ -123,6 +123,32 @@ def test_throw_defaults_to_true(qual, obj):
             assert p.default is True, f"{qual}: throw defaults to {p.default!r}"
 
 
+@pytest.mark.parametrize("qual,obj", PUBLIC, ids=[q for q, _ in PUBLIC])
+def test_progress_follows_the_shared_rule(qual, obj):
+    # One rule for progress display (icmlx._progress): ``progress: bool | None = None``, automatic by default.
+    for p in _params(obj):
+        if p.name == "progress":
+            assert p.default is None, f"{qual}: progress defaults to {p.default!r}; use None (automatic)"
+        if p.name in ("verbose", "show_progress", "progress_bar"):
+            raise AssertionError(f"{qual}: {p.name!r} -> use progress: bool | None = None")
+
+
+def test_plot_helpers_take_ax_and_do_not_import_matplotlib_at_import():
+    helpers = [(q, o) for q, o in PUBLIC if q.rsplit(".", 1)[-1].startswith("plot_")]
+    for qual, obj in helpers:
+        names = [p.name for p in _params(obj)]
+        assert "ax" in names, f"{qual}: plot helpers take ax=None"
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import icmlx.optim, icmlx.stats, icmlx.structure, icmlx.sde, icmlx.solvers; "
+        "bad = [m for m in ('matplotlib', 'networkx', 'pandas') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_record_suffixes():
     bad = []
     for sub in SUBPACKAGES:
