@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[dict] = []
     failures = 0
+    start = time.perf_counter()
     for name in _modules():
         if args.only and name not in args.only:
             continue
@@ -89,6 +90,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{len(rows) - missed} of {len(rows)} claims met at quick scale ({missed} reported as not met); "
           f"{failures} example(s) crashed")
     print(f"figures in {args.outdir}")
+    # The table also goes to tour.json (the documentation's paper pages are built from it and the figures).
+    import json
+    import platform
+
+    record = {
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "cpu_count": __import__("os").cpu_count(),
+        "total_seconds": round(time.perf_counter() - start, 1),
+        "rows": [{c: (r.get(c) if isinstance(r.get(c), (bool, int, float)) else str(r.get(c, ""))) for c in cols}
+                 for r in rows],
+    }
+    (args.outdir / "tour.json").write_text(json.dumps(record, indent=1))
     # A claim that is not met is a result, reported above; only a crashing example fails the demo.
     return 1 if failures else 0
 
