@@ -5,8 +5,13 @@ The tester of :func:`pc` / :func:`pc_tree` is a strategy object (:class:`FisherZ
 :class:`GSquare`, :class:`Bernoulli`, :class:`Nonparametric`, :class:`DSeparation`) or its string shorthand, and the
 calibration of :func:`nonparametric_test` is :class:`Asymptotic` or :class:`Permutation`; PC's collider rule is
 :class:`SepsetColliders`, :class:`MaxPColliders` or :class:`DefiniteMaxPColliders`.
+
+Data may be a NumPy/JAX array or a pandas DataFrame (its column names name the result; text and categorical
+columns are coded for the discrete tests). Every graph result has ``edges``, ``to_networkx()``, ``to_dot()`` and
+a short ``repr``; :func:`plot_graph` draws one (matplotlib, imported only when called).
 """
 
+from ._background import BackgroundKnowledge as BackgroundKnowledge
 from ._ci_tests import CIResult as CIResult
 from ._colliders import AbstractColliderRule as AbstractColliderRule
 from ._colliders import DefiniteMaxPColliders as DefiniteMaxPColliders
@@ -26,6 +31,11 @@ from ._discrete import chi_square as chi_square
 from ._dseparation import d_separation as d_separation
 from ._gaussian import correlation_matrix as correlation_matrix
 from ._gaussian import fisher_z as fisher_z
+from ._graph_io import graph_to_edges as graph_to_edges
+from ._graph_io import named_edges as named_edges
+from ._graph_io import to_dot as to_dot
+from ._graph_io import to_networkx as to_networkx
+from ._inputs import encode_discrete as encode_discrete
 from ._metrics import Scores as Scores
 from ._metrics import arrowhead_scores as arrowhead_scores
 from ._metrics import dag_to_cpdag as dag_to_cpdag
@@ -37,16 +47,14 @@ from ._nonparametric import Asymptotic as Asymptotic
 from ._nonparametric import Permutation as Permutation
 from ._nonparametric import binned_u_statistic as binned_u_statistic
 from ._nonparametric import nonparametric_test as nonparametric_test
-from ._pc import BackgroundKnowledge as BackgroundKnowledge
 from ._pc import PCResult as PCResult
-from ._pc import encode_discrete as encode_discrete
-from ._pc import graph_to_edges as graph_to_edges
 from ._pc import pc as pc
 from ._pc_tree import PCTreeResult as PCTreeResult
 from ._pc_tree import default_cond_bins as default_cond_bins
 from ._pc_tree import pc_tree as pc_tree
 from ._pc_tree import pc_tree_from_scores as pc_tree_from_scores
 from ._pc_tree import polyforest_scores as polyforest_scores
+from ._plot import plot_graph as plot_graph
 from ._testers import AbstractCITest as AbstractCITest
 from ._testers import Bernoulli as Bernoulli
 from ._testers import ChiSquare as ChiSquare
@@ -86,6 +94,10 @@ __all__ = [
     "PCResult",
     "encode_discrete",
     "graph_to_edges",
+    "named_edges",
+    "to_networkx",
+    "to_dot",
+    "plot_graph",
     "pc",
     "PCTreeResult",
     "default_cond_bins",

@@ -1,9 +1,18 @@
 """Structure-learning metrics on endpoint matrices, and the CPDAG of a DAG."""
 
+from typing import Any
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
+
+from icmlx._checks import is_traced
+
+from ._graph_io import _endpoint_traceable, as_endpoint
+
+#: A graph as the metrics take it: a result (``PCResult``/``PCTreeResult``), an endpoint or an adjacency matrix.
+GraphLike = Int[ArrayLike, "d d"] | Bool[ArrayLike, "d d"] | Any
 
 __all__ = ["dag_to_cpdag", "shd", "skeleton_scores", "arrowhead_scores", "exact_recovery", "Scores"]
 
@@ -71,16 +80,56 @@ def _pairs(g):
     return g != 0
 
 
-@jax.jit
-def shd(estimate: Int[Array, "d d"], truth: Int[Array, "d d"]) -> Int[Array, ""]:
+def _one(g, name: str):
+    if hasattr(g, "graph") and hasattr(g, "skeleton"):  # a result: its graph is an endpoint matrix
+        return jnp.asarray(g.graph).astype(jnp.int32)
+    if is_traced(g):
+        return _endpoint_traceable(g)
+    return jnp.asarray(as_endpoint(g, name=name)[0])
+
+
+def _endpoints(estimate, truth):
+    """The two graphs as endpoint matrices of equal shape (converted and checked on the host when concrete)."""
+    e, t = _one(estimate, "estimate"), _one(truth, "truth")
+    if e.shape != t.shape:
+        raise ValueError(f"estimate is {e.shape} but truth is {t.shape}; compare graphs on the same nodes")
+    return e, t
+
+
+def shd(estimate: GraphLike, truth: GraphLike) -> Int[Array, ""]:
     """Structural Hamming distance: unordered pairs whose endpoint pair ``(g[i,j], g[j,i])`` differs.
+
+    This is causal-learn's ``SHD``: a missing or extra edge counts 1, and so does an edge present in both with
+    different marks (a reversed arrow, an undirected edge against an arrow).
+
+    Both graphs may be results (``PCResult``, ``PCTreeResult``), endpoint matrices (causal-learn's encoding,
+    as ``pc`` returns) or adjacency matrices (bool, or 0/1 with no ``-1``: ``a[i, j]`` means ``i -> j``, a
+    symmetric pair an undirected edge), e.g. the true DAG. A DAG is compared by its own arrows; compare
+    equivalence classes with ``dag_to_cpdag(dag)``.
+
+    Args:
+      estimate: the learned graph.
+      truth: the reference graph.
+
+    Returns:
+      int32 scalar.
+
+    Raises:
+      ValueError: for graphs of different sizes, or a matrix that is neither encoding.
 
     Examples:
       >>> import jax.numpy as jnp
       >>> from icmlx.structure import shd
       >>> int(shd(jnp.array([[0, -1], [1, 0]]), jnp.array([[0, -1], [-1, 0]])))
       1
+      >>> int(shd(jnp.array([[0, -1], [1, 0]]), jnp.array([[0, 1], [0, 0]], bool)))  # 0 -> 1 against a DAG
+      0
     """
+    return _shd(*_endpoints(estimate, truth))
+
+
+@jax.jit
+def _shd(estimate, truth):
     diff = (estimate != truth) | (estimate.T != truth.T)
     return (jnp.sum(jnp.triu(diff, 1))).astype(jnp.int32)
 
@@ -94,9 +143,10 @@ def _prf(tp, n_est, n_true):
     return Scores(prec, rec, f1)
 
 
-@jax.jit
-def skeleton_scores(estimate: Int[Array, "d d"], truth: Int[Array, "d d"]) -> Scores:
+def skeleton_scores(estimate: GraphLike, truth: GraphLike) -> Scores:
     """Adjacency precision / recall / F1 (unordered pairs).
+
+    Graphs in either encoding, as for :func:`shd`.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -105,14 +155,20 @@ def skeleton_scores(estimate: Int[Array, "d d"], truth: Int[Array, "d d"]) -> Sc
       >>> float(s.f1)
       1.0
     """
+    return _skeleton_scores(*_endpoints(estimate, truth))
+
+
+@jax.jit
+def _skeleton_scores(estimate, truth):
     e = jnp.triu(_pairs(estimate), 1)
     t = jnp.triu(_pairs(truth), 1)
     return _prf(jnp.sum(e & t), jnp.sum(e), jnp.sum(t))
 
 
-@jax.jit
-def arrowhead_scores(estimate: Int[Array, "d d"], truth: Int[Array, "d d"]) -> Scores:
+def arrowhead_scores(estimate: GraphLike, truth: GraphLike) -> Scores:
     """Arrowhead precision / recall / F1: arrow marks ``g[j, i] == 1`` (causal-learn ``ArrowConfusion``).
+
+    Graphs in either encoding, as for :func:`shd`.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -121,14 +177,20 @@ def arrowhead_scores(estimate: Int[Array, "d d"], truth: Int[Array, "d d"]) -> S
       >>> float(s.precision), float(s.recall)
       (1.0, 1.0)
     """
+    return _arrowhead_scores(*_endpoints(estimate, truth))
+
+
+@jax.jit
+def _arrowhead_scores(estimate, truth):
     e = estimate == 1
     t = truth == 1
     return _prf(jnp.sum(e & t), jnp.sum(e), jnp.sum(t))
 
 
-@jax.jit
-def exact_recovery(estimate: Int[Array, "d d"], truth: Int[Array, "d d"]) -> Bool[Array, ""]:
+def exact_recovery(estimate: GraphLike, truth: GraphLike) -> Bool[Array, ""]:
     """``True`` iff the two endpoint matrices are identical (SHD 0, every mark equal).
+
+    Graphs in either encoding, as for :func:`shd`.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -137,4 +199,9 @@ def exact_recovery(estimate: Int[Array, "d d"], truth: Int[Array, "d d"]) -> Boo
       >>> bool(exact_recovery(g, g)), bool(exact_recovery(g, jnp.zeros_like(g)))
       (True, False)
     """
+    return _exact_recovery(*_endpoints(estimate, truth))
+
+
+@jax.jit
+def _exact_recovery(estimate, truth):
     return jnp.all(estimate == truth)

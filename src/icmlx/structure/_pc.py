@@ -13,60 +13,23 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from icmlx._deprecation import deprecated_attribute, warn_renamed
+from icmlx._progress import ProgressBar, resolve_progress
 
-from . import _orient
+from . import _graph_io, _orient
+from ._background import BackgroundKnowledge, resolve_background
 from ._ci_tests import _float_dtype
 from ._colliders import AbstractColliderRule, DefiniteMaxPColliders, MaxPColliders, _as_collider_rule, _from_uc_flags
 from ._contingency import _chi2_pvalue, _chi_square_groups, _chi_square_plan, _kmax_bucket, _pack_bits
 from ._discrete import _bernoulli_kernel
 from ._dseparation import _dsep_kernel
 from ._gaussian import _fisher_z_kernel, correlation_matrix
+from ._graph_io import graph_to_edges
+from ._inputs import TableLike, encode_discrete, prepare_data, validate_data
 from ._testers import AbstractCITest, _as_ci_test
 
-__all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "validate_data", "CI_TESTS"]
+__all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "graph_to_edges", "validate_data", "CI_TESTS"]
 
 CI_TESTS = ("fisherz", "chisq", "gsq", "bernoulli", "d_separation")
-
-
-class BackgroundKnowledge(eqx.Module):
-    """Forbidden and required directed edges (causal-learn ``BackgroundKnowledge`` semantics).
-
-    Attributes:
-      forbidden: ``(d, d)`` bool, ``forbidden[i, j]`` means ``i -> j`` is forbidden.
-      required: ``(d, d)`` bool, ``required[i, j]`` means ``i -> j`` is required.
-    """
-
-    forbidden: Bool[Array, "d d"]
-    required: Bool[Array, "d d"]
-
-    @classmethod
-    def from_edges(
-        cls,
-        d: int,
-        forbidden: list[tuple[int, int]] = (),
-        required: list[tuple[int, int]] = (),
-        tiers: list[int] | None = None,
-    ) -> "BackgroundKnowledge":
-        """Build from lists of ``(i, j)`` edges and optional tiers (no edge from a later tier to an earlier one).
-
-        Examples:
-          >>> from icmlx.structure import BackgroundKnowledge
-          >>> bk = BackgroundKnowledge.from_edges(3, required=[(0, 1)], tiers=[0, 0, 1])
-          >>> bool(bk.forbidden[2, 0]), bool(bk.required[0, 1])
-          (True, True)
-        """
-        f = np.zeros((d, d), bool)
-        r = np.zeros((d, d), bool)
-        for i, j in forbidden:
-            f[i, j] = True
-        for i, j in required:
-            r[i, j] = True
-        if tiers is not None:
-            t = np.asarray(tiers)
-            if t.shape != (d,):
-                raise ValueError(f"tiers must have length d={d}, got {t.shape=}")
-            f |= t[:, None] > t[None, :]
-        return cls(jnp.asarray(f), jnp.asarray(r))
 
 
 class PCResult(eqx.Module):
@@ -84,6 +47,10 @@ class PCResult(eqx.Module):
       num_tests: number of distinct CI tests run (causal-learn's cache size).
       conflicts: ``(d, d)`` bool, ``conflicts[x, y]`` marks an edge where a collider clashed with an
         orientation already made (resolved by ``uc_priority``).
+      names: the variable names (a DataFrame's columns, or ``names=``), or ``None``.
+
+    ``to_networkx()`` and ``to_dot()`` hand the graph on (see :func:`icmlx.structure.to_networkx`),
+    :func:`icmlx.structure.plot_graph` draws it, and :meth:`named_edges` lists the edges by name.
     """
 
     graph: Int[Array, "d d"]
@@ -93,105 +60,24 @@ class PCResult(eqx.Module):
     max_pvalue: Float[Array, "d d"]
     num_tests: Int[Array, ""]
     conflicts: Bool[Array, "d d"]
+    names: tuple[str, ...] | None = eqx.field(static=True, default=None)
 
     n_tests = deprecated_attribute("num_tests")  # deprecated alias, one release
 
+    def to_networkx(self, names=None):
+        """The graph as a ``networkx.DiGraph`` (:func:`icmlx.structure.to_networkx`)."""
+        return _graph_io.to_networkx(self, names)
 
-def graph_to_edges(graph: np.ndarray) -> np.ndarray:
-    """Edge list ``(i, j, kind)`` of an endpoint matrix (see :class:`PCResult`).
+    def to_dot(self, names=None) -> str:
+        """The graph as Graphviz DOT text (:func:`icmlx.structure.to_dot`)."""
+        return _graph_io.to_dot(self, names)
 
-    Args:
-      graph: ``(d, d)`` int endpoint matrix (causal-learn encoding).
+    def named_edges(self) -> list[tuple]:
+        """``[(a, b, kind), ...]`` with node names (or numbers) and kind ``"directed"``/``"undirected"``/...."""
+        return _graph_io.named_edges(self)
 
-    Returns:
-      ``(e, 3)`` int32 NumPy array, rows ``(i, j, kind)`` with kind ``0`` = ``i - j``, ``1`` = ``i -> j``,
-      ``2`` = ``i <-> j``.
-
-    Examples:
-      >>> import numpy as np
-      >>> from icmlx.structure import graph_to_edges
-      >>> g = np.array([[0, -1, 0], [1, 0, -1], [0, -1, 0]])  # 0 -> 1 - 2
-      >>> graph_to_edges(g).tolist()
-      [[0, 1, 1], [1, 2, 0]]
-    """
-    g = np.asarray(graph)
-    out = []
-    d = g.shape[0]
-    for i in range(d):
-        for j in range(i + 1, d):
-            a, b = g[i, j], g[j, i]  # mark at i, mark at j
-            if a == 0 and b == 0:
-                continue
-            if a == -1 and b == -1:
-                out.append((i, j, 0))
-            elif a == -1 and b == 1:
-                out.append((i, j, 1))
-            elif a == 1 and b == -1:
-                out.append((j, i, 1))
-            else:
-                out.append((i, j, 2))
-    return np.asarray(out, dtype=np.int32).reshape(-1, 3)
-
-
-def encode_discrete(data: Int[ArrayLike, "n d"] | Float[ArrayLike, "n d"]) -> Int[Array, "n d"]:
-    """Re-code every column to ``0..K_j-1`` by sorted unique values (causal-learn's ``np.unique`` rule).
-
-    Raises:
-      ValueError: if a value is not integral.
-
-    Examples:
-      >>> import jax.numpy as jnp
-      >>> from icmlx.structure import encode_discrete
-      >>> encode_discrete(jnp.array([[3, 7], [5, 7], [3, 9]])).tolist()
-      [[0, 0], [1, 0], [0, 1]]
-    """
-    arr = np.asarray(data)
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            bad = [j for j in range(arr.shape[1]) if not np.all(arr[:, j] == np.round(arr[:, j]))]
-            raise ValueError(f"discrete CI tests need integer-valued data; non-integer columns {bad}")
-    elif arr.dtype.kind not in "iub":
-        raise TypeError(f"discrete CI tests need integer data, got {arr.dtype=}")
-    cols = [np.unique(arr[:, j], return_inverse=True)[1].reshape(-1) for j in range(arr.shape[1])]
-    return jnp.asarray(np.stack(cols, axis=1).astype(np.int32))
-
-
-def validate_data(data, *, nan_policy: str = "raise", names=None) -> np.ndarray:
-    """Host-side checks: NaN/Inf, constant and duplicated columns (errors name the variables)."""
-    arr = np.asarray(data)
-    if arr.ndim != 2:
-        raise ValueError(f"data must be (n, d), got {arr.shape=}")
-    n, d = arr.shape
-    names = names or [f"X{j + 1}" for j in range(d)]
-    if arr.dtype.kind == "f":
-        bad_rows = ~np.all(np.isfinite(arr), axis=1)
-        if bad_rows.any():
-            if nan_policy == "raise":
-                cols = [names[j] for j in range(d) if not np.all(np.isfinite(arr[:, j]))]
-                raise ValueError(
-                    f"data has NaN/Inf in variables {cols}; pass nan_policy='listwise' to drop those rows"
-                )
-            elif nan_policy == "listwise":
-                arr = arr[~bad_rows]
-            else:
-                raise ValueError(f"nan_policy must be 'raise' or 'listwise', got {nan_policy=}")
-    if arr.shape[0] < 2:
-        raise ValueError(f"need at least 2 complete samples, got {arr.shape[0]}")
-    const = [names[j] for j in range(d) if np.all(arr[:, j] == arr[0, j])]
-    if const:
-        raise ValueError(f"constant columns (no variation): {const}")
-    cols_t = np.ascontiguousarray(arr.T)
-    seen: dict[bytes, int] = {}
-    dup = []
-    for j in range(d):  # hashing column bytes: O(nd), unlike a lexicographic unique over rows of length n
-        key = cols_t[j].tobytes()
-        if key in seen:
-            dup.append((names[seen[key]], names[j]))
-        else:
-            seen[key] = j
-    if dup:
-        raise ValueError(f"duplicated columns: {dup}")
-    return arr
+    def __repr__(self) -> str:
+        return _graph_io.result_repr(self, {"num_tests": self.num_tests})
 
 
 def _pvalue_head(stat, dof, m):
@@ -417,7 +303,7 @@ def _stable_level(tester: _Tester, adj, depth, alpha, sep, maxp, counted, bk_for
     return removal | removal.T
 
 
-def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both):
+def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both, on_level=None):
     adj = ~np.eye(d, dtype=bool)
     sep = np.zeros((d, d, d), dtype=bool)
     maxp = np.full((d, d), -np.inf)
@@ -449,6 +335,8 @@ def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both):
                             for v in S:
                                 sep[x, y, v] = sep[y, x, v] = True
                             break
+        if on_level is not None:
+            on_level(depth, len(counted), adj)
     return adj, sep, maxp, counted
 
 
@@ -473,7 +361,7 @@ def _uc_flags_alias(fn):
 
 @_uc_flags_alias
 def pc(
-    data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | None,
+    data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | TableLike | None,
     *,
     ci_test: str | AbstractCITest = "fisherz",
     alpha: float = 0.05,
@@ -486,6 +374,8 @@ def pc(
     meek_r4: bool | None = None,
     mesh: jax.sharding.Mesh | None = None,
     max_batch: int = 8192,
+    names: list[str] | tuple[str, ...] | None = None,
+    progress: bool | None = None,
 ) -> PCResult:
     r"""The PC algorithm: skeleton by CI tests level by level, unshielded colliders, then Meek's rules.
 
@@ -499,8 +389,9 @@ def pc(
     2 keep existing, 3 stronger, 4 stronger*; Meek R1-R3, and R4 when background knowledge is given).
 
     Args:
-      data: ``(n, d)`` data (float for ``fisherz``; integer-coded for ``chisq``/``gsq``/``bernoulli``);
-        ``None`` for ``d_separation`` (then ``true_dag`` fixes ``d``).
+      data: ``(n, d)`` NumPy/JAX array or pandas DataFrame (numeric for ``fisherz``; for ``chisq``/``gsq``/
+        ``bernoulli`` integer, string, categorical or bool columns, coded by sorted distinct values); ``None``
+        for ``d_separation`` (then ``true_dag`` fixes ``d``). A DataFrame's column names name the result.
       ci_test: the tester, :class:`FisherZ`, :class:`ChiSquare`, :class:`GSquare`, :class:`Bernoulli` or
         :class:`DSeparation`, or its shorthand ``"fisherz"``, ``"chisq"``, ``"gsq"``, ``"bernoulli"``,
         ``"d_separation"``.
@@ -510,19 +401,25 @@ def pc(
       colliders: the collider rule and its conflict priority, an :class:`AbstractColliderRule` or the shorthand
         ``"sepset"`` / ``"maxp"`` / ``"definite_maxp"`` (priority 2). The flags ``uc_rule=`` / ``uc_priority=``
         of causal-learn are accepted for one release (deprecated) and build the object.
-      background_knowledge: forbidden/required edges.
+      background_knowledge: forbidden/required edges; built with names, it is matched to the data's names.
       true_dag: ``(d, d)`` bool DAG for the d-separation oracle.
       nan_policy: ``"raise"`` or ``"listwise"`` (drop incomplete rows).
       meek_r4: apply Meek's R4 (default: only with background knowledge).
       mesh: optional device mesh; CI-test batches are sharded along its first axis.
       max_batch: largest batch per kernel call.
+      names: variable names for NumPy/JAX data (default: a DataFrame's columns, else none).
+      progress: show the skeleton's levels (depth, tests so far, edges left) on standard error. None shows
+        progress in an interactive terminal for loops driven from Python; a loop inside one compiled program
+        reports only with progress=True.
 
     Returns:
       :class:`PCResult`.
 
     Raises:
       ValueError: alpha outside (0, 1), bad options (an unsupported ``ci_test`` or ``colliders``), NaN (with
-        ``nan_policy="raise"``), constant or duplicated columns, non-integer data for discrete tests.
+        ``nan_policy="raise"``), constant or duplicated columns, non-integer data for discrete tests, too
+        few samples for ``fisherz``, background knowledge naming unknown variables.
+      TypeError: text or category columns with ``fisherz``.
 
     References:
       Spirtes, Glymour & Scheines (2000); Colombo & Maathuis, JMLR 15 (2014); Meek, UAI (1995);
@@ -554,23 +451,29 @@ def pc(
     else:
         if data is None:
             raise ValueError(f"data is required for {ci_test=}")
-        arr = validate_data(data, nan_policy=nan_policy)
+        arr, names = prepare_data(data, ci_test=ci_test, nan_policy=nan_policy, names=names)
         d = arr.shape[1]
-        if ci_test == "fisherz" and arr.dtype.kind not in "f":
-            arr = arr.astype(np.float64)
-    def run():  # a function, so that its locals are freed before the collector is re-enabled
-        tester = _Tester(ci_test, arr, true_dag, mesh, max_batch)
+        if ci_test == "fisherz" and arr.shape[0] < 4:
+            raise ValueError(f"fisherz needs n > |S| + 3 complete samples (at least 4), got n={arr.shape[0]}")
+    if ci_test == "d_separation" and names is not None:
+        names = tuple(str(v) for v in names)
+        if len(names) != d:
+            raise ValueError(f"names has {len(names)} entries but true_dag has d={d} nodes")
+    show = resolve_progress(progress)
 
+    def run():  # a function, so that its locals are freed before the collector is re-enabled
+        nonlocal names
         bk = None
         forbid_both = None
         if background_knowledge is not None:
-            f = np.asarray(background_knowledge.forbidden, bool)
-            r = np.asarray(background_knowledge.required, bool)
-            if f.shape != (d, d) or r.shape != (d, d):
-                raise ValueError(f"background knowledge must be ({d}, {d}), got {f.shape=}, {r.shape=}")
-            bk = (f, r)
-            forbid_both = f & f.T
-        adj, sep, maxp, counted = _skeleton(tester, d, float(alpha), stable, max_depth, forbid_both)
+            bk, names = resolve_background(background_knowledge, d, names)
+            forbid_both = bk[0] & bk[0].T
+        tester = _Tester(ci_test, arr, true_dag, mesh, max_batch)
+        with ProgressBar("pc", enabled=show, unit="level") as bar:
+            def on_level(depth, num_tests, adj):
+                bar.update(1, depth=depth, tests=num_tests, edges=int(adj.sum()) // 2)
+
+            adj, sep, maxp, counted = _skeleton(tester, d, float(alpha), stable, max_depth, forbid_both, on_level)
 
         g = _orient._Graph(adj)
         if bk is not None:
@@ -607,6 +510,7 @@ def pc(
             max_pvalue=jnp.asarray(maxp, dtype=_float_dtype()),
             num_tests=jnp.asarray(len(counted), dtype=jnp.int32),
             conflicts=jnp.asarray(conf),
+            names=names,
         )
 
     with _gc_paused():

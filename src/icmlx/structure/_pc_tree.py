@@ -6,6 +6,7 @@ Colliders: ``j -> l <- k`` for non-adjacent neighbours ``j, k`` of ``l`` that ar
 Then Meek's R1 to a fixpoint (R2-R4 cannot fire on a forest skeleton).
 """
 
+import dataclasses
 import functools
 import math
 
@@ -16,12 +17,14 @@ import numpy as np
 from jax.scipy.special import erfc, ndtri
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from icmlx._checks import check_values
+from icmlx._checks import check_values, is_traced
 from icmlx._deprecation import deprecated_attribute, renamed_kwargs, warn_renamed
 
+from . import _graph_io
 from ._ci_tests import _float_dtype
 from ._dseparation import _dsep_kernel
 from ._gaussian import correlation_matrix
+from ._inputs import TableLike, encode_discrete, prepare_data, resolve_names
 from ._nonparametric import _pearson3_pvalue, _rank_bins, _stratum_stat_and_cumulants
 from ._testers import AbstractCITest, Nonparametric, _as_ci_test
 
@@ -40,6 +43,10 @@ class PCTreeResult(eqx.Module):
         ``conditional_score`` (a separator when the pair is not adjacent).
       conflicts: ``(d, d)`` bool edges left undirected because two rules oriented them both ways.
       num_tests: number of CI tests, ``d(d-1)/2 * (d-1)``.
+      names: the variable names (a DataFrame's columns, or ``names=``), or ``None``.
+
+    ``edges`` is the ``(e, 3)`` edge list in :class:`icmlx.structure.PCResult`'s format (computed on the host
+    from ``graph``); ``to_networkx()``, ``to_dot()`` and :func:`icmlx.structure.plot_graph` hand the graph on.
     """
 
     graph: Int[Array, "d d"]
@@ -49,8 +56,31 @@ class PCTreeResult(eqx.Module):
     separator: Int[Array, "d d"]
     conflicts: Bool[Array, "d d"]
     num_tests: Int[Array, ""]
+    names: tuple[str, ...] | None = eqx.field(static=True, default=None)
 
     n_tests = deprecated_attribute("num_tests")  # deprecated alias, one release
+
+    @property
+    def edges(self) -> Int[Array, "e 3"]:
+        """``(e, 3)`` int edge list ``(i, j, kind)`` as :class:`icmlx.structure.PCResult`'s ``edges``."""
+        if is_traced(self.graph):
+            raise TypeError("PCTreeResult.edges has a data-dependent length; read it outside jit (or use .graph)")
+        return jnp.asarray(_graph_io.graph_to_edges(np.asarray(self.graph)))
+
+    def to_networkx(self, names=None):
+        """The graph as a ``networkx.DiGraph`` (:func:`icmlx.structure.to_networkx`)."""
+        return _graph_io.to_networkx(self, names)
+
+    def to_dot(self, names=None) -> str:
+        """The graph as Graphviz DOT text (:func:`icmlx.structure.to_dot`)."""
+        return _graph_io.to_dot(self, names)
+
+    def named_edges(self) -> list[tuple]:
+        """``[(a, b, kind), ...]`` with node names (or numbers) and kind ``"directed"``/``"undirected"``/...."""
+        return _graph_io.named_edges(self)
+
+    def __repr__(self) -> str:
+        return _graph_io.result_repr(self, {"num_tests": self.num_tests})
 
 
 def _chunked_min(d, chunk, fn):
@@ -365,7 +395,7 @@ def _bins_alias(fn):
 
 @_bins_alias
 def polyforest_scores(
-    data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | Bool[ArrayLike, "d d"],
+    data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | Bool[ArrayLike, "d d"] | TableLike,
     *,
     ci_test: str | AbstractCITest = "fisherz",
     alpha: float | None = 0.01,
@@ -392,6 +422,50 @@ def polyforest_scores(
       ((5, 5), (5, 5))
     """
     test = _as_ci_test(ci_test, PC_TREE_TESTS, "pc_tree")
+    data, _ = _prepare(data, test.name, alpha, threshold, None)
+    return _scores_of(data, test, alpha, threshold, chunk_size)
+
+
+def _check_threshold(threshold, name: str) -> None:
+    if threshold is None or is_traced(threshold):
+        return
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float | np.number | np.ndarray | jax.Array):
+        raise TypeError(f"threshold must be a number (or None to test at level alpha), got {threshold=!r}")
+    t = float(np.asarray(threshold))
+    if name == "fisherz" and not 0.0 < t < 1.0:
+        raise ValueError(f"with ci_test='fisherz' the threshold cuts |partial correlation|: pass 0 < threshold < 1, "
+                         f"got {threshold=}")
+    if not (np.isfinite(t) and t > 0.0):
+        raise ValueError(f"threshold must be a positive finite cut on the statistic, got {threshold=}")
+
+
+def _prepare(data, name: str, alpha, threshold, names):
+    """Host-side checks of ``pc_tree``'s inputs (as :func:`icmlx.structure.pc`'s); ``(data, names)``."""
+    if threshold is None and name != "d_separation":
+        if alpha is None or not (0.0 < float(alpha) < 1.0):
+            raise ValueError(f"alpha must lie in (0, 1), got {alpha=}")
+    _check_threshold(threshold, name)
+    if is_traced(data) or name == "d_separation":  # inside the user's jit: the checks below run as error_if
+        return jnp.asarray(data), names
+    arr, names = prepare_data(data, ci_test=name, nan_policy="raise", names=names)
+    if name == "bernoulli":
+        if arr.dtype.kind == "f":
+            raise TypeError(f"ci_test='bernoulli' needs 0/1 integer data, got {arr.dtype=}")
+        codes = np.asarray(encode_discrete(arr))
+        shown = names or [f"X{j + 1}" for j in range(arr.shape[1])]
+        many = [shown[j] for j in range(arr.shape[1]) if codes[:, j].max() > 1]
+        if many:
+            raise ValueError(f"ci_test='bernoulli' needs binary data; columns {many} have more than two values. "
+                             "Use ci_test='chisq' with pc, or recode them")
+        return jnp.asarray(codes), names
+    if name == "fisherz" and arr.shape[0] <= 4:
+        raise ValueError(f"pc_tree's fisherz tests given one separator need n > 4 samples, got n={arr.shape[0]}")
+    if np.asarray(data).dtype.kind == "f" or isinstance(data, jax.Array):
+        return jnp.asarray(arr), names  # float input keeps JAX's default float dtype
+    return jnp.asarray(arr, _float_dtype()), names
+
+
+def _scores_of(data, test, alpha, threshold, chunk_size):
     name = test.name
     data = jnp.asarray(data)
     if isinstance(test, Nonparametric):
@@ -399,9 +473,6 @@ def polyforest_scores(
         cond_bins = default_cond_bins(data.shape[0], num_bins) if test.cond_bins is None else test.cond_bins
     else:
         num_bins = cond_bins = 4  # unused by the other testers
-    if threshold is None and name != "d_separation":
-        if alpha is None or not (0.0 < float(alpha) < 1.0):
-            raise ValueError(f"alpha must lie in (0, 1), got {alpha=}")
     if name == "d_separation":
         if data.ndim != 2 or data.shape[0] != data.shape[1]:
             raise ValueError(f"d_separation needs a (d, d) DAG, got {data.shape=}")
@@ -437,12 +508,13 @@ def polyforest_scores(
 
 @_bins_alias
 def pc_tree(
-    data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | Bool[ArrayLike, "d d"],
+    data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | Bool[ArrayLike, "d d"] | TableLike,
     *,
     ci_test: str | AbstractCITest = "fisherz",
     alpha: float | None = 0.01,
     threshold: float | None = None,
     chunk_size: int | None = None,
+    names: list[str] | tuple[str, ...] | None = None,
 ) -> PCTreeResult:
     r"""Learn a poly-forest CPDAG with the optimal PC-tree procedure of Gao, Wang & Aragam.
 
@@ -470,17 +542,24 @@ def pc_tree(
     * :class:`DSeparation` (``"d_separation"``): pass the true DAG as ``data`` (oracle).
 
     Args:
-      data: ``(n, d)`` samples, or the ``(d, d)`` DAG for the oracle.
+      data: ``(n, d)`` samples (NumPy/JAX array or pandas DataFrame; its column names name the result), or
+        the ``(d, d)`` DAG for the oracle. Checked on the host as :func:`pc` checks its data (missing values,
+        constant or duplicated columns, too few samples); for ``bernoulli`` two-valued columns of any type
+        (bool, strings, categories, 1/2) are coded 0/1.
       ci_test: the tester, an :class:`AbstractCITest` or its string shorthand.
       alpha: level (ignored when ``threshold`` is given).
-      threshold: calibrated cut on the statistic.
+      threshold: calibrated cut on the statistic (positive; below 1 for ``fisherz``, whose statistic is a
+        partial correlation).
       chunk_size: separators per chunk (default keeps a chunk near 2^23 scores).
+      names: variable names for NumPy/JAX data (default: a DataFrame's columns, else none).
 
     Returns:
       :class:`PCTreeResult`.
 
     Raises:
-      ValueError / TypeError: bad tester, alpha outside (0, 1), wrong dtype; NaN input raises at run time.
+      ValueError / TypeError: bad tester, alpha outside (0, 1), a threshold out of range, wrong dtype or text
+        columns, NaN/Inf, constant or duplicated columns, ``n <= 4`` for ``fisherz``, non-binary data for
+        ``bernoulli``. Inside the caller's ``jit`` only the dtype and NaN/0-1 checks run (as runtime errors).
 
     References:
       Gao, Wang & Aragam, "Optimal structure learning and conditional independence testing", ICML 2026,
@@ -500,6 +579,9 @@ def pc_tree(
       >>> res.graph.shape, int(res.num_tests)
       ((8, 8), 196)
     """
-    return pc_tree_from_scores(
-        *polyforest_scores(data, ci_test=ci_test, alpha=alpha, threshold=threshold, chunk_size=chunk_size)
-    )
+    test = _as_ci_test(ci_test, PC_TREE_TESTS, "pc_tree")
+    data, names = _prepare(data, test.name, alpha, threshold, names)
+    res = pc_tree_from_scores(*_scores_of(data, test, alpha, threshold, chunk_size))
+    if test.name == "d_separation" and names is not None:
+        names = resolve_names(names, None, res.graph.shape[0])
+    return res if names is None else dataclasses.replace(res, names=names)

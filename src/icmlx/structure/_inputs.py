@@ -1,0 +1,209 @@
+"""What users hand to :func:`icmlx.structure.pc` / :func:`icmlx.structure.pc_tree`, turned into what the testers need.
+
+A pandas DataFrame gives its values and its column names (the names travel into the result, its edges, networkx
+and DOT output, and can be used in :class:`icmlx.structure.BackgroundKnowledge`); NumPy and JAX arrays pass
+through. For the discrete testers, string, object, pandas-categorical and bool columns are coded to integers
+``0..K-1`` by their sorted distinct values, the rule causal-learn applies to integer data (``np.unique``). Missing
+cells (``NaN``, ``None``, ``pd.NA``) follow ``nan_policy``. All checks run on the host, before anything is traced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Int
+
+from icmlx._inputs import table_values
+
+__all__ = ["TableLike", "encode_discrete", "validate_data", "prepare_data", "resolve_names"]
+
+#: What the structure learners accept as data: an ``(n, d)`` NumPy/JAX array or a pandas DataFrame.
+TableLike = Any
+
+
+def resolve_names(names: Sequence[str] | None, from_data: tuple[str, ...] | None, d: int) -> tuple[str, ...] | None:
+    """The node names: ``names=`` if given (checked against ``d``), else the DataFrame's columns, else ``None``."""
+    if names is None:
+        return from_data
+    if isinstance(names, str):
+        raise TypeError(f"names must be a sequence of {d} strings, got the single string {names!r}")
+    out = tuple(str(v) for v in names)
+    if len(out) != d:
+        raise ValueError(f"names has {len(out)} entries but the data has d={d} columns; pass one name per column")
+    if len(set(out)) != d:
+        dup = sorted({v for v in out if out.count(v) > 1})
+        raise ValueError(f"names must be distinct, got repeated {dup}")
+    return out
+
+
+def _display_names(names, d) -> list[str]:
+    return list(names) if names is not None else [f"X{j + 1}" for j in range(d)]
+
+
+def _missing(arr: np.ndarray) -> np.ndarray:
+    """Cell-wise missing mask: NaN/Inf for float arrays; ``None``, float NaN, ``pd.NA``/``NaT`` in object arrays."""
+    if arr.dtype.kind in "fc":
+        return ~np.isfinite(arr)
+    if arr.dtype.kind != "O":
+        return np.zeros(arr.shape, bool)
+
+    def one(v):
+        if v is None:
+            return True
+        if isinstance(v, float | np.floating):
+            return not np.isfinite(v)
+        return type(v).__name__ in ("NAType", "NaTType")
+
+    return np.frompyfunc(one, 1, 1)(arr).astype(bool)
+
+
+def _column_key(col: np.ndarray) -> Any:
+    """A hashable key equal for two columns exactly when their values are equal."""
+    if col.dtype.kind == "O":
+        return tuple(col.tolist())
+    return np.ascontiguousarray(col).tobytes()
+
+
+def validate_data(data, *, nan_policy: str = "raise", names=None) -> np.ndarray:
+    """Host-side checks: NaN/Inf (or missing cells), constant and duplicated columns (errors name the variables).
+
+    Returns the NumPy array, with incomplete rows dropped under ``nan_policy="listwise"``.
+    """
+    arr = np.asarray(data)
+    if arr.ndim != 2:
+        raise ValueError(f"data must be (n, d), got {arr.shape=}")
+    n, d = arr.shape
+    names = _display_names(names, d)
+    if nan_policy not in ("raise", "listwise"):
+        raise ValueError(f"nan_policy must be 'raise' or 'listwise', got {nan_policy=}")
+    miss = _missing(arr)
+    bad_rows = miss.any(axis=1)
+    if bad_rows.any():
+        if nan_policy == "raise":
+            cols = [names[j] for j in range(d) if miss[:, j].any()]
+            raise ValueError(f"data has NaN/Inf in variables {cols}; pass nan_policy='listwise' to drop those rows")
+        arr = arr[~bad_rows]
+    if arr.shape[0] < 2:
+        raise ValueError(f"need at least 2 complete samples, got {arr.shape[0]}")
+    const = [names[j] for j in range(d) if np.all(arr[:, j] == arr[0, j])]
+    if const:
+        raise ValueError(f"constant columns (no variation): {const}")
+    cols_t = np.ascontiguousarray(arr.T)
+    seen: dict[Any, int] = {}
+    dup = []
+    for j in range(d):  # hashing column bytes: O(nd), unlike a lexicographic unique over rows of length n
+        key = _column_key(cols_t[j])
+        if key in seen:
+            dup.append((names[seen[key]], names[j]))
+        else:
+            seen[key] = j
+    if dup:
+        raise ValueError(f"duplicated columns: {dup}")
+    return arr
+
+
+def _codes(col: np.ndarray, name: str) -> np.ndarray:
+    """``0..K-1`` codes of one column by its sorted distinct values."""
+    try:
+        return np.unique(col, return_inverse=True)[1].reshape(-1)
+    except TypeError:  # mixed types in an object column (e.g. 1 and "a"): order by their text
+        return np.unique(col.astype(str), return_inverse=True)[1].reshape(-1)
+    except Exception as err:  # pragma: no cover - unorderable exotic objects
+        raise TypeError(f"could not code column {name!r} to categories ({err}); pass integer codes") from err
+
+
+def encode_discrete(
+    data: Int[ArrayLike, "n d"] | Float[ArrayLike, "n d"] | TableLike,
+) -> Int[Array, "n d"]:
+    """Re-code every column to ``0..K_j-1`` by sorted unique values (causal-learn's ``np.unique`` rule).
+
+    Integer, integral-float, bool, string, object and pandas-categorical columns are all accepted (a DataFrame
+    is coded column by column), so category labels such as ``"yes"``/``"no"`` need no manual coding.
+
+    Args:
+      data: ``(n, d)`` array or DataFrame of categories.
+
+    Returns:
+      ``(n, d)`` int32 codes.
+
+    Raises:
+      ValueError: if a float value is not integral, or a cell is missing.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> from icmlx.structure import encode_discrete
+      >>> encode_discrete(jnp.array([[3, 7], [5, 7], [3, 9]])).tolist()
+      [[0, 0], [1, 0], [0, 1]]
+      >>> encode_discrete(np.array([["no", "b"], ["yes", "a"], ["no", "a"]])).tolist()
+      [[0, 1], [1, 0], [0, 0]]
+    """
+    values, names = table_values(data)
+    arr = np.asarray(values)
+    if arr.ndim != 2:
+        raise ValueError(f"data must be (n, d), got {arr.shape=}")
+    names = _display_names(names, arr.shape[1])
+    miss = _missing(arr)
+    if miss.any():
+        cols = [names[j] for j in range(arr.shape[1]) if miss[:, j].any()]
+        raise ValueError(f"data has missing values in variables {cols}; drop those rows (or nan_policy='listwise')")
+    if arr.dtype.kind == "f":
+        nonint = [names[j] for j in range(arr.shape[1]) if not np.all(arr[:, j] == np.round(arr[:, j]))]
+        if nonint:
+            raise ValueError(
+                f"discrete CI tests need integer-valued data; non-integer columns {nonint}. "
+                "Use ci_test='fisherz' for continuous data, or bin it first"
+            )
+    elif arr.dtype.kind not in "iubOUS":
+        raise TypeError(f"discrete CI tests need integer or categorical data, got {arr.dtype=}")
+    cols = [_codes(arr[:, j], names[j]) for j in range(arr.shape[1])]
+    return jnp.asarray(np.stack(cols, axis=1).astype(np.int32))
+
+
+def _as_float(arr: np.ndarray, names, ci_test: str) -> np.ndarray:
+    if arr.dtype.kind in "fiub":
+        return arr.astype(np.float64) if arr.dtype.kind != "f" else arr
+    bad = []
+    out = np.empty(arr.shape, np.float64)
+    for j in range(arr.shape[1]):
+        try:
+            out[:, j] = arr[:, j].astype(np.float64)
+        except (TypeError, ValueError):
+            bad.append(names[j])
+    if bad:
+        raise TypeError(
+            f"ci_test={ci_test!r} needs numeric data; columns {bad} hold text or categories. "
+            "Use ci_test='chisq' or 'gsq' for categorical data, or code those columns as numbers"
+        )
+    return out
+
+
+def prepare_data(
+    data, *, ci_test: str, nan_policy: str = "raise", names: Sequence[str] | None = None
+) -> tuple[np.ndarray, tuple[str, ...] | None]:
+    """``(array, names)`` for a tester: DataFrame names kept, rows checked, categories coded for discrete tests.
+
+    ``fisherz``/``nonparametric`` get float data (bool and integer columns are cast; text columns raise a
+    ``TypeError`` that says which columns and what to use instead); ``chisq``/``gsq``/``bernoulli`` get int
+    codes when a column holds text, categories or bools (numeric columns are left for the tester's own coding).
+    """
+    values, from_data = table_values(data)
+    arr = np.asarray(values)
+    if arr.ndim != 2:
+        raise ValueError(f"data must be an (n, d) array or DataFrame, got shape {arr.shape}")
+    names = resolve_names(names, from_data, arr.shape[1])
+    shown = _display_names(names, arr.shape[1])
+    if arr.dtype.kind == "O" and ci_test in ("fisherz", "nonparametric"):
+        # convert before the checks, so a column of numbers stored as objects is checked as numbers
+        miss = _missing(arr)
+        filled = np.where(miss, np.nan, arr)
+        arr = _as_float(filled, shown, ci_test)
+    arr = validate_data(arr, nan_policy=nan_policy, names=shown)
+    if ci_test in ("fisherz", "nonparametric"):
+        arr = _as_float(arr, shown, ci_test)
+    elif arr.dtype.kind in "bOUS":
+        arr = np.asarray(encode_discrete(arr)).astype(np.int64)
+    return arr, names
