@@ -22,8 +22,12 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .._checks import check_values
 from .._deprecation import renamed_kwargs
+from .._inputs import is_dataframe
+from .._repr import summarise
 from .._types import PRNGKey
+from ._data import ArrayOrFrame
 
 __all__ = [
     "RBFBasis",
@@ -50,6 +54,8 @@ class RBFBasis(eqx.Module):
       >>> phi = RBFBasis(jnp.array([[0.0, 0.0], [1.0, 0.0]]), lengthscale=1.0)
       >>> [round(v, 4) for v in phi(jnp.array([1.0, 0.0])).tolist()]   # exp(-1/2), exp(0)
       [0.6065, 1.0]
+      >>> phi(jnp.zeros((5, 3, 2))).shape                                # any leading axes
+      (5, 3, 2)
     """
 
     centers: Float[Array, "m d"]
@@ -58,14 +64,24 @@ class RBFBasis(eqx.Module):
 
     def __init__(self, centers, lengthscale=1.0, variance=1.0):
         self.centers = jnp.asarray(centers)
+        if self.centers.ndim != 2:
+            raise ValueError(f"RBFBasis: centers must have shape (m, d), got shape {self.centers.shape}")
         dt = self.centers.dtype
-        self.lengthscale = jnp.asarray(lengthscale, dt)
+        self.lengthscale = check_values(
+            jnp.asarray(lengthscale, dt), lambda xp, v: ~(v > 0),
+            "RBFBasis: lengthscale must be positive (a zero width comes from constant data); pass lengthscale > 0",
+        )
         self.variance = jnp.asarray(variance, dt)
 
-    def __call__(self, x: Float[Array, " d"]) -> Float[Array, " m"]:
+    def __call__(self, x: Float[Array, "*batch d"]) -> Float[Array, "*batch m"]:
         c = self.centers.astype(x.dtype)
-        r2 = jnp.sum((x - c) ** 2, axis=-1)
+        r2 = jnp.sum((x[..., None, :] - c) ** 2, axis=-1)
         return self.variance.astype(x.dtype) * jnp.exp(-0.5 * r2 / self.lengthscale.astype(x.dtype) ** 2)
+
+    def __repr__(self) -> str:
+        m, d = self.centers.shape
+        return (f"RBFBasis(num_centers={m}, d={d}, lengthscale={summarise(self.lengthscale)}, "
+                f"variance={summarise(self.variance)})")
 
     def gram(self) -> Float[Array, "m m"]:
         """Kernel matrix ``k(centers, centers)``."""
@@ -102,10 +118,14 @@ class FourierBasis(eqx.Module):
         ph = jax.random.uniform(k2, (m,), dtype, 0.0, 2.0 * jnp.pi)
         return FourierBasis(om, ph)
 
-    def __call__(self, x: Float[Array, " d"]) -> Float[Array, " m"]:
+    def __call__(self, x: Float[Array, "*batch d"]) -> Float[Array, "*batch m"]:
         m = self.phases.shape[0]
-        z = self.omegas.astype(x.dtype) @ x + self.phases.astype(x.dtype)
-        return jnp.sqrt(2.0 / m) * jnp.cos(z)
+        z = x @ self.omegas.astype(x.dtype).T + self.phases.astype(x.dtype)
+        return jnp.sqrt(jnp.asarray(2.0 / m, x.dtype)) * jnp.cos(z)
+
+    def __repr__(self) -> str:
+        m, d = self.omegas.shape
+        return f"FourierBasis(num_features={m}, d={d})"
 
 
 class PolynomialBasis(eqx.Module):
@@ -135,23 +155,36 @@ class PolynomialBasis(eqx.Module):
         exps = [e for e in itertools.product(range(degree + 1), repeat=d) if sum(e) <= degree]
         self.exponents = tuple(tuple(int(v) for v in e) for e in exps)
 
-    def __call__(self, x: Float[Array, " d"]) -> Float[Array, " m"]:
+    def __call__(self, x: Float[Array, "*batch d"]) -> Float[Array, "*batch m"]:
         feats = []
         for e in self.exponents:
-            v = jnp.ones((), x.dtype)
+            v = jnp.ones(x.shape[:-1], x.dtype)
             for k, p in enumerate(e):
                 if p:
-                    v = v * jax.lax.integer_pow(x[k], p)
+                    v = v * jax.lax.integer_pow(x[..., k], p)
             feats.append(v)
-        return jnp.stack(feats)
+        return jnp.stack(feats, axis=-1)
+
+    def __repr__(self) -> str:
+        degree = max(sum(e) for e in self.exponents)
+        return f"PolynomialBasis(d={len(self.exponents[0])}, degree={degree}, num_features={len(self.exponents)})"
 
 
 class LinearDrift(eqx.Module):
-    """A fitted drift ``f(x) = W^T phi(x)``; call it on one state ``(d,)`` (``vmap`` for batches).
+    """A fitted drift ``f(x) = W^T phi(x)``, evaluated on states of shape ``(..., d)``.
+
+    ``f(x)`` broadcasts over leading axes: a state ``(d,)``, a batch ``(n, d)`` or a grid ``(a, b, d)`` gives
+    drifts of the same shape. NumPy arrays and lists are accepted; a pandas DataFrame (columns = coordinates,
+    reordered by :attr:`names` when they are set) gives a DataFrame with the same index and columns. A user
+    ``basis`` that takes one state ``(d,)`` is ``vmap``-ped over the leading axes.
 
     Attributes:
       basis: the feature map.
       weights: shape ``(m, d)``.
+      names: coordinate names (from a DataFrame the drift was fitted on), or ``None``.
+
+    Raises:
+      ValueError: if the last axis of ``x`` is not ``d``.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -159,13 +192,44 @@ class LinearDrift(eqx.Module):
       >>> f = LinearDrift(PolynomialBasis(2, 1), jnp.array([[0.0, 0.0], [0.0, -1.0], [-1.0, 0.0]]))  # f = -x
       >>> f(jnp.array([2.0, 3.0])).tolist()
       [-2.0, -3.0]
+      >>> f(jnp.ones((4, 5, 2))).shape
+      (4, 5, 2)
     """
 
     basis: eqx.Module
     weights: Float[Array, "m d"]
+    names: tuple[str, ...] | None = eqx.field(static=True, default=None)
 
-    def __call__(self, x: Float[Array, " d"]) -> Float[Array, " d"]:
-        return self.basis(x) @ self.weights.astype(x.dtype)
+    def __call__(self, x: ArrayOrFrame) -> ArrayOrFrame:
+        frame = None
+        if is_dataframe(x):
+            frame = x
+            if self.names is not None and set(map(str, x.columns)) == set(self.names):
+                frame = x[[c for n in self.names for c in x.columns if str(c) == n]]
+            x = frame.to_numpy()
+        x = jnp.asarray(x)
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            x = x.astype(self.weights.dtype)
+        d = self.weights.shape[-1]
+        if x.ndim == 0 or x.shape[-1] != d:
+            raise ValueError(f"drift: x must be states of shape (..., d) with d = {d}, got shape {x.shape}")
+        W = self.weights.astype(x.dtype)
+        if x.ndim == 1 or isinstance(self.basis, _BROADCASTING):
+            out = self.basis(x) @ W
+        else:
+            out = (jax.vmap(self.basis)(x.reshape(-1, d)) @ W).reshape(x.shape)
+        if frame is not None:
+            import numpy as np
+
+            return type(frame)(np.asarray(out), index=frame.index, columns=frame.columns)
+        return out
+
+    def __repr__(self) -> str:
+        tail = f", names={self.names!r}" if self.names is not None else ""
+        return f"LinearDrift(basis={self.basis!r}, weights={summarise(self.weights)}{tail})"
+
+
+_BROADCASTING = (RBFBasis, FourierBasis, PolynomialBasis)
 
 
 def _solve_psd(A, B):
@@ -215,6 +279,9 @@ class RidgeRegression(eqx.Module):
         if not self.ridge > 0:
             raise ValueError(f"ridge must be positive, got {self.ridge=}")
 
+    def __repr__(self) -> str:
+        return f"RidgeRegression(basis={self.basis!r}, ridge={self.ridge:.4g})"
+
     def penalty(self, dtype) -> Float[Array, "m m"]:
         m = self.basis(jnp.zeros(_input_dim(self.basis), dtype)).shape[0]
         return self.ridge * jnp.eye(m, dtype=dtype)
@@ -251,6 +318,13 @@ class SparseGP(eqx.Module):
     basis: RBFBasis
     jitter: float = eqx.field(static=True, default=1e-3)
 
+    def __check_init__(self):
+        if not self.jitter >= 0:
+            raise ValueError(f"SparseGP: jitter must be >= 0, got {self.jitter=}")
+
+    def __repr__(self) -> str:
+        return f"SparseGP(basis={self.basis!r}, jitter={self.jitter:.4g})"
+
     def penalty(self, dtype) -> Float[Array, "m m"]:
         K = self.basis.gram().astype(dtype)
         return K + self.jitter * jnp.eye(K.shape[0], dtype=dtype)
@@ -275,17 +349,25 @@ def _input_dim(basis) -> int:
     return basis.omegas.shape[1]
 
 
+#: Largest grid :func:`box_grid` builds (a float32 grid of this many points in d = 4 is 64 MiB).
+MAX_GRID_POINTS = 2**22
+
+
 @renamed_kwargs(n_per_dim="num_per_dim")
-def box_grid(points: Float[Array, "n d"], num_per_dim: int, pad: float = 0.0) -> Float[Array, "m d"]:
+def box_grid(points: ArrayOrFrame, num_per_dim: int, pad: float = 0.0) -> Float[Array, "m d"]:
     """Regular grid of ``num_per_dim ** d`` points over the bounding box of ``points`` widened by ``pad``.
 
     Args:
-      points: data, shape ``(n, d)``.
+      points: data, shape ``(n, d)`` (or any leading shape; a DataFrame's columns are the coordinates).
       num_per_dim: grid points per axis.
       pad: absolute widening of the box on every side.
 
     Returns:
       Grid points, shape ``(num_per_dim ** d, d)``, the last axis varying fastest.
+
+    Raises:
+      ValueError: ``num_per_dim < 1``, or a grid of more than ``MAX_GRID_POINTS`` (``2**22``) points: the size
+        grows as ``num_per_dim ** d``; lower ``num_per_dim``.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -293,8 +375,20 @@ def box_grid(points: Float[Array, "n d"], num_per_dim: int, pad: float = 0.0) ->
       >>> box_grid(jnp.array([[0.0, 0.0], [1.0, 2.0]]), 3).tolist()[:4]
       [[0.0, 0.0], [0.0, 1.0], [0.0, 2.0], [0.5, 0.0]]
     """
+    if is_dataframe(points):
+        points = points.to_numpy()
+    points = jnp.asarray(points)
+    points = points.reshape(-1, points.shape[-1])
+    if isinstance(num_per_dim, bool) or not isinstance(num_per_dim, int) or num_per_dim < 1:
+        raise ValueError(f"box_grid: num_per_dim must be a positive integer, got {num_per_dim=}")
+    d = points.shape[1]
+    if num_per_dim**d > MAX_GRID_POINTS:
+        raise ValueError(
+            f"box_grid: num_per_dim={num_per_dim} in d={d} is a grid of {num_per_dim**d:,} points (it grows as "
+            f"num_per_dim ** d); use num_per_dim <= {int(MAX_GRID_POINTS ** (1 / d) + 1e-9)} in d={d}"
+        )
     lo = jnp.min(points, axis=0) - pad
     hi = jnp.max(points, axis=0) + pad
-    axes = [jnp.linspace(lo[i], hi[i], num_per_dim) for i in range(points.shape[1])]
+    axes = [jnp.linspace(lo[i], hi[i], num_per_dim) for i in range(d)]
     mesh = jnp.meshgrid(*axes, indexing="ij")
     return jnp.stack([m.reshape(-1) for m in mesh], axis=-1)

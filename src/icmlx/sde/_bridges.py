@@ -26,8 +26,11 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
+from .._checks import check_values
 from .._deprecation import renamed_kwargs
+from .._repr import record_repr
 from .._types import PRNGKey
+from ._data import as_sigma
 
 __all__ = ["BridgeSamples", "smc_bridges"]
 
@@ -49,6 +52,9 @@ class BridgeSamples(eqx.Module):
     min_ess: Float[Array, " B"]
     log_evidence: Float[Array, " B"]
     degenerate: Bool[Array, " B"]
+
+    def __repr__(self) -> str:
+        return record_repr(self)
 
 
 def _systematic(key, logw, n):
@@ -175,7 +181,8 @@ def smc_bridges(
       :class:`BridgeSamples`.
 
     Raises:
-      ValueError: ``num_time_steps < 2``.
+      ValueError: ``num_time_steps < 2``, ``num_particles``/``num_paths`` not positive, mismatched shapes,
+        ``sigma`` or a ``tau`` not positive (host checks for concrete input; ``eqx.error_if`` when traced).
 
     References:
       Durham & Gallant, J. Bus. Econ. Stat. 20 (2002); Maoutsa, arXiv:2512.23566.
@@ -189,15 +196,24 @@ def smc_bridges(
       >>> out.paths.shape, bool(out.degenerate.any())
       ((3, 2, 9, 2), False)
     """
-    if not isinstance(num_time_steps, int) or num_time_steps < 2:
-        raise ValueError(f"num_time_steps must be an integer >= 2, got {num_time_steps=}")
+    if isinstance(num_time_steps, bool) or not isinstance(num_time_steps, int) or num_time_steps < 2:
+        raise ValueError(f"smc_bridges: num_time_steps must be an integer >= 2, got {num_time_steps=}")
+    for name, v in (("num_particles", num_particles), ("num_paths", num_paths)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"smc_bridges: {name} must be a positive integer, got {name}={v!r}")
+    starts, ends = jnp.asarray(starts), jnp.asarray(ends)
+    if starts.ndim != 2 or ends.shape != starts.shape or jnp.shape(taus) != starts.shape[:1]:
+        raise ValueError(f"smc_bridges: need starts and ends of shape (B, d) and taus of shape (B,), got "
+                         f"{starts.shape}, {ends.shape} and {jnp.shape(taus)}")
     B, d = starts.shape
     dtype = starts.dtype
+    taus = check_values(jnp.asarray(taus, dtype), lambda xp, v: ~(v > 0),
+                        "smc_bridges: every interval length tau must be positive; drop repeated observation times")
     if targets is None:
         targets = jnp.zeros((B, num_time_steps + 1, d), dtype)
         strength = 0.0
     strength = jnp.asarray(strength, dtype)
-    sig = jnp.asarray(sigma, dtype)
+    sig = as_sigma(sigma, dtype, "smc_bridges")
     return _smc_bridges_jit(key, drift, sig, starts, ends, taus.astype(dtype), targets, strength, num_particles,
                             num_time_steps, num_paths, lookahead)
 

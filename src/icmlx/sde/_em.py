@@ -9,12 +9,15 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from .._deprecation import deprecated_attribute, renamed_kwargs, warn_renamed
+from .._progress import in_program_reporter, resolve_progress
+from .._repr import record_repr, summarise
 from .._results import RESULTS, Solution, raise_if_failed
 from .._strategy import as_strategy
 from .._types import PRNGKey
 from ._basis import LinearDrift
 from ._bridges import smc_bridges
-from ._estimators import _check_inputs, _intervals, default_function_class
+from ._data import ArrayOrFrame, as_observations
+from ._estimators import _intervals, _named, default_function_class
 from ._guidance import AbstractGuidance, GeodesicGuidance, NoGuidance
 
 __all__ = ["EMHistory", "DriftSolution", "infer_drift"]
@@ -43,6 +46,9 @@ class EMHistory(eqx.Module):
     weights: Float[Array, "num_steps m d"]
 
     n_degenerate = deprecated_attribute("num_degenerate")  # deprecated alias, one release
+
+    def __repr__(self) -> str:
+        return record_repr(self)
 
 
 class DriftSolution(Solution):
@@ -73,7 +79,16 @@ class DriftSolution(Solution):
 
     def drift_at(self, iteration: int) -> LinearDrift:
         """The drift after EM iteration ``iteration`` (0-based); ``-1`` is the final one."""
-        return LinearDrift(self.value.basis, self.history.weights[iteration])
+        return LinearDrift(self.value.basis, self.history.weights[iteration], names=self.value.names)
+
+    def __repr__(self) -> str:
+        # The status by name, the last EM iteration's diagnostics by value, the drift by its class and size.
+        last = {"num_steps": self.stats.get("num_steps")}
+        for k, v in self.stats.items():
+            if k != "num_steps" and getattr(v, "ndim", 0) >= 1:
+                last[k] = v[-1]
+        return (f"DriftSolution(result={summarise(self.result)}, stats={summarise(last)} (last iteration), "
+                f"value={self.value!r})")
 
 
 # --------------------------------------------------------------------------- deprecated guidance flags
@@ -128,20 +143,12 @@ def _as_guidance(guidance) -> AbstractGuidance:
 # --------------------------------------------------------------------------- EM
 
 
-def _progress_print(it, loss, ess, change, ndeg):
-    print(
-        f"[infer_drift] iter {int(it) + 1}: loss={float(loss):.4f} ess_median={float(ess):.2f} "
-        f"drift_change={float(change):.4f} degenerate={int(ndeg)}",
-        flush=True,
-    )
-
-
 @renamed_kwargs(n_iters="num_steps", n_particles="num_particles", n_steps="num_time_steps", n_paths="num_paths")
 @_guidance_from_flags
 def infer_drift(
     key: PRNGKey,
-    observations: Float[Array, "*batch n_obs d"],
-    ts: Float[Array, " n_obs"],
+    observations: ArrayOrFrame,
+    ts: ArrayOrFrame,
     sigma: float | Float[Array, ""],
     *,
     guidance: AbstractGuidance | str = _DEFAULT_GUIDANCE,
@@ -152,7 +159,7 @@ def infer_drift(
     function_class: eqx.Module | None = None,
     init: LinearDrift | None = None,
     lookahead: bool = False,
-    progress: bool = False,
+    progress: bool | None = None,
     throw: bool = True,
 ) -> DriftSolution:
     r"""EM drift inference with SMC bridges between every pair of consecutive observations.
@@ -172,8 +179,11 @@ def infer_drift(
 
     Args:
       key: PRNG key.
-      observations: shape ``(n_obs, d)`` or ``(n_traj, n_obs, d)``.
-      ts: strictly increasing shared observation times, shape ``(n_obs,)``.
+      observations: shape ``(n_obs, d)`` or ``(n_traj, n_obs, d)``: NumPy, JAX, lists, a DataFrame (columns =
+        coordinates, names kept in ``drift.names``), a list of equal-length trajectories or a
+        :class:`SamplePaths` (as in :func:`naive_drift`; ragged trajectories are rejected).
+      ts: strictly increasing observation times, shape ``(n_obs,)`` or ``(n_traj, n_obs)`` (one grid per
+        trajectory); ``None`` with a :class:`SamplePaths`.
       sigma: known positive diffusion scale.
       guidance: a guidance strategy, :class:`GeodesicGuidance` (default, ``strength=5``) or
         :class:`NoGuidance`; the strings ``"geodesic"`` and ``"none"`` mean their defaults.
@@ -184,7 +194,10 @@ def infer_drift(
       function_class: drift class (default :func:`default_function_class`).
       init: starting drift (default: the naive estimate in the same class).
       lookahead: use the look-ahead twisted SMC weights (see :func:`smc_bridges`).
-      progress: print one line per iteration (``jax.debug.callback``), useful for long runs.
+      progress: report one line per EM iteration on standard error (loss, ESS, drift change). ``None`` shows
+        progress in an interactive terminal for loops driven from Python; a loop inside one compiled program
+        reports only with ``progress=True`` — the EM loop is one compiled ``lax.scan``, so ``None`` means off
+        (unless ``ICMLX_PROGRESS=1``) and the default program holds no host callback.
       throw: raise at run time (``eqx.error_if``) exactly when ``result`` is not successful; with
         ``throw=False`` inspect ``result``.
 
@@ -195,9 +208,9 @@ def infer_drift(
       ``result`` is ``RESULTS.degenerate_bridges``.
 
     Raises:
-      ValueError: bad ``guidance``, sizes, shapes or ``sigma``.
-      RuntimeError: (``eqx.error_if``, at run time) NaN observations or non-increasing times; with
-        ``throw=True``, degenerate bridges in the final iteration or a non-finite drift.
+      ValueError: bad ``guidance``, sizes, shapes or ``sigma``; NaN observations, a constant coordinate or
+        non-increasing times (host checks for concrete input; ``eqx.error_if`` inside the caller's ``jit``).
+      RuntimeError: with ``throw=True``, degenerate bridges in the final iteration or a non-finite drift.
 
     Deprecated:
       ``n_iters``, ``n_particles``, ``n_steps``, ``n_paths`` (now ``num_steps``, ``num_particles``,
@@ -226,7 +239,8 @@ def infer_drift(
             raise ValueError(f"{name} must be a positive integer, got {name}={v!r}")
     if isinstance(num_time_steps, bool) or not isinstance(num_time_steps, int) or num_time_steps < 2:
         raise ValueError(f"num_time_steps must be an integer >= 2, got {num_time_steps=}")
-    obs, ts, sig = _check_inputs(observations, ts, sigma)
+    obs, ts, sig, names = as_observations(observations, ts, sigma, fn="infer_drift")
+    show = resolve_progress(progress, in_program=True)
     fc = default_function_class(obs) if function_class is None else function_class
     n_traj, n_obs, d = obs.shape
     # The guidance enters the compiled EM loop only as data (targets, beta): plain and geodesic runs of the
@@ -235,11 +249,14 @@ def infer_drift(
     targets = targets.reshape(n_traj * (n_obs - 1), num_time_steps + 1, d)
     sol = _infer_core(
         key, obs, ts, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps, num_paths, lookahead,
-        progress,
+        show,
     )
     # Outside the compiled loop, so that throw=True and throw=False share one compilation.
     weights = raise_if_failed(sol.value.weights, sol.result, throw)
-    return eqx.tree_at(lambda s: s.value.weights, sol, weights)
+    sol = eqx.tree_at(lambda s: s.value.weights, sol, weights)
+    if names is not None:
+        sol = eqx.tree_at(lambda s: s.value, sol, _named(sol.value, names))
+    return sol
 
 
 @eqx.filter_jit
@@ -255,6 +272,7 @@ def _infer_core(
     starts = states
     ends = states + incs
     ypts = obs.reshape(-1, d)
+    report = in_program_reporter("infer_drift", total=num_steps) if progress else None
 
     def em_step(carry, it):
         key, W = carry
@@ -277,8 +295,8 @@ def _infer_core(
         ess_frac = bs.ess / num_particles
         ess_med = jnp.median(ess_frac)
         ndeg = jnp.sum(bs.degenerate)
-        if progress:
-            jax.debug.callback(_progress_print, it, loss, ess_med, change, ndeg)
+        if progress:  # static: the default program holds no host callback
+            report(it + 1, loss=loss, ess_median=ess_med, drift_change=change, num_degenerate=ndeg)
         out = (loss, ess_med, jnp.min(ess_frac), change, ndeg, Wn, ess_frac, bs.degenerate)
         return (key, Wn), out
 

@@ -11,7 +11,9 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._deprecation import deprecated_attribute, renamed_kwargs
+from .._repr import summarise
 from ._basis import LinearDrift, RBFBasis, SparseGP, _solve_psd, box_grid
+from ._data import ArrayOrFrame, as_observations, as_sigma, as_states
 
 __all__ = [
     "DriftEstimate",
@@ -36,52 +38,75 @@ class DriftEstimate(eqx.Module):
 
     n_samples = deprecated_attribute("num_samples")  # deprecated alias, one release
 
+    @property
+    def names(self) -> tuple[str, ...] | None:
+        """Coordinate names carried from a DataFrame (``drift.names``), or ``None``."""
+        return self.drift.names
+
+    def __repr__(self) -> str:
+        return f"DriftEstimate(method={self.method!r}, num_samples={self.num_samples}, drift={self.drift!r})"
+
 
 # --------------------------------------------------------------------------- validation
 
 
-def _check_inputs(observations, ts, sigma):
-    obs = jnp.asarray(observations)
-    if not jnp.issubdtype(obs.dtype, jnp.floating):
-        raise TypeError(f"observations must be floating point, got {obs.dtype=}")
-    if obs.ndim == 2:
-        obs = obs[None]
-    if obs.ndim != 3:
-        raise ValueError(f"observations must have shape (n_obs, d) or (n_traj, n_obs, d), got {obs.shape=}")
-    if obs.shape[1] < 2:
-        raise ValueError(f"need at least two observations per trajectory, got {obs.shape[1]=}")
-    ts = jnp.asarray(ts)
-    if ts.shape != (obs.shape[1],):
-        raise ValueError(f"ts must have shape (n_obs,) = ({obs.shape[1]},), got {ts.shape=}")
-    ts = ts.astype(obs.dtype)
-    if isinstance(sigma, int | float) and not sigma > 0:
-        raise ValueError(f"sigma must be positive, got {sigma=}")
-    sig = jnp.asarray(sigma, obs.dtype)
-    if sig.shape != ():
-        raise ValueError(f"sigma must be a scalar (isotropic noise), got {sig.shape=}")
-    obs = eqx.error_if(obs, ~jnp.all(jnp.isfinite(obs)), "observations contain NaN or inf")
-    ts = eqx.error_if(ts, ~jnp.all(jnp.diff(ts) > 0), "ts must be strictly increasing")
-    sig = eqx.error_if(sig, ~(sig > 0), "sigma must be positive")
+def _check_inputs(observations, ts, sigma, fn="naive_drift"):
+    """``(obs (n_traj, n_obs, d), ts, sigma)`` from what the user holds (:mod:`icmlx.sde._data`)."""
+    obs, ts, sig, _ = as_observations(observations, ts, sigma, fn=fn)
     return obs, ts, sig
+
+
+def _named(drift: LinearDrift, names) -> LinearDrift:
+    if names is None or len(names) != drift.weights.shape[-1]:
+        return drift
+    return LinearDrift(drift.basis, drift.weights, names=tuple(names))
+
+
+#: Most inducing points of the automatic default class (``num_per_dim=None``).
+DEFAULT_MAX_INDUCING = 2048
+#: Largest explicit inducing grid accepted (its float32 kernel matrix is 1.6 GB).
+MAX_INDUCING = 20_000
+
+
+def _auto_num_per_dim(d: int) -> int:
+    """12 per axis while ``12 ** d`` fits :data:`DEFAULT_MAX_INDUCING`, else the most that fit (0: use data)."""
+    if 12**d <= DEFAULT_MAX_INDUCING:
+        return 12
+    k = int(DEFAULT_MAX_INDUCING ** (1.0 / d) + 1e-9)
+    return k if k >= 3 else 0
 
 
 @renamed_kwargs(n_per_dim="num_per_dim")
 def default_function_class(
-    observations: Float[Array, "*batch d"], num_per_dim: int = 12, lengthscale_factor: float = 0.2
+    observations: ArrayOrFrame, num_per_dim: int | None = None, lengthscale_factor: float = 0.2
 ) -> SparseGP:
-    r"""The default drift class: a :class:`SparseGP` on a grid of inducing points over the observations.
+    r"""The default drift class: a :class:`SparseGP` with inducing points over the observations.
 
-    The ``num_per_dim ** d`` inducing points lie on a regular grid over the bounding box of the observations
-    widened by 0.5 on every side; the RBF lengthscale is :math:`\ell = c\,ar w` with ``c =
-    lengthscale_factor`` and :math:`ar w` the mean box width.
+    The inducing points lie on a regular grid of ``num_per_dim`` points per axis over the bounding box of the
+    observations widened by 0.5 on every side. The RBF lengthscale is :math:`\ell = c\,\bar w\,s` with
+    ``c = lengthscale_factor``, :math:`\bar w` the mean box width and :math:`s = \max(1, 11/(k - 1))` the grid
+    spacing relative to 12 points per axis (``s = 1`` for an explicit ``num_per_dim``).
+
+    The size of the class is what the M-step pays for: an ``(n, m)`` feature matrix and an ``m x m`` kernel
+    matrix and eigendecomposition for ``m`` inducing points. A grid has ``num_per_dim ** d`` points, so the
+    default ``num_per_dim=None`` picks by dimension: 12 per axis (the paper's setting) while that is at most
+    ``DEFAULT_MAX_INDUCING = 2048`` points (``d <= 3``: 12, 144, 1728 points), then the most per axis that fit
+    (``d = 4``: 6 per axis, 1296 points; ``d = 5``: 4, 1024; ``d = 6``: 3, 729), and for ``d >= 7``, where a
+    grid of 2 per axis only covers the corners, an evenly strided subset of at most 1024 observations as
+    inducing points, with the median distance between them as the lengthscale. Twelve per axis at ``d = 5``
+    would be 248,832 points, a kernel matrix of 248 GB.
 
     Args:
-      observations: observed states, any leading shape, last axis ``d``.
-      num_per_dim: inducing points per axis.
+      observations: observed states, any leading shape, last axis ``d`` (NumPy, JAX, a DataFrame).
+      num_per_dim: inducing points per axis, or ``None`` for the choice above.
       lengthscale_factor: ``c`` above.
 
     Returns:
       A :class:`SparseGP` (unfitted; its ``fit`` gives a :class:`LinearDrift`).
+
+    Raises:
+      ValueError: an explicit ``num_per_dim`` whose grid has more than ``MAX_INDUCING = 20000`` points (the
+        message gives the size and the largest ``num_per_dim`` that fits); constant or non-finite observations.
 
     References:
       Ruttor, Batz & Opper, NeurIPS 2013; Maoutsa, arXiv:2512.23566.
@@ -92,10 +117,33 @@ def default_function_class(
       >>> fc = default_function_class(jnp.array([[0.0, 0.0], [1.0, 1.0]]), num_per_dim=4)
       >>> fc.basis.centers.shape, round(float(fc.basis.lengthscale), 2)
       ((16, 2), 0.2)
+      >>> default_function_class(jnp.eye(5)).basis.centers.shape   # d = 5: 4 per axis, not 12
+      (1024, 5)
     """
-    pts = jnp.asarray(observations).reshape(-1, jnp.shape(observations)[-1])
+    pts, _ = as_states(observations, fn="default_function_class")
+    d = pts.shape[-1]
+    pts = pts.reshape(-1, d)
     width = jnp.mean(jnp.max(pts, 0) - jnp.min(pts, 0))
-    return SparseGP(RBFBasis(box_grid(pts, num_per_dim, pad=0.5), lengthscale_factor * width))
+    if num_per_dim is not None:
+        if isinstance(num_per_dim, bool) or not isinstance(num_per_dim, int) or num_per_dim < 1:
+            raise ValueError(f"default_function_class: num_per_dim must be a positive integer or None, got "
+                             f"{num_per_dim=}")
+        m = num_per_dim**d
+        if m > MAX_INDUCING:
+            gb = m * m * pts.dtype.itemsize / 1e9
+            fit = int(MAX_INDUCING ** (1.0 / d) + 1e-9)
+            raise ValueError(
+                f"default_function_class: num_per_dim={num_per_dim} in d={d} gives {m:,} inducing points (a "
+                f"{gb:,.0f} GB kernel matrix); pass num_per_dim <= {fit}, or leave num_per_dim=None to choose by d"
+            )
+        return SparseGP(RBFBasis(box_grid(pts, num_per_dim, pad=0.5), lengthscale_factor * width))
+    k = _auto_num_per_dim(d)
+    if k:
+        scale = max(1.0, 11.0 / (k - 1))
+        return SparseGP(RBFBasis(box_grid(pts, k, pad=0.5), lengthscale_factor * width * scale))
+    centers = pts[:: max(1, -(-pts.shape[0] // 1024))]
+    dist = jnp.sqrt(jnp.sum((centers[:, None] - centers[None]) ** 2, -1))
+    return SparseGP(RBFBasis(centers, jnp.median(dist)))
 
 
 def _intervals(obs, ts):
@@ -110,8 +158,8 @@ def _intervals(obs, ts):
 
 
 def naive_drift(
-    observations: Float[Array, "*batch n_obs d"],
-    ts: Float[Array, " n_obs"],
+    observations: ArrayOrFrame,
+    ts: ArrayOrFrame,
     sigma: float | Float[Array, ""],
     *,
     function_class: eqx.Module | None = None,
@@ -123,8 +171,12 @@ def naive_drift(
     :math:`(e^{A\tau} - I)/\tau` and is biased for large ``tau``. Uneven intervals are supported.
 
     Args:
-      observations: shape ``(n_obs, d)`` (one trajectory) or ``(n_traj, n_obs, d)``.
-      ts: strictly increasing observation times shared by all trajectories, shape ``(n_obs,)``.
+      observations: shape ``(n_obs, d)`` (one trajectory) or ``(n_traj, n_obs, d)``: NumPy, JAX, nested
+        lists, a pandas DataFrame (rows = times, columns = coordinates; the names are kept in
+        ``drift.names``), a list of equal-length trajectories, or a :class:`SamplePaths`. Ragged trajectories
+        are rejected (cut them to one length or fit them separately).
+      ts: strictly increasing observation times, shape ``(n_obs,)`` (shared) or ``(n_traj, n_obs)`` (one grid
+        per trajectory); NumPy, JAX, a pandas Series/Index; ``None`` with a :class:`SamplePaths`.
       sigma: positive diffusion scale.
       function_class: a :class:`SparseGP` or :class:`RidgeRegression`; default :func:`default_function_class`.
 
@@ -132,9 +184,10 @@ def naive_drift(
       :class:`DriftEstimate`.
 
     Raises:
-      ValueError: fewer than two observations, shape mismatch, ``sigma <= 0``; at run time (``eqx.error_if``)
-        NaN observations or non-increasing times.
-      TypeError: non-floating observations.
+      ValueError: fewer than two observations, shape mismatch, ``sigma <= 0``, NaN observations, a constant
+        coordinate, non-increasing times (checked on the host for concrete input; ``eqx.error_if`` only
+        inside the caller's ``jit``).
+      TypeError: non-numeric observations or datetime ``ts``.
 
     References:
       Maoutsa, arXiv:2512.23566.
@@ -147,10 +200,10 @@ def naive_drift(
       >>> est.method, est.drift(jnp.zeros(2)).shape
       ('naive', (2,))
     """
-    obs, ts, sig = _check_inputs(observations, ts, sigma)
+    obs, ts, sig, names = as_observations(observations, ts, sigma, fn="naive_drift")
     fc = default_function_class(obs) if function_class is None else function_class
     states, incs, dts = _intervals(obs, ts)
-    return DriftEstimate(fc.fit(states, incs, dts, sig), "naive", int(states.shape[0]))
+    return DriftEstimate(_named(fc.fit(states, incs, dts, sig), names), "naive", int(states.shape[0]))
 
 
 def _is_scalar(x) -> bool:
@@ -181,8 +234,8 @@ def _old_conservative_call(fn):
 
 @_old_conservative_call
 def conservative_drift(
-    observations: Float[Array, "*batch d"],
-    ts: Float[Array, " n_obs"] | None,
+    observations: ArrayOrFrame,
+    ts: ArrayOrFrame | None,
     sigma: float | Float[Array, ""],
     *,
     function_class: eqx.Module | None = None,
@@ -198,7 +251,7 @@ def conservative_drift(
 
     Args:
       observations: states, shape ``(n_obs, d)`` or ``(n_traj, n_obs, d)``; any leading shape when ``ts`` is
-        ``None``. Time order is ignored.
+        ``None``. Time order is ignored. NumPy, JAX, lists or a DataFrame, as in :func:`naive_drift`.
       ts: the observation times, shape ``(n_obs,)`` (checked like :func:`naive_drift`'s, then unused: the
         estimator reads only the states' density), or ``None``.
       sigma: positive diffusion scale.
@@ -209,8 +262,8 @@ def conservative_drift(
       :class:`DriftEstimate` with method ``"conservative"``.
 
     Raises:
-      ValueError: ``sigma <= 0``, fewer than two states, or ``ts`` of the wrong shape; at run time NaN states
-        or non-increasing ``ts``.
+      ValueError: ``sigma <= 0``, fewer than two states, ``ts`` of the wrong shape, NaN states, a constant
+        coordinate or non-increasing ``ts`` (host checks for concrete input, as in :func:`naive_drift`).
 
     Deprecated:
       The two-argument call ``conservative_drift(observations, sigma)`` still works for one release with a
@@ -227,20 +280,15 @@ def conservative_drift(
       >>> [round(v, 1) for v in est.drift(jnp.array([0.5, 0.0])).tolist()]
       [-1.0, 0.0]
     """
-    pts = jnp.asarray(observations)
-    if pts.ndim < 2 or pts.reshape(-1, pts.shape[-1]).shape[0] < 2:
-        raise ValueError(f"need at least two states of shape (..., d), got {pts.shape=}")
     if ts is not None:
-        obs, _, sig = _check_inputs(pts, ts, sigma)
-        pts = obs.reshape(-1, obs.shape[-1])
+        obs, _, sig, names = as_observations(observations, ts, sigma, fn="conservative_drift")
     else:
-        pts = pts.reshape(-1, pts.shape[-1])
-        dummy_ts = jnp.arange(pts.shape[0], dtype=pts.dtype)
-        obs, _, sig = _check_inputs(pts, dummy_ts, sigma)
-        pts = obs[0]
+        obs, names = as_states(observations, fn="conservative_drift")
+        sig = as_sigma(sigma, obs.dtype, "conservative_drift")
+    pts = obs.reshape(-1, obs.shape[-1])
     fc = default_function_class(pts) if function_class is None else function_class
     drift = _score_fit(fc.basis, fc.penalty(pts.dtype), pts, sig, regularization)
-    return DriftEstimate(drift, "conservative", int(pts.shape[0]))
+    return DriftEstimate(_named(drift, names), "conservative", int(pts.shape[0]))
 
 
 @eqx.filter_jit

@@ -123,7 +123,8 @@ def geodesic_targets(
         ``y_k -> y_{k+1}`` (module docstring; not applied to the first interval of each trajectory).
 
     Raises:
-      ValueError: ``observations`` not 3-D, or ``orientation_eps`` not positive.
+      ValueError: ``observations`` not 3-D, ``num_time_steps``/``num_nodes``/``num_neighbors``/
+        ``max_metric_points`` out of range, or ``sigma_m``/``rho``/``orientation_eps`` not positive.
 
     Returns:
       Target curves, shape ``(n_traj, n_obs - 1, num_time_steps + 1, d)``; entry ``[..., 0, :]`` is ``y_k`` and
@@ -145,6 +146,13 @@ def geodesic_targets(
         raise ValueError(f"observations must have shape (n_traj, n_obs, d), got {jnp.shape(observations)=}")
     if orientation_eps is not None and not orientation_eps > 0:
         raise ValueError(f"orientation_eps must be positive or None, got {orientation_eps=}")
+    for name, v, low in (("num_time_steps", num_time_steps, 1), ("num_nodes", num_nodes, 2),
+                         ("num_neighbors", num_neighbors, 1), ("max_metric_points", max_metric_points, 1)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ValueError(f"geodesic_targets: {name} must be an integer >= {low}, got {name}={v!r}")
+    for name, v in (("sigma_m", sigma_m), ("rho", rho)):
+        if not (isinstance(v, int | float) and v > 0):
+            raise ValueError(f"geodesic_targets: {name} must be a positive number, got {name}={v!r}")
     return _geodesic_jit(observations, num_time_steps, num_nodes, num_neighbors, sigma_m, rho, max_metric_points,
                          orientation_eps)
 

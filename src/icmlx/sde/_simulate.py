@@ -6,7 +6,11 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .._checks import check_values
+from .._inputs import is_dataframe
+from .._repr import summarise
 from .._types import PRNGKey
+from ._data import ArrayOrFrame, as_sigma
 from ._systems import DriftFn
 
 __all__ = ["SamplePaths", "simulate", "subsample"]
@@ -23,17 +27,17 @@ class SamplePaths(eqx.Module):
     ts: Float[Array, " n_obs"]
     xs: Float[Array, "n_traj n_obs d"]
 
-
-def _check_sigma_static(sigma) -> None:
-    if isinstance(sigma, int | float) and not sigma > 0:
-        raise ValueError(f"sigma must be positive, got {sigma=}")
+    def __repr__(self) -> str:
+        n_traj, n_obs, d = self.xs.shape
+        span = f"[{summarise(self.ts[0])}, {summarise(self.ts[-1])}]" if n_obs else "[]"
+        return f"SamplePaths(num_paths={n_traj}, num_times={n_obs}, d={d}, ts={span}, xs={summarise(self.xs)})"
 
 
 def simulate(
     key: PRNGKey,
     drift: DriftFn,
     sigma: float | Float[Array, ""],
-    x0: Float[Array, "n_traj d"],
+    x0: ArrayOrFrame,
     t1: float,
     dt: float,
     *,
@@ -51,7 +55,8 @@ def simulate(
       key: PRNG key.
       drift: drift callable ``f(x: (d,)) -> (d,)``.
       sigma: positive scalar diffusion scale (isotropic, additive noise).
-      x0: initial states, shape ``(n_traj, d)``.
+      x0: initial states, shape ``(n_traj, d)`` (NumPy, JAX, lists or a DataFrame), or one state ``(d,)`` for
+        a single path.
       t1: final time (``t0 = 0``).
       dt: integration step; ``t1 / dt`` is rounded to an integer number of steps.
       save_every: save every ``save_every``-th step (default 1: the dense path). Ignored if ``ts`` is given.
@@ -61,8 +66,9 @@ def simulate(
       :class:`SamplePaths` with ``ts`` of shape ``(n_save,)`` and ``xs`` of shape ``(n_traj, n_save, d)``.
 
     Raises:
-      ValueError: if ``sigma`` is a non-positive number, ``dt``/``t1``/``save_every`` are not positive, or
-        ``x0`` is not 2-D.
+      ValueError: if ``sigma`` is not positive, ``dt``/``t1``/``save_every`` are not positive, ``x0`` is not 1-
+        or 2-D or not finite, or ``ts`` lies outside ``[0, t1]`` (host checks for concrete input; only a
+        ``sigma``/``x0`` traced by the caller's ``jit`` gets ``eqx.error_if``).
 
     References:
       Kidger, "On Neural Differential Equations" (diffrax), arXiv:2202.02435.
@@ -75,24 +81,32 @@ def simulate(
       >>> p.xs.shape, p.ts.shape
       ((3, 11, 2), (11,))
     """
-    _check_sigma_static(sigma)
     if not (dt > 0 and t1 > 0):
-        raise ValueError(f"dt and t1 must be positive, got {dt=}, {t1=}")
+        raise ValueError(f"simulate: dt and t1 must be positive, got {dt=}, {t1=}")
+    if is_dataframe(x0):
+        x0 = x0.to_numpy()
     x0 = jnp.asarray(x0)
+    if not jnp.issubdtype(x0.dtype, jnp.floating):
+        x0 = x0.astype(jnp.zeros(()).dtype)
+    if x0.ndim == 1:
+        x0 = x0[None]  # one state: one path
     if x0.ndim != 2:
-        raise ValueError(f"x0 must have shape (n_traj, d), got {x0.shape=}")
+        raise ValueError(f"simulate: x0 must have shape (n_traj, d) or (d,), got shape {x0.shape}")
+    x0 = check_values(x0, lambda xp, v: ~xp.isfinite(v), "simulate: x0 contains NaN or inf; pass finite states")
     dtype = x0.dtype
+    sigma_arr = as_sigma(sigma, dtype, "simulate")
     n_steps = int(round(t1 / dt))
     grid = jnp.arange(n_steps + 1, dtype=dtype) * jnp.asarray(dt, dtype)
     if ts is None:
         if save_every is None or save_every < 1:
-            raise ValueError(f"save_every must be a positive integer, got {save_every=}")
+            raise ValueError(f"simulate: save_every must be a positive integer, got {save_every=}")
         save_ts = grid[::save_every]
     else:
-        save_ts = jnp.asarray(ts, dtype)
+        save_ts = check_values(
+            jnp.asarray(ts, dtype), lambda xp, v: (v < 0) | (v > t1) | ~xp.isfinite(v),
+            f"simulate: ts must lie in [0, t1] = [0, {t1}]; drop the save times outside it or raise t1",
+        )
     d = x0.shape[1]
-    sigma_arr = jnp.asarray(sigma, dtype)
-    sigma_arr = eqx.error_if(sigma_arr, sigma_arr <= 0, "sigma must be positive")
 
     def one(k, y0):
         bm = diffrax.UnsafeBrownianPath(shape=(d,), key=k)

@@ -1,7 +1,8 @@
 """Benchmark drift fields for overdamped Langevin systems ``dX = f(X) dt + sigma dW``.
 
-Every constructor returns a plain JAX callable ``f(x: Float[Array, "d"]) -> Float[Array, "d"]``; any user
-function with that signature works wherever icmlx expects a drift.
+Every constructor returns a plain JAX callable ``f(x: Float[Array, "... d"]) -> Float[Array, "... d"]`` that
+broadcasts over leading axes (one state, a batch, a grid); any user function of one state ``(d,)`` works
+wherever icmlx expects a drift.
 """
 
 from collections.abc import Callable
@@ -42,8 +43,8 @@ def ou_drift(A: Float[ArrayLike, "d d"]) -> DriftFn:
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be a square matrix, got {A.shape=}")
 
-    def f(x: Float[Array, " d"]) -> Float[Array, " d"]:
-        return A.astype(x.dtype) @ x
+    def f(x: Float[Array, "*batch d"]) -> Float[Array, "*batch d"]:
+        return x @ A.astype(x.dtype).T
 
     return f
 
@@ -71,9 +72,9 @@ def ring_drift(omega: float = 2.0) -> DriftFn:
       [0.0, 2.0]
     """
 
-    def f(x: Float[Array, " 2"]) -> Float[Array, " 2"]:
-        r2 = jnp.sum(x * x)
-        rot = jnp.stack([-x[1], x[0]])
+    def f(x: Float[Array, "*batch 2"]) -> Float[Array, "*batch 2"]:
+        r2 = jnp.sum(x * x, axis=-1, keepdims=True)
+        rot = jnp.stack([-x[..., 1], x[..., 0]], axis=-1)
         return -x * (r2 - 1.0) + omega * rot
 
     return f
@@ -100,8 +101,9 @@ def van_der_pol_drift(mu: float = 1.0) -> DriftFn:
       [-0.333, 1.0]
     """
 
-    def f(x: Float[Array, " 2"]) -> Float[Array, " 2"]:
-        return jnp.stack([mu * (x[0] - x[0] ** 3 / 3.0 - x[1]), x[0] / mu])
+    def f(x: Float[Array, "*batch 2"]) -> Float[Array, "*batch 2"]:
+        x0, x1 = x[..., 0], x[..., 1]
+        return jnp.stack([mu * (x0 - x0**3 / 3.0 - x1), x0 / mu], axis=-1)
 
     return f
 

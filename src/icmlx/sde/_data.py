@@ -1,0 +1,191 @@
+"""Turning what users hold into the ``(observations, ts, sigma)`` arrays of the estimators, with clear errors.
+
+Accepted observations: NumPy or JAX arrays, nested lists, a pandas DataFrame (rows = times, columns =
+coordinates; the column names are kept), a list of equal-length trajectories (arrays or DataFrames), and a
+:class:`~icmlx.sde.SamplePaths` (whose ``ts`` is used when ``ts`` is ``None``). Integer data is cast to the
+default floating dtype. Ragged trajectories (different lengths) are rejected with an error saying what to do;
+uneven time steps and a separate time grid per trajectory (``ts`` of shape ``(n_traj, n_obs)``) are supported.
+
+Value checks (finite data, increasing times, positive ``sigma``, no constant coordinate) run on the host for
+concrete input (a ``ValueError`` at call time) and as ``eqx.error_if`` only for input traced by the user's
+``jit`` (:func:`icmlx._checks.check_values`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import check_values, is_traced
+from .._inputs import column_names, is_dataframe, is_series
+
+__all__ = ["ArrayOrFrame", "as_states", "as_observations", "as_sigma"]
+
+#: An array-like of states (NumPy, JAX, nested lists) or a pandas DataFrame whose columns are the coordinates.
+ArrayOrFrame = Any
+
+
+def _float_dtype():
+    return jnp.zeros(()).dtype
+
+
+def _to_array(x: Any, name: str, fn: str):
+    """A JAX array (traced input passes through) from an array-like, a DataFrame or a list of them."""
+    names = None
+    if is_dataframe(x):
+        names = column_names(x)
+        x = x.to_numpy()
+    elif isinstance(x, list | tuple) and x and all(is_dataframe(v) for v in x):
+        cols = [column_names(v) for v in x]
+        if any(c != cols[0] for c in cols):
+            raise ValueError(f"{fn}: the DataFrames in {name} have different columns {sorted(set(cols))}; "
+                             "give every trajectory the same columns in the same order")
+        names = cols[0]
+        x = [v.to_numpy() for v in x]
+    if isinstance(x, list | tuple):
+        lengths = [np.shape(v)[0] if np.ndim(v) >= 2 else None for v in x]
+        if all(n is not None for n in lengths) and len(set(lengths)) > 1:
+            raise ValueError(
+                f"{fn}: the trajectories in {name} have different lengths {lengths}; ragged trajectories are not "
+                "supported: cut or split them to a common length, or pass each to its own call"
+            )
+        try:
+            x = np.asarray(x)
+        except ValueError as err:
+            raise ValueError(f"{fn}: {name} is a ragged nested list; give every row the same length ({err})") from err
+    if is_traced(x):
+        arr = x
+    else:
+        arr = np.asarray(x) if not hasattr(x, "dtype") else x
+        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)):
+            raise TypeError(f"{fn}: {name} must be numeric, got dtype {arr.dtype}; convert or drop the "
+                            "non-numeric columns first")
+    if jnp.issubdtype(arr.dtype, jnp.bool_) or jnp.issubdtype(arr.dtype, jnp.complexfloating):
+        raise TypeError(f"{fn}: {name} must be real numbers, got dtype {arr.dtype}")
+    if not jnp.issubdtype(arr.dtype, jnp.floating):
+        arr = jnp.asarray(arr).astype(_float_dtype())
+    return jnp.asarray(arr), names
+
+
+def _is_paths(x) -> bool:
+    """A :class:`~icmlx.sde.SamplePaths` (duck-typed: ``_simulate`` imports this module)."""
+    return type(x).__name__ == "SamplePaths" and hasattr(x, "xs") and hasattr(x, "ts")
+
+
+def _host(x):
+    return None if is_traced(x) else np.asarray(x)
+
+
+def as_sigma(sigma: Any, dtype, fn: str):
+    """A positive finite scalar ``sigma`` of ``dtype`` (host check when concrete)."""
+    if isinstance(sigma, int | float) and not (np.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"{fn}: sigma must be a positive number (the diffusion scale), got {sigma=}")
+    sig = jnp.asarray(sigma, dtype)
+    if sig.shape != ():
+        raise ValueError(f"{fn}: sigma must be a scalar (isotropic noise), got shape {sig.shape}")
+    return check_values(sig, lambda xp, v: ~(xp.isfinite(v) & (v > 0)),
+                        f"{fn}: sigma must be a positive number (the diffusion scale), got a non-positive or "
+                        "non-finite value")
+
+
+def _check_finite(obs, fn: str, names):
+    host = _host(obs)
+    msg = f"{fn}: observations contain NaN or inf; drop or interpolate those rows first"
+    if host is not None and not np.all(np.isfinite(host)):
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(host))[0])
+        msg = f"{fn}: observations contain NaN or inf (first at index {where}); drop or interpolate those rows first"
+    return check_values(obs, lambda xp, v: ~xp.isfinite(v), msg)
+
+
+def _check_not_constant(obs, fn: str, names):
+    d = obs.shape[-1]
+    msg = (f"{fn}: a coordinate of the observations is constant, so no diffusion with sigma > 0 produced it and "
+           "the drift is undefined there; drop that column or check the data")
+    host = _host(obs)
+    bad = lambda xp, v: xp.max(v.reshape(-1, d), axis=0) == xp.min(v.reshape(-1, d), axis=0)
+    if host is not None:
+        const = np.flatnonzero(bad(np, host))
+        if const.size:
+            k = int(const[0])
+            label = f"column {names[k]!r}" if names else f"coordinate {k}"
+            value = host.reshape(-1, d)[0, k]
+            msg = (f"{fn}: observations {label} is constant (every value {value:.4g}), so no diffusion with "
+                   "sigma > 0 produced it and the drift is undefined there; drop that column or check the data")
+    return check_values(obs, bad, msg)
+
+
+def as_states(observations: Any, *, fn: str, min_points: int = 2):
+    """States of shape ``(..., d)`` from any accepted input, checked finite and non-constant; and column names."""
+    if _is_paths(observations):
+        observations = observations.xs
+    pts, names = _to_array(observations, "observations", fn)
+    if pts.ndim < 1 or pts.ndim == 1 and pts.shape[0] < min_points:
+        raise ValueError(f"{fn}: observations must have shape (n, d) or (n_traj, n_obs, d), got shape {pts.shape}")
+    if pts.ndim == 1:
+        pts = pts[:, None]  # a 1-D series is n observations of one coordinate
+    if pts.reshape(-1, pts.shape[-1]).shape[0] < min_points:
+        raise ValueError(f"{fn}: need at least {min_points} states, got observations of shape {pts.shape}")
+    pts = _check_finite(pts, fn, names)
+    pts = _check_not_constant(pts, fn, names)
+    return pts, names
+
+
+def _as_times(ts: Any, n_traj: int, n_obs: int, dtype, fn: str):
+    if is_series(ts) or (hasattr(ts, "to_numpy") and not is_dataframe(ts)):
+        ts = ts.to_numpy()
+    if not is_traced(ts):
+        host = np.asarray(ts)
+        if np.issubdtype(host.dtype, np.datetime64) or np.issubdtype(host.dtype, np.timedelta64):
+            raise TypeError(
+                f"{fn}: ts has dtype {host.dtype}; pass elapsed times as numbers in the unit you want the drift in, "
+                "e.g. (ts - ts[0]) / np.timedelta64(1, 's')"
+            )
+        if host.dtype == object:
+            raise TypeError(f"{fn}: ts must be numeric times, got dtype object")
+    ts = jnp.asarray(ts)
+    if ts.shape not in ((n_obs,), (n_traj, n_obs)):
+        raise ValueError(
+            f"{fn}: ts must have shape (n_obs,) = ({n_obs},) or (n_traj, n_obs) = ({n_traj}, {n_obs}) to match the "
+            f"observations, got shape {ts.shape}"
+        )
+    ts = ts.astype(dtype)
+    host = _host(ts)
+    msg = f"{fn}: ts must be finite and strictly increasing along each trajectory; sort the observations by time"
+    if host is not None:
+        steps = np.diff(host, axis=-1)
+        bad = np.argwhere(~(steps > 0) | ~np.isfinite(steps))
+        if bad.size:
+            j = tuple(int(i) for i in bad[0])
+            k = j[-1]
+            lead = j[:-1]
+            msg = (f"{fn}: ts must be strictly increasing along each trajectory, but ts{list(lead + (k + 1,))} = "
+                   f"{host[lead + (k + 1,)]:.6g} follows ts{list(lead + (k,))} = {host[lead + (k,)]:.6g}; sort the "
+                   "observations by time and drop repeated times")
+    return check_values(ts, lambda xp, v: ~(xp.diff(v, axis=-1) > 0), msg)
+
+
+def as_observations(observations: Any, ts: Any, sigma: Any, *, fn: str):
+    """``(obs (n_traj, n_obs, d), ts (n_obs,) or (n_traj, n_obs), sigma (), names)`` for the path estimators."""
+    if _is_paths(observations):
+        if ts is None:
+            ts = observations.ts
+        observations = observations.xs
+    obs, names = _to_array(observations, "observations", fn)
+    if obs.ndim == 1:
+        obs = obs[:, None]  # one coordinate observed n_obs times
+    if obs.ndim == 2:
+        obs = obs[None]
+    if obs.ndim != 3:
+        raise ValueError(f"{fn}: observations must have shape (n_obs, d) or (n_traj, n_obs, d), got shape {obs.shape}")
+    if obs.shape[1] < 2:
+        raise ValueError(f"{fn}: need at least two observations per trajectory, got shape {obs.shape}")
+    if ts is None:
+        raise ValueError(f"{fn}: ts is None; pass the observation times (shape ({obs.shape[1]},)), or a "
+                         "SamplePaths, which carries them")
+    ts = _as_times(ts, obs.shape[0], obs.shape[1], obs.dtype, fn)
+    sig = as_sigma(sigma, obs.dtype, fn)
+    obs = _check_finite(obs, fn, names)
+    obs = _check_not_constant(obs, fn, names)
+    return obs, ts, sig, names
