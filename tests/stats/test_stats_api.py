@@ -67,7 +67,9 @@ def test_two_groups_em_value_matches_an_independent_numpy_em():
 
 
 def test_throw_true_raises_on_a_nonfinite_fit():
-    x = _x()[0].at[3].set(jnp.inf)
+    # finite input whose squares overflow (x^2 = inf) makes the fit non-finite; an infinite x is refused up front
+    x = _x()[0]
+    x = x.at[3].set(jnp.finfo(x.dtype).max / 2)
     with pytest.raises((RuntimeError, ValueError), match="non-finite"):
         jax.block_until_ready(two_groups_em(x).p)
     with pytest.raises((RuntimeError, ValueError), match="non-finite"):
@@ -77,11 +79,20 @@ def test_throw_true_raises_on_a_nonfinite_fit():
     assert icmlx.result_name(fit.result) == "nonfinite"
 
 
-def test_relative_belief_eb_mmle_keeps_the_old_soft_failure():
-    # inside relative_belief_test the EM runs with throw=False, as before: a non-finite fit gives NaN gamma2
+def test_infinite_input_is_refused_before_the_fit():
     x = _x()[0].at[3].set(jnp.inf)
-    res = relative_belief_test(x, gamma2=EBMMLEGamma2())
-    assert not bool(jnp.isfinite(res.gamma2).all())
+    for call in (lambda: two_groups_em(x), lambda: relative_belief_test(x, gamma2=EBMMLEGamma2())):
+        with pytest.raises(ValueError, match=r"x contains 1 infinite value \(first at index 3\)") as info:
+            call()
+        assert len(str(info.value)) < 200
+
+
+def test_relative_belief_eb_mmle_refuses_a_failed_fit():
+    # before: a non-finite EM fit inside relative_belief_test gave NaN gamma2 and 0 rejections, silently
+    x = _x()[0]
+    x = x.at[3].set(jnp.finfo(x.dtype).max / 2)
+    with pytest.raises(ValueError, match=r"EBMMLEGamma2\(\) gave a non-finite gamma2"):
+        relative_belief_test(x, gamma2=EBMMLEGamma2())
 
 
 # --- gamma2 rule objects ------------------------------------------------------------------------------------

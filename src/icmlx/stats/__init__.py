@@ -4,8 +4,13 @@ The relative belief ratio :math:`RB(0\mid x)` and its test under a one-group nor
 one hyperparameter, chosen by a rule object (:class:`OracleGamma2`, :class:`SparsityGamma2`,
 :class:`EBSparsityGamma2`, :class:`EBMMLEGamma2`); the Bayes oracle and the exact risks of threshold rules in the
 two-groups model of Bogdan et al. (2011); Benjamini–Hochberg, Bonferroni and horseshoe rules; empirical-Bayes fits
-(:func:`two_groups_em` returns a :class:`TwoGroupsSolution`); and a common-random-numbers simulation driver for
+(:func:`two_groups_em` returns a :class:`TwoGroupsSolution`); the noise scale estimated from the data
+(``sigma="mad"``, :class:`MADSigma`, :func:`estimate_sigma`); and a common-random-numbers simulation driver for
 asymptotic Bayes optimality under sparsity.
+
+The tests take what users hold: lists, NumPy or JAX arrays, and pandas Series, whose index comes back on the result
+(``result.rejected_labels``). Non-finite z-scores are refused with a short ``ValueError``; z-scores that all lie in
+``[0, 1]`` (p-values passed by mistake) give a warning, and the p-value procedures refuse values outside ``[0, 1]``.
 
 Everything is vectorised over the last (tests) axis and over leading batch axes, and jit-safe (rule objects and
 string options such as ``gamma2="eb_sparsity"`` are static: close over them). ``horseshoe_nuts`` imports numpyro
@@ -49,6 +54,9 @@ from ._relative_belief import rb_strength as rb_strength
 from ._relative_belief import relative_belief_ratio as relative_belief_ratio
 from ._relative_belief import relative_belief_test as relative_belief_test
 from ._relative_belief import relative_belief_threshold as relative_belief_threshold
+from ._sigma import AbstractSigma as AbstractSigma
+from ._sigma import MADSigma as MADSigma
+from ._sigma import estimate_sigma as estimate_sigma
 from ._simulate import RiskComparison as RiskComparison
 from ._simulate import TwoGroupsSample as TwoGroupsSample
 from ._simulate import simulate_risk_ratios as simulate_risk_ratios
@@ -57,10 +65,12 @@ from ._simulate import simulate_two_groups as simulate_two_groups
 __all__ = [
     "PRESETS",
     "AbstractGamma2",
+    "AbstractSigma",
     "EBMMLEGamma2",
     "EBSparsityGamma2",
     "HorseshoeMCMCResult",
     "HorseshoeResult",
+    "MADSigma",
     "MultipleTestResult",
     "OracleGamma2",
     "OracleResult",
@@ -79,6 +89,7 @@ __all__ = [
     "bonferroni",
     "bonferroni_threshold",
     "calibrate_tau2",
+    "estimate_sigma",
     "estimate_sparsity",
     "horseshoe_nuts",
     "horseshoe_shrinkage",

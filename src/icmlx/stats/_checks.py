@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_values
+from .._checks import check_values, is_traced
 
 __all__: list[str] = []
 
@@ -115,3 +115,134 @@ def warn_float32_tails(dtype: Any, n: int, what: str) -> None:
             UserWarning,
             stacklevel=3,
         )
+
+
+# --- what users hold: lists, NumPy, JAX, pandas Series -> a floating array (+ the Series' index) --------------
+
+
+class Labels:
+    """The index of a pandas Series carried into a result (a static field compared by identity, so cheap to hash)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: Any):
+        self.index = index
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"Labels({len(self.index)})"
+
+
+def _series_values(x: Any, name: str) -> tuple[Any, Labels | None]:
+    """A pandas Series (or a one-column DataFrame) as a float64 NumPy array and its index; else ``(x, None)``."""
+    from .._inputs import is_dataframe, is_series
+
+    if is_dataframe(x):
+        if x.shape[1] != 1:
+            raise TypeError(
+                f"{name}: got a DataFrame with {x.shape[1]} columns; pass one column of statistics (df['z']), "
+                "or df.to_numpy().T for one test per row"
+            )
+        x = x.iloc[:, 0]
+    if is_series(x):
+        try:
+            values = x.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{name}: the Series has non-numeric values (dtype {x.dtype}); pass numbers") from err
+        return values, Labels(x.index)
+    return x, None
+
+
+def as_input_array(x: Any, name: str) -> tuple[jax.Array, Labels | None]:
+    """``x`` (list, tuple, NumPy, JAX, pandas Series) as a floating JAX array, and the Series index if any."""
+    x, labels = _series_values(x, name)
+    if isinstance(x, (list, tuple)):
+        try:
+            x = np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{name}: could not read the list as numbers ({err})") from err
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        raise TypeError(f"{name}: got an object array; pass numbers (e.g. np.asarray(values, dtype=float))")
+    if isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating):
+        x = x.astype(default_float(), copy=False)  # a float64 array under float32 JAX: cast once, quietly
+    return as_float_array(x, name), labels
+
+
+def _where_first(mask: np.ndarray, labels: Labels | None) -> str:
+    flat = np.flatnonzero(mask.reshape(-1))
+    count = flat.size
+    first = np.unravel_index(flat[0], mask.shape)
+    pos = int(first[0]) if mask.ndim == 1 else tuple(int(i) for i in first)
+    at = f"label {labels.index[pos]!r}" if labels is not None and mask.ndim == 1 else f"index {pos}"
+    return f"{count} {{what}}{'s' if count > 1 else ''} (first at {at})"
+
+
+def check_finite(x: jax.Array, name: str, labels: Labels | None = None) -> jax.Array:
+    """Refuse NaN and infinite entries with a short message that counts them and says where the first one is.
+
+    A concrete ``x`` is checked on the host (``ValueError`` now); a traced one with :func:`equinox.error_if`.
+    """
+    msg_nan = f"{name} contains NaN; drop or impute those entries first"
+    msg_inf = (f"{name} contains an infinite value; z-scores must be finite (drop it, or cap it at a large finite "
+               "value such as 40 to keep it as a sure rejection)")
+    if is_traced(x):
+        x = check_values(x, lambda xp, v: xp.isnan(v), msg_nan)
+        return check_values(x, lambda xp, v: xp.isinf(v), msg_inf)
+    v = np.asarray(x)
+    bad_nan = np.isnan(v)
+    if bad_nan.any():
+        where = _where_first(bad_nan, labels).format(what="NaN value")
+        raise ValueError(f"{name} contains {where}; drop or impute those entries first")
+    bad_inf = np.isinf(v)
+    if bad_inf.any():
+        where = _where_first(bad_inf, labels).format(what="infinite value")
+        raise ValueError(
+            f"{name} contains {where}; z-scores must be finite: drop it, or cap it at a large finite value "
+            "(e.g. 40) to keep it as a sure rejection"
+        )
+    return x
+
+
+#: Fewer tests than this are never taken for p-values (genuine z-scores all land in [0, 1] with probability
+#: at most 0.383 ** n, the N(0.5, 1) case; 6.8e-5 at n = 10).
+MIN_TESTS_FOR_PVALUE_WARNING = 10
+
+
+def looks_like_pvalues(z: np.ndarray) -> bool:
+    """The rule for "these z-scores are p-values": at least 10 values, all in [0, 1] (NaN-free, host NumPy).
+
+    Genuine z-scores are N(mu_i, 1) with half of the null ones negative, so all n of them fall in [0, 1] with
+    probability at most ``0.383 ** n`` (attained at mu = 0.5; ``0.341 ** n`` under the global null), while p-values
+    always do.
+    """
+    z = np.asarray(z)
+    return z.size >= MIN_TESTS_FOR_PVALUE_WARNING and bool(np.all((z >= 0.0) & (z <= 1.0)))
+
+
+def warn_if_pvalues(x: jax.Array, scale: Any, where: str, stacklevel: int) -> None:
+    """Warn when the z-scores ``x / scale`` of a concrete ``x`` look like p-values (:func:`looks_like_pvalues`)."""
+    if is_traced(x) or is_traced(scale):
+        return
+    z = np.asarray(x)
+    if scale is not None:
+        z = z / np.asarray(scale)
+    if looks_like_pvalues(z):
+        warnings.warn(
+            f"{where}: all {z.size} values of x/sigma lie in [0, 1]; these look like p-values, but {where} expects "
+            "z-scores (statistics/sigma). Pass the statistics, or for p-values use benjamini_hochberg/bonferroni.",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
+def prepare_scores(x: Any, where: str, *, name: str = "x", stacklevel: int = 3) -> tuple[jax.Array, Labels | None]:
+    """``x`` as a finite floating array with a tests axis, and the Series index (the entry of every z-test)."""
+    x, labels = as_input_array(x, name)
+    if x.ndim < 1 or x.shape[-1] < 1:
+        raise ValueError(f"{where}: {name} must have a non-empty last (tests) axis, got {name}.shape={x.shape}")
+    return check_finite(x, name, labels), labels

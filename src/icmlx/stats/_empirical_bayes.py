@@ -2,6 +2,7 @@
 
 import functools
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -9,7 +10,8 @@ from jaxtyping import Array, Float
 
 from .._results import RESULTS, Solution, raise_if_failed
 from .._types import RealScalarLike
-from ._checks import as_float_array, check_no_nan, check_scalar, positive
+from ._checks import check_scalar, positive, prepare_scores, warn_if_pvalues
+from ._sigma import AbstractSigma, resolve_sigma
 
 __all__ = ["estimate_sparsity", "TwoGroupsSolution", "two_groups_em"]
 
@@ -17,8 +19,8 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 
 def estimate_sparsity(
-    x: Float[Array, "*batch n"],
-    sigma: RealScalarLike = 1.0,
+    x: Any,
+    sigma: RealScalarLike | AbstractSigma | str = 1.0,
     *,
     c1: float = 2.0,
     c2: float = 1.0,
@@ -35,15 +37,15 @@ def estimate_sparsity(
     :math:`P = 2\bar\Phi(\sqrt{2\log n/(1+\tau^2)})` (the power of the universal threshold).
 
     Args:
-      x: observations, shape ``(*batch, n)``; tests run along the last axis.
-      sigma: known noise standard deviation (> 0).
+      x: observations, shape ``(*batch, n)`` (list, NumPy, JAX or pandas Series); tests run along the last axis.
+      sigma: known noise standard deviation (> 0), or ``"mad"``/:class:`MADSigma` to estimate it per row.
       c1, c2: the threshold and normalising constants (Python floats > 0).
 
     Returns:
       :math:`\hat p`, shape ``(*batch,)``.
 
     Raises:
-      ValueError: non-positive ``sigma``/``c1``/``c2``; NaN in ``x`` (at run time).
+      ValueError: non-positive ``sigma``/``c1``/``c2``; NaN or infinite values in ``x``.
 
     References:
       van der Pas, Kleijn & van der Vaart (2014), arXiv:1404.0202. Ghosh, Tang, Ghosh & Chakrabarti (2016),
@@ -58,10 +60,12 @@ def estimate_sparsity(
     """
     if c1 <= 0 or c2 <= 0:
         raise ValueError(f"c1 and c2 must be positive, got {c1=}, {c2=}")
-    x = check_no_nan(as_float_array(x, "x"), "x")
-    if x.ndim < 1 or x.shape[-1] < 2:
-        raise ValueError(f"x must have at least 2 tests along its last axis, got {x.shape=}")
-    return _sparsity_core(x, positive("sigma", sigma, x.dtype), float(c1), float(c2))
+    x, _ = prepare_scores(x, "estimate_sparsity")
+    if x.shape[-1] < 2:
+        raise ValueError(f"estimate_sparsity: x must have at least 2 tests along its last axis, got {x.shape=}")
+    s, estimated = resolve_sigma(sigma, x, "estimate_sparsity")
+    warn_if_pvalues(x, None if estimated else s, "estimate_sparsity", stacklevel=2)
+    return _sparsity_core(x, s, float(c1), float(c2))
 
 
 @functools.partial(jax.jit, static_argnums=(2, 3))
@@ -108,8 +112,8 @@ def _mixture_terms(x2, p, tau2, s2):
 
 
 def two_groups_em(
-    x: Float[Array, "*batch n"],
-    sigma: RealScalarLike = 1.0,
+    x: Any,
+    sigma: RealScalarLike | AbstractSigma | str = 1.0,
     *,
     num_steps: int = 100,
     p_init: RealScalarLike | Float[Array, "*batch"] | None = None,
@@ -127,8 +131,9 @@ def two_groups_em(
     maximiser. A fixed number of steps runs in ``lax.scan``, batched over the leading axes of ``x``.
 
     Args:
-      x: observations, shape ``(*batch, n)``.
-      sigma: known noise standard deviation (> 0).
+      x: observations, shape ``(*batch, n)`` (list, NumPy, JAX or pandas Series); all finite.
+      sigma: known noise standard deviation (> 0), or ``"mad"``/:class:`MADSigma` to estimate it per row first
+        (then the fit is that of ``x / sigma_hat``, with ``tau2`` given back in the units of ``x``).
       num_steps: number of EM steps (static Python int >= 1).
       p_init: starting p; default :func:`estimate_sparsity` clipped to ``[1/n, 0.5]``.
       tau2_init: starting tau^2; default ``max(mean of x^2 over the |x| > sigma sqrt(2 log n) tests - sigma^2,
@@ -138,12 +143,13 @@ def two_groups_em(
 
     Returns:
       :class:`TwoGroupsSolution` with ``value = (p, tau2)``, ``result`` and ``stats`` (``num_steps``,
-      ``log_likelihood``); ``.p``, ``.tau2`` and ``.log_likelihood`` read them by name.
+      ``log_likelihood``, ``sigma``: the noise scale used); ``.p``, ``.tau2`` and ``.log_likelihood`` read them
+      by name.
 
     Raises:
-      ValueError: bad ``num_steps``/``sigma``/initial values; NaN in ``x`` (at run time).
-      EquinoxRuntimeError: with ``throw=True``, a non-finite fit (``RESULTS.nonfinite``), e.g. from an infinite
-        observation.
+      ValueError: bad ``num_steps``/``sigma``/initial values; NaN or infinite values in ``x``.
+      EquinoxRuntimeError: with ``throw=True``, a non-finite fit (``RESULTS.nonfinite``), e.g. from values whose
+        squares overflow.
 
     References:
       Bogdan, Chakrabarti, Frommlet & Ghosh (2011), Ann. Statist. 39(3), arXiv:1002.3501 (the two-groups model).
@@ -160,13 +166,26 @@ def two_groups_em(
       >>> fit.result == icmlx.RESULTS.successful
       Array(True, dtype=bool)
     """
-    if not isinstance(num_steps, int) or num_steps < 1:
-        raise ValueError(f"num_steps must be a positive int, got {num_steps=}")
-    x = check_no_nan(as_float_array(x, "x"), "x")
-    if x.ndim < 1 or x.shape[-1] < 2:
-        raise ValueError(f"x must have at least 2 tests along its last axis, got {x.shape=}")
+    if not isinstance(num_steps, int) or isinstance(num_steps, bool) or num_steps < 1:
+        raise ValueError(f"two_groups_em: num_steps must be a positive int, got {num_steps=}")
+    x, _ = prepare_scores(x, "two_groups_em")
+    if x.shape[-1] < 2:
+        raise ValueError(f"two_groups_em: x must have at least 2 tests along its last axis, got {x.shape=}")
+    s, estimated = resolve_sigma(sigma, x, "two_groups_em")
+    warn_if_pvalues(x, None if estimated else s, "two_groups_em", stacklevel=2)
+    if not estimated:
+        return fit_two_groups(x, s, num_steps, p_init, tau2_init, throw)
+    scale = s[..., 0]
+    if tau2_init is not None:
+        tau2_init = positive("tau2_init", tau2_init, x.dtype) / (scale * scale)
+    fit = fit_two_groups(x / s, jnp.ones((), x.dtype), num_steps, p_init, tau2_init, throw)
+    stats = {**fit.stats, "sigma": scale}
+    return TwoGroupsSolution(value=(fit.p, fit.tau2 * scale * scale), result=fit.result, stats=stats)
+
+
+def fit_two_groups(x, s, num_steps, p_init, tau2_init, throw):
+    """The EM of :func:`two_groups_em` for checked ``x`` and a known scalar ``s`` (also used by EBMMLEGamma2)."""
     dt = x.dtype
-    s = positive("sigma", sigma, dt)
     batch = x.shape[:-1]
     p0 = None
     t0 = None
@@ -178,7 +197,7 @@ def two_groups_em(
     finite = jnp.all(jnp.isfinite(p)) & jnp.all(jnp.isfinite(tau2)) & jnp.all(jnp.isfinite(lls))
     result = RESULTS.where(finite, RESULTS.successful, RESULTS.nonfinite)
     p = raise_if_failed(p, result, throw)
-    stats = {"num_steps": jnp.asarray(num_steps, jnp.int32), "log_likelihood": lls}
+    stats = {"num_steps": jnp.asarray(num_steps, jnp.int32), "log_likelihood": lls, "sigma": s}
     return TwoGroupsSolution(value=(p, tau2), result=result, stats=stats)
 
 

@@ -1,24 +1,29 @@
 """p-value based anchors: two-sided p-values, Benjamini–Hochberg step-up and Bonferroni."""
 
 import math
+from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, Bool, Float, Int
 
-from .._checks import check_values
+from .._checks import check_values, is_traced
 from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
 from ._checks import (
-    as_float_array,
-    check_no_nan,
+    Labels,
+    _where_first,
+    as_input_array,
     check_scalar,
     float_dtype,
-    positive,
     warn_float32_tails,
+    warn_if_pvalues,
 )
+from ._records import rejected_labels, summary_repr
+from ._sigma import AbstractSigma, resolve_sigma
 
 __all__ = [
     "two_sided_pvalues",
@@ -31,19 +36,21 @@ __all__ = [
 
 
 def two_sided_pvalues(
-    x: Float[Array, "*shape"], sigma: RealScalarLike = 1.0
+    x: Any, sigma: RealScalarLike | AbstractSigma | str = 1.0
 ) -> Float[Array, "*shape"]:
     r"""Two-sided normal p-values :math:`p_i = 2\bar\Phi(|x_i|/\sigma)`, computed without cancellation.
 
     Args:
-      x: observations, any shape.
-      sigma: noise standard deviation (> 0).
+      x: observations, shape ``(*batch, n)``: list, NumPy, JAX or pandas Series (z-scores when ``sigma=1``). An
+        infinite value gives the p-value 0. Values that all lie in ``[0, 1]`` look like p-values and give a
+        warning.
+      sigma: noise standard deviation (> 0), or ``"mad"``/:class:`MADSigma` to estimate it per row.
 
     Returns:
       p-values, same shape and dtype as ``x``.
 
     Raises:
-      ValueError: non-positive ``sigma``; NaN in ``x`` (at run time).
+      ValueError: non-positive ``sigma``; NaN in ``x`` (a concrete ``x`` at once, under ``jit`` at run time).
 
     References:
       Benjamini & Hochberg (1995), J. R. Stat. Soc. B 57(1).
@@ -54,8 +61,18 @@ def two_sided_pvalues(
       >>> print(jnp.round(two_sided_pvalues(jnp.array([0.0, 1.959964, -3.0])), 4))
       [1.   0.05 0.0027]
     """
-    x = check_no_nan(as_float_array(x, "x"), "x")
-    return _pvals(x, positive("sigma", sigma, x.dtype))
+    x, _ = as_input_array(x, "x")
+    if x.ndim < 1:
+        x = x[None]
+        return _pvals(*_pvalue_inputs(x, sigma))[0]
+    return _pvals(*_pvalue_inputs(x, sigma))
+
+
+def _pvalue_inputs(x, sigma):
+    x = check_values(x, lambda xp, v: xp.isnan(v), "two_sided_pvalues: x contains NaN; drop or impute it first")
+    s, estimated = resolve_sigma(sigma, x, "two_sided_pvalues")
+    warn_if_pvalues(x, None if estimated else s, "two_sided_pvalues", stacklevel=3)
+    return x, s
 
 
 @jax.jit
@@ -70,23 +87,59 @@ class MultipleTestResult(eqx.Module):
       reject: decisions, shape of the p-values.
       num_rejected: number of rejections per row, shape ``(*batch,)``.
       threshold: the p-value cutoff per row (reject iff ``p <= threshold``; 0 with no rejection for BH).
+      labels: the index of the pandas Series passed as ``pvalues`` (``None`` otherwise); :attr:`rejected_labels`
+        reads the rejected ones.
     """
 
     reject: Bool[Array, "*batch n"]
     num_rejected: Int[Array, "*batch"]
     threshold: Float[Array, "*batch"]
+    _labels: Labels | None = eqx.field(static=True, default=None)
+
+    @property
+    def num_tests(self) -> int:
+        """Number of tests per row (the length of the last axis)."""
+        return self.reject.shape[-1]
+
+    @property
+    def labels(self) -> Any:
+        """The pandas index of the Series passed as ``pvalues``, or ``None``."""
+        return None if self._labels is None else self._labels.index
+
+    @property
+    def rejected_labels(self) -> Any:
+        """Labels of the rejected tests (a pandas Index for Series input), else their positions (per row)."""
+        return rejected_labels(self.reject, self._labels)
+
+    def __repr__(self) -> str:
+        return summary_repr(self, ["threshold"])
 
     n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 
 
-def _check_pvalues(pvalues):
-    p = as_float_array(pvalues, "pvalues")
+def _check_pvalues(pvalues, where):
+    p, labels = as_input_array(pvalues, "pvalues")
     if p.ndim < 1 or p.shape[-1] < 1:
-        raise ValueError(f"pvalues must have a non-empty last (tests) axis, got {p.shape=}")
-    return check_values(
-        p, lambda xp, v: xp.isnan(v) | (v < 0.0) | (v > 1.0),
-        "pvalues must lie in [0, 1] (NaN or out-of-range value found); pass p-values, not z-scores",
-    )
+        raise ValueError(f"{where}: pvalues must have a non-empty last (tests) axis, got {p.shape=}")
+    if is_traced(p):
+        return check_values(
+            p, lambda xp, v: xp.isnan(v) | (v < 0.0) | (v > 1.0),
+            f"{where}: pvalues must lie in [0, 1] (NaN or out-of-range value found); for z-scores pass "
+            "two_sided_pvalues(z)",
+        ), labels
+    v = np.asarray(p)
+    if np.isnan(v).any():
+        where_nan = _where_first(np.isnan(v), labels).format(what="NaN value")
+        raise ValueError(f"{where}: pvalues contains {where_nan}; drop or impute those entries first")
+    out = (v < 0.0) | (v > 1.0)
+    if out.any():
+        first = v.reshape(-1)[np.flatnonzero(out.reshape(-1))[0]]
+        found = _where_first(out, labels).format(what="value")
+        raise ValueError(
+            f"{where}: pvalues must lie in [0, 1], but {found} lie outside, e.g. {float(first):.4g}; these look "
+            "like z-scores: convert them with two_sided_pvalues(z) first"
+        )
+    return p, labels
 
 
 def _line(j, n, alpha, dt):
@@ -128,7 +181,7 @@ def _bh_bucket(p, n, alpha):
 
 
 def benjamini_hochberg(
-    pvalues: Float[Array, "*batch n"],
+    pvalues: Any,
     alpha: RealScalarLike = 0.05,
     *,
     method: str = "bucket",
@@ -147,7 +200,8 @@ def benjamini_hochberg(
     faster one for large ``n``.
 
     Args:
-      pvalues: p-values in [0, 1], shape ``(*batch, n)``; one BH procedure per row.
+      pvalues: p-values in [0, 1], shape ``(*batch, n)``: list, NumPy, JAX or pandas Series (its index comes back
+        as ``result.labels``); one BH procedure per row. z-scores are refused: pass ``two_sided_pvalues(z)``.
       alpha: FDR level in (0, 1); scalar (Python or 0-d array).
       method: ``"bucket"`` or ``"sort"``.
 
@@ -156,7 +210,8 @@ def benjamini_hochberg(
       :math:`p_{(k^*)}`, 0 if none).
 
     Raises:
-      ValueError: ``alpha`` outside (0, 1), unknown ``method``; p-values NaN or outside [0, 1] (run time).
+      ValueError: ``alpha`` outside (0, 1), unknown ``method``; p-values NaN or outside [0, 1] (a concrete input at
+        once, under ``jit`` at run time).
 
     References:
       Benjamini & Hochberg (1995), J. R. Stat. Soc. B 57(1):289–300.
@@ -171,14 +226,13 @@ def benjamini_hochberg(
     """
     if method not in ("bucket", "sort"):
         raise ValueError(f"method must be 'bucket' or 'sort', got {method=!r}")
-    p = _check_pvalues(pvalues)
+    p, labels = _check_pvalues(pvalues, "benjamini_hochberg")
     dt = p.dtype
     a = check_scalar("alpha", alpha, dt, lo=0.0, hi=1.0)
     if a.ndim != 0:
         raise ValueError(f"alpha must be a scalar, got shape {a.shape}")
-    if method == "sort":
-        return _bh_sort_decisions(p, a)
-    return _bh_bucket_decisions(p, a)
+    res = _bh_sort_decisions(p, a) if method == "sort" else _bh_bucket_decisions(p, a)
+    return res if labels is None else eqx.tree_at(lambda r: r._labels, res, labels, is_leaf=lambda v: v is None)
 
 
 @jax.jit
@@ -215,7 +269,7 @@ def _bh_bucket_decisions(p, a):
     return MultipleTestResult(reject=reject, num_rejected=kstar, threshold=thr)
 
 
-def bh_adjusted_pvalues(pvalues: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
+def bh_adjusted_pvalues(pvalues: Any) -> Float[Array, "*batch n"]:
     r"""BH-adjusted p-values :math:`\tilde p_{(i)} = \min_{k\ge i}\min(1, n p_{(k)}/k)` (sort-based).
 
     ``benjamini_hochberg(p, alpha).reject == (adjusted <= alpha)`` up to rounding at the boundary.
@@ -238,7 +292,7 @@ def bh_adjusted_pvalues(pvalues: Float[Array, "*batch n"]) -> Float[Array, "*bat
       >>> print(jnp.round(bh_adjusted_pvalues(jnp.array([0.01, 0.04, 0.03])), 3))
       [0.03 0.04 0.04]
     """
-    return _bh_adjusted(_check_pvalues(pvalues))
+    return _bh_adjusted(_check_pvalues(pvalues, "bh_adjusted_pvalues")[0])
 
 
 @jax.jit
@@ -253,7 +307,7 @@ def _bh_adjusted(p):
 
 
 def bonferroni(
-    pvalues: Float[Array, "*batch n"], alpha: RealScalarLike = 0.05
+    pvalues: Any, alpha: RealScalarLike = 0.05
 ) -> MultipleTestResult:
     r"""Bonferroni correction (FWER at level ``alpha``): reject :math:`H_{0i}` iff :math:`p_i\le\alpha/n`.
 
@@ -279,12 +333,13 @@ def bonferroni(
       >>> print(bonferroni(jnp.array([0.001, 0.02, 0.3]), 0.05).reject)
       [ True False False]
     """
-    p = _check_pvalues(pvalues)
+    p, labels = _check_pvalues(pvalues, "bonferroni")
     dt = p.dtype
     a = check_scalar("alpha", alpha, dt, lo=0.0, hi=1.0)
     n = p.shape[-1]
     warn_float32_tails(dt, n, "bonferroni")
-    return _bonf(p, a)
+    res = _bonf(p, a)
+    return res if labels is None else eqx.tree_at(lambda r: r._labels, res, labels, is_leaf=lambda v: v is None)
 
 
 @jax.jit

@@ -24,8 +24,8 @@ from jaxtyping import Array, Float
 
 from .._deprecation import renamed_kwargs
 from .._types import RealScalarLike
-from ._checks import as_float_array, check_scalar, float_dtype, positive
-from ._empirical_bayes import estimate_sparsity, two_groups_em
+from ._checks import as_input_array, check_finite, check_scalar, float_dtype, positive
+from ._empirical_bayes import _sparsity_core, fit_two_groups
 
 __all__ = [
     "PRESETS",
@@ -76,6 +76,10 @@ class AbstractGamma2(eqx.Module):
     def _gamma2(self, x: Any, sigma: Any) -> Float[Array, "..."]:
         """gamma^2 for z-scores ``x`` with noise ``sigma`` (each rule implements it)."""
 
+    def _gamma2_standardised(self, z: Any, scale: Any) -> Float[Array, "..."]:
+        """gamma^2 / scale^2 for the standardised data ``z = x / scale`` (``scale`` estimated per row)."""
+        return self._gamma2(z, 1.0)
+
 
 class OracleGamma2(AbstractGamma2):
     r"""Rule H1, "oracle": :math:`\gamma^2=\tau^2\,(f\delta)^2`, i.e. :math:`g=v`, from the known two-groups parameters.
@@ -109,6 +113,9 @@ class OracleGamma2(AbstractGamma2):
 
     def _gamma2(self, x, sigma):
         return _oracle(x, self.p, self.tau2, sigma, self.delta)
+
+    def _gamma2_standardised(self, z, scale):
+        return _oracle(z, self.p, self.tau2, 1.0, self.delta) / (scale * scale)  # tau2 is in the units of x
 
 
 class SparsityGamma2(AbstractGamma2):
@@ -208,21 +215,24 @@ def _sparsity(x, p, sigma):
 
 def _need_x(x, name):
     if x is None:
-        raise ValueError(f"gamma2 rule {name} needs the data x")
-    return as_float_array(x, "x")
+        raise ValueError(f"gamma2 rule {name} needs the data x: relative_belief_gamma2({name}(), x=...)")
+    x, labels = as_input_array(x, "x")
+    if x.ndim < 1 or x.shape[-1] < 2:
+        raise ValueError(f"gamma2 rule {name} needs at least 2 tests along the last axis of x, got {x.shape=}")
+    return check_finite(x, "x", labels)
 
 
 def _eb_sparsity(x, sigma):
     x = _need_x(x, "EBSparsityGamma2")
     s = positive("sigma", sigma, x.dtype)
-    ph = estimate_sparsity(x, s)
+    ph = _sparsity_core(x, s, 2.0, 1.0)
     return ((s * (1.0 - ph) / ph) ** 2)[..., None]
 
 
 def _eb_mmle(x, sigma, num_em_steps):
     x = _need_x(x, "EBMMLEGamma2")
     s = positive("sigma", sigma, x.dtype)
-    fit = two_groups_em(x, s, num_steps=num_em_steps, throw=False)
+    fit = fit_two_groups(x, s, num_em_steps, None, None, throw=False)
     return (fit.tau2 * ((1.0 - fit.p) / fit.p) ** 2)[..., None]
 
 
@@ -261,11 +271,8 @@ def resolve_rule(
     flags = {k: v for k, v in legacy.items() if v is not None}
     if gamma2 is None:
         if "p" not in flags:
-            raise ValueError(
-                f"{where}() needs gamma2: a number or array (> 0), a rule (OracleGamma2(p, tau2), SparsityGamma2(p), "
-                f"EBSparsityGamma2(), EBMMLEGamma2()) or 'eb_sparsity'/'eb_mmle'"
-            )
-        gamma2 = "sparsity"  # the old default preset
+            return EBSparsityGamma2(), None  # the default rule: it needs the data only
+        gamma2 = "sparsity"  # the old default preset, with the deprecated p= flag
     if isinstance(gamma2, AbstractGamma2):
         if flags:
             raise TypeError(f"{where}(): {sorted(flags)} cannot be combined with a gamma2 rule object; set them on it")

@@ -2,6 +2,7 @@
 
 import functools
 import math
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -11,8 +12,10 @@ from jaxtyping import Array, Bool, Float
 
 from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
-from ._checks import as_float_array, check_no_nan, float_dtype, positive
-from ._empirical_bayes import estimate_sparsity
+from ._checks import Labels, as_input_array, check_no_nan, float_dtype, positive, prepare_scores, warn_if_pvalues
+from ._empirical_bayes import _sparsity_core
+from ._records import rejected_labels, summary_repr
+from ._sigma import AbstractSigma, resolve_sigma
 
 __all__ = ["horseshoe_shrinkage", "horseshoe_threshold", "HorseshoeResult", "horseshoe_test"]
 
@@ -110,7 +113,7 @@ def horseshoe_shrinkage(
       >>> [round(v, 4) for v in horseshoe_shrinkage(jnp.array([4.0, 6.0]), 0.01).tolist()]
       [0.5035, 0.9384]
     """
-    x = check_no_nan(as_float_array(x, "x"), "x")
+    x = check_no_nan(as_input_array(x, "x")[0], "x")
     dt = x.dtype
     s = positive("sigma", sigma, dt)
     log_tau = _prep_tau(tau, dt)
@@ -187,24 +190,46 @@ class HorseshoeResult(eqx.Module):
       reject: decisions :math:`E[1-\\kappa_i\\mid x_i] > 1/2`, shape of ``x``.
       threshold: the equivalent cutoff on :math:`|x|/\\sigma` per row, shape ``(*batch,)``.
       tau: the global scale used per row, shape ``(*batch,)``.
+      sigma: the noise standard deviation used (the number given, or the estimate per row, ``(*batch, 1)``).
+      labels: the index of the pandas Series passed as ``x`` (``None`` otherwise).
     """
 
     reject: Bool[Array, "*batch n"]
     threshold: Float[Array, "*batch"]
     tau: Float[Array, "*batch"]
+    sigma: Float[Array, "..."] | None = None
+    _labels: Labels | None = eqx.field(static=True, default=None)
 
     @property
     def num_rejected(self) -> Array:
         """Number of rejections along the last axis."""
         return jnp.sum(self.reject, axis=-1)
 
+    @property
+    def num_tests(self) -> int:
+        """Number of tests per row (the length of the last axis)."""
+        return self.reject.shape[-1]
+
+    @property
+    def labels(self) -> Any:
+        """The pandas index of the Series passed as ``x``, or ``None``."""
+        return None if self._labels is None else self._labels.index
+
+    @property
+    def rejected_labels(self) -> Any:
+        """Labels of the rejected tests (a pandas Index for Series input), else their positions (per row)."""
+        return rejected_labels(self.reject, self._labels)
+
+    def __repr__(self) -> str:
+        return summary_repr(self, ["threshold", "tau", "sigma"])
+
     n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 
 
 def horseshoe_test(
-    x: Float[Array, "*batch n"],
+    x: Any,
     tau: ScalarOrBatch | str = "eb",
-    sigma: RealScalarLike = 1.0,
+    sigma: RealScalarLike | AbstractSigma | str = 1.0,
 ) -> HorseshoeResult:
     r"""Horseshoe multiple test of Datta & Ghosh (2013): reject iff :math:`E[1-\kappa_i\mid x_i] > 1/2`.
 
@@ -214,15 +239,16 @@ def horseshoe_test(
     :math:`\tau\asymp p` the risk is within a constant factor of the oracle.
 
     Args:
-      x: observations, shape ``(*batch, n)``.
+      x: observations, shape ``(*batch, n)``: list, NumPy, JAX or pandas Series (its index comes back as
+        ``result.labels``); all finite.
       tau: global scale > 0 (scalar, or shape ``(*batch,)`` per row) or ``"eb"``.
-      sigma: noise standard deviation (> 0).
+      sigma: noise standard deviation (> 0), or ``"mad"``/:class:`MADSigma` to estimate it per row.
 
     Returns:
-      :class:`HorseshoeResult` (``reject``, ``threshold``, ``tau``).
+      :class:`HorseshoeResult` (``reject``, ``threshold``, ``tau``, ``sigma``, ``labels``).
 
     Raises:
-      ValueError: unknown string for ``tau``; non-positive ``tau``/``sigma``; NaN in ``x`` (run time).
+      ValueError: unknown string for ``tau``; non-positive ``tau``/``sigma``; NaN or infinite values in ``x``.
 
     References:
       Datta & Ghosh (2013), Bayesian Anal. 8(1). Ghosh, Tang, Ghosh & Chakrabarti (2016), Bayesian Anal. 11(3).
@@ -234,18 +260,19 @@ def horseshoe_test(
       >>> print(horseshoe_test(jnp.array([1.0, 3.9, 4.1]), tau=0.01).reject)
       [False False  True]
     """
-    x = check_no_nan(as_float_array(x, "x"), "x")
-    if x.ndim < 1:
-        raise ValueError(f"x must have a tests axis, got {x.shape=}")
+    if isinstance(tau, str) and tau != "eb":
+        raise ValueError(f"horseshoe_test: tau must be a positive number, an array or 'eb', got {tau=!r}")
+    x, labels = prepare_scores(x, "horseshoe_test")
     dt = x.dtype
-    s = positive("sigma", sigma, dt)
+    s, estimated = resolve_sigma(sigma, x, "horseshoe_test")
+    warn_if_pvalues(x, None if estimated else s, "horseshoe_test", stacklevel=2)
     batch = x.shape[:-1]
     if isinstance(tau, str):
-        if tau != "eb":
-            raise ValueError(f"tau must be a positive number, an array or 'eb', got {tau=!r}")
-        t = estimate_sparsity(x, s)
+        if x.shape[-1] < 2:
+            raise ValueError(f"horseshoe_test: tau='eb' needs at least 2 tests along the last axis, got {x.shape=}")
+        t = _sparsity_core(x, s, 2.0, 1.0)
     else:
         t = jnp.broadcast_to(positive("tau", tau, dt), batch)
     thr = _hs_threshold(jnp.log(t), 50)
     reject = _compare(x, s, thr)
-    return HorseshoeResult(reject=reject, threshold=thr, tau=t)
+    return HorseshoeResult(reject=reject, threshold=thr, tau=t, sigma=s, _labels=labels)

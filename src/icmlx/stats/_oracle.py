@@ -1,6 +1,7 @@
 """Two-groups framework of Bogdan, Chakrabarti, Frommlet & Ghosh (2011): Bayes oracle and exact risks."""
 
 import functools
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -10,7 +11,8 @@ from jaxtyping import Array, Bool, Float
 
 from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
-from ._checks import as_float_array, check_no_nan, check_scalar, float_dtype, positive
+from ._checks import Labels, check_scalar, float_dtype, positive, prepare_scores, warn_if_pvalues
+from ._records import rejected_labels, summary_repr
 
 __all__ = [
     "bayes_oracle_threshold",
@@ -114,22 +116,42 @@ class OracleResult(eqx.Module):
       reject: oracle decisions, shape of ``x``.
       lfdr: local false discovery rate :math:`P(\\mu_i=0\\mid x_i)`, shape of ``x``.
       threshold: :math:`c^2` on :math:`(x/\\sigma)^2` (broadcastable to ``x``).
+      labels: the index of the pandas Series passed as ``x`` (``None`` otherwise).
     """
 
     reject: Bool[Array, "*shape"]
     lfdr: Float[Array, "*shape"]
     threshold: Float[Array, "..."]
+    _labels: Labels | None = eqx.field(static=True, default=None)
 
     @property
     def num_rejected(self) -> Array:
         """Number of rejections along the last axis."""
         return jnp.sum(self.reject, axis=-1)
 
+    @property
+    def num_tests(self) -> int:
+        """Number of tests per row (the length of the last axis)."""
+        return self.reject.shape[-1]
+
+    @property
+    def labels(self) -> Any:
+        """The pandas index of the Series passed as ``x``, or ``None``."""
+        return None if self._labels is None else self._labels.index
+
+    @property
+    def rejected_labels(self) -> Any:
+        """Labels of the rejected tests (a pandas Index for Series input), else their positions (per row)."""
+        return rejected_labels(self.reject, self._labels)
+
+    def __repr__(self) -> str:
+        return summary_repr(self, ["threshold"])
+
     n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 
 
 def bayes_oracle_test(
-    x: Float[Array, "*batch n"],
+    x: Any,
     *,
     p: ScalarOrBatch,
     tau2: ScalarOrBatch,
@@ -146,14 +168,15 @@ def bayes_oracle_test(
        p\,\phi(z_i/\sqrt{1+u})/\sqrt{1+u}}.
 
     Args:
-      x: observations, shape ``(*batch, n)``.
+      x: observations, shape ``(*batch, n)``: list, NumPy, JAX or pandas Series (its index comes back as
+        ``result.labels``); all finite.
       p, tau2, sigma, delta0, deltaA: as in :func:`bayes_oracle_threshold`.
 
     Returns:
-      :class:`OracleResult` (``reject``, ``lfdr``, ``threshold``).
+      :class:`OracleResult` (``reject``, ``lfdr``, ``threshold``, ``labels``).
 
     Raises:
-      ValueError: as :func:`bayes_oracle_threshold`; NaN in ``x`` (at run time).
+      ValueError: as :func:`bayes_oracle_threshold`; NaN or infinite values in ``x``.
 
     References:
       Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501.
@@ -164,10 +187,11 @@ def bayes_oracle_test(
       >>> bayes_oracle_test(jnp.array([1.0, 3.5, 3.6]), p=0.01, tau2=11.645).reject
       Array([False, False,  True], dtype=bool)
     """
-    x = check_no_nan(as_float_array(x, "x"), "x")
+    x, labels = prepare_scores(x, "bayes_oracle_test")
     dt, pp, u, s, d0, dA = _params(p, tau2, sigma, delta0, deltaA, extra=(x,))
+    warn_if_pvalues(x, s, "bayes_oracle_test", stacklevel=2)
     reject, lfdr, c2 = _bo_test(x, pp, u, s, d0, dA)
-    return OracleResult(reject=reject, lfdr=lfdr, threshold=c2)
+    return OracleResult(reject=reject, lfdr=lfdr, threshold=c2, _labels=labels)
 
 
 class ThresholdRisk(eqx.Module):

@@ -9,16 +9,21 @@ For :math:`X_i\mid\mu_i\sim N(\mu_i,\sigma^2)` and the one-group prior :math:`\m
 .. math:: RB(0\mid x_i)=\sqrt{1+g}\;\exp\!\Big(-\frac{z_i^2\,g}{2(1+g)}\Big).
 """
 
+from typing import Any
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtr
 from jaxtyping import Array, Bool, Float
 
+from .._checks import check_values
 from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
-from ._checks import as_float_array, check_no_nan, float_dtype, positive
-from ._gamma2 import AbstractGamma2, resolve_rule
+from ._checks import Labels, as_input_array, check_no_nan, float_dtype, positive, prepare_scores, warn_if_pvalues
+from ._gamma2 import AbstractGamma2, OracleGamma2, SparsityGamma2, resolve_rule
+from ._records import rejected_labels, summary_repr
+from ._sigma import AbstractSigma, resolve_sigma
 
 __all__ = [
     "log_relative_belief_ratio",
@@ -33,7 +38,7 @@ ScalarOrBatch = RealScalarLike | Float[Array, "..."]
 
 
 def _prep(x, gamma2, sigma):
-    x = check_no_nan(as_float_array(x, "x"), "x")
+    x = check_no_nan(as_input_array(x, "x")[0], "x")
     dt = x.dtype
     return x, positive("gamma2", gamma2, dt), positive("sigma", sigma, dt)
 
@@ -219,13 +224,19 @@ def relative_belief_threshold(
 class RelativeBeliefResult(eqx.Module):
     r"""Result of :func:`relative_belief_test`.
 
+    Prints as ``RelativeBeliefResult(num_tests=..., num_rejected=..., gamma2=..., threshold=..., k=..., sigma=...)``.
+
     Attributes:
       reject: ``RB(0|x_i) < k``, shape of ``x``.
       log_rb: :math:`\log RB(0\mid x_i)`, shape of ``x``.
       strength: Evans's strength :math:`Str(0)`, shape of ``x``.
       threshold: the equivalent cutoff :math:`c^2_{RB}` on :math:`(x/\sigma)^2` (broadcastable to ``x``).
-      gamma2: the :math:`\gamma^2` used (broadcastable to ``x``).
+      gamma2: the :math:`\gamma^2` used, in the units of ``x`` (broadcastable to ``x``).
       k: the evidence cutoff.
+      sigma: the noise standard deviation used: the number given, or the estimate per row, shape ``(*batch, 1)``,
+        for ``sigma="mad"``.
+      labels: the index of the pandas Series passed as ``x`` (``None`` otherwise); :attr:`rejected_labels` reads
+        the rejected ones.
     """
 
     reject: Bool[Array, "*shape"]
@@ -234,6 +245,8 @@ class RelativeBeliefResult(eqx.Module):
     threshold: Float[Array, "..."]
     gamma2: Float[Array, "..."]
     k: Float[Array, ""]
+    sigma: Float[Array, "..."] | None = None
+    _labels: Labels | None = eqx.field(static=True, default=None)
 
     @property
     def rb(self) -> Float[Array, "*shape"]:
@@ -245,15 +258,33 @@ class RelativeBeliefResult(eqx.Module):
         """Number of rejections along the last axis."""
         return jnp.sum(self.reject, axis=-1)
 
+    @property
+    def num_tests(self) -> int:
+        """Number of tests per row (the length of the last axis)."""
+        return self.reject.shape[-1]
+
+    @property
+    def labels(self) -> Any:
+        """The pandas index of the Series passed as ``x``, or ``None``."""
+        return None if self._labels is None else self._labels.index
+
+    @property
+    def rejected_labels(self) -> Any:
+        """Labels of the rejected tests (a pandas Index for Series input), else their positions (per row)."""
+        return rejected_labels(self.reject, self._labels)
+
+    def __repr__(self) -> str:
+        return summary_repr(self, ["gamma2", "threshold", "k", "sigma"])
+
     n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 
 
 def relative_belief_test(
-    x: Float[Array, "*batch n"],
+    x: Any,
     *,
     gamma2: ScalarOrBatch | AbstractGamma2 | str | None = None,
     k: RealScalarLike = 1.0,
-    sigma: RealScalarLike = 1.0,
+    sigma: RealScalarLike | AbstractSigma | str = 1.0,
     **deprecated,
 ) -> RelativeBeliefResult:
     r"""Relative-belief multiple test: reject :math:`H_{0i}:\mu_i=0` iff :math:`RB(0\mid x_i) < k`.
@@ -269,23 +300,43 @@ def relative_belief_test(
     :func:`relative_belief_gamma2`: :class:`OracleGamma2` (H1) and :class:`SparsityGamma2` (H2) are ABOS,
     :class:`EBSparsityGamma2` (H3) is in practice as good as H1.
 
+    **Default** ``gamma2``: :class:`EBSparsityGamma2` (it needs the data only). Measured on two-groups data
+    (:func:`simulate_two_groups`, :math:`p\in\{0.001, 0.005, 0.01, 0.05, 0.1, 0.2\}`,
+    :math:`\tau^2\in\{4, 9, 25\}` and the :math:`C=1` value of :func:`calibrate_tau2`; 100 replicates at
+    :math:`n=10^4`, 400 at :math:`10^3`, 20 at :math:`10^5`) against the Bayes oracle and Benjamini–Hochberg
+    (statsmodels), its false discovery rate stayed between 0.06 and 0.15 at :math:`n=10^4` (0.09–0.18 at
+    :math:`10^3`, 0.04–0.14 at :math:`10^5`), its Bayes risk within 1.2% of the oracle's (median; at most 6%), and
+    its power 0.88–1.06 times that of BH at level 0.1. :class:`EBMMLEGamma2`, the other rule that needs no
+    parameters, had the FDR 0.08–0.35 at :math:`n=10^4` and up to 0.61 at :math:`10^3` (its :math:`\hat\tau^2` is
+    noisy when the effects are weak), and up to 3.8 times the oracle's risk.
+
+    The test minimises the number of misclassified hypotheses (false positives plus false negatives), like the
+    Bayes oracle; it does **not** control the FDR at a chosen level. For that, use
+    ``benjamini_hochberg(two_sided_pvalues(x), alpha)``.
+
     Args:
-      x: observations, shape ``(*batch, n)``; tests along the last axis, the data-driven rules per row.
+      x: observations (z-scores when ``sigma=1``), shape ``(*batch, n)``: a list, NumPy or JAX array, or a pandas
+        Series (its index comes back as ``result.labels``); tests along the last axis, the data-driven rules per
+        row. All values must be finite. Values that all lie in ``[0, 1]`` look like p-values and give a warning.
       gamma2: :math:`\gamma^2`: a number or array (> 0, broadcastable against ``x``), a rule object
-        (:class:`OracleGamma2`, :class:`SparsityGamma2`, :class:`EBSparsityGamma2`, :class:`EBMMLEGamma2`), or the
-        shorthand ``"eb_sparsity"``/``"eb_mmle"``. Rule objects and strings are static under ``jax.jit``.
+        (:class:`OracleGamma2`, :class:`SparsityGamma2`, :class:`EBSparsityGamma2`, :class:`EBMMLEGamma2`), the
+        shorthand ``"eb_sparsity"``/``"eb_mmle"``, or ``None`` for the default ``EBSparsityGamma2()``. Rule objects
+        and strings are static under ``jax.jit``.
       k: evidence cutoff (> 0), default 1 (Evans's principle of evidence).
-      sigma: known noise standard deviation (> 0).
+      sigma: noise standard deviation: a known number (> 0), or ``"mad"``/:class:`MADSigma` to estimate it per row
+        from the data (:func:`estimate_sigma`).
       **deprecated: one release only, with a ``DeprecationWarning`` and the old numbers: the flags ``p``, ``tau2``,
         ``delta`` with ``gamma2="oracle"``/``"sparsity"`` (``gamma2`` omitted with ``p`` given means
         ``"sparsity"``), and ``em_steps``/``num_em_steps`` with ``"eb_mmle"``.
 
     Returns:
-      :class:`RelativeBeliefResult` (``reject``, ``log_rb``, ``strength``, ``threshold``, ``gamma2``, ``k``).
+      :class:`RelativeBeliefResult` (``reject``, ``log_rb``, ``strength``, ``threshold``, ``gamma2``, ``k``,
+      ``sigma``, ``labels``).
 
     Raises:
-      ValueError: no ``gamma2``, an unknown preset or out-of-range values; NaN in ``x`` (at run time).
-      TypeError: deprecated flags combined with a rule object.
+      ValueError: an unknown preset or out-of-range values; NaN or infinite values in ``x`` (a concrete ``x`` at
+        once; under ``jit`` at run time); a data-driven rule that gave a non-finite :math:`\gamma^2`.
+      TypeError: deprecated flags combined with a rule object or an estimated ``sigma``.
 
     References:
       "An Evidential Route to Asymptotic Bayes Optimality under Sparsity", ICML 2026. Evans & Tomal (2018),
@@ -297,19 +348,42 @@ def relative_belief_test(
       >>> res = relative_belief_test(jnp.array([0.5, 2.0, 4.5, -5.0]), gamma2=SparsityGamma2(p=0.01))
       >>> print(res.reject, round(float(res.threshold), 3), int(res.num_rejected))
       [False False  True  True] 9.191 2
+      >>> import jax
+      >>> from icmlx.stats import simulate_two_groups
+      >>> z = simulate_two_groups(jax.random.key(0), 10_000, p=0.01, tau2=16.0).x[0]
+      >>> relative_belief_test(z)   # the default gamma2: EBSparsityGamma2()
+      RelativeBeliefResult(num_tests=10000, num_rejected=44, gamma2=[1.038e+05], threshold=[11.55], k=1, sigma=1)
     """
     rule, legacy_fn = resolve_rule(gamma2, deprecated, "relative_belief_test", stacklevel=3)
-    x = check_no_nan(as_float_array(x, "x"), "x")
-    if x.ndim < 1:
-        raise ValueError(f"x must have a tests axis, got {x.shape=}")
+    x, labels = prepare_scores(x, "relative_belief_test")
     dt = x.dtype
-    if rule is not None:
-        g2 = rule._gamma2(x, sigma).astype(dt)
-    elif legacy_fn is not None:
-        g2 = legacy_fn(x, sigma).astype(dt)
-    else:
-        g2 = positive("gamma2", gamma2, dt)
-    s = positive("sigma", sigma, dt)
     kk = positive("k", k, dt)
-    reject, log_rb, strength, c2 = _rb_test_core(x, g2, s, kk)
-    return RelativeBeliefResult(reject=reject, log_rb=log_rb, strength=strength, threshold=c2, gamma2=g2, k=kk)
+    s, estimated = resolve_sigma(sigma, x, "relative_belief_test")
+    warn_if_pvalues(x, None if estimated else s, "relative_belief_test", stacklevel=2)
+    if estimated:
+        if legacy_fn is not None:
+            raise TypeError("relative_belief_test(): the deprecated gamma2 flags cannot be combined with an estimated "
+                            "sigma; pass a gamma2 rule object")
+        z = x / s
+        if rule is not None:
+            g2_z = rule._gamma2_standardised(z, s).astype(dt)
+        else:
+            g2_z = positive("gamma2", gamma2, dt) / (s * s)
+        reject, log_rb, strength, c2 = _rb_test_core(z, g2_z, jnp.ones((), dt), kk)
+        g2 = g2_z * (s * s)
+    else:
+        if rule is not None:
+            g2 = rule._gamma2(x, sigma).astype(dt)
+        elif legacy_fn is not None:
+            g2 = legacy_fn(x, sigma).astype(dt)
+        else:
+            g2 = positive("gamma2", gamma2, dt)
+        reject, log_rb, strength, c2 = _rb_test_core(x, g2, s, kk)
+    if rule is not None and not isinstance(rule, (OracleGamma2, SparsityGamma2)):
+        g2 = check_values(
+            g2, lambda xp, v: ~xp.isfinite(v),
+            f"relative_belief_test: {type(rule).__name__}() gave a non-finite gamma2 (its fit to x failed); "
+            "pass gamma2 as a number or use EBSparsityGamma2()",
+        )
+    return RelativeBeliefResult(reject=reject, log_rb=log_rb, strength=strength, threshold=c2, gamma2=g2, k=kk,
+                                sigma=s, _labels=labels)
