@@ -210,8 +210,10 @@ def test_bad_inputs(net, poisson):
     zd = jnp.where(A.rows == A.cols, 0.0, A.vals).astype(A.vals.dtype)
     with pytest.raises(ValueError, match="zero diagonal"):
         solver.setup(SparseMatrix(A.rows, A.cols, zd, A.shape))
-    with pytest.raises(RuntimeError, match="NaN or Inf"):
-        jax.block_until_ready(solver.solve(op, poisson.b.at[0].set(jnp.inf)).value)
+    with pytest.raises(ValueError, match="b has NaN or Inf"):  # concrete input: checked on the host at call time
+        solver.solve(op, poisson.b.at[0].set(jnp.inf))
+    with pytest.raises(RuntimeError, match="b has NaN or Inf"):  # traced under the user's jit: eqx.error_if
+        jax.block_until_ready(jax.jit(lambda b: solver.solve(op, b).value)(poisson.b.at[0].set(jnp.inf)))
     # b = 0: documented behaviour, x = 0 after 0 iterations, successful
     sol = solver.solve(op, jnp.zeros_like(poisson.b))
     assert int(sol.num_steps) == 0 and sol.result == RESULTS.successful

@@ -3,8 +3,11 @@ systems, with P1 finite-element assembly and classical Krylov/AMG baselines in J
 
 - ``icmlx.solvers.fem``: P1 finite elements on triangle meshes (Poisson, reaction-, advection-diffusion,
   Helmholtz) assembled in JAX with segment sums.
-- ``SparseMatrix``: COO matrix usable as a lineax operator; ``cg``, ``gmres``, ``bicgstab``, smoothers and
-  greedy aggregation as baselines and building blocks.
+- ``SparseMatrix``: COO matrix usable as a lineax operator (tag it, e.g. ``lx.positive_semidefinite_tag``, for
+  lineax's own solvers); ``cg``, ``gmres``, ``bicgstab``, smoothers and greedy aggregation as baselines and
+  building blocks. Every entry point takes SciPy sparse matrices in any format, BCOO, dense arrays or a
+  ``SparseMatrix``; ``cg(A, b, preconditioner=smoothed_aggregation(A))`` preconditions with a V-cycle.
+- ``plot_residuals(solution)``: the residual history of any solve (matplotlib, imported on call).
 - ``GRANS``: the neural solver (a ``lineax.AbstractLinearSolver``), configured by strategy objects
   (``smoother=ChebyshevSmoother(...)`` / ``MultilevelSmoother(...)``, ``outer=ThreeTermStep(...)`` /
   ``FlexibleGCR(...)`` / ``NoOuterStep()``); ``train_grans`` trains it without reference solutions;
@@ -32,6 +35,7 @@ from ._multilevel import m_matrix_envelope as m_matrix_envelope
 from ._multilevel import mis2_aggregation as mis2_aggregation
 from ._multilevel import smoothed_aggregation as smoothed_aggregation
 from ._outer import AbstractOuterStep as AbstractOuterStep
+from ._plot import plot_residuals as plot_residuals
 from ._outer import FlexibleGCR as FlexibleGCR
 from ._outer import NoOuterStep as NoOuterStep
 from ._outer import ThreeTermStep as ThreeTermStep
@@ -81,6 +85,7 @@ __all__ = [
     "grans_loss",
     "save_weights",
     "load_weights",
+    "plot_residuals",
 ]
 
 __getattr__ = deprecated_names(

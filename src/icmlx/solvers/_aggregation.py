@@ -1,6 +1,10 @@
 """Greedy standard aggregation on the matrix graph (NumPy, setup time only)."""
 
+from typing import Any
+
 import numpy as np
+
+from ._convert import as_scipy_csr
 
 __all__ = ["standard_aggregation", "aggregation_hierarchy"]
 
@@ -16,7 +20,25 @@ def _csr(rows: np.ndarray, cols: np.ndarray, n: int) -> tuple[np.ndarray, np.nda
     return np.cumsum(indptr), c
 
 
-def standard_aggregation(rows, cols, n: int) -> np.ndarray:
+def _pattern(rows: Any, cols: Any, n: int | None, where: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(rows, cols, n)`` from a COO pattern, or from a matrix passed alone as the first argument."""
+    if cols is None and n is None:
+        coo = as_scipy_csr(rows, name="A").tocoo()
+        return coo.row.astype(np.int64), coo.col.astype(np.int64), int(coo.shape[0])
+    if cols is None or n is None:
+        raise TypeError(f"{where}: pass either a matrix alone ({where}(A)) or the COO pattern "
+                        f"({where}(rows, cols, n))")
+    rows = np.asarray(rows).astype(np.int64)
+    cols = np.asarray(cols).astype(np.int64)
+    if rows.shape != cols.shape:
+        raise ValueError(f"{where}: rows and cols must have the same length, got {rows.shape} and {cols.shape}")
+    if rows.size and (min(rows.min(), cols.min()) < 0 or max(rows.max(), cols.max()) >= n):
+        raise ValueError(f"{where}: indices must lie in [0, n) = [0, {n}), got values in "
+                         f"[{min(rows.min(), cols.min())}, {max(rows.max(), cols.max())}]")
+    return rows, cols, int(n)
+
+
+def standard_aggregation(rows: Any, cols: Any = None, n: int | None = None) -> np.ndarray:
     """Greedy standard aggregation of the (symmetrised) graph of a sparse matrix.
 
     Pass 1 makes an aggregate of every node whose neighbours are all free, together with those
@@ -25,11 +47,16 @@ def standard_aggregation(rows, cols, n: int) -> np.ndarray:
     matrices on the same mesh share their aggregates.
 
     Args:
-      rows, cols: COO pattern (NumPy or JAX integer arrays; concrete, not traced).
+      rows, cols: COO pattern (NumPy or JAX integer arrays; concrete, not traced), or the square matrix
+        itself as ``rows`` (SciPy sparse in any format, BCOO, dense or ``SparseMatrix``) with ``cols`` and
+        ``n`` omitted.
       n: number of nodes.
 
     Returns:
       ``int32[n]`` aggregate index of each node, in ``[0, n_aggregates)``.
+
+    Raises:
+      ValueError: indices outside ``[0, n)``, or a non-square matrix. TypeError: half a pattern.
 
     References:
       Vaněk, Mandel & Brezina, Computing 56 (1996).
@@ -41,8 +68,7 @@ def standard_aggregation(rows, cols, n: int) -> np.ndarray:
       >>> standard_aggregation(rows, cols, 4)
       array([0, 0, 1, 1], dtype=int32)
     """
-    rows = np.asarray(rows).astype(np.int64)
-    cols = np.asarray(cols).astype(np.int64)
+    rows, cols, n = _pattern(rows, cols, n, "standard_aggregation")
     indptr, nbr = _csr(rows, cols, n)
     agg = np.full(n, -1, np.int64)
     k = 0
@@ -71,12 +97,13 @@ def standard_aggregation(rows, cols, n: int) -> np.ndarray:
     return agg.astype(np.int32)
 
 
-def aggregation_hierarchy(rows, cols, n: int, *, min_size: int = 4,
+def aggregation_hierarchy(rows: Any, cols: Any = None, n: int | None = None, *, min_size: int = 4,
                           max_levels: int = 12) -> list[np.ndarray]:
     """Repeated standard aggregation: maps from each level to the next coarser one.
 
     Args:
-      rows, cols: COO pattern of the fine matrix (concrete arrays).
+      rows, cols: COO pattern of the fine matrix (concrete arrays), or the matrix itself as ``rows`` (SciPy
+        sparse in any format, BCOO, dense or ``SparseMatrix``) with ``cols`` and ``n`` omitted.
       n: number of fine nodes.
       min_size: stop once a level has at most this many nodes.
       max_levels: cap on the number of coarsenings.
@@ -85,15 +112,20 @@ def aggregation_hierarchy(rows, cols, n: int, *, min_size: int = 4,
       A list ``[agg_1, agg_2, ...]`` where ``agg_l`` maps the nodes of level ``l-1`` (level 0 = fine)
       to those of level ``l``.
 
+    Raises:
+      ValueError, TypeError: as in :func:`standard_aggregation`.
+
     Examples:
       >>> import numpy as np
       >>> from icmlx.solvers import aggregation_hierarchy
       >>> i = np.arange(99); rows = np.r_[i, i + 1]; cols = np.r_[i + 1, i]
       >>> [int(a.max()) + 1 for a in aggregation_hierarchy(rows, cols, 100)]
       [34, 12, 4]
+      >>> import scipy.sparse as sp
+      >>> [int(a.max()) + 1 for a in aggregation_hierarchy(sp.diags([1.0, 2.0, 1.0], [-1, 0, 1], shape=(100, 100)))]
+      [34, 12, 4]
     """
-    rows = np.asarray(rows).astype(np.int64)
-    cols = np.asarray(cols).astype(np.int64)
+    rows, cols, n = _pattern(rows, cols, n, "aggregation_hierarchy")
     maps = []
     while n > min_size and len(maps) < max_levels:
         agg = standard_aggregation(rows, cols, n)

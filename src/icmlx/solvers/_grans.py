@@ -9,8 +9,12 @@ import jax.numpy as jnp
 import lineax as lx
 from jaxtyping import Array, Float
 
+from .._checks import check_values
 from .._deprecation import warn_renamed
+from .._progress import in_program_reporter, resolve_progress
+from .._repr import summarise
 from .._results import RESULTS, raise_if_failed
+from ._convert import as_sparse_matrix, as_vector
 from ._dtype import working_dtype
 from ._grans_net import GRANSNet
 from ._grans_operator import GRANSOperator, _setup
@@ -175,6 +179,10 @@ class GRANS(lx.AbstractLinearSolver):
         if not (isinstance(self.rtol, float | int) and self.rtol >= 0):
             raise ValueError(f"rtol must be a non-negative number, got {self.rtol=}")
 
+    def __repr__(self) -> str:
+        return (f"GRANS(rtol={summarise(self.rtol)}, atol={summarise(self.atol)}, max_steps={self.max_steps}, "
+                f"smoother={self.smoother!r}, outer={self.outer!r}, dtype={self.dtype!r}, net={self.net!r})")
+
     # -- deprecated attribute names ------------------------------------------------------------------
     @property
     def degree(self) -> int:
@@ -219,7 +227,8 @@ class GRANS(lx.AbstractLinearSolver):
         """Eager per-matrix set-up: padding, scaling, aggregation hierarchy, features.
 
         Args:
-          A: a ``SparseMatrix``, a ``jax.experimental.sparse.BCOO`` or anything with ``.tocoo()``.
+          A: the square matrix: SciPy sparse in any format (csr, csc, coo, bsr, lil, dok, dia; ``sparray`` or
+            ``spmatrix``), a ``jax.experimental.sparse`` BCOO/BCSR, a dense array or a ``SparseMatrix``.
 
         Returns:
           A ``GRANSOperator`` (a lineax operator and pytree).
@@ -230,13 +239,9 @@ class GRANS(lx.AbstractLinearSolver):
         """
         if isinstance(A, GRANSOperator):
             return A
-        if not isinstance(A, SparseMatrix):
-            if hasattr(A, "indices") and hasattr(A, "data"):
-                A = SparseMatrix.from_bcoo(A)
-            elif hasattr(A, "tocoo"):
-                A = SparseMatrix.from_scipy(A)
-            else:
-                raise TypeError(f"cannot set up G-RANS for {type(A).__name__}")
+        if isinstance(A, SparseMatrix) and isinstance(A.vals, jax.core.Tracer):
+            raise TypeError("GRANS.setup is eager (NumPy aggregation): call it outside jax.jit")
+        A = as_sparse_matrix(A, name="A")
         return _setup(A, channels=self.net.channels, max_columns=self.max_columns,
                       dtype=working_dtype(self.dtype), smoother=self.smoother)
 
@@ -264,31 +269,37 @@ class GRANS(lx.AbstractLinearSolver):
         return "residual"
 
     # -- solve -------------------------------------------------------------------------------------
-    def solve(self, operator: Any, b: Float[Array, " n"], x0: Float[Array, " n"] | None = None,
-              *, throw: bool = True) -> LinearSolution:
+    def solve(self, operator: Any, b: Any, x0: Any = None,
+              *, throw: bool = True, progress: bool | None = None) -> LinearSolution:
         """Solve ``A x = b``; see the class docstring.
 
         Args:
-          operator: a ``GRANSOperator`` from ``setup`` (or a matrix, set up eagerly).
-          b: right-hand side ``float[n]``. All zeros returns ``x = 0`` with 0 iterations.
+          operator: a ``GRANSOperator`` from ``setup`` (or any matrix ``setup`` accepts, set up eagerly).
+          b: right-hand side ``float[n]`` (NumPy, JAX or a pandas Series). All zeros returns ``x = 0`` with 0
+            iterations.
           x0: initial guess (zeros if ``None``).
           throw: raise (at run time, under ``jit`` too) when the result is not ``RESULTS.successful``;
             pass ``False`` to inspect ``result`` instead.
+          progress: None shows progress in an interactive terminal for loops driven from Python; a loop
+            inside one compiled program reports only with progress=True (this one: a line per iteration
+            with the relative residual; the default program holds no host callback).
 
         Returns:
           A :class:`~icmlx.solvers.LinearSolution` with stats ``num_steps``, ``residual_norm``,
           ``residual_history`` and ``rejected``.
 
         Raises:
-          ValueError: shape mismatch; NaN/Inf in ``b`` (via ``eqx.error_if``).
+          ValueError: shape mismatch; NaN/Inf in ``b`` or ``x0`` (at call time; ``eqx.error_if`` only when
+            traced under the caller's ``jit``).
           RuntimeError: ``throw=True`` and the solve did not reach the tolerance (``max_steps_reached`` or
             ``stagnation``).
         """
         op = self.setup(operator)
-        b = jnp.asarray(b)
-        if b.ndim != 1 or b.shape[0] != op.n:
-            raise ValueError(f"b must have shape ({op.n},), got {b.shape}")
-        x, result, stats = _solve(self, op, b, x0)
+        b = as_vector(b, op.n, name="b")
+        if x0 is not None:
+            x0 = as_vector(x0, op.n, name="x0", dtype=b.dtype)
+        show = resolve_progress(progress, in_program=True)
+        x, result, stats = _solve(self, op, b, x0, show)
         sol = LinearSolution(x, RESULTS.promote(result), stats)
         return raise_if_failed(sol, sol.result, throw)
 
@@ -298,11 +309,13 @@ class GRANS(lx.AbstractLinearSolver):
             if isinstance(operator, SparseMatrix):
                 return self.setup(operator)
             raise TypeError("lineax.linear_solve with GRANS needs GRANS.setup(A) (a GRANSOperator) or "
-                            f"a SparseMatrix, got {type(operator).__name__}")
+                            f"a SparseMatrix, got {type(operator).__name__}; call solver.setup(A) first")
         return operator
 
     def compute(self, state, vector, options):
-        x, result, stats = _solve(self, state, vector, options.get("y0"))
+        vector = check_values(vector, lambda xp, v: ~xp.isfinite(v),
+                              "b has NaN or Inf entries; fix them before solving")
+        x, result, stats = _solve(self, state, vector, options.get("y0"), False)
         return x.astype(vector.dtype), result, {**stats, "max_steps": self.max_steps}
 
     def transpose(self, state, options):
@@ -316,10 +329,14 @@ class GRANS(lx.AbstractLinearSolver):
 
 
 @eqx.filter_jit
-def _solve(solver: GRANS, op: GRANSOperator, b, x0) -> tuple[Array, lx.RESULTS, dict[str, Array]]:
-    """The solve loop: ``(x, lineax status, stats)``; the status is promoted to ``icmlx.RESULTS`` by ``solve``."""
+def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
+           ) -> tuple[Array, lx.RESULTS, dict[str, Array]]:
+    """The solve loop: ``(x, lineax status, stats)``; the status is promoted to ``icmlx.RESULTS`` by ``solve``.
+
+    Values are checked by the callers (``icmlx._checks.check_values``), so the default program holds no host
+    callback; ``progress`` (static) adds one that reports each iteration."""
     dt = op.A.dtype
-    b = eqx.error_if(b, ~jnp.all(jnp.isfinite(b)), "G-RANS: right-hand side has NaN or Inf")
+    report = in_program_reporter("G-RANS", total=solver.max_steps) if progress else None
     npad = op.padded_size
     n = op.n
     bp = jnp.zeros((npad,), dt).at[:n].set(b.astype(dt))
@@ -393,6 +410,8 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0) -> tuple[Array, lx.RESULTS, 
         Ap = jnp.where(ok, r - rnew, Ap)
         stall = jnp.where(stalled, stall + 1, 0)
         hist = hist.at[it + 1].set(rnn / denom)
+        if report is not None:
+            report(it + 1, relative_residual=rnn / denom, rejected=rej + jnp.where(ok, 0, 1))
         return (xn, rnew, rnn, p, Ap, it + 1, stall, hist, rej + jnp.where(ok, 0, 1), Zb, AZb, ptr,
                 basis)
 

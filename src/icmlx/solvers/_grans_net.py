@@ -67,6 +67,9 @@ class GRANSNet(eqx.Module):
     def channels(self) -> int:
         return self.w_out.shape[1] // N_LEVELS
 
+    def __repr__(self) -> str:
+        return f"GRANSNet(hidden={self.w_in.shape[1]}, layers={self.w_self.shape[0]}, channels={self.channels})"
+
     def __call__(self, op: GRANSOperator, rs: Float[Array, " npad"]) -> Float[Array, "npad q"]:
         A = op.A
         npad = A.shape[0]

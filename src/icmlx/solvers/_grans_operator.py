@@ -72,6 +72,12 @@ class GRANSOperator(lx.AbstractLinearOperator):
     def pool_segments(self) -> int:
         return self.col_used.shape[0] // (self.colidx.shape[1] // N_LEVELS) + 1
 
+    def __repr__(self) -> str:
+        ml = "multilevel" if self.hierarchy is not None else "none"
+        return (f"GRANSOperator(n={self.n}, padded_size={self.padded_size}, nnz={self.A.vals.shape[0]}, "
+                f"dtype={jnp.dtype(self.A.dtype).name}, symmetric={self.symmetric}, spd_like={self.spd_like}, "
+                f"num_aggregates={self.num_aggregates}, hierarchy={ml})")
+
     def mv(self, vector):
         v = jnp.zeros((self.padded_size,), self.A.dtype).at[: self.n].set(vector.astype(self.A.dtype))
         return self.ell.mv(v)[: self.n].astype(vector.dtype)

@@ -5,11 +5,17 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import lineax as lx
+import numpy as np
 from jaxtyping import Array, Float
 
+from .._checks import check_values
 from .._deprecation import renamed_kwargs
+from .._progress import in_program_reporter, resolve_progress
 from .._results import RESULTS, raise_if_failed
+from ._convert import as_sparse_matrix, as_vector, check_square, is_jax_sparse, is_scipy_sparse
 from ._solution import LinearSolution
+from ._sparse import SparseMatrix
 
 __all__ = [
     "cg",
@@ -20,112 +26,178 @@ __all__ = [
     "estimate_lambda_max",
 ]
 
-Operator = Any  # a SparseMatrix, any lineax operator (``.mv``), or a callable ``x -> A x``
+Operator = Any  # a matrix (SciPy sparse, BCOO, dense, SparseMatrix, EllMatrix), a lineax operator or ``x -> A x``
+
+VectorLike = Any  # a float[n] vector: JAX or NumPy array, list, or pandas Series (converted by ``as_vector``)
+
+_PROGRESS_EVERY = 10  # Krylov steps between progress lines (progress=True)
 
 
-def _mv(A: Operator) -> Callable[[Array], Array]:
-    if hasattr(A, "mv"):
-        return A.mv
+def _operator(A: Operator) -> tuple[Operator, Callable[[Array], Array], int | None, Any]:
+    """``(A, mv, n, dtype)``: matrices converted (:func:`as_sparse_matrix`), operators and callables kept."""
+    if isinstance(A, SparseMatrix) or is_scipy_sparse(A) or is_jax_sparse(A):
+        A = as_sparse_matrix(A, name="A")
+        return A, A.mv, A.shape[0], A.dtype
+    if isinstance(A, (np.ndarray, jax.Array)):  # dense: a matrix product (traceable)
+        M = jnp.asarray(A)
+        if M.ndim != 2:
+            raise ValueError(f"A must be a 2-D matrix, got an array of shape {M.shape}")
+        n = check_square(M.shape, "A")
+        if not jnp.issubdtype(M.dtype, jnp.floating):
+            M = M.astype(jnp.result_type(float))
+        M = check_values(M, lambda xp, v: ~xp.isfinite(v),
+                         "A has NaN or Inf entries; fix or drop them before solving")
+        op = lx.MatrixLinearOperator(M)
+        return op, op.mv, n, M.dtype
+    if isinstance(A, lx.AbstractLinearOperator):
+        n_in, n_out = A.in_size(), A.out_size()
+        if n_in != n_out:
+            check_square((n_out, n_in), "A")
+        return A, A.mv, n_in, A.in_structure().dtype
+    if hasattr(A, "mv") and hasattr(A, "shape"):  # EllMatrix and friends
+        n = check_square(A.shape, "A")
+        dtype = getattr(getattr(A, "val", None), "dtype", None)
+        return A, A.mv, n, dtype
     if callable(A):
-        return A
-    raise TypeError(f"operator must be a SparseMatrix, a lineax operator or a callable, got {type(A)}")
+        return A, A, None, None
+    raise TypeError(f"A: cannot use a {type(A).__module__}.{type(A).__name__} as a linear operator; pass a SciPy "
+                    "sparse matrix, a BCOO, a dense array, a SparseMatrix, a lineax operator or a callable x -> A x")
 
 
-def _check_vector(b: Array, n: int | None = None) -> Array:
-    b = jnp.asarray(b)
-    if b.ndim != 1:
-        raise ValueError(f"right-hand side must be 1-D, got {b.shape=}")
-    if not jnp.issubdtype(b.dtype, jnp.floating):
-        raise TypeError(f"right-hand side must be floating, got {b.dtype=}")
-    if n is not None and b.shape[0] != n:
-        raise ValueError(f"right-hand side has length {b.shape[0]} but the operator has {n} columns")
-    return b
+def _prepare(A: Operator, b: Any, x0: Any):
+    """Convert ``A``, ``b`` and ``x0``: ``(A, mv, b, x0)`` with ``b`` in ``A``'s dtype (when known)."""
+    A, mv, n, dtype = _operator(A)
+    b = as_vector(b, n, name="b", dtype=dtype)
+    x = jnp.zeros_like(b) if x0 is None else as_vector(x0, b.shape[0], name="x0", dtype=b.dtype, matrix="A")
+    return A, mv, b, x
 
 
-def _n_of(A: Operator) -> int | None:
-    shape = getattr(A, "shape", None)
-    if shape is not None:
-        if shape[0] != shape[1]:
-            raise ValueError(f"operator must be square, got {shape=}")
-        return int(shape[0])
-    return None
+def _preconditioner(P: Any, A: Operator, n: int, name: str) -> Callable[[Array], Array]:
+    """``r -> M⁻¹ r`` from a preconditioner argument."""
+    if P is None:
+        return lambda r: r
+    if isinstance(P, str):
+        if P != "jacobi":
+            raise ValueError(f"unknown {name}={P!r}; use None, 'jacobi', a MultilevelHierarchy "
+                             "(smoothed_aggregation(A)) or a callable r -> M⁻¹ r")
+        if isinstance(A, SparseMatrix) or (callable(getattr(A, "diagonal", None))
+                                           and not isinstance(A, lx.AbstractLinearOperator)):
+            d = A.diagonal()  # SparseMatrix, EllMatrix
+        elif isinstance(A, lx.AbstractLinearOperator):
+            d = lx.diagonal(A)
+        else:
+            raise TypeError(f"{name}='jacobi' needs A as a matrix (SciPy, BCOO, dense or SparseMatrix), "
+                            "not a callable: its diagonal is not known")
+        dinv = 1.0 / d
+        return lambda r: dinv * r
+    if hasattr(P, "as_preconditioner"):  # a MultilevelHierarchy: pads to its size, cycles, slices back
+        return P.as_preconditioner(n)
+    if isinstance(P, lx.AbstractLinearOperator):
+        return P.mv
+    if callable(P):
+        return P
+    raise TypeError(f"{name} must be None, 'jacobi', a MultilevelHierarchy or a callable r -> M⁻¹ r, "
+                    f"got {type(P).__name__}")
 
 
-def _finish(mv, b, x, it, ok, breakdown, throw) -> LinearSolution:
+def _reporter(progress: bool | None, desc: str, total: int):
+    """A ``report(step, **scalars)`` (behind ``it % every == 0``) when progress is on, else ``None``."""
+    if not resolve_progress(progress, in_program=True):
+        return None
+    report = in_program_reporter(desc, every=_PROGRESS_EVERY, total=total)
+
+    def maybe(step, **values):
+        jax.lax.cond(step % _PROGRESS_EVERY == 0, lambda: report(step, **values), lambda: None)
+
+    return maybe
+
+
+def _finish(mv, b, x, it, ok, breakdown, hist, throw) -> LinearSolution:
     """The record: ``successful`` exactly when the iteration's stopping rule ``ok`` held (CG/BiCGStab: the
     recursive residual, as SciPy; GMRES: the true residual after a cycle), with the true ``‖b − A x‖₂`` in
     ``stats["residual_norm"]``."""
     res = jnp.linalg.norm(b - mv(x))
     result = RESULTS.where(ok, RESULTS.successful,
                            RESULTS.where(breakdown, RESULTS.breakdown, RESULTS.max_steps_reached))
-    sol = LinearSolution(x, result, {"num_steps": it, "residual_norm": res})
+    sol = LinearSolution(x, result, {"num_steps": it, "residual_norm": res, "residual_history": hist})
     return raise_if_failed(sol, result, throw)
+
+
+def _history(b, r, length: int):
+    """A ``length`` buffer of NaN with ``‖r‖/‖b‖`` in slot 0, and the denominator."""
+    bn = jnp.linalg.norm(b)
+    denom = jnp.where(bn > 0, bn, jnp.ones((), b.dtype))
+    return jnp.full((length,), jnp.nan, b.dtype).at[0].set(jnp.linalg.norm(r) / denom), denom
 
 
 def cg(
     A: Operator,
-    b: Float[Array, " n"],
-    x0: Float[Array, " n"] | None = None,
+    b: VectorLike,
+    x0: VectorLike | None = None,
     *,
     rtol: float = 1e-5,
     atol: float = 0.0,
     max_steps: int = 10_000,
-    preconditioner: Callable[[Array], Array] | str | None = None,
+    preconditioner: Any = None,
     throw: bool = True,
+    progress: bool | None = None,
 ) -> LinearSolution:
     r"""Preconditioned conjugate gradients for symmetric positive definite ``A``.
 
     Stops when :math:`\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})` (the recursive
-    residual, as ``scipy.sparse.linalg.cg``).
+    residual, as ``scipy.sparse.linalg.cg``). The iteration always uses ``A`` itself; the preconditioner
+    only shapes the search directions.
 
     Args:
-      A: ``SparseMatrix``, lineax operator or callable ``x -> A x`` (n × n, SPD).
-      b: right-hand side ``float[n]``.
+      A: the n × n SPD matrix: a SciPy sparse matrix or array in any format, a ``jax.experimental.sparse``
+        BCOO, a dense NumPy/JAX array, a ``SparseMatrix``, a lineax operator or a callable ``x -> A x``.
+      b: right-hand side ``float[n]`` (NumPy, JAX or a pandas Series; cast to ``A``'s dtype when known).
       x0: initial guess (zeros if ``None``).
       rtol, atol: tolerances.
       max_steps: iteration cap.
-      preconditioner: ``None``, ``"jacobi"`` (needs a ``SparseMatrix``), or a callable ``r -> M⁻¹ r``.
+      preconditioner: ``None``; ``"jacobi"`` (needs ``A`` as a matrix); a ``MultilevelHierarchy``
+        (``smoothed_aggregation(A)``: padding is done inside, one V-cycle per step); or a callable
+        ``r -> M⁻¹ r`` on n-vectors (SPD).
       throw: raise (via ``eqx.error_if``, under ``jit`` too) unless ``result`` is ``RESULTS.successful``.
+      progress: None shows progress in an interactive terminal for loops driven from Python; a loop inside
+        one compiled program reports only with progress=True (this one: a line every 10 steps).
 
     Returns:
       A :class:`~icmlx.solvers.LinearSolution` (stats ``num_steps``, ``residual_norm``: the true final
-      ``‖b − A x‖₂``); ``result`` is ``successful`` exactly when the stopping rule above held.
+      ``‖b − A x‖₂``, ``residual_history``: the recursive ``‖r_k‖/‖b‖`` for ``k = 0..max_steps``, NaN after
+      the last step); ``result`` is ``successful`` exactly when the stopping rule above held.
+
+    Raises:
+      ValueError: ``A`` not square, ``b`` of the wrong length, NaN/Inf in ``A`` or ``b`` (at call time for
+        concrete input), an unknown preconditioner name.
+      TypeError: an ``A`` or preconditioner of an unsupported type.
 
     References:
       Hestenes & Stiefel (1952); Saad, *Iterative Methods for Sparse Linear Systems*, Alg. 9.1.
 
     Examples:
-      >>> import jax.numpy as jnp
-      >>> from icmlx.solvers import SparseMatrix, cg
-      >>> A = SparseMatrix.from_dense(jnp.array([[4.0, 1.0], [1.0, 3.0]]))
-      >>> sol = cg(A, jnp.array([1.0, 2.0]), rtol=1e-6)
+      >>> import numpy as np, scipy.sparse as sp
+      >>> from icmlx.solvers import cg
+      >>> A = sp.csr_array(np.array([[4.0, 1.0], [1.0, 3.0]]))
+      >>> sol = cg(A, np.array([1.0, 2.0]), rtol=1e-6)
       >>> [round(float(v), 4) for v in sol.value]
       [0.0909, 0.6364]
     """
-    n = _n_of(A)
-    b = _check_vector(b, n)
-    mv = _mv(A)
-    if preconditioner == "jacobi":
-        dinv = 1.0 / A.diagonal()
-        M = lambda r: dinv * r
-    elif preconditioner is None:
-        M = lambda r: r
-    elif callable(preconditioner):
-        M = preconditioner
-    else:
-        raise ValueError(f"unknown preconditioner {preconditioner!r}")
-    x = jnp.zeros_like(b) if x0 is None else jnp.asarray(x0, b.dtype)
+    A, mv, b, x = _prepare(A, b, x0)
+    M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
+    report = _reporter(progress, "cg", max_steps)
     r = b - mv(x)
     z = M(r)
     tol = jnp.maximum(rtol * jnp.linalg.norm(b), atol)
     tol2 = tol**2
+    hist, denom = _history(b, r, max_steps + 1)
 
     def cond(c):
-        _, r, _, _, _, it, bad = c
+        _, r, _, _, _, it, bad, _ = c
         return (jnp.vdot(r, r) > tol2) & (it < max_steps) & ~bad
 
     def body(c):
-        x, r, z, p, rz, it, _ = c
+        x, r, z, p, rz, it, _, hist = c
         Ap = mv(p)
         pAp = jnp.vdot(p, Ap)
         bad = ~(pAp > 0)
@@ -135,36 +207,46 @@ def cg(
         z = M(r)
         rz_new = jnp.vdot(r, z)
         p = z + (rz_new / rz) * p
-        return x, r, z, p, rz_new, it + 1, bad
+        rel = jnp.linalg.norm(r) / denom
+        if report is not None:
+            report(it + 1, relative_residual=rel)
+        return x, r, z, p, rz_new, it + 1, bad, hist.at[it + 1].set(rel)
 
-    init = (x, r, z, z, jnp.vdot(r, z), jnp.array(0, jnp.int32), jnp.array(False))
-    x, r, _, _, _, it, bad = jax.lax.while_loop(cond, body, init)
-    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, throw)
+    init = (x, r, z, z, jnp.vdot(r, z), jnp.array(0, jnp.int32), jnp.array(False), hist)
+    x, r, _, _, _, it, bad, hist = jax.lax.while_loop(cond, body, init)
+    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, hist, throw)
 
 
 def bicgstab(
     A: Operator,
-    b: Float[Array, " n"],
-    x0: Float[Array, " n"] | None = None,
+    b: VectorLike,
+    x0: VectorLike | None = None,
     *,
     rtol: float = 1e-5,
     atol: float = 0.0,
     max_steps: int = 10_000,
+    preconditioner: Any = None,
     throw: bool = True,
+    progress: bool | None = None,
 ) -> LinearSolution:
-    r"""BiCGStab (van der Vorst) for general nonsingular ``A``, unpreconditioned.
+    r"""BiCGStab (van der Vorst) for general nonsingular ``A``, optionally right-preconditioned.
 
     Stops when :math:`\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})`; a zero inner product
-    is reported as ``RESULTS.breakdown``.
+    is reported as ``RESULTS.breakdown``. With a preconditioner ``M`` it iterates on :math:`A M y = b`,
+    :math:`x = M y` (right preconditioning), so ``r_k`` is the residual of ``A`` itself.
 
     Args:
-      A: ``SparseMatrix``, lineax operator or callable.
+      A: as in ``cg`` (any square matrix type, a lineax operator or a callable).
       b: right-hand side ``float[n]``.
       x0: initial guess.
-      rtol, atol, max_steps, throw: as in ``cg``.
+      preconditioner: as in ``cg`` (need not be symmetric).
+      rtol, atol, max_steps, throw, progress: as in ``cg``.
 
     Returns:
       A :class:`~icmlx.solvers.LinearSolution`, as in ``cg``.
+
+    Raises:
+      ValueError, TypeError: as in ``cg``.
 
     References:
       van der Vorst, SIAM J. Sci. Stat. Comput. 13 (1992).
@@ -176,72 +258,85 @@ def bicgstab(
       >>> [round(float(v), 4) for v in bicgstab(A, jnp.array([1.0, 2.0]), rtol=1e-6).value]
       [0.0769, 0.6923]
     """
-    n = _n_of(A)
-    b = _check_vector(b, n)
-    mv = _mv(A)
-    x = jnp.zeros_like(b) if x0 is None else jnp.asarray(x0, b.dtype)
+    A, mv, b, x = _prepare(A, b, x0)
+    M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
+    report = _reporter(progress, "bicgstab", max_steps)
     r = b - mv(x)
     rhat = r
     tol = jnp.maximum(rtol * jnp.linalg.norm(b), atol)
     tol2 = tol**2
     one = jnp.ones((), b.dtype)
+    hist, denom = _history(b, r, max_steps + 1)
 
     def cond(c):
-        r, it, bad = c[1], c[-2], c[-1]
+        r, it, bad = c[1], c[-3], c[-2]
         return (jnp.vdot(r, r) > tol2) & (it < max_steps) & ~bad
 
     def body(c):
-        x, r, p, v, rho, alpha, omega, it, _ = c
+        x, r, p, v, rho, alpha, omega, it, _, hist = c
         rho_new = jnp.vdot(rhat, r)
         beta = (rho_new / rho) * (alpha / omega)
         p = r + beta * (p - omega * v)
-        v = mv(p)
+        phat = M(p)
+        v = mv(phat)
         den = jnp.vdot(rhat, v)
         bad = (den == 0) | (rho_new == 0)
         alpha = rho_new / jnp.where(den == 0, one, den)
         s = r - alpha * v
-        t = mv(s)
+        shat = M(s)
+        t = mv(shat)
         tt = jnp.vdot(t, t)
         omega = jnp.where(tt > 0, jnp.vdot(t, s) / jnp.where(tt > 0, tt, one), 0.0)
-        x = x + alpha * p + omega * s
+        x = x + alpha * phat + omega * shat
         r = s - omega * t
         bad = bad | (omega == 0) & (jnp.vdot(r, r) > tol2)
-        return x, r, p, v, rho_new, alpha, omega, it + 1, bad
+        rel = jnp.linalg.norm(r) / denom
+        if report is not None:
+            report(it + 1, relative_residual=rel)
+        return x, r, p, v, rho_new, alpha, omega, it + 1, bad, hist.at[it + 1].set(rel)
 
     z = jnp.zeros_like(b)
-    init = (x, r, z, z, one, one, one, jnp.array(0, jnp.int32), jnp.array(False))
+    init = (x, r, z, z, one, one, one, jnp.array(0, jnp.int32), jnp.array(False), hist)
     out = jax.lax.while_loop(cond, body, init)
-    x, r, it, bad = out[0], out[1], out[-2], out[-1]
-    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, throw)
+    x, r, it, bad, hist = out[0], out[1], out[-3], out[-2], out[-1]
+    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, hist, throw)
 
 
 def gmres(
     A: Operator,
-    b: Float[Array, " n"],
-    x0: Float[Array, " n"] | None = None,
+    b: VectorLike,
+    x0: VectorLike | None = None,
     *,
     rtol: float = 1e-5,
     atol: float = 0.0,
     restart: int = 30,
     max_steps: int = 10_000,
+    preconditioner: Any = None,
     throw: bool = True,
+    progress: bool | None = None,
 ) -> LinearSolution:
-    r"""Restarted GMRES(m) with modified Gram–Schmidt Arnoldi, unpreconditioned.
+    r"""Restarted GMRES(m) with modified Gram–Schmidt Arnoldi, optionally right-preconditioned.
 
-    Each cycle builds an orthonormal Krylov basis :math:`Q_m` of :math:`\mathcal K_m(A, r_0)` and
-    minimises :math:`\|\beta e_1 - \bar H_m y\|_2`; the true residual is checked after every cycle, so
+    Each cycle builds an orthonormal Krylov basis :math:`Q_m` of :math:`\mathcal K_m(A M, r_0)` (``M = I``
+    without a preconditioner) and minimises :math:`\|\beta e_1 - \bar H_m y\|_2`, then sets
+    :math:`x \leftarrow x + M Q_m y`; the true residual of ``A`` is checked after every cycle, so
     ``num_steps`` is a multiple of ``restart`` (capped by ``max_steps`` rounded up to a full cycle).
 
     Args:
-      A: ``SparseMatrix``, lineax operator or callable.
+      A: as in ``cg`` (any square matrix type, a lineax operator or a callable).
       b: right-hand side ``float[n]``.
       x0: initial guess.
-      rtol, atol, throw: as in ``cg``.
+      rtol, atol, throw, progress: as in ``cg`` (progress: a line per restart cycle).
       restart: Krylov dimension per cycle (static).
       max_steps: cap on inner steps.
+      preconditioner: as in ``cg`` (need not be symmetric; applied on the right).
 
     Returns:
-      A :class:`~icmlx.solvers.LinearSolution`, as in ``cg``.
+      A :class:`~icmlx.solvers.LinearSolution`, as in ``cg``, except that ``residual_history`` holds the true
+      ``‖b − A x‖/‖b‖`` after each restart cycle (entry ``k`` after ``k · restart`` steps).
+
+    Raises:
+      ValueError, TypeError: as in ``cg``; ``restart < 1``.
 
     References:
       Saad & Schultz, SIAM J. Sci. Stat. Comput. 7 (1986).
@@ -255,13 +350,12 @@ def gmres(
     """
     if restart < 1:
         raise ValueError(f"restart must be >= 1, got {restart=}")
-    n = _n_of(A)
-    b = _check_vector(b, n)
-    mv = _mv(A)
+    A, mv, b, x = _prepare(A, b, x0)
+    M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
     m = restart
-    x = jnp.zeros_like(b) if x0 is None else jnp.asarray(x0, b.dtype)
     tol = jnp.maximum(rtol * jnp.linalg.norm(b), atol)
     max_cycles = -(-max_steps // m)
+    report = _reporter(progress, "gmres", max_cycles)
     tiny = jnp.finfo(b.dtype).tiny
 
     def cycle(x):
@@ -272,7 +366,7 @@ def gmres(
 
         def arnoldi(j, QH):
             Q, H = QH
-            w = mv(Q[j])
+            w = mv(M(Q[j]))
 
             def mgs(i, wh):
                 w, h = wh
@@ -289,20 +383,24 @@ def gmres(
         Q, H = jax.lax.fori_loop(0, m, arnoldi, (Q, H))
         e1 = jnp.zeros((m + 1,), b.dtype).at[0].set(beta)
         y = jnp.linalg.lstsq(H, e1)[0]
-        return x + Q[:m].T @ y
+        return x + M(Q[:m].T @ y)
 
     def cond(c):
-        x, res, k = c
+        x, res, k, _ = c
         return (res > tol) & (k < max_cycles)
 
     def body(c):
-        x, _, k = c
+        x, _, k, hist = c
         x = cycle(x)
-        return x, jnp.linalg.norm(b - mv(x)), k + 1
+        res = jnp.linalg.norm(b - mv(x))
+        if report is not None:
+            report(k + 1, relative_residual=res / denom)
+        return x, res, k + 1, hist.at[k + 1].set(res / denom)
 
-    res0 = jnp.linalg.norm(b - mv(x))
-    x, res, k = jax.lax.while_loop(cond, body, (x, res0, jnp.array(0, jnp.int32)))
-    return _finish(mv, b, x, k * m, res <= tol, jnp.array(False), throw)
+    r0 = b - mv(x)
+    hist, denom = _history(b, r0, max_cycles + 1)
+    x, res, k, hist = jax.lax.while_loop(cond, body, (x, jnp.linalg.norm(r0), jnp.array(0, jnp.int32), hist))
+    return _finish(mv, b, x, k * m, res <= tol, jnp.array(False), hist, throw)
 
 
 @renamed_kwargs(steps="num_steps")

@@ -19,9 +19,11 @@ class LinearSolution(Solution):
       value: the iterate ``x`` (``float[n]``).
       result: an ``icmlx.RESULTS`` item.
       stats: ``"num_steps"`` (iterations; matrix-vector products for GMRES), ``"residual_norm"`` (the final
-        true residual norm :math:`\|b - A x\|_2`), and for G-RANS also ``"residual_history"``
-        (:math:`\|b - A x_k\|_2 / \|b\|_2` for ``k = 0..max_steps``, true residuals, NaN after the last
-        iteration) and ``"rejected"`` (iterations whose proposal the monotone safeguard rejected).
+        true residual norm :math:`\|b - A x\|_2`), ``"residual_history"`` (relative residuals
+        :math:`\|r_k\|_2 / \|b\|_2` for ``k = 0..max_steps``, NaN after the last step, kept in a fixed-size
+        buffer of the loop state: true residuals for G-RANS, one per restart cycle for GMRES, the recursive
+        residual for CG and BiCGStab; :func:`~icmlx.solvers.plot_residuals` draws it), and for G-RANS also
+        ``"rejected"`` (iterations whose proposal the monotone safeguard rejected).
         The same entries read as attributes: ``sol.num_steps``, ``sol.residual_norm``, ...
 
     Examples:
@@ -29,7 +31,7 @@ class LinearSolution(Solution):
       >>> from icmlx.solvers import SparseMatrix, cg
       >>> sol = cg(SparseMatrix.from_dense(jnp.array([[4.0, 1.0], [1.0, 3.0]])), jnp.array([1.0, 2.0]))
       >>> sol.result == icmlx.RESULTS.successful, int(sol.num_steps), sorted(sol.stats)
-      (Array(True, dtype=bool), 2, ['num_steps', 'residual_norm'])
+      (Array(True, dtype=bool), 2, ['num_steps', 'residual_history', 'residual_norm'])
     """
 
     def _stat(self, name: str) -> Any:
@@ -45,7 +47,7 @@ class LinearSolution(Solution):
 
     @property
     def residual_history(self) -> Any:
-        """``stats["residual_history"]`` (G-RANS): true relative residuals per iteration, NaN after the last."""
+        """``stats["residual_history"]``: relative residuals per step, NaN after the last (see the class)."""
         return self._stat("residual_history")
 
     @property

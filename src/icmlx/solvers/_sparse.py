@@ -43,6 +43,17 @@ def bucket_size(n: int, *, minimum: int = 64) -> int:
     return 2 * k  # pragma: no cover
 
 
+def _frozen_tags(tags: Any) -> frozenset:
+    """A tag, an iterable of tags or None as a frozenset (the form lineax keeps tags in)."""
+    if tags is None:
+        return frozenset()
+    if isinstance(tags, frozenset):
+        return tags
+    if isinstance(tags, (set, list, tuple)):
+        return frozenset(tags)
+    return frozenset([tags])
+
+
 class SparseMatrix(lx.AbstractLinearOperator):
     r"""A square or rectangular sparse matrix in COO form, usable as a ``lineax`` operator.
 
@@ -56,12 +67,20 @@ class SparseMatrix(lx.AbstractLinearOperator):
       cols: ``int32[nnz]`` column indices.
       vals: ``float[nnz]`` values (float32 or float64).
       shape: static ``(n_rows, n_cols)``.
+      tags: static ``frozenset`` of lineax tags (``lx.symmetric_tag``, ``lx.positive_semidefinite_tag``, ...)
+        that ``lx.is_symmetric`` & co. report, so lineax's own solvers (``lx.CG`` needs a positive
+        semidefinite tag) accept the matrix. Tags are promises the user makes; they are not checked.
 
     Examples:
-      >>> import jax.numpy as jnp
+      >>> import jax.numpy as jnp, lineax as lx
       >>> from icmlx.solvers import SparseMatrix
       >>> A = SparseMatrix.from_dense(jnp.array([[2.0, -1.0], [-1.0, 2.0]]))
       >>> A.mv(jnp.array([1.0, 1.0]))
+      Array([1., 1.], dtype=float32)
+      >>> A
+      SparseMatrix(shape=(2, 2), nnz=4, dtype=float32)
+      >>> op = A.with_tags(lx.positive_semidefinite_tag)
+      >>> lx.linear_solve(op, jnp.array([1.0, 1.0]), lx.CG(rtol=1e-6, atol=1e-6)).value
       Array([1., 1.], dtype=float32)
     """
 
@@ -69,6 +88,7 @@ class SparseMatrix(lx.AbstractLinearOperator):
     cols: Int[Array, " nnz"]
     vals: Float[Array, " nnz"]
     shape: tuple[int, int] = eqx.field(static=True)
+    tags: frozenset = eqx.field(static=True, default=frozenset(), converter=_frozen_tags)
 
     def __check_init__(self):
         if len(self.shape) != 2:
@@ -81,37 +101,70 @@ class SparseMatrix(lx.AbstractLinearOperator):
 
     # -- constructors -------------------------------------------------------------------------------
     @classmethod
-    def from_coo(cls, rows: Any, cols: Any, vals: Any, shape: tuple[int, int]) -> "SparseMatrix":
-        """Build from COO triplets (NumPy or JAX arrays)."""
+    def from_coo(cls, rows: Any, cols: Any, vals: Any, shape: tuple[int, int], *,
+                 tags: Any = ()) -> "SparseMatrix":
+        """Build from COO triplets (NumPy or JAX arrays); ``tags`` as in the class docstring."""
         vals = jnp.asarray(vals)
         if not jnp.issubdtype(vals.dtype, jnp.floating):
-            raise TypeError(f"SparseMatrix values must be floating, got {vals.dtype=}")
+            raise TypeError(f"SparseMatrix values must be floating, got {vals.dtype=}; "
+                            "cast them (e.g. vals.astype(float)) first")
         return cls(jnp.asarray(rows, jnp.int32), jnp.asarray(cols, jnp.int32), vals,
-                   (int(shape[0]), int(shape[1])))
+                   (int(shape[0]), int(shape[1])), tags)
 
     @classmethod
-    def from_dense(cls, matrix: Any) -> "SparseMatrix":
+    def from_dense(cls, matrix: Any, *, tags: Any = ()) -> "SparseMatrix":
         """Build from a dense 2-D array, keeping its nonzeros (eager; not jit-traceable)."""
         m = np.asarray(matrix)
         if m.ndim != 2:
             raise ValueError(f"from_dense needs a 2-D matrix, got {m.shape=}")
         r, c = np.nonzero(m)
-        return cls.from_coo(r, c, jnp.asarray(matrix)[r, c], m.shape)
+        return cls.from_coo(r, c, jnp.asarray(matrix)[r, c], m.shape, tags=tags)
 
     @classmethod
-    def from_bcoo(cls, matrix: Any) -> "SparseMatrix":
-        """Build from a ``jax.experimental.sparse.BCOO`` matrix (2-D, no batch dimensions)."""
-        if matrix.ndim != 2 or matrix.n_batch != 0 or matrix.n_dense != 0:
-            raise ValueError(f"from_bcoo needs a plain 2-D BCOO, got {matrix.shape=}, "
-                             f"{matrix.n_batch=}, {matrix.n_dense=}")
-        return cls.from_coo(matrix.indices[:, 0], matrix.indices[:, 1], matrix.data, matrix.shape)
+    def from_bcoo(cls, matrix: Any, *, tags: Any = ()) -> "SparseMatrix":
+        """Build from a ``jax.experimental.sparse.BCOO`` (or BCSR) matrix (2-D, no batch dimensions)."""
+        from ._convert import as_sparse_matrix
+
+        return as_sparse_matrix(matrix, name="matrix", square=False, check_finite=False, tags=tags)
 
     @classmethod
-    def from_scipy(cls, matrix: Any, dtype: Any = None) -> "SparseMatrix":
-        """Build from any object with ``.tocoo()`` (e.g. a SciPy sparse matrix); scipy is not imported."""
-        coo = matrix.tocoo()
-        vals = np.asarray(coo.data, dtype=dtype) if dtype is not None else coo.data
-        return cls.from_coo(coo.row, coo.col, vals, coo.shape)
+    def from_scipy(cls, matrix: Any, dtype: Any = None, *, tags: Any = ()) -> "SparseMatrix":
+        """Build from a SciPy sparse matrix or array in any format (csr, csc, coo, bsr, lil, dok, dia).
+
+        Integer values become JAX's default float; ``dtype`` casts the values. SciPy is not imported (any
+        object with ``.tocoo()`` works)."""
+        from ._convert import as_sparse_matrix
+
+        return as_sparse_matrix(matrix, name="matrix", dtype=dtype, square=False, check_finite=False, tags=tags)
+
+    @classmethod
+    def from_any(cls, matrix: Any, *, dtype: Any = None, tags: Any = ()) -> "SparseMatrix":
+        """Build from what users hold: SciPy sparse (any format), BCOO/BCSR, a dense array, or a SparseMatrix.
+
+        Args:
+          matrix: the matrix (concrete, not traced, unless it is already a ``SparseMatrix``).
+          dtype: cast the values (default: keep a floating dtype, JAX's default float otherwise).
+          tags: lineax tags (see the class docstring).
+
+        Returns:
+          A ``SparseMatrix``.
+
+        Raises:
+          TypeError: an unsupported type (the message lists what is accepted).
+
+        Examples:
+          >>> import numpy as np, scipy.sparse as sp
+          >>> from icmlx.solvers import SparseMatrix
+          >>> SparseMatrix.from_any(sp.eye(3, format="lil")).shape
+          (3, 3)
+        """
+        from ._convert import as_sparse_matrix
+
+        return as_sparse_matrix(matrix, name="matrix", dtype=dtype, square=False, check_finite=False, tags=tags)
+
+    def with_tags(self, tags: Any) -> "SparseMatrix":
+        """The same matrix carrying ``tags`` (a lineax tag or an iterable of them) in addition to its own."""
+        return SparseMatrix(self.rows, self.cols, self.vals, self.shape, self.tags | _frozen_tags(tags))
 
     def to_bcoo(self) -> Any:
         """Return the same matrix as a ``jax.experimental.sparse.BCOO`` (imported lazily: it pulls scipy)."""
@@ -155,7 +208,15 @@ class SparseMatrix(lx.AbstractLinearOperator):
 
     def astype(self, dtype: Any) -> "SparseMatrix":
         """Same pattern with values cast to ``dtype``."""
-        return SparseMatrix(self.rows, self.cols, self.vals.astype(dtype), self.shape)
+        return SparseMatrix(self.rows, self.cols, self.vals.astype(dtype), self.shape, self.tags)
+
+    def __repr__(self) -> str:
+        tags = f", tags={sorted(str(t) for t in self.tags)}" if self.tags else ""
+        try:
+            dtype = jnp.dtype(self.vals.dtype).name
+        except TypeError:  # pragma: no cover - a non-array leaf (e.g. inside a tree transform)
+            dtype = "?"
+        return f"SparseMatrix(shape={self.shape}, nnz={self.vals.shape[0]}, dtype={dtype}{tags})"
 
     # -- lineax operator interface ------------------------------------------------------------------
     def mv(self, vector):
@@ -165,7 +226,8 @@ class SparseMatrix(lx.AbstractLinearOperator):
         return jnp.zeros(self.shape, self.vals.dtype).at[self.rows, self.cols].add(self.vals)
 
     def transpose(self) -> "SparseMatrix":
-        return SparseMatrix(self.cols, self.rows, self.vals, (self.shape[1], self.shape[0]))
+        return SparseMatrix(self.cols, self.rows, self.vals, (self.shape[1], self.shape[0]),
+                            lx.transpose_tags(self.tags))
 
     def in_structure(self):
         return jax.ShapeDtypeStruct((self.shape[1],), self.vals.dtype)
@@ -189,7 +251,18 @@ def _(operator):
     return operator.diagonal()
 
 
-for _check in (lx.is_symmetric, lx.is_diagonal, lx.is_tridiagonal, lx.is_lower_triangular,
-               lx.is_upper_triangular, lx.is_positive_semidefinite, lx.is_negative_semidefinite,
-               lx.has_unit_diagonal):
-    _check.register(SparseMatrix)(lambda operator: False)
+def _tagged(*wanted):
+    return lambda operator: any(t in operator.tags for t in wanted)
+
+
+# A structural property holds exactly when the user tagged it (lineax's own convention for matrix operators):
+# positive/negative semidefinite imply symmetric (real values), diagonal implies symmetric and (tri)banded.
+lx.is_symmetric.register(SparseMatrix)(_tagged(lx.symmetric_tag, lx.diagonal_tag, lx.positive_semidefinite_tag,
+                                                lx.negative_semidefinite_tag))
+lx.is_diagonal.register(SparseMatrix)(_tagged(lx.diagonal_tag))
+lx.is_tridiagonal.register(SparseMatrix)(_tagged(lx.tridiagonal_tag, lx.diagonal_tag))
+lx.is_lower_triangular.register(SparseMatrix)(_tagged(lx.lower_triangular_tag, lx.diagonal_tag))
+lx.is_upper_triangular.register(SparseMatrix)(_tagged(lx.upper_triangular_tag, lx.diagonal_tag))
+lx.is_positive_semidefinite.register(SparseMatrix)(_tagged(lx.positive_semidefinite_tag))
+lx.is_negative_semidefinite.register(SparseMatrix)(_tagged(lx.negative_semidefinite_tag))
+lx.has_unit_diagonal.register(SparseMatrix)(_tagged(lx.unit_diagonal_tag))

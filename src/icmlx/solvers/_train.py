@@ -1,7 +1,5 @@
 """Self-supervised training of the G-RANS basis generator by progressive bootstrap."""
 
-import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +12,8 @@ import optax
 from jaxtyping import Array, Float
 
 from .._deprecation import warn_renamed
+from .._progress import ProgressBar, resolve_progress
+from .._repr import record_repr
 from .._types import PRNGKey
 from ._grans_net import GRANSNet
 from ._grans_operator import GRANSOperator
@@ -43,6 +43,9 @@ class TrainResult(eqx.Module):
     stage_of_step: Any
     eval_before: float
     eval_after: float
+
+    def __repr__(self) -> str:
+        return record_repr(self)
 
 
 _DEFAULT_SMOOTHER = ChebyshevSmoother()
@@ -180,7 +183,7 @@ def train_grans(
     states_per_operator: int = 12,
     learning_rate: float = 1e-3,
     smoother: AbstractSmoother = _DEFAULT_SMOOTHER,
-    progress: bool = True,
+    progress: bool | None = None,
     checkpoint_dir: str | Path | None = None,
     **deprecated: Any,
 ) -> TrainResult:
@@ -206,7 +209,9 @@ def train_grans(
       learning_rate: peak Adam learning rate.
       smoother: the solver's smoother (default ``ChebyshevSmoother(degree=3)``; ``degree=`` is a deprecated
         alias for ``smoother=ChebyshevSmoother(degree=...)``).
-      progress: print a progress line per stage and every 10 steps.
+      progress: None shows progress in an interactive terminal for loops driven from Python; a loop inside one
+        compiled program reports only with progress=True. (This loop is driven from Python: one bar over all
+        optimiser steps, with the stage, its rollout length ``K`` and the mean of the last 10 losses.)
       checkpoint_dir: if given, ``stage_<s>.eqx`` weight files are written there after each stage.
 
     Returns:
@@ -253,38 +258,32 @@ def train_grans(
     buffers: list[list[tuple]] = [[] for _ in operators]  # per operator: list of (r, p, Ap) per stage
     losses, stage_of = [], []
     rng = np.random.default_rng(int(jax.random.randint(kloop, (), 0, 2**31 - 1)))
-    t0 = time.perf_counter()
-    for s, K in enumerate(stages):  # Python loop over stages and steps: host-side driver, not traced
-        cur = eqx.combine(params, static)
-        for i, op in enumerate(operators):
-            if K == 0:
-                z = jnp.zeros_like(r0[i])
-                buffers[i].append((r0[i], z, z))
-            else:
-                buffers[i].append(_rollout(cur, op, r0[i], jnp.asarray(K, jnp.int32), degree))
-        for t in range(steps_per_stage):
-            i = int(rng.integers(len(operators)))
-            newest = buffers[i][-1]
-            allst = [jnp.concatenate(x) for x in zip(*buffers[i])]
-            half = batch // 2
-            j1 = rng.integers(newest[0].shape[0], size=batch - half)
-            j2 = rng.integers(allst[0].shape[0], size=half)
-            r, p, Ap = (jnp.concatenate([newest[k][j1], allst[k][j2]]) for k in range(3))
-            params, opt_state, loss = step(params, opt_state, operators[i], r, p, Ap)
-            losses.append(float(loss))
-            stage_of.append(s)
-            if progress and (t % 10 == 0 or t == steps_per_stage - 1):
-                done = len(losses) / total
-                bar = "#" * int(30 * done) + "-" * (30 - int(30 * done))
-                print(f"\r[{bar}] stage {s} (K={K}) step {t + 1}/{steps_per_stage} "
-                      f"loss {np.mean(losses[-10:]):+.3f} {time.perf_counter() - t0:.0f}s",
-                      end="", file=sys.stderr, flush=True)
-        if checkpoint_dir is not None:
-            Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
-            save_weights(Path(checkpoint_dir) / f"stage_{s}.eqx", eqx.combine(params, static),
-                         {"stage": s, "K": K, "step": len(losses)})
-    if progress:
-        print(file=sys.stderr)
+    with ProgressBar("train_grans", total=total, enabled=resolve_progress(progress), unit="step") as bar:
+        for s, K in enumerate(stages):  # Python loop over stages and steps: host-side driver, not traced
+            cur = eqx.combine(params, static)
+            for i, op in enumerate(operators):
+                if K == 0:
+                    z = jnp.zeros_like(r0[i])
+                    buffers[i].append((r0[i], z, z))
+                else:
+                    buffers[i].append(_rollout(cur, op, r0[i], jnp.asarray(K, jnp.int32), degree))
+            for t in range(steps_per_stage):
+                i = int(rng.integers(len(operators)))
+                newest = buffers[i][-1]
+                allst = [jnp.concatenate(x) for x in zip(*buffers[i])]
+                half = batch // 2
+                j1 = rng.integers(newest[0].shape[0], size=batch - half)
+                j2 = rng.integers(allst[0].shape[0], size=half)
+                r, p, Ap = (jnp.concatenate([newest[k][j1], allst[k][j2]]) for k in range(3))
+                params, opt_state, loss = step(params, opt_state, operators[i], r, p, Ap)
+                losses.append(float(loss))
+                stage_of.append(s)
+                if bar.enabled:  # (the float() above already synchronised; the mean is host-side)
+                    bar.update(1, stage=s, K=K, loss=float(np.mean(losses[-10:])))
+            if checkpoint_dir is not None:
+                Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
+                save_weights(Path(checkpoint_dir) / f"stage_{s}.eqx", eqx.combine(params, static),
+                             {"stage": s, "K": K, "step": len(losses)})
     trained = eqx.combine(params, static)
 
     def evaluate(n):
