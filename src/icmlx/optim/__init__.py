@@ -5,13 +5,14 @@ a learning rate; :func:`tail_degree` and :func:`robustness_exponent` tell how ro
 overestimated step size, and :func:`misspecification_sweep` measures it. DASH (Modoranu et al.,
 arXiv:2602.02016) lives here as optax transformations, with its inverse-root solvers as strategy objects
 (:class:`NewtonDB`, :class:`CoupledNewton`, :class:`Chebyshev`, :class:`Eigh`) for :func:`matrix_inverse_root`.
+:func:`plot_schedule` and :func:`plot_risk_curve` draw a schedule and a sweep (matplotlib, imported on call).
 """
 
 from .._deprecation import deprecated_names
 from .._results import RESULTS as RESULTS
 
 # DASH (_dash, _inverse_root, _root_methods) and annealed schedules (_schedules, _warmup_schedules, _tail,
-# _robustness); isort order.
+# _robustness, _plots); isort order.
 from ._dash import DASH_STATIC_ARGS as DASH_STATIC_ARGS
 from ._dash import DashState as DashState
 from ._dash import dash as dash
@@ -19,6 +20,8 @@ from ._dash import scale_by_dash as scale_by_dash
 from ._inverse_root import InverseRootSolution as InverseRootSolution
 from ._inverse_root import matrix_inverse_root as matrix_inverse_root
 from ._inverse_root import power_iteration as power_iteration
+from ._plots import plot_risk_curve as plot_risk_curve
+from ._plots import plot_schedule as plot_schedule
 from ._robustness import SlopeFitResult as SlopeFitResult
 from ._robustness import SweepResult as SweepResult
 from ._robustness import fit_slopes as fit_slopes
@@ -64,6 +67,8 @@ __all__ = [
     "schedule_table",
     "SweepResult",
     "SlopeFitResult",
+    "plot_risk_curve",
+    "plot_schedule",
     # DASH
     "DASH_STATIC_ARGS",
     "DashState",

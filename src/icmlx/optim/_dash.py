@@ -1,6 +1,8 @@
 """DASH: batched block Shampoo with fast inverse roots, as optax transformations."""
 
 import functools
+import inspect
+import math
 from typing import Any, Literal, NamedTuple
 
 import equinox as eqx
@@ -14,6 +16,7 @@ from jaxtyping import Array, Int
 from ._blocking import ADAM, VECTOR, BlockPlan, blockify, make_block_plan, unblockify
 from ._inverse_root import _check_chunk_size, _inverse_root_impl
 from ._root_methods import DEFAULT_INVERSE_ROOT, AbstractInverseRoot, as_inverse_root, pop_legacy_settings
+from ._warn import warn_user
 
 __all__ = ["DashState", "scale_by_dash", "dash", "DASH_STATIC_ARGS"]
 
@@ -59,24 +62,84 @@ def _is_number(x) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
 
+def _concrete(x) -> np.ndarray | None:
+    """``x`` as a float64 NumPy array when it is a concrete number or array, else ``None`` (traced, callable)."""
+    if _is_number(x):
+        return np.asarray(float(x))
+    if isinstance(x, (np.ndarray, jax.Array)) and not isinstance(x, jax.core.Tracer):
+        if np.issubdtype(np.asarray(x).dtype, np.number):
+            return np.asarray(x, dtype=np.float64)
+    return None
+
+
 def _check_unit(name: str, value, *, closed: bool = False) -> None:
-    if _is_number(value):
-        ok = 0.0 <= value <= 1.0 if closed else 0.0 <= value < 1.0
+    v = _concrete(value)
+    if v is not None:
+        ok = np.all((0.0 <= v) & ((v <= 1.0) if closed else (v < 1.0)))
         if not ok:
             raise ValueError(f"{name} must be in [0, 1{']' if closed else ')'}, got {name}={value!r}")
 
 
+def _check_nonnegative(name: str, value, hint: str = "") -> None:
+    """Concrete ``value`` must be finite and ``>= 0`` (NaN included in the failure); traced values pass."""
+    v = _concrete(value)
+    if v is not None and not np.all(np.isfinite(v) & (v >= 0)):
+        raise ValueError(f"{name} must be finite and >= 0, got {name}={value!r}{hint}")
+
+
+#: Block side chosen by ``block_size=None``: small blocks on CPU, the paper's 1024 on GPU/TPU.
+_DEFAULT_BLOCK = {"cpu": 128}
+_ACCELERATOR_BLOCK = 1024
+#: Factor side above which a CPU refresh is slow enough to warn about (once per side and process).
+_CPU_SLOW_FACTOR = 512
+_warned_sides: set[int] = set()
+
+
+def _default_block_size() -> int:
+    return _DEFAULT_BLOCK.get(jax.default_backend(), _ACCELERATOR_BLOCK)
+
+
+def _warn_large_cpu_blocks(plan: BlockPlan, fn_name: str, block_size: int) -> None:
+    """Warn once when an explicit ``block_size`` gives factors past ``_CPU_SLOW_FACTOR`` on the CPU backend."""
+    if jax.default_backend() != "cpu":
+        return
+    sides = sorted({z for z, _, _, _ in plan.stacks if z > _CPU_SLOW_FACTOR} - _warned_sides)
+    if not sides:
+        return
+    _warned_sides.update(sides)
+    warn_user(
+        f"{fn_name}: block_size={block_size} gives {sides[-1]}x{sides[-1]} Kronecker factors, whose inverse-root "
+        f"refresh is slow on the CPU backend (its cost grows with the block side).\n"
+        f"Leave block_size=None (chooses {_DEFAULT_BLOCK['cpu']} on CPU) or pass block_size=128 or 256."
+    )
+
+
+def _check_static(fn_name: str, **values) -> None:
+    """The structural settings must be Python values; ``optax.inject_hyperparams`` turns numbers into arrays."""
+    for name, value in values.items():
+        if isinstance(value, (jax.Array, np.ndarray)):
+            raise ValueError(
+                f"{fn_name}: {name} arrived as an array (optax.inject_hyperparams injects every number), but it "
+                f"is structural (block layout, refresh steps) and must be a Python value.\nMark the structural "
+                f"arguments static: "
+                f"optax.inject_hyperparams({fn_name}, static_args=DASH_STATIC_ARGS)(...)"
+            )
+
+
 def _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, one_dim, nonfinite,
-                    precondition_frequency, start_preconditioning_step, root_chunk_size, mesh, mesh_axis) -> None:
+                    precondition_frequency, start_preconditioning_step, root_epsilon, root_chunk_size, mesh,
+                    mesh_axis) -> None:
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
-        raise ValueError(f"block_size must be a positive integer, got {block_size=}")
+        raise ValueError(f"block_size must be a positive integer or None (chosen by backend), got {block_size=}")
     for name, val in (("b1", b1), ("b2", b2)):
         _check_unit(name, val)
     _check_unit("factor_decay", factor_decay, closed=True)
-    if _is_number(momentum) and not 0.0 <= momentum < 1.0:
+    v = _concrete(momentum)
+    if v is not None and not np.all((0.0 <= v) & (v < 1.0)):
         raise ValueError(f"momentum must be in [0, 1), got {momentum=}")
-    if _is_number(eps) and eps < 0:
-        raise ValueError(f"eps must be >= 0, got {eps=}")
+    _check_nonnegative("eps", eps)
+    if not _is_number(root_epsilon) or not math.isfinite(root_epsilon) or root_epsilon < 0:
+        raise ValueError(f"root_epsilon must be a finite Python float >= 0, got {root_epsilon=}")
     if grafting not in _GRAFTINGS:
         raise ValueError(f"grafting must be one of {_GRAFTINGS}, got {grafting=}")
     if one_dim not in _ONE_DIM:
@@ -102,7 +165,13 @@ _LEGACY_ROOT_SETTINGS = {
 
 
 def _accept_legacy_root_settings(fn):
-    """Accept the previous release's ``newton_steps=``, ``chebyshev_degree=``, ... with a warning."""
+    """Accept the previous release's ``newton_steps=``, ``chebyshev_degree=``, ... with a warning.
+
+    Also checks that the structural arguments (:data:`DASH_STATIC_ARGS`) are Python values before the call
+    reaches ``fn``'s annotations, so that ``optax.inject_hyperparams`` without ``static_args`` gets the message
+    that says what to do.
+    """
+    params = list(inspect.signature(fn).parameters)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any):
@@ -111,6 +180,8 @@ def _accept_legacy_root_settings(fn):
             "pass a solver object instead, e.g. inverse_root=NewtonDB(num_steps=12) or "
             "inverse_root=Chebyshev(degree=40)",
         )
+        given = {**dict(zip(params, args)), **kwargs}
+        _check_static(fn.__name__, **{k: given[k] for k in DASH_STATIC_ARGS if k in given})
         return fn(*args, **kwargs)
 
     return wrapper
@@ -220,7 +291,7 @@ def _with_momentum(direction, buffer, momentum, nesterov: bool, use_momentum: bo
 
 @_accept_legacy_root_settings
 def scale_by_dash(
-    block_size: int = 1024,
+    block_size: int | None = None,
     b1: float | Array = 0.9,
     b2: float | Array = 0.95,
     factor_decay: float | Array = 0.95,
@@ -285,7 +356,12 @@ def scale_by_dash(
     Other blocks of the same stack are not affected (every solver works per matrix).
 
     Args:
-      block_size: block side ``B`` (static).
+      block_size: block side ``B`` (static), or ``None`` (default) to choose by backend when the
+        transformation is built (``jax.default_backend()``): 128 on CPU, 1024 (the paper's) on GPU/TPU. A
+        refresh inverts every ``B x B`` factor, so for a fixed parameter count its cost grows about linearly
+        with ``B``; on a GPU the batched solve of large blocks fills the device, on a CPU it is a long serial
+        computation, so small blocks keep a CPU refresh short (smaller blocks are a coarser, block-diagonal
+        preconditioner). An explicit ``block_size`` whose factors exceed 512 on the CPU backend warns once.
       b1: gradient EMA :math:`\beta_G` (0 disables it).
       b2: grafting second-moment EMA :math:`\beta_{graft}`.
       factor_decay: Kronecker-factor EMA :math:`\beta_{LR}`; 1.0 gives a plain sum (AdaGrad-style).
@@ -321,7 +397,13 @@ def scale_by_dash(
       An ``optax.GradientTransformation`` whose state is a :class:`DashState`.
 
     Raises:
-      ValueError: invalid hyperparameters (at construction).
+      ValueError: invalid hyperparameters (at construction), naming the argument: out-of-range or NaN
+        ``b1``/``b2``/``factor_decay``/``momentum``/``eps``, a negative ``root_epsilon``, a structural
+        argument given as an array (use ``optax.inject_hyperparams(..., static_args=DASH_STATIC_ARGS)``).
+
+    Warns:
+      UserWarning: once per factor side, an explicit ``block_size`` giving factors larger than 512 on the
+        CPU backend (slow refreshes).
 
     References:
       Modoranu et al., DASH, arXiv:2602.02016. Gupta et al., Shampoo, arXiv:1802.09568. Shi et al.,
@@ -338,8 +420,12 @@ def scale_by_dash(
       >>> print(updates["w"].shape, int(state[0].count))
       (6, 4) 1
     """
+    explicit_block = block_size is not None
+    if block_size is None:
+        block_size = _default_block_size()
     _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, one_dim, nonfinite,
-                    precondition_frequency, start_preconditioning_step, root_chunk_size, mesh, mesh_axis)
+                    precondition_frequency, start_preconditioning_step, root_epsilon, root_chunk_size, mesh,
+                    mesh_axis)
     solver = as_inverse_root(inverse_root, "inverse_root")
     num_shards = 1 if mesh is None else int(mesh.shape[mesh_axis])
     use_momentum = not (_is_number(momentum) and momentum == 0.0)
@@ -372,6 +458,8 @@ def scale_by_dash(
     def init_fn(params):
         leaves, _ = jax.tree.flatten(params)
         plan = _plan_for(leaves, block_size, one_dim, num_shards)
+        if explicit_block:
+            _warn_large_cpu_blocks(plan, "scale_by_dash", block_size)
         fdt = _factor_dtype(leaves)
         mu = jax.tree.map(jnp.zeros_like, params)
         nu = jax.tree.map(jnp.zeros_like, params)
@@ -434,7 +522,7 @@ def scale_by_dash(
 @_accept_legacy_root_settings
 def dash(
     learning_rate: optax.ScalarOrSchedule,
-    block_size: int = 1024,
+    block_size: int | None = None,
     b1: float | Array = 0.9,
     b2: float | Array = 0.95,
     factor_decay: float | Array = 0.95,
@@ -472,7 +560,8 @@ def dash(
 
     Args:
       learning_rate: a float or an optax schedule (e.g. from :mod:`icmlx.optim`).
-      block_size: block side ``B``.
+      block_size: block side ``B``, or ``None`` (default) for 128 on CPU and 1024 on GPU/TPU (as in
+        :func:`scale_by_dash`, which explains the choice).
       b1: gradient EMA.
       b2: grafting second-moment EMA.
       factor_decay: Kronecker-factor EMA.
@@ -487,7 +576,9 @@ def dash(
       An ``optax.GradientTransformation``.
 
     Raises:
-      ValueError: invalid hyperparameters.
+      ValueError: invalid hyperparameters, naming the argument: a negative or NaN ``learning_rate``,
+        ``weight_decay`` or ``eps``, a negative ``root_epsilon``, or (under ``optax.inject_hyperparams``
+        without ``static_args=DASH_STATIC_ARGS``) a structural argument that arrived as an array.
 
     References:
       Modoranu et al., DASH, arXiv:2602.02016.
@@ -506,8 +597,11 @@ def dash(
       >>> print(round(float(params[0, 0]), 3))
       1.03
     """
-    if _is_number(weight_decay) and weight_decay < 0:
-        raise ValueError(f"weight_decay must be >= 0, got {weight_decay=}")
+    if not callable(learning_rate):
+        lr = _concrete(learning_rate)
+        descent = " (dash already descends: pass the step size, not its negative)"
+        _check_nonnegative("learning_rate", learning_rate, descent if lr is not None and np.any(lr < 0) else "")
+    _check_nonnegative("weight_decay", weight_decay)
     if weight_decay_mask is None:
         weight_decay_mask = lambda p: jax.tree.map(lambda x: x.ndim >= 2, p)
     return optax.chain(

@@ -7,15 +7,16 @@ cost one kernel launch per iteration rather than ``N``. The methods are the solv
 """
 
 import functools
+import math
 from typing import Any, Literal
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
+from .._checks import check_values
 from .._deprecation import renamed_kwargs, warn_renamed
 from .._results import RESULTS, Solution, raise_if_failed
 from ._root_kernels import (
@@ -57,7 +58,7 @@ def _check_square(A) -> Array:
 
 @renamed_kwargs(num_iters="num_steps")
 def power_iteration(
-    A: Float[Array, "*batch n n"],
+    A: Float[ArrayLike, "*batch n n"],
     *,
     num_steps: int = 10,
     num_vectors: int = 16,
@@ -72,7 +73,7 @@ def power_iteration(
     an all-zero block gives a tiny finite estimate rather than NaN.
 
     Args:
-      A: symmetric PSD matrices, shape ``(..., n, n)``, floating dtype.
+      A: symmetric PSD matrices, shape ``(..., n, n)``, floating dtype, NumPy or JAX.
       num_steps: power steps (static). ``num_iters`` is its deprecated name.
       num_vectors: starting vectors, capped at ``n`` (static).
       damping: relative diagonal damping (see above).
@@ -307,7 +308,7 @@ def _accept_legacy_settings(fn):
 
 @_accept_legacy_settings
 def matrix_inverse_root(
-    A: Float[Array, "*batch n n"],
+    A: Float[ArrayLike, "*batch n n"],
     p: int,
     *,
     method: AbstractInverseRoot | str = DEFAULT_INVERSE_ROOT,
@@ -340,7 +341,7 @@ def matrix_inverse_root(
     for any iteration count (plain Newton–DB with no ridge goes indefinite and then NaN past ~15 steps).
 
     Args:
-      A: symmetric PSD matrices, shape ``(..., n, n)``, float32/float64 (any leading batch shape).
+      A: symmetric PSD matrices, shape ``(..., n, n)``, float32/float64 (any leading batch shape), NumPy or JAX.
       p: the root, a positive integer (``NewtonDB``: 2 or 4).
       method: a solver object (an :class:`~icmlx.optim.AbstractInverseRoot`), or the shorthand
         ``"newton_db"``, ``"coupled_newton"``, ``"chebyshev"`` or ``"eigh"`` for its default object.
@@ -367,8 +368,9 @@ def matrix_inverse_root(
       dtype as ``A``; ``result``; ``stats`` with ``num_steps``, ``residual`` and ``ridge``.
 
     Raises:
-      ValueError: bad shape, ``p``, method or ``chunk_size``, or (at run time, via ``eqx.error_if``)
-        non-finite entries in ``A``; with ``throw=True``, at run time, a non-successful ``result``.
+      ValueError: bad shape, ``p``, method, ``epsilon`` or ``chunk_size``, or non-finite entries in ``A``
+        (checked on the host for a concrete ``A``; via ``eqx.error_if`` at run time when ``A`` is traced); with
+        ``throw=True``, at run time, a non-successful ``result``.
       TypeError: non-floating ``A``.
 
     References:
@@ -397,7 +399,14 @@ def matrix_inverse_root(
     if roots is not None and p not in roots:
         raise ValueError(f"method={type(method).__name__}() supports p in {roots}, got {p=}; use CoupledNewton()")
     _check_chunk_size("chunk_size", chunk_size)
-    A = eqx.error_if(A, ~jnp.all(jnp.isfinite(A)), "matrix_inverse_root: A has non-finite entries")
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)) or not (
+        math.isfinite(epsilon) and epsilon >= 0
+    ):
+        raise ValueError(f"epsilon must be a finite Python float >= 0 (an absolute ridge), got {epsilon=}")
+    A = check_values(
+        A, lambda xp, a: ~xp.isfinite(a),
+        "matrix_inverse_root: A has non-finite (NaN/inf) entries; check the matrices before solving.",
+    )
     a = A.reshape((-1,) + A.shape[-2:])
     x, code, steps, residual, ridge = _solve_jit(
         a, p=int(p), method=method, epsilon=float(epsilon),

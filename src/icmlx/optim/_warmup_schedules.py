@@ -5,9 +5,11 @@ the remaining steps.
 """
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
@@ -18,10 +20,12 @@ from ._schedules import (
     _as_value,
     _check_int,
     _check_nonneg,
+    _Constant,
     _cosine_factor,
     _count,
     _remaining_fraction,
     _value_dtype,
+    _warn_floor,
 )
 
 __all__ = ["wsd", "warmup", "warmup_cosine_decay", "join"]
@@ -102,7 +106,7 @@ def wsd(
       warmup_steps: linear warmup length ``W >= 0``.
       cooldown_fraction: cooldown length as a fraction of ``total_steps``, in ``(0, 1]``.
       cooldown_shape: ``"linear"``, ``"cosine"`` or ``"1-sqrt"``.
-      end_value: final value (keep 0 for robustness).
+      end_value: final value (keep 0 for robustness; at least 5% of ``init_value`` warns).
       warmup_init_value: value at ``count = 0`` when ``warmup_steps > 0``.
 
     Returns:
@@ -139,6 +143,7 @@ def wsd(
     for name, v in (("init_value", init_value), ("end_value", end_value),
                     ("warmup_init_value", warmup_init_value)):
         _check_nonneg(name, v)
+    _warn_floor("wsd", f"end_value={end_value!r}", end_value, init_value, f"init_value={init_value!r}")
     return _WSD(init_value, total_steps, warmup_steps, cooldown_steps, cooldown_shape, end_value,
                 warmup_init_value)
 
@@ -215,7 +220,7 @@ def warmup_cosine_decay(
       warmup_steps: ``W >= 0``.
       decay_steps: total length ``T > W``.
       init_value: value at ``count = 0``.
-      end_value: final value (keep 0 for robustness).
+      end_value: final value (keep 0 for robustness; at least 5% of ``peak_value`` warns).
       exponent: cosine exponent.
 
     Returns:
@@ -239,6 +244,11 @@ def warmup_cosine_decay(
         )
     _check_nonneg("end_value", end_value)
     _check_nonneg("peak_value", peak_value)
+    _check_nonneg("init_value", init_value)
+    _warn_floor("warmup_cosine_decay", f"end_value={end_value!r}", end_value, peak_value,
+                f"peak_value={peak_value!r}")
+    if not math.isfinite(float(exponent)) or float(exponent) <= 0:
+        raise ValueError(f"exponent must be finite and > 0, got exponent={exponent!r}")
     # cosine from peak to end: init*(alpha + (1-alpha) h) with alpha = end/peak, written explicitly to allow
     # peak_value == 0 and array peaks.
     base = _PeakToEnd(peak_value, end_value, decay_steps - warmup_steps, float(exponent))
@@ -314,4 +324,11 @@ def join(schedules: Sequence[Callable], boundaries: Sequence[int]) -> Schedule:
         )
     if any(b1 <= b0 for b0, b1 in zip(boundaries, boundaries[1:])):
         raise ValueError(f"boundaries must be strictly increasing, got {boundaries=}")
-    return _Join(schedules, boundaries)
+    joined = _Join(schedules, boundaries)
+    if not all(isinstance(f, _Constant) for f in schedules) and joined.horizon is not None:
+        try:
+            peak = max(float(f(0)) for f in schedules)
+            _warn_floor("join", "its last schedule", float(joined.final_value), peak, "the peak")
+        except (TypeError, ValueError, jax.errors.ConcretizationTypeError):
+            pass  # traced or array-valued pieces: nothing to check at construction
+    return joined
