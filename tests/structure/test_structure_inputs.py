@@ -314,6 +314,17 @@ def test_pc_progress_reports_levels_and_tests(gauss, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_pc_tree_progress_reports_every_chunk_from_the_program(capsys):
+    x = np.random.default_rng(1).normal(size=(300, 7)).astype(np.float32)
+    plain = pc_tree(x, chunk_size=3, progress=False)
+    assert capsys.readouterr().err == ""
+    res = pc_tree(x, chunk_size=3, progress=True)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("pc_tree:")]
+    assert len(lines) == 3  # ceil(7 / 3) chunks of separators
+    assert sorted(lines)[-1] == "pc_tree: step 3/3 [separators=7]"
+    np.testing.assert_array_equal(np.asarray(res.graph), np.asarray(plain.graph))
+
+
 # ---------------------------------------------------------------- pc_tree's input checks
 def test_pc_tree_checks_its_data_like_pc():
     rng = np.random.default_rng(0)

@@ -19,6 +19,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from icmlx._checks import check_values, is_traced
 from icmlx._deprecation import deprecated_attribute, renamed_kwargs, warn_renamed
+from icmlx._progress import in_program_reporter, resolve_progress
 
 from . import _graph_io
 from ._ci_tests import _float_dtype
@@ -83,7 +84,7 @@ class PCTreeResult(eqx.Module):
         return _graph_io.result_repr(self, {"num_tests": self.num_tests})
 
 
-def _chunked_min(d, chunk, fn):
+def _chunked_min(d, chunk, fn, report=None):
     """min/argmin over l of fn(L) -> (d, d, c) scores, scanning chunks of l (l == j or l == k masked)."""
     fdt = _float_dtype()
     n_chunks = (d + chunk - 1) // chunk
@@ -91,8 +92,11 @@ def _chunked_min(d, chunk, fn):
     j = jnp.arange(d, dtype=jnp.int32)[:, None, None]
     k = jnp.arange(d, dtype=jnp.int32)[None, :, None]
 
-    def body(carry, L):
+    def body(carry, xs):
         best, arg = carry
+        step, L = xs
+        if report is not None:  # static: only a program built with progress=True holds the callback
+            report(step + 1, separators=jnp.minimum((step + 1) * chunk, d))
         Lc = jnp.minimum(L, d - 1)
         sc = fn(Lc)
         bad = (L[None, None, :] >= d) | (L[None, None, :] == j) | (L[None, None, :] == k)
@@ -103,11 +107,11 @@ def _chunked_min(d, chunk, fn):
         return (jnp.where(upd, m, best), jnp.where(upd, L[i], arg)), None
 
     init = (jnp.full((d, d), jnp.inf, fdt), jnp.full((d, d), -1, jnp.int32))
-    (best, arg), _ = jax.lax.scan(body, init, ls)
+    (best, arg), _ = jax.lax.scan(body, init, (jnp.arange(n_chunks, dtype=jnp.int32), ls))
     return best, arg
 
 
-def _gauss_scores(data, alpha, threshold, chunk):
+def _gauss_scores(data, alpha, threshold, chunk, report=None):
     fdt = _float_dtype()
     n, d = data.shape
     r = correlation_matrix(data.astype(fdt))
@@ -118,7 +122,7 @@ def _gauss_scores(data, alpha, threshold, chunk):
         den = jnp.sqrt(jnp.maximum((1 - rl**2)[:, None, :] * (1 - rl**2)[None, :, :], 1e-300))
         return jnp.abs(num / den)
 
-    s1, arg = _chunked_min(d, chunk, fn)
+    s1, arg = _chunked_min(d, chunk, fn, report)
     s0 = jnp.abs(r)
     if threshold is None:
         z = ndtri(1.0 - alpha / 2.0)
@@ -141,7 +145,7 @@ def _bern_chi(n11, n1a, n1b, m):
     return chi, ok, gap
 
 
-def _bern_scores(data, alpha, threshold, chunk):
+def _bern_scores(data, alpha, threshold, chunk, report=None):
     fdt = _float_dtype()
     x = data.astype(fdt)
     n, d = x.shape
@@ -175,7 +179,7 @@ def _bern_scores(data, alpha, threshold, chunk):
         dof = ok1.astype(jnp.int32) + ok0_.astype(jnp.int32)
         return score(chi1 + chi0_, dof, g1 + g0)
 
-    s1, arg = _chunked_min(d, chunk, fn)
+    s1, arg = _chunked_min(d, chunk, fn, report)
     if threshold is None:
         cut0 = cut1 = jnp.asarray(-alpha, fdt)
     else:
@@ -183,7 +187,7 @@ def _bern_scores(data, alpha, threshold, chunk):
     return s0, s1, arg, cut0, cut1
 
 
-def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins):
+def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins, report=None):
     """Binned U-statistics of all (j, k) pairs, marginally and given every single l (cond_bins strata).
 
     Counting per separator l is one Gram matrix per stratum of l: the samples are gathered in the rank order of
@@ -225,7 +229,7 @@ def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins):
         mu, k2, k3 = (v.sum(axis=3) for v in _stratum_stat_and_cumulants(cnt))
         return score(mu, k2, k3)
 
-    s1, arg = _chunked_min(d, chunk, fn)
+    s1, arg = _chunked_min(d, chunk, fn, report)
     if threshold is None:
         cut = jnp.asarray(-alpha, fdt)
     else:
@@ -233,7 +237,7 @@ def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins):
     return s0, s1, arg, cut, cut
 
 
-def _dsep_scores(dag, chunk):
+def _dsep_scores(dag, chunk, report=None):
     fdt = _float_dtype()
     d = dag.shape[0]
     jj, kk = jnp.meshgrid(jnp.arange(d, dtype=jnp.int32), jnp.arange(d, dtype=jnp.int32), indexing="ij")
@@ -248,7 +252,7 @@ def _dsep_scores(dag, chunk):
 
         return jnp.moveaxis(jax.lax.map(per_l, L), 0, 2)
 
-    s1, arg = _chunked_min(d, chunk, fn)
+    s1, arg = _chunked_min(d, chunk, fn, report)
     half = jnp.asarray(0.5, fdt)
     return s0, s1, arg, half, half
 
@@ -331,16 +335,20 @@ def pc_tree_from_scores(
     )
 
 
-@functools.partial(jax.jit, static_argnames=("ci_test", "chunk_size", "num_bins", "cond_bins", "use_threshold"))
-def _scores(data, alpha, threshold, *, ci_test, chunk_size, num_bins, cond_bins, use_threshold):
+@functools.partial(
+    jax.jit, static_argnames=("ci_test", "chunk_size", "num_bins", "cond_bins", "use_threshold", "progress")
+)
+def _scores(data, alpha, threshold, *, ci_test, chunk_size, num_bins, cond_bins, use_threshold, progress=False):
     thr = threshold if use_threshold else None
+    d = data.shape[1]
+    rep = in_program_reporter("pc_tree", total=-(-d // chunk_size)) if progress else None
     if ci_test == "fisherz":
-        return _gauss_scores(data, alpha, thr, chunk_size)
+        return _gauss_scores(data, alpha, thr, chunk_size, rep)
     if ci_test == "bernoulli":
-        return _bern_scores(data, alpha, thr, chunk_size)
+        return _bern_scores(data, alpha, thr, chunk_size, rep)
     if ci_test == "nonparametric":
-        return _np_scores(data, alpha, thr, chunk_size, num_bins, cond_bins)
-    return _dsep_scores(data, chunk_size)
+        return _np_scores(data, alpha, thr, chunk_size, num_bins, cond_bins, rep)
+    return _dsep_scores(data, chunk_size, rep)
 
 
 @renamed_kwargs(n_bins="num_bins")
@@ -465,7 +473,7 @@ def _prepare(data, name: str, alpha, threshold, names):
     return jnp.asarray(arr, _float_dtype()), names
 
 
-def _scores_of(data, test, alpha, threshold, chunk_size):
+def _scores_of(data, test, alpha, threshold, chunk_size, progress=False):
     name = test.name
     data = jnp.asarray(data)
     if isinstance(test, Nonparametric):
@@ -503,6 +511,7 @@ def _scores_of(data, test, alpha, threshold, chunk_size):
         num_bins=num_bins,
         cond_bins=cond_bins,
         use_threshold=threshold is not None,
+        progress=progress,
     )
 
 
@@ -515,6 +524,7 @@ def pc_tree(
     threshold: float | None = None,
     chunk_size: int | None = None,
     names: list[str] | tuple[str, ...] | None = None,
+    progress: bool | None = None,
 ) -> PCTreeResult:
     r"""Learn a poly-forest CPDAG with the optimal PC-tree procedure of Gao, Wang & Aragam.
 
@@ -552,6 +562,9 @@ def pc_tree(
         partial correlation).
       chunk_size: separators per chunk (default keeps a chunk near 2^23 scores).
       names: variable names for NumPy/JAX data (default: a DataFrame's columns, else none).
+      progress: report each chunk of separators from inside the compiled program (standard error). None
+        shows progress in an interactive terminal for loops driven from Python; a loop inside one compiled
+        program reports only with progress=True (this learner is one compiled program).
 
     Returns:
       :class:`PCTreeResult`.
@@ -581,7 +594,10 @@ def pc_tree(
     """
     test = _as_ci_test(ci_test, PC_TREE_TESTS, "pc_tree")
     data, names = _prepare(data, test.name, alpha, threshold, names)
-    res = pc_tree_from_scores(*_scores_of(data, test, alpha, threshold, chunk_size))
+    show = resolve_progress(progress, in_program=True)
+    res = pc_tree_from_scores(*_scores_of(data, test, alpha, threshold, chunk_size, show))
+    if show:
+        jax.effects_barrier()  # the chunk reports are printed before the call returns
     if test.name == "d_separation" and names is not None:
         names = resolve_names(names, None, res.graph.shape[0])
     return res if names is None else dataclasses.replace(res, names=names)
