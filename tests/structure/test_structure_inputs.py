@@ -149,6 +149,18 @@ def test_categorical_frame_matches_causal_learn_on_hand_codes(method):
     np.testing.assert_array_equal(np.asarray(res.graph), cg.G.graph)
 
 
+def test_fisherz_on_category_codes_warns_at_the_caller():
+    import warnings
+
+    codes = np.random.default_rng(4).integers(0, 3, size=(200, 3))
+    with pytest.warns(UserWarning, match="chisq") as rec:
+        pc(codes)
+    assert rec[0].filename == __file__  # the warning points at the user's line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pc(np.random.default_rng(4).integers(0, 50, size=(200, 3)))  # many levels: a count, no warning
+
+
 def test_bernoulli_pc_tree_codes_two_valued_columns():
     scipy_stats = pytest.importorskip("scipy.stats")
     rng = np.random.default_rng(2)
@@ -181,6 +193,8 @@ def test_to_networkx_and_dot_match_the_matrix_entries():
         names = [f"v{i}" for i in range(7)]
         Gn = to_networkx(g, names=names)
         assert {(u, v) for u, v in Gn.edges} == {(names[i], names[j]) for i, j in expected}
+        dot_named = to_dot(g, names=names)
+        assert all(f'"{names[i]}" -> "{names[j]}";' in dot_named for (i, j), k in expected.items() if k == "directed")
         dot = res.to_dot()
         assert set(re.findall(r'^  "(\w+)";$', dot, re.M)) == {str(i) for i in range(7)}
         arrows = re.findall(r'^  "(\w+)" -> "(\w+)"( \[dir=none\]| \[dir=both\])?;$', dot, re.M)

@@ -9,6 +9,9 @@ cells (``NaN``, ``None``, ``pd.NA``) follow ``nan_policy``. All checks run on th
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +22,22 @@ from jaxtyping import Array, ArrayLike, Float, Int
 from icmlx._inputs import table_values
 
 __all__ = ["TableLike", "encode_discrete", "validate_data", "prepare_data", "resolve_names"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+
+def _outside_stacklevel(frame) -> int:
+    """The ``stacklevel``, counted from ``frame`` (the warning's), of the first frame outside icmlx and the
+    type-checking wrappers (jaxtyping/beartype) around its functions."""
+    level = 1
+    while frame is not None and (
+        frame.f_code.co_filename.startswith(_PACKAGE_DIR) or "beartype" in frame.f_code.co_filename
+        or "jaxtyping" in frame.f_code.co_filename
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
+
 
 #: What the structure learners accept as data: an ``(n, d)`` NumPy/JAX array or a pandas DataFrame.
 TableLike = Any
@@ -163,6 +182,14 @@ def encode_discrete(
     return jnp.asarray(np.stack(cols, axis=1).astype(np.int32))
 
 
+_FEW = 5
+
+
+def _few_levels(arr: np.ndarray) -> bool:
+    """Whether every column takes at most ``_FEW`` distinct values (category codes, not measurements)."""
+    return all(np.unique(arr[:, j]).size <= _FEW for j in range(arr.shape[1]))
+
+
 def _as_float(arr: np.ndarray, names, ci_test: str) -> np.ndarray:
     if arr.dtype.kind in "fiub":
         return arr.astype(np.float64) if arr.dtype.kind != "f" else arr
@@ -202,6 +229,13 @@ def prepare_data(
         filled = np.where(miss, np.nan, arr)
         arr = _as_float(filled, shown, ci_test)
     arr = validate_data(arr, nan_policy=nan_policy, names=shown)
+    if ci_test == "fisherz" and arr.dtype.kind in "iub" and _few_levels(arr):
+        warnings.warn(
+            f"data holds integer codes with at most {_FEW} distinct values per column, but ci_test='fisherz' assumes "
+            "continuous (Gaussian) data; for categorical data use pc(..., ci_test='chisq' or 'gsq')",
+            UserWarning,
+            stacklevel=_outside_stacklevel(sys._getframe()),
+        )
     if ci_test in ("fisherz", "nonparametric"):
         arr = _as_float(arr, shown, ci_test)
     elif arr.dtype.kind in "bOUS":
