@@ -48,6 +48,7 @@ from ._oracle import bayes_oracle_threshold as bayes_oracle_threshold
 from ._oracle import bfdr_threshold as bfdr_threshold
 from ._oracle import calibrate_tau2 as calibrate_tau2
 from ._oracle import threshold_risk as threshold_risk
+from ._plots import plot_rejections as plot_rejections
 from ._relative_belief import RelativeBeliefResult as RelativeBeliefResult
 from ._relative_belief import log_relative_belief_ratio as log_relative_belief_ratio
 from ._relative_belief import rb_strength as rb_strength
@@ -96,6 +97,7 @@ __all__ = [
     "horseshoe_test",
     "horseshoe_threshold",
     "log_relative_belief_ratio",
+    "plot_rejections",
     "rb_strength",
     "relative_belief_gamma2",
     "relative_belief_ratio",

@@ -187,12 +187,11 @@ def check_finite(x: jax.Array, name: str, labels: Labels | None = None) -> jax.A
 
     A concrete ``x`` is checked on the host (``ValueError`` now); a traced one with :func:`equinox.error_if`.
     """
-    msg_nan = f"{name} contains NaN; drop or impute those entries first"
-    msg_inf = (f"{name} contains an infinite value; z-scores must be finite (drop it, or cap it at a large finite "
-               "value such as 40 to keep it as a sure rejection)")
     if is_traced(x):
-        x = check_values(x, lambda xp, v: xp.isnan(v), msg_nan)
-        return check_values(x, lambda xp, v: xp.isinf(v), msg_inf)
+        return check_values(
+            x, lambda xp, v: ~xp.isfinite(v),
+            f"{name} contains NaN or an infinite value; z-scores must be finite: drop or impute NaN, cap infinities",
+        )
     v = np.asarray(x)
     bad_nan = np.isnan(v)
     if bad_nan.any():

@@ -1,5 +1,6 @@
 """p-value based anchors: two-sided p-values, Benjamini–Hochberg step-up and Bonferroni."""
 
+import dataclasses
 import math
 from typing import Any
 
@@ -232,7 +233,7 @@ def benjamini_hochberg(
     if a.ndim != 0:
         raise ValueError(f"alpha must be a scalar, got shape {a.shape}")
     res = _bh_sort_decisions(p, a) if method == "sort" else _bh_bucket_decisions(p, a)
-    return res if labels is None else eqx.tree_at(lambda r: r._labels, res, labels, is_leaf=lambda v: v is None)
+    return res if labels is None else dataclasses.replace(res, _labels=labels)
 
 
 @jax.jit
@@ -339,7 +340,7 @@ def bonferroni(
     n = p.shape[-1]
     warn_float32_tails(dt, n, "bonferroni")
     res = _bonf(p, a)
-    return res if labels is None else eqx.tree_at(lambda r: r._labels, res, labels, is_leaf=lambda v: v is None)
+    return res if labels is None else dataclasses.replace(res, _labels=labels)
 
 
 @jax.jit

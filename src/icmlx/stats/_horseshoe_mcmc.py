@@ -1,12 +1,16 @@
 """Full-Bayes horseshoe for the normal-means problem, fitted with numpyro NUTS (numpyro imported lazily)."""
 
+from typing import Any
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
+from .._progress import resolve_progress
+from .._repr import record_repr, summarise
 from .._types import PRNGKey, RealScalarLike
-from ._checks import as_float_array, check_no_nan, positive
+from ._checks import positive, prepare_scores
 
 __all__ = ["HorseshoeMCMCResult", "horseshoe_nuts"]
 
@@ -29,16 +33,34 @@ class HorseshoeMCMCResult(eqx.Module):
     reject: Bool[Array, " n"]
     tau: Float[Array, " s"]
 
+    @property
+    def num_rejected(self) -> Array:
+        """Number of rejections."""
+        return jnp.sum(self.reject, axis=-1)
+
+    @property
+    def num_tests(self) -> int:
+        """Number of tests."""
+        return self.reject.shape[-1]
+
+    def __repr__(self) -> str:
+        if isinstance(self.tau, jax.core.Tracer):
+            return record_repr(self)
+        return (f"HorseshoeMCMCResult(num_tests={self.num_tests}, num_rejected={int(self.num_rejected)}, "
+                f"num_samples={self.tau.shape[0]}, tau_mean={summarise(jnp.mean(self.tau))}, "
+                f"max_shrinkage_se={summarise(jnp.max(self.shrinkage_se))})")
+
 
 def horseshoe_nuts(
     key: PRNGKey,
-    x: Float[Array, " n"],
+    x: Any,
     *,
     tau: RealScalarLike | None = None,
     tau_scale: RealScalarLike = 1.0,
     sigma: RealScalarLike = 1.0,
     num_warmup: int = 500,
     num_samples: int = 1000,
+    progress: bool | None = None,
 ) -> HorseshoeMCMCResult:
     r"""Horseshoe posterior for :math:`X_i\sim N(\mu_i,\sigma^2)` by NUTS (numpyro), with :math:`\mu` integrated out.
 
@@ -51,11 +73,14 @@ def horseshoe_nuts(
 
     Args:
       key: PRNG key.
-      x: observations, shape ``(n,)``.
+      x: observations, shape ``(n,)`` (list, NumPy, JAX or pandas Series); all finite.
       tau: fixed global scale (> 0), or ``None`` for the half-Cauchy hyperprior.
       tau_scale: scale of the half-Cauchy prior on :math:`\tau` (> 0).
       sigma: known noise standard deviation (> 0).
       num_warmup, num_samples: NUTS warm-up and kept draws (one chain).
+      progress: show numpyro's progress bar (warm-up and sampling). None shows progress in an interactive terminal
+        for loops driven from Python; a loop inside one compiled program reports only with progress=True. NUTS
+        with a progress bar is driven from Python (numpyro's own bar), so None shows it in a terminal.
 
     Returns:
       :class:`HorseshoeMCMCResult`.
@@ -84,9 +109,9 @@ def horseshoe_nuts(
         from numpyro.infer import MCMC, NUTS
     except ImportError as err:  # pragma: no cover - numpyro is in the stats extra
         raise ImportError("horseshoe_nuts needs numpyro: pip install 'icmlx[stats]'") from err
-    x = check_no_nan(as_float_array(x, "x"), "x")
+    x, _ = prepare_scores(x, "horseshoe_nuts")
     if x.ndim != 1:
-        raise ValueError(f"x must be 1-d, got {x.shape=}")
+        raise ValueError(f"horseshoe_nuts: x must be 1-d (one set of tests), got {x.shape=}")
     dt = x.dtype
     s = positive("sigma", sigma, dt)
     ts = positive("tau_scale", tau_scale, dt)
@@ -100,7 +125,8 @@ def horseshoe_nuts(
         numpyro.sample("obs", dist.Normal(jnp.zeros((n,), dt), scale), obs=obs)
 
     with jax.numpy_dtype_promotion("standard"):  # numpyro internals mix weak/strong dtypes
-        mcmc = MCMC(NUTS(model), num_warmup=num_warmup, num_samples=num_samples, progress_bar=False)
+        mcmc = MCMC(NUTS(model), num_warmup=num_warmup, num_samples=num_samples,
+                    progress_bar=resolve_progress(progress))
         mcmc.run(key, x)
         draws = mcmc.get_samples()
     lam = draws["lam"].astype(dt)

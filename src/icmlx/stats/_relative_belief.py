@@ -21,7 +21,7 @@ from .._checks import check_values
 from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
 from ._checks import Labels, as_input_array, check_no_nan, float_dtype, positive, prepare_scores, warn_if_pvalues
-from ._gamma2 import AbstractGamma2, OracleGamma2, SparsityGamma2, resolve_rule
+from ._gamma2 import AbstractGamma2, EBSparsityGamma2, OracleGamma2, SparsityGamma2, resolve_rule
 from ._records import rejected_labels, summary_repr
 from ._sigma import AbstractSigma, resolve_sigma
 
@@ -352,7 +352,7 @@ def relative_belief_test(
       >>> from icmlx.stats import simulate_two_groups
       >>> z = simulate_two_groups(jax.random.key(0), 10_000, p=0.01, tau2=16.0).x[0]
       >>> relative_belief_test(z)   # the default gamma2: EBSparsityGamma2()
-      RelativeBeliefResult(num_tests=10000, num_rejected=44, gamma2=[1.038e+05], threshold=[11.55], k=1, sigma=1)
+      RelativeBeliefResult(num_tests=10000, num_rejected=56, gamma2=[9.703e+04], threshold=[11.48], k=1, sigma=1)
     """
     rule, legacy_fn = resolve_rule(gamma2, deprecated, "relative_belief_test", stacklevel=3)
     x, labels = prepare_scores(x, "relative_belief_test")
@@ -379,7 +379,7 @@ def relative_belief_test(
         else:
             g2 = positive("gamma2", gamma2, dt)
         reject, log_rb, strength, c2 = _rb_test_core(x, g2, s, kk)
-    if rule is not None and not isinstance(rule, (OracleGamma2, SparsityGamma2)):
+    if rule is not None and not isinstance(rule, (OracleGamma2, SparsityGamma2, EBSparsityGamma2)):
         g2 = check_values(
             g2, lambda xp, v: ~xp.isfinite(v),
             f"relative_belief_test: {type(rule).__name__}() gave a non-finite gamma2 (its fit to x failed); "
