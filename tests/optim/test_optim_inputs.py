@@ -15,6 +15,7 @@ import pytest
 from icmlx.optim import (
     DASH_STATIC_ARGS,
     SweepResult,
+    _dash,
     constant,
     cosine_decay,
     dash,
@@ -31,7 +32,6 @@ from icmlx.optim import (
     warmup_cosine_decay,
     wsd,
 )
-from icmlx.optim import _dash
 
 # ------------------------------------------------------------------------------------ block_size by backend
 
@@ -272,6 +272,12 @@ def test_sweep_value_checks_run_on_the_host_and_under_jit():
         jax.block_until_ready(run(jnp.array([1.0, -2.0])))
     with pytest.raises(ValueError, match="labels must name the 1 schedules"):
         misspecification_sweep(key, table, [1.0], num_replicates=2, labels=("a", "b"))
+    # Defaults that run on the schedules alone: rhos 1..64 cover fit_slopes' default fit_range (4, 64).
+    fit = fit_slopes(jax.random.key(1), misspecification_sweep(key, [linear_decay(0.1, 16)], num_replicates=2),
+                     num_resamples=4)
+    np.testing.assert_allclose(
+        misspecification_sweep(key, [linear_decay(0.1, 16)], num_replicates=2).rhos, 2.0 ** np.arange(7))
+    assert np.isfinite(np.asarray(fit.slope)).all()
     with pytest.raises(ValueError, match="no horizon"):
         misspecification_sweep(key, [constant(0.1)], [1.0], num_replicates=2)
 

@@ -280,7 +280,7 @@ def _as_table(table, labels, total_steps):
 def misspecification_sweep(
     key: PRNGKey,
     table: Float[ArrayLike, "S T"] | Sequence[Callable] | Mapping[str, Callable],
-    rhos: Float[ArrayLike, " K"] | Sequence[float],
+    rhos: Float[ArrayLike, " K"] | Sequence[float] | None = None,
     *,
     eps: Float[ArrayLike, " E"] | Sequence[float] | None = None,
     num_replicates: int = 256,
@@ -303,8 +303,10 @@ def misspecification_sweep(
       key: PRNG key; the same noise sequence is shared by every cell (common random numbers).
       table: ``(S, T)`` step sizes before misspecification (NumPy or JAX), or ``S`` schedules as a sequence
         or a ``{name: schedule}`` mapping.
-      rhos: ``(K,)`` positive misspecification factors (array or list).
-      eps: ``(E,)`` positive problem scales (array or list); default a 17-point log grid on :math:`[\sigma/\sqrt T, \sigma]`.
+      rhos: ``(K,)`` positive misspecification factors (array or list); default ``1, 2, 4, ..., 64``, which
+        covers :func:`fit_slopes`' default ``fit_range=(4, 64)`` with five points.
+      eps: ``(E,)`` positive problem scales (array or list); default a 17-point log grid on
+        :math:`[\sigma/\sqrt T, \sigma]`.
       num_replicates: ``R`` independent runs per cell (``n_replicates`` is its deprecated name).
       diameter: half-width ``D`` of the domain; the start is ``x_1 = D``.
       noise: gradient noise standard deviation :math:`\sigma`.
@@ -348,7 +350,7 @@ def misspecification_sweep(
     if labels is not None and len(labels) not in (0, S):
         raise ValueError(f"labels must name the {S} schedules (rows of table), got {len(labels)} labels")
     dtype = table.dtype
-    rhos = jnp.asarray(rhos).astype(dtype)
+    rhos = 2.0 ** jnp.arange(7, dtype=dtype) if rhos is None else jnp.asarray(rhos).astype(dtype)
     if eps is None:
         eps = jnp.geomspace(noise / T**0.5, noise, 17).astype(dtype)
     eps = jnp.asarray(eps).astype(dtype)
