@@ -28,6 +28,8 @@ from ._guidance import NoGuidance as NoGuidance
 from ._metrics import kde_weights as kde_weights
 from ._metrics import rmse as rmse
 from ._metrics import weighted_rmse as weighted_rmse
+from ._plot import plot_drift as plot_drift
+from ._plot import plot_paths as plot_paths
 from ._simulate import SamplePaths as SamplePaths
 from ._simulate import simulate as simulate
 from ._simulate import subsample as subsample
@@ -62,6 +64,8 @@ __all__ = [
     "observation_metric",
     "ou_drift",
     "ou_stationary_covariance",
+    "plot_drift",
+    "plot_paths",
     "ring_drift",
     "rmse",
     "simulate",

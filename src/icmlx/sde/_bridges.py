@@ -29,7 +29,7 @@ from jaxtyping import Array, Bool, Float
 from .._checks import check_values
 from .._deprecation import renamed_kwargs
 from .._repr import record_repr
-from .._types import PRNGKey
+from .._types import PRNGKey, RealScalarLike
 from ._data import as_sigma
 
 __all__ = ["BridgeSamples", "smc_bridges"]
@@ -143,7 +143,7 @@ def _one_bridge(key, drift, sigma, a, b, tau, targets, strength, num_particles, 
 def smc_bridges(
     key: PRNGKey,
     drift,
-    sigma: float | Float[Array, ""],
+    sigma: RealScalarLike,
     starts: Float[Array, "B d"],
     ends: Float[Array, "B d"],
     taus: Float[Array, " B"],

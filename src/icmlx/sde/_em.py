@@ -13,9 +13,9 @@ from .._progress import in_program_reporter, resolve_progress
 from .._repr import record_repr, summarise
 from .._results import RESULTS, Solution, raise_if_failed
 from .._strategy import as_strategy
-from .._types import PRNGKey
+from .._types import PRNGKey, RealScalarLike
 from ._basis import LinearDrift
-from ._bridges import smc_bridges
+from ._bridges import _smc_bridges_jit
 from ._data import ArrayOrFrame, as_observations
 from ._estimators import _intervals, _named, default_function_class
 from ._guidance import AbstractGuidance, GeodesicGuidance, NoGuidance
@@ -83,10 +83,9 @@ class DriftSolution(Solution):
 
     def __repr__(self) -> str:
         # The status by name, the last EM iteration's diagnostics by value, the drift by its class and size.
-        last = {"num_steps": self.stats.get("num_steps")}
-        for k, v in self.stats.items():
-            if k != "num_steps" and getattr(v, "ndim", 0) >= 1:
-                last[k] = v[-1]
+        order = ("num_steps", "loss", "ess_median", "ess_min", "drift_change", "num_degenerate")
+        keys = [k for k in order if k in self.stats] + sorted(k for k in self.stats if k not in order)
+        last = {k: self.stats[k][-1] if getattr(self.stats[k], "ndim", 0) >= 1 else self.stats[k] for k in keys}
         return (f"DriftSolution(result={summarise(self.result)}, stats={summarise(last)} (last iteration), "
                 f"value={self.value!r})")
 
@@ -149,7 +148,7 @@ def infer_drift(
     key: PRNGKey,
     observations: ArrayOrFrame,
     ts: ArrayOrFrame,
-    sigma: float | Float[Array, ""],
+    sigma: RealScalarLike,
     *,
     guidance: AbstractGuidance | str = _DEFAULT_GUIDANCE,
     num_steps: int = 8,
@@ -278,8 +277,9 @@ def _infer_core(
         key, W = carry
         key, kb = jax.random.split(key)
         drift = LinearDrift(basis, W)
-        bs = smc_bridges(kb, drift, sig, starts, ends, dts, targets, beta, num_particles=num_particles,
-                         num_time_steps=num_time_steps, num_paths=num_paths, lookahead=lookahead)
+        # the validated inputs go straight to the kernel: the public checks would put eqx.error_if into the loop
+        bs = _smc_bridges_jit(kb, drift, sig, starts, ends, dts, targets, beta, num_particles, num_time_steps,
+                              num_paths, lookahead)
         p = bs.paths  # (B, R, K+1, d)
         x = p[:, :, :-1].reshape(-1, d)
         dx = jnp.diff(p, axis=2).reshape(-1, d)

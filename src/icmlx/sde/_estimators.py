@@ -8,10 +8,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
 
 from .._deprecation import deprecated_attribute, renamed_kwargs
-from .._repr import summarise
+from .._types import RealScalarLike
 from ._basis import LinearDrift, RBFBasis, SparseGP, _solve_psd, box_grid
 from ._data import ArrayOrFrame, as_observations, as_sigma, as_states
 
@@ -150,7 +149,8 @@ def _intervals(obs, ts):
     d = obs.shape[-1]
     states = obs[:, :-1].reshape(-1, d)
     incs = (obs[:, 1:] - obs[:, :-1]).reshape(-1, d)
-    dts = jnp.broadcast_to(jnp.diff(ts), obs.shape[:1] + (ts.shape[0] - 1,)).reshape(-1)
+    # ts is (n_obs,) shared by the trajectories or (n_traj, n_obs), one grid each
+    dts = jnp.broadcast_to(jnp.diff(ts, axis=-1), (obs.shape[0], obs.shape[1] - 1)).reshape(-1)
     return states, incs, dts
 
 
@@ -160,7 +160,7 @@ def _intervals(obs, ts):
 def naive_drift(
     observations: ArrayOrFrame,
     ts: ArrayOrFrame,
-    sigma: float | Float[Array, ""],
+    sigma: RealScalarLike,
     *,
     function_class: eqx.Module | None = None,
 ) -> DriftEstimate:
@@ -236,7 +236,7 @@ def _old_conservative_call(fn):
 def conservative_drift(
     observations: ArrayOrFrame,
     ts: ArrayOrFrame | None,
-    sigma: float | Float[Array, ""],
+    sigma: RealScalarLike,
     *,
     function_class: eqx.Module | None = None,
     regularization: float = 1e-3,

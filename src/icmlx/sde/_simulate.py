@@ -4,12 +4,12 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from .._checks import check_values
 from .._inputs import is_dataframe
 from .._repr import summarise
-from .._types import PRNGKey
+from .._types import PRNGKey, RealScalarLike
 from ._data import ArrayOrFrame, as_sigma
 from ._systems import DriftFn
 
@@ -36,13 +36,13 @@ class SamplePaths(eqx.Module):
 def simulate(
     key: PRNGKey,
     drift: DriftFn,
-    sigma: float | Float[Array, ""],
+    sigma: RealScalarLike,
     x0: ArrayOrFrame,
     t1: float,
     dt: float,
     *,
     save_every: int | None = 1,
-    ts: Float[Array, " n_save"] | None = None,
+    ts: Float[ArrayLike, " n_save"] | None = None,
 ) -> SamplePaths:
     r"""Simulate ``dX = f(X) dt + sigma dW`` from each row of ``x0`` with diffrax (Euler–Maruyama).
 
