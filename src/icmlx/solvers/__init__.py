@@ -35,10 +35,10 @@ from ._multilevel import m_matrix_envelope as m_matrix_envelope
 from ._multilevel import mis2_aggregation as mis2_aggregation
 from ._multilevel import smoothed_aggregation as smoothed_aggregation
 from ._outer import AbstractOuterStep as AbstractOuterStep
-from ._plot import plot_residuals as plot_residuals
 from ._outer import FlexibleGCR as FlexibleGCR
 from ._outer import NoOuterStep as NoOuterStep
 from ._outer import ThreeTermStep as ThreeTermStep
+from ._plot import plot_residuals as plot_residuals
 from ._smoothers import AbstractSmoother as AbstractSmoother
 from ._smoothers import ChebyshevSmoother as ChebyshevSmoother
 from ._smoothers import MultilevelSmoother as MultilevelSmoother

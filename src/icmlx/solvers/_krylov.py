@@ -3,19 +3,20 @@
 from collections.abc import Callable
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import lineax as lx
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._checks import check_values
+from .._checks import check_values, is_traced
 from .._deprecation import renamed_kwargs
 from .._progress import in_program_reporter, resolve_progress
 from .._results import RESULTS, raise_if_failed
 from ._convert import as_sparse_matrix, as_vector, check_square, is_jax_sparse, is_scipy_sparse
 from ._solution import LinearSolution
-from ._sparse import SparseMatrix
+from ._sparse import SparseMatrix, bucket_size
 
 __all__ = [
     "cg",
@@ -36,7 +37,7 @@ _PROGRESS_EVERY = 10  # Krylov steps between progress lines (progress=True)
 def _operator(A: Operator) -> tuple[Operator, Callable[[Array], Array], int | None, Any]:
     """``(A, mv, n, dtype)``: matrices converted (:func:`as_sparse_matrix`), operators and callables kept."""
     if isinstance(A, SparseMatrix) or is_scipy_sparse(A) or is_jax_sparse(A):
-        A = as_sparse_matrix(A, name="A")
+        A = _bucketed(as_sparse_matrix(A, name="A"))
         return A, A.mv, A.shape[0], A.dtype
     if isinstance(A, (np.ndarray, jax.Array)):  # dense: a matrix product (traceable)
         M = jnp.asarray(A)
@@ -64,6 +65,18 @@ def _operator(A: Operator) -> tuple[Operator, Callable[[Array], Array], int | No
                     "sparse matrix, a BCOO, a dense array, a SparseMatrix, a lineax operator or a callable x -> A x")
 
 
+def _bucketed(A: SparseMatrix) -> SparseMatrix:
+    """``A`` with its entries padded (value 0 at (0, 0)) to :func:`bucket_size` of ``nnz``, so matrices of similar
+    size reuse the compiled Krylov loop; traced matrices are left alone (their shapes are fixed already)."""
+    nnz = A.vals.shape[0]
+    pad = bucket_size(nnz) - nnz
+    if pad == 0 or is_traced(A.vals):
+        return A
+    zi = jnp.zeros((pad,), A.rows.dtype)
+    return SparseMatrix(jnp.concatenate([A.rows, zi]), jnp.concatenate([A.cols, zi]),
+                        jnp.concatenate([A.vals, jnp.zeros((pad,), A.vals.dtype)]), A.shape, A.tags)
+
+
 def _prepare(A: Operator, b: Any, x0: Any):
     """Convert ``A``, ``b`` and ``x0``: ``(A, mv, b, x0)`` with ``b`` in ``A``'s dtype (when known)."""
     A, mv, n, dtype = _operator(A)
@@ -75,7 +88,7 @@ def _prepare(A: Operator, b: Any, x0: Any):
 def _preconditioner(P: Any, A: Operator, n: int, name: str) -> Callable[[Array], Array]:
     """``r -> M⁻¹ r`` from a preconditioner argument."""
     if P is None:
-        return lambda r: r
+        return _identity
     if isinstance(P, str):
         if P != "jacobi":
             raise ValueError(f"unknown {name}={P!r}; use None, 'jacobi', a MultilevelHierarchy "
@@ -88,8 +101,7 @@ def _preconditioner(P: Any, A: Operator, n: int, name: str) -> Callable[[Array],
         else:
             raise TypeError(f"{name}='jacobi' needs A as a matrix (SciPy, BCOO, dense or SparseMatrix), "
                             "not a callable: its diagonal is not known")
-        dinv = 1.0 / d
-        return lambda r: dinv * r
+        return jax.tree_util.Partial(_scale, 1.0 / d)  # a pytree: the compiled loop is reused
     if hasattr(P, "as_preconditioner"):  # a MultilevelHierarchy: pads to its size, cycles, slices back
         return P.as_preconditioner(n)
     if isinstance(P, lx.AbstractLinearOperator):
@@ -100,9 +112,22 @@ def _preconditioner(P: Any, A: Operator, n: int, name: str) -> Callable[[Array],
                     f"got {type(P).__name__}")
 
 
-def _reporter(progress: bool | None, desc: str, total: int):
-    """A ``report(step, **scalars)`` (behind ``it % every == 0``) when progress is on, else ``None``."""
-    if not resolve_progress(progress, in_program=True):
+def _identity(r):
+    return r
+
+
+def _scale(d, r):
+    return d * r
+
+
+def _tol(value: Any, b: Array) -> Array:
+    """A tolerance as an array of ``b``'s dtype, so a new value does not compile the loop again."""
+    return jnp.asarray(value, b.dtype)
+
+
+def _reporter(show: bool, desc: str, total: int):
+    """A ``report(step, **scalars)`` (behind ``it % every == 0``) when ``show``, else ``None``."""
+    if not show:
         return None
     report = in_program_reporter(desc, every=_PROGRESS_EVERY, total=total)
 
@@ -112,15 +137,19 @@ def _reporter(progress: bool | None, desc: str, total: int):
     return maybe
 
 
-def _finish(mv, b, x, it, ok, breakdown, hist, throw) -> LinearSolution:
-    """The record: ``successful`` exactly when the iteration's stopping rule ``ok`` held (CG/BiCGStab: the
-    recursive residual, as SciPy; GMRES: the true residual after a cycle), with the true ``‖b − A x‖₂`` in
+def _finish(mv, b, x, it, ok, breakdown, hist):
+    """``(x, result, stats)``: ``successful`` exactly when the iteration's stopping rule ``ok`` held (CG/BiCGStab:
+    the recursive residual, as SciPy; GMRES: the true residual after a cycle), with the true ``‖b − A x‖₂`` in
     ``stats["residual_norm"]``."""
     res = jnp.linalg.norm(b - mv(x))
     result = RESULTS.where(ok, RESULTS.successful,
                            RESULTS.where(breakdown, RESULTS.breakdown, RESULTS.max_steps_reached))
-    sol = LinearSolution(x, result, {"num_steps": it, "residual_norm": res, "residual_history": hist})
-    return raise_if_failed(sol, result, throw)
+    return x, result, {"num_steps": it, "residual_norm": res, "residual_history": hist}
+
+
+def _solution(out, throw: bool) -> LinearSolution:
+    x, result, stats = out
+    return raise_if_failed(LinearSolution(x, result, stats), result, throw)
 
 
 def _history(b, r, length: int):
@@ -185,7 +214,14 @@ def cg(
     """
     A, mv, b, x = _prepare(A, b, x0)
     M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
-    report = _reporter(progress, "cg", max_steps)
+    show = resolve_progress(progress, in_program=True)
+    return _solution(_cg_loop(mv, M, b, x, _tol(rtol, b), _tol(atol, b), max_steps, show), throw)
+
+
+@eqx.filter_jit
+def _cg_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
+    """The CG iteration, compiled once per operator structure, size and ``max_steps``."""
+    report = _reporter(show, "cg", max_steps)
     r = b - mv(x)
     z = M(r)
     tol = jnp.maximum(rtol * jnp.linalg.norm(b), atol)
@@ -214,7 +250,7 @@ def cg(
 
     init = (x, r, z, z, jnp.vdot(r, z), jnp.array(0, jnp.int32), jnp.array(False), hist)
     x, r, _, _, _, it, bad, hist = jax.lax.while_loop(cond, body, init)
-    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, hist, throw)
+    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, hist)
 
 
 def bicgstab(
@@ -260,7 +296,14 @@ def bicgstab(
     """
     A, mv, b, x = _prepare(A, b, x0)
     M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
-    report = _reporter(progress, "bicgstab", max_steps)
+    show = resolve_progress(progress, in_program=True)
+    return _solution(_bicgstab_loop(mv, M, b, x, _tol(rtol, b), _tol(atol, b), max_steps, show), throw)
+
+
+@eqx.filter_jit
+def _bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
+    """The BiCGStab iteration, compiled once per operator structure, size and ``max_steps``."""
+    report = _reporter(show, "bicgstab", max_steps)
     r = b - mv(x)
     rhat = r
     tol = jnp.maximum(rtol * jnp.linalg.norm(b), atol)
@@ -299,7 +342,7 @@ def bicgstab(
     init = (x, r, z, z, one, one, one, jnp.array(0, jnp.int32), jnp.array(False), hist)
     out = jax.lax.while_loop(cond, body, init)
     x, r, it, bad, hist = out[0], out[1], out[-3], out[-2], out[-1]
-    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, hist, throw)
+    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, hist)
 
 
 def gmres(
@@ -352,10 +395,17 @@ def gmres(
         raise ValueError(f"restart must be >= 1, got {restart=}")
     A, mv, b, x = _prepare(A, b, x0)
     M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
+    show = resolve_progress(progress, in_program=True)
+    return _solution(_gmres_loop(mv, M, b, x, _tol(rtol, b), _tol(atol, b), restart, max_steps, show), throw)
+
+
+@eqx.filter_jit
+def _gmres_loop(mv, M, b, x, rtol, atol, restart: int, max_steps: int, show: bool):
+    """The restarted GMRES iteration, compiled once per operator structure, size, ``restart`` and ``max_steps``."""
     m = restart
     tol = jnp.maximum(rtol * jnp.linalg.norm(b), atol)
     max_cycles = -(-max_steps // m)
-    report = _reporter(progress, "gmres", max_cycles)
+    report = _reporter(show, "gmres", max_cycles)
     tiny = jnp.finfo(b.dtype).tiny
 
     def cycle(x):
@@ -400,7 +450,7 @@ def gmres(
     r0 = b - mv(x)
     hist, denom = _history(b, r0, max_cycles + 1)
     x, res, k, hist = jax.lax.while_loop(cond, body, (x, jnp.linalg.norm(r0), jnp.array(0, jnp.int32), hist))
-    return _finish(mv, b, x, k * m, res <= tol, jnp.array(False), hist, throw)
+    return _finish(mv, b, x, k * m, res <= tol, jnp.array(False), hist)
 
 
 @renamed_kwargs(steps="num_steps")

@@ -363,15 +363,7 @@ class MultilevelHierarchy(eqx.Module):
         if (self.n is not None and n != self.n) or n > npad:
             raise ValueError(f"this MultilevelHierarchy was built for a {self.n} × {self.n} matrix, but the "
                              f"vectors have length {n}.\nBuild it from the same matrix: smoothed_aggregation(A).")
-        dtype = self.coarse_inv.dtype
-
-        def apply(r):
-            r = jnp.asarray(r)
-            out_dtype = r.dtype if jnp.issubdtype(r.dtype, jnp.floating) else dtype
-            v = jnp.zeros((npad,), dtype).at[:n].set(r.astype(dtype))
-            return self(v)[:n].astype(out_dtype)
-
-        return apply
+        return _PaddedCycle(self, n)
 
     def _smooth(self, lvl: int, b, x, zero: bool = False):
         # Chebyshev smoothing on D⁻¹Ã for [λ/30, λ] (Adams et al. 2003) from x: a polynomial smoother from x
@@ -392,6 +384,24 @@ class MultilevelHierarchy(eqx.Module):
     def __call__(self, r: Float[Array, " n"]) -> Float[Array, " n"]:
         """One V-cycle from a zero initial guess: ``B r ≈ Ã⁻¹ r`` (``r`` of the padded fine size)."""
         return self._cycle(0, r)
+
+
+class _PaddedCycle(eqx.Module):
+    """``r ↦ B r`` on unpadded n-vectors (a pytree, so a Krylov loop that takes it compiles once)."""
+
+    hierarchy: MultilevelHierarchy
+    n: int = eqx.field(static=True)
+
+    def __call__(self, r):
+        H = self.hierarchy
+        dtype = H.coarse_inv.dtype
+        r = jnp.asarray(r)
+        out_dtype = r.dtype if jnp.issubdtype(r.dtype, jnp.floating) else dtype
+        v = jnp.zeros((H.sizes[0],), dtype).at[: self.n].set(r.astype(dtype))
+        return H(v)[: self.n].astype(out_dtype)
+
+    def __repr__(self) -> str:
+        return f"V-cycle preconditioner on {self.n}-vectors of {self.hierarchy!r}"
 
 
 @renamed_kwargs(n_pad="pad_to")

@@ -267,7 +267,7 @@ def train_grans(
                     buffers[i].append((r0[i], z, z))
                 else:
                     buffers[i].append(_rollout(cur, op, r0[i], jnp.asarray(K, jnp.int32), degree))
-            for t in range(steps_per_stage):
+            for _ in range(steps_per_stage):
                 i = int(rng.integers(len(operators)))
                 newest = buffers[i][-1]
                 allst = [jnp.concatenate(x) for x in zip(*buffers[i])]
