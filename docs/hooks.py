@@ -72,7 +72,8 @@ def _benchmarks() -> str:
         machine = (f"{env.get('backend', '?')} backend, {env.get('cpu_count', '?')} CPU cores, "
                    f"{env.get('device_count', '?')} device(s), jax {env.get('jax', '?')}, "
                    f"x64={env.get('x64', '?')}")
-        parts.append(f"### `{path.name}`\n\nRun of {_date_of(path)} on {machine}; script "
+        when = env.get("time_utc", "")[:10] or _date_of(path)
+        parts.append(f"### `{path.name}`\n\nRun of {when} on {machine}; script "
                      f"`benchmarks/{data.get('benchmark', path.stem.split('_full')[0])}`.\n")
         extras = {k: v for k, v in data.items() if k not in ("environment", "rows", "benchmark")
                   and not isinstance(v, (list, dict))}
