@@ -1,4 +1,4 @@
-"""Sparse matrices in COO form as lineax operators, with segment-sum matvecs."""
+"""Sparse matrices in COO form as lineax operators, with segment-sum matvecs, and the conversion of what users hold."""
 
 import math
 from typing import Any
@@ -9,6 +9,8 @@ import jax.numpy as jnp
 import lineax as lx
 import numpy as np
 from jaxtyping import Array, Float, Int
+
+from .._checks import check_values, is_traced
 
 __all__ = ["SparseMatrix", "bucket_size"]
 
@@ -123,8 +125,6 @@ class SparseMatrix(lx.AbstractLinearOperator):
     @classmethod
     def from_bcoo(cls, matrix: Any, *, tags: Any = ()) -> "SparseMatrix":
         """Build from a ``jax.experimental.sparse.BCOO`` (or BCSR) matrix (2-D, no batch dimensions)."""
-        from ._convert import as_sparse_matrix
-
         return as_sparse_matrix(matrix, name="matrix", square=False, check_finite=False, tags=tags)
 
     @classmethod
@@ -133,8 +133,6 @@ class SparseMatrix(lx.AbstractLinearOperator):
 
         Integer values become JAX's default float; ``dtype`` casts the values. SciPy is not imported (any
         object with ``.tocoo()`` works)."""
-        from ._convert import as_sparse_matrix
-
         return as_sparse_matrix(matrix, name="matrix", dtype=dtype, square=False, check_finite=False, tags=tags)
 
     @classmethod
@@ -158,8 +156,6 @@ class SparseMatrix(lx.AbstractLinearOperator):
           >>> SparseMatrix.from_any(sp.eye(3, format="lil")).shape
           (3, 3)
         """
-        from ._convert import as_sparse_matrix
-
         return as_sparse_matrix(matrix, name="matrix", dtype=dtype, square=False, check_finite=False, tags=tags)
 
     def with_tags(self, tags: Any) -> "SparseMatrix":
@@ -266,3 +262,101 @@ lx.is_upper_triangular.register(SparseMatrix)(_tagged(lx.upper_triangular_tag, l
 lx.is_positive_semidefinite.register(SparseMatrix)(_tagged(lx.positive_semidefinite_tag))
 lx.is_negative_semidefinite.register(SparseMatrix)(_tagged(lx.negative_semidefinite_tag))
 lx.has_unit_diagonal.register(SparseMatrix)(_tagged(lx.unit_diagonal_tag))
+
+
+# -- conversion of what users hold (used by every entry point through ._convert) ------------------------------
+_ACCEPTED = ("a SciPy sparse matrix/array (any format), a jax.experimental.sparse BCOO, a dense 2-D array "
+             "or an icmlx SparseMatrix")
+
+
+def _module(x: Any) -> str:
+    return type(x).__module__ or ""
+
+
+def is_jax_sparse(x: Any) -> bool:
+    """A ``jax.experimental.sparse`` matrix (BCOO, BCSR, ...)."""
+    return _module(x).startswith("jax.experimental.sparse") or hasattr(x, "n_batch")
+
+
+def is_scipy_sparse(x: Any) -> bool:
+    """A SciPy sparse matrix or array in any format (duck-typed: scipy is not imported)."""
+    if _module(x).startswith("scipy.sparse"):
+        return hasattr(x, "tocoo")
+    return hasattr(x, "tocoo") and not hasattr(x, "n_batch") and hasattr(x, "shape")
+
+
+def _float_dtype(dtype: Any) -> Any:
+    """``dtype`` if floating (canonicalised to what JAX can hold), else JAX's default float."""
+    dtype = np.dtype(dtype)
+    if np.issubdtype(dtype, np.complexfloating):
+        raise TypeError(f"icmlx.solvers works with real matrices, got dtype {dtype}; "
+                        "split a complex system into its real 2n × 2n form")
+    if not np.issubdtype(dtype, np.floating):
+        return jnp.result_type(float)
+    return jax.dtypes.canonicalize_dtype(dtype)
+
+
+def _finite(A: SparseMatrix, name: str) -> SparseMatrix:
+    vals = check_values(A.vals, lambda xp, v: ~xp.isfinite(v),
+                        f"{name} has NaN or Inf entries; fix or drop them before solving "
+                        "(e.g. check how the matrix was assembled)")
+    return A if vals is A.vals else SparseMatrix(A.rows, A.cols, vals, A.shape, A.tags)
+
+
+def as_sparse_matrix(A: Any, *, name: str = "A", dtype: Any = None, square: bool = True,
+                     check_finite: bool = True, tags: Any = ()) -> SparseMatrix:
+    """``A`` as a :class:`SparseMatrix` (SciPy any format, BCOO/BCSR, dense, SparseMatrix).
+
+    Integer and boolean values become JAX's default float; a given ``dtype`` casts the values.
+
+    Raises:
+      TypeError: an unsupported type (the message lists what is accepted), or complex values.
+      ValueError: a non-square matrix (when ``square``), or NaN/Inf values (when ``check_finite``).
+    """
+    if isinstance(A, SparseMatrix):
+        out = A
+        if tags:
+            out = out.with_tags(tags)
+    elif is_jax_sparse(A):
+        if type(A).__name__ != "BCOO" and hasattr(A, "to_bcoo"):  # BCSR and friends
+            A = A.to_bcoo()
+        data = A.data
+        if not jnp.issubdtype(data.dtype, jnp.floating):
+            data = data.astype(_float_dtype(data.dtype))
+        if A.ndim != 2 or A.n_batch != 0 or A.n_dense != 0:
+            raise ValueError(f"{name}: need a plain 2-D BCOO (no batch or dense dimensions), got "
+                             f"{A.shape=}, {A.n_batch=}, {A.n_dense=}")
+        out = SparseMatrix.from_coo(A.indices[:, 0], A.indices[:, 1], data, A.shape, tags=tags)
+    elif is_scipy_sparse(A):
+        coo = A.tocoo()
+        vals = np.asarray(coo.data)
+        vals = vals.astype(_float_dtype(vals.dtype), copy=False)
+        out = SparseMatrix.from_coo(np.asarray(coo.row), np.asarray(coo.col), vals, coo.shape, tags=tags)
+    elif isinstance(A, (np.ndarray, jax.Array)) or (hasattr(A, "__array__") and hasattr(A, "shape")):
+        if is_traced(A):
+            raise TypeError(f"{name}: a dense matrix traced under jax.jit cannot be converted to a sparse "
+                            "matrix; convert it outside jit (SparseMatrix.from_dense) and pass that in")
+        m = np.asarray(A)
+        if m.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D matrix, got an array of shape {m.shape}; pass " + _ACCEPTED)
+        r, c = np.nonzero(m)
+        vals = m[r, c].astype(_float_dtype(m.dtype), copy=False)
+        out = SparseMatrix.from_coo(r, c, vals, m.shape, tags=tags)
+    else:
+        raise TypeError(f"{name}: cannot use a {type(A).__module__}.{type(A).__name__} as a matrix; pass "
+                        + _ACCEPTED)
+    if dtype is not None and out.dtype != jnp.dtype(dtype):
+        out = out.astype(dtype)
+    if square:
+        check_square(out.shape, name)
+    if check_finite:
+        out = _finite(out, name)
+    return out
+
+
+def check_square(shape: tuple[int, ...], name: str = "A") -> int:
+    """``n`` of an ``n × n`` shape, else a two-line ValueError."""
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError(f"{name} must be a square n × n matrix, got shape {tuple(shape)}.\n"
+                         "Pass the system matrix itself (for least squares, solve the normal equations AᵀA x = Aᵀb).")
+    return int(shape[0])
