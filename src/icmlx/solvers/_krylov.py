@@ -138,8 +138,8 @@ def _reporter(show: bool, desc: str, total: int):
 
 
 def _finish(mv, b, x, it, ok, breakdown, hist):
-    """``(x, result, stats)``: ``successful`` exactly when the iteration's stopping rule ``ok`` held (CG/BiCGStab:
-    the recursive residual, as SciPy; GMRES: the true residual after a cycle), with the true ``‖b − A x‖₂`` in
+    """``(x, result, stats)``: ``successful`` exactly when the iteration's stopping rule ``ok`` held (on the true
+    residual: CG/BiCGStab by residual replacement, GMRES after each cycle), with the true ``‖b − A x‖₂`` in
     ``stats["residual_norm"]``."""
     res = jnp.linalg.norm(b - mv(x))
     result = RESULTS.where(ok, RESULTS.successful,
@@ -150,6 +150,17 @@ def _finish(mv, b, x, it, ok, breakdown, hist):
 def _solution(out, throw: bool) -> LinearSolution:
     x, result, stats = out
     return raise_if_failed(LinearSolution(x, result, stats), result, throw)
+
+
+def _replace_residual(mv, b, x, r, tol2):
+    """Residual replacement (van der Vorst & Ye 2000) at convergence: once the recursive residual ``r`` meets the
+    tolerance, compute the true one ``b − A x`` (one extra product, only then) and continue from it. Rounding
+    makes the two drift apart (in float32 visibly, on ill-conditioned systems), and ``successful`` must mean that
+    the true residual met the tolerance.
+    Returns ``(r, replaced)``, ``replaced`` true when the true residual still misses the tolerance."""
+    converged = jnp.vdot(r, r) <= tol2
+    r = jax.lax.cond(converged, lambda: b - mv(x), lambda: r)
+    return r, converged & (jnp.vdot(r, r) > tol2)
 
 
 def _history(b, r, length: int):
@@ -173,9 +184,11 @@ def cg(
 ) -> LinearSolution:
     r"""Preconditioned conjugate gradients for symmetric positive definite ``A``.
 
-    Stops when :math:`\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})` (the recursive
-    residual, as ``scipy.sparse.linalg.cg``). The iteration always uses ``A`` itself; the preconditioner
-    only shapes the search directions.
+    Stops when :math:`\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})` for the true residual
+    :math:`r_k = b - A x_k`: the recursive residual is tracked as in ``scipy.sparse.linalg.cg``, and when it meets
+    the tolerance the true one is computed and, if rounding has made them drift apart, the iteration continues
+    from it (residual replacement). The iteration always uses ``A`` itself; the preconditioner only shapes the
+    search directions.
 
     Args:
       A: the n × n SPD matrix: a SciPy sparse matrix or array in any format, a ``jax.experimental.sparse``
@@ -193,8 +206,9 @@ def cg(
 
     Returns:
       A :class:`~icmlx.solvers.LinearSolution` (stats ``num_steps``, ``residual_norm``: the true final
-      ``‖b − A x‖₂``, ``residual_history``: the recursive ``‖r_k‖/‖b‖`` for ``k = 0..max_steps``, NaN after
-      the last step); ``result`` is ``successful`` exactly when the stopping rule above held.
+      ``‖b − A x‖₂``, ``residual_history``: ``‖r_k‖/‖b‖`` for ``k = 0..max_steps``, recursive except at a
+      replacement, NaN after the last step); ``result`` is ``successful`` exactly when the stopping rule above
+      held.
 
     Raises:
       ValueError: ``A`` not square, ``b`` of the wrong length, NaN/Inf in ``A`` or ``b`` (at call time for
@@ -239,10 +253,10 @@ def _cg_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
         bad = ~(pAp > 0)
         alpha = jnp.where(bad, 0.0, rz / jnp.where(bad, 1.0, pAp))
         x = x + alpha * p
-        r = r - alpha * Ap
+        r, replaced = _replace_residual(mv, b, x, r - alpha * Ap, tol2)
         z = M(r)
         rz_new = jnp.vdot(r, z)
-        p = z + (rz_new / rz) * p
+        p = jnp.where(replaced, z, z + (rz_new / rz) * p)  # restart the directions from the true residual
         rel = jnp.linalg.norm(r) / denom
         if report is not None:
             report(it + 1, relative_residual=rel)
@@ -267,9 +281,10 @@ def bicgstab(
 ) -> LinearSolution:
     r"""BiCGStab (van der Vorst) for general nonsingular ``A``, optionally right-preconditioned.
 
-    Stops when :math:`\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})`; a zero inner product
-    is reported as ``RESULTS.breakdown``. With a preconditioner ``M`` it iterates on :math:`A M y = b`,
-    :math:`x = M y` (right preconditioning), so ``r_k`` is the residual of ``A`` itself.
+    Stops when the true residual meets :math:`\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})`
+    (residual replacement as in ``cg``); a zero inner product is reported as ``RESULTS.breakdown``. With a
+    preconditioner ``M`` it iterates on :math:`A M y = b`, :math:`x = M y` (right preconditioning), so ``r_k``
+    is the residual of ``A`` itself.
 
     Args:
       A: as in ``cg`` (any square matrix type, a lineax operator or a callable).
@@ -331,11 +346,14 @@ def _bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
         tt = jnp.vdot(t, t)
         omega = jnp.where(tt > 0, jnp.vdot(t, s) / jnp.where(tt > 0, tt, one), 0.0)
         x = x + alpha * phat + omega * shat
-        r = s - omega * t
+        r, replaced = _replace_residual(mv, b, x, s - omega * t, tol2)
         bad = bad | (omega == 0) & (jnp.vdot(r, r) > tol2)
         rel = jnp.linalg.norm(r) / denom
         if report is not None:
             report(it + 1, relative_residual=rel)
+        # after a replacement restart from the true residual (p = v = 0, rho = alpha = omega = 1 gives p = r)
+        p, v = jnp.where(replaced, 0.0, p), jnp.where(replaced, 0.0, v)
+        rho_new, alpha, omega = (jnp.where(replaced, one, q) for q in (rho_new, alpha, omega))
         return x, r, p, v, rho_new, alpha, omega, it + 1, bad, hist.at[it + 1].set(rel)
 
     z = jnp.zeros_like(b)

@@ -33,7 +33,8 @@ def plot_residuals(solution: Any, *, ax: Any = None, rtol: float | None = None, 
 
     Uses ``stats["residual_history"]``, which every solver of ``icmlx.solvers`` records in a fixed-size buffer
     of its loop state (``max_steps + 1`` entries, NaN after the last step): the true residual for G-RANS and
-    GMRES (one entry per restart cycle, drawn at its step count), the recursive one for CG and BiCGStab.
+    GMRES (one entry per restart cycle, drawn at its step count), the recursive one for CG and BiCGStab
+    (true at the residual replacement that confirms convergence).
 
     Args:
       solution: a :class:`~icmlx.solvers.LinearSolution`, or a mapping ``{label: solution}`` to compare

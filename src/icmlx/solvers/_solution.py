@@ -12,7 +12,8 @@ class LinearSolution(Solution):
     :meth:`GRANS.solve <icmlx.solvers.GRANS.solve>` return: an :class:`icmlx.Solution`.
 
     ``result`` is ``icmlx.RESULTS.successful`` exactly when the solver's stopping rule
-    :math:`\|r\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})` held; otherwise ``max_steps_reached``,
+    :math:`\|r\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})` held for the true residual
+    :math:`r = b - A x` (computed in the working dtype); otherwise ``max_steps_reached``,
     ``breakdown`` (Krylov) or ``stagnation`` (G-RANS).
 
     Attributes:
@@ -22,8 +23,9 @@ class LinearSolution(Solution):
         true residual norm :math:`\|b - A x\|_2`), ``"residual_history"`` (relative residuals
         :math:`\|r_k\|_2 / \|b\|_2` for ``k = 0..max_steps``, NaN after the last step, kept in a fixed-size
         buffer of the loop state: true residuals for G-RANS, one per restart cycle for GMRES, the recursive
-        residual for CG and BiCGStab; :func:`~icmlx.solvers.plot_residuals` draws it), and for G-RANS also
-        ``"rejected"`` (iterations whose proposal the monotone safeguard rejected).
+        residual for CG and BiCGStab (true at a residual replacement); :func:`~icmlx.solvers.plot_residuals`
+        draws it), and for G-RANS also ``"rejected"`` (iterations whose proposal the monotone safeguard
+        rejected).
         The same entries read as attributes: ``sol.num_steps``, ``sol.residual_norm``, ...
 
     Examples:
