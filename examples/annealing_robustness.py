@@ -60,6 +60,14 @@ def build_schedules(T: int, diameter: float = 1.0, noise: float = 1.0):
     """
     eta = diameter / (noise * T**0.5)
     warm = T // 10
+
+    def _floor_control(eta, T):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the floor is the point of the control: it warns
+            return cosine_decay(eta, T, alpha=0.1)
+
     named = [
         ("constant", constant(eta)),
         ("inverse-sqrt", inverse_sqrt(diameter / noise)),
@@ -69,7 +77,7 @@ def build_schedules(T: int, diameter: float = 1.0, noise: float = 1.0):
         ("poly p=3", polynomial_decay(eta, T, power=3.0)),
         ("WSD 20% linear", wsd(eta, T, cooldown_fraction=0.2)),
         ("10% warmup + cosine", warmup(cosine_decay(eta, T - warm), warm)),
-        ("cosine 10% floor (control)", cosine_decay(eta, T, alpha=0.1)),
+        ("cosine 10% floor (control)", _floor_control(eta, T)),
     ]
     out = []
     for name, s in named:
