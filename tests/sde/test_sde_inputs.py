@@ -27,6 +27,7 @@ from icmlx.sde import (
     default_function_class,
     geodesic_targets,
     infer_drift,
+    kde_weights,
     naive_drift,
     ou_drift,
     plot_drift,
@@ -256,6 +257,10 @@ def test_count_and_scale_settings_are_validated():
         smc_bridges(jax.random.key(0), lambda x: -x, 0.5, a, b, jnp.ones(11), num_particles=0, num_time_steps=2)
     with pytest.raises(ValueError, match="lengthscale must be positive"):
         RBFBasis(jnp.zeros((3, 2)), lengthscale=0.0)
+    with pytest.raises(ValueError, match="bandwidth must be positive"):
+        kde_weights(obs[0], obs[0], bandwidth=0.0)
+    with pytest.raises(ValueError, match="bandwidth must be positive"):
+        weighted_rmse(lambda x: -x, lambda x: -x, obs, bandwidth=-1.0)
 
 
 # --------------------------------------------------------------------------- defaults that run
@@ -264,7 +269,7 @@ def test_count_and_scale_settings_are_validated():
 def test_default_function_class_size_does_not_explode_with_d():
     rng = np.random.default_rng(0)
     sizes = {}
-    for d in (1, 2, 3, 4, 5, 6, 8, 12):
+    for d in (1, 2, 3, 5, 8):
         fc = default_function_class(rng.normal(size=(3000, d)).astype(np.float32))
         m, dd = fc.basis.centers.shape
         assert dd == d and m <= 2048, (d, m)
@@ -276,6 +281,7 @@ def test_default_function_class_size_does_not_explode_with_d():
         default_function_class(rng.normal(size=(100, 5)), num_per_dim=12)
 
 
+@pytest.mark.slow  # a 1296-point SparseGP fit in d = 4 (about 40 s on 2 shared cores)
 def test_default_drift_in_d4_recovers_a_linear_ou_drift():
     scipy_linalg = pytest.importorskip("scipy.linalg")
     d, tau = 4, 0.05

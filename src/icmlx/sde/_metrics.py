@@ -23,10 +23,13 @@ def kde_weights(
     Args:
       points: data, shape ``(n, d)``.
       grid: evaluation points, shape ``(g, d)``.
-      bandwidth: optional scalar bandwidth (all dimensions).
+      bandwidth: optional positive scalar bandwidth (all dimensions).
 
     Returns:
       Weights of shape ``(g,)`` summing to one.
+
+    Raises:
+      ValueError: ``bandwidth <= 0``.
 
     References:
       Scott, "Multivariate Density Estimation" (1992).
@@ -38,6 +41,8 @@ def kde_weights(
       >>> round(float(w.sum()), 4), bool(w[0] > w[1])
       (1.0, True)
     """
+    if bandwidth is not None and not bandwidth > 0:
+        raise ValueError(f"kde_weights: bandwidth must be positive or None (Scott's rule), got {bandwidth=}")
     n, d = points.shape
     if bandwidth is None:
         h = jnp.std(points, axis=0) * n ** (-1.0 / (d + 4))
