@@ -141,7 +141,8 @@ def _flat_counts_bits(bits, cards, xi, yi, si, n_cells, n):
     live = r < stride
 
     def rows(v, off):
-        return jax.lax.dynamic_slice(bits, (v, 0, off), (1, kmax, cw))[0]
+        v = v.astype(jnp.int32)
+        return jax.lax.dynamic_slice(bits, (v, jnp.zeros_like(v), off.astype(jnp.int32)), (1, kmax, cw))[0]
 
     def chunk(i, acc):
         off = i * cw
@@ -167,7 +168,7 @@ def _dense_table_scatter(data_t, cards, xi, yi, si, k, n, n_rows, kmax):
         off = i * ch
 
         def col(v):
-            return jax.lax.dynamic_slice(data_t, (v, off), (1, ch))[0]
+            return jax.lax.dynamic_slice(data_t, (v.astype(jnp.int32), off.astype(jnp.int32)), (1, ch))[0]
 
         code = jax.lax.fori_loop(0, k, lambda j, code: code * cards[si[j]] + col(si[j]), jnp.zeros(ch, data_t.dtype))
         cell = (code * kmax + col(xi)) * kmax + col(yi)

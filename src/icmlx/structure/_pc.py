@@ -29,7 +29,7 @@ from ._contingency import (
 )
 from ._discrete import _bernoulli_kernel, _encode_codes
 from ._dseparation import _dsep_kernel
-from ._gaussian import _fisher_z_kernel, correlation_matrix
+from ._gaussian import _fisher_z_kernel
 from ._testers import AbstractCITest, _as_ci_test
 
 __all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "validate_data", "CI_TESTS"]
