@@ -29,7 +29,7 @@ from ._contingency import (
 )
 from ._discrete import _bernoulli_kernel, _encode_codes
 from ._dseparation import _dsep_kernel
-from ._gaussian import _fisher_z_kernel
+from ._fisher_padded import _fisher_z_pvalues, _padded_correlation
 from ._testers import AbstractCITest, _as_ci_test
 
 __all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "validate_data", "CI_TESTS"]
@@ -206,31 +206,6 @@ def validate_data(data, *, nan_policy: str = "raise", names=None) -> np.ndarray:
 def _pvalue_head(stat, dof, m):
     """χ² p-values of the first ``m`` tests of a padded batch (one compilation per batch size; ``m`` traced)."""
     return _chi2_pvalue_head(stat, dof, np.int32(m))
-
-
-@jax.jit
-def _padded_correlation(x, n, d):
-    """Correlation matrix of the first ``n`` rows and ``d`` columns (both traced) of the zero-padded ``x``
-    ``(n_pad, d_pad)``, with identity rows/columns past ``d``: one compilation per padded shape (a loop over row
-    blocks would follow ``n`` exactly but takes several times longer to compile)."""
-    n_pad, dp = x.shape
-    mean = jnp.sum(x, axis=0) / n.astype(x.dtype)
-    xc = jnp.where((jnp.arange(n_pad) < n)[:, None], x - mean, 0.0)
-    cov = xc.T @ xc
-    live = jnp.arange(dp) < d
-    sd = jnp.where(live, jnp.sqrt(jnp.diag(cov)), 1.0)
-    r = cov / (sd[:, None] * sd[None, :])
-    return jnp.where(live[:, None] & live[None, :], r, jnp.eye(dp, dtype=x.dtype))
-
-
-@jax.jit
-def _fisher_z_pvalues(corr, n, x, y, s, k):
-    """PC's Fisher-z p-values: sets padded to the width of ``s`` (``k`` = true size, traced); ``k = 0`` takes
-    the plain correlation (the unconditional path of :func:`_fisher_z_kernel`), so every level up to the width
-    shares one compilation."""
-    p0 = _fisher_z_kernel(corr, n, x, y, s[:, :0])[1]
-    pk = _fisher_z_kernel(corr, n, x, y, s, k)[1]
-    return jnp.where(k == 0, p0, pk)
 
 
 @contextlib.contextmanager
