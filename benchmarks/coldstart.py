@@ -44,7 +44,8 @@ SHARED = ROOT.parent / "shared" / "data" / "causal-learn"
 # Each icmlx script prints one JSON line: {"import_s", "first_s", "second_s" (optional), "check", "compiled"}.
 # Each peer script prints {"import_s", "first_s", "check"}. "check" is compared between the two. "compiled" counts
 # the XLA programs the icmlx process compiled (cache requests minus persistent-cache hits); at exit the icmlx
-# process also prints the backend compilations of the first call and of the second (new n), and their seconds.
+# process also prints the programs compiled by the first call and by the second (new n), and the seconds of the
+# backend compilations (or persistent-cache loads) in each.
 _TIMER = """
 import json, time
 _t0 = time.perf_counter()
@@ -57,18 +58,26 @@ def _listen(e, **k):
     if e.endswith("cache_hits"): _ev["hit"] += 1
 _mon.register_event_listener(_listen)
 _compiled = lambda: _ev["req"] - _ev["hit"]
-_backend = []  # (time, seconds) of every backend compilation (a persistent-cache hit has none)
+_stamps = {"req": [], "hit": []}  # times of compile requests and persistent-cache hits
+_backend = []  # (time, seconds) of every backend compilation or cache load
+_mon.register_event_listener(
+    lambda e, **k: _stamps["req" if e.endswith("compile_requests_use_cache") else "hit"].append(time.perf_counter())
+    if e.endswith(("compile_requests_use_cache", "cache_hits")) else None
+)
 _mon.register_event_duration_secs_listener(
     lambda e, d, **k: _backend.append((time.perf_counter(), d)) if e.endswith("backend_compile_duration") else None
 )
 def _compile_report():
     import __main__
     t1, t2 = getattr(__main__, "_t1", 0.0), getattr(__main__, "_t2", float("inf"))
-    first = [d for t, d in _backend if t1 <= t <= t2]
-    second = [d for t, d in _backend if t > t2]
-    print(json.dumps({"programs_first": len(first), "compile_first_s": sum(first),
-                      "programs_second": len(second), "compile_second_s": sum(second),
-                      "compile_s": sum(d for _, d in _backend)}))
+    def programs(lo, hi):  # compiled = requested minus loaded from the persistent cache
+        return sum(lo < t <= hi for t in _stamps["req"]) - sum(lo < t <= hi for t in _stamps["hit"])
+    def secs(lo, hi):
+        return sum(d for t, d in _backend if lo < t <= hi)
+    inf = float("inf")
+    print(json.dumps({"programs_first": programs(t1, t2), "compile_first_s": secs(t1, t2),
+                      "programs_second": programs(t2, inf), "compile_second_s": secs(t2, inf),
+                      "compile_s": secs(0.0, inf)}))
 import atexit
 atexit.register(_compile_report)
 """
