@@ -110,7 +110,7 @@ def _pack_bits(data_t, n, kmax):
     bitsets (sample ``i`` is bit ``i % 32`` of word ``i // 32``; bits of samples ``>= n``, traced, are zero)."""
     d, n_pad = data_t.shape
     w = n_pad // 32
-    live = jnp.arange(n_pad) < n
+    live = jnp.arange(n_pad, dtype=jnp.int32) < n
     onehot = (data_t[:, None, :] == jnp.arange(kmax, dtype=data_t.dtype)[None, :, None]) & live
     onehot = onehot.reshape(d, kmax, w, 32).astype(jnp.uint32)
     return jnp.sum(onehot << jnp.arange(32, dtype=jnp.uint32), axis=-1, dtype=jnp.uint32)  # disjoint bits: sum = or
@@ -263,7 +263,7 @@ def _chi_square_stat_dof(data_t, cards, x, y, s, n_live, *, kmax, g_square, n_st
     n = data_t.shape[1]
     xv = data_t[x]
     yv = data_t[y]
-    live = jnp.arange(n) < n_live
+    live = jnp.arange(n, dtype=jnp.int32) < n_live
     stratum = _stratum_codes(data_t, cards, s, mode, live)
     if mode == "scatter":
         rows_b = jnp.arange(b)[:, None]

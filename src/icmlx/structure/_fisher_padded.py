@@ -17,9 +17,9 @@ def _padded_correlation(x, n, d):
     blocks would follow ``n`` exactly but takes several times longer to compile)."""
     n_pad, dp = x.shape
     mean = jnp.sum(x, axis=0) / n.astype(x.dtype)
-    xc = jnp.where((jnp.arange(n_pad) < n)[:, None], x - mean, 0.0)
+    xc = jnp.where((jnp.arange(n_pad, dtype=jnp.int32) < n)[:, None], x - mean, 0.0)
     cov = xc.T @ xc
-    live = jnp.arange(dp) < d
+    live = jnp.arange(dp, dtype=jnp.int32) < d
     sd = jnp.where(live, jnp.sqrt(jnp.diag(cov)), 1.0)
     r = cov / (sd[:, None] * sd[None, :])
     return jnp.where(live[:, None] & live[None, :], r, jnp.eye(dp, dtype=x.dtype))
