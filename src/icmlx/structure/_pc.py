@@ -236,7 +236,9 @@ def _bucket(m: int, cap: int, lo: int = 64) -> int:
 
 
 class _Tester:
-    """Evaluates lists of ``(x, y, S)`` through a jitted batched kernel, padded to power-of-two buckets."""
+    """Evaluates lists of ``(x, y, S)`` through jitted batched kernels in a few padded shapes: the sample axis in
+    power-of-four buckets with the true ``n`` traced, ``d`` in multiples of 16, conditioning sets padded to one width
+    per kernel, one batch size per kernel (see ``_contingency`` and ``_fisher_padded``)."""
 
     def __init__(self, ci_test, data, true_dag, mesh, max_batch):
         self.ci_test = ci_test
