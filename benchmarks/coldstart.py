@@ -9,7 +9,8 @@ alternating A B A B, timed from outside (``subprocess`` wall clock, so import an
 - **warm**: the cache directory was filled by one earlier run of the same script (every later run).
 
 Inside the icmlx script the import, the first call and, where it applies, a second call on data of another size
-``n`` (same ``d``) are timed too, so compile cost per entry point and recompilation on a new size are reported.
+``n`` (same ``d``) are timed too, so compile cost per entry point and recompilation on a new size are reported:
+programs compiled and backend compile seconds of the first call and of the second.
 Ratios are icmlx / peer (below 1 means icmlx is faster), the median over the pairs. The table is printed and
 ``benchmarks/results/coldstart.json`` written.
 
@@ -42,7 +43,9 @@ SHARED = ROOT.parent / "shared" / "data" / "causal-learn"
 
 # Each icmlx script prints one JSON line: {"import_s", "first_s", "second_s" (optional), "check", "compiled"}.
 # Each peer script prints {"import_s", "first_s", "check"}. "check" is compared between the two. "compiled" counts
-# the XLA programs the icmlx process compiled (cache requests minus persistent-cache hits).
+# the XLA programs the icmlx process compiled (cache requests minus persistent-cache hits); at exit the icmlx
+# process also prints the programs compiled by the first call and by the second (new n), and the seconds of the
+# backend compilations (or persistent-cache loads) in each.
 _TIMER = """
 import json, time
 _t0 = time.perf_counter()
@@ -55,6 +58,28 @@ def _listen(e, **k):
     if e.endswith("cache_hits"): _ev["hit"] += 1
 _mon.register_event_listener(_listen)
 _compiled = lambda: _ev["req"] - _ev["hit"]
+_stamps = {"req": [], "hit": []}  # times of compile requests and persistent-cache hits
+_backend = []  # (time, seconds) of every backend compilation or cache load
+_mon.register_event_listener(
+    lambda e, **k: _stamps["req" if e.endswith("compile_requests_use_cache") else "hit"].append(time.perf_counter())
+    if e.endswith(("compile_requests_use_cache", "cache_hits")) else None
+)
+_mon.register_event_duration_secs_listener(
+    lambda e, d, **k: _backend.append((time.perf_counter(), d)) if e.endswith("backend_compile_duration") else None
+)
+def _compile_report():
+    import __main__
+    t1, t2 = getattr(__main__, "_t1", 0.0), getattr(__main__, "_t2", float("inf"))
+    def programs(lo, hi):  # compiled = requested minus loaded from the persistent cache
+        return sum(lo < t <= hi for t in _stamps["req"]) - sum(lo < t <= hi for t in _stamps["hit"])
+    def secs(lo, hi):
+        return sum(d for t, d in _backend if lo < t <= hi)
+    inf = float("inf")
+    print(json.dumps({"programs_first": programs(t1, t2), "compile_first_s": secs(t1, t2),
+                      "programs_second": programs(t2, inf), "compile_second_s": secs(t2, inf),
+                      "compile_s": secs(0.0, inf)}))
+import atexit
+atexit.register(_compile_report)
 """
 
 CASES: dict[str, dict[str, str]] = {
@@ -229,8 +254,10 @@ def _run(script: Path, env: dict[str, str]) -> dict:
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"{script.name} failed:\n{proc.stderr[-3000:]}")
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1]
-    out = json.loads(line)
+    out = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            out.update(json.loads(line))
     out["wall_s"] = wall
     return out
 
@@ -271,6 +298,11 @@ def run_case(case: str, folder: Path, pairs: int) -> list[dict]:
             "icmlx_second_call_new_n_s": round(med("icmlx", "second_s"), 2) if "second_s" in samples["icmlx"][0]
             else None,
             "icmlx_programs_compiled": med("icmlx", "compiled"),
+            "icmlx_programs_first_call": med("icmlx", "programs_first"),
+            "icmlx_programs_second_call_new_n": med("icmlx", "programs_second"),
+            "icmlx_compile_s": round(med("icmlx", "compile_s"), 2),
+            "icmlx_compile_first_call_s": round(med("icmlx", "compile_first_s"), 2),
+            "icmlx_compile_second_call_new_n_s": round(med("icmlx", "compile_second_s"), 2),
             "peer_import_s": round(med("peer", "import_s"), 2),
             "peer_call_s": round(med("peer", "first_s"), 2),
             "check_icmlx": sorted(checks["icmlx"]),
@@ -280,7 +312,8 @@ def run_case(case: str, folder: Path, pairs: int) -> list[dict]:
         }
         rows.append(row)
         print_table([row], ["case", "mode", "icmlx_s", "peer_s", "icmlx/peer", "icmlx_first_call_s",
-                            "icmlx_second_call_new_n_s", "icmlx_programs_compiled", "check_icmlx", "check_peer"])
+                            "icmlx_second_call_new_n_s", "icmlx_programs_compiled", "icmlx_programs_first_call",
+                            "icmlx_programs_second_call_new_n", "icmlx_compile_s", "check_icmlx", "check_peer"])
     return rows
 
 

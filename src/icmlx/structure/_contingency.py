@@ -5,6 +5,13 @@ popcount of per-category bitsets, medium ones by one scatter of the samples into
 and large products of cardinalities by re-coding the strata observed in the sample and counting per sample, so the
 full product is never allocated. :func:`icmlx.structure.chi_square` and PC's tester both dispatch through
 :func:`_chi_square_plan`.
+
+Compile once: every static size is a coarse bucket. The sample axis is padded to a power of four
+(:func:`_pad_samples`) and the true ``n`` is a traced argument (the counting loops run over ``ceil(n / chunk)``
+chunks and mask the rest), so a new ``n`` in the same bucket reuses every program; flat tables, dense strata and
+strata code bounds are rounded up to a few sizes (:func:`_plan_bucket`); conditioning sets are padded with a
+constant variable to one width per plan kind; p-values come from one program per batch size with the number of
+live tests traced (:func:`_chi2_pvalue_head`).
 """
 
 import functools
@@ -33,32 +40,15 @@ def _pow2(v: int) -> int:
     return 1 << max(int(v) - 1, 0).bit_length()
 
 
-def _strata_plan(n: int, kmax: int, bound: int) -> tuple[str, int, int]:
-    """How to index the strata of a batch whose mixed-radix stratum codes lie below ``bound`` (the product of
-    the conditioning variables' cardinalities, largest over the batch).
-
-    Returns ``(mode, n_strata, code_bound)`` (all static): ``"dense"`` (a ``(n_strata, K, K)`` table per test),
-    ``"scatter"`` (codes re-ranked through a ``code_bound`` presence table, then per-sample counting over at most
-    ``n_strata <= n`` observed strata), ``"sort"`` (codes re-ranked by one sort) or ``"sort_each"`` (codes do not
-    fit in int32: re-ranked after every column).
-    """
-    nb = _pow2(bound)
-    if nb * kmax * kmax <= max(2 * n, 4096):
-        return "dense", nb, nb
-    if nb <= 2**16:
-        return "scatter", min(n, nb), nb
-    if bound < 2**31:
-        return "sort", n, 0
-    return "sort_each", n, 0
-
-
-def _stratum_codes(data_t, cards, s, mode):
-    """Mixed-radix stratum code of every sample (Horner form with the true cardinalities)."""
+def _stratum_codes(data_t, cards, s, mode, live):
+    """Mixed-radix stratum code of every sample (Horner form with the true cardinalities); padding samples
+    (``~live``) get sample 0's code, so they add no stratum."""
     stratum = jnp.zeros((s.shape[0], data_t.shape[1]), data_t.dtype)
     for j in range(s.shape[1]):  # static unroll over |S| columns
         stratum = stratum * cards[s[:, j]][:, None] + data_t[s[:, j]]
         if mode == "sort_each":
-            stratum = jax.vmap(_dense_codes)(stratum)
+            stratum = jax.vmap(_dense_codes)(jnp.where(live, stratum, stratum[:, :1]))
+    stratum = jnp.where(live, stratum, stratum[:, :1])
     if mode == "sort":
         stratum = jax.vmap(_dense_codes)(stratum)
     return stratum
@@ -93,18 +83,36 @@ def _chi2_pvalue(stat, dof, head=None):
     return jnp.where(dof == 0, 1.0, gammaincc(dof_f / 2.0, stat / 2.0))
 
 
+@jax.jit
+def _chi2_pvalue_head(stat, dof, m):
+    """:func:`_chi2_pvalue` of the first ``m`` (traced) entries, in blocks of :data:`PVALUE_BLOCK` (entries past
+    the last block are left at 1): one compilation serves every ``m``, and the work follows ``m``."""
+    b = stat.shape[0]
+    blk = min(PVALUE_BLOCK, b)
+
+    def body(i, out):
+        start = jnp.minimum(i * blk, b - blk)
+        st = jax.lax.dynamic_slice_in_dim(stat, start, blk)
+        df = jax.lax.dynamic_slice_in_dim(dof, start, blk)
+        return jax.lax.dynamic_update_slice_in_dim(out, _chi2_pvalue(st, df), start, 0)
+
+    return jax.lax.fori_loop(0, (m + blk - 1) // blk, body, jnp.ones(b, stat.dtype))
+
+
+PVALUE_BLOCK = 64  # entries per step of the p-value loop
 BITS_CELLS = 64  # largest flat table (pow2 of prod card(S) * card x * card y) counted with bitsets
 DENSE_CELLS = 2**17  # largest dense (strata, kmax, kmax) table of one test (else strata are re-ranked)
 
 
 @functools.partial(jax.jit, static_argnames=("kmax",))
-def _pack_bits(data_t, kmax):
-    """``(d, n)`` category codes -> ``(d, kmax, ceil(n/32))`` uint32 indicator bitsets (sample ``i`` is bit
-    ``i % 32`` of word ``i // 32``; bits past ``n`` are zero)."""
-    d, n = data_t.shape
-    w = -(-n // 32)
-    onehot = data_t[:, None, :] == jnp.arange(kmax, dtype=data_t.dtype)[None, :, None]
-    onehot = jnp.pad(onehot, ((0, 0), (0, 0), (0, 32 * w - n))).reshape(d, kmax, w, 32).astype(jnp.uint32)
+def _pack_bits(data_t, n, kmax):
+    """``(d, n_pad)`` category codes (``n_pad`` a multiple of 32) -> ``(d, kmax, n_pad / 32)`` uint32 indicator
+    bitsets (sample ``i`` is bit ``i % 32`` of word ``i // 32``; bits of samples ``>= n``, traced, are zero)."""
+    d, n_pad = data_t.shape
+    w = n_pad // 32
+    live = jnp.arange(n_pad, dtype=jnp.int32) < n
+    onehot = (data_t[:, None, :] == jnp.arange(kmax, dtype=data_t.dtype)[None, :, None]) & live
+    onehot = onehot.reshape(d, kmax, w, 32).astype(jnp.uint32)
     return jnp.sum(onehot << jnp.arange(32, dtype=jnp.uint32), axis=-1, dtype=jnp.uint32)  # disjoint bits: sum = or
 
 
@@ -117,31 +125,57 @@ def _flat_geometry(cards, xi, yi, n_cells):
     return c // cxy, q // cy, q % cy
 
 
-def _flat_counts_bits(bits, cards, xi, yi, si, n_cells):
+def _flat_counts_bits(bits, cards, xi, yi, si, n_cells, n):
     """Counts ``(n_cells,)`` of the flat table of one test by AND + popcount of indicator bitsets
-    (``n_cells * n / 32`` word operations, no per-sample work)."""
-    kmax = bits.shape[1]
+    (``n_cells * n / 32`` word operations, no per-sample work), over ``ceil(n / 32)`` words (``n`` traced) in
+    chunks of a quarter of the padded words."""
+    kmax, w = bits.shape[1], bits.shape[2]
+    cw = w // 4 if w % 4 == 0 else w
     r, a, b = _flat_geometry(cards, xi, yi, n_cells)
-    words = bits[xi][jnp.minimum(a, kmax - 1)] & bits[yi][b]
-    stride = jnp.ones((), cards.dtype)
-    # static unroll over |S| (at most log2(n_cells) - 2 <= 4 here): a dynamic loop would carry the (cells, n/32)
-    # words through memory and run slower
+    a = jnp.minimum(a, kmax - 1)
+    cats, stride = [], jnp.ones((), cards.dtype)
     for j in range(si.shape[0]):  # digit j of the stratum's mixed-radix code selects the category of S_j
         c = cards[si[j]]
-        words = words & bits[si[j]][jnp.minimum((r // stride) % c, kmax - 1)]
+        cats.append(jnp.minimum((r // stride) % c, kmax - 1))
         stride = stride * c
-    words = jnp.where((r < stride)[:, None], words, jnp.uint32(0))
-    return jnp.sum(jax.lax.population_count(words), axis=-1, dtype=jnp.int32)
+    live = r < stride
+
+    def rows(v, off):
+        v = v.astype(jnp.int32)
+        return jax.lax.dynamic_slice(bits, (v, jnp.zeros_like(v), off.astype(jnp.int32)), (1, kmax, cw))[0]
+
+    def chunk(i, acc):
+        off = i * cw
+        words = rows(xi, off)[a] & rows(yi, off)[b]
+        # static unroll over the (padded) |S|: a dynamic loop would carry the (cells, words) block through memory
+        for j in range(si.shape[0]):
+            words = words & rows(si[j], off)[cats[j]]
+        return acc + jnp.sum(jax.lax.population_count(words), axis=-1, dtype=jnp.int32)
+
+    counts = jax.lax.fori_loop(0, (n + 32 * cw - 1) // (32 * cw), chunk, jnp.zeros(n_cells, jnp.int32))
+    return jnp.where(live, counts, 0)
 
 
-def _dense_table_scatter(data_t, cards, xi, yi, si, k, n_rows, kmax):
+def _dense_table_scatter(data_t, cards, xi, yi, si, k, n, n_rows, kmax):
     """Contingency table ``(n_rows, kmax, kmax)`` of one test (strata by mixed-radix code of ``S = si[:k]``,
-    ``k`` dynamic) by one scatter-add of the ``n`` samples; its margins are then plain (vectorised) reductions."""
-    code = jax.lax.fori_loop(
-        0, k, lambda j, code: code * cards[si[j]] + data_t[si[j]], jnp.zeros(data_t.shape[1], data_t.dtype)
-    )
-    cell = (code * kmax + data_t[xi]) * kmax + data_t[yi]
-    counts = jax.ops.segment_sum(jnp.ones(cell.shape, jnp.int32), cell, num_segments=n_rows * kmax * kmax)
+    ``k`` dynamic) by scatter-adds of the first ``n`` (traced) samples, in chunks of a quarter of the padded
+    sample axis; its margins are then plain (vectorised) reductions."""
+    n_pad = data_t.shape[1]
+    ch = n_pad // 4 if n_pad % 4 == 0 else n_pad
+    size = n_rows * kmax * kmax
+
+    def chunk(i, counts):
+        off = i * ch
+
+        def col(v):
+            return jax.lax.dynamic_slice(data_t, (v.astype(jnp.int32), off.astype(jnp.int32)), (1, ch))[0]
+
+        code = jax.lax.fori_loop(0, k, lambda j, code: code * cards[si[j]] + col(si[j]), jnp.zeros(ch, data_t.dtype))
+        cell = (code * kmax + col(xi)) * kmax + col(yi)
+        live = off + jnp.arange(ch, dtype=jnp.int32) < n
+        return counts.at[jnp.where(live, cell, size)].add(1, mode="drop")  # padding samples: dropped
+
+    counts = jax.lax.fori_loop(0, (n + ch - 1) // ch, chunk, jnp.zeros(size, jnp.int32))
     return counts.reshape(n_rows, kmax, kmax)
 
 
@@ -172,7 +206,7 @@ def _flat_stat_dof(counts, cards, xi, yi, *, kmax, g_square):
 
 
 @functools.partial(jax.jit, static_argnames=("kmax", "g_square", "size", "use_bits"))
-def _chi_square_table_kernel(table, cards, x, y, s, m, k, *, kmax, g_square, size, use_bits):
+def _chi_square_table_kernel(table, cards, x, y, s, m, k, n, *, kmax, g_square, size, use_bits):
     """Batched χ²/G² statistic and dof, one test per loop step (its working set stays in cache).
 
     ``use_bits``: ``table`` is the bitset stack and ``size`` the flat table size (bitset counting); else
@@ -180,16 +214,17 @@ def _chi_square_table_kernel(table, cards, x, y, s, m, k, *, kmax, g_square, siz
     table filled by one scatter of the samples. Only the first ``m`` (dynamic) of the ``b`` padded tests are
     computed: one compilation serves every batch up to ``b``. Dense tables use the conditioning sets
     ``s[:, :k]`` (``k`` dynamic: every ``|S|`` up to the width of ``s`` shares a compilation); bitset counting
-    uses all of ``s`` (``|S|`` static, at most 4).
+    uses all of ``s`` (padded with a constant variable of one category). ``n`` (traced) is the number of real
+    samples; the rest of the padded sample axis is ignored.
     """
     fdt = _float_dtype()
 
     def body(i, out):
         if use_bits:
-            counts = _flat_counts_bits(table, cards, x[i], y[i], s[i], size)
+            counts = _flat_counts_bits(table, cards, x[i], y[i], s[i], size, n)
             st, df = _flat_stat_dof(counts, cards, x[i], y[i], kmax=kmax, g_square=g_square)
         else:
-            tab = _dense_table_scatter(table, cards, x[i], y[i], s[i], k, size, kmax)
+            tab = _dense_table_scatter(table, cards, x[i], y[i], s[i], k, n, size, kmax)
             st, df = _table_stat_dof(tab[None].astype(fdt), g_square)
             st, df = st[0], df[0]
         return out[0].at[i].set(st), out[1].at[i].set(df)
@@ -199,7 +234,7 @@ def _chi_square_table_kernel(table, cards, x, y, s, m, k, *, kmax, g_square, siz
 
 
 @functools.partial(jax.jit, static_argnames=("kmax", "g_square", "n_strata", "mode", "code_bound"))
-def _chi_square_loop_kernel(data_t, cards, x, y, s, m, *, kmax, g_square, n_strata, mode, code_bound):
+def _chi_square_loop_kernel(data_t, cards, x, y, s, m, n, *, kmax, g_square, n_strata, mode, code_bound):
     """:func:`_chi_square_kernel`'s statistic and dof one test per loop step (cache-resident counting tables),
     for the first ``m`` (dynamic) of ``b`` padded tests."""
     fdt = _float_dtype()
@@ -207,7 +242,7 @@ def _chi_square_loop_kernel(data_t, cards, x, y, s, m, *, kmax, g_square, n_stra
 
     def body(i, out):
         st, df = _chi_square_stat_dof(
-            data_t, cards, x[i][None], y[i][None], s[i][None], kmax=kmax, g_square=g_square, n_strata=n_strata,
+            data_t, cards, x[i][None], y[i][None], s[i][None], n, kmax=kmax, g_square=g_square, n_strata=n_strata,
             mode=mode, code_bound=code_bound,
         )
         return out[0].at[i].set(st[0]), out[1].at[i].set(df[0])
@@ -215,8 +250,9 @@ def _chi_square_loop_kernel(data_t, cards, x, y, s, m, *, kmax, g_square, n_stra
     return jax.lax.fori_loop(0, m, body, (jnp.zeros(b, fdt), jnp.zeros(b, jnp.int32)))
 
 
-def _chi_square_stat_dof(data_t, cards, x, y, s, *, kmax, g_square, n_strata, mode, code_bound):
-    """data_t: (d, n) integer codes (transposed so that a variable is one contiguous row); cards: (d,) int.
+def _chi_square_stat_dof(data_t, cards, x, y, s, n_live, *, kmax, g_square, n_strata, mode, code_bound):
+    """data_t: (d, n) integer codes (transposed so that a variable is one contiguous row); cards: (d,) int;
+    only the first ``n_live`` (traced) samples count (padding samples get weight 0 and sample 0's stratum).
 
     Per-sample form (no dense (strata, K, K) arithmetic): with O, r, c, m the counts of a sample's cell,
     row, column and stratum, sum_{E>0} (O-E)^2/E = sum_i O_i m_i / (r_i c_i) - n and
@@ -227,14 +263,16 @@ def _chi_square_stat_dof(data_t, cards, x, y, s, *, kmax, g_square, n_strata, mo
     n = data_t.shape[1]
     xv = data_t[x]
     yv = data_t[y]
-    stratum = _stratum_codes(data_t, cards, s, mode)
+    live = jnp.arange(n, dtype=jnp.int32) < n_live
+    stratum = _stratum_codes(data_t, cards, s, mode, live)
     if mode == "scatter":
         rows_b = jnp.arange(b)[:, None]
         present = jnp.zeros((b, code_bound), jnp.int32).at[rows_b, stratum].set(1)
         rank = jnp.cumsum(present, axis=1) - 1
         stratum = jnp.take_along_axis(rank, stratum, axis=1)
     off = jnp.arange(b, dtype=xv.dtype)[:, None]
-    ones = jnp.ones((b * n,), jnp.int32)  # int32 scatter-adds are faster than float64 ones on CPU
+    # int32 scatter-adds are faster than float64 ones on CPU; padding samples add 0
+    ones = jnp.broadcast_to(live.astype(jnp.int32), (b, n)).reshape(-1)
     if mode == "dense":  # small tables: one scatter, then table arithmetic
         cells = n_strata * kmax * kmax
         cell = (stratum * kmax + xv) * kmax + yv + off * cells
@@ -250,11 +288,11 @@ def _chi_square_stat_dof(data_t, cards, x, y, s, *, kmax, g_square, n_strata, mo
     rtab, r_i = count(stratum * kmax + xv, n_strata * kmax)
     ctab, c_i = count(stratum * kmax + yv, n_strata * kmax)
     mtab, m_i = count(stratum, n_strata)
-    ratio = o_i * m_i / (r_i * c_i)
+    ratio = jnp.where(live, o_i * m_i / jnp.where(live, r_i * c_i, 1.0), 1.0)
     if g_square:
         stat = 2.0 * jnp.sum(jnp.log(ratio), axis=1)
     else:
-        stat = jnp.maximum(jnp.sum(ratio, axis=1) - n, 0.0)
+        stat = jnp.maximum(jnp.sum(jnp.where(live, ratio, 0.0), axis=1) - n_live.astype(fdt), 0.0)
     nzr = jnp.sum(rtab.reshape(b, n_strata, kmax) > 0, axis=2)
     nzc = jnp.sum(ctab.reshape(b, n_strata, kmax) > 0, axis=2)
     dof = jnp.sum(jnp.where(mtab.reshape(b, n_strata) > 0, (nzr - 1) * (nzc - 1), 0), axis=1).astype(jnp.int32)
@@ -262,10 +300,10 @@ def _chi_square_stat_dof(data_t, cards, x, y, s, *, kmax, g_square, n_strata, mo
 
 
 @functools.partial(jax.jit, static_argnames=("kmax", "g_square", "n_strata", "mode", "code_bound"))
-def _chi_square_kernel(data_t, cards, x, y, s, *, kmax, g_square, n_strata, mode, code_bound):
+def _chi_square_kernel(data_t, cards, x, y, s, n, *, kmax, g_square, n_strata, mode, code_bound):
     """Batched (vectorised over tests, e.g. sharded) χ²/G²: statistic and dof."""
     return _chi_square_stat_dof(
-        data_t, cards, x, y, s, kmax=kmax, g_square=g_square, n_strata=n_strata, mode=mode, code_bound=code_bound
+        data_t, cards, x, y, s, n, kmax=kmax, g_square=g_square, n_strata=n_strata, mode=mode, code_bound=code_bound
     )
 
 
@@ -279,42 +317,120 @@ def _kmax_bucket(max_card) -> int:
     return 1 << max(int(max_card) - 1, 1).bit_length()
 
 
-def _chi_square_plan(plan, data_t, bits, cards, x, y, s, m, *, const, kmax, g_square, vectorised=False):
+def _pad_samples(n: int) -> int:
+    """Padded length of the sample axis: a power of four >= max(n, 256). The counting loops run over the true
+    ``n`` in quarters of it, so padding costs memory, not work, and a new ``n`` in the bucket compiles nothing."""
+    b = 256
+    while b < n:
+        b *= 4
+    return b
+
+
+def _pad_codes(codes: np.ndarray, n_pad: int, rows: int | None = None) -> np.ndarray:
+    """``(d, n)`` int codes -> ``(rows, n_pad)`` int32, zero-filled (extra rows are constant variables)."""
+    d, n = codes.shape
+    out = np.zeros((d if rows is None else rows, n_pad), np.int32)
+    out[:d, :n] = codes
+    return out
+
+
+def _bits_width() -> int:
+    """Width of the padded conditioning sets of bitset plans (cards >= 2: |S| <= log2(BITS_CELLS) - 2)."""
+    return max(int(math.log2(BITS_CELLS)) - 2, 1)
+
+
+def _dense_top(kmax: int) -> int:
+    return max(DENSE_CELLS // (kmax * kmax), 1)
+
+
+def _dense_width(kmax: int) -> int:
+    """Width of the padded conditioning sets of dense plans (cards >= 2: |S| <= log2 of the largest strata)."""
+    return max(4, _dense_top(kmax).bit_length() - 1)
+
+
+def _plan_bucket(plan: tuple, kmax: int, n_pad: int) -> tuple:
+    """Round a plan's static sizes up to a few buckets, so that one compilation serves many table sizes.
+
+    Bitset tables: one size, :data:`BITS_CELLS` rounded up to a power of four (a small table costs a few more
+    word operations, far less than a compilation). Dense strata: the largest count ``DENSE_CELLS / kmax^2``
+    divided by powers of 16, no smaller than the count whose table arithmetic matches a quarter of the sample
+    scatter (below that the scatter dominates the work anyway).
+    """
+    kind = plan[0]
+    if kind == "bits":
+        b = 16
+        while b < max(plan[1], BITS_CELLS):
+            b *= 4
+        return ("bits", b)
+    if kind == "dense1":
+        b, lo = _dense_top(kmax), max(plan[1], n_pad // (4 * kmax * kmax), 1)
+        while b // 16 >= lo:
+            b //= 16
+        return ("dense1", max(b, plan[1]))
+    return plan
+
+
+def _strata_plan(n: int, kmax: int, bound: int) -> tuple[str, int, int]:
+    """How to index the strata of a batch whose mixed-radix stratum codes lie below ``bound`` (the product of
+    the conditioning variables' cardinalities, largest over the batch), ``n`` the padded sample count.
+
+    Returns ``(mode, n_strata, code_bound)`` (all static): ``"dense"`` (a ``(n_strata, K, K)`` table per test),
+    ``"scatter"`` (codes re-ranked through a ``code_bound`` presence table, then per-sample counting over at most
+    ``n_strata <= n`` observed strata), ``"sort"`` (codes re-ranked by one sort) or ``"sort_each"`` (codes do not
+    fit in int32: re-ranked after every column). Code bounds are powers of four (fewer compilations).
+    """
+    nb = _pow2(bound)
+    nb <<= (nb.bit_length() - 1) % 2  # a power of four
+    if nb * kmax * kmax <= max(2 * n, 4096):
+        return "dense", nb, nb
+    if nb <= 2**16:
+        return "scatter", min(n, nb), nb
+    if bound < 2**31:
+        return "sort", n, 0
+    return "sort_each", n, 0
+
+
+def _chi_square_plan(plan, data_t, bits, cards, x, y, s, m, n, *, const, kmax, g_square, vectorised=False):
     """Statistic and dof of one plan group of :func:`_chi_square_groups` (host-side dispatch, NumPy indices).
 
-    ``"bits"``/``"dense1"`` plans run the per-test table kernel (dense tables get ``s`` padded with the constant
-    variable ``const`` and ``|S|`` as a dynamic bound); strata plans run the per-sample kernel, one test per loop
-    step, or vectorised over the batch (``vectorised``, for sharded batches). Only the first ``m`` tests of the
-    loop kernels are computed.
+    ``data_t`` is ``(d, n_pad)`` (see :func:`_pad_samples`), ``n`` the true sample count (traced). ``"bits"`` /
+    ``"dense1"`` plans run the per-test table kernel, with ``s`` padded with the constant variable ``const`` to
+    one width per plan kind (``|S|`` is a dynamic bound for dense tables); strata plans run the per-sample
+    kernel, one test per loop step, or vectorised over the batch (``vectorised``, for sharded batches). Only
+    the first ``m`` tests of the loop kernels are computed.
     """
     k = np.int32(s.shape[1])
+    n = np.int32(n)
     if plan[0] in ("bits", "dense1"):
         use_bits = plan[0] == "bits"
+        width = _bits_width() if use_bits else _dense_width(kmax)
         return _chi_square_table_kernel(
-            bits if use_bits else data_t, cards, x, y, s if use_bits else _pad_sets(s, const), m, k, kmax=kmax,
+            bits if use_bits else data_t, cards, x, y, _pad_sets(s, const, width), m, k, n, kmax=kmax,
             g_square=g_square, size=plan[1], use_bits=use_bits,
         )
     mode, n_strata, bound = plan
     kw = dict(kmax=kmax, g_square=g_square, n_strata=n_strata, mode=mode, code_bound=bound)
     if vectorised:
-        return _chi_square_kernel(data_t, cards, x, y, s, **kw)
-    return _chi_square_loop_kernel(data_t, cards, x, y, s, m, **kw)
+        return _chi_square_kernel(data_t, cards, x, y, s, n, **kw)
+    return _chi_square_loop_kernel(data_t, cards, x, y, _pad_sets(s, const), m, n, **kw)
 
 
-def _pad_sets(s: np.ndarray, const: int) -> np.ndarray:
-    """Pad conditioning sets ``(m, k)`` to width ``max(4, pow2(k))`` with the constant variable ``const``."""
+def _pad_sets(s: np.ndarray, const: int, width: int | None = None) -> np.ndarray:
+    """Pad conditioning sets ``(m, k)`` with the constant variable ``const`` to ``width`` columns (default
+    ``max(4, pow2(k))``)."""
     m, k = s.shape
-    kb = max(4, 1 << max(k - 1, 0).bit_length())
+    kb = max(4, 1 << max(k - 1, 0).bit_length()) if width is None else max(width, k)
     return np.concatenate([s, np.full((m, kb - k), const, s.dtype)], axis=1)
 
 
 def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = False):
-    """Host-side plan of a batch of χ² tests: ``[(indices, plan), ...]``.
+    """Host-side plan of a batch of χ² tests: ``[(indices, plan), ...]`` (``n`` the padded sample count).
 
     Bitset counting when the flat table ``C = pow2(prod card(S) * card x * card y) <= BITS_CELLS``
-    (``("bits", C)``); else a dense table of ``R = pow2(prod card(S))`` strata filled by one scatter of the
+    (``("bits", C)``); else a dense table of ``R = pow2(prod card(S))`` strata filled by scatters of the
     samples when ``R * kmax^2 <= DENSE_CELLS`` (``("dense1", R)``); else the per-sample strata plans of
     :func:`_strata_plan` by ``R`` (also used for every test of a sharded batch, whose kernel is vectorised).
+    Sizes are then rounded up to buckets (:func:`_plan_bucket`) and groups of the same bucket merged.
     """
     lr = _log2_strata(cards_np, s)
     lc = np.ceil(lr + np.log2(cards_np[x] * cards_np[y]) - 1e-9).astype(np.int64)
@@ -322,7 +438,7 @@ def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = Fal
     bits = (lc <= int(math.log2(BITS_CELLS))) & (not sharded)
     dense = (lr + 2 * int(math.log2(kmax)) <= int(math.log2(DENSE_CELLS))) & (not sharded) & ~bits
     key = np.where(bits, lc, np.where(dense, 64 + lr, -1 - lr))
-    groups = []
+    merged: dict[tuple, list] = {}
     for kb in np.unique(key):
         idx = np.nonzero(key == kb)[0]
         if kb >= 64:
@@ -332,5 +448,5 @@ def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = Fal
         else:
             lb = int(-1 - kb)
             plan = _strata_plan(n, kmax, 1 << lb if lb < 62 else 2**62)
-        groups.append((idx, plan))
-    return groups
+        merged.setdefault(_plan_bucket(plan, kmax, n), []).append(idx)
+    return [(np.sort(np.concatenate(parts)), plan) for plan, parts in merged.items()]

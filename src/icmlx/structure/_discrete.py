@@ -7,9 +7,36 @@ from jax.scipy.special import gammaincc
 from jaxtyping import Array, Bool, Int
 
 from ._ci_tests import CIResult, _check_batch, _float_dtype
-from ._contingency import _chi2_pvalue, _chi_square_groups, _chi_square_plan, _kmax_bucket, _pack_bits
+from ._contingency import (
+    _chi2_pvalue,
+    _chi_square_groups,
+    _chi_square_plan,
+    _kmax_bucket,
+    _pack_bits,
+    _pad_codes,
+    _pad_samples,
+)
 
 __all__ = ["chi_square", "bernoulli_test"]
+
+
+def _encode_codes(data) -> np.ndarray:
+    """:func:`icmlx.structure.encode_discrete` on the host: ``(n, d)`` int32 NumPy codes ``0..K_j-1`` by sorted
+    unique values (no device program is compiled for the re-coding).
+
+    Raises:
+      ValueError: if a value is not integral.
+      TypeError: if the data are neither integer nor float.
+    """
+    arr = np.asarray(data)
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            bad = [j for j in range(arr.shape[1]) if not np.all(arr[:, j] == np.round(arr[:, j]))]
+            raise ValueError(f"discrete CI tests need integer-valued data; non-integer columns {bad}")
+    elif arr.dtype.kind not in "iub":
+        raise TypeError(f"discrete CI tests need integer data, got {arr.dtype=}")
+    cols = [np.unique(arr[:, j], return_inverse=True)[1].reshape(-1) for j in range(arr.shape[1])]
+    return np.stack(cols, axis=1).astype(np.int32).reshape(arr.shape)
 
 
 def chi_square(
@@ -66,23 +93,27 @@ def chi_square(
         raise TypeError(f"chi_square needs integer-coded data, got {data.dtype=}")
     n, d = data.shape
     fdt = _float_dtype()
-    # one extra constant row (card 1) pads conditioning sets; cards >= 2 (an empty category changes nothing)
-    data_t = jnp.zeros((d + 1, n), jnp.int32).at[:d].set(data.T.astype(jnp.int32))
+    codes = np.asarray(data).T.astype(np.int32)
+    # one extra constant row (card 1) pads conditioning sets; cards >= 2 (an empty category changes nothing);
+    # the sample axis is padded to a bucket (the kernels count the first n samples only)
+    n_pad = _pad_samples(n)
+    data_t = jax.device_put(_pad_codes(codes, n_pad, d + 1))  # device_put: no per-shape staging program
     cards_np = np.ones(d + 1, np.int64)
-    cards_np[:d] = np.maximum(np.asarray(jnp.max(data, axis=0)) + 1, 2) if n > 0 else 2
-    cards = jnp.asarray(cards_np, jnp.int32)
+    cards_np[:d] = np.maximum(codes.max(axis=1) + 1, 2) if n > 0 else 2
+    cards = jax.device_put(cards_np.astype(np.int32))
     kmax = _kmax_bucket(cards_np.max())
     xn, yn, sn = (np.asarray(a, np.int64) for a in (x, y, s))
-    groups = _chi_square_groups(cards_np, xn, yn, sn, n, kmax)
-    bits = _pack_bits(data_t, kmax) if any(plan[0] == "bits" for _, plan in groups) else None
-    stat = jnp.zeros(xn.shape[0], fdt)
-    dof = jnp.zeros(xn.shape[0], jnp.int32)
+    groups = _chi_square_groups(cards_np, xn, yn, sn, n_pad, kmax)
+    bits = _pack_bits(data_t, np.int32(n), kmax) if any(plan[0] == "bits" for _, plan in groups) else None
+    stat = np.zeros(xn.shape[0], fdt)
+    dof = np.zeros(xn.shape[0], np.int32)
     for idx, plan in groups:
         xs, ys, ss = xn[idx].astype(np.int32), yn[idx].astype(np.int32), sn[idx].astype(np.int32)
         st, df = _chi_square_plan(
-            plan, data_t, bits, cards, xs, ys, ss, np.int32(len(idx)), const=d, kmax=kmax, g_square=g_square
+            plan, data_t, bits, cards, xs, ys, ss, np.int32(len(idx)), n, const=d, kmax=kmax, g_square=g_square
         )
-        stat, dof = stat.at[idx].set(st), dof.at[idx].set(df)
+        stat[idx], dof[idx] = np.asarray(st)[: len(idx)], np.asarray(df)[: len(idx)]
+    stat, dof = jax.device_put(stat), jax.device_put(dof)
     return CIResult(stat, _chi2_pvalue(stat, dof), dof)
 
 

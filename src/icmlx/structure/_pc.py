@@ -19,10 +19,19 @@ from . import _graph_io, _orient
 from ._background import BackgroundKnowledge, resolve_background
 from ._ci_tests import _float_dtype
 from ._colliders import AbstractColliderRule, DefiniteMaxPColliders, MaxPColliders, _as_collider_rule, _from_uc_flags
-from ._contingency import _chi2_pvalue, _chi_square_groups, _chi_square_plan, _kmax_bucket, _pack_bits
-from ._discrete import _bernoulli_kernel
+from ._contingency import (
+    _chi2_pvalue,
+    _chi2_pvalue_head,
+    _chi_square_groups,
+    _chi_square_plan,
+    _kmax_bucket,
+    _pack_bits,
+    _pad_codes,
+    _pad_samples,
+)
+from ._discrete import _bernoulli_kernel, _encode_codes
 from ._dseparation import _dsep_kernel
-from ._gaussian import _fisher_z_kernel, correlation_matrix
+from ._fisher_padded import _fisher_z_pvalues, _padded_correlation
 from ._graph_io import graph_to_edges
 from ._inputs import TableLike, encode_discrete, prepare_data, validate_data
 from ._testers import AbstractCITest, _as_ci_test
@@ -81,8 +90,8 @@ class PCResult(eqx.Module):
 
 
 def _pvalue_head(stat, dof, m):
-    """χ² p-values of the first ``m`` tests of a padded batch (padded to a power-of-four bucket >= 64)."""
-    return _chi2_pvalue(stat, dof, head=_bucket(int(m), stat.shape[0], 64))
+    """χ² p-values of the first ``m`` tests of a padded batch (one compilation per batch size; ``m`` traced)."""
+    return _chi2_pvalue_head(stat, dof, np.int32(m))
 
 
 @contextlib.contextmanager
@@ -113,7 +122,9 @@ def _bucket(m: int, cap: int, lo: int = 64) -> int:
 
 
 class _Tester:
-    """Evaluates lists of ``(x, y, S)`` through a jitted batched kernel, padded to power-of-two buckets."""
+    """Evaluates lists of ``(x, y, S)`` through jitted batched kernels in a few padded shapes: the sample axis in
+    power-of-four buckets with the true ``n`` traced, ``d`` in multiples of 16, conditioning sets padded to one width
+    per kernel, one batch size per kernel (see ``_contingency`` and ``_fisher_padded``)."""
 
     def __init__(self, ci_test, data, true_dag, mesh, max_batch):
         self.ci_test = ci_test
@@ -121,34 +132,37 @@ class _Tester:
         self.mesh = mesh
         fdt = _float_dtype()
         if ci_test == "fisherz":
-            x = jnp.asarray(data, dtype=fdt)
-            self.n = x.shape[0]
-            r = correlation_matrix(x)
-            dp = _pad_dim(r.shape[0])  # pad to a size bucket so similar d share one compilation
-            self.corr = jnp.eye(dp, dtype=fdt).at[: r.shape[0], : r.shape[0]].set(r)
-            self._kernel = lambda xs, ys, ss, kk, plan: _fisher_z_kernel(
-                self.corr, jnp.asarray(self.n, jnp.int32), xs, ys, ss, kk
-            )[1]
+            n, d = data.shape
+            self.n = n
+            dp = _pad_dim(d)  # pad d and n to size buckets so similar sizes share one compilation
+            xp = np.zeros((_pad_samples(n), dp), fdt)
+            xp[:n, :d] = data
+            self.corr = _padded_correlation(jax.device_put(xp), np.int32(n), np.int32(d))
+            self._kernel = lambda xs, ys, ss, kk, plan: _fisher_z_pvalues(
+                self.corr, np.int32(self.n), xs, ys, ss, np.int32(0) if kk is None else kk
+            )
             per_test = 1
         elif ci_test in ("chisq", "gsq"):
-            enc = encode_discrete(data).T  # (d, n): one variable per contiguous row
+            enc = _encode_codes(data).T  # (d, n) on the host: one variable per contiguous row
             self.n = enc.shape[1]
-            # at least one padding row: a constant variable (card 1) that pads conditioning sets
+            # at least one padding row: a constant variable (card 1) that pads conditioning sets; the sample axis
+            # is padded to a bucket (the kernels count the first n samples), so a new n reuses the programs
             self.const = enc.shape[0]
-            self.data = jnp.zeros((_pad_dim(enc.shape[0] + 1), self.n), enc.dtype).at[: enc.shape[0]].set(enc)
+            self.n_pad = _pad_samples(self.n)
+            self.data = jax.device_put(_pad_codes(enc, self.n_pad, _pad_dim(enc.shape[0] + 1)))
             cards = np.ones(self.data.shape[0], np.int64)
-            cards[: enc.shape[0]] = np.asarray(jnp.max(enc, axis=1)) + 1
+            cards[: enc.shape[0]] = enc.max(axis=1) + 1
             self.cards_np = cards
-            self.cards = jnp.asarray(cards, enc.dtype)
+            self.cards = jax.device_put(cards.astype(np.int32))
             self.kmax = _kmax_bucket(cards.max())
-            self.bits = _pack_bits(self.data, self.kmax)
+            self.bits = _pack_bits(self.data, np.int32(self.n), self.kmax)
             g2 = ci_test == "gsq"
 
             def kern(xs, ys, ss, kk, plan):
                 sharded = self.mesh is not None
                 stat, dof = _chi_square_plan(
-                    plan, self.data, self.bits, self.cards, xs, ys, ss, kk, const=self.const, kmax=self.kmax,
-                    g_square=g2, vectorised=sharded,
+                    plan, self.data, self.bits, self.cards, xs, ys, ss, kk, self.n, const=self.const,
+                    kmax=self.kmax, g_square=g2, vectorised=sharded,
                 )
                 return _chi2_pvalue(stat, dof) if sharded else _pvalue_head(stat, dof, kk)
 
@@ -187,7 +201,7 @@ class _Tester:
         if self.ci_test not in ("chisq", "gsq"):
             return self._run_plan(x, y, s, None)
         out = np.empty(x.shape[0], dtype=np.float64)
-        groups = _chi_square_groups(self.cards_np, x, y, s, self.n, self.kmax, self.mesh is not None)
+        groups = _chi_square_groups(self.cards_np, x, y, s, self.n_pad, self.kmax, self.mesh is not None)
         # dispatch every group before reading any result back: host work overlaps device work
         pending = [(idx, self._dispatch(x[idx], y[idx], s[idx], plan)) for idx, plan in groups]
         for idx, chunks in pending:
@@ -202,9 +216,10 @@ class _Tester:
         m, k = s.shape
         out = []
         kk = None
-        if self.ci_test in ("fisherz", "d_separation") and k > 0:
-            # pad |S| to a multiple of 4 (masked in the kernel): set sizes 1-4 share one compilation
-            kb = -(-k // 4) * 4
+        if (self.ci_test == "fisherz") or (self.ci_test == "d_separation" and k > 0):
+            # pad |S| to a multiple of 4 (masked in the kernel): set sizes 0-4 (Fisher-z; d-separation 1-4)
+            # share one compilation
+            kb = max(-(-k // 4) * 4, 4)
             s = np.concatenate([s, np.zeros((m, kb - k), s.dtype)], axis=1)
             kk = np.int32(k)
         # cheap kernels: no bucket below 256 (fewer compilations; a padded test costs next to nothing)
@@ -214,8 +229,14 @@ class _Tester:
             lo = 16  # per-sample counting over up to n strata: padding a batch is expensive
         else:
             lo = 64
-        # loop kernels (chi-square, unsharded): one padded size for all, the work follows the true count m
-        b = self.max_batch if plan is not None and self.mesh is None else _bucket(m, self._cap(plan), lo)
+        # loop kernels (chi-square, unsharded): one padded size for all, the work follows the true count m;
+        # Fisher-z: one size for all (a padded test costs next to nothing beside a compilation)
+        if plan is not None and self.mesh is None:
+            b = self.max_batch
+        elif self.ci_test == "fisherz" and self.mesh is None:
+            b = self._cap(None)
+        else:
+            b = _bucket(m, self._cap(plan), lo)
         if self.mesh is not None:
             nd = self.mesh.size
             b = ((b + nd - 1) // nd) * nd
@@ -503,13 +524,14 @@ def pc(
             conf[x, y] = conf[y, x] = conf[z, y] = conf[y, z] = True
         maxp = np.where(np.isfinite(maxp), maxp, 0.0)
         return PCResult(
-            graph=jnp.asarray(g.g.astype(np.int32)),
-            edges=jnp.asarray(graph_to_edges(g.g)),
-            skeleton=jnp.asarray(adj),
-            sepset=jnp.asarray(sep),
-            max_pvalue=jnp.asarray(maxp, dtype=_float_dtype()),
-            num_tests=jnp.asarray(len(counted), dtype=jnp.int32),
-            conflicts=jnp.asarray(conf),
+            # jax.device_put of host arrays compiles nothing; jnp.asarray compiles a small program per new shape.
+            graph=jax.device_put(g.g.astype(np.int32)),
+            edges=jax.device_put(np.asarray(graph_to_edges(g.g))),
+            skeleton=jax.device_put(np.asarray(adj)),
+            sepset=jax.device_put(np.asarray(sep)),
+            max_pvalue=jax.device_put(np.asarray(maxp, dtype=_float_dtype())),
+            num_tests=jax.device_put(np.asarray(len(counted), dtype=np.int32)),
+            conflicts=jax.device_put(np.asarray(conf)),
             names=names,
         )
 

@@ -1,0 +1,115 @@
+"""Compile once: how many XLA programs a one-shot PC call compiles, and that a new ``n`` (same ``d``) compiles none.
+
+Counted in a fresh interpreter with the persistent compilation cache off (every program is then a backend
+compilation, reported through ``jax.monitoring``), so the counts do not depend on what other tests compiled.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+_SCRIPT = r"""
+import json, logging, re, sys
+import numpy as np
+import jax
+from jax import monitoring
+
+names = []
+class _Names(logging.Handler):
+    def emit(self, rec):
+        m = re.match(r"Compiling (\S+) with global shapes", rec.getMessage())
+        if m:
+            names.append(m.group(1))
+jax.config.update("jax_log_compiles", True)
+for lg in ("jax._src.interpreters.pxla", "jax._src.dispatch"):
+    logger = logging.getLogger(lg)
+    logger.addHandler(_Names())
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+count = [0]
+monitoring.register_event_duration_secs_listener(
+    lambda e, d, **k: count.__setitem__(0, count[0] + 1) if e.endswith("backend_compile_duration") else None
+)
+from icmlx.structure import pc
+
+rng = np.random.default_rng(2)
+n, d = 700, 6
+cards = [5, 4, 5, 4, 5, 4]
+disc = np.zeros((n, d), np.int64)  # a chain, each variable a noisy copy of its parent
+disc[:, 0] = rng.integers(0, cards[0], n)
+for j in range(1, d):  # seed and strength chosen so that both sizes run the same plans (bitsets, two dense sizes)
+    disc[:, j] = np.where(rng.random(n) < 0.8, disc[:, j - 1] % cards[j], rng.integers(0, cards[j], n))
+rng = np.random.default_rng(0)
+gauss = np.zeros((n, d))
+gauss[:, 0] = rng.standard_normal(n)
+for j in range(1, d):
+    gauss[:, j] = 0.8 * gauss[:, j - 1] + rng.standard_normal(n)
+out = {}
+for test, data in (("chisq", disc), ("fisherz", gauss)):
+    for m in (500, 700):  # same padded bucket of the sample axis
+        before, k0 = count[0], len(names)
+        r = pc(data[:m], ci_test=test, alpha=0.05)
+        np.asarray(r.skeleton)
+        out[f"{test}_{m}"] = {"programs": count[0] - before, "names": names[k0:],
+                              "skeleton": np.asarray(r.skeleton).astype(int).tolist()}
+print(json.dumps(out))
+"""
+
+# Bounds on the programs of a one-shot call in a fresh process: the CI-test kernels (χ²: bitset and dense table
+# kernels, bit packing, one p-value program; Fisher-z: the padded correlation and one kernel for |S| <= 4) plus
+# the few small conversions of the result record. The previous tester compiled 24 (χ², this data) and 22
+# (Fisher-z) here.
+MAX_PROGRAMS = {"chisq": 12, "fisherz": 10}
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    env = {k: v for k, v in os.environ.items() if k not in ("ICMLX_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR")}
+    env["ICMLX_CACHE"] = "0"
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("test", ["chisq", "fisherz"])
+def test_one_shot_pc_compiles_few_programs(compiled, test):
+    got = compiled[f"{test}_500"]
+    assert 0 < got["programs"] <= MAX_PROGRAMS[test], got["names"]
+
+
+@pytest.mark.parametrize("test", ["chisq", "fisherz"])
+def test_new_n_same_d_compiles_nothing(compiled, test):
+    # the same graph at both sizes, so even the result record has the same shapes: nothing may compile
+    assert compiled[f"{test}_700"]["skeleton"] == compiled[f"{test}_500"]["skeleton"]
+    assert compiled[f"{test}_700"]["programs"] == 0, compiled[f"{test}_700"]["names"]
+
+
+def test_padded_sample_axis_gives_the_unpadded_statistics():
+    # chi_square pads the sample axis to a bucket and masks the padding: compare with SciPy on each stratum
+    stats = pytest.importorskip("scipy.stats")
+    import jax.numpy as jnp
+
+    from icmlx.structure import chi_square
+
+    rng = np.random.default_rng(3)
+    n = 301  # not a multiple of 32: the last bitset word and the last scatter chunk are partly padding
+    x = rng.integers(0, 3, size=(n, 4))
+    x[:, 1] = np.where(rng.random(n) < 0.5, x[:, 0], x[:, 1])
+    for s in ([], [2], [2, 3]):
+        res = chi_square(jnp.asarray(x, jnp.int32), jnp.array([0]), jnp.array([1]), jnp.array([s], jnp.int32))
+        chi, dof = 0.0, 0
+        keys = [tuple(r) for r in x[:, s]] if s else [()] * n
+        for key in set(keys):
+            rows = x[[k == key for k in keys]]
+            tab = np.zeros((3, 3))
+            np.add.at(tab, (rows[:, 0], rows[:, 1]), 1)
+            tab = tab[tab.sum(1) > 0][:, tab.sum(0) > 0]
+            if min(tab.shape) > 1:
+                chi += stats.chi2_contingency(tab, correction=False)[0]
+                dof += (tab.shape[0] - 1) * (tab.shape[1] - 1)
+        assert int(res.dof[0]) == dof, s
+        np.testing.assert_allclose(float(res.statistic[0]), chi, rtol=2e-5)
