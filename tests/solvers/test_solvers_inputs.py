@@ -225,6 +225,22 @@ def test_successful_means_the_true_residual_met_the_tolerance():
         np.testing.assert_allclose(float(sol.residual_norm) / np.linalg.norm(b), relres(A, b, sol.value), rtol=0.05)
 
 
+@pytest.mark.skipif(X64, reason="the float32 floor of the true residual is what is tested")
+def test_unreachable_tolerance_stops_with_stagnation_not_at_max_steps():
+    """n = 10,000 Poisson in float32: the true relative residual floors near 3e-5 (SciPy float64 check), so
+    rtol=1e-5 cannot be met; the solve stops within a few replacements instead of running 10,000 steps."""
+    A = poisson2d(100)
+    b = np.ones(A.shape[0])
+    H = smoothed_aggregation(A)
+    sol = cg(A, b, preconditioner=H, rtol=1e-5, throw=False)
+    assert sol.result == icmlx.RESULTS.stagnation and int(sol.num_steps) < 100
+    assert relres(A, b, sol.value) > 1e-5  # it was right not to report success
+    with pytest.raises(RuntimeError, match="stagnation"):
+        cg(A, b, preconditioner=H, rtol=1e-5)
+    ok = cg(A, b, preconditioner=H, rtol=2e-4)
+    assert relres(A, b, ok.value) <= 2e-4 * 1.05
+
+
 # -- lineax interoperability -------------------------------------------------------------------------------
 def test_tagged_sparse_matrix_works_with_lineax_solvers(A, b):
     op = SparseMatrix.from_scipy(A, tags=lx.positive_semidefinite_tag)

@@ -137,13 +137,15 @@ def _reporter(show: bool, desc: str, total: int):
     return maybe
 
 
-def _finish(mv, b, x, it, ok, breakdown, hist):
+def _finish(mv, b, x, it, ok, breakdown, hist, stalled=None):
     """``(x, result, stats)``: ``successful`` exactly when the iteration's stopping rule ``ok`` held (on the true
     residual: CG/BiCGStab by residual replacement, GMRES after each cycle), with the true ``‖b − A x‖₂`` in
     ``stats["residual_norm"]``."""
     res = jnp.linalg.norm(b - mv(x))
-    result = RESULTS.where(ok, RESULTS.successful,
-                           RESULTS.where(breakdown, RESULTS.breakdown, RESULTS.max_steps_reached))
+    failed = RESULTS.where(breakdown, RESULTS.breakdown, RESULTS.max_steps_reached)
+    if stalled is not None:
+        failed = RESULTS.where(stalled, RESULTS.stagnation, failed)
+    result = RESULTS.where(ok, RESULTS.successful, failed)
     return x, result, {"num_steps": it, "residual_norm": res, "residual_history": hist}
 
 
@@ -152,15 +154,21 @@ def _solution(out, throw: bool) -> LinearSolution:
     return raise_if_failed(LinearSolution(x, result, stats), result, throw)
 
 
-def _replace_residual(mv, b, x, r, tol2):
+def _replace_residual(mv, b, x, r, tol2, last):
     """Residual replacement (van der Vorst & Ye 2000) at convergence: once the recursive residual ``r`` meets the
     tolerance, compute the true one ``b − A x`` (one extra product, only then) and continue from it. Rounding
     makes the two drift apart (in float32 visibly, on ill-conditioned systems), and ``successful`` must mean that
     the true residual met the tolerance.
-    Returns ``(r, replaced)``, ``replaced`` true when the true residual still misses the tolerance."""
+    When the working precision cannot reach the tolerance the true residual stops improving: a replacement whose
+    true residual norm has not halved since the previous one stops the iteration (``RESULTS.stagnation``)
+    instead of cycling to ``max_steps``. Returns ``(r, replaced, stalled, last)``, ``replaced`` true when the
+    true residual still misses the tolerance and ``last`` the squared true norm at the latest replacement."""
     converged = jnp.vdot(r, r) <= tol2
     r = jax.lax.cond(converged, lambda: b - mv(x), lambda: r)
-    return r, converged & (jnp.vdot(r, r) > tol2)
+    rr = jnp.vdot(r, r)
+    replaced = converged & (rr > tol2)
+    stalled = replaced & (rr > 0.25 * last)
+    return r, replaced, stalled, jnp.where(replaced, rr, last)
 
 
 def _history(b, r, length: int):
@@ -208,7 +216,9 @@ def cg(
       A :class:`~icmlx.solvers.LinearSolution` (stats ``num_steps``, ``residual_norm``: the true final
       ``‖b − A x‖₂``, ``residual_history``: ``‖r_k‖/‖b‖`` for ``k = 0..max_steps``, recursive except at a
       replacement, NaN after the last step); ``result`` is ``successful`` exactly when the stopping rule above
-      held.
+      held, ``stagnation`` when the true residual stopped improving at a replacement (the tolerance is below
+      what the working precision reaches for this system: enable x64 or loosen ``rtol``), else
+      ``breakdown`` (a non-positive curvature ``pᵀAp``) or ``max_steps_reached``.
 
     Raises:
       ValueError: ``A`` not square, ``b`` of the wrong length, NaN/Inf in ``A`` or ``b`` (at call time for
@@ -243,28 +253,29 @@ def _cg_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
     hist, denom = _history(b, r, max_steps + 1)
 
     def cond(c):
-        _, r, _, _, _, it, bad, _ = c
-        return (jnp.vdot(r, r) > tol2) & (it < max_steps) & ~bad
+        _, r, _, _, _, it, bad, _, _, stall = c
+        return (jnp.vdot(r, r) > tol2) & (it < max_steps) & ~bad & ~stall
 
     def body(c):
-        x, r, z, p, rz, it, _, hist = c
+        x, r, z, p, rz, it, _, hist, last, _ = c
         Ap = mv(p)
         pAp = jnp.vdot(p, Ap)
         bad = ~(pAp > 0)
         alpha = jnp.where(bad, 0.0, rz / jnp.where(bad, 1.0, pAp))
         x = x + alpha * p
-        r, replaced = _replace_residual(mv, b, x, r - alpha * Ap, tol2)
+        r, replaced, stall, last = _replace_residual(mv, b, x, r - alpha * Ap, tol2, last)
         z = M(r)
         rz_new = jnp.vdot(r, z)
         p = jnp.where(replaced, z, z + (rz_new / rz) * p)  # restart the directions from the true residual
         rel = jnp.linalg.norm(r) / denom
         if report is not None:
             report(it + 1, relative_residual=rel)
-        return x, r, z, p, rz_new, it + 1, bad, hist.at[it + 1].set(rel)
+        return x, r, z, p, rz_new, it + 1, bad, hist.at[it + 1].set(rel), last, stall
 
-    init = (x, r, z, z, jnp.vdot(r, z), jnp.array(0, jnp.int32), jnp.array(False), hist)
-    x, r, _, _, _, it, bad, hist = jax.lax.while_loop(cond, body, init)
-    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, hist)
+    inf = jnp.full((), jnp.inf, b.dtype)
+    init = (x, r, z, z, jnp.vdot(r, z), jnp.array(0, jnp.int32), jnp.array(False), hist, inf, jnp.array(False))
+    x, r, _, _, _, it, bad, hist, _, stall = jax.lax.while_loop(cond, body, init)
+    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, hist, stall)
 
 
 def bicgstab(
@@ -327,11 +338,11 @@ def _bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
     hist, denom = _history(b, r, max_steps + 1)
 
     def cond(c):
-        r, it, bad = c[1], c[-3], c[-2]
-        return (jnp.vdot(r, r) > tol2) & (it < max_steps) & ~bad
+        r, it, bad, stall = c[1], c[7], c[8], c[11]
+        return (jnp.vdot(r, r) > tol2) & (it < max_steps) & ~bad & ~stall
 
     def body(c):
-        x, r, p, v, rho, alpha, omega, it, _, hist = c
+        x, r, p, v, rho, alpha, omega, it, _, hist, last, _ = c
         rho_new = jnp.vdot(rhat, r)
         beta = (rho_new / rho) * (alpha / omega)
         p = r + beta * (p - omega * v)
@@ -346,7 +357,7 @@ def _bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
         tt = jnp.vdot(t, t)
         omega = jnp.where(tt > 0, jnp.vdot(t, s) / jnp.where(tt > 0, tt, one), 0.0)
         x = x + alpha * phat + omega * shat
-        r, replaced = _replace_residual(mv, b, x, s - omega * t, tol2)
+        r, replaced, stall, last = _replace_residual(mv, b, x, s - omega * t, tol2, last)
         bad = bad | (omega == 0) & (jnp.vdot(r, r) > tol2)
         rel = jnp.linalg.norm(r) / denom
         if report is not None:
@@ -354,13 +365,14 @@ def _bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
         # after a replacement restart from the true residual (p = v = 0, rho = alpha = omega = 1 gives p = r)
         p, v = jnp.where(replaced, 0.0, p), jnp.where(replaced, 0.0, v)
         rho_new, alpha, omega = (jnp.where(replaced, one, q) for q in (rho_new, alpha, omega))
-        return x, r, p, v, rho_new, alpha, omega, it + 1, bad, hist.at[it + 1].set(rel)
+        return x, r, p, v, rho_new, alpha, omega, it + 1, bad, hist.at[it + 1].set(rel), last, stall
 
     z = jnp.zeros_like(b)
-    init = (x, r, z, z, one, one, one, jnp.array(0, jnp.int32), jnp.array(False), hist)
+    inf = jnp.full((), jnp.inf, b.dtype)
+    init = (x, r, z, z, one, one, one, jnp.array(0, jnp.int32), jnp.array(False), hist, inf, jnp.array(False))
     out = jax.lax.while_loop(cond, body, init)
-    x, r, it, bad, hist = out[0], out[1], out[-3], out[-2], out[-1]
-    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, hist)
+    x, r, it, bad, hist, stall = out[0], out[1], out[7], out[8], out[9], out[11]
+    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, hist, stall)
 
 
 def gmres(
