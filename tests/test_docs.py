@@ -2,7 +2,7 @@
 
 - README: each ```` ```python ```` block runs alone in a fresh interpreter (they are independent snippets).
 - ``docs/**/*.md``: a page's blocks run in order in one fresh interpreter (a guide builds on its earlier blocks).
-- A block (README) or page (docs) preceded by ``<!-- slow -->`` runs only with ``-m slow``.
+- A block preceded by ``<!-- slow -->`` runs only with ``-m slow`` (a docs page then runs whole there).
 A page that still shows a renamed argument, or a snippet that no longer runs, fails here.
 """
 
@@ -55,13 +55,17 @@ def _readme_params():
 
 
 def _docs_params():
+    # The default suite runs a page's fast blocks; a page with slow blocks also runs whole under -m slow.
     for page in DOCS:
         blocks = _blocks(page)
         if not blocks:
             continue
-        slow = SLOW in page.read_text()
-        code = "\n".join(b[1] for b in blocks)
-        yield pytest.param(code, id=str(page.relative_to(ROOT / "docs")), marks=[pytest.mark.slow] if slow else [])
+        name = str(page.relative_to(ROOT / "docs"))
+        fast = [b[1] for b in blocks if not b[2]]
+        if fast:
+            yield pytest.param("\n".join(fast), id=name)
+        if any(b[2] for b in blocks):
+            yield pytest.param("\n".join(b[1] for b in blocks), id=name + ":all", marks=[pytest.mark.slow])
 
 
 def test_readme_has_python_blocks():

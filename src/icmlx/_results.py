@@ -29,8 +29,9 @@ with warnings.catch_warnings():
         """Status codes shared by every iterative routine in icmlx.
 
         It extends :class:`lineax.RESULTS` (``successful``, ``max_steps_reached``, ``singular``, ``breakdown``,
-        ``stagnation``, ``conlim``, ``nonfinite_input``) with the outcomes the techniques need. Compare with
-        ``==`` (works under ``jit``); :func:`result_name` gives the item's name on the host.
+        ``stagnation``, ``conlim``, ``nonfinite_input``) with the outcomes the techniques need (``diverged``,
+        ``nonfinite``, ``accuracy_limit``, ``degenerate_bridges``). Compare with ``==`` (works under ``jit``);
+        :func:`result_name` gives the item's name on the host.
 
         Examples:
           >>> import icmlx
@@ -49,6 +50,11 @@ with warnings.catch_warnings():
         nonfinite = (
             "The output has non-finite (NaN or inf) entries. Check the inputs for NaN/inf or extreme scale, "
             "or regularise more."
+        )
+        accuracy_limit = (
+            "The true residual stopped improving above the tolerance: the working precision (float32 unless x64 is "
+            "on) cannot reach rtol/atol for this system.\nEnable float64 with "
+            "jax.config.update('jax_enable_x64', True), or loosen rtol."
         )
         degenerate_bridges = (
             "Some bridges collapsed (all importance weights zero) and were left out of the M-step. "

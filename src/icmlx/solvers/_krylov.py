@@ -144,7 +144,7 @@ def _finish(mv, b, x, it, ok, breakdown, hist, stalled=None):
     res = jnp.linalg.norm(b - mv(x))
     failed = RESULTS.where(breakdown, RESULTS.breakdown, RESULTS.max_steps_reached)
     if stalled is not None:
-        failed = RESULTS.where(stalled, RESULTS.stagnation, failed)
+        failed = RESULTS.where(stalled, RESULTS.accuracy_limit, failed)
     result = RESULTS.where(ok, RESULTS.successful, failed)
     return x, result, {"num_steps": it, "residual_norm": res, "residual_history": hist}
 
@@ -160,7 +160,7 @@ def _replace_residual(mv, b, x, r, tol2, last):
     makes the two drift apart (in float32 visibly, on ill-conditioned systems), and ``successful`` must mean that
     the true residual met the tolerance.
     When the working precision cannot reach the tolerance the true residual stops improving: a replacement whose
-    true residual norm has not halved since the previous one stops the iteration (``RESULTS.stagnation``)
+    true residual norm has not halved since the previous one stops the iteration (``RESULTS.accuracy_limit``)
     instead of cycling to ``max_steps``. Returns ``(r, replaced, stalled, last)``, ``replaced`` true when the
     true residual still misses the tolerance and ``last`` the squared true norm at the latest replacement."""
     converged = jnp.vdot(r, r) <= tol2
@@ -216,7 +216,7 @@ def cg(
       A :class:`~icmlx.solvers.LinearSolution` (stats ``num_steps``, ``residual_norm``: the true final
       ``‖b − A x‖₂``, ``residual_history``: ``‖r_k‖/‖b‖`` for ``k = 0..max_steps``, recursive except at a
       replacement, NaN after the last step); ``result`` is ``successful`` exactly when the stopping rule above
-      held, ``stagnation`` when the true residual stopped improving at a replacement (the tolerance is below
+      held, ``accuracy_limit`` when the true residual stopped improving at a replacement (the tolerance is below
       what the working precision reaches for this system: enable x64 or loosen ``rtol``), else
       ``breakdown`` (a non-positive curvature ``pᵀAp``) or ``max_steps_reached``.
 
