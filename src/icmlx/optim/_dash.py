@@ -568,9 +568,20 @@ def dash(
       eps: grafting epsilon.
       weight_decay: decoupled weight decay :math:`\lambda`.
       weight_decay_mask: pytree/callable mask for the decay (default: ``ndim >= 2`` leaves).
-      grafting, momentum, nesterov, precondition_frequency, start_preconditioning_step, inverse_root,
-        root_epsilon, root_chunk_size, one_dim, nonfinite, mesh, mesh_axis: as in :func:`scale_by_dash`
-        (which also lists the deprecated flag-style arguments that still work here for one release).
+      grafting: as in :func:`scale_by_dash`.
+      momentum: as in :func:`scale_by_dash`.
+      nesterov: as in :func:`scale_by_dash`.
+      precondition_frequency: as in :func:`scale_by_dash`.
+      start_preconditioning_step: as in :func:`scale_by_dash`.
+      inverse_root: as in :func:`scale_by_dash`.
+      root_epsilon: as in :func:`scale_by_dash`.
+      root_chunk_size: as in :func:`scale_by_dash`.
+      one_dim: as in :func:`scale_by_dash`.
+      nonfinite: as in :func:`scale_by_dash`.
+      mesh: as in :func:`scale_by_dash`.
+      mesh_axis: as in :func:`scale_by_dash`.
+
+    The deprecated flag-style arguments listed by :func:`scale_by_dash` still work here for one release.
 
     Returns:
       An ``optax.GradientTransformation``.

@@ -47,7 +47,10 @@ def standard_aggregation(rows: Any, cols: Any = None, n: int | None = None) -> n
     matrices on the same mesh share their aggregates.
 
     Args:
-      rows, cols: COO pattern (NumPy or JAX integer arrays; concrete, not traced), or the square matrix
+      rows: COO pattern (NumPy or JAX integer arrays; concrete, not traced), or the square matrix
+        itself as ``rows`` (SciPy sparse in any format, BCOO, dense or ``SparseMatrix``) with ``cols`` and
+        ``n`` omitted.
+      cols: COO pattern (NumPy or JAX integer arrays; concrete, not traced), or the square matrix
         itself as ``rows`` (SciPy sparse in any format, BCOO, dense or ``SparseMatrix``) with ``cols`` and
         ``n`` omitted.
       n: number of nodes.
@@ -102,7 +105,9 @@ def aggregation_hierarchy(rows: Any, cols: Any = None, n: int | None = None, *, 
     """Repeated standard aggregation: maps from each level to the next coarser one.
 
     Args:
-      rows, cols: COO pattern of the fine matrix (concrete arrays), or the matrix itself as ``rows`` (SciPy
+      rows: COO pattern of the fine matrix (concrete arrays), or the matrix itself as ``rows`` (SciPy
+        sparse in any format, BCOO, dense or ``SparseMatrix``) with ``cols`` and ``n`` omitted.
+      cols: COO pattern of the fine matrix (concrete arrays), or the matrix itself as ``rows`` (SciPy
         sparse in any format, BCOO, dense or ``SparseMatrix``) with ``cols`` and ``n`` omitted.
       n: number of fine nodes.
       min_size: stop once a level has at most this many nodes.

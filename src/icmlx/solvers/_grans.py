@@ -64,7 +64,8 @@ class GRANS(lx.AbstractLinearSolver):
 
     Args:
       net: the basis generator (``GRANSNet``).
-      rtol, atol: stop when ``‖b − A x‖₂ ≤ max(rtol ‖b‖₂, atol)``.
+      rtol: stop when ``‖b − A x‖₂ ≤ max(rtol ‖b‖₂, atol)``.
+      atol: stop when ``‖b − A x‖₂ ≤ max(rtol ‖b‖₂, atol)``.
       max_steps: iteration cap (static).
       smoother: ``ChebyshevSmoother(degree=3)`` (default; the smoother the shipped weights were trained
         with), ``MultilevelSmoother()`` (one smoothed-aggregation V-cycle; iteration counts nearly flat in
@@ -77,7 +78,9 @@ class GRANS(lx.AbstractLinearSolver):
         (default 1, the paper's per-iteration residual-aware basis); larger values reuse the basis from
         an earlier residual, making an iteration about as cheap as the smoothing (static). The projection
         stays exact and the safeguard unchanged.
-      stall_patience, stall_tol: stagnation rule (residual norm: the residual drops by less than
+      stall_patience: stagnation rule (residual norm: the residual drops by less than
+        ``stall_tol`` relative; energy norm: ``‖e‖²_A`` drops by less than ``stall_tol · rᵀM_θ r``).
+      stall_tol: stagnation rule (residual norm: the residual drops by less than
         ``stall_tol`` relative; energy norm: ``‖e‖²_A`` drops by less than ``stall_tol · rᵀM_θ r``).
       dtype: ``"auto"`` | ``"float64"`` | ``"float32"`` — see ``working_dtype``.
       **deprecated: ``degree=`` (use ``smoother=ChebyshevSmoother(degree=...)``), ``recycle=`` (use

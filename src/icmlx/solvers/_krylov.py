@@ -203,7 +203,8 @@ def cg(
         BCOO, a dense NumPy/JAX array, a ``SparseMatrix``, a lineax operator or a callable ``x -> A x``.
       b: right-hand side ``float[n]`` (NumPy, JAX or a pandas Series; cast to ``A``'s dtype when known).
       x0: initial guess (zeros if ``None``).
-      rtol, atol: tolerances.
+      rtol: tolerances.
+      atol: tolerances.
       max_steps: iteration cap.
       preconditioner: ``None``; ``"jacobi"`` (needs ``A`` as a matrix); a ``MultilevelHierarchy``
         (``smoothed_aggregation(A)``: padding is done inside, one V-cycle per step); or a callable
@@ -302,7 +303,11 @@ def bicgstab(
       b: right-hand side ``float[n]``.
       x0: initial guess.
       preconditioner: as in ``cg`` (need not be symmetric).
-      rtol, atol, max_steps, throw, progress: as in ``cg``.
+      rtol: as in ``cg``.
+      atol: as in ``cg``.
+      max_steps: as in ``cg``.
+      throw: as in ``cg``.
+      progress: as in ``cg``.
 
     Returns:
       A :class:`~icmlx.solvers.LinearSolution`, as in ``cg``.
@@ -399,7 +404,10 @@ def gmres(
       A: as in ``cg`` (any square matrix type, a lineax operator or a callable).
       b: right-hand side ``float[n]``.
       x0: initial guess.
-      rtol, atol, throw, progress: as in ``cg`` (progress: a line per restart cycle).
+      rtol: as in ``cg`` (progress: a line per restart cycle).
+      atol: as in ``cg`` (progress: a line per restart cycle).
+      throw: as in ``cg`` (progress: a line per restart cycle).
+      progress: as in ``cg`` (progress: a line per restart cycle).
       restart: Krylov dimension per cycle (static).
       max_steps: cap on inner steps.
       preconditioner: as in ``cg`` (need not be symmetric; applied on the right).

@@ -96,7 +96,9 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
     Args:
       net: the basis generator.
       op: a ``GRANSOperator``.
-      r, p, Ap: batches of residuals, previous updates and their images under ``A`` (padded length).
+      r: batches of residuals, previous updates and their images under ``A`` (padded length).
+      p: batches of residuals, previous updates and their images under ``A`` (padded length).
+      Ap: batches of residuals, previous updates and their images under ``A`` (padded length).
       smoother: the solver's smoother (default ``ChebyshevSmoother(degree=3)``, the shipped weights').
       outer: ``ThreeTermStep(norm="residual")`` (default) or ``NoOuterStep()`` (the ablation).
       **deprecated: ``degree=`` (use ``smoother=ChebyshevSmoother(degree=...)``) and a boolean ``outer=``
@@ -201,7 +203,9 @@ def train_grans(
       operators: ``GRANSOperator``\ s from ``GRANS.setup`` (same ``channels`` as the network).
       rhs: their right-hand sides (unpadded).
       net: starting network (default ``GRANSNet.init(key, hidden, layers, channels)``).
-      hidden, layers, channels: architecture when ``net`` is None.
+      hidden: architecture when ``net`` is None.
+      layers: architecture when ``net`` is None.
+      channels: architecture when ``net`` is None.
       stages: rollout lengths ``K_s`` (0 = initial residuals).
       steps_per_stage: optimiser steps per stage.
       batch: states per step.

@@ -39,7 +39,8 @@ def estimate_sparsity(
     Args:
       x: observations, shape ``(*batch, n)`` (list, NumPy, JAX or pandas Series); tests run along the last axis.
       sigma: known noise standard deviation (> 0), or ``"mad"``/:class:`MADSigma` to estimate it per row.
-      c1, c2: the threshold and normalising constants (Python floats > 0).
+      c1: the threshold and normalising constants (Python floats > 0).
+      c2: the threshold and normalising constants (Python floats > 0).
 
     Returns:
       :math:`\hat p`, shape ``(*batch,)``.

@@ -77,7 +77,8 @@ def horseshoe_nuts(
       tau: fixed global scale (> 0), or ``None`` for the half-Cauchy hyperprior.
       tau_scale: scale of the half-Cauchy prior on :math:`\tau` (> 0).
       sigma: known noise standard deviation (> 0).
-      num_warmup, num_samples: NUTS warm-up and kept draws (one chain).
+      num_warmup: NUTS warm-up and kept draws (one chain).
+      num_samples: NUTS warm-up and kept draws (one chain).
       progress: show numpyro's progress bar (warm-up and sampling). None shows progress in an interactive terminal
         for loops driven from Python; a loop inside one compiled program reports only with progress=True. NUTS
         with a progress bar is driven from Python (numpyro's own bar), so None shows it in a terminal.

@@ -89,7 +89,8 @@ def bayes_oracle_threshold(
       p: non-null proportion in (0, 1); scalar or array (broadcast elementwise).
       tau2: slab variance :math:`\tau^2 > 0`.
       sigma: noise standard deviation (> 0).
-      delta0, deltaA: losses of a type I / type II error (> 0).
+      delta0: loss of a type I error (> 0).
+      deltaA: loss of a type II error (> 0).
 
     Returns:
       :math:`c^2`, the broadcast shape of the arguments.
@@ -170,7 +171,11 @@ def bayes_oracle_test(
     Args:
       x: observations, shape ``(*batch, n)``: list, NumPy, JAX or pandas Series (its index comes back as
         ``result.labels``); all finite.
-      p, tau2, sigma, delta0, deltaA: as in :func:`bayes_oracle_threshold`.
+      p: as in :func:`bayes_oracle_threshold`.
+      tau2: as in :func:`bayes_oracle_threshold`.
+      sigma: as in :func:`bayes_oracle_threshold`.
+      delta0: as in :func:`bayes_oracle_threshold`.
+      deltaA: as in :func:`bayes_oracle_threshold`.
 
     Returns:
       :class:`OracleResult` (``reject``, ``lfdr``, ``threshold``, ``labels``).
@@ -229,7 +234,11 @@ def threshold_risk(
 
     Args:
       c2: threshold(s) on :math:`(x/\sigma)^2`; any shape, broadcast with the other arguments.
-      p, tau2, sigma, delta0, deltaA: as in :func:`bayes_oracle_threshold`.
+      p: as in :func:`bayes_oracle_threshold`.
+      tau2: as in :func:`bayes_oracle_threshold`.
+      sigma: as in :func:`bayes_oracle_threshold`.
+      delta0: as in :func:`bayes_oracle_threshold`.
+      deltaA: as in :func:`bayes_oracle_threshold`.
 
     Returns:
       :class:`ThresholdRisk` with ``type1``, ``type2`` and per-test ``risk``.
@@ -274,7 +283,11 @@ def abos_risk_ratio(
     Args:
       c2: threshold(s) :math:`c^2` of the rule on :math:`(x/\sigma)^2` (e.g. from :func:`relative_belief_threshold`,
         :func:`bonferroni_threshold`, :func:`bfdr_threshold`, or the square of :func:`horseshoe_threshold`).
-      p, tau2, sigma, delta0, deltaA: as in :func:`bayes_oracle_threshold`.
+      p: as in :func:`bayes_oracle_threshold`.
+      tau2: as in :func:`bayes_oracle_threshold`.
+      sigma: as in :func:`bayes_oracle_threshold`.
+      delta0: as in :func:`bayes_oracle_threshold`.
+      deltaA: as in :func:`bayes_oracle_threshold`.
 
     Returns:
       The risk ratio (>= 1), broadcast shape of the arguments.
@@ -375,7 +388,9 @@ def bfdr_threshold(
 
     Args:
       alpha: target level in (0, 1).
-      p, tau2, sigma: two-groups parameters.
+      p: two-groups parameters.
+      tau2: two-groups parameters.
+      sigma: two-groups parameters.
       num_steps: bisection steps (static).
 
     Returns:

@@ -187,9 +187,12 @@ def simulate_risk_ratios(
       rules: ``{name: rule}``; a rule maps ``x`` of shape ``(r, n)`` to boolean rejections ``(r, n)``. The Bayes
         oracle is added first as ``"oracle"`` (a rule with that name is refused).
       n: tests per replicate (static int).
-      p, tau2, sigma: two-groups parameters (Python floats).
+      p: two-groups parameters (Python floats).
+      tau2: two-groups parameters (Python floats).
+      sigma: two-groups parameters (Python floats).
       num_replicates: replicates R (static int >= 2); ``n_rep`` is its deprecated alias.
-      delta0, deltaA: losses of type I / type II errors.
+      delta0: loss of a type I error.
+      deltaA: loss of a type II error.
       dtype: dtype of the draws (default float dtype).
       shard: split replicates over ``jax.devices()`` when there are several.
       progress: show a progress bar (replicates done) on ``sys.stderr``. None shows progress in an interactive

@@ -68,7 +68,9 @@ def chi_square(
 
     Args:
       data: ``(n, d)`` integer data with values in ``0..K_j-1``.
-      x, y: ``(b,)`` int indices; s: ``(b, k)`` conditioning sets.
+      x: ``(b,)`` int indices.
+      y: ``(b,)`` int indices.
+      s: ``(b, k)`` conditioning sets.
       g_square: use G² instead of Pearson X².
 
     Returns:
@@ -171,7 +173,9 @@ def bernoulli_test(
 
     Args:
       data: ``(n, d)`` binary (0/1) data.
-      x, y: ``(b,)`` int indices; s: ``(b, k)`` conditioning sets.
+      x: ``(b,)`` int indices.
+      y: ``(b,)`` int indices.
+      s: ``(b, k)`` conditioning sets.
 
     Returns:
       :class:`CIResult` with ``statistic = T``.

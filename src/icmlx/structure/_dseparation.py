@@ -60,7 +60,9 @@ def d_separation(
 
     Args:
       dag: ``(d, d)`` bool adjacency, ``dag[i, j]`` meaning ``i -> j``.
-      x, y: ``(b,)`` int indices; s: ``(b, k)`` conditioning sets.
+      x: ``(b,)`` int indices.
+      y: ``(b,)`` int indices.
+      s: ``(b, k)`` conditioning sets.
 
     Returns:
       :class:`CIResult` with ``statistic = pvalue = 1.0`` for separated triples, else ``0.0``.

@@ -105,7 +105,9 @@ def binned_u_statistic(
 
     Args:
       data: ``(n, d)`` continuous data.
-      x, y: ``(b,)`` int indices; s: ``(b, k)`` conditioning sets.
+      x: ``(b,)`` int indices.
+      y: ``(b,)`` int indices.
+      s: ``(b, k)`` conditioning sets.
       num_bins: bins per variable.
 
     Returns:
@@ -376,7 +378,9 @@ def nonparametric_test(
 
     Args:
       data: ``(n, d)`` continuous data.
-      x, y: ``(b,)`` int indices; s: ``(b, k)`` conditioning sets.
+      x: ``(b,)`` int indices.
+      y: ``(b,)`` int indices.
+      s: ``(b, k)`` conditioning sets.
       num_bins: bins for ``x`` and ``y`` (``>= 2``).
       cond_bins: bins for every variable of ``S`` (default ``num_bins``).
       method: the calibration, an :class:`AbstractCalibration` (:class:`Asymptotic`, :class:`Permutation`) or

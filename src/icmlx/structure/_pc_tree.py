@@ -274,7 +274,8 @@ def pc_tree_from_scores(
       marginal_score: ``(d, d)`` dependence score of the marginal tests.
       conditional_score: ``(d, d)`` smallest dependence score over the single separators.
       separator: ``(d, d)`` int separator attaining ``conditional_score``.
-      cut0, cut1: scalar cuts of the marginal and the conditional scores.
+      cut0: scalar cuts of the marginal and the conditional scores.
+      cut1: scalar cuts of the marginal and the conditional scores.
 
     Returns:
       :class:`PCTreeResult`.
