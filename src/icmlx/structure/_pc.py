@@ -403,7 +403,9 @@ def pc(
     Skeleton (PC-stable, Colombo & Maathuis 2014): for :math:`\ell = 0, 1, \dots` the adjacencies
     :math:`A(x)` are frozen and the edge ``x - y`` is removed if some :math:`S \subseteq A(x)\setminus\{y\}`,
     :math:`|S| = \ell`, gives :math:`p(x, y \mid S) > \alpha`. All tests of a level are evaluated as one
-    batch through a jitted kernel padded to power-of-two sizes (one compilation per ``(|S|, bucket)``), and
+    batch through a jitted kernel on padded sizes (the sample axis in power-of-four buckets with the true ``n``
+    traced, conditioning sets and batches padded per kernel kind), so a new ``n`` in the same bucket compiles
+    nothing, and
     sharded over ``mesh`` if given. The orientation phase replays causal-learn exactly (same triple order;
     colliders by :class:`SepsetColliders` = causal-learn's ``uc_rule=0``, :class:`MaxPColliders` = 1 or
     :class:`DefiniteMaxPColliders` = 2, each with its conflict ``priority``: 0 overwrite, 1 bidirected,
