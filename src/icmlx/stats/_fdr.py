@@ -23,7 +23,7 @@ from ._checks import (
     warn_float32_tails,
     warn_if_pvalues,
 )
-from ._records import rejected_labels, summary_repr
+from ._records import TestDecisions
 from ._sigma import AbstractSigma, resolve_sigma
 
 __all__ = [
@@ -81,7 +81,7 @@ def _pvals(x, s):
     return 2.0 * ndtr(-jnp.abs(x) / s)
 
 
-class MultipleTestResult(eqx.Module):
+class MultipleTestResult(TestDecisions):
     """Decisions of a p-value procedure (:func:`benjamini_hochberg`, :func:`bonferroni`).
 
     Attributes:
@@ -97,23 +97,7 @@ class MultipleTestResult(eqx.Module):
     threshold: Float[Array, "*batch"]
     _labels: Labels | None = eqx.field(static=True, default=None)
 
-    @property
-    def num_tests(self) -> int:
-        """Number of tests per row (the length of the last axis)."""
-        return self.reject.shape[-1]
-
-    @property
-    def labels(self) -> Any:
-        """The pandas index of the Series passed as ``pvalues``, or ``None``."""
-        return None if self._labels is None else self._labels.index
-
-    @property
-    def rejected_labels(self) -> Any:
-        """Labels of the rejected tests (a pandas Index for Series input), else their positions (per row)."""
-        return rejected_labels(self.reject, self._labels)
-
-    def __repr__(self) -> str:
-        return summary_repr(self, ["threshold"])
+    _repr_fields = ("threshold",)
 
     n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 

@@ -14,7 +14,7 @@ from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
 from ._checks import Labels, as_input_array, check_no_nan, float_dtype, positive, prepare_scores, warn_if_pvalues
 from ._empirical_bayes import _sparsity_core
-from ._records import rejected_labels, summary_repr
+from ._records import TestDecisions
 from ._sigma import AbstractSigma, resolve_sigma
 
 __all__ = ["horseshoe_shrinkage", "horseshoe_threshold", "HorseshoeResult", "horseshoe_test"]
@@ -183,7 +183,7 @@ def _compare(x, s, thr):
     return jnp.abs(x / s) > thr[..., None]
 
 
-class HorseshoeResult(eqx.Module):
+class HorseshoeResult(TestDecisions):
     """Result of :func:`horseshoe_test`.
 
     Attributes:
@@ -205,23 +205,7 @@ class HorseshoeResult(eqx.Module):
         """Number of rejections along the last axis."""
         return jnp.sum(self.reject, axis=-1)
 
-    @property
-    def num_tests(self) -> int:
-        """Number of tests per row (the length of the last axis)."""
-        return self.reject.shape[-1]
-
-    @property
-    def labels(self) -> Any:
-        """The pandas index of the Series passed as ``x``, or ``None``."""
-        return None if self._labels is None else self._labels.index
-
-    @property
-    def rejected_labels(self) -> Any:
-        """Labels of the rejected tests (a pandas Index for Series input), else their positions (per row)."""
-        return rejected_labels(self.reject, self._labels)
-
-    def __repr__(self) -> str:
-        return summary_repr(self, ["threshold", "tau", "sigma"])
+    _repr_fields = ("threshold", "tau", "sigma",)
 
     n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 

@@ -12,7 +12,7 @@ from jaxtyping import Array, Bool, Float
 from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
 from ._checks import Labels, check_scalar, float_dtype, positive, prepare_scores, warn_if_pvalues
-from ._records import rejected_labels, summary_repr
+from ._records import TestDecisions
 
 __all__ = [
     "bayes_oracle_threshold",
@@ -110,7 +110,7 @@ def bayes_oracle_threshold(
     return _bo_c2(pp, u, d0, dA)
 
 
-class OracleResult(eqx.Module):
+class OracleResult(TestDecisions):
     """Result of :func:`bayes_oracle_test`.
 
     Attributes:
@@ -130,23 +130,7 @@ class OracleResult(eqx.Module):
         """Number of rejections along the last axis."""
         return jnp.sum(self.reject, axis=-1)
 
-    @property
-    def num_tests(self) -> int:
-        """Number of tests per row (the length of the last axis)."""
-        return self.reject.shape[-1]
-
-    @property
-    def labels(self) -> Any:
-        """The pandas index of the Series passed as ``x``, or ``None``."""
-        return None if self._labels is None else self._labels.index
-
-    @property
-    def rejected_labels(self) -> Any:
-        """Labels of the rejected tests (a pandas Index for Series input), else their positions (per row)."""
-        return rejected_labels(self.reject, self._labels)
-
-    def __repr__(self) -> str:
-        return summary_repr(self, ["threshold"])
+    _repr_fields = ("threshold",)
 
     n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 

@@ -22,7 +22,7 @@ from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
 from ._checks import Labels, as_input_array, check_no_nan, float_dtype, positive, prepare_scores, warn_if_pvalues
 from ._gamma2 import AbstractGamma2, EBSparsityGamma2, OracleGamma2, SparsityGamma2, resolve_rule
-from ._records import rejected_labels, summary_repr
+from ._records import TestDecisions
 from ._sigma import AbstractSigma, resolve_sigma
 
 __all__ = [
@@ -221,7 +221,7 @@ def relative_belief_threshold(
 
 
 
-class RelativeBeliefResult(eqx.Module):
+class RelativeBeliefResult(TestDecisions):
     r"""Result of :func:`relative_belief_test`.
 
     Prints as ``RelativeBeliefResult(num_tests=..., num_rejected=..., gamma2=..., threshold=..., k=..., sigma=...)``.
@@ -258,23 +258,7 @@ class RelativeBeliefResult(eqx.Module):
         """Number of rejections along the last axis."""
         return jnp.sum(self.reject, axis=-1)
 
-    @property
-    def num_tests(self) -> int:
-        """Number of tests per row (the length of the last axis)."""
-        return self.reject.shape[-1]
-
-    @property
-    def labels(self) -> Any:
-        """The pandas index of the Series passed as ``x``, or ``None``."""
-        return None if self._labels is None else self._labels.index
-
-    @property
-    def rejected_labels(self) -> Any:
-        """Labels of the rejected tests (a pandas Index for Series input), else their positions (per row)."""
-        return rejected_labels(self.reject, self._labels)
-
-    def __repr__(self) -> str:
-        return summary_repr(self, ["gamma2", "threshold", "k", "sigma"])
+    _repr_fields = ("gamma2", "threshold", "k", "sigma",)
 
     n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 
