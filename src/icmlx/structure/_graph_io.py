@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -247,3 +248,23 @@ def named_edges(graph: Any, names: Sequence[str] | None = None) -> list[tuple]:
     g, own = as_endpoint(graph)
     labels = _labels(g.shape[0], own, names)
     return [(labels[i], labels[j], EDGE_KINDS[k]) for i, j, k in graph_to_edges(g).tolist()]
+
+
+class GraphResult(eqx.Module):
+    """Base of the graph records (:class:`PCResult`, :class:`PCTreeResult`): the ways a graph goes on to the next
+    tool. Subclasses declare ``graph``, ``num_tests`` and ``names``."""
+
+    def to_networkx(self, names=None):
+        """The graph as a ``networkx.DiGraph`` (:func:`icmlx.structure.to_networkx`)."""
+        return to_networkx(self, names)
+
+    def to_dot(self, names=None) -> str:
+        """The graph as Graphviz DOT text (:func:`icmlx.structure.to_dot`)."""
+        return to_dot(self, names)
+
+    def named_edges(self) -> list[tuple]:
+        """``[(a, b, kind), ...]`` with node names (or numbers) and kind ``"directed"``/``"undirected"``/...."""
+        return named_edges(self)
+
+    def __repr__(self) -> str:
+        return result_repr(self, {"num_tests": self.num_tests})

@@ -41,7 +41,7 @@ __all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "graph_to
 CI_TESTS = ("fisherz", "chisq", "gsq", "bernoulli", "d_separation")
 
 
-class PCResult(eqx.Module):
+class PCResult(_graph_io.GraphResult):
     """Output of :func:`pc`.
 
     Attributes:
@@ -72,21 +72,6 @@ class PCResult(eqx.Module):
     names: tuple[str, ...] | None = eqx.field(static=True, default=None)
 
     n_tests = deprecated_attribute("num_tests")  # deprecated alias, one release
-
-    def to_networkx(self, names=None):
-        """The graph as a ``networkx.DiGraph`` (:func:`icmlx.structure.to_networkx`)."""
-        return _graph_io.to_networkx(self, names)
-
-    def to_dot(self, names=None) -> str:
-        """The graph as Graphviz DOT text (:func:`icmlx.structure.to_dot`)."""
-        return _graph_io.to_dot(self, names)
-
-    def named_edges(self) -> list[tuple]:
-        """``[(a, b, kind), ...]`` with node names (or numbers) and kind ``"directed"``/``"undirected"``/...."""
-        return _graph_io.named_edges(self)
-
-    def __repr__(self) -> str:
-        return _graph_io.result_repr(self, {"num_tests": self.num_tests})
 
 
 def _pvalue_head(stat, dof, m):

@@ -32,7 +32,7 @@ from ._testers import AbstractCITest, Nonparametric, _as_ci_test
 __all__ = ["PCTreeResult", "default_cond_bins", "pc_tree", "pc_tree_from_scores", "polyforest_scores"]
 
 
-class PCTreeResult(eqx.Module):
+class PCTreeResult(_graph_io.GraphResult):
     """Output of :func:`pc_tree` (fixed shapes, so the whole learner jits).
 
     Attributes:
@@ -67,21 +67,6 @@ class PCTreeResult(eqx.Module):
         if is_traced(self.graph):
             raise TypeError("PCTreeResult.edges has a data-dependent length; read it outside jit (or use .graph)")
         return jnp.asarray(_graph_io.graph_to_edges(np.asarray(self.graph)))
-
-    def to_networkx(self, names=None):
-        """The graph as a ``networkx.DiGraph`` (:func:`icmlx.structure.to_networkx`)."""
-        return _graph_io.to_networkx(self, names)
-
-    def to_dot(self, names=None) -> str:
-        """The graph as Graphviz DOT text (:func:`icmlx.structure.to_dot`)."""
-        return _graph_io.to_dot(self, names)
-
-    def named_edges(self) -> list[tuple]:
-        """``[(a, b, kind), ...]`` with node names (or numbers) and kind ``"directed"``/``"undirected"``/...."""
-        return _graph_io.named_edges(self)
-
-    def __repr__(self) -> str:
-        return _graph_io.result_repr(self, {"num_tests": self.num_tests})
 
 
 def _chunked_min(d, chunk, fn, report=None):
