@@ -58,3 +58,28 @@ def test_summarise_reads_like_numbers():
     assert _repr.summarise(icmlx.RESULTS.max_steps_reached) == "max_steps_reached"
     sol = icmlx.Solution(value=jnp.zeros(10), result=icmlx.RESULTS.successful, stats={"num_steps": jnp.array(7)})
     assert repr(sol) == "Solution(value=f32[10], result=successful, stats={num_steps=7})"
+
+
+def test_raise_if_failed_is_short_on_the_host_and_runs_under_jit():
+    import jax
+    import jax.numpy as jnp
+
+    import icmlx
+    from icmlx._results import raise_if_failed
+
+    ok = icmlx.RESULTS.successful
+    bad = icmlx.RESULTS.max_steps_reached
+    assert raise_if_failed(1, ok, True) == 1
+    assert raise_if_failed(1, bad, False) == 1
+    with pytest.raises(RuntimeError) as info:
+        raise_if_failed(1, bad, True)
+    text = str(info.value)
+    assert text.startswith("max_steps_reached:") and "max_steps" in text and "throw=False" in text
+    assert len(text.splitlines()) <= 3
+    batch = icmlx.RESULTS.where(jnp.array([True, False, False]), ok, bad)
+    with pytest.raises(RuntimeError, match=r"2 of 3 in the batch"):
+        raise_if_failed(1, batch, True)
+    f = jax.jit(lambda t: raise_if_failed(t, icmlx.RESULTS.where(t > 0, ok, bad), True))
+    assert float(f(jnp.float32(1.0))) == 1.0
+    with pytest.raises(Exception, match="max_steps"):
+        jax.block_until_ready(f(jnp.float32(-1.0)))

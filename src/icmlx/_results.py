@@ -12,6 +12,7 @@ import warnings
 from typing import Any
 
 import equinox as eqx
+import jax
 import lineax as lx
 import numpy as np
 
@@ -76,13 +77,29 @@ def result_name(result: Any) -> str | np.ndarray:
 
 
 def raise_if_failed(token: Any, result: RESULTS, throw: bool) -> Any:
-    """Thread a run-time error onto ``token`` when ``throw`` and the scalar ``result`` is not successful.
+    """Raise when ``throw`` and ``result`` (scalar or batched) is not successful; return ``token``.
 
-    The error is raised by :func:`equinox.error_if` at run time, under ``jit`` too, with the item's message.
+    A concrete ``result`` (an eager call) is checked on the host and raises a ``RuntimeError`` whose text is the
+    item's message: what happened and what to do, without the traceback of a compiled program. A traced
+    ``result`` (inside the user's ``jit``) threads :func:`equinox.error_if` onto ``token`` instead, which raises
+    with the same message when the program runs.
     """
     if not throw:
         return token
-    return result.error_if(token, result != RESULTS.successful)
+    value = result._value
+    if isinstance(value, jax.core.Tracer):
+        return result.error_if(token, result != RESULTS.successful)
+    codes = np.ravel(np.asarray(value))
+    ok = int(RESULTS.successful._value)
+    bad = codes[codes != ok]
+    if bad.size:
+        by_index = {int(item._value): name for name, item in RESULTS._name_to_item.items()}
+        name = by_index[int(bad[0])]
+        where = f" ({bad.size} of {codes.size} in the batch)" if codes.size > 1 else ""
+        item = RESULTS._name_to_item[name]
+        raise RuntimeError(f"{name}{where}: {item._enumeration[item]}\n"
+                           "Pass throw=False to get the result record instead of this error.")
+    return token
 
 
 class Solution(eqx.Module):
