@@ -76,7 +76,7 @@ def test_raise_if_failed_is_short_on_the_host_and_runs_under_jit():
     text = str(info.value)
     assert text.startswith("max_steps_reached:") and "max_steps" in text and "throw=False" in text
     assert len(text.splitlines()) <= 3
-    batch = icmlx.RESULTS.where(jnp.array([True, False, False]), ok, bad)
+    batch = jax.vmap(lambda c: icmlx.RESULTS.where(c, ok, bad))(jnp.array([True, False, False]))
     with pytest.raises(RuntimeError, match=r"2 of 3 in the batch"):
         raise_if_failed(1, batch, True)
     f = jax.jit(lambda t: raise_if_failed(t, icmlx.RESULTS.where(t > 0, ok, bad), True))
