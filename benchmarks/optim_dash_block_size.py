@@ -5,8 +5,9 @@ about linearly more as the block side B grows. On a CPU that is one long serial 
 is small; on a GPU a batched solve of big blocks fills the device.
 
 Times ``scale_by_dash(block_size=B).update`` on one kernel (default (2048, 128)), with a refresh every step
-(``precondition_frequency=1``) and with no refresh (``precondition_frequency=10**6``). It reports the first call (compile, or a load from the persistent cache)
-apart from the steady-state median, and the ratio to the backend's default block size. Writes
+(``precondition_frequency=1``) and with no refresh (``precondition_frequency=10**6``). It reports the first call
+(compile, or a load from the persistent cache) apart from the steady-state median, and the ratio to the backend's
+default block size. Writes
 ``benchmarks/results/optim_dash_block_size.json``.
 
     python benchmarks/optim_dash_block_size.py            # B in 64..1024, kernel 2048x128
