@@ -4,8 +4,10 @@
   name appears in the reference without editing the docs (and ``docs/check_site.py`` checks that it did).
 - ``<!-- icmlx:benchmarks -->`` becomes one table per ``benchmarks/results/*.json`` with the run's date (the file's
   last commit), machine and library versions.
-- ``<!-- icmlx:tour EXAMPLE -->`` becomes the rows of ``docs/assets/tour.json`` (written by
+- ``<!-- icmlx:tour EXAMPLE -->`` becomes the rows of ``benchmarks/results/tour/tour.json`` (written by
   ``python examples/tour.py --quick``) for that example: claim, measured, expected, met.
+- The tour's figures (small PNGs in ``benchmarks/results/tour/``) are served as ``assets/<name>.png``, so the
+  pages link to them without a second copy under ``docs/``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
-TOUR = ROOT / "docs" / "assets" / "tour.json"
+TOUR_DIR = ROOT / "benchmarks" / "results" / "tour"  # the figures and table of the latest committed tour run
+TOUR = TOUR_DIR / "tour.json"
 MAX_ROWS = 40
 
 _API = re.compile(r"<!-- icmlx:api ([\w.]+) -->")
@@ -96,6 +99,14 @@ def _tour(example: str) -> str:
     head = (f"Measured by `python examples/tour.py --quick` on {data.get('date', '?')} "
             f"({data.get('cpu_count', '?')} CPU cores, {data.get('machine', '?')}).\n\n")
     return head + _table(rows)
+
+
+def on_files(files, config):
+    from mkdocs.structure.files import File
+
+    for png in sorted(TOUR_DIR.glob("*.png")):
+        files.append(File.generated(config, f"assets/{png.name}", abs_src_path=str(png)))
+    return files
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
