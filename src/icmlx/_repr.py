@@ -11,7 +11,12 @@ from typing import Any
 import jax
 import numpy as np
 
-__all__ = ["summarise", "record_repr"]
+__all__ = ["summarise", "record_repr", "status_names"]
+
+
+def status_names(enumeration) -> dict[int, str]:
+    """``{code: name}`` of an equinox enumeration (the one lookup behind every status printed by name)."""
+    return {int(item._value): name for name, item in enumeration._name_to_item.items()}
 
 
 def _short_dtype(dtype) -> str:
@@ -27,7 +32,7 @@ def summarise(value: Any, *, max_items: int = 6) -> str:
     if hasattr(value, "_enumeration") and hasattr(value, "_value"):
         if isinstance(value._value, jax.core.Tracer):
             return "<traced status>"
-        by_index = {int(item._value): name for name, item in value._enumeration._name_to_item.items()}
+        by_index = status_names(value._enumeration)
         codes = np.ravel(np.asarray(value._value))
         names = [by_index[int(c)] for c in codes[:max_items]]
         if np.ndim(value._value) == 0:

@@ -16,7 +16,7 @@ import jax
 import lineax as lx
 import numpy as np
 
-from ._repr import record_repr
+from ._repr import record_repr, status_names
 
 __all__ = ["RESULTS", "Solution", "result_name", "raise_if_failed"]
 
@@ -69,7 +69,7 @@ def result_name(result: Any) -> str | np.ndarray:
     A batched (vmapped) item gives an array of names. Not for use on traced values.
     """
     cls = result._enumeration
-    by_index = {int(item._value): name for name, item in cls._name_to_item.items()}
+    by_index = status_names(cls)
     value = np.asarray(result._value)
     if value.ndim == 0:
         return by_index[int(value)]
@@ -93,8 +93,7 @@ def raise_if_failed(token: Any, result: RESULTS, throw: bool) -> Any:
     ok = int(RESULTS.successful._value)
     bad = codes[codes != ok]
     if bad.size:
-        by_index = {int(item._value): name for name, item in RESULTS._name_to_item.items()}
-        name = by_index[int(bad[0])]
+        name = status_names(RESULTS)[int(bad[0])]
         where = f" ({bad.size} of {codes.size} in the batch)" if codes.size > 1 else ""
         item = RESULTS._name_to_item[name]
         raise RuntimeError(f"{name}{where}: {item._enumeration[item]}\n"
