@@ -31,8 +31,8 @@ with warnings.catch_warnings():
 
         It extends :class:`lineax.RESULTS` (``successful``, ``max_steps_reached``, ``singular``, ``breakdown``,
         ``stagnation``, ``conlim``, ``nonfinite_input``) with the outcomes the techniques need (``diverged``,
-        ``nonfinite``, ``accuracy_limit``, ``degenerate_bridges``). Compare with ``==`` (works under ``jit``);
-        :func:`result_name` gives the item's name on the host.
+        ``nonfinite``, ``accuracy_limit``, ``inaccurate``, ``degenerate_bridges``). Compare with ``==`` (works
+        under ``jit``); :func:`result_name` gives the item's name on the host.
 
         Examples:
           >>> import icmlx
@@ -56,6 +56,10 @@ with warnings.catch_warnings():
             "The true residual stopped improving above the tolerance: the working precision (float32 unless x64 is "
             "on) cannot reach rtol/atol for this system.\nEnable float64 with "
             "jax.config.update('jax_enable_x64', True), or loosen rtol."
+        )
+        inaccurate = (
+            "A fixed-work method (a set number of iterations or a set polynomial degree) ended with its accuracy "
+            "check above the tolerance.\nRaise the iteration count or degree, or use the iterative method."
         )
         degenerate_bridges = (
             "Some bridges collapsed (all importance weights zero) and were left out of the M-step. "
