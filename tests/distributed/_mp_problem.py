@@ -1,0 +1,41 @@
+"""The problem both the two-process run and the single-process reference solve: ten DASH steps of a regression.
+
+A (24, 20) weight gives ragged blocks at ``block_size=8`` (stacks of 15 full and 3 partial blocks), so the stacks
+are padded to a multiple of the device count and really split across processes.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from icmlx.optim import scale_by_dash
+
+NUM_STEPS = 10
+
+
+def dash_problem(mesh, put):
+    """``(params, losses, dash_state)`` after :data:`NUM_STEPS` steps; ``put`` places host arrays."""
+    rng = np.random.default_rng(0)
+    w0 = rng.standard_normal((24, 20)).astype(np.float32)
+    x = rng.standard_normal((64, 24)).astype(np.float32)
+    y = rng.standard_normal((64, 20)).astype(np.float32)
+    kw = {} if mesh is None else {"mesh": mesh, "mesh_axis": "blocks"}
+    tx = optax.chain(scale_by_dash(8, precondition_frequency=2, **kw), optax.scale(-0.05))
+
+    def loss(p, x, y):
+        return jnp.mean((x @ p["w"] - y) ** 2)
+
+    @jax.jit
+    def step(p, s, x, y):
+        val, g = jax.value_and_grad(loss)(p, x, y)
+        u, s = tx.update(g, s, p)
+        return optax.apply_updates(p, u), s, val
+
+    params, x, y = {"w": put(w0)}, put(x), put(y)
+    state = jax.jit(tx.init)(params)
+    losses = []
+    for _ in range(NUM_STEPS):
+        params, state, val = step(params, state, x, y)
+        losses.append(float(np.asarray(val.addressable_data(0)) if hasattr(val, "addressable_data") else val))
+    return params, losses, state[0]

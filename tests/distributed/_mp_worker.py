@@ -1,0 +1,40 @@
+"""One process of a two-process run (``tests/distributed/test_multiprocess.py``): DASH sharded over a global mesh.
+
+Run as ``python _mp_worker.py <process_id> <num_processes> <port> <out.npz>``. Every process owns two fake CPU
+devices; ``jax.distributed.initialize`` joins them into one global mesh of ``2 * num_processes`` devices with
+CPU collectives over gloo, and the DASH factor/root stacks are sharded over all of them.
+"""
+
+import os
+import sys
+
+
+def main() -> None:
+    pid, nproc, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    os.environ.setdefault("ICMLX_CACHE", "0")
+
+    import jax
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(f"localhost:{port}", num_processes=nproc, process_id=pid)
+
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _mp_problem import dash_problem
+
+    mesh = Mesh(np.array(jax.devices()), ("blocks",))
+    replicated = NamedSharding(mesh, P())
+    params, losses, state = dash_problem(mesh, lambda a: jax.make_array_from_process_local_data(replicated, a))
+    shards = [r.addressable_shards[0].data.shape[0] for r in state.roots]
+    np.savez(out, w=np.asarray(params["w"].addressable_data(0)), losses=np.asarray(losses),
+             stack_sizes=np.asarray([r.shape[0] for r in state.roots]), local_rows=np.asarray(shards),
+             num_devices=jax.device_count(), num_local=jax.local_device_count(), num_processes=jax.process_count())
+    jax.distributed.shutdown()
+
+
+if __name__ == "__main__":
+    main()
