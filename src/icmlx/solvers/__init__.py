@@ -25,10 +25,7 @@ from ._grans_net import GRANSNet as GRANSNet
 from ._grans_operator import GRANSOperator as GRANSOperator
 from ._krylov import bicgstab as bicgstab
 from ._krylov import cg as cg
-from ._krylov import chebyshev_smoother as chebyshev_smoother
-from ._krylov import estimate_lambda_max as estimate_lambda_max
 from ._krylov import gmres as gmres
-from ._krylov import jacobi_smoother as jacobi_smoother
 from ._multilevel import EllMatrix as EllMatrix
 from ._multilevel import MultilevelHierarchy as MultilevelHierarchy
 from ._multilevel import m_matrix_envelope as m_matrix_envelope
@@ -39,6 +36,9 @@ from ._outer import FlexibleGCR as FlexibleGCR
 from ._outer import NoOuterStep as NoOuterStep
 from ._outer import ThreeTermStep as ThreeTermStep
 from ._plot import plot_residuals as plot_residuals
+from ._relaxation import chebyshev_smoother as chebyshev_smoother
+from ._relaxation import estimate_lambda_max as estimate_lambda_max
+from ._relaxation import jacobi_smoother as jacobi_smoother
 from ._smoothers import AbstractSmoother as AbstractSmoother
 from ._smoothers import ChebyshevSmoother as ChebyshevSmoother
 from ._smoothers import MultilevelSmoother as MultilevelSmoother

@@ -4,7 +4,7 @@ from typing import Any
 
 import numpy as np
 
-from ._convert import as_scipy_csr
+from ._convert import as_scipy_csr, positive_int
 
 __all__ = ["standard_aggregation", "aggregation_hierarchy"]
 
@@ -28,6 +28,8 @@ def _pattern(rows: Any, cols: Any, n: int | None, where: str) -> tuple[np.ndarra
     if cols is None or n is None:
         raise TypeError(f"{where}: pass either a matrix alone ({where}(A)) or the COO pattern "
                         f"({where}(rows, cols, n))")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"{where}: n must be a non-negative int (the number of nodes), got n={n!r}")
     rows = np.asarray(rows).astype(np.int64)
     cols = np.asarray(cols).astype(np.int64)
     if rows.shape != cols.shape:
@@ -110,15 +112,15 @@ def aggregation_hierarchy(rows: Any, cols: Any = None, n: int | None = None, *, 
       cols: COO pattern of the fine matrix (concrete arrays), or the matrix itself as ``rows`` (SciPy
         sparse in any format, BCOO, dense or ``SparseMatrix``) with ``cols`` and ``n`` omitted.
       n: number of fine nodes.
-      min_size: stop once a level has at most this many nodes.
-      max_levels: cap on the number of coarsenings.
+      min_size: stop once a level has at most this many nodes (a positive int).
+      max_levels: cap on the number of coarsenings (an int >= 0).
 
     Returns:
       A list ``[agg_1, agg_2, ...]`` where ``agg_l`` maps the nodes of level ``l-1`` (level 0 = fine)
       to those of level ``l``.
 
     Raises:
-      ValueError, TypeError: as in :func:`standard_aggregation`.
+      ValueError, TypeError: as in :func:`standard_aggregation`; ``min_size < 1`` or ``max_levels < 0``.
 
     Examples:
       >>> import numpy as np
@@ -130,6 +132,8 @@ def aggregation_hierarchy(rows: Any, cols: Any = None, n: int | None = None, *, 
       >>> [int(a.max()) + 1 for a in aggregation_hierarchy(sp.diags([1.0, 2.0, 1.0], [-1, 0, 1], shape=(100, 100)))]
       [34, 12, 4]
     """
+    positive_int(min_size, "min_size", "aggregation_hierarchy")
+    positive_int(max_levels, "max_levels", "aggregation_hierarchy", minimum=0)
     rows, cols, n = _pattern(rows, cols, n, "aggregation_hierarchy")
     maps = []
     while n > min_size and len(maps) < max_levels:

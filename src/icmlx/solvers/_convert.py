@@ -24,7 +24,8 @@ from ._sparse import (
     is_scipy_sparse,
 )
 
-__all__ = ["as_sparse_matrix", "as_scipy_csr", "as_vector", "check_square", "is_jax_sparse", "is_scipy_sparse"]
+__all__ = ["as_sparse_matrix", "as_scipy_csr", "as_vector", "check_square", "check_tolerances", "is_jax_sparse",
+           "is_scipy_sparse", "power_of_two_scale", "positive_int"]
 
 
 def as_scipy_csr(A: Any, *, name: str = "A", square: bool = True) -> Any:
@@ -76,3 +77,29 @@ def as_vector(b: Any, n: int | None, *, name: str = "b", dtype: Any = None, matr
     b = check_values(b, lambda xp, v: ~xp.isfinite(v),
                      f"{name} has NaN or Inf entries; fix them before solving")
     return jnp.asarray(b, target)
+
+
+def positive_int(value: Any, name: str, where: str, *, minimum: int = 1) -> int:
+    """``value`` as an int ``>= minimum`` (a static setting), else a ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{where}: {name} must be an int >= {minimum}, got {name}={value!r}")
+    return int(value)
+
+
+def check_tolerances(rtol: Any, atol: Any, where: str) -> tuple[Any, Any]:
+    """``(rtol, atol)`` checked to be finite and non-negative (on the host, or by ``eqx.error_if`` when traced)."""
+    out = []
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        shown = "a traced value" if is_traced(value) else f"{name}={value!r}"
+        out.append(check_values(value, lambda xp, t: ~(xp.isfinite(t) & (t >= 0)),
+                                f"{where}: {name} must be a finite number >= 0, got {shown}"))
+    return out[0], out[1]
+
+
+def power_of_two_scale(b: jax.Array) -> jax.Array:
+    """``s = 2^k`` with ``max|b| / s`` in ``[1, 2)`` (1 for ``b = 0``): dividing by it is exact, and it keeps the
+    norms of a solve away from float overflow (``‖b‖²`` of ``b ≈ 1e20`` in float32) and underflow (``1e-30``)."""
+    m = jnp.max(jnp.abs(b), initial=0.0)
+    _, e = jnp.frexp(m)
+    one = jnp.ones((), b.dtype)
+    return jnp.where(m > 0, jnp.ldexp(one, e - 1), one)

@@ -5,6 +5,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 __all__ = ["working_dtype"]
 
@@ -16,7 +17,7 @@ def working_dtype(dtype: str = "auto") -> Any:
     ``"float64"`` with x64 off raises ``ValueError``; ``"float32"`` is always allowed.
 
     Args:
-      dtype: ``"auto"``, ``"float64"`` or ``"float32"``.
+      dtype: ``"auto"``, ``"float64"`` or ``"float32"`` (or the dtype itself, e.g. ``jnp.float32``).
 
     Returns:
       ``jnp.float64`` or ``jnp.float32``.
@@ -30,6 +31,14 @@ def working_dtype(dtype: str = "auto") -> Any:
       <class 'jax.numpy.float32'>
     """
     x64 = bool(jax.config.jax_enable_x64)
+    if not isinstance(dtype, str):  # a dtype object (jnp.float32, np.float64, np.dtype("float32"))
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            name = None
+        if name not in ("float32", "float64"):
+            raise ValueError(f"dtype must be 'auto', 'float64' or 'float32' (or that dtype), got {dtype!r}")
+        dtype = name
     if dtype == "float32":
         return jnp.float32
     if dtype == "float64":

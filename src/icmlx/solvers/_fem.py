@@ -10,8 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._checks import check_values
 from .._deprecation import renamed_kwargs
 from .._types import PRNGKey
+from ._convert import positive_int
 from ._sparse import SparseMatrix
 
 __all__ = [
@@ -103,12 +105,26 @@ def mesh_from_arrays(points: Any, triangles: Any, dirichlet: Any | None = None) 
         t = t.T
     if p.shape[1] != 2 or t.shape[1] != 3:
         raise ValueError(f"need points [n, 2] and triangles [n_el, 3], got {p.shape=}, {t.shape=}")
-    if t.min() < 0 or t.max() >= p.shape[0]:
-        raise ValueError("triangle indices out of range")
+    if not np.all(np.isfinite(p)):
+        raise ValueError("mesh_from_arrays: points has NaN or Inf coordinates; fix them first")
+    if t.size and (t.min() < 0 or t.max() >= p.shape[0]):
+        raise ValueError(f"mesh_from_arrays: triangle indices out of range: they must lie in [0, {p.shape[0]}) (one "
+                         "per point), got "
+                         f"values in [{t.min()}, {t.max()}]")
+    e1, e2 = p[t[:, 1]] - p[t[:, 0]], p[t[:, 2]] - p[t[:, 0]]
+    area2 = np.abs(e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0])
+    scale = max(float(np.ptp(p, axis=0).max()) if p.size else 0.0, np.finfo(np.float64).tiny)
+    flat = area2 <= 1e-12 * scale**2  # zero-area triangles: their shape-function gradients are infinite
+    if np.any(flat):
+        raise ValueError(f"mesh_from_arrays: {int(flat.sum())} degenerate (zero-area) triangle(s), first "
+                         f"{t[np.argmax(flat)].tolist()}; remove them or fix the points")
     if dirichlet is None:
         tol = 1e-12
         dirichlet = ((p[:, 0] < tol) | (p[:, 0] > 1 - tol) | (p[:, 1] < tol) | (p[:, 1] > 1 - tol))
     dirichlet = np.asarray(dirichlet, bool)
+    if dirichlet.shape != (p.shape[0],):
+        raise ValueError(f"mesh_from_arrays: dirichlet must be a bool per point, shape ({p.shape[0]},), got "
+                         f"{dirichlet.shape}")
     interior = np.nonzero(~dirichlet)[0]
     n = interior.shape[0]
     gmap = np.full(p.shape[0], -1, np.int64)
@@ -145,8 +161,8 @@ def unit_square_mesh(refine: int) -> Mesh:
       >>> unit_square_mesh(4).n
       961
     """
-    if refine < 0 or refine > 9:
-        raise ValueError(f"refine must be in [0, 9], got {refine=}")
+    if isinstance(refine, bool) or not isinstance(refine, (int, np.integer)) or refine < 0 or refine > 9:
+        raise ValueError(f"refine must be an int in [0, 9], got {refine=!r}")
     N = 2 ** (refine + 1)
     x = np.linspace(0.0, 1.0, N + 1)
     X, Y = np.meshgrid(x, x, indexing="ij")
@@ -165,9 +181,30 @@ def unit_square_mesh(refine: int) -> Mesh:
 
 def quadrature_points(mesh: Mesh) -> Float[Array, "n_el 3 2"]:
     """Physical coordinates of the 3 quadrature points of every element (float64 NumPy → JAX)."""
+    _check_mesh(mesh, "quadrature_points")
     p = mesh.points[mesh.triangles]  # [n_el, 3, 2]
     xq = np.einsum("qa,ead->eqd", _PHI, p)
     return jnp.asarray(xq)
+
+
+def _check_mesh(mesh: Any, where: str) -> None:
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"{where}: mesh must be a Mesh (from unit_square_mesh or mesh_from_arrays), got "
+                        f"{type(mesh).__name__}")
+
+
+def _coefficient(value: Any, name: str, shape: tuple[int, ...], dtype: Any, positive: bool = False) -> Array:
+    """A coefficient broadcast to ``shape``, named in the error when its shape or values are wrong."""
+    v = value if isinstance(value, jax.core.Tracer) else jnp.asarray(value)
+    try:
+        v = jnp.broadcast_to(v.astype(dtype), shape)
+    except ValueError:
+        raise ValueError(f"assemble_p1: {name} must be a number or an array of shape {shape} (one value per "
+                         f"element and quadrature point), got shape {jnp.shape(value)}") from None
+    need = "finite and > 0" if positive else "finite"
+    bad = (lambda xp, x: ~(xp.isfinite(x) & (x > 0))) if positive else (lambda xp, x: ~xp.isfinite(x))
+    return check_values(v, bad, f"assemble_p1: {name} must be {need} everywhere"
+                        + (" (a diffusion coefficient)" if positive else "") + "; fix its values")
 
 
 def _geometry(mesh: Mesh, dtype):
@@ -216,13 +253,16 @@ def assemble_p1(
       >>> A.shape, round(float(A.as_matrix()[4, 4]), 6)
       ((9, 9), 4.0)
     """
+    _check_mesh(mesh, "assemble_p1")
     dtype = jnp.zeros(()).dtype
     det, grad = _geometry(mesh, dtype)
     n_el = mesh.triangles.shape[0]
-    kq = jnp.broadcast_to(jnp.asarray(kappa, dtype), (n_el, 3))
-    cq = jnp.broadcast_to(jnp.asarray(reaction, dtype), (n_el, 3))
-    fq = jnp.broadcast_to(jnp.asarray(source, dtype), (n_el, 3))
-    bvec = jnp.asarray(beta, dtype)
+    kq = _coefficient(kappa, "kappa", (n_el, 3), dtype, positive=True)
+    cq = _coefficient(reaction, "reaction", (n_el, 3), dtype)
+    fq = _coefficient(source, "source", (n_el, 3), dtype)
+    if np.shape(beta) != (2,):
+        raise ValueError(f"assemble_p1: beta must be a velocity of shape (2,), got shape {np.shape(beta)}")
+    bvec = _coefficient(beta, "beta", (2,), dtype)
     w = jnp.asarray(_QW, dtype)
     phi = jnp.asarray(_PHI, dtype)
     kbar = (kq * w).sum(1) * det  # ∫ kappa over the element (gradients are constant)
@@ -264,6 +304,14 @@ def random_field(key: PRNGKey, x: Float[Array, "... 2"], *, num_modes: int = 6,
       >>> random_field(jax.random.key(0), jnp.zeros((4, 2))).shape
       (4,)
     """
+    positive_int(num_modes, "num_modes", "random_field")
+    if not (isinstance(decay, jax.core.Tracer) or math.isfinite(decay)):
+        raise ValueError(f"random_field: decay must be a finite number, got {decay=!r}")
+    x = x if isinstance(x, jax.core.Tracer) else jnp.asarray(x)
+    if x.ndim < 1 or x.shape[-1] != 2:
+        raise ValueError(f"random_field: x must hold 2-D points, shape [..., 2], got shape {x.shape}")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(jnp.result_type(float))
     k1, k2 = jax.random.split(key)
     kk = jnp.stack(jnp.meshgrid(jnp.arange(num_modes), jnp.arange(num_modes), indexing="ij"), -1)
     kk = kk.reshape(-1, 2).astype(x.dtype)
@@ -294,11 +342,17 @@ def resonance_gap(k: float) -> float:
       (0.109, 0.013)
     """
     k = float(k)
-    if not k > 0:
-        raise ValueError(f"wave number must be positive, got {k=}")
+    if not (k > 0 and math.isfinite(k)):
+        raise ValueError(f"wave number must be a finite number > 0, got {k=}")
     M = int(k / math.pi) + 3
-    m = np.arange(1, M + 1)
-    lam = math.pi**2 * (m[:, None] ** 2 + m[None, :] ** 2)
+    if M > 10**7:
+        raise ValueError(f"resonance_gap: k={k:g} is too large (the Dirichlet eigenvalues near k² are spaced "
+                         "far below k²'s float64 resolution); use k < 3e7")
+    # for each m, only the l nearest to sqrt(k²/π² − m²) can give the minimum: O(M) work, not O(M²)
+    m = np.arange(1, M + 1, dtype=np.float64)
+    target = np.sqrt(np.maximum(k * k / math.pi**2 - m * m, 1.0))
+    ls = np.clip(np.floor(target)[:, None] + np.arange(0, 2)[None, :], 1, None)
+    lam = math.pi**2 * (m[:, None] ** 2 + ls**2)
     return float(np.abs(lam - k * k).min() / (k * k))
 
 
@@ -366,8 +420,12 @@ def make_problem(
     """
     if equation not in EQUATIONS:
         raise ValueError(f"equation must be one of {EQUATIONS}, got {equation!r}")
-    if not shift > -1:
-        raise ValueError(f"shift must be > -1, got {shift=}")
+    if not shift > -1 or not math.isfinite(shift):
+        raise ValueError(f"shift must be a finite number > -1, got {shift=}")
+    if param is not None and not math.isfinite(param):
+        raise ValueError(f"make_problem: param must be a finite number, got {param=}")
+    if not 0 <= min_gap < 1:
+        raise ValueError(f"make_problem: min_gap must be in [0, 1), got {min_gap=}")
     p = float(_DEFAULTS[equation] if param is None else param) * (1.0 + shift)
     k1, k2, k3 = jax.random.split(key, 3)
     xq = quadrature_points(mesh).astype(jnp.zeros(()).dtype)

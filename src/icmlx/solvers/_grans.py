@@ -1,5 +1,6 @@
 """G-RANS: a residual-aware neural subspace-correction solver with an exact projection (the solver and its loop)."""
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from .._deprecation import warn_renamed
 from .._progress import in_program_reporter, resolve_progress
 from .._repr import summarise
 from .._results import RESULTS, raise_if_failed
-from ._convert import as_sparse_matrix, as_vector
+from ._convert import as_sparse_matrix, as_vector, power_of_two_scale
 from ._dtype import working_dtype
 from ._grans_net import GRANSNet
 from ._grans_operator import GRANSOperator, _setup
@@ -176,11 +177,19 @@ class GRANS(lx.AbstractLinearSolver):
         if not (isinstance(self.max_steps, int) and self.max_steps >= 1):
             raise ValueError(f"max_steps must be a positive int, got {self.max_steps=}")
         if self.max_columns < 4 * self.net.channels:
-            raise ValueError(f"max_columns too small: {self.max_columns=}")
+            raise ValueError(f"GRANS: max_columns must be at least 4 × channels = {4 * self.net.channels}, "
+                             f"got {self.max_columns=}")
+        if self.dtype not in ("auto", "float64", "float32"):
+            raise ValueError(f"GRANS: dtype must be 'auto', 'float64' or 'float32', got dtype={self.dtype!r}")
         if not (isinstance(self.refresh, int) and self.refresh >= 1):
             raise ValueError(f"refresh must be a positive int, got {self.refresh=}")
-        if not (isinstance(self.rtol, float | int) and self.rtol >= 0):
-            raise ValueError(f"rtol must be a non-negative number, got {self.rtol=}")
+        for name in ("rtol", "atol", "stall_tol"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not (isinstance(v, float | int) and math.isfinite(v) and v >= 0):
+                raise ValueError(f"GRANS: {name} must be a finite number >= 0, got {name}={v!r}")
+        if isinstance(self.stall_patience, bool) or not (isinstance(self.stall_patience, int)
+                                                         and self.stall_patience >= 1):
+            raise ValueError(f"GRANS: stall_patience must be a positive int, got {self.stall_patience=}")
 
     def __repr__(self) -> str:
         return (f"GRANS(rtol={summarise(self.rtol)}, atol={summarise(self.atol)}, max_steps={self.max_steps}, "
@@ -343,12 +352,16 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
     npad = op.padded_size
     n = op.n
     bp = jnp.zeros((npad,), dt).at[:n].set(b.astype(dt))
+    # solve for b / s with s a power of two (exact; the network sees normalised residuals, so the iterates are
+    # unchanged): ‖b‖ and the projections' inner products stay finite and normal for any finite b
+    s = power_of_two_scale(bp)
+    bp = bp / s
     x = jnp.zeros((npad,), dt)
     if x0 is not None:
-        x = x.at[:n].set(jnp.asarray(x0).astype(dt))
+        x = x.at[:n].set(jnp.asarray(x0).astype(dt) / s)
     r = bp - op.ell.mv(x)
     bnorm = jnp.linalg.norm(bp)
-    tol = jnp.maximum(solver.rtol * bnorm, solver.atol)
+    tol = jnp.maximum(solver.rtol * bnorm, solver.atol / s)
     denom = jnp.where(bnorm > 0, bnorm, 1.0)
     K = solver.max_steps
     hist = jnp.full((K + 1,), jnp.nan, dt).at[0].set(jnp.linalg.norm(r) / denom)
@@ -431,5 +444,5 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
         rn <= tol, lx.RESULTS.successful,
         lx.RESULTS.where(stall >= solver.stall_patience, lx.RESULTS.stagnation,
                          lx.RESULTS.max_steps_reached))
-    stats = {"num_steps": it, "residual_norm": rn, "residual_history": hist, "rejected": rej}
-    return x[:n], result, stats
+    stats = {"num_steps": it, "residual_norm": rn * s, "residual_history": hist, "rejected": rej}
+    return x[:n] * s, result, stats

@@ -52,8 +52,9 @@ class GRANSNet(eqx.Module):
           >>> GRANSNet.init(jax.random.key(0), hidden=8).w_out.shape
           (8, 4)
         """
-        if hidden < 1 or layers < 1 or channels < 1:
-            raise ValueError(f"need hidden, layers, channels >= 1, got {hidden=}, {layers=}, {channels=}")
+        for name, v in (("hidden", hidden), ("layers", layers), ("channels", channels)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"GRANSNet.init: {name} must be a positive int, got {name}={v!r}")
         ks = jax.random.split(key, 5)
         H, L, Q = hidden, layers, N_LEVELS * channels
         g = lambda k, shape, fan: jax.random.normal(k, shape, jnp.float32) / math.sqrt(fan)

@@ -11,8 +11,8 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._deprecation import deprecated_attribute
 from ._aggregation import aggregation_hierarchy
-from ._krylov import estimate_lambda_max
 from ._multilevel import EllMatrix, MultilevelHierarchy, _sa_build, mis2_aggregation
+from ._relaxation import _lambda_max
 from ._smoothers import AbstractSmoother, MultilevelSmoother
 from ._sparse import SparseMatrix, bucket_size
 
@@ -124,7 +124,7 @@ def _select_levels(maps: list[np.ndarray], n: int, budget: int) -> tuple[np.ndar
     return comp[-2], comp[-1]
 
 
-_lambda_max_jit = eqx.filter_jit(estimate_lambda_max)
+_lambda_max_jit = eqx.filter_jit(_lambda_max)
 
 
 def _mis2_maps(M: Any, maps: list[np.ndarray], min_size: int = 4) -> list[np.ndarray]:

@@ -1,4 +1,4 @@
-"""Classical Krylov solvers and smoothers in JAX (baselines for G-RANS)."""
+"""Classical Krylov solvers in JAX (baselines for G-RANS): CG, BiCGStab and restarted GMRES."""
 
 from collections.abc import Callable
 from typing import Any
@@ -8,24 +8,25 @@ import jax
 import jax.numpy as jnp
 import lineax as lx
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array
 
 from .._checks import check_values, is_traced
-from .._deprecation import renamed_kwargs
 from .._progress import in_program_reporter, resolve_progress
 from .._results import RESULTS, raise_if_failed
-from ._convert import as_sparse_matrix, as_vector, check_square, is_jax_sparse, is_scipy_sparse
+from ._convert import (
+    as_sparse_matrix,
+    as_vector,
+    check_square,
+    check_tolerances,
+    is_jax_sparse,
+    is_scipy_sparse,
+    positive_int,
+    power_of_two_scale,
+)
 from ._solution import LinearSolution
 from ._sparse import SparseMatrix, bucket_size
 
-__all__ = [
-    "cg",
-    "gmres",
-    "bicgstab",
-    "jacobi_smoother",
-    "chebyshev_smoother",
-    "estimate_lambda_max",
-]
+__all__ = ["cg", "gmres", "bicgstab"]
 
 Operator = Any  # a matrix (SciPy sparse, BCOO, dense, SparseMatrix, EllMatrix), a lineax operator or ``x -> A x``
 
@@ -57,6 +58,10 @@ def _operator(A: Operator) -> tuple[Operator, Callable[[Array], Array], int | No
         return A, A.mv, n_in, A.in_structure().dtype
     if hasattr(A, "mv") and hasattr(A, "shape"):  # EllMatrix and friends
         n = check_square(A.shape, "A")
+        if hasattr(A, "idx"):
+            check_values(A.idx, lambda xp, i: (i < 0) | (i >= n),
+                         f"A: EllMatrix indices (idx) must lie in [0, {n}); rebuild it with EllMatrix.from_scipy")
+            check_values(A.val, lambda xp, v: ~xp.isfinite(v), "A has NaN or Inf entries; fix them before solving")
         dtype = getattr(getattr(A, "val", None), "dtype", None)
         return A, A.mv, n, dtype
     if callable(A):
@@ -101,6 +106,8 @@ def _preconditioner(P: Any, A: Operator, n: int, name: str) -> Callable[[Array],
         else:
             raise TypeError(f"{name}='jacobi' needs A as a matrix (SciPy, BCOO, dense or SparseMatrix), "
                             "not a callable: its diagonal is not known")
+        d = check_values(d, lambda xp, v: v == 0, f"{name}='jacobi' needs a nonzero diagonal, but A has a zero "
+                         "diagonal entry; use another preconditioner (smoothed_aggregation(A)) or None")
         return jax.tree_util.Partial(_scale, 1.0 / d)  # a pytree: the compiled loop is reused
     if hasattr(P, "as_preconditioner"):  # a MultilevelHierarchy: pads to its size, cycles, slices back
         return P.as_preconditioner(n)
@@ -146,11 +153,30 @@ def _finish(mv, b, x, it, ok, breakdown, hist, stalled=None):
     if stalled is not None:
         failed = RESULTS.where(stalled, RESULTS.accuracy_limit, failed)
     result = RESULTS.where(ok, RESULTS.successful, failed)
+    # a NaN/Inf from the operator or preconditioner (a callable, a lineax operator) ends the loop: say so
+    result = RESULTS.where(jnp.isfinite(res) & jnp.all(jnp.isfinite(x)), result, RESULTS.nonfinite)
     return x, result, {"num_steps": it, "residual_norm": res, "residual_history": hist}
 
 
-def _solution(out, throw: bool) -> LinearSolution:
-    x, result, stats = out
+def _run(loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, where, *static) -> LinearSolution:
+    """Check the inputs, solve the system scaled by a power of two (``b / s``, exact), and scale back.
+
+    The scaling keeps ``‖b‖`` and the inner products finite and normal for any finite ``b`` (float32 overflows
+    at ``‖b‖ ≈ 1e19`` and underflows below ``1e-19``); the iterates are those of the unscaled system."""
+    rtol, atol = check_tolerances(rtol, atol, where)
+    max_steps = positive_int(max_steps, "max_steps", where, minimum=0)
+    A, mv, b, x = _prepare(A, b, x0)
+    if b.shape[0] == 0:  # an empty system: x = [] solves it
+        stats = {"num_steps": jnp.array(0, jnp.int32), "residual_norm": jnp.zeros((), b.dtype),
+                 "residual_history": jnp.zeros((1,), b.dtype)}
+        return LinearSolution(b, RESULTS.successful, stats)
+    M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
+    show = resolve_progress(progress, in_program=True)
+    s = power_of_two_scale(b)
+    x, result, stats = loop(mv, M, b / s, x / s, _tol(rtol, b), _tol(atol, b) / s, *static, max_steps, show)
+    x = x * s
+    result = RESULTS.where(jnp.all(jnp.isfinite(x)), result, RESULTS.nonfinite)
+    stats = {**stats, "residual_norm": stats["residual_norm"] * s}
     return raise_if_failed(LinearSolution(x, result, stats), result, throw)
 
 
@@ -237,10 +263,7 @@ def cg(
       >>> [round(float(v), 4) for v in sol.value]
       [0.0909, 0.6364]
     """
-    A, mv, b, x = _prepare(A, b, x0)
-    M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
-    show = resolve_progress(progress, in_program=True)
-    return _solution(_cg_loop(mv, M, b, x, _tol(rtol, b), _tol(atol, b), max_steps, show), throw)
+    return _run(_cg_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "cg")
 
 
 @eqx.filter_jit
@@ -325,10 +348,7 @@ def bicgstab(
       >>> [round(float(v), 4) for v in bicgstab(A, jnp.array([1.0, 2.0]), rtol=1e-6).value]
       [0.0769, 0.6923]
     """
-    A, mv, b, x = _prepare(A, b, x0)
-    M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
-    show = resolve_progress(progress, in_program=True)
-    return _solution(_bicgstab_loop(mv, M, b, x, _tol(rtol, b), _tol(atol, b), max_steps, show), throw)
+    return _run(_bicgstab_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "bicgstab")
 
 
 @eqx.filter_jit
@@ -429,12 +449,8 @@ def gmres(
       >>> [round(float(v), 4) for v in gmres(A, jnp.array([1.0, 2.0]), restart=2).value]
       [0.0769, 0.6923]
     """
-    if restart < 1:
-        raise ValueError(f"restart must be >= 1, got {restart=}")
-    A, mv, b, x = _prepare(A, b, x0)
-    M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
-    show = resolve_progress(progress, in_program=True)
-    return _solution(_gmres_loop(mv, M, b, x, _tol(rtol, b), _tol(atol, b), restart, max_steps, show), throw)
+    restart = positive_int(restart, "restart", "gmres")
+    return _run(_gmres_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "gmres", restart)
 
 
 @eqx.filter_jit
@@ -489,133 +505,3 @@ def _gmres_loop(mv, M, b, x, rtol, atol, restart: int, max_steps: int, show: boo
     hist, denom = _history(b, r0, max_cycles + 1)
     x, res, k, hist = jax.lax.while_loop(cond, body, (x, jnp.linalg.norm(r0), jnp.array(0, jnp.int32), hist))
     return _finish(mv, b, x, k * m, res <= tol, jnp.array(False), hist)
-
-
-@renamed_kwargs(steps="num_steps")
-def jacobi_smoother(
-    A: Operator,
-    r: Float[Array, " n"],
-    *,
-    omega: float = 2.0 / 3.0,
-    num_steps: int = 2,
-    l1: bool = False,
-) -> Float[Array, " n"]:
-    r"""Damped (or ℓ1) Jacobi sweeps on :math:`A e = r` from :math:`e = 0`.
-
-    .. math:: e \leftarrow e + \omega D^{-1}(r - A e), \qquad D = \mathrm{diag}(A)\ \text{or}\
-        D_{ii} = \textstyle\sum_j |a_{ij}|\ (\ell_1)
-
-    Args:
-      A: ``SparseMatrix`` (n × n).
-      r: residual ``float[n]``.
-      omega: damping (use 1 with ``l1=True``).
-      num_steps: number of sweeps (static; ``steps=`` is a deprecated alias).
-      l1: use the ℓ1 row sums, which make the sweep convergent for any SPD ``A``.
-
-    Returns:
-      The correction ``e`` (``float[n]``).
-
-    Examples:
-      >>> import jax.numpy as jnp
-      >>> from icmlx.solvers import SparseMatrix, jacobi_smoother
-      >>> A = SparseMatrix.from_dense(jnp.array([[2.0, 0.0], [0.0, 4.0]]))
-      >>> jacobi_smoother(A, jnp.array([2.0, 4.0]), omega=1.0, num_steps=1)
-      Array([1., 1.], dtype=float32)
-    """
-    if l1:
-        d = jax.ops.segment_sum(jnp.abs(A.vals), A.rows, num_segments=A.shape[0])
-    else:
-        d = A.diagonal()
-    dinv = omega / d
-    e = dinv * r
-    for _ in range(num_steps - 1):  # static, small
-        e = e + dinv * (r - A.mv(e))
-    return e
-
-
-@renamed_kwargs(steps="num_steps")
-def estimate_lambda_max(A: Operator, *, num_steps: int = 15) -> Float[Array, ""]:
-    r"""Power-iteration estimate of :math:`\lambda_{\max}(D^{-1}A)` (deterministic start vector).
-
-    Args:
-      A: ``SparseMatrix``.
-      num_steps: power iterations (static; ``steps=`` is a deprecated alias).
-
-    Returns:
-      The Rayleigh-quotient estimate (a scalar of ``A``'s dtype).
-
-    Examples:
-      >>> import jax.numpy as jnp
-      >>> from icmlx.solvers import SparseMatrix, estimate_lambda_max
-      >>> A = SparseMatrix.from_dense(jnp.array([[2.0, -1.0], [-1.0, 2.0]]))
-      >>> round(float(estimate_lambda_max(A)), 3)
-      1.5
-    """
-    dinv = 1.0 / A.diagonal()
-    n = A.shape[0]
-    v = 1.0 + jnp.sin(jnp.arange(n, dtype=A.dtype) * 1.618)
-
-    def body(_, v):
-        w = dinv * A.mv(v)
-        return w / jnp.linalg.norm(w)
-
-    v = jax.lax.fori_loop(0, num_steps, body, v / jnp.linalg.norm(v))
-    w = dinv * A.mv(v)
-    return jnp.vdot(v, w) / jnp.vdot(v, v)
-
-
-def chebyshev_smoother(
-    A: Operator,
-    r: Float[Array, " n"],
-    *,
-    lambda_max: Float[Array, ""] | float,
-    degree: int = 3,
-    ratio: float = 30.0,
-    dinv: Float[Array, " n"] | None = None,
-) -> Float[Array, " n"]:
-    r"""Chebyshev polynomial smoother on :math:`D^{-1}A e = D^{-1} r` from :math:`e = 0`.
-
-    Targets the interval :math:`[\lambda_{\max}/\mathrm{ratio},\ \lambda_{\max}]` with the three-term
-    recurrence of Saad (Alg. 12.1); ``degree`` matrix-vector products.
-
-    Args:
-      A: ``SparseMatrix`` (n × n, SPD with positive diagonal).
-      r: residual ``float[n]``.
-      lambda_max: upper bound of the spectrum of ``D⁻¹A`` (e.g. ``1.1 * estimate_lambda_max(A)``).
-      degree: polynomial degree (static, ≥ 1).
-      ratio: ``lambda_max / lambda_min`` of the targeted interval.
-      dinv: precomputed ``1 / diag(A)`` (default: from ``A.diagonal()``); 0 on padding rows keeps them 0.
-
-    Returns:
-      The correction ``e`` (``float[n]``).
-
-    References:
-      Adams, Brezina, Hu & Tuminaro, J. Comput. Phys. 188 (2003).
-
-    Examples:
-      >>> import jax.numpy as jnp
-      >>> from icmlx.solvers import SparseMatrix, chebyshev_smoother
-      >>> A = SparseMatrix.from_dense(jnp.array([[2.0, -1.0], [-1.0, 2.0]]))
-      >>> e = chebyshev_smoother(A, jnp.array([1.0, 1.0]), lambda_max=1.6, degree=3)
-      >>> bool(jnp.linalg.norm(jnp.array([1.0, 1.0]) - A.mv(e)) < 1.0)
-      True
-    """
-    if degree < 1:
-        raise ValueError(f"Chebyshev degree must be >= 1, got {degree=}")
-    if dinv is None:
-        dinv = 1.0 / A.diagonal()
-    lmax = jnp.asarray(lambda_max, r.dtype)
-    lmin = lmax / ratio
-    theta = 0.5 * (lmax + lmin)
-    delta = 0.5 * (lmax - lmin)
-    sigma = theta / delta
-    rho = 1.0 / sigma
-    d = dinv * r / theta
-    e = d
-    for _ in range(degree - 1):  # static, small
-        r = r - A.mv(d)
-        rho_new = 1.0 / (2.0 * sigma - rho)
-        d = rho_new * rho * d + (2.0 * rho_new / delta) * (dinv * r)
-        e = e + d
-        rho = rho_new
-    return e

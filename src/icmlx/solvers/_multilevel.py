@@ -13,12 +13,15 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._deprecation import renamed_kwargs
-from ._convert import as_scipy_csr
-from ._krylov import chebyshev_smoother
+from ._convert import as_scipy_csr, positive_int
+from ._relaxation import _chebyshev
 from ._sparse import SparseMatrix, bucket_size
 
 __all__ = ["EllMatrix", "MultilevelHierarchy", "smoothed_aggregation", "mis2_aggregation",
            "m_matrix_envelope"]
+
+
+_MAX_DENSE_COARSE = 8192  # largest coarsest level inverted densely (0.5 GiB in float64)
 
 
 def _ell_width(k: int) -> int:
@@ -69,9 +72,14 @@ class EllMatrix(eqx.Module):
         M = sp.csr_matrix(M)
         M.sum_duplicates()
         M.eliminate_zeros()  # FEM assembly stores structural zeros (P1 Poisson: width 12 -> 8)
+        if not np.all(np.isfinite(M.data)):
+            raise ValueError("EllMatrix.from_scipy: the matrix has NaN or Inf entries; fix them first")
         nr, nc = M.shape
         n_rows = nr if num_rows is None else num_rows
         n_cols = nc if num_cols is None else num_cols
+        if n_rows < nr or n_cols < nc:
+            raise ValueError(f"EllMatrix.from_scipy: num_rows={n_rows}, num_cols={n_cols} must be at least the "
+                             f"matrix shape {M.shape} (they pad it)")
         cnt = np.diff(M.indptr)
         k = _ell_width(int(cnt.max()) if cnt.size else 1) if width is None else width
         if cnt.size and cnt.max() > k:
@@ -102,6 +110,9 @@ class EllMatrix(eqx.Module):
         A compiled loop rather than an unrolled sum on purpose: unrolled, XLA:CPU fuses the elementwise
         producer of ``x`` into every gather and recomputes it per gathered entry, which made two chained
         products much slower than one; the loop boundary materialises ``x``."""
+        if jnp.shape(x) != (self.shape[1],):
+            raise ValueError(f"EllMatrix.mv: x must be a vector of length {self.shape[1]}, got shape {jnp.shape(x)}")
+
         def body(j, y):
             return y + self.val[j] * x[self.idx[j]]
 
@@ -370,7 +381,7 @@ class MultilevelHierarchy(eqx.Module):
         # equals x + (the same smoother from 0 applied to the residual); x = 0 skips the residual product.
         A = self.ops[lvl]
         r = b if zero else b - A.mv(x)
-        e = chebyshev_smoother(A, r, lambda_max=self.lam[lvl], degree=self.degree, dinv=self.dinv[lvl])
+        e = _chebyshev(A, r, lambda_max=self.lam[lvl], degree=self.degree, dinv=self.dinv[lvl])
         return e if zero else x + e
 
     def _cycle(self, lvl: int, b):
@@ -461,8 +472,8 @@ def _sa_build(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: in
 
     A = as_scipy_csr(A, name="A")
     n = A.shape[0]
-    if degree < 1:
-        raise ValueError(f"degree must be >= 1, got {degree=}")
+    for name, value in (("degree", degree), ("max_coarse", max_coarse), ("max_levels", max_levels)):
+        positive_int(value, name, "smoothed_aggregation")
     dtype = jnp.result_type(float) if dtype is None else dtype
     At = m_matrix_envelope(A) if envelope else A.copy()
     d = At.diagonal()
@@ -505,6 +516,11 @@ def _sa_build(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: in
         cur.sum_duplicates()
         pad = pad_c
     # coarsest: dense inverse (pseudo-inverse guard for an exactly singular Galerkin operator)
+    if cur.shape[0] > _MAX_DENSE_COARSE:
+        raise ValueError(f"smoothed_aggregation: coarsening stopped at {cur.shape[0]} nodes (> {_MAX_DENSE_COARSE}), "
+                         f"whose dense coarsest inverse would need {8 * pad**2 / 2**30:.1f} GiB and O(n³) work: the "
+                         "graph does not coarsen (e.g. a diagonal or disconnected matrix) or max_levels is too small."
+                         "\nRaise max_levels, or use preconditioner='jacobi' for a (nearly) diagonal matrix.")
     Cd = cur.toarray()
     Cinv = np.zeros((pad, pad))
     try:

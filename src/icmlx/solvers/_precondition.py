@@ -5,8 +5,8 @@ import jax.numpy as jnp
 
 from ._grans_net import GRANSNet
 from ._grans_operator import GRANSOperator
-from ._krylov import chebyshev_smoother, jacobi_smoother
 from ._outer import _outer3
+from ._relaxation import _chebyshev, _jacobi
 
 __all__: list[str] = []
 
@@ -17,8 +17,8 @@ def _smooth(op: GRANSOperator, r, degree: int):
     if op.hierarchy is not None:  # one smoothed-aggregation V-cycle on the M-matrix envelope of A
         return op.hierarchy(r)
     if op.spd_like:
-        return chebyshev_smoother(op.A, r, lambda_max=op.lambda_max, degree=degree)
-    return jacobi_smoother(op.A, r, omega=1.0, num_steps=degree, l1=True)
+        return _chebyshev(op.A, r, lambda_max=op.lambda_max, degree=degree)
+    return _jacobi(op.A, r, omega=1.0, num_steps=degree, l1=True)
 
 
 def _coarse_factor(op: GRANSOperator, w, galerkin: bool, explicit: bool = False):

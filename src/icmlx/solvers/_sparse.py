@@ -33,8 +33,14 @@ def bucket_size(n: int, *, minimum: int = 64) -> int:
       >>> bucket_size(961), bucket_size(1100), bucket_size(65025)
       (1024, 1280, 65536)
     """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        if not (isinstance(n, float) and n.is_integer()):
+            raise ValueError(f"bucket_size needs a non-negative int size, got {n=!r}")
+        n = int(n)
     if n < 0:
         raise ValueError(f"bucket_size needs a non-negative size, got {n=}")
+    if isinstance(minimum, bool) or not isinstance(minimum, (int, np.integer)) or minimum < 1:
+        raise ValueError(f"bucket_size: minimum must be a positive int, got {minimum=!r}")
     if n <= minimum:
         return minimum
     k = 2 ** (math.ceil(math.log2(n)) - 1)
@@ -93,8 +99,8 @@ class SparseMatrix(lx.AbstractLinearOperator):
     tags: frozenset = eqx.field(static=True, default=frozenset(), converter=_frozen_tags)
 
     def __check_init__(self):
-        if len(self.shape) != 2:
-            raise ValueError(f"SparseMatrix shape must be (n_rows, n_cols), got {self.shape=}")
+        if len(self.shape) != 2 or min(self.shape) < 0:
+            raise ValueError(f"SparseMatrix shape must be (n_rows, n_cols) with sizes >= 0, got {self.shape=}")
         if not (self.rows.shape == self.cols.shape == self.vals.shape) or self.vals.ndim != 1:
             raise ValueError(
                 "SparseMatrix rows/cols/vals must be 1-D of equal length, got "
@@ -110,8 +116,12 @@ class SparseMatrix(lx.AbstractLinearOperator):
         if not jnp.issubdtype(vals.dtype, jnp.floating):
             raise TypeError(f"SparseMatrix values must be floating, got {vals.dtype=}; "
                             "cast them (e.g. vals.astype(float)) first")
-        return cls(jnp.asarray(rows, jnp.int32), jnp.asarray(cols, jnp.int32), vals,
-                   (int(shape[0]), int(shape[1])), tags)
+        shape = (int(shape[0]), int(shape[1]))
+        rows, cols = jnp.asarray(rows, jnp.int32), jnp.asarray(cols, jnp.int32)
+        if rows.shape != cols.shape or rows.shape != vals.shape:
+            raise ValueError(f"SparseMatrix.from_coo: rows, cols and vals must have the same length, got "
+                             f"{rows.shape}, {cols.shape} and {vals.shape}")
+        return _in_range(cls(rows, cols, vals, shape, tags), "SparseMatrix.from_coo")
 
     @classmethod
     def from_dense(cls, matrix: Any, *, tags: Any = ()) -> "SparseMatrix":
@@ -187,11 +197,13 @@ class SparseMatrix(lx.AbstractLinearOperator):
 
     def matvec(self, x: Float[Array, " m"]) -> Float[Array, " n"]:
         """``A @ x`` via a segment sum over the COO entries."""
+        _check_length(x, self.shape[1], "SparseMatrix.mv")
         return jax.ops.segment_sum(self.vals * x[self.cols], self.rows,
                                    num_segments=self.shape[0])
 
     def rmatvec(self, x: Float[Array, " n"]) -> Float[Array, " m"]:
         """``Aᵀ @ x`` via a segment sum over the COO entries."""
+        _check_length(x, self.shape[0], "SparseMatrix.rmatvec")
         return jax.ops.segment_sum(self.vals * x[self.rows], self.cols,
                                    num_segments=self.shape[1])
 
@@ -230,6 +242,23 @@ class SparseMatrix(lx.AbstractLinearOperator):
 
     def out_structure(self):
         return jax.ShapeDtypeStruct((self.shape[0],), self.vals.dtype)
+
+
+def _check_length(x: Any, n: int, where: str) -> None:
+    """A matrix-vector product needs a vector of the matching length (a gather would clamp silently)."""
+    if jnp.shape(x) != (n,):
+        raise ValueError(f"{where}: x must be a vector of length {n}, got shape {jnp.shape(x)}")
+
+
+def _in_range(A: SparseMatrix, where: str) -> SparseMatrix:
+    """``A`` with its indices checked to lie in its shape (an index outside would be dropped or clamped
+    silently by the segment sum and the gather of a product)."""
+    n, m = A.shape
+    msg = (f"{where}: row indices must lie in [0, {n}) and column indices in [0, {m}) for shape {A.shape}; "
+           "fix the indices or the shape")
+    rows = check_values(A.rows, lambda xp, r: (r < 0) | (r >= n), msg)
+    cols = check_values(A.cols, lambda xp, c: (c < 0) | (c >= m), msg)
+    return A if rows is A.rows and cols is A.cols else SparseMatrix(rows, cols, A.vals, A.shape, A.tags)
 
 
 @lx.linearise.register(SparseMatrix)
@@ -314,7 +343,7 @@ def as_sparse_matrix(A: Any, *, name: str = "A", dtype: Any = None, square: bool
       ValueError: a non-square matrix (when ``square``), or NaN/Inf values (when ``check_finite``).
     """
     if isinstance(A, SparseMatrix):
-        out = A
+        out = _in_range(A, name)
         if tags:
             out = out.with_tags(tags)
     elif is_jax_sparse(A):
@@ -326,7 +355,10 @@ def as_sparse_matrix(A: Any, *, name: str = "A", dtype: Any = None, square: bool
         if A.ndim != 2 or A.n_batch != 0 or A.n_dense != 0:
             raise ValueError(f"{name}: need a plain 2-D BCOO (no batch or dense dimensions), got "
                              f"{A.shape=}, {A.n_batch=}, {A.n_dense=}")
-        out = SparseMatrix.from_coo(A.indices[:, 0], A.indices[:, 1], data, A.shape, tags=tags)
+        r, c = A.indices[:, 0], A.indices[:, 1]
+        inside = (r >= 0) & (r < A.shape[0]) & (c >= 0) & (c < A.shape[1])  # outside: BCOO padding, no entry
+        out = SparseMatrix.from_coo(jnp.where(inside, r, 0), jnp.where(inside, c, 0),
+                                    jnp.where(inside, data, jnp.zeros((), data.dtype)), A.shape, tags=tags)
     elif is_scipy_sparse(A):
         coo = A.tocoo()
         vals = np.asarray(coo.data)

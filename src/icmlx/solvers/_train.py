@@ -1,5 +1,6 @@
 """Self-supervised training of the G-RANS basis generator by progressive bootstrap."""
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,10 +12,12 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
+from .._checks import check_values
 from .._deprecation import warn_renamed
 from .._progress import ProgressBar, resolve_progress
 from .._repr import record_repr
 from .._types import PRNGKey
+from ._convert import as_vector
 from ._grans_net import GRANSNet
 from ._grans_operator import GRANSOperator
 from ._outer import AbstractOuterStep, NoOuterStep, ThreeTermStep
@@ -108,9 +111,17 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
       The scalar loss.
 
     Raises:
-      ValueError: an outer step the loss does not train through, or a smoother that does not match ``op``.
+      ValueError: an outer step the loss does not train through, a smoother that does not match ``op``, states
+        of the wrong shape, with NaN/Inf entries, or a zero residual.
+      TypeError: ``op`` is not a ``GRANSOperator``.
     """
     degree, use_outer = _training_modes(op, smoother, outer, deprecated, "grans_loss()")
+    r, p, Ap = _states(op, r, p, Ap)
+    return _loss(net, op, r, p, Ap, degree, use_outer)
+
+
+def _loss(net: GRANSNet, op: GRANSOperator, r, p, Ap, degree: int, use_outer: bool):
+    """:func:`grans_loss` without the input checks (what the training step differentiates)."""
     dinv = 1.0 / jnp.abs(op.A.diagonal())
 
     def one(r, p, Ap):
@@ -120,6 +131,46 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
         return 0.5 * (jnp.log(jnp.sum(dinv * rn * rn)) - jnp.log(jnp.sum(dinv * r * r)))
 
     return jnp.mean(jax.vmap(one)(r, p, Ap))
+
+
+def _states(op: GRANSOperator, r, p, Ap):
+    """``(r, p, Ap)`` checked: ``[batch, n_pad]`` each, finite, and no zero residual (its log reduction is
+    undefined)."""
+    if not isinstance(op, GRANSOperator):
+        raise TypeError(f"grans_loss: op must be a GRANSOperator (GRANS.setup(A)), got {type(op).__name__}")
+    out = []
+    for name, v in (("r", r), ("p", p), ("Ap", Ap)):
+        v = v if isinstance(v, jax.core.Tracer) else jnp.asarray(v)
+        if v.ndim != 2 or v.shape[1] != op.padded_size:
+            raise ValueError(f"grans_loss: {name} must have shape [batch, {op.padded_size}] (the operator's "
+                             f"padded_size), got shape {v.shape}")
+        out.append(check_values(v, lambda xp, x: ~xp.isfinite(x), f"grans_loss: {name} has NaN or Inf entries"))
+    if out[1].shape != out[0].shape or out[2].shape != out[0].shape:
+        raise ValueError(f"grans_loss: r, p and Ap must have the same shape, got {r.shape}, {p.shape}, {Ap.shape}")
+    out[0] = check_values(out[0], lambda xp, x: xp.all(x == 0, axis=1),
+                          "grans_loss: a residual r (a row) is zero; its log reduction is undefined: drop it")
+    return out
+
+
+def _check_training(operators, rhs, learning_rate, stages, states_per_operator) -> list:
+    """The inputs of :func:`train_grans`, checked before anything is compiled; returns the rhs as arrays."""
+    if len(operators) == 0 or len(operators) != len(rhs):
+        raise ValueError(f"train_grans: need matching non-empty operators and rhs, got {len(operators)} and "
+                         f"{len(rhs)}")
+    if isinstance(learning_rate, bool) or not (isinstance(learning_rate, (int, float)) and math.isfinite(
+            learning_rate) and learning_rate > 0):
+        raise ValueError(f"train_grans: learning_rate must be a finite number > 0, got {learning_rate=!r}")
+    if isinstance(states_per_operator, bool) or not isinstance(states_per_operator, int) or states_per_operator < 1:
+        raise ValueError(f"train_grans: states_per_operator must be a positive int, got {states_per_operator=!r}")
+    if any(isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 0 for K in stages):
+        raise ValueError(f"train_grans: stages must be rollout lengths (ints >= 0), got {stages=}")
+    out = []
+    for i, (op, b) in enumerate(zip(operators, rhs)):
+        if not isinstance(op, GRANSOperator):
+            raise TypeError(f"train_grans: operators[{i}] must be a GRANSOperator (GRANS.setup(A)), got "
+                            f"{type(op).__name__}")
+        out.append(as_vector(b, op.n, name=f"rhs[{i}]", matrix=f"operators[{i}]"))
+    return out
 
 
 def _initial_states(key, op: GRANSOperator, b, count: int):
@@ -222,13 +273,14 @@ def train_grans(
       A ``TrainResult``.
 
     Raises:
-      ValueError: empty or mismatched inputs, a channel mismatch, or a smoother that does not match the
-        operators.
+      ValueError: empty or mismatched inputs, an rhs of the wrong length or with NaN/Inf, a ``learning_rate``,
+        ``stages``, ``states_per_operator``, ``steps_per_stage`` or ``batch`` out of range, a channel mismatch,
+        or a smoother that does not match the operators.
+      TypeError: an operator that is not a ``GRANSOperator``.
     """
     degree, _ = _training_modes(None, smoother, _TRAIN_OUTER, deprecated, "train_grans()")
     smoother = ChebyshevSmoother(degree=degree) if "degree" in deprecated else smoother
-    if len(operators) == 0 or len(operators) != len(rhs):
-        raise ValueError(f"need matching non-empty operators and rhs, got {len(operators)} and {len(rhs)}")
+    rhs = _check_training(operators, rhs, learning_rate, stages, states_per_operator)
     if steps_per_stage < 1 or batch < 1 or not stages:
         raise ValueError(f"bad schedule: {steps_per_stage=}, {batch=}, {stages=}")
     kinit, kdata, kloop = jax.random.split(key, 3)
@@ -248,7 +300,7 @@ def train_grans(
     @eqx.filter_jit
     def step(params, opt_state, op, r, p, Ap):
         def lossf(params):
-            return grans_loss(eqx.combine(params, static), op, r, p, Ap, smoother=smoother)
+            return _loss(eqx.combine(params, static), op, r, p, Ap, degree, True)
 
         loss, grads = jax.value_and_grad(lossf)(params)
         # optax's Adam bias correction computes float ** int32, which strict promotion rejects
@@ -256,7 +308,7 @@ def train_grans(
             updates, opt_state = opt.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    eval_loss = eqx.filter_jit(lambda net, op, r, p, Ap: grans_loss(net, op, r, p, Ap, smoother=smoother))
+    eval_loss = eqx.filter_jit(lambda net, op, r, p, Ap: _loss(net, op, r, p, Ap, degree, True))
     dkeys = jax.random.split(kdata, len(operators))
     r0 = [_initial_states(k, op, b, states_per_operator) for k, op, b in zip(dkeys, operators, rhs)]
     buffers: list[list[tuple]] = [[] for _ in operators]  # per operator: list of (r, p, Ap) per stage

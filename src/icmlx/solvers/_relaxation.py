@@ -1,0 +1,223 @@
+"""Relaxation: Jacobi and Chebyshev smoothers and the power-iteration bound they need (public, checked) and
+their unchecked kernels (``_jacobi``, ``_chebyshev``, ``_lambda_max``) used inside the solvers' compiled loops."""
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from .._checks import check_values, is_traced
+from .._deprecation import renamed_kwargs
+from ._convert import as_sparse_matrix, check_square, positive_int
+from ._sparse import SparseMatrix
+
+__all__ = ["jacobi_smoother", "chebyshev_smoother", "estimate_lambda_max"]
+
+
+def _matrix(A: Any) -> Any:
+    """``A`` as a square :class:`SparseMatrix` with finite values; an ``EllMatrix`` is kept (checked alike)."""
+    if hasattr(A, "idx") and hasattr(A, "val") and hasattr(A, "mv"):  # EllMatrix (imported here would cycle)
+        n = check_square(A.shape, "A")
+        check_values(A.idx, lambda xp, i: (i < 0) | (i >= n), f"A: EllMatrix indices must lie in [0, {n})")
+        check_values(A.val, lambda xp, v: ~xp.isfinite(v), "A has NaN or Inf entries; fix them first")
+        return A
+    return as_sparse_matrix(A, name="A")
+
+
+def _vector(r: Any, A: SparseMatrix, name: str = "r") -> jax.Array:
+    r = r if is_traced(r) else jnp.asarray(r)
+    if r.shape != (A.shape[0],):
+        raise ValueError(f"{name} must be a vector of length {A.shape[0]} (A is {A.shape[0]} × {A.shape[1]}), "
+                         f"got shape {r.shape}")
+    if not jnp.issubdtype(r.dtype, jnp.floating):
+        r = r.astype(A.dtype)
+    return check_values(r, lambda xp, v: ~xp.isfinite(v), f"{name} has NaN or Inf entries; fix them first")
+
+
+def _nonzero(d: jax.Array, what: str) -> jax.Array:
+    return check_values(d, lambda xp, v: v == 0, f"A has a zero {what}, and the smoother divides by it; "
+                        "fix the matrix (every row needs a nonzero diagonal)")
+
+
+def _positive(value: Any, name: str, where: str, upper: float | None = None) -> Any:
+    hi = "" if upper is None else f" and <= {upper:g}"
+    shown = "a traced value" if is_traced(value) else f"{name}={value!r}"
+    ok = (lambda xp, t: xp.isfinite(t) & (t > 0)) if upper is None else (lambda xp, t: (t > 0) & (t <= upper))
+    return check_values(value, lambda xp, t: ~ok(xp, t), f"{where}: {name} must be a finite number > 0{hi}, "
+                        f"got {shown}")
+
+
+@renamed_kwargs(steps="num_steps")
+def jacobi_smoother(
+    A: Any,
+    r: Float[Array, " n"],
+    *,
+    omega: float = 2.0 / 3.0,
+    num_steps: int = 2,
+    l1: bool = False,
+) -> Float[Array, " n"]:
+    r"""Damped (or ℓ1) Jacobi sweeps on :math:`A e = r` from :math:`e = 0`.
+
+    .. math:: e \leftarrow e + \omega D^{-1}(r - A e), \qquad D = \mathrm{diag}(A)\ \text{or}\
+        D_{ii} = \textstyle\sum_j |a_{ij}|\ (\ell_1)
+
+    Args:
+      A: the n × n matrix (a ``SparseMatrix``, SciPy sparse, BCOO or dense).
+      r: residual ``float[n]``.
+      omega: damping in ``(0, 2]`` (use 1 with ``l1=True``).
+      num_steps: number of sweeps (static, ``>= 1``; ``steps=`` is a deprecated alias).
+      l1: use the ℓ1 row sums, which make the sweep convergent for any SPD ``A``.
+
+    Returns:
+      The correction ``e`` (``float[n]``).
+
+    Raises:
+      ValueError: ``omega`` outside ``(0, 2]``, ``num_steps < 1``, ``r`` of the wrong length, NaN/Inf in ``A`` or
+        ``r``, or a zero entry of ``D``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.solvers import SparseMatrix, jacobi_smoother
+      >>> A = SparseMatrix.from_dense(jnp.array([[2.0, 0.0], [0.0, 4.0]]))
+      >>> jacobi_smoother(A, jnp.array([2.0, 4.0]), omega=1.0, num_steps=1)
+      Array([1., 1.], dtype=float32)
+    """
+    A = _matrix(A)
+    r = _vector(r, A)
+    omega = _positive(omega, "omega", "jacobi_smoother", upper=2.0)
+    num_steps = positive_int(num_steps, "num_steps", "jacobi_smoother")
+    d = _l1_rows(A) if l1 else A.diagonal()
+    _nonzero(d, "l1 row sum" if l1 else "diagonal entry")
+    return _jacobi(A, r, omega=omega, num_steps=num_steps, l1=l1)
+
+
+def _l1_rows(A: Any) -> jax.Array:
+    if not isinstance(A, SparseMatrix):  # EllMatrix: one row per column of val
+        return jnp.sum(jnp.abs(A.val), axis=0)
+    return jax.ops.segment_sum(jnp.abs(A.vals), A.rows, num_segments=A.shape[0])
+
+
+def _jacobi(A: SparseMatrix, r, *, omega, num_steps: int, l1: bool):
+    d = _l1_rows(A) if l1 else A.diagonal()
+    dinv = omega / d
+    e = dinv * r
+    for _ in range(num_steps - 1):  # static, small
+        e = e + dinv * (r - A.mv(e))
+    return e
+
+
+@renamed_kwargs(steps="num_steps")
+def estimate_lambda_max(A: Any, *, num_steps: int = 15) -> Float[Array, ""]:
+    r"""Power-iteration estimate of :math:`\lambda_{\max}(D^{-1}A)` (deterministic start vector).
+
+    Args:
+      A: the n × n matrix with a nonzero diagonal (a ``SparseMatrix``, SciPy sparse, BCOO or dense).
+      num_steps: power iterations (static, ``>= 0``; ``steps=`` is a deprecated alias).
+
+    Returns:
+      The Rayleigh-quotient estimate (a scalar of ``A``'s dtype).
+
+    Raises:
+      ValueError: an empty matrix, NaN/Inf entries, a zero diagonal entry, ``num_steps < 0``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.solvers import SparseMatrix, estimate_lambda_max
+      >>> A = SparseMatrix.from_dense(jnp.array([[2.0, -1.0], [-1.0, 2.0]]))
+      >>> round(float(estimate_lambda_max(A)), 3)
+      1.5
+    """
+    A = _matrix(A)
+    num_steps = positive_int(num_steps, "num_steps", "estimate_lambda_max", minimum=0)
+    if A.shape[0] == 0:  # (an empty power iteration divides 0 by 0)
+        raise ValueError("estimate_lambda_max: A is empty (0 × 0); there is no spectrum to estimate")
+    _nonzero(A.diagonal(), "diagonal entry")
+    return _lambda_max(A, num_steps=num_steps)
+
+
+def _lambda_max(A: SparseMatrix, *, num_steps: int = 15):
+    dinv = 1.0 / A.diagonal()
+    n = A.shape[0]
+    v = 1.0 + jnp.sin(jnp.arange(n, dtype=A.dtype) * 1.618)
+
+    def body(_, v):
+        w = dinv * A.mv(v)
+        return w / jnp.linalg.norm(w)
+
+    v = jax.lax.fori_loop(0, num_steps, body, v / jnp.linalg.norm(v))
+    w = dinv * A.mv(v)
+    return jnp.vdot(v, w) / jnp.vdot(v, v)
+
+
+def chebyshev_smoother(
+    A: Any,
+    r: Float[Array, " n"],
+    *,
+    lambda_max: Float[Array, ""] | float,
+    degree: int = 3,
+    ratio: float = 30.0,
+    dinv: Float[Array, " n"] | None = None,
+) -> Float[Array, " n"]:
+    r"""Chebyshev polynomial smoother on :math:`D^{-1}A e = D^{-1} r` from :math:`e = 0`.
+
+    Targets the interval :math:`[\lambda_{\max}/\mathrm{ratio},\ \lambda_{\max}]` with the three-term
+    recurrence of Saad (Alg. 12.1); ``degree`` matrix-vector products.
+
+    Args:
+      A: the n × n matrix, SPD with positive diagonal (a ``SparseMatrix``, SciPy sparse, BCOO or dense).
+      r: residual ``float[n]``.
+      lambda_max: upper bound of the spectrum of ``D⁻¹A`` (e.g. ``1.1 * estimate_lambda_max(A)``), ``> 0``.
+      degree: polynomial degree (static, ≥ 1).
+      ratio: ``lambda_max / lambda_min`` of the targeted interval, ``> 1``.
+      dinv: precomputed ``1 / diag(A)`` (default: from ``A.diagonal()``); 0 on padding rows keeps them 0.
+
+    Returns:
+      The correction ``e`` (``float[n]``).
+
+    Raises:
+      ValueError: ``degree < 1``, ``lambda_max <= 0`` or NaN, ``ratio <= 1``, ``r`` or ``dinv`` of the wrong
+        length, NaN/Inf in ``A`` or ``r``, a zero diagonal entry (without ``dinv``).
+
+    References:
+      Adams, Brezina, Hu & Tuminaro, J. Comput. Phys. 188 (2003).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.solvers import SparseMatrix, chebyshev_smoother
+      >>> A = SparseMatrix.from_dense(jnp.array([[2.0, -1.0], [-1.0, 2.0]]))
+      >>> e = chebyshev_smoother(A, jnp.array([1.0, 1.0]), lambda_max=1.6, degree=3)
+      >>> bool(jnp.linalg.norm(jnp.array([1.0, 1.0]) - A.mv(e)) < 1.0)
+      True
+    """
+    degree = positive_int(degree, "degree", "chebyshev_smoother")
+    A = _matrix(A)
+    r = _vector(r, A)
+    lambda_max = _positive(lambda_max, "lambda_max", "chebyshev_smoother")
+    if not is_traced(ratio) and not ratio > 1:
+        raise ValueError(f"chebyshev_smoother: ratio = lambda_max / lambda_min must be > 1, got {ratio=!r}")
+    if dinv is None:
+        _nonzero(A.diagonal(), "diagonal entry")
+    else:
+        dinv = _vector(dinv, A, "dinv")
+    return _chebyshev(A, r, lambda_max=lambda_max, degree=degree, ratio=ratio, dinv=dinv)
+
+
+def _chebyshev(A, r, *, lambda_max, degree: int = 3, ratio: float = 30.0, dinv=None):
+    if dinv is None:
+        dinv = 1.0 / A.diagonal()
+    lmax = jnp.asarray(lambda_max, r.dtype)
+    lmin = lmax / ratio
+    theta = 0.5 * (lmax + lmin)
+    delta = 0.5 * (lmax - lmin)
+    sigma = theta / delta
+    rho = 1.0 / sigma
+    d = dinv * r / theta
+    e = d
+    for _ in range(degree - 1):  # static, small
+        r = r - A.mv(d)
+        rho_new = 1.0 / (2.0 * sigma - rho)
+        d = rho_new * rho * d + (2.0 * rho_new / delta) * (dinv * r)
+        e = e + d
+        rho = rho_new
+    return e
