@@ -5,6 +5,7 @@ Python numbers and concrete arrays are checked eagerly on the host (``ValueError
 (:func:`icmlx._checks.check_values`).
 """
 
+import math
 import warnings
 from typing import Any
 
@@ -53,9 +54,11 @@ def check_no_nan(x: jax.Array, name: str) -> jax.Array:
     return check_values(x, lambda xp, v: xp.isnan(v), f"{name} contains NaN; drop or impute those entries first")
 
 
-def _range_check(arr, lo, hi, lo_closed, hi_closed, msg):
+def _range_check(arr, lo, hi, lo_closed, hi_closed, allow_inf, msg):
     def bad(xp, v):
         out = xp.isnan(v)
+        if not allow_inf:
+            out = out | xp.isinf(v)
         if lo is not None:
             out = out | ((v < lo) if lo_closed else (v <= lo))
         if hi is not None:
@@ -63,6 +66,23 @@ def _range_check(arr, lo, hi, lo_closed, hi_closed, msg):
         return out
 
     return check_values(arr, bad, msg)
+
+
+def _representable(name: str, v: np.ndarray, value: Any, dtype: Any, allow_inf: bool) -> None:
+    """Refuse a finite host value that the working dtype turns into inf, or a nonzero one it flushes to zero."""
+    dt = np.dtype(dtype)
+    if not np.issubdtype(dt, np.floating):
+        return
+    info = np.finfo(dt)
+    finite = np.isfinite(v)
+    over = finite & (np.abs(v) > float(info.max))
+    under = finite & (v != 0) & (np.abs(v) < float(info.tiny))
+    if np.any(over) or np.any(under):
+        what = "overflows" if np.any(over) else "underflows"
+        raise ValueError(
+            f"{name}={value!r} {what} in {dt.name} (its normal range is {float(info.tiny):.2g} to "
+            f"{float(info.max):.2g}); pass float64 inputs with jax_enable_x64, or rescale the data"
+        )
 
 
 def check_scalar(
@@ -74,35 +94,67 @@ def check_scalar(
     hi: float | None = None,
     lo_closed: bool = False,
     hi_closed: bool = False,
+    allow_inf: bool = False,
 ) -> jax.Array:
     """Convert a scalar (or broadcastable array) parameter to ``dtype`` and check its range.
 
-    The interval is ``(lo, hi)`` with the closedness flags; NaN is always rejected.
+    The interval is ``(lo, hi)`` with the closedness flags; NaN is always rejected, infinities unless
+    ``allow_inf``. A concrete value must also be a normal number of ``dtype`` (not overflow to inf or flush to 0
+    when cast), so that float32 cannot silently turn ``p=1e-40`` into 0 or ``tau2=1e40`` into inf.
     """
     left = "[" if lo_closed else "("
     right = "]" if hi_closed else ")"
     interval = f"{left}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}{right}"
+    finite = "" if allow_inf else " and be finite"
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a real number, got {name}={value!r}")
+    if isinstance(value, (np.ndarray, np.generic)) and np.iscomplexobj(value):
+        raise TypeError(f"{name} must be real, got dtype {value.dtype}")
     if not isinstance(value, jax.Array):
-        v = np.asarray(value, dtype=np.float64)
+        try:
+            v = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{name} must be a real number, got {name}={value!r}") from err
         bad = np.isnan(v)
+        if not allow_inf:
+            bad |= np.isinf(v)
         if lo is not None:
             bad |= (v < lo) if lo_closed else (v <= lo)
         if hi is not None:
             bad |= (v > hi) if hi_closed else (v >= hi)
         if np.any(bad):
-            raise ValueError(f"{name} must lie in {interval}, got {name}={value!r}")
+            raise ValueError(f"{name} must lie in {interval}{finite}, got {name}={value!r}")
+        _representable(name, v, value, dtype, allow_inf)
+        if hi is not None and not hi_closed and np.any(np.asarray(v, dtype=np.dtype(dtype)).astype(np.float64) >= hi):
+            raise ValueError(f"{name}={value!r} rounds to {hi} in {np.dtype(dtype).name}; it must lie in {interval}: "
+                             "pass float64 inputs with jax_enable_x64")
         return jnp.asarray(value, dtype=dtype)
     if jnp.issubdtype(value.dtype, jnp.complexfloating):
         raise TypeError(f"{name} must be real, got dtype {value.dtype}")
-    return _range_check(value.astype(dtype), lo, hi, lo_closed, hi_closed,
-                        f"{name} must lie in {interval}")
+    return _range_check(value.astype(dtype), lo, hi, lo_closed, hi_closed, allow_inf,
+                        f"{name} must lie in {interval}{finite}")
 
 
 def positive(name: str, value: Any, dtype: Any) -> jax.Array:
-    """A strictly positive parameter (variances, scales, costs)."""
+    """A strictly positive, finite parameter (variances, scales, costs)."""
     return check_scalar(name, value, dtype, lo=0.0)
+
+
+def static_int(where: str, name: str, value: Any, *, lo: int = 1) -> int:
+    """``value`` as a Python int ``>= lo`` (a static setting such as ``num_steps``), else a ``ValueError``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise ValueError(f"{where}: {name} must be an int >= {lo}, got {name}={value!r}")
+    return int(value)
+
+
+def static_positive_float(where: str, name: str, value: Any) -> float:
+    """``value`` as a finite Python float > 0 (a static setting), else a ``ValueError``/``TypeError``."""
+    if isinstance(value, (bool, np.bool_, str)) or isinstance(value, jax.core.Tracer):
+        raise TypeError(f"{where}: {name} must be a concrete real number, got {name}={value!r}")
+    v = float(value)
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"{where}: {name} must be finite and > 0, got {name}={value!r}")
+    return v
 
 
 def warn_float32_tails(dtype: Any, n: int, what: str) -> None:

@@ -10,7 +10,7 @@ from jaxtyping import Array, Float
 
 from .._results import RESULTS, Solution, raise_if_failed
 from .._types import RealScalarLike
-from ._checks import check_scalar, positive, prepare_scores, warn_if_pvalues
+from ._checks import check_scalar, positive, prepare_scores, static_int, static_positive_float, warn_if_pvalues
 from ._sigma import AbstractSigma, resolve_sigma
 
 __all__ = ["estimate_sparsity", "TwoGroupsSolution", "two_groups_em"]
@@ -46,7 +46,8 @@ def estimate_sparsity(
       :math:`\hat p`, shape ``(*batch,)``.
 
     Raises:
-      ValueError: non-positive ``sigma``/``c1``/``c2``; NaN or infinite values in ``x``.
+      ValueError: non-positive or non-finite ``sigma``/``c1``/``c2``; NaN or infinite values in ``x``; fewer than 2
+        tests.
 
     References:
       van der Pas, Kleijn & van der Vaart (2014), arXiv:1404.0202. Ghosh, Tang, Ghosh & Chakrabarti (2016),
@@ -59,8 +60,8 @@ def estimate_sparsity(
       >>> round(float(estimate_sparsity(x)), 3)   # 2 of 10 exceed sqrt(2 log 10) = 2.146
       0.2
     """
-    if c1 <= 0 or c2 <= 0:
-        raise ValueError(f"c1 and c2 must be positive, got {c1=}, {c2=}")
+    c1 = static_positive_float("estimate_sparsity", "c1", c1)
+    c2 = static_positive_float("estimate_sparsity", "c2", c2)
     x, _ = prepare_scores(x, "estimate_sparsity")
     if x.shape[-1] < 2:
         raise ValueError(f"estimate_sparsity: x must have at least 2 tests along its last axis, got {x.shape=}")
@@ -167,38 +168,39 @@ def two_groups_em(
       >>> fit.result == icmlx.RESULTS.successful
       Array(True, dtype=bool)
     """
-    if not isinstance(num_steps, int) or isinstance(num_steps, bool) or num_steps < 1:
-        raise ValueError(f"two_groups_em: num_steps must be a positive int, got {num_steps=}")
+    num_steps = static_int("two_groups_em", "num_steps", num_steps)
     x, _ = prepare_scores(x, "two_groups_em")
     if x.shape[-1] < 2:
         raise ValueError(f"two_groups_em: x must have at least 2 tests along its last axis, got {x.shape=}")
     s, estimated = resolve_sigma(sigma, x, "two_groups_em")
     warn_if_pvalues(x, None if estimated else s, "two_groups_em", stacklevel=2)
-    if not estimated:
-        return fit_two_groups(x, s, num_steps, p_init, tau2_init, throw)
-    scale = s[..., 0]
-    if tau2_init is not None:
-        tau2_init = positive("tau2_init", tau2_init, x.dtype) / (scale * scale)
-    fit = fit_two_groups(x / s, jnp.ones((), x.dtype), num_steps, p_init, tau2_init, throw)
-    stats = {**fit.stats, "sigma": scale}
-    return TwoGroupsSolution(value=(fit.p, fit.tau2 * scale * scale), result=fit.result, stats=stats)
+    return fit_two_groups(x, s, num_steps, p_init, tau2_init, throw, sigma_out=s[..., 0] if estimated else s)
 
 
-def fit_two_groups(x, s, num_steps, p_init, tau2_init, throw):
-    """The EM of :func:`two_groups_em` for checked ``x`` and a known scalar ``s`` (also used by EBMMLEGamma2)."""
+def fit_two_groups(x, s, num_steps, p_init, tau2_init, throw, sigma_out=None):
+    """The EM of :func:`two_groups_em` for checked ``x`` and a checked ``s`` (scalar, or ``(*batch, 1)``).
+
+    The fit runs on the standardised ``x / s`` (so data of any scale, such as 1e20 with ``sigma=1e20``, give the
+    same ``p`` and ``tau2 / s^2``), and ``tau2`` comes back in the units of ``x``. Also used by EBMMLEGamma2.
+    """
     dt = x.dtype
     batch = x.shape[:-1]
     p0 = None
     t0 = None
+    s_row = jnp.broadcast_to(s, (*batch, 1))[..., 0]
     if p_init is not None:
         p0 = jnp.broadcast_to(check_scalar("p_init", p_init, dt, lo=0.0, hi=1.0), batch)
     if tau2_init is not None:
-        t0 = jnp.broadcast_to(positive("tau2_init", tau2_init, dt), batch)
-    p, tau2, lls = _em_core(x, s, p0, t0, num_steps)
+        t0 = jnp.broadcast_to(positive("tau2_init", tau2_init, dt), batch) / s_row / s_row
+    p, tau2_z, lls = _em_core(x / s, jnp.ones((), dt), p0, t0, num_steps)
+    tau2 = tau2_z * s_row * s_row
     finite = jnp.all(jnp.isfinite(p)) & jnp.all(jnp.isfinite(tau2)) & jnp.all(jnp.isfinite(lls))
     result = RESULTS.where(finite, RESULTS.successful, RESULTS.nonfinite)
     p = raise_if_failed(p, result, throw)
-    stats = {"num_steps": jnp.asarray(num_steps, jnp.int32), "log_likelihood": lls, "sigma": s}
+    # the log-likelihood of x is that of x / s minus n log s per row
+    lls = lls - x.shape[-1] * jnp.log(s_row)
+    stats = {"num_steps": jnp.asarray(num_steps, jnp.int32), "log_likelihood": lls,
+             "sigma": s if sigma_out is None else sigma_out}
     return TwoGroupsSolution(value=(p, tau2), result=result, stats=stats)
 
 

@@ -22,6 +22,7 @@ import jax
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._checks import check_values
 from .._deprecation import renamed_kwargs
 from .._types import RealScalarLike
 from ._checks import as_input_array, check_finite, check_scalar, float_dtype, positive
@@ -60,9 +61,20 @@ def _static_float(owner: str, name: str, value: Any, *, lo: float, hi: float | N
             "gamma2 as an array and pass relative_belief_test(x, gamma2=array)"
         )
     v = float(arr)
-    if not (v > lo and (hi is None or v < hi)):
-        raise ValueError(f"{owner}: {name} must lie in ({lo}, {'inf' if hi is None else hi}), got {name}={value!r}")
+    if not (v > lo and (hi is None or v < hi) and np.isfinite(v)):
+        raise ValueError(f"{owner}: {name} must be finite and lie in ({lo}, {'inf' if hi is None else hi}), "
+                         f"got {name}={value!r}")
     return v
+
+
+def _finite_gamma2(g2: Any, rule: str) -> Any:
+    """Refuse a gamma^2 that overflowed the working dtype (a tiny ``p`` makes ``((1 - p) / p)^2`` huge)."""
+    dt = np.dtype(g2.dtype).name
+    return check_values(
+        g2, lambda xp, v: ~xp.isfinite(v),
+        f"{rule}: gamma2 = ((1-p)/p)^2 * ... overflows {dt} for so small a p; pass float64 inputs with "
+        "jax_enable_x64, or give gamma2 as a number",
+    )
 
 
 class AbstractGamma2(eqx.Module):
@@ -211,7 +223,7 @@ def _oracle(x, p, tau2, sigma, delta):
     f = (1.0 - pp) / pp
     t2 = positive("tau2", tau2, dt)
     d = positive("delta", delta, dt)
-    return t2 * (f * d) ** 2
+    return _finite_gamma2(t2 * (f * d) ** 2, "OracleGamma2")
 
 
 def _sparsity(x, p, sigma):
@@ -219,7 +231,7 @@ def _sparsity(x, p, sigma):
     pp = check_scalar("p", p, dt, lo=0.0, hi=1.0)
     f = (1.0 - pp) / pp
     s = positive("sigma", sigma, dt)
-    return (s * f) ** 2
+    return _finite_gamma2((s * f) ** 2, "SparsityGamma2")
 
 
 def _need_x(x, name):

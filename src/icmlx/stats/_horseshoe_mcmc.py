@@ -10,9 +10,11 @@ from jaxtyping import Array, Bool, Float
 from .._progress import resolve_progress
 from .._repr import record_repr, summarise
 from .._types import PRNGKey, RealScalarLike
-from ._checks import positive, prepare_scores
+from ._checks import positive, prepare_scores, static_int
 
 __all__ = ["HorseshoeMCMCResult", "horseshoe_nuts"]
+
+_NUM_BLOCKS = 20  # batch means for the Monte Carlo standard error: 20 blocks of at least 2 draws
 
 
 class HorseshoeMCMCResult(eqx.Module):
@@ -77,8 +79,8 @@ def horseshoe_nuts(
       tau: fixed global scale (> 0), or ``None`` for the half-Cauchy hyperprior.
       tau_scale: scale of the half-Cauchy prior on :math:`\tau` (> 0).
       sigma: known noise standard deviation (> 0).
-      num_warmup: NUTS warm-up and kept draws (one chain).
-      num_samples: NUTS warm-up and kept draws (one chain).
+      num_warmup: NUTS warm-up draws (an int >= 0; one chain).
+      num_samples: kept draws (an int >= 40: the standard error uses 20 batch means of at least 2 draws).
       progress: show numpyro's progress bar (warm-up and sampling). None shows progress in an interactive terminal
         for loops driven from Python; a loop inside one compiled program reports only with progress=True. NUTS
         with a progress bar is driven from Python (numpyro's own bar), so None shows it in a terminal.
@@ -88,7 +90,8 @@ def horseshoe_nuts(
 
     Raises:
       ImportError: numpyro is not installed (``pip install icmlx[stats]``).
-      ValueError: non-positive scales; NaN in ``x``.
+      ValueError: non-positive or infinite scales; NaN or infinite values in ``x``; ``x`` not 1-d; ``num_warmup``
+        or ``num_samples`` not an int in range.
 
     References:
       Carvalho, Polson & Scott (2010), Biometrika 97(2). Hoffman & Gelman (2014), JMLR 15 (NUTS).
@@ -110,6 +113,8 @@ def horseshoe_nuts(
         from numpyro.infer import MCMC, NUTS
     except ImportError as err:  # pragma: no cover - numpyro is in the stats extra
         raise ImportError("horseshoe_nuts needs numpyro: pip install 'icmlx[stats]'") from err
+    num_warmup = static_int("horseshoe_nuts", "num_warmup", num_warmup, lo=0)
+    num_samples = static_int("horseshoe_nuts", "num_samples", num_samples, lo=2 * _NUM_BLOCKS)
     x, _ = prepare_scores(x, "horseshoe_nuts")
     if x.ndim != 1:
         raise ValueError(f"horseshoe_nuts: x must be 1-d (one set of tests), got {x.shape=}")
@@ -135,7 +140,7 @@ def horseshoe_nuts(
     lt2 = (lam * taus[:, None]) ** 2
     one_minus_kappa = lt2 / (1.0 + lt2)
     mean = jnp.mean(one_minus_kappa, axis=0)
-    nb = 20
+    nb = _NUM_BLOCKS
     m = (num_samples // nb) * nb
     blocks = one_minus_kappa[:m].reshape(nb, m // nb, n).mean(axis=1)
     se = jnp.std(blocks, axis=0, ddof=1) / jnp.sqrt(jnp.asarray(nb, dt))

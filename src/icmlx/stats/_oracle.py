@@ -6,12 +6,14 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import ndtr
 from jaxtyping import Array, Bool, Float
 
+from .._checks import is_traced
 from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
-from ._checks import Labels, check_scalar, float_dtype, positive, prepare_scores, warn_if_pvalues
+from ._checks import Labels, check_scalar, float_dtype, positive, prepare_scores, static_int, warn_if_pvalues
 from ._records import TestDecisions
 
 __all__ = [
@@ -62,7 +64,7 @@ def _params(p, tau2, sigma, delta0, deltaA, extra=()):
     s = positive("sigma", sigma, dt)
     d0 = positive("delta0", delta0, dt)
     dA = positive("deltaA", deltaA, dt)
-    return dt, pp, t2 / (s * s), s, d0, dA
+    return dt, pp, t2 / s / s, s, d0, dA  # not t2 / s^2: s^2 overflows first
 
 
 def bayes_oracle_threshold(
@@ -242,7 +244,7 @@ def threshold_risk(
       3.590e-04 0.6844 0.7199
     """
     dt, pp, u, _, d0, dA = _params(p, tau2, sigma, delta0, deltaA, extra=(c2,))
-    t1, t2, risk = _risk(check_scalar("c2", c2, dt), pp, u, d0, dA)
+    t1, t2, risk = _risk(check_scalar("c2", c2, dt, allow_inf=True), pp, u, d0, dA)
     return ThresholdRisk(type1=t1, type2=t2, risk=risk)
 
 
@@ -289,7 +291,7 @@ def abos_risk_ratio(
       1.0091
     """
     dt, pp, u, s, d0, dA = _params(p, tau2, sigma, delta0, deltaA, extra=(c2,))
-    return _ratio(check_scalar("c2", c2, dt), pp, u, d0, dA)
+    return _ratio(check_scalar("c2", c2, dt, allow_inf=True), pp, u, d0, dA)
 
 
 def calibrate_tau2(
@@ -304,8 +306,9 @@ def calibrate_tau2(
 
     Solves :math:`C u = \log u + 2\log(f\delta)` for its larger root (:math:`u=\tau^2/\sigma^2`, :math:`f=(1-p)/p`)
     by Newton's method from the right (monotone convergence; ``lax.fori_loop``), and returns
-    :math:`\tau^2=\sigma^2 u`. No root exists when :math:`2\log(f\delta) < 1 + \log C`; the result is then NaN,
-    caught by an ``eqx.error_if``.
+    :math:`\tau^2=\sigma^2 u`. No root exists when :math:`2\log(f\delta) < 1 + \log C`; that is refused (a
+    ``ValueError`` for concrete inputs, an ``eqx.error_if`` under ``jit``), as is a root that ``num_steps`` Newton
+    steps did not reach.
 
     Args:
       p: non-null proportion in (0, 1); scalar or array.
@@ -318,7 +321,7 @@ def calibrate_tau2(
       :math:`\tau^2`, the broadcast shape of ``p``/``C``.
 
     Raises:
-      ValueError: out-of-range arguments; no root (at run time).
+      ValueError: out-of-range arguments; ``num_steps`` not a positive int; no root.
 
     References:
       Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501, assumption (A).
@@ -328,12 +331,20 @@ def calibrate_tau2(
       >>> round(float(calibrate_tau2(0.01)), 3)
       11.645
     """
+    num_steps = static_int("calibrate_tau2", "num_steps", num_steps)
     dt = float_dtype(p, C, sigma, delta)
     pp = check_scalar("p", p, dt, lo=0.0, hi=1.0)
     cc = positive("C", C, dt)
     s = positive("sigma", sigma, dt)
     d = positive("delta", delta, dt)
-    return s * s * _calibrate(pp, cc, d, num_steps)
+    u, ok = _calibrate(pp, cc, d, num_steps)
+    msg = ("calibrate_tau2: no tau2 solves C*u = log(u) + 2 log((1-p) delta / p) (a root needs "
+           "2 log((1-p) delta / p) >= 1 + log C): lower C or p")
+    if is_traced(u) or is_traced(ok):
+        u = eqx.error_if(u, jnp.any(~ok), msg)
+    elif not bool(np.all(np.asarray(ok))):
+        raise ValueError(msg)
+    return s * s * u
 
 
 @functools.partial(jax.jit, static_argnums=3)
@@ -350,9 +361,7 @@ def _calibrate(pp, cc, d, num_steps):
     u = jax.lax.fori_loop(0, num_steps, body, u0)
     resid = jnp.abs(cc * u - jnp.log(u) - L)
     ok = resid <= 1e-3 * jnp.maximum(1.0, jnp.abs(L))
-    return eqx.error_if(
-        u, jnp.any(~ok), "calibrate_tau2: no tau2 solves C*u = log(u) + 2 log((1-p) delta / p)"
-    )
+    return u, ok
 
 
 def bfdr_threshold(
@@ -367,8 +376,11 @@ def bfdr_threshold(
 
     .. math:: \mathrm{BFDR}(c)=\frac{(1-p)t_1(c)}{(1-p)t_1(c)+p(1-t_2(c))} = \alpha,
 
-    solved by bisection in :math:`c\in[0,40]` (BFDR decreases in :math:`c`). If
-    :math:`\mathrm{BFDR}(0)=1-p\le\alpha`, the result is 0 (reject all).
+    solved by bisection (BFDR decreases in :math:`c`) on :math:`[0, c_{\max}]`, with
+    :math:`c_{\max}=40+\sqrt{2(1+u)/u\,(|\log\frac{1-p}{p}|+|\log\frac{\alpha}{1-\alpha}|+\log(1+u)+1)}`, past
+    which the log BFDR odds, about :math:`\log\frac{1-p}{p}+\tfrac12\log(1+u)-\tfrac{c^2u}{2(1+u)}`, are below
+    the target. If :math:`\mathrm{BFDR}(0)=1-p\le\alpha`, the result is 0 (reject all). A target that the
+    bracket does not reach in the working precision is refused.
 
     Args:
       alpha: target level in (0, 1).
@@ -381,7 +393,7 @@ def bfdr_threshold(
       :math:`c^2` on :math:`(x/\sigma)^2`, broadcast shape.
 
     Raises:
-      ValueError: out-of-range arguments.
+      ValueError: out-of-range arguments; ``num_steps`` not a positive int; a level no threshold reaches.
 
     References:
       Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501, section 5 (BH as a threshold rule).
@@ -394,11 +406,20 @@ def bfdr_threshold(
       >>> round(float(abos_risk_ratio(c2, p=0.01, tau2=tau2)), 3)
       1.011
     """
+    num_steps = static_int("bfdr_threshold", "num_steps", num_steps)
     dt = float_dtype(alpha, p, tau2, sigma)
     a = check_scalar("alpha", alpha, dt, lo=0.0, hi=1.0)
     pp = check_scalar("p", p, dt, lo=0.0, hi=1.0)
-    u = positive("tau2", tau2, dt) / positive("sigma", sigma, dt) ** 2
-    return _bfdr(a, pp, u, num_steps)
+    s = positive("sigma", sigma, dt)
+    u = positive("tau2", tau2, dt) / s / s
+    c2, ok = _bfdr(a, pp, u, num_steps)
+    msg = ("bfdr_threshold: no threshold reaches BFDR = alpha in this precision (the slab u = tau2/sigma^2 is too "
+           "weak for so small an alpha); raise alpha or tau2, or use float64")
+    if is_traced(c2) or is_traced(ok):
+        return eqx.error_if(c2, jnp.any(~ok), msg)
+    if not bool(np.all(np.asarray(ok))):
+        raise ValueError(msg)
+    return c2
 
 
 @functools.partial(jax.jit, static_argnums=3)
@@ -419,7 +440,10 @@ def _bfdr(a, pp, u, num_steps):
         return jnp.where(too_liberal, mid, lo), jnp.where(too_liberal, hi, mid)
 
     lo0 = jnp.zeros_like(u)
-    hi0 = jnp.full_like(u, 40.0)
+    spread = jnp.abs(jnp.log1p(-pp) - jnp.log(pp)) + jnp.abs(log_target) + jnp.log1p(u) + 1.0
+    hi0 = 40.0 + jnp.sqrt(2.0 * (1.0 + u) / u * spread)
     lo, hi = jax.lax.fori_loop(0, num_steps, body, (lo0, hi0))
-    c = jnp.where(log_odds(lo0) <= log_target, 0.0, hi)
-    return c * c
+    at0 = log_odds(lo0) <= log_target
+    ok = at0 | (log_odds(hi) <= log_target) & jnp.isfinite(hi)
+    c = jnp.where(at0, 0.0, hi)
+    return c * c, ok

@@ -16,6 +16,9 @@ def _cutoff(result: Any) -> float:
     from ._relative_belief import RelativeBeliefResult
 
     thr = np.ravel(np.asarray(result.threshold))
+    if np.ndim(result.reject) != 1:
+        raise ValueError(f"plot_rejections draws one row of tests; got reject.shape={np.shape(result.reject)} "
+                         "(pass one row of x to the test)")
     if thr.size != 1:
         raise ValueError(f"plot_rejections draws one row of tests; got {thr.size} thresholds (index one row first)")
     if isinstance(result, HorseshoeResult):

@@ -45,14 +45,14 @@ def _prep(x, gamma2, sigma):
 
 @jax.jit
 def _log_rb(x, g2, s):
-    g = g2 / (s * s)
+    g = g2 / s / s  # not g2 / s^2, which overflows for large s
     z = x / s
     return 0.5 * jnp.log1p(g) - 0.5 * (z * z) * (g / (1.0 + g))
 
 
 @jax.jit
 def _strength(x, g2, s):
-    g = g2 / (s * s)
+    g = g2 / s / s  # not g2 / s^2, which overflows for large s
     az = jnp.abs(x / s)
     sq1 = jnp.sqrt(1.0 + g)
     a = az * jnp.sqrt(g / (1.0 + g))
@@ -62,7 +62,7 @@ def _strength(x, g2, s):
 
 @jax.jit
 def _rb_c2(g2, kk, s):
-    g = g2 / (s * s)
+    g = g2 / s / s  # not g2 / s^2, which overflows for large s
     return (1.0 + 1.0 / g) * (jnp.log1p(g) - 2.0 * jnp.log(kk))
 
 

@@ -3,6 +3,7 @@
 import functools
 import math
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -57,6 +58,28 @@ def _draw_many(key, n, num_replicates, p, tau, sigma, dt):
     return jax.vmap(lambda k: _draw_one(k, n, p, tau, sigma, dt))(_rep_keys(key, num_replicates))
 
 
+#: Refuse draws whose arrays would pass this many bytes in all (x, mu and nonnull); a loop over smaller batches
+#: of replicates does the same work in bounded memory.
+_MAX_BYTES = 8 * 2**30
+
+
+def _check_sizes(where: str, n, num_replicates, dtype) -> Any:
+    """``(n, num_replicates)`` as positive Python ints and ``dtype`` as a floating dtype, with a memory estimate."""
+    for name, v in (("n", n), ("num_replicates", num_replicates)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{where}: {name} must be a positive int, got {name}={v!r}")
+    dt = jnp.dtype(dtype) if dtype is not None else default_float()
+    if not jnp.issubdtype(dt, jnp.floating):
+        raise TypeError(f"{where}: dtype must be a floating dtype (float32, float64), got dtype={dt}")
+    need = int(n) * int(num_replicates) * (2 * dt.itemsize + 1)
+    if need > _MAX_BYTES:
+        raise ValueError(
+            f"{where}: n * num_replicates = {int(n) * int(num_replicates):.3g} draws need {need / 2**30:.1f} GiB "
+            f"(over {_MAX_BYTES / 2**30:.0f} GiB); lower n or num_replicates, or loop over batches of replicates"
+        )
+    return int(n), int(num_replicates), dt
+
+
 def _rep_keys(key, num_replicates):
     # replicate i always gets fold_in(key, i): draws do not depend on padding or device count
     return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(num_replicates, dtype=jnp.uint32))
@@ -94,7 +117,9 @@ def simulate_two_groups(
       :class:`TwoGroupsSample` with ``x``, ``nonnull`` and ``mu`` of shape ``(num_replicates, n)``.
 
     Raises:
-      ValueError: bad ``n``/``num_replicates``, ``p`` outside (0, 1), non-positive ``tau2``/``sigma``.
+      ValueError: ``n``/``num_replicates`` not positive ints, or draws over 8 GiB; ``p`` outside (0, 1);
+        non-positive or infinite ``tau2``/``sigma``.
+      TypeError: a non-floating ``dtype``.
 
     References:
       Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501.
@@ -106,9 +131,7 @@ def simulate_two_groups(
       >>> s.x.shape, s.nonnull.dtype
       ((2, 1000), dtype('bool'))
     """
-    if not isinstance(n, int) or n < 1 or not isinstance(num_replicates, int) or num_replicates < 1:
-        raise ValueError(f"n and num_replicates must be positive ints, got {n=}, {num_replicates=}")
-    dt = jnp.dtype(dtype) if dtype is not None else default_float()
+    n, num_replicates, dt = _check_sizes("simulate_two_groups", n, num_replicates, dtype)
     pp = check_scalar("p", p, dt, lo=0.0, hi=1.0)
     tau = jnp.sqrt(positive("tau2", tau2, dt))
     s = positive("sigma", sigma, dt)
@@ -218,11 +241,10 @@ def simulate_risk_ratios(
     """
     if "oracle" in rules:
         raise ValueError("the name 'oracle' is reserved for the Bayes oracle baseline")
-    if not isinstance(num_replicates, int) or num_replicates < 2:
-        raise ValueError(f"num_replicates must be an int >= 2, got {num_replicates=}")
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n=}")
-    dt = jnp.dtype(dtype) if dtype is not None else default_float()
+    if isinstance(num_replicates, (bool, np.bool_)) or not isinstance(num_replicates, (int, np.integer)) \
+            or num_replicates < 2:
+        raise ValueError(f"simulate_risk_ratios: num_replicates must be an int >= 2, got {num_replicates=}")
+    n, num_replicates, dt = _check_sizes("simulate_risk_ratios", n, num_replicates, dtype)
     pp = check_scalar("p", p, dt, lo=0.0, hi=1.0)
     t2 = positive("tau2", tau2, dt)
     s = positive("sigma", sigma, dt)
