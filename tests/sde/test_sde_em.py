@@ -188,14 +188,14 @@ def test_infer_drift_jit_vmap_and_compile_once(ring_obs):
     # The deterministic part (the naive start) agrees jitted+vmapped vs eager to float tolerance; the EM weights
     # themselves are not compared exactly because resampling decisions amplify fusion-level rounding (compare
     # drift values, not weights: float32 weights of a near-singular GP Gram are ill-determined).
-    eager = infer_drift(jax.random.key(0), obs, ts, 0.5, **kw)
-    np.testing.assert_allclose(np.asarray(init_v[0]),
-                               np.asarray(jax.vmap(eager.initial_drift)(pts)), rtol=1e-3, atol=1e-3)
-    assert bool(jnp.all(jnp.isfinite(eager.drift.weights)))
+    # (the naive start is naive_drift's estimate: compared with it rather than with a second, eager EM run,
+    # which would compile the EM loop once more for no further check)
+    naive = naive_drift(obs, ts, 0.5).drift
+    np.testing.assert_allclose(np.asarray(init_v[0]), np.asarray(jax.vmap(naive)(pts)), rtol=1e-3, atol=1e-3)
     # the fitted drift is a plain callable: jit and vmap it
-    drift = eager.drift
+    drift = LinearDrift(naive.basis, ws[0])
     out = jax.jit(jax.vmap(drift))(obs[0])
-    assert out.shape == obs[0].shape
+    assert out.shape == obs[0].shape and bool(jnp.all(jnp.isfinite(out)))
 
 
 def test_infer_drift_bad_config(ring_obs):

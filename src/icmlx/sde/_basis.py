@@ -15,19 +15,20 @@ path likelihood (Ruttor, Batz & Opper 2013), :math:`f(x) = k_S(x)^\\top(\\sigma^
 Regressing on *increments of stochastic paths* needs no divergence term (option (iii) of the notes).
 """
 
-import itertools
+import math
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
-from .._checks import check_values
+from .._checks import check_values, is_traced
 from .._deprecation import renamed_kwargs
 from .._inputs import is_dataframe
 from .._repr import summarise
 from .._types import PRNGKey
-from ._data import ArrayOrFrame
+from ._data import ArrayOrFrame, as_real, as_sigma, check_count, check_finite, check_last_axis, check_scale
 
 __all__ = [
     "RBFBasis",
@@ -63,20 +64,26 @@ class RBFBasis(eqx.Module):
     variance: Float[Array, ""]
 
     def __init__(self, centers, lengthscale=1.0, variance=1.0):
-        self.centers = jnp.asarray(centers)
-        if self.centers.ndim != 2:
-            raise ValueError(f"RBFBasis: centers must have shape (m, d), got shape {self.centers.shape}")
+        centers = as_real(centers, "centers", "RBFBasis")
+        if centers.ndim != 2 or centers.shape[0] < 1:
+            raise ValueError(f"RBFBasis: centers must have shape (m, d) with m >= 1, got shape {centers.shape}")
+        self.centers = check_finite(centers, "centers", "RBFBasis")
         dt = self.centers.dtype
         self.lengthscale = check_values(
-            jnp.asarray(lengthscale, dt), lambda xp, v: ~(v > 0),
-            "RBFBasis: lengthscale must be positive (a zero width comes from constant data); pass lengthscale > 0",
+            jnp.asarray(lengthscale, dt), lambda xp, v: ~(xp.isfinite(v) & (v > 0)),
+            "RBFBasis: lengthscale must be positive and finite (a zero width comes from constant data); pass "
+            "lengthscale > 0",
         )
-        self.variance = jnp.asarray(variance, dt)
+        self.variance = check_values(jnp.asarray(variance, dt), lambda xp, v: ~(xp.isfinite(v) & (v > 0)),
+                                     "RBFBasis: variance must be positive and finite; pass variance > 0")
 
     def __call__(self, x: Float[Array, "*batch d"]) -> Float[Array, "*batch m"]:
+        check_last_axis(x, self.centers.shape[1], "x (the states; d as in centers)", "RBFBasis")
         c = self.centers.astype(x.dtype)
-        r2 = jnp.sum((x[..., None, :] - c) ** 2, axis=-1)
-        return self.variance.astype(x.dtype) * jnp.exp(-0.5 * r2 / self.lengthscale.astype(x.dtype) ** 2)
+        # scaled before squaring, so that data on any scale (1e20, 1e-20) neither overflows nor underflows
+        z = (x[..., None, :] - c) / self.lengthscale.astype(x.dtype)
+        r2 = jnp.sum(z * z, axis=-1)
+        return self.variance.astype(x.dtype) * jnp.exp(-0.5 * r2)
 
     def __repr__(self) -> str:
         m, d = self.centers.shape
@@ -109,9 +116,21 @@ class FourierBasis(eqx.Module):
     omegas: Float[Array, "m d"]
     phases: Float[Array, " m"]
 
+    def __check_init__(self):
+        if jnp.ndim(self.omegas) != 2 or jnp.shape(self.phases) != jnp.shape(self.omegas)[:1]:
+            raise ValueError(f"FourierBasis: need omegas of shape (m, d) and phases of shape (m,), got "
+                             f"{jnp.shape(self.omegas)} and {jnp.shape(self.phases)}")
+
     @staticmethod
     def sample(key: PRNGKey, m: int, d: int, lengthscale: float = 1.0, dtype=None) -> "FourierBasis":
-        """Draw ``m`` random features for inputs of dimension ``d``."""
+        """Draw ``m`` random features for inputs of dimension ``d``.
+
+        Raises:
+          ValueError: ``m`` or ``d`` not a positive integer, ``lengthscale`` not finite and positive.
+        """
+        m = check_count(m, "m", "FourierBasis.sample")
+        d = check_count(d, "d", "FourierBasis.sample")
+        check_scale(lengthscale, "lengthscale", "FourierBasis.sample")
         dtype = dtype or jnp.zeros(()).dtype
         k1, k2 = jax.random.split(key)
         om = jax.random.normal(k1, (m, d), dtype) / lengthscale
@@ -119,6 +138,7 @@ class FourierBasis(eqx.Module):
         return FourierBasis(om, ph)
 
     def __call__(self, x: Float[Array, "*batch d"]) -> Float[Array, "*batch m"]:
+        check_last_axis(x, self.omegas.shape[1], "x (the states; d as in omegas)", "FourierBasis")
         m = self.phases.shape[0]
         z = x @ self.omegas.astype(x.dtype).T + self.phases.astype(x.dtype)
         return jnp.sqrt(jnp.asarray(2.0 / m, x.dtype)) * jnp.cos(z)
@@ -150,12 +170,16 @@ class PolynomialBasis(eqx.Module):
     exponents: tuple = eqx.field(static=True)
 
     def __init__(self, d: int, degree: int):
-        if d < 1 or degree < 0:
-            raise ValueError(f"need d >= 1 and degree >= 0, got {d=}, {degree=}")
-        exps = [e for e in itertools.product(range(degree + 1), repeat=d) if sum(e) <= degree]
-        self.exponents = tuple(tuple(int(v) for v in e) for e in exps)
+        d = check_count(d, "d", "PolynomialBasis")
+        degree = check_count(degree, "degree", "PolynomialBasis", low=0)
+        num = math.comb(d + degree, degree)
+        if num > MAX_FEATURES:
+            raise ValueError(f"PolynomialBasis: d={d}, degree={degree} has {num:,} monomial features (it grows as "
+                             f"C(d + degree, degree)); the limit is {MAX_FEATURES:,}: lower degree")
+        self.exponents = tuple(_exponents(d, degree))
 
     def __call__(self, x: Float[Array, "*batch d"]) -> Float[Array, "*batch m"]:
+        check_last_axis(x, len(self.exponents[0]), "x (the states)", "PolynomialBasis")
         feats = []
         for e in self.exponents:
             v = jnp.ones(x.shape[:-1], x.dtype)
@@ -168,6 +192,21 @@ class PolynomialBasis(eqx.Module):
     def __repr__(self) -> str:
         degree = max(sum(e) for e in self.exponents)
         return f"PolynomialBasis(d={len(self.exponents[0])}, degree={degree}, num_features={len(self.exponents)})"
+
+
+#: Most monomial features :class:`PolynomialBasis` builds.
+MAX_FEATURES = 10_000
+
+
+def _exponents(d: int, degree: int):
+    """Exponent tuples of total degree ``<= degree`` in lexicographic order (that of ``itertools.product``),
+    generated directly rather than by filtering all ``(degree + 1) ** d`` tuples."""
+    if d == 1:
+        yield from ((e,) for e in range(degree + 1))
+        return
+    for e in range(degree + 1):
+        for rest in _exponents(d - 1, degree - e):
+            yield (e, *rest)
 
 
 class LinearDrift(eqx.Module):
@@ -200,6 +239,12 @@ class LinearDrift(eqx.Module):
     weights: Float[Array, "m d"]
     names: tuple[str, ...] | None = eqx.field(static=True, default=None)
 
+    def __check_init__(self):
+        m = _num_features(self.basis)
+        if jnp.ndim(self.weights) != 2 or (m is not None and jnp.shape(self.weights)[0] != m):
+            raise ValueError(f"LinearDrift: weights must have shape (m, d) with m = {m} (the features of the basis), "
+                             f"got shape {jnp.shape(self.weights)}")
+
     def __call__(self, x: ArrayOrFrame) -> ArrayOrFrame:
         frame = None
         if is_dataframe(x):
@@ -207,9 +252,7 @@ class LinearDrift(eqx.Module):
             if self.names is not None and set(map(str, x.columns)) == set(self.names):
                 frame = x[[c for n in self.names for c in x.columns if str(c) == n]]
             x = frame.to_numpy()
-        x = jnp.asarray(x)
-        if not jnp.issubdtype(x.dtype, jnp.floating):
-            x = x.astype(self.weights.dtype)
+        x = as_real(x, "x", "drift", None if _floating(x) else self.weights.dtype)
         d = self.weights.shape[-1]
         if x.ndim == 0 or x.shape[-1] != d:
             raise ValueError(f"drift: x must be states of shape (..., d) with d = {d}, got shape {x.shape}")
@@ -230,6 +273,21 @@ class LinearDrift(eqx.Module):
 
 
 _BROADCASTING = (RBFBasis, FourierBasis, PolynomialBasis)
+
+
+def _floating(x) -> bool:
+    return hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating)
+
+
+def _num_features(basis) -> int | None:
+    """The number of features of a library basis (``None`` for a user callable)."""
+    if isinstance(basis, RBFBasis):
+        return basis.centers.shape[0]
+    if isinstance(basis, FourierBasis):
+        return basis.phases.shape[0]
+    if isinstance(basis, PolynomialBasis):
+        return len(basis.exponents)
+    return None
 
 
 def _solve_psd(A, B):
@@ -276,8 +334,7 @@ class RidgeRegression(eqx.Module):
     ridge: float = eqx.field(static=True, default=1e-2)
 
     def __check_init__(self):
-        if not self.ridge > 0:
-            raise ValueError(f"ridge must be positive, got {self.ridge=}")
+        check_scale(self.ridge, "ridge", "RidgeRegression")
 
     def __repr__(self) -> str:
         return f"RidgeRegression(basis={self.basis!r}, ridge={self.ridge:.4g})"
@@ -294,7 +351,16 @@ class RidgeRegression(eqx.Module):
         sigma: float | Float[Array, ""],
         weights: Float[Array, " n"] | None = None,
     ) -> LinearDrift:
-        """Fit from ``(states, increments, dt)`` under the path likelihood (see module docstring)."""
+        """Fit from ``(states, increments, dt)`` under the path likelihood (see module docstring).
+
+        Raises:
+          ValueError: mismatched shapes, a ``d`` other than the basis', non-finite data, ``dt`` or ``sigma``
+            not positive, negative ``weights``.
+        """
+        return self._fit(*_fit_inputs(self.basis, states, increments, dt, sigma, weights, "RidgeRegression.fit"))
+
+    def _fit(self, states, increments, dt, sigma, weights=None) -> LinearDrift:
+        """:meth:`fit` without the input checks (for validated or traced-in-a-loop input)."""
         return _fit_linear(self.basis, self.penalty(states.dtype), states, increments, dt, sigma, weights)
 
 
@@ -319,8 +385,10 @@ class SparseGP(eqx.Module):
     jitter: float = eqx.field(static=True, default=1e-3)
 
     def __check_init__(self):
-        if not self.jitter >= 0:
-            raise ValueError(f"SparseGP: jitter must be >= 0, got {self.jitter=}")
+        if not isinstance(self.basis, RBFBasis):
+            raise TypeError(f"SparseGP: basis must be an RBFBasis (its centres are the inducing points), got "
+                            f"{type(self.basis).__name__}; use RidgeRegression for other features")
+        check_scale(self.jitter, "jitter", "SparseGP", allow_zero=True)
 
     def __repr__(self) -> str:
         return f"SparseGP(basis={self.basis!r}, jitter={self.jitter:.4g})"
@@ -337,16 +405,52 @@ class SparseGP(eqx.Module):
         sigma: float | Float[Array, ""],
         weights: Float[Array, " n"] | None = None,
     ) -> LinearDrift:
-        """Posterior-mean drift under the path likelihood (see module docstring)."""
+        """Posterior-mean drift under the path likelihood (see module docstring).
+
+        Raises:
+          ValueError: as :meth:`RidgeRegression.fit`.
+        """
+        return self._fit(*_fit_inputs(self.basis, states, increments, dt, sigma, weights, "SparseGP.fit"))
+
+    def _fit(self, states, increments, dt, sigma, weights=None) -> LinearDrift:
+        """:meth:`fit` without the input checks (for validated or traced-in-a-loop input)."""
         return _fit_linear(self.basis, self.penalty(states.dtype), states, increments, dt, sigma, weights)
 
 
-def _input_dim(basis) -> int:
+def _input_dim(basis) -> int | None:
+    """The state dimension ``d`` of a library basis (``None`` for a user callable)."""
     if isinstance(basis, RBFBasis):
         return basis.centers.shape[1]
     if isinstance(basis, PolynomialBasis):
         return len(basis.exponents[0])
-    return basis.omegas.shape[1]
+    if isinstance(basis, FourierBasis):
+        return basis.omegas.shape[1]
+    return None
+
+
+def _fit_inputs(basis, states, increments, dt, sigma, weights, fn):
+    """The checked ``(states, increments, dt, sigma, weights)`` of a public ``fit``."""
+    states = as_real(states, "states", fn)
+    increments = as_real(increments, "increments", fn, states.dtype)
+    if states.ndim != 2 or increments.shape != states.shape:
+        raise ValueError(f"{fn}: need states and increments of one shape (n, d), got {states.shape} and "
+                         f"{increments.shape}")
+    d = _input_dim(basis)
+    if d is not None and states.shape[1] != d:
+        raise ValueError(f"{fn}: the states have d = {states.shape[1]} but the basis takes d = {d}")
+    n = states.shape[0]
+    dt = as_real(dt, "dt", fn, states.dtype)
+    if dt.shape not in ((), (n,)):
+        raise ValueError(f"{fn}: dt must be a scalar or of shape (n,) = ({n},), got shape {dt.shape}")
+    dt = check_values(dt, lambda xp, v: ~(xp.isfinite(v) & (v > 0)), f"{fn}: dt must be finite and positive")
+    if weights is not None:
+        weights = as_real(weights, "weights", fn, states.dtype)
+        if weights.shape != (n,):
+            raise ValueError(f"{fn}: weights must have shape (n,) = ({n},), got shape {weights.shape}")
+        weights = check_values(weights, lambda xp, v: ~(xp.isfinite(v) & (v >= 0)),
+                               f"{fn}: weights must be finite and non-negative")
+    sig = as_sigma(sigma, states.dtype, fn)
+    return check_finite(states, "states", fn), check_finite(increments, "increments", fn), dt, sig, weights
 
 
 #: Largest grid :func:`box_grid` builds (a float32 grid of this many points in d = 4 is 64 MiB).
@@ -367,7 +471,9 @@ def box_grid(points: ArrayOrFrame, num_per_dim: int, pad: float = 0.0) -> Float[
 
     Raises:
       ValueError: ``num_per_dim < 1``, or a grid of more than ``MAX_GRID_POINTS`` (``2**22``) points: the size
-        grows as ``num_per_dim ** d``; lower ``num_per_dim``.
+        grows as ``num_per_dim ** d``; lower ``num_per_dim``. Empty or non-finite ``points``, a non-finite
+        ``pad``, or a box of zero or negative width on some axis (constant data: pass ``pad > 0``).
+      TypeError: complex ``points``.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -375,20 +481,28 @@ def box_grid(points: ArrayOrFrame, num_per_dim: int, pad: float = 0.0) -> Float[
       >>> box_grid(jnp.array([[0.0, 0.0], [1.0, 2.0]]), 3).tolist()[:4]
       [[0.0, 0.0], [0.0, 1.0], [0.0, 2.0], [0.5, 0.0]]
     """
-    if is_dataframe(points):
-        points = points.to_numpy()
-    points = jnp.asarray(points)
+    points = as_real(points, "points", "box_grid")
+    if points.ndim == 0 or points.size == 0:
+        raise ValueError(f"box_grid: points must be a non-empty array of shape (n, d), got shape {points.shape}")
     points = points.reshape(-1, points.shape[-1])
-    if isinstance(num_per_dim, bool) or not isinstance(num_per_dim, int) or num_per_dim < 1:
+    if isinstance(num_per_dim, bool) or not isinstance(num_per_dim, int | np.integer) or num_per_dim < 1:
         raise ValueError(f"box_grid: num_per_dim must be a positive integer, got {num_per_dim=}")
+    num_per_dim = int(num_per_dim)
+    if not is_traced(pad) and not np.all(np.isfinite(pad)):
+        raise ValueError(f"box_grid: pad must be a finite number (the widening of the box), got {pad=}")
     d = points.shape[1]
     if num_per_dim**d > MAX_GRID_POINTS:
         raise ValueError(
             f"box_grid: num_per_dim={num_per_dim} in d={d} is a grid of {num_per_dim**d:,} points (it grows as "
             f"num_per_dim ** d); use num_per_dim <= {int(MAX_GRID_POINTS ** (1 / d) + 1e-9)} in d={d}"
         )
+    points = check_finite(points, "points", "box_grid")
     lo = jnp.min(points, axis=0) - pad
     hi = jnp.max(points, axis=0) + pad
+    bad_width = (lambda xp, v: v[0] >= v[1]) if num_per_dim > 1 else (lambda xp, v: v[0] > v[1])
+    lo = check_values(jnp.stack([lo, hi]), bad_width,
+                      f"box_grid: the box (widened by pad={pad}) has zero or negative width on some axis (constant "
+                      "data, or a negative pad); pass pad > 0")[0]
     axes = [jnp.linspace(lo[i], hi[i], num_per_dim) for i in range(d)]
     mesh = jnp.meshgrid(*axes, indexing="ij")
     return jnp.stack([m.reshape(-1) for m in mesh], axis=-1)

@@ -30,7 +30,7 @@ from .._checks import check_values
 from .._deprecation import renamed_kwargs
 from .._repr import record_repr
 from .._types import PRNGKey, RealScalarLike
-from ._data import as_sigma
+from ._data import as_real, as_sigma, check_count, check_finite
 
 __all__ = ["BridgeSamples", "smc_bridges"]
 
@@ -181,8 +181,11 @@ def smc_bridges(
       :class:`BridgeSamples`.
 
     Raises:
-      ValueError: ``num_time_steps < 2``, ``num_particles``/``num_paths`` not positive, mismatched shapes,
-        ``sigma`` or a ``tau`` not positive (host checks for concrete input; ``eqx.error_if`` when traced).
+      ValueError: ``num_time_steps < 2``, ``num_particles``/``num_paths`` not positive, mismatched shapes
+        (``targets`` included), ``sigma`` or a ``tau`` not positive, non-finite ``starts``/``ends``/``targets``,
+        a negative or non-finite ``strength``, a ``drift`` that does not map ``(d,)`` to ``(d,)`` (host checks for
+        concrete input; ``eqx.error_if`` when traced).
+      TypeError: complex input.
 
     References:
       Durham & Gallant, J. Bus. Econ. Stat. 20 (2002); Maoutsa, arXiv:2512.23566.
@@ -196,24 +199,39 @@ def smc_bridges(
       >>> out.paths.shape, bool(out.degenerate.any())
       ((3, 2, 9, 2), False)
     """
-    if isinstance(num_time_steps, bool) or not isinstance(num_time_steps, int) or num_time_steps < 2:
-        raise ValueError(f"smc_bridges: num_time_steps must be an integer >= 2, got {num_time_steps=}")
-    for name, v in (("num_particles", num_particles), ("num_paths", num_paths)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"smc_bridges: {name} must be a positive integer, got {name}={v!r}")
-    starts, ends = jnp.asarray(starts), jnp.asarray(ends)
+    fn = "smc_bridges"
+    num_time_steps = check_count(num_time_steps, "num_time_steps", fn, low=2)
+    num_particles = check_count(num_particles, "num_particles", fn)
+    num_paths = check_count(num_paths, "num_paths", fn)
+    starts = as_real(starts, "starts", fn)
+    ends = as_real(ends, "ends", fn, starts.dtype)
     if starts.ndim != 2 or ends.shape != starts.shape or jnp.shape(taus) != starts.shape[:1]:
-        raise ValueError(f"smc_bridges: need starts and ends of shape (B, d) and taus of shape (B,), got "
+        raise ValueError(f"{fn}: need starts and ends of shape (B, d) and taus of shape (B,), got "
                          f"{starts.shape}, {ends.shape} and {jnp.shape(taus)}")
     B, d = starts.shape
     dtype = starts.dtype
-    taus = check_values(jnp.asarray(taus, dtype), lambda xp, v: ~(v > 0),
-                        "smc_bridges: every interval length tau must be positive; drop repeated observation times")
+    starts, ends = check_finite(starts, "starts", fn), check_finite(ends, "ends", fn)
+    taus = check_values(as_real(taus, "taus", fn, dtype), lambda xp, v: ~(xp.isfinite(v) & (v > 0)),
+                        f"{fn}: every interval length tau must be positive and finite; drop repeated observation times")
     if targets is None:
         targets = jnp.zeros((B, num_time_steps + 1, d), dtype)
         strength = 0.0
-    strength = jnp.asarray(strength, dtype)
-    sig = as_sigma(sigma, dtype, "smc_bridges")
+    else:
+        targets = as_real(targets, "targets", fn, dtype)
+        if targets.shape != (B, num_time_steps + 1, d):
+            raise ValueError(f"{fn}: targets must have shape (B, num_time_steps + 1, d) = ({B}, {num_time_steps + 1}, "
+                             f"{d}), got shape {targets.shape}")
+        targets = check_finite(targets, "targets", fn)
+    strength = check_values(as_real(strength, "strength", fn, dtype), lambda xp, v: ~(xp.isfinite(v) & (v >= 0)),
+                            f"{fn}: strength must be finite and non-negative (0: plain bridges)")
+    sig = as_sigma(sigma, dtype, fn)
+    try:
+        out = jax.eval_shape(drift, jax.ShapeDtypeStruct((d,), dtype))
+    except Exception as err:  # noqa: BLE001 - any failure to evaluate is the drift not fitting d
+        raise ValueError(f"{fn}: drift cannot be evaluated on a state of shape ({d},): {type(err).__name__}") from err
+    if getattr(out, "shape", None) != (d,):
+        raise ValueError(f"{fn}: drift must map a state of shape ({d},) to a drift of shape ({d},), got "
+                         f"{getattr(out, 'shape', type(out).__name__)}")
     return _smc_bridges_jit(key, drift, sig, starts, ends, taus.astype(dtype), targets, strength, num_particles,
                             num_time_steps, num_paths, lookahead)
 

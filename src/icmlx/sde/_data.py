@@ -189,3 +189,56 @@ def as_observations(observations: Any, ts: Any, sigma: Any, *, fn: str):
     obs = _check_finite(obs, fn, names)
     obs = _check_not_constant(obs, fn, names)
     return obs, ts, sig, names
+
+
+# --------------------------------------------------------------------------- settings and plain arrays
+
+
+def check_count(value: Any, name: str, fn: str, low: int = 1) -> int:
+    """``value`` as a Python ``int >= low`` (NumPy integers accepted), else a ``ValueError`` naming ``name``."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer) or value < low:
+        raise ValueError(f"{fn}: {name} must be an integer >= {low}, got {name}={value!r}")
+    return int(value)
+
+
+def check_scale(value: Any, name: str, fn: str, *, allow_zero: bool = False, allow_none: bool = False):
+    """A finite positive (or non-negative) Python number, else a ``ValueError`` naming ``name``."""
+    if value is None and allow_none:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{fn}: {name} must be a number, got {name}={value!r}") from None
+    if not (np.isfinite(v) and (v >= 0 if allow_zero else v > 0)):
+        kind = "non-negative" if allow_zero else "positive"
+        raise ValueError(f"{fn}: {name} must be {kind} and finite, got {name}={value!r}")
+    return value
+
+
+def as_real(x: Any, name: str, fn: str, dtype=None):
+    """A floating JAX array from an array-like (integers cast to ``dtype`` or the default float); complex and
+    boolean input is a ``TypeError`` naming ``name``."""
+    if is_dataframe(x):
+        x = x.to_numpy()
+    if not is_traced(x) and not hasattr(x, "dtype"):
+        x = np.asarray(x)
+    if jnp.issubdtype(x.dtype, jnp.complexfloating) or jnp.issubdtype(x.dtype, jnp.bool_) or x.dtype == object:
+        raise TypeError(f"{fn}: {name} must be real numbers, got dtype {x.dtype}")
+    x = jnp.asarray(x)
+    if dtype is not None:
+        return x.astype(dtype)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(_float_dtype())
+    return x
+
+
+def check_finite(x: Any, name: str, fn: str):
+    """``x`` unchanged; a ``ValueError`` (host) or ``eqx.error_if`` (traced) when it has NaN/inf entries."""
+    return check_values(x, lambda xp, v: ~xp.isfinite(v),
+                        f"{fn}: {name} contains NaN or inf; pass finite values")
+
+
+def check_last_axis(x, d: int, name: str, fn: str):
+    """A ``ValueError`` unless ``x`` has shape ``(..., d)``."""
+    if jnp.ndim(x) == 0 or jnp.shape(x)[-1] != d:
+        raise ValueError(f"{fn}: {name} must have shape (..., d) with d = {d}, got shape {jnp.shape(x)}")

@@ -6,8 +6,10 @@ import functools
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from .._checks import check_values
 from .._deprecation import deprecated_attribute, renamed_kwargs, warn_renamed
 from .._progress import in_program_reporter, resolve_progress
 from .._repr import record_repr, summarise
@@ -17,7 +19,7 @@ from .._types import PRNGKey, RealScalarLike
 from ._basis import LinearDrift
 from ._bridges import _smc_bridges_jit
 from ._data import ArrayOrFrame, as_observations
-from ._estimators import _intervals, _named, default_function_class
+from ._estimators import _intervals, _named, check_function_class, default_function_class, fit_drift
 from ._guidance import AbstractGuidance, GeodesicGuidance, NoGuidance
 
 __all__ = ["EMHistory", "DriftSolution", "infer_drift"]
@@ -78,7 +80,15 @@ class DriftSolution(Solution):
         return self.value
 
     def drift_at(self, iteration: int) -> LinearDrift:
-        """The drift after EM iteration ``iteration`` (0-based); ``-1`` is the final one."""
+        """The drift after EM iteration ``iteration`` (0-based); ``-1`` is the final one.
+
+        Raises:
+          ValueError: ``iteration`` outside ``[-num_steps, num_steps)``.
+        """
+        n = self.history.weights.shape[0]
+        if isinstance(iteration, bool) or not isinstance(iteration, int | np.integer) or not -n <= iteration < n:
+            raise ValueError(f"drift_at: iteration must be an integer in [-{n}, {n}) (the EM ran {n} iterations), "
+                             f"got {iteration=}")
         return LinearDrift(self.value.basis, self.history.weights[iteration], names=self.value.names)
 
     def __repr__(self) -> str:
@@ -208,7 +218,8 @@ def infer_drift(
 
     Raises:
       ValueError: bad ``guidance``, sizes, shapes or ``sigma``; NaN observations, a constant coordinate or
-        non-increasing times (host checks for concrete input; ``eqx.error_if`` inside the caller's ``jit``).
+        non-increasing times (host checks for concrete input; ``eqx.error_if`` inside the caller's ``jit``);
+        a ``function_class`` or ``init`` for another ``d``, or an ``init`` with non-finite weights.
       RuntimeError: with ``throw=True``, degenerate bridges in the final iteration or a non-finite drift.
 
     Deprecated:
@@ -242,6 +253,14 @@ def infer_drift(
     show = resolve_progress(progress, in_program=True)
     fc = default_function_class(obs) if function_class is None else function_class
     n_traj, n_obs, d = obs.shape
+    check_function_class(fc, d, "infer_drift")
+    if init is not None:
+        if not isinstance(init, LinearDrift) or init.weights.shape[-1] != d:
+            raise ValueError(f"infer_drift: init must be a LinearDrift for states with d = {d} (the observations'), "
+                             f"got {init!r}")
+        weights = check_values(init.weights, lambda xp, v: ~xp.isfinite(v),
+                               "infer_drift: init has NaN or inf weights; pass a finite starting drift")
+        init = eqx.tree_at(lambda f: f.weights, init, weights)
     # The guidance enters the compiled EM loop only as data (targets, beta): plain and geodesic runs of the
     # same size share one compiled function (beta = 0 makes the path cost vanish).
     targets, beta = guidance.targets(obs, num_time_steps)
@@ -266,7 +285,7 @@ def _infer_core(
     d = obs.shape[-1]
     states, incs, dts = _intervals(obs, ts)
     if init is None:
-        init = fc.fit(states, incs, dts, sig)
+        init = fit_drift(fc, states, incs, dts, sig)
     basis = init.basis
     starts = states
     ends = states + incs
@@ -286,7 +305,7 @@ def _infer_core(
         h = jnp.broadcast_to((dts / num_time_steps)[:, None, None], p.shape[:2] + (num_time_steps,)).reshape(-1)
         wint = jnp.where(bs.degenerate, 0.0, 1.0 / num_paths).astype(obs.dtype)
         w = jnp.broadcast_to(wint[:, None, None], p.shape[:2] + (num_time_steps,)).reshape(-1)
-        new = fc.fit(x, dx, h, sig, weights=w)
+        new = fit_drift(fc, x, dx, h, sig, weights=w)
         Wn = new.weights
         change = jnp.sqrt(jnp.mean(jnp.sum((jax.vmap(new)(ypts) - jax.vmap(drift)(ypts)) ** 2, -1)))
         valid = ~bs.degenerate

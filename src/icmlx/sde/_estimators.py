@@ -11,8 +11,8 @@ import numpy as np
 
 from .._deprecation import deprecated_attribute, renamed_kwargs
 from .._types import RealScalarLike
-from ._basis import LinearDrift, RBFBasis, SparseGP, _solve_psd, box_grid
-from ._data import ArrayOrFrame, as_observations, as_sigma, as_states
+from ._basis import LinearDrift, RBFBasis, SparseGP, _input_dim, _solve_psd, box_grid
+from ._data import ArrayOrFrame, as_observations, as_sigma, as_states, check_scale
 
 __all__ = [
     "DriftEstimate",
@@ -55,6 +55,24 @@ def _check_inputs(observations, ts, sigma, fn="naive_drift"):
     return obs, ts, sig
 
 
+def check_function_class(fc, d: int, fn: str, needs=("fit",)):
+    """A ``TypeError``/``ValueError`` naming ``function_class`` unless it is a feature class for states in ``d``."""
+    if not all(callable(getattr(fc, attr, None)) for attr in needs) or not hasattr(fc, "basis"):
+        raise TypeError(f"{fn}: function_class must be a SparseGP or RidgeRegression (an object with a basis and "
+                        f"{', '.join(needs)}), got {fc!r}")
+    k = _input_dim(fc.basis)
+    if k is not None and k != d:
+        raise ValueError(f"{fn}: function_class takes states with d = {k}, but the observations have d = {d}; "
+                         "build it from these observations (e.g. default_function_class(observations))")
+    return fc
+
+
+def fit_drift(fc, states, increments, dt, sigma, weights=None) -> LinearDrift:
+    """``fc.fit`` without its input checks when ``fc`` is a library class (the inputs were checked already)."""
+    fit = getattr(fc, "_fit", None) or fc.fit
+    return fit(states, increments, dt, sigma, weights) if weights is not None else fit(states, increments, dt, sigma)
+
+
 def _named(drift: LinearDrift, names) -> LinearDrift:
     if names is None or len(names) != drift.weights.shape[-1]:
         return drift
@@ -82,7 +100,8 @@ def default_function_class(
     r"""The default drift class: a :class:`SparseGP` with inducing points over the observations.
 
     The inducing points lie on a regular grid of ``num_per_dim`` points per axis over the bounding box of the
-    observations widened by 0.5 on every side. The RBF lengthscale is :math:`\ell = c\,\bar w\,s` with
+    observations widened by 0.5 on every side (by half the mean box width when that is below 1, so that
+    data on a small scale gets the same class as rescaled data). The RBF lengthscale is :math:`\ell = c\,\bar w\,s` with
     ``c = lengthscale_factor``, :math:`\bar w` the mean box width and :math:`s = \max(1, 11/(k - 1))` the grid
     spacing relative to 12 points per axis (``s = 1`` for an explicit ``num_per_dim``).
 
@@ -105,7 +124,8 @@ def default_function_class(
 
     Raises:
       ValueError: an explicit ``num_per_dim`` whose grid has more than ``MAX_INDUCING = 20000`` points (the
-        message gives the size and the largest ``num_per_dim`` that fits); constant or non-finite observations.
+        message gives the size and the largest ``num_per_dim`` that fits); constant or non-finite observations;
+        ``lengthscale_factor`` not finite and positive.
 
     References:
       Ruttor, Batz & Opper, NeurIPS 2013; Maoutsa, arXiv:2512.23566.
@@ -119,10 +139,12 @@ def default_function_class(
       >>> default_function_class(jnp.eye(5)).basis.centers.shape   # d = 5: 4 per axis, not 12
       (1024, 5)
     """
+    check_scale(lengthscale_factor, "lengthscale_factor", "default_function_class")
     pts, _ = as_states(observations, fn="default_function_class")
     d = pts.shape[-1]
     pts = pts.reshape(-1, d)
     width = jnp.mean(jnp.max(pts, 0) - jnp.min(pts, 0))
+    pad = jnp.minimum(0.5, 0.5 * width)  # 0.5, or half the width for data narrower than 1 (scale-free there)
     if num_per_dim is not None:
         if isinstance(num_per_dim, bool) or not isinstance(num_per_dim, int) or num_per_dim < 1:
             raise ValueError(f"default_function_class: num_per_dim must be a positive integer or None, got "
@@ -130,19 +152,21 @@ def default_function_class(
         m = num_per_dim**d
         if m > MAX_INDUCING:
             gb = m * m * pts.dtype.itemsize / 1e9
+            size = f"{gb:,.0f}" if gb < 1e6 else f"{gb:.3g}"
             fit = int(MAX_INDUCING ** (1.0 / d) + 1e-9)
             raise ValueError(
                 f"default_function_class: num_per_dim={num_per_dim} in d={d} gives {m:,} inducing points (a "
-                f"{gb:,.0f} GB kernel matrix); pass num_per_dim <= {fit}, or leave num_per_dim=None to choose by d"
+                f"{size} GB kernel matrix); pass num_per_dim <= {fit}, or leave num_per_dim=None to choose by d"
             )
-        return SparseGP(RBFBasis(box_grid(pts, num_per_dim, pad=0.5), lengthscale_factor * width))
+        return SparseGP(RBFBasis(box_grid(pts, num_per_dim, pad=pad), lengthscale_factor * width))
     k = _auto_num_per_dim(d)
     if k:
         scale = max(1.0, 11.0 / (k - 1))
-        return SparseGP(RBFBasis(box_grid(pts, k, pad=0.5), lengthscale_factor * width * scale))
+        return SparseGP(RBFBasis(box_grid(pts, k, pad=pad), lengthscale_factor * width * scale))
     centers = pts[:: max(1, -(-pts.shape[0] // 1024))]
     dist = jnp.sqrt(jnp.sum((centers[:, None] - centers[None]) ** 2, -1))
-    return SparseGP(RBFBasis(centers, jnp.median(dist)))
+    # the median over distinct pairs: repeated observations must not shrink the lengthscale to zero
+    return SparseGP(RBFBasis(centers, jnp.nanmedian(jnp.where(dist > 0, dist, jnp.nan))))
 
 
 def _intervals(obs, ts):
@@ -186,8 +210,8 @@ def naive_drift(
     Raises:
       ValueError: fewer than two observations, shape mismatch, ``sigma <= 0``, NaN observations, a constant
         coordinate, non-increasing times (checked on the host for concrete input; ``eqx.error_if`` only
-        inside the caller's ``jit``).
-      TypeError: non-numeric observations or datetime ``ts``.
+        inside the caller's ``jit``); a ``function_class`` for another ``d``.
+      TypeError: non-numeric observations or datetime ``ts``; a ``function_class`` that is not a feature class.
 
     References:
       Maoutsa, arXiv:2512.23566.
@@ -202,8 +226,9 @@ def naive_drift(
     """
     obs, ts, sig, names = as_observations(observations, ts, sigma, fn="naive_drift")
     fc = default_function_class(obs) if function_class is None else function_class
+    check_function_class(fc, obs.shape[-1], "naive_drift")
     states, incs, dts = _intervals(obs, ts)
-    return DriftEstimate(_named(fc.fit(states, incs, dts, sig), names), "naive", int(states.shape[0]))
+    return DriftEstimate(_named(fit_drift(fc, states, incs, dts, sig), names), "naive", int(states.shape[0]))
 
 
 def _is_scalar(x) -> bool:
@@ -263,7 +288,8 @@ def conservative_drift(
 
     Raises:
       ValueError: ``sigma <= 0``, fewer than two states, ``ts`` of the wrong shape, NaN states, a constant
-        coordinate or non-increasing ``ts`` (host checks for concrete input, as in :func:`naive_drift`).
+        coordinate or non-increasing ``ts`` (host checks for concrete input, as in :func:`naive_drift`);
+        ``regularization`` not finite and positive; a ``function_class`` for another ``d``.
 
     Deprecated:
       The two-argument call ``conservative_drift(observations, sigma)`` still works for one release with a
@@ -280,6 +306,7 @@ def conservative_drift(
       >>> [round(v, 1) for v in est.drift(jnp.array([0.5, 0.0])).tolist()]
       [-1.0, 0.0]
     """
+    check_scale(regularization, "regularization", "conservative_drift")
     if ts is not None:
         obs, _, sig, names = as_observations(observations, ts, sigma, fn="conservative_drift")
     else:
@@ -287,6 +314,7 @@ def conservative_drift(
         sig = as_sigma(sigma, obs.dtype, "conservative_drift")
     pts = obs.reshape(-1, obs.shape[-1])
     fc = default_function_class(pts) if function_class is None else function_class
+    check_function_class(fc, pts.shape[-1], "conservative_drift", needs=("penalty",))
     drift = _score_fit(fc.basis, fc.penalty(pts.dtype), pts, sig, regularization)
     return DriftEstimate(_named(drift, names), "conservative", int(pts.shape[0]))
 

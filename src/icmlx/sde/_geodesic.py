@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .._deprecation import renamed_kwargs
+from ._data import as_real, check_count, check_finite, check_scale
 
 __all__ = ["observation_metric", "geodesic_targets"]
 
@@ -35,6 +36,15 @@ def observation_metric(
 ) -> Float[Array, " d"]:
     """Diagonal of the observation metric ``M(x)`` (module docstring), shape ``(d,)``.
 
+    Args:
+      points: the observations defining the metric, shape ``(n, d)``, ``n >= 1``.
+      x: where to evaluate it, shape ``(d,)``.
+      sigma_m: positive kernel width.
+      rho: positive floor (the metric is at most ``1 / rho``).
+
+    Raises:
+      ValueError: ``sigma_m``/``rho`` not finite and positive, shapes that do not match, non-finite input.
+
     Examples:
       >>> import jax.numpy as jnp
       >>> from icmlx.sde import observation_metric
@@ -42,15 +52,32 @@ def observation_metric(
       >>> bool(observation_metric(pts, jnp.array([5.0, 5.0]))[0] > 900.0)  # far from data: ~1/rho
       True
     """
-    diff = points - x
-    w = jnp.exp(-0.5 * jnp.sum(diff * diff, axis=-1) / sigma_m**2)
-    return 1.0 / (w @ (diff * diff) + rho)
+    fn = "observation_metric"
+    check_scale(sigma_m, "sigma_m", fn)
+    check_scale(rho, "rho", fn)
+    points = as_real(points, "points", fn)
+    x = as_real(x, "x", fn, points.dtype)
+    if points.ndim != 2 or points.shape[0] < 1:
+        raise ValueError(f"{fn}: points must have shape (n, d) with n >= 1, got shape {points.shape}")
+    if x.shape != points.shape[1:]:
+        raise ValueError(f"{fn}: x must be one state of shape ({points.shape[1]},) (the d of points), got shape "
+                         f"{x.shape}")
+    return _metric(check_finite(points, "points", fn), check_finite(x, "x", fn), sigma_m, rho)
+
+
+def _metric(points, x, sigma_m, rho):
+    diff = (points - x) / sigma_m  # scaled first: far points give w = 0, not 0 * inf
+    r2 = jnp.sum(diff * diff, axis=-1)
+    w = jnp.exp(-0.5 * r2)
+    far = w == 0
+    spread = jnp.where(far[:, None], jnp.zeros_like(diff), diff * diff) * sigma_m**2
+    return 1.0 / (w @ spread + rho)
 
 
 def _segment_length(points, a, b, sigma_m, rho):
     s = (jnp.arange(_N_QUAD, dtype=a.dtype) + 0.5) / _N_QUAD
     xs = a + s[:, None] * (b - a)
-    m = jax.vmap(lambda x: observation_metric(points, x, sigma_m, rho))(xs)
+    m = jax.vmap(lambda x: _metric(points, x, sigma_m, rho))(xs)
     return jnp.mean(jnp.sqrt(m @ ((b - a) ** 2)))
 
 
@@ -123,8 +150,10 @@ def geodesic_targets(
         ``y_k -> y_{k+1}`` (module docstring; not applied to the first interval of each trajectory).
 
     Raises:
-      ValueError: ``observations`` not 3-D, ``num_time_steps``/``num_nodes``/``num_neighbors``/
-        ``max_metric_points`` out of range, or ``sigma_m``/``rho``/``orientation_eps`` not positive.
+      ValueError: ``observations`` not 3-D, with fewer than two per trajectory or not finite;
+        ``num_time_steps``/``num_nodes``/``num_neighbors``/``max_metric_points`` out of range, or
+        ``sigma_m``/``rho``/``orientation_eps`` not finite and positive.
+      TypeError: complex ``observations``.
 
     Returns:
       Target curves, shape ``(n_traj, n_obs - 1, num_time_steps + 1, d)``; entry ``[..., 0, :]`` is ``y_k`` and
@@ -142,19 +171,23 @@ def geodesic_targets(
       >>> geodesic_targets(obs, 4, num_nodes=60, num_neighbors=4).shape
       (1, 59, 5, 2)
     """
-    if jnp.ndim(observations) != 3:
-        raise ValueError(f"observations must have shape (n_traj, n_obs, d), got {jnp.shape(observations)=}")
-    if orientation_eps is not None and not orientation_eps > 0:
-        raise ValueError(f"orientation_eps must be positive or None, got {orientation_eps=}")
-    for name, v, low in (("num_time_steps", num_time_steps, 1), ("num_nodes", num_nodes, 2),
-                         ("num_neighbors", num_neighbors, 1), ("max_metric_points", max_metric_points, 1)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise ValueError(f"geodesic_targets: {name} must be an integer >= {low}, got {name}={v!r}")
-    for name, v in (("sigma_m", sigma_m), ("rho", rho)):
-        if not (isinstance(v, int | float) and v > 0):
-            raise ValueError(f"geodesic_targets: {name} must be a positive number, got {name}={v!r}")
-    return _geodesic_jit(observations, num_time_steps, num_nodes, num_neighbors, sigma_m, rho, max_metric_points,
-                         orientation_eps)
+    fn = "geodesic_targets"
+    observations = as_real(observations, "observations", fn)
+    if observations.ndim != 3:
+        raise ValueError(f"{fn}: observations must have shape (n_traj, n_obs, d), got shape {observations.shape}")
+    if observations.shape[1] < 2:
+        raise ValueError(f"{fn}: need at least two observations per trajectory (one interval), got shape "
+                         f"{observations.shape}")
+    check_scale(orientation_eps, "orientation_eps", fn, allow_none=True)
+    num_time_steps = check_count(num_time_steps, "num_time_steps", fn)
+    num_nodes = check_count(num_nodes, "num_nodes", fn, low=2)
+    num_neighbors = check_count(num_neighbors, "num_neighbors", fn)
+    max_metric_points = check_count(max_metric_points, "max_metric_points", fn)
+    check_scale(sigma_m, "sigma_m", fn)
+    check_scale(rho, "rho", fn)
+    observations = check_finite(observations, "observations", fn)
+    return _geodesic_jit(observations, num_time_steps, num_nodes, num_neighbors, float(sigma_m), float(rho),
+                         max_metric_points, None if orientation_eps is None else float(orientation_eps))
 
 
 @eqx.filter_jit

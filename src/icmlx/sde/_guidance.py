@@ -15,7 +15,15 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from ._data import check_count, check_scale
 from ._geodesic import geodesic_targets
+
+
+def _check_observations(observations, num_time_steps: int, fn: str):
+    if jnp.ndim(observations) != 3:
+        raise ValueError(f"{fn}: observations must have shape (n_traj, n_obs, d), got shape "
+                         f"{jnp.shape(observations)}")
+    check_count(num_time_steps, "num_time_steps", fn)
 
 __all__ = ["AbstractGuidance", "NoGuidance", "GeodesicGuidance"]
 
@@ -48,6 +56,7 @@ class NoGuidance(AbstractGuidance):
         self, observations: Float[Array, "n_traj n_obs d"], num_time_steps: int
     ) -> tuple[Float[Array, "n_traj n_int K1 d"], Float[Array, ""]]:
         """Zero targets and zero strength (the path cost vanishes)."""
+        _check_observations(observations, num_time_steps, "NoGuidance.targets")
         n_traj, n_obs, d = observations.shape
         dtype = observations.dtype
         return jnp.zeros((n_traj, n_obs - 1, num_time_steps + 1, d), dtype), jnp.zeros((), dtype)
@@ -90,25 +99,24 @@ class GeodesicGuidance(AbstractGuidance):
     rho: float = eqx.field(static=True, default=1e-3)
 
     def __check_init__(self):
-        if not (isinstance(self.strength, int | float) and self.strength >= 0):
-            raise ValueError(f"GeodesicGuidance: strength must be a non-negative number, got {self.strength=}")
-        for name, low in (("num_nodes", 2), ("num_neighbors", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ValueError(f"GeodesicGuidance: {name} must be an integer >= {low}, got {name}={v!r}")
-        if self.orientation_eps is not None and not self.orientation_eps > 0:
-            raise ValueError(
-                f"GeodesicGuidance: orientation_eps must be positive or None, got {self.orientation_eps=}"
-            )
+        fn = "GeodesicGuidance"
+        if not isinstance(self.strength, int | float):
+            raise ValueError(f"{fn}: strength must be a Python number (a static setting), got {self.strength=}")
+        check_scale(self.strength, "strength", fn, allow_zero=True)
+        check_count(self.num_nodes, "num_nodes", fn, low=2)
+        check_count(self.num_neighbors, "num_neighbors", fn)
+        check_scale(self.orientation_eps, "orientation_eps", fn, allow_none=True)
         for name in ("sigma_m", "rho"):
             v = getattr(self, name)
-            if not (isinstance(v, int | float) and v > 0):
-                raise ValueError(f"GeodesicGuidance: {name} must be a positive number, got {name}={v!r}")
+            if not isinstance(v, int | float):
+                raise ValueError(f"{fn}: {name} must be a Python number (a static setting), got {name}={v!r}")
+            check_scale(v, name, fn)
 
     def targets(
         self, observations: Float[Array, "n_traj n_obs d"], num_time_steps: int
     ) -> tuple[Float[Array, "n_traj n_int K1 d"], Float[Array, ""]]:
         """Geodesic targets (:func:`~icmlx.sde.geodesic_targets`) and ``beta = strength``."""
+        _check_observations(observations, num_time_steps, "GeodesicGuidance.targets")
         g = geodesic_targets(
             observations,
             num_time_steps,

@@ -5,9 +5,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._checks import is_traced
-from ._basis import box_grid
-from ._data import ArrayOrFrame, as_states
+from .._checks import check_values, is_traced
+from ._basis import MAX_GRID_POINTS, box_grid
+from ._data import ArrayOrFrame, as_real, as_states, check_count, check_finite, check_scale
 from ._systems import DriftFn
 
 __all__ = ["kde_weights", "weighted_rmse", "rmse"]
@@ -29,7 +29,8 @@ def kde_weights(
       Weights of shape ``(g,)`` summing to one.
 
     Raises:
-      ValueError: ``bandwidth <= 0``.
+      ValueError: ``bandwidth`` not finite and positive; ``points``/``grid`` not 2-D with one ``d``, empty or
+        not finite; Scott's rule with a constant coordinate (pass ``bandwidth``).
 
     References:
       Scott, "Multivariate Density Estimation" (1992).
@@ -41,16 +42,44 @@ def kde_weights(
       >>> round(float(w.sum()), 4), bool(w[0] > w[1])
       (1.0, True)
     """
-    if bandwidth is not None and not bandwidth > 0:
-        raise ValueError(f"kde_weights: bandwidth must be positive or None (Scott's rule), got {bandwidth=}")
+    fn = "kde_weights"
+    check_scale(bandwidth, "bandwidth", fn, allow_none=True)
+    points = as_real(points, "points", fn)
+    grid = as_real(grid, "grid", fn, points.dtype)
+    if points.ndim != 2 or points.shape[0] < 1:
+        raise ValueError(f"{fn}: points must have shape (n, d) with n >= 1, got shape {points.shape}")
     n, d = points.shape
+    if grid.ndim != 2 or grid.shape[1] != d:
+        raise ValueError(f"{fn}: grid must have shape (g, d) with d = {d} (the points'), got shape {grid.shape}")
+    points = check_finite(points, "points", fn)
+    grid = check_finite(grid, "grid", fn)
     if bandwidth is None:
-        h = jnp.std(points, axis=0) * n ** (-1.0 / (d + 4))
+        points = check_values(points, lambda xp, v: xp.any(xp.max(v, axis=0) == xp.min(v, axis=0)),
+                              f"{fn}: Scott's rule needs spread data, but a coordinate of points is constant (or "
+                              "there is one point); pass a positive bandwidth")
+        h = _stable_std(points) * n ** (-1.0 / (d + 4))
     else:
         h = jnp.full((d,), bandwidth, points.dtype)
     z = (grid[:, None, :] - points[None, :, :]) / h
     logk = jax.scipy.special.logsumexp(-0.5 * jnp.sum(z * z, axis=-1), axis=1)
     return jax.nn.softmax(logk)
+
+
+def _stable_std(x):
+    """Standard deviation per column, scaled first so that data near the float limits does not overflow."""
+    c = x - jnp.mean(x, axis=0)
+    m = jnp.max(jnp.abs(c), axis=0)
+    m = jnp.where(m > 0, m, jnp.ones_like(m))
+    return m * jnp.sqrt(jnp.mean((c / m) ** 2, axis=0))
+
+
+def _rms(err, axis=None, w=None):
+    """``sqrt(mean(err**2))`` (weighted by ``w`` along axis 0), scaled first so that huge errors do not overflow."""
+    m = jnp.max(jnp.abs(err), axis=axis, keepdims=True)
+    m = jnp.where(m > 0, m, jnp.ones_like(m))
+    z = (err / m) ** 2
+    ms = jnp.mean(z, axis=axis) if w is None else jnp.sum(w[:, None] * z, axis=0) / jnp.sum(w)
+    return jnp.squeeze(m, axis) * jnp.sqrt(ms) if axis is not None else m.reshape(()) * jnp.sqrt(ms)
 
 
 _NOT_TRACEABLE = (
@@ -76,15 +105,25 @@ def _evaluate(f, grid, name: str, fn: str):
                             "run inside jit; call the metric outside jit") from None
         host = np.asarray(grid)
         out = jnp.asarray(np.stack([np.asarray(f(p), dtype=host.dtype) for p in host]))
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{fn}: {name} cannot be evaluated on a state of shape ({d},) (the d of the "
+                         f"observations): {str(err).splitlines()[0] if str(err) else type(err).__name__}") from err
     if out.shape != grid.shape:
         raise ValueError(f"{fn}: {name} must map a state of shape ({d},) to a drift of shape ({d},), got output "
                          f"shape {out.shape[1:]} per state")
-    return out.astype(grid.dtype)
+    return check_values(out.astype(grid.dtype), lambda xp, v: ~xp.isfinite(v),
+                        f"{fn}: {name} returned NaN or inf on the grid over the observations; check the drift there")
 
 
 def _grid_errors(f_true, f_est, observations, grid_size, fn):
+    grid_size = check_count(grid_size, "grid_size", fn, low=2)
     obs, _ = as_states(observations, fn=fn)
     pts = obs.reshape(-1, obs.shape[-1])
+    d = pts.shape[-1]
+    if grid_size**d > MAX_GRID_POINTS:
+        fit = max(2, int(MAX_GRID_POINTS ** (1.0 / d) + 1e-9))
+        raise ValueError(f"{fn}: grid_size={grid_size} in d={d} is a grid of {grid_size**d:,} points (it grows as "
+                         f"grid_size ** d); pass grid_size <= {fit}")
     grid = box_grid(pts, grid_size)
     err = _evaluate(f_true, grid, "f_true", fn) - _evaluate(f_est, grid, "f_est", fn)
     return pts, grid, err
@@ -120,9 +159,9 @@ def weighted_rmse(
       Scalar wRMSE.
 
     Raises:
-      ValueError: a drift whose output shape is not ``(d,)``, ``bandwidth <= 0``, or a grid too large: the
-        grid has ``grid_size ** d`` points and the KDE compares each with every observation; lower
-        ``grid_size`` (the message says to what).
+      ValueError: a drift whose output shape is not ``(d,)`` or that is not finite on the grid, ``bandwidth``
+        not finite and positive, ``grid_size < 2``, or a grid too large: the grid has ``grid_size ** d`` points
+        and the KDE compares each with every observation; lower ``grid_size`` (the message says to what).
 
     References:
       Maoutsa, arXiv:2512.23566.
@@ -134,8 +173,8 @@ def weighted_rmse(
       >>> float(weighted_rmse(lambda x: -x, lambda x: -x + 0.5, obs))
       0.5
     """
-    if bandwidth is not None and not bandwidth > 0:
-        raise ValueError(f"weighted_rmse: bandwidth must be positive or None (Scott's rule), got {bandwidth=}")
+    check_scale(bandwidth, "bandwidth", "weighted_rmse", allow_none=True)
+    grid_size = check_count(grid_size, "grid_size", "weighted_rmse", low=2)
     obs, _ = as_states(observations, fn="weighted_rmse")
     n, d = obs.reshape(-1, obs.shape[-1]).shape
     if grid_size**d * n > MAX_KDE_PAIRS:
@@ -146,7 +185,7 @@ def weighted_rmse(
         )
     pts, grid, err = _grid_errors(f_true, f_est, obs, grid_size, "weighted_rmse")
     w = kde_weights(pts, grid, bandwidth)
-    return jnp.mean(jnp.sqrt(jnp.sum(w[:, None] * err**2, axis=0) / jnp.sum(w)))
+    return jnp.mean(_rms(err, axis=0, w=w))
 
 
 def rmse(
@@ -156,6 +195,10 @@ def rmse(
 
     The drifts may be JAX functions or NumPy-only Python functions, as in :func:`weighted_rmse`.
 
+    Raises:
+      ValueError: as :func:`weighted_rmse` (a drift of the wrong shape or not finite, ``grid_size < 2`` or a
+        grid of more than ``2**22`` points).
+
     Examples:
       >>> import jax, jax.numpy as jnp
       >>> from icmlx.sde import rmse
@@ -164,4 +207,4 @@ def rmse(
       0.5
     """
     _, _, err = _grid_errors(f_true, f_est, observations, grid_size, "rmse")
-    return jnp.sqrt(jnp.mean(err**2))
+    return _rms(err)

@@ -4,14 +4,20 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from .._checks import check_values
 from .._inputs import is_dataframe
 from .._repr import summarise
 from .._types import PRNGKey, RealScalarLike
-from ._data import ArrayOrFrame, as_sigma
+from ._data import ArrayOrFrame, as_real, as_sigma, check_count, check_scale
 from ._systems import DriftFn
+
+#: Most Euler–Maruyama steps :func:`simulate` takes (diffrax counts steps in int32).
+MAX_STEPS = 2**31 - 2
+#: Most saved state entries (``num_paths * num_saves * d``) :func:`simulate` allocates (4 GiB of float32).
+MAX_SAVED = 2**30
 
 __all__ = ["SamplePaths", "simulate", "subsample"]
 
@@ -66,9 +72,12 @@ def simulate(
       :class:`SamplePaths` with ``ts`` of shape ``(n_save,)`` and ``xs`` of shape ``(n_traj, n_save, d)``.
 
     Raises:
-      ValueError: if ``sigma`` is not positive, ``dt``/``t1``/``save_every`` are not positive, ``x0`` is not 1-
-        or 2-D or not finite, or ``ts`` lies outside ``[0, t1]`` (host checks for concrete input; only a
-        ``sigma``/``x0`` traced by the caller's ``jit`` gets ``eqx.error_if``).
+      ValueError: if ``sigma`` is not positive, ``dt``/``t1`` are not finite and positive or ``dt > t1``,
+        ``save_every`` is not a positive integer, ``x0`` is not 1- or 2-D or not finite, ``ts`` lies outside
+        ``[0, t1]`` or is not increasing, ``drift`` does not map a state ``(d,)`` to ``(d,)``, or the run is too
+        large (more than ``MAX_STEPS`` steps, or more than ``MAX_SAVED`` saved numbers: raise ``dt`` or
+        ``save_every``). Host checks for concrete input; only a ``sigma``/``x0``/``ts`` traced by the caller's
+        ``jit`` gets ``eqx.error_if``.
 
     References:
       Kidger, "On Neural Differential Equations" (diffrax), arXiv:2202.02435.
@@ -81,13 +90,11 @@ def simulate(
       >>> p.xs.shape, p.ts.shape
       ((3, 11, 2), (11,))
     """
-    if not (dt > 0 and t1 > 0):
-        raise ValueError(f"simulate: dt and t1 must be positive, got {dt=}, {t1=}")
+    check_scale(dt, "dt", "simulate")
+    check_scale(t1, "t1", "simulate")
     if is_dataframe(x0):
         x0 = x0.to_numpy()
-    x0 = jnp.asarray(x0)
-    if not jnp.issubdtype(x0.dtype, jnp.floating):
-        x0 = x0.astype(jnp.zeros(()).dtype)
+    x0 = as_real(x0, "x0", "simulate")
     if x0.ndim == 1:
         x0 = x0[None]  # one state: one path
     if x0.ndim != 2:
@@ -95,18 +102,49 @@ def simulate(
     x0 = check_values(x0, lambda xp, v: ~xp.isfinite(v), "simulate: x0 contains NaN or inf; pass finite states")
     dtype = x0.dtype
     sigma_arr = as_sigma(sigma, dtype, "simulate")
-    n_steps = int(round(t1 / dt))
+    ratio = float(t1) / float(dt)
+    if ratio < 0.5:
+        raise ValueError(f"simulate: dt={dt} is larger than t1={t1}, so not one step fits; pass dt <= t1")
+    if ratio > MAX_STEPS:
+        raise ValueError(f"simulate: t1/dt = {ratio:.3g} steps is more than the {MAX_STEPS:,} diffrax can count; "
+                         "raise dt or lower t1")
+    n_steps = int(round(ratio))
+    n_paths, d = x0.shape
+    if ts is None:
+        save_every = check_count(save_every, "save_every", "simulate")
+        num_saves = n_steps // save_every + 1
+    else:
+        num_saves = int(np.size(ts))
+    if n_paths * num_saves * d > MAX_SAVED:
+        raise ValueError(f"simulate: saving {n_paths:,} paths x {num_saves:,} times x d={d} is "
+                         f"{n_paths * num_saves * d * np.dtype(dtype).itemsize / 2**30:.3g} GiB; raise save_every "
+                         "(or dt), or simulate fewer paths per call")
+    _check_drift(drift, d, dtype)
     grid = jnp.arange(n_steps + 1, dtype=dtype) * jnp.asarray(dt, dtype)
     if ts is None:
-        if save_every is None or save_every < 1:
-            raise ValueError(f"simulate: save_every must be a positive integer, got {save_every=}")
         save_ts = grid[::save_every]
     else:
+        save_ts = as_real(ts, "ts", "simulate", dtype)
+        if save_ts.ndim != 1 or save_ts.shape[0] < 1:
+            raise ValueError(f"simulate: ts must be a non-empty 1-D array of save times, got shape {save_ts.shape}")
         save_ts = check_values(
-            jnp.asarray(ts, dtype), lambda xp, v: (v < 0) | (v > t1) | ~xp.isfinite(v),
+            save_ts, lambda xp, v: (v < 0) | (v > t1) | ~xp.isfinite(v),
             f"simulate: ts must lie in [0, t1] = [0, {t1}]; drop the save times outside it or raise t1",
         )
+        save_ts = check_values(save_ts, lambda xp, v: ~(xp.diff(v) > 0),
+                               "simulate: ts must be strictly increasing; sort the save times and drop repeats")
+
+    keys = jax.random.split(key, x0.shape[0])
+    xs = _paths(keys, drift, sigma_arr, x0, grid, save_ts)
+    return SamplePaths(ts=save_ts, xs=xs)
+
+
+@eqx.filter_jit
+def _paths(keys, drift, sigma_arr, x0, grid, save_ts):
+    """The Euler–Maruyama paths, one compiled program per drift and shapes (a :class:`LinearDrift` is data, so
+    refitted drifts of one size share it)."""
     d = x0.shape[1]
+    dtype = x0.dtype
 
     def one(k, y0):
         bm = diffrax.UnsafeBrownianPath(shape=(d,), key=k)
@@ -123,14 +161,25 @@ def simulate(
             y0=y0,
             saveat=diffrax.SaveAt(ts=save_ts),
             stepsize_controller=diffrax.StepTo(ts=grid),
-            max_steps=n_steps + 1,
+            max_steps=grid.shape[0],
             adjoint=diffrax.ForwardMode(),
         )
         return sol.ys
 
-    keys = jax.random.split(key, x0.shape[0])
-    xs = jax.vmap(one)(keys, x0)
-    return SamplePaths(ts=save_ts, xs=xs)
+    return jax.vmap(one)(keys, x0)
+
+
+def _check_drift(drift, d: int, dtype) -> None:
+    """A ``ValueError`` naming ``drift`` unless it maps one state ``(d,)`` to a drift ``(d,)`` (traced only)."""
+    state = jax.ShapeDtypeStruct((d,), dtype)
+    try:
+        out = jax.eval_shape(drift, state)
+    except Exception as err:  # noqa: BLE001 - any failure to evaluate is the user's drift not fitting d
+        raise ValueError(f"simulate: drift cannot be evaluated on a state of shape ({d},) (the d of x0): "
+                         f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from err
+    if getattr(out, "shape", None) != (d,):
+        raise ValueError(f"simulate: drift must map a state of shape ({d},) to a drift of shape ({d},), got "
+                         f"{getattr(out, 'shape', type(out).__name__)}")
 
 
 def subsample(paths: SamplePaths, every: int) -> SamplePaths:
@@ -144,7 +193,8 @@ def subsample(paths: SamplePaths, every: int) -> SamplePaths:
       The sparse :class:`SamplePaths`.
 
     Raises:
-      ValueError: if ``every`` is not a positive integer.
+      ValueError: if ``every`` is not a positive integer, or so large that fewer than two observations remain.
+      TypeError: if ``paths`` is not a :class:`SamplePaths`.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -153,6 +203,12 @@ def subsample(paths: SamplePaths, every: int) -> SamplePaths:
       >>> subsample(p, 2).ts.tolist()
       [0.0, 2.0, 4.0]
     """
-    if not isinstance(every, int) or every < 1:
-        raise ValueError(f"every must be a positive integer, got {every=}")
+    if not isinstance(paths, SamplePaths):
+        raise TypeError(f"subsample: paths must be a SamplePaths (from simulate), got {type(paths).__name__}; "
+                        "slice an array directly, x[:, ::every]")
+    every = check_count(every, "every", "subsample")
+    n_obs = paths.ts.shape[0]
+    if every > n_obs - 1:
+        raise ValueError(f"subsample: every={every} leaves fewer than two of the {n_obs} observations; pass every <= "
+                         f"{max(n_obs - 1, 1)}")
     return SamplePaths(ts=paths.ts[::every], xs=paths.xs[:, ::every])

@@ -8,7 +8,11 @@ wherever icmlx expects a drift.
 from collections.abc import Callable
 
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float
+
+from .._checks import check_values, is_traced
+from ._data import as_real, as_sigma, check_finite, check_last_axis, check_scale
 
 DriftFn = Callable[[Float[Array, " d"]], Float[Array, " d"]]
 
@@ -26,7 +30,9 @@ def ou_drift(A: Float[ArrayLike, "d d"]) -> DriftFn:
       The drift callable ``x -> A @ x``.
 
     Raises:
-      ValueError: if ``A`` is not square.
+      ValueError: if ``A`` is not square or not finite (and, when the drift is called, a state whose last
+        axis is not ``d``).
+      TypeError: complex ``A``.
 
     References:
       Maoutsa, arXiv:2512.23566 (pipeline oracle: increment regression converges to
@@ -39,14 +45,20 @@ def ou_drift(A: Float[ArrayLike, "d d"]) -> DriftFn:
       >>> f(jnp.array([1.0, 0.0])).tolist()
       [-1.0, -2.0]
     """
-    A = jnp.asarray(A)
-    if A.ndim != 2 or A.shape[0] != A.shape[1]:
-        raise ValueError(f"A must be a square matrix, got {A.shape=}")
+    A = _as_square(A, "ou_drift")
 
     def f(x: Float[Array, "*batch d"]) -> Float[Array, "*batch d"]:
+        check_last_axis(x, A.shape[0], "x (the state)", "ou_drift")
         return x @ A.astype(x.dtype).T
 
     return f
+
+
+def _as_square(A, fn: str):
+    A = as_real(A, "A", fn)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"{fn}: A must be a square matrix (d, d), got shape {A.shape}")
+    return check_finite(A, "A", fn)
 
 
 def ring_drift(omega: float = 2.0) -> DriftFn:
@@ -62,6 +74,9 @@ def ring_drift(omega: float = 2.0) -> DriftFn:
     Returns:
       The drift callable for ``d = 2``.
 
+    Raises:
+      ValueError: a non-finite ``omega``; a state whose last axis is not 2 (when the drift is called).
+
     References:
       Maoutsa, arXiv:2512.23566.
 
@@ -72,7 +87,11 @@ def ring_drift(omega: float = 2.0) -> DriftFn:
       [0.0, 2.0]
     """
 
+    if not is_traced(omega) and not np.all(np.isfinite(omega)):
+        raise ValueError(f"ring_drift: omega must be a finite number (the angular speed), got {omega=}")
+
     def f(x: Float[Array, "*batch 2"]) -> Float[Array, "*batch 2"]:
+        check_last_axis(x, 2, "x (the state)", "ring_drift")
         r2 = jnp.sum(x * x, axis=-1, keepdims=True)
         rot = jnp.stack([-x[..., 1], x[..., 0]], axis=-1)
         return -x * (r2 - 1.0) + omega * rot
@@ -91,6 +110,9 @@ def van_der_pol_drift(mu: float = 1.0) -> DriftFn:
     Returns:
       The drift callable for ``d = 2``.
 
+    Raises:
+      ValueError: ``mu`` not finite and positive; a state whose last axis is not 2 (when the drift is called).
+
     References:
       Maoutsa, arXiv:2512.23566 (system "LC").
 
@@ -101,7 +123,11 @@ def van_der_pol_drift(mu: float = 1.0) -> DriftFn:
       [-0.333, 1.0]
     """
 
+    if not is_traced(mu):
+        check_scale(mu, "mu", "van_der_pol_drift")
+
     def f(x: Float[Array, "*batch 2"]) -> Float[Array, "*batch 2"]:
+        check_last_axis(x, 2, "x (the state)", "van_der_pol_drift")
         x0, x1 = x[..., 0], x[..., 1]
         return jnp.stack([mu * (x0 - x0**3 / 3.0 - x1), x0 / mu], axis=-1)
 
@@ -111,14 +137,23 @@ def van_der_pol_drift(mu: float = 1.0) -> DriftFn:
 def ou_stationary_covariance(A: Float[ArrayLike, "d d"], sigma: float) -> Float[Array, "d d"]:
     r"""Stationary covariance of ``dX = A X dt + sigma dW``: the solution of :math:`A S + S A^T + \sigma^2 I = 0`.
 
-    Solved as a ``d^2 x d^2`` Kronecker linear system (fine for the small ``d`` of benchmark systems).
+    Solved as a ``d^2 x d^2`` Kronecker linear system (fine for the small ``d`` of benchmark systems; at most
+    ``d = MAX_D = 32``, beyond which ``scipy.linalg.solve_continuous_lyapunov`` is the tool).
+
+    The stationary law exists only when every eigenvalue of ``A`` has a negative real part; otherwise there is
+    no answer, and the call says so rather than return the (indefinite) solution of the equation.
 
     Args:
       A: stable drift matrix, shape ``(d, d)``.
-      sigma: diffusion scale.
+      sigma: positive diffusion scale.
 
     Returns:
       The stationary covariance ``S``, shape ``(d, d)``.
+
+    Raises:
+      ValueError: ``A`` not square or not finite, ``sigma`` not positive, ``d > MAX_D``, or ``A`` not stable
+        (an eigenvalue with real part ``>= 0``: host check for concrete ``A``; for an ``A`` traced by the caller's
+        ``jit``, ``eqx.error_if`` when the solution is not positive definite, which is the same condition).
 
     Examples:
       >>> import jax.numpy as jnp
@@ -126,11 +161,31 @@ def ou_stationary_covariance(A: Float[ArrayLike, "d d"], sigma: float) -> Float[
       >>> ou_stationary_covariance(-jnp.eye(2), 1.0).tolist()
       [[0.5, 0.0], [0.0, 0.5]]
     """
-    A = jnp.asarray(A)
+    fn = "ou_stationary_covariance"
+    A = _as_square(A, fn)
     d = A.shape[0]
+    if d > MAX_D:
+        raise ValueError(f"{fn}: d = {d} would need a ({d * d} x {d * d}) Kronecker solve; the limit is d = {MAX_D}: "
+                         "use scipy.linalg.solve_continuous_lyapunov(A, -sigma**2 * np.eye(d))")
+    sig = as_sigma(sigma, A.dtype, fn)
+    unstable = (f"{fn}: A is not stable (an eigenvalue has real part >= 0), so dX = A X dt + sigma dW has no "
+                "stationary law; every eigenvalue of A needs a negative real part")
+    if not is_traced(A):
+        host = np.asarray(A, np.float64)
+        lam = np.linalg.eigvals(host)
+        # real parts within rounding of 0 count as unstable: the Lyapunov system is singular there
+        tol = 100 * np.finfo(np.asarray(A).dtype).eps * max(np.abs(lam).max(), 1e-300)
+        if not np.all(lam.real < -tol):
+            raise ValueError(f"{unstable} (largest real part {lam.real.max():.3g})")
     eye = jnp.eye(d, dtype=A.dtype)
     lyap = jnp.kron(eye, A) + jnp.kron(A, eye)
-    rhs = -(sigma**2) * eye.reshape(-1)
+    rhs = -(sig**2) * eye.reshape(-1)
     S = jnp.linalg.solve(lyap, rhs).reshape(d, d)
-    return 0.5 * (S + S.T)
+    S = 0.5 * (S + S.T)
+    # Lyapunov: A is stable exactly when the solution for sigma^2 I > 0 is positive definite
+    return check_values(S, lambda xp, v: ~(xp.all(xp.isfinite(v)) & (xp.linalg.eigvalsh(v)[0] > 0)), unstable)
+
+
+#: Largest ``d`` :func:`ou_stationary_covariance` solves (its Kronecker system is ``d^2 x d^2``).
+MAX_D = 32
 
