@@ -29,6 +29,21 @@ def _index(v: Any, names: tuple[str, ...] | None, d: int, where: str) -> int:
         raise ValueError(f"{where}: unknown variable {v!r}; the variables are {list(names)}") from None
 
 
+def _check_consistent(f: np.ndarray, r: np.ndarray, names: tuple[str, ...] | None) -> None:
+    """Refuse knowledge that contradicts itself: an edge both forbidden and required, or required both ways."""
+    shown = (lambda i: repr(names[i])) if names is not None else str
+    both = np.argwhere(f & r)
+    if both.size:
+        i, j = (int(v) for v in both[0])
+        raise ValueError(f"background knowledge contradicts itself: {shown(i)} -> {shown(j)} is both forbidden and "
+                         "required (a tier order forbids edges into earlier tiers); drop one of them")
+    two = np.argwhere(r & r.T & ~np.eye(r.shape[0], dtype=bool))
+    if two.size:
+        i, j = (int(v) for v in two[0])
+        raise ValueError(f"background knowledge contradicts itself: {shown(i)} -> {shown(j)} and {shown(j)} -> "
+                         f"{shown(i)} are both required (a cycle); require one direction")
+
+
 class BackgroundKnowledge(eqx.Module):
     """Forbidden and required directed edges (causal-learn ``BackgroundKnowledge`` semantics).
 
@@ -62,7 +77,8 @@ class BackgroundKnowledge(eqx.Module):
           tiers: one tier per variable, or a mapping ``{variable: tier}`` (unlisted variables have no tier).
 
         Raises:
-          ValueError: for an unknown name, an index out of range, or tiers of the wrong length.
+          ValueError: for an unknown name, an index out of range, tiers of the wrong length, or knowledge that
+            contradicts itself (an edge both forbidden and required, or required both ways).
 
         Examples:
           >>> from icmlx.structure import BackgroundKnowledge
@@ -101,6 +117,7 @@ class BackgroundKnowledge(eqx.Module):
                 if t.shape != (d,):
                     raise ValueError(f"tiers must have length d={d}, got {t.shape=}")
                 f |= t[:, None] > t[None, :]
+        _check_consistent(f, r, names)
         return cls(jnp.asarray(f), jnp.asarray(r), names)
 
 
@@ -114,6 +131,10 @@ def resolve_background(
     """
     f = np.asarray(bk.forbidden, bool)
     r = np.asarray(bk.required, bool)
+    if f.ndim != 2 or f.shape[0] != f.shape[1] or r.shape != f.shape:
+        raise ValueError(f"background knowledge needs square forbidden/required matrices of one shape, got "
+                         f"{f.shape} and {r.shape}")
+    _check_consistent(f, r, bk.names)
     if bk.names is None or names is None:
         if f.shape != (d, d) or r.shape != (d, d):
             raise ValueError(

@@ -8,7 +8,10 @@ testers live in :mod:`._gaussian` (Fisher-z), :mod:`._discrete` (chi-square, G-s
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
+
+from icmlx._checks import is_traced
 
 __all__ = ["CIResult"]
 
@@ -31,8 +34,31 @@ def _float_dtype():
     return jnp.zeros((), dtype=float).dtype
 
 
-def _check_batch(x, y, s):
-    if x.ndim != 1 or y.ndim != 1 or s.ndim != 2:
-        raise ValueError(f"x, y must be (b,) and s (b, k); got {x.shape=}, {y.shape=}, {s.shape=}")
-    if not (x.shape[0] == y.shape[0] == s.shape[0]):
-        raise ValueError(f"batch sizes differ: {x.shape=}, {y.shape=}, {s.shape=}")
+def _check_batch(x, y, s, d: int):
+    """The batch contract: integer ``x, y: (b,)``, ``s: (b, k)``, indices in ``0..d-1``, ``x != y`` and ``S``
+    holding neither. Returns ``(x, y, s)`` (``x`` carries an ``error_if`` when the indices are traced)."""
+    if np.ndim(x) != 1 or np.ndim(y) != 1 or np.ndim(s) != 2:
+        raise ValueError(f"x, y must be (b,) and s (b, k); got shapes x {np.shape(x)}, y {np.shape(y)}, "
+                         f"s {np.shape(s)}")
+    if not (np.shape(x)[0] == np.shape(y)[0] == np.shape(s)[0]):
+        raise ValueError(f"batch sizes differ: x {np.shape(x)}, y {np.shape(y)}, s {np.shape(s)}")
+    for name, v in (("x", x), ("y", y), ("s", s)):
+        dt = jnp.asarray(v).dtype if not hasattr(v, "dtype") else v.dtype
+        if not jnp.issubdtype(dt, jnp.integer):
+            raise TypeError(f"{name} must hold integer variable indices, got dtype {dt}")
+    rule = f"x, y and s must be variable indices in 0..{d - 1}, with x != y and s containing neither x nor y"
+    if is_traced((x, y, s)):
+        x, y, s = jnp.asarray(x), jnp.asarray(y), jnp.asarray(s)
+        idx = jnp.concatenate([x[:, None], y[:, None], s], axis=1)
+        bad = jnp.any((idx < 0) | (idx >= d)) | jnp.any(x == y) | jnp.any(s == x[:, None]) | jnp.any(s == y[:, None])
+        return eqx.error_if(x, bad, rule), y, s
+    xn, yn, sn = (np.asarray(v) for v in (x, y, s))
+    idx = np.concatenate([xn[:, None], yn[:, None], sn], axis=1)
+    if np.any((idx < 0) | (idx >= d)):
+        raise ValueError(f"index out of range: {rule} (got values {sorted(set(idx[(idx < 0) | (idx >= d)].tolist()))[:5]})")
+    if np.any(xn == yn):
+        raise ValueError(f"x == y in test {int(np.flatnonzero(xn == yn)[0])}: {rule}")
+    hit = np.any(sn == xn[:, None], axis=1) | np.any(sn == yn[:, None], axis=1)
+    if hit.any():
+        raise ValueError(f"the conditioning set s contains x or y in test {int(np.flatnonzero(hit)[0])}: {rule}")
+    return jnp.asarray(x), jnp.asarray(y), jnp.asarray(s)

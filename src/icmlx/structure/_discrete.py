@@ -6,6 +6,8 @@ import numpy as np
 from jax.scipy.special import gammaincc
 from jaxtyping import Array, Bool, Int
 
+from icmlx._checks import check_values
+
 from ._ci_tests import CIResult, _check_batch, _float_dtype
 from ._contingency import (
     _chi2_pvalue,
@@ -78,6 +80,8 @@ def chi_square(
 
     Raises:
       TypeError: if ``data`` is not an integer array.
+      ValueError: ``data`` not ``(n, d)`` with ``n >= 1``, negative codes, or a bad batch (an index out of
+        range, ``x == y``, ``S`` holding ``x`` or ``y``).
 
     References:
       causal-learn ``Chisq_or_Gsq``; Gao, Wang & Aragam, arXiv:2507.05689.
@@ -90,10 +94,17 @@ def chi_square(
       >>> int(res.dof[0])
       2
     """
-    _check_batch(x, y, s)
+    if np.ndim(data) != 2:
+        raise ValueError(f"data must be (n, d), got shape {np.shape(data)}")
+    data = jnp.asarray(data)
     if not jnp.issubdtype(data.dtype, jnp.integer):
         raise TypeError(f"chi_square needs integer-coded data, got {data.dtype=}")
     n, d = data.shape
+    if n == 0:
+        raise ValueError("chi_square needs at least one sample, got n=0")
+    x, y, s = _check_batch(x, y, s, d)
+    if np.asarray(data).min() < 0:
+        raise ValueError("chi_square needs category codes 0..K-1, got negative codes; recode with encode_discrete")
     fdt = _float_dtype()
     codes = np.asarray(data).T.astype(np.int32)
     # one extra constant row (card 1) pads conditioning sets; cards >= 2 (an empty category changes nothing);
@@ -180,6 +191,11 @@ def bernoulli_test(
     Returns:
       :class:`CIResult` with ``statistic = T``.
 
+    Raises:
+      TypeError: ``data`` neither integer nor bool.
+      ValueError: values other than 0/1 (a runtime error under ``jit``), or a bad batch (an index out of
+        range, ``x == y``, ``S`` holding ``x`` or ``y``).
+
     References:
       Gao, Wang & Aragam, arXiv:2507.05689 (Thm 4.1); Canonne et al., "Testing conditional independence of
       discrete distributions" (2018).
@@ -192,10 +208,14 @@ def bernoulli_test(
       >>> bool(res.statistic[0] < 0.05)
       True
     """
-    _check_batch(x, y, s)
+    if np.ndim(data) != 2:
+        raise ValueError(f"data must be (n, d), got shape {np.shape(data)}")
+    data = jnp.asarray(data)
     if data.dtype == jnp.bool_:
         data = data.astype(jnp.int32)
     if not jnp.issubdtype(data.dtype, jnp.integer):
         raise TypeError(f"bernoulli_test needs 0/1 integer or bool data, got {data.dtype=}")
+    x, y, s = _check_batch(x, y, s, data.shape[1])
+    data = check_values(data, lambda xp, v: (v < 0) | (v > 1), "bernoulli_test needs binary (0/1) data; recode it")
     stat, p, dof = _bernoulli_kernel(data, x, y, s)
     return CIResult(stat, p, dof)

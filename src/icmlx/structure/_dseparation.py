@@ -5,6 +5,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Int
 
 from ._ci_tests import CIResult, _check_batch, _float_dtype
+from ._dag import check_dag
 
 __all__ = ["d_separation"]
 
@@ -67,6 +68,10 @@ def d_separation(
     Returns:
       :class:`CIResult` with ``statistic = pvalue = 1.0`` for separated triples, else ``0.0``.
 
+    Raises:
+      ValueError: ``dag`` not square or cyclic (a runtime error under ``jit``), or a bad batch (an index out of
+        range, ``x == y``, ``S`` holding ``x`` or ``y``).
+
     References:
       Lauritzen et al., Networks 20 (1990); causal-learn ``D_Separation``.
 
@@ -78,7 +83,8 @@ def d_separation(
       >>> res.pvalue.tolist()
       [1.0, 1.0]
     """
-    _check_batch(x, y, s)
-    sep = _dsep_kernel(dag.astype(bool), x, y, s)
+    dag = check_dag(dag)
+    x, y, s = _check_batch(x, y, s, dag.shape[0])
+    sep = _dsep_kernel(dag, x, y, s)
     p = sep.astype(_float_dtype())
     return CIResult(p, p, jnp.full(x.shape, -1, jnp.int32))

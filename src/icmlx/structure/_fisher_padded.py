@@ -5,7 +5,7 @@ sets padded to one width, so that one compilation serves every ``n`` in a bucket
 import jax
 import jax.numpy as jnp
 
-from ._gaussian import _fisher_z_kernel
+from ._gaussian import _fisher_z_kernel, _scaled
 
 __all__: list[str] = []
 
@@ -16,8 +16,10 @@ def _padded_correlation(x, n, d):
     ``(n_pad, d_pad)``, with identity rows/columns past ``d``: one compilation per padded shape (a loop over row
     blocks would follow ``n`` exactly but takes several times longer to compile)."""
     n_pad, dp = x.shape
+    rows = (jnp.arange(n_pad, dtype=jnp.int32) < n)[:, None]
+    x = _scaled(x)  # per-column max-abs scaling before and after centring: no overflow/underflow on any scale
     mean = jnp.sum(x, axis=0) / n.astype(x.dtype)
-    xc = jnp.where((jnp.arange(n_pad, dtype=jnp.int32) < n)[:, None], x - mean, 0.0)
+    xc = _scaled(jnp.where(rows, x - mean, 0.0))
     cov = xc.T @ xc
     live = jnp.arange(dp, dtype=jnp.int32) < d
     sd = jnp.where(live, jnp.sqrt(jnp.diag(cov)), 1.0)

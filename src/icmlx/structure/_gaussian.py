@@ -2,8 +2,11 @@
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import ndtr
 from jaxtyping import Array, Float, Int
+
+from icmlx._checks import check_values
 
 from ._ci_tests import CIResult, _check_batch
 
@@ -19,8 +22,16 @@ def correlation_matrix(data: Float[Array, "n d"]) -> Float[Array, "d d"]:
     Args:
       data: ``(n, d)`` floating data.
 
+    Each column is divided by its largest magnitude before and after centring, so data on any scale (``1e-30``
+    to ``1e30`` in float32) give the correlations of the unscaled data instead of overflowing or underflowing.
+
     Returns:
-      ``(d, d)`` correlation matrix in the dtype of ``data``.
+      ``(d, d)`` correlation matrix in the dtype of ``data`` (integer data: the default float dtype).
+
+    Raises:
+      ValueError: ``data`` not ``(n, d)`` with ``n >= 2``; NaN/Inf entries or a constant column (a runtime
+        error under ``jit``).
+      TypeError: complex data.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -29,10 +40,36 @@ def correlation_matrix(data: Float[Array, "n d"]) -> Float[Array, "d d"]:
       >>> print(round(float(r[0, 1]), 3))
       1.0
     """
-    xc = data - jnp.mean(data, axis=0, keepdims=True)
+    shape = np.shape(data)
+    if len(shape) != 2:
+        raise ValueError(f"data must be (n, d), got shape {shape}")
+    if shape[0] < 2:
+        raise ValueError(f"a correlation needs at least 2 samples, got n={shape[0]}")
+    data = jnp.asarray(data)
+    if jnp.issubdtype(data.dtype, jnp.complexfloating):
+        raise TypeError(f"correlation_matrix needs real data, got {data.dtype=}")
+    if not jnp.issubdtype(data.dtype, jnp.floating):
+        data = data.astype(jnp.zeros((), float).dtype)
+    data = check_values(data, lambda xp, v: ~xp.isfinite(v), "data has NaN or Inf entries; drop or impute them first")
+    data = check_values(data, lambda xp, v: xp.max(v, axis=0) == xp.min(v, axis=0),
+                        "data has a constant column (no variation): its correlations are undefined; drop it")
+    return _correlation(data)
+
+
+def _scaled(x):
+    """``x / max|x|`` per column (columns of zeros left alone): keeps squares inside the float range."""
+    m = jnp.max(jnp.abs(x), axis=0, keepdims=True)
+    return x / jnp.where(m > 0, m, 1.0).astype(x.dtype)
+
+
+def _correlation(data):
+    """The correlation matrix, stable on any scale: scale, centre, scale again, then the cross-products."""
+    x = _scaled(data)
+    xc = _scaled(x - jnp.mean(x, axis=0, keepdims=True))
     cov = xc.T @ xc
     sd = jnp.sqrt(jnp.diag(cov))
-    return cov / (sd[:, None] * sd[None, :])
+    r = cov / (sd[:, None] * sd[None, :])
+    return jnp.where(jnp.eye(r.shape[0], dtype=bool), jnp.ones((), r.dtype), jnp.clip(r, -1.0, 1.0))
 
 
 @jax.jit
@@ -89,7 +126,8 @@ def fisher_z(
       :class:`CIResult` (``dof`` is ``-1``).
 
     Raises:
-      ValueError: if the batch shapes disagree or ``n - k - 3 <= 0``.
+      ValueError: if the batch shapes disagree, an index is out of range, ``x == y`` or ``S`` holds ``x`` or
+        ``y``, ``corr`` is not square or has NaN/Inf entries, or ``n - k - 3 <= 0``.
 
     References:
       Gao, Wang & Aragam, arXiv:2507.05689; Kalisch & Bühlmann, JMLR 8 (2007).
@@ -103,7 +141,11 @@ def fisher_z(
       >>> bool(res.pvalue[0] > 0.01)
       True
     """
-    _check_batch(x, y, s)
+    corr = jnp.asarray(corr)
+    if corr.ndim != 2 or corr.shape[0] != corr.shape[1]:
+        raise ValueError(f"corr must be a (d, d) correlation matrix, got shape {corr.shape}")
+    x, y, s = _check_batch(x, y, s, corr.shape[0])
+    corr = check_values(corr, lambda xp, v: ~xp.isfinite(v), "corr has NaN or Inf entries; check the data")
     if n - s.shape[1] - 3 <= 0:
         raise ValueError(f"Fisher-z needs n - |S| - 3 > 0, got {n=} and |S|={s.shape[1]}")
     stat, p = _fisher_z_kernel(corr, jnp.asarray(n, jnp.int32), x, y, s)

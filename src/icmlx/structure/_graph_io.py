@@ -44,8 +44,15 @@ def graph_to_edges(graph: np.ndarray) -> np.ndarray:
       >>> g = np.array([[0, -1, 0], [1, 0, -1], [0, -1, 0]])  # 0 -> 1 - 2
       >>> graph_to_edges(g).tolist()
       [[0, 1, 1], [1, 2, 0]]
+
+    Raises:
+      ValueError: a non-square matrix or entries outside ``{-1, 0, 1}``.
     """
     g = np.asarray(graph)
+    _check_square(g, "graph")
+    if g.dtype != bool and not np.all(np.isin(g, (-1, 0, 1))):
+        bad = sorted(set(np.unique(g).tolist()) - {-1, 0, 1})[:5]
+        raise ValueError(f"graph has entries {bad}; pass an endpoint matrix (-1 tail, 1 arrow, 0 none)")
     iu, ju = np.nonzero(np.triu((g != 0) | (g.T != 0), 1))
     a, b = g[iu, ju], g[ju, iu]  # mark at i, mark at j
     kind = np.full(iu.shape, 2, np.int32)

@@ -221,6 +221,8 @@ def prepare_data(
     arr = np.asarray(values)
     if arr.ndim != 2:
         raise ValueError(f"data must be an (n, d) array or DataFrame, got shape {arr.shape}")
+    if arr.dtype.kind == "c":
+        raise TypeError(f"data must be real, got complex {arr.dtype}; pass the real part (or split it into columns)")
     names = resolve_names(names, from_data, arr.shape[1])
     shown = _display_names(names, arr.shape[1])
     if arr.dtype.kind == "O" and ci_test in ("fisherz", "nonparametric"):

@@ -19,6 +19,7 @@ import numpy as np
 from jax.scipy.special import gammaincc
 from jaxtyping import Array, Float, Int
 
+from icmlx._checks import check_values
 from icmlx._deprecation import renamed_kwargs, warn_renamed
 from icmlx._types import PRNGKey
 
@@ -128,13 +129,23 @@ def binned_u_statistic(
       >>> bool(res.statistic[0] > 0.05)
       True
     """
-    _check_batch(x, y, s)
-    if num_bins < 2:
-        raise ValueError(f"num_bins must be >= 2, got {num_bins=}")
+    if isinstance(num_bins, bool) or not isinstance(num_bins, int | np.integer) or num_bins < 2:
+        raise ValueError(f"num_bins must be an integer >= 2, got {num_bins=}")
+    data = _check_data(data, "binned_u_statistic")
+    x, y, s = _check_batch(x, y, s, data.shape[1])
     bins = _rank_bins(data, num_bins).astype(jnp.int32)
     stat = _u_kernel(bins, x, y, s, num_bins=num_bins)
     p = jnp.where(stat > 0, 0.0, 1.0).astype(stat.dtype)
     return CIResult(stat, p, jnp.full(x.shape, -1, jnp.int32))
+
+
+def _check_data(data, where: str):
+    if np.ndim(data) != 2:
+        raise ValueError(f"data must be (n, d), got shape {np.shape(data)}")
+    data = jnp.asarray(data)
+    if not jnp.issubdtype(data.dtype, jnp.floating):
+        raise TypeError(f"{where} needs floating data, got {data.dtype=}")
+    return check_values(data, lambda xp, v: ~xp.isfinite(v), "data has NaN or Inf entries; drop or impute them first")
 
 
 def _trace_powers(p):
@@ -413,13 +424,12 @@ def nonparametric_test(
       >>> bool(perm.pvalue[0] > 0.01)
       True
     """
-    _check_batch(x, y, s)
-    data = jnp.asarray(data)
-    if not jnp.issubdtype(data.dtype, jnp.floating):
-        raise TypeError(f"nonparametric_test needs floating data, got {data.dtype=}")
+    data = _check_data(data, "nonparametric_test")
+    x, y, s = _check_batch(x, y, s, data.shape[1])
     cond_bins = num_bins if cond_bins is None else cond_bins
-    if num_bins < 2 or cond_bins < 2:
-        raise ValueError(f"num_bins and cond_bins must be >= 2, got {num_bins=}, {cond_bins=}")
+    for name, v in (("num_bins", num_bins), ("cond_bins", cond_bins)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 2:
+            raise ValueError(f"num_bins and cond_bins must be integers >= 2, got {name}={v!r}")
     calibration = _as_calibration(method)
     if isinstance(calibration, Permutation):
         if key is None:

@@ -29,11 +29,13 @@ from ._contingency import (
     _pad_codes,
     _pad_samples,
 )
+from ._dag import check_dag
 from ._discrete import _bernoulli_kernel, _encode_codes
 from ._dseparation import _dsep_kernel
 from ._fisher_padded import _fisher_z_pvalues, _padded_correlation
 from ._graph_io import graph_to_edges
 from ._inputs import TableLike, encode_discrete, prepare_data, validate_data
+from ._memory import check_memory
 from ._testers import AbstractCITest, _as_ci_test
 
 __all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "graph_to_edges", "validate_data", "CI_TESTS"]
@@ -121,7 +123,11 @@ class _Tester:
             self.n = n
             dp = _pad_dim(d)  # pad d and n to size buckets so similar sizes share one compilation
             xp = np.zeros((_pad_samples(n), dp), fdt)
-            xp[:n, :d] = data
+            # standardise in float64 on the host (correlations are scale-free): any scale fits in float32
+            z = np.asarray(data, np.float64)
+            z = z / np.abs(z).max(axis=0)
+            z = z - z.mean(axis=0)
+            xp[:n, :d] = z / z.std(axis=0)
             self.corr = _padded_correlation(jax.device_put(xp), np.int32(n), np.int32(d))
             self._kernel = lambda xs, ys, ss, kk, plan: _fisher_z_pvalues(
                 self.corr, np.int32(self.n), xs, ys, ss, np.int32(0) if kk is None else kk
@@ -271,6 +277,11 @@ def _stable_level(tester: _Tester, adj, depth, alpha, sep, maxp, counted, bk_for
     of ``adj(x) \\ {y}`` (adjacencies frozen), distinct tests evaluated once. Updates ``sep``, ``maxp`` and
     ``counted`` in place; returns the symmetric mask of edges to remove."""
     d = adj.shape[0]
+    deg = adj.sum(axis=1)
+    num = float(sum(k * math.comb(k - 1, depth) for k in deg.tolist() if k - 1 >= depth))
+    # per test row: x, y, S, the canonical row and its key, index arrays of the unique (int64), p-values
+    check_memory(num * 8.0 * (3 * (depth + 2) + 6), f"pc's level {depth} ({num:.3g} CI tests)",
+                 f"pass max_depth={max(depth - 1, 0)}, a smaller alpha or fewer variables")
     xs, ys, ss = [], [], []
     for x in range(d):
         nb = np.flatnonzero(adj[x])
@@ -445,16 +456,19 @@ def pc(
       >>> res.edges.tolist(), int(res.num_tests)
       ([[0, 2, 1], [1, 2, 1]], 6)
     """
-    if not (isinstance(alpha, int | float) and 0.0 < float(alpha) < 1.0):
+    if isinstance(alpha, bool) or not (isinstance(alpha, int | float | np.integer | np.floating)
+                                       and 0.0 < float(alpha) < 1.0):
         raise ValueError(f"alpha must lie in (0, 1), got {alpha=}")
     rule = _as_collider_rule(colliders)
-    if max_depth is not None and max_depth < 0:
-        raise ValueError(f"max_depth must be >= 0, got {max_depth=}")
+    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int | np.integer)
+                                  or max_depth < 0):
+        raise ValueError(f"max_depth must be None or an integer >= 0, got {max_depth=}")
     ci_test = _as_ci_test(ci_test, CI_TESTS, "pc").name
     if ci_test == "d_separation":
         if true_dag is None:
             raise ValueError("ci_test='d_separation' needs true_dag=")
-        d = int(np.asarray(true_dag).shape[0])
+        true_dag = check_dag(true_dag, "true_dag")
+        d = int(true_dag.shape[0])
         arr = None
     else:
         if data is None:
@@ -467,6 +481,9 @@ def pc(
         names = tuple(str(v) for v in names)
         if len(names) != d:
             raise ValueError(f"names has {len(names)} entries but true_dag has d={d} nodes")
+    # the (d, d, d) separating-set record (each level's tests are estimated before they are built)
+    check_memory(float(d) ** 3 * 2.0, f"pc on d={d} variables (a (d, d, d) separating-set record)",
+                 "use fewer variables, or pc_tree (O(d^2) memory)")
     show = resolve_progress(progress)
 
     def run():  # a function, so that its locals are freed before the collector is re-enabled

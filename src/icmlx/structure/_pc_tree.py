@@ -23,8 +23,9 @@ from icmlx._progress import in_program_reporter, resolve_progress
 
 from . import _graph_io
 from ._ci_tests import _float_dtype
+from ._dag import check_dag
 from ._dseparation import _dsep_kernel
-from ._gaussian import correlation_matrix
+from ._gaussian import _correlation
 from ._inputs import TableLike, encode_discrete, prepare_data, resolve_names
 from ._nonparametric import _pearson3_pvalue, _rank_bins, _stratum_stat_and_cumulants
 from ._testers import AbstractCITest, Nonparametric, _as_ci_test
@@ -99,7 +100,7 @@ def _chunked_min(d, chunk, fn, report=None):
 def _gauss_scores(data, alpha, threshold, chunk, report=None):
     fdt = _float_dtype()
     n, d = data.shape
-    r = correlation_matrix(data.astype(fdt))
+    r = _correlation(data.astype(fdt))
 
     def fn(L):
         rl = r[:, L]  # (d, c)
@@ -242,7 +243,18 @@ def _dsep_scores(dag, chunk, report=None):
     return s0, s1, arg, half, half
 
 
-@jax.jit
+_INT32_MAX = 2**31 - 1
+
+
+def _num_tests(d: int) -> int:
+    """``d(d-1)/2 * (d-1)``, checked against the count's dtype (int32 unless x64 is on) before any work."""
+    count = d * (d - 1) // 2 * max(d - 1, 1)
+    if count > _INT32_MAX and not jax.config.jax_enable_x64:
+        raise ValueError(f"pc_tree on d={d} variables runs {count:,} CI tests, more than an int32 num_tests counts; "
+                         "enable 64-bit counts with jax.config.update('jax_enable_x64', True), or use fewer variables")
+    return count
+
+
 def pc_tree_from_scores(
     marginal_score: Float[Array, "d d"],
     conditional_score: Float[Array, "d d"],
@@ -276,7 +288,27 @@ def pc_tree_from_scores(
       >>> res = pc_tree_from_scores(s0, s1, -jnp.ones((3, 3), jnp.int32), jnp.array(0.5), jnp.array(0.5))
       >>> res.graph.tolist()  # collider 0 -> 1 <- 2
       [[0, -1, 0], [1, 0, 1], [0, -1, 0]]
+
+    Raises:
+      ValueError: scores or separator not all ``(d, d)``, cuts not scalars, NaN scores or cuts (a runtime error
+        under ``jit``), or more tests than an int32 count holds (without x64).
     """
+    shapes = [np.shape(v) for v in (marginal_score, conditional_score, separator)]
+    if len(shapes[0]) != 2 or shapes[0][0] != shapes[0][1] or len(set(shapes)) != 1:
+        raise ValueError(f"marginal_score, conditional_score and separator must all be (d, d), got shapes {shapes}")
+    if np.ndim(cut0) != 0 or np.ndim(cut1) != 0:
+        raise ValueError(f"cut0 and cut1 must be scalars, got shapes {np.shape(cut0)} and {np.shape(cut1)}")
+    msg = "pc_tree_from_scores got NaN scores or cuts; recompute them (polyforest_scores checks the data)"
+    bad = lambda xp, v: xp.isnan(v)  # noqa: E731
+    marginal_score, conditional_score = (check_values(jnp.asarray(v), bad, msg)
+                                         for v in (marginal_score, conditional_score))
+    cut0, cut1 = (check_values(jnp.asarray(v), bad, msg) for v in (cut0, cut1))
+    _num_tests(shapes[0][0])
+    return _from_scores(marginal_score, conditional_score, jnp.asarray(separator), cut0, cut1)
+
+
+@jax.jit
+def _from_scores(marginal_score, conditional_score, separator, cut0, cut1):
     d = marginal_score.shape[0]
     eye = jnp.eye(d, dtype=bool)
     dep0 = (marginal_score >= cut0) & ~eye
@@ -309,7 +341,8 @@ def pc_tree_from_scores(
     g = jnp.where(skel, -1, 0)
     g = jnp.where(arrow.T, 1, g)  # i -> j: g[j, i] = 1, g[i, j] = -1
     sep = jnp.where(dep0, separator, -1)
-    num_tests = jnp.asarray(d * (d - 1) // 2 * max(d - 1, 1), jnp.int32)
+    count = _num_tests(d)
+    num_tests = jnp.asarray(count, jnp.int64 if count > _INT32_MAX else jnp.int32)
     return PCTreeResult(
         graph=g.astype(jnp.int32),
         skeleton=skel,
@@ -352,11 +385,18 @@ def default_cond_bins(n: int, num_bins: int = 4) -> int:
       Neykov, Balakrishnan & Wasserman, "Minimax optimal conditional independence testing", Ann. Statist. 49
       (2021), arXiv:2001.03039.
 
+    Raises:
+      ValueError: ``n`` not a positive integer, or ``num_bins`` not an integer ``>= 2``.
+
     Examples:
       >>> from icmlx.structure import default_cond_bins
       >>> [default_cond_bins(n, 3) for n in (300, 2400, 9600)]
       [3, 10, 20]
     """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ValueError(f"n must be a positive integer (the sample size), got {n=!r}")
+    if isinstance(num_bins, bool) or not isinstance(num_bins, int | np.integer) or num_bins < 2:
+        raise ValueError(f"num_bins must be an integer >= 2, got {num_bins=!r}")
     return max(int(num_bins), round(math.sqrt(n) / 5.0))
 
 
@@ -439,7 +479,9 @@ def _prepare(data, name: str, alpha, threshold, names):
         if alpha is None or not (0.0 < float(alpha) < 1.0):
             raise ValueError(f"alpha must lie in (0, 1), got {alpha=}")
     _check_threshold(threshold, name)
-    if is_traced(data) or name == "d_separation":  # inside the user's jit: the checks below run as error_if
+    if name == "d_separation":
+        return check_dag(data, "data (the DAG of ci_test='d_separation')"), names
+    if is_traced(data):  # inside the user's jit: the checks below run as error_if
         return jnp.asarray(data), names
     arr, names = prepare_data(data, ci_test=name, nan_policy="raise", names=names)
     if name == "bernoulli":
@@ -482,6 +524,9 @@ def _scores_of(data, test, alpha, threshold, chunk_size, progress=False):
             data, lambda xp, v: ~xp.isfinite(v), "data contains NaN or Inf; drop or impute those rows first"
         )
     n, d = data.shape[0], data.shape[1]
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer)
+                                   or chunk_size < 1):
+        raise ValueError(f"chunk_size must be None or a positive integer, got {chunk_size=!r}")
     if chunk_size is None:
         # memory per separator: the (d, d) score block; nonparametric also gathers an (n, d num_bins) one-hot
         # matrix and builds cond_bins (d num_bins)^2 count tables
@@ -580,8 +625,9 @@ def pc_tree(
     """
     test = _as_ci_test(ci_test, PC_TREE_TESTS, "pc_tree")
     data, names = _prepare(data, test.name, alpha, threshold, names)
+    _num_tests(data.shape[-1])  # before the O(d^3) work, not after it
     show = resolve_progress(progress, in_program=True)
-    res = pc_tree_from_scores(*_scores_of(data, test, alpha, threshold, chunk_size, show))
+    res = _from_scores(*_scores_of(data, test, alpha, threshold, chunk_size, show))
     if show:
         jax.effects_barrier()  # the chunk reports are printed before the call returns
     if test.name == "d_separation" and names is not None:
