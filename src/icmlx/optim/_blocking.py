@@ -105,6 +105,8 @@ def make_block_plan(
     group_keys: list[tuple[str, int, int]] = []
     for shape in shapes:
         view = matrix_view_shape(tuple(shape))
+        if any(d == 0 for d in shape):  # an empty leaf has no blocks: Adam's (empty) update is the no-op
+            view = ()
         if len(view) == 2:
             kind = MATRIX
             m, n = view

@@ -196,6 +196,16 @@ def _factor_dtype(leaves: list[Array]):
     return jnp.float32
 
 
+def _check_leaf_dtypes(fn_name: str, leaves, what: str) -> None:
+    for x in leaves:
+        dt = jnp.result_type(x)
+        if not jnp.issubdtype(dt, jnp.floating):
+            raise TypeError(
+                f"{fn_name}: every leaf of {what} must have a real floating dtype (float32, float64, bfloat16, "
+                f"float16), got dtype={dt} for a leaf of shape {jnp.shape(x)}"
+            )
+
+
 def _plan_for(leaves, block_size, one_dim, num_shards) -> BlockPlan:
     shapes = tuple(tuple(int(d) for d in x.shape) for x in leaves)
     return make_block_plan(shapes, block_size, one_dim, num_shards)
@@ -340,8 +350,10 @@ def scale_by_dash(
     without its residual).
 
     Non-finite gradients: ``nonfinite="skip"`` (default) leaves the whole state unchanged and returns a zero
-    update when any gradient entry is NaN/inf (the preconditioners are never poisoned); ``"raise"`` raises
-    through ``eqx.error_if``; ``"ignore"`` does nothing.
+    update when any gradient entry is NaN/inf, or when a finite but huge gradient (entries past about
+    :math:`\sqrt{\text{float max}}`, ~1e19 in float32) would overflow the statistics :math:`G G^\top`,
+    :math:`G^2` or the update (the preconditioners are never poisoned, and later steps equal a run without
+    that step); ``"raise"`` raises through ``eqx.error_if`` in both cases; ``"ignore"`` does nothing.
 
     Sharding: with ``mesh`` and ``mesh_axis``, every factor/root stack is padded to a multiple of the axis
     size and constrained to ``NamedSharding(mesh, P(mesh_axis))``, and each refresh runs inside
@@ -457,6 +469,7 @@ def scale_by_dash(
 
     def init_fn(params):
         leaves, _ = jax.tree.flatten(params)
+        _check_leaf_dtypes("scale_by_dash", leaves, "params")
         plan = _plan_for(leaves, block_size, one_dim, num_shards)
         if explicit_block:
             _warn_large_cpu_blocks(plan, "scale_by_dash", block_size)
@@ -473,11 +486,12 @@ def scale_by_dash(
     def update_fn(updates, state, params=None):
         del params
         leaves, treedef = jax.tree.flatten(updates)
+        _check_leaf_dtypes("scale_by_dash", leaves, "updates")
         plan = _plan_for(leaves, block_size, one_dim, num_shards)
         fdt = _factor_dtype(leaves)
         if nonfinite == "raise":
             bad = ~_all_finite(leaves)
-            leaves = [eqx.error_if(g, bad, "scale_by_dash: non-finite gradient") for g in leaves]
+            leaves = [eqx.error_if(g, bad, "scale_by_dash: non-finite gradient (NaN/inf entries)") for g in leaves]
             updates = jax.tree.unflatten(treedef, leaves)
         count = optax.safe_increment(state.count)
         t = count  # 1-based step of this update
@@ -510,10 +524,18 @@ def scale_by_dash(
         mu = jax.tree.map(lambda m, g: m.astype(g.dtype), mu, state.mu)
         nu = jax.tree.map(lambda m, g: m.astype(g.dtype), nu, state.nu)
         new_state = DashState(count, mu, nu, mom, factors, tuple(roots), state.root_failures + n_failed)
-        if nonfinite == "skip":
-            finite = _all_finite(leaves)
-            new_state = jax.tree.map(lambda n, o: jnp.where(finite, n, o), new_state, state)
-            out = jax.tree.map(lambda o: jnp.where(finite, o, jnp.zeros_like(o)), out)
+        if nonfinite != "ignore":
+            # A finite gradient can still overflow the statistics (G G^T, G^2 past the float max for entries
+            # past ~1e19 in float32); such a step is treated as a non-finite gradient, so the state stays finite.
+            finite = _all_finite(leaves) & _all_finite(
+                jax.tree.leaves((factors, treedef.flatten_up_to(nu), treedef.flatten_up_to(out))))
+            if nonfinite == "raise":
+                out = jax.tree.map(lambda o: eqx.error_if(
+                    o, ~finite, "scale_by_dash: the gradient overflowed the second-moment or Kronecker-factor "
+                    "statistics (entries past ~sqrt(float max)); scale the loss down or clip the gradient."), out)
+            else:
+                new_state = jax.tree.map(lambda n, o: jnp.where(finite, n, o), new_state, state)
+                out = jax.tree.map(lambda o: jnp.where(finite, o, jnp.zeros_like(o)), out)
         return out, new_state
 
     return optax.GradientTransformation(init_fn, update_fn)

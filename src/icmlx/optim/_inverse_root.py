@@ -32,6 +32,7 @@ from ._root_kernels import (
     _symmetrize,
 )
 from ._root_methods import (
+    DEFAULT_FIXED_RTOL,
     DEFAULT_INVERSE_ROOT,
     AbstractInverseRoot,
     AbstractScaling,
@@ -47,13 +48,28 @@ from ._root_methods import (
 __all__ = ["InverseRootSolution", "matrix_inverse_root", "power_iteration"]
 
 
-def _check_square(A) -> Array:
+def _check_square(A, where: str) -> Array:
     A = jnp.asarray(A)
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
-        raise ValueError(f"A must have shape (..., n, n), got {A.shape=}")
+        raise ValueError(f"{where}: A must have shape (..., n, n) (a stack of square matrices), got {A.shape=}")
     if not jnp.issubdtype(A.dtype, jnp.floating):
-        raise TypeError(f"A must have a floating dtype, got {A.dtype=}")
+        raise TypeError(
+            f"{where}: A must have a real floating dtype (float32/float64; bfloat16/float16 are computed in "
+            f"float32), got {A.dtype=}"
+        )
     return A
+
+
+def _working_dtype(dtype):
+    """Half-precision inputs are solved in float32 (the iterations need more than 8-11 mantissa bits)."""
+    return jnp.float32 if jnp.finfo(dtype).bits < 32 else dtype
+
+
+def _check_finite(A, where: str) -> Array:
+    return check_values(
+        A, lambda xp, a: ~xp.isfinite(a),
+        f"{where}: A has non-finite (NaN/inf) entries; check the matrices before solving.",
+    )
 
 
 @renamed_kwargs(num_iters="num_steps")
@@ -82,7 +98,9 @@ def power_iteration(
       The estimates, shape ``(...)``, dtype of ``A``. They lie in :math:`[0, \lambda_{\max}(A) + cd]`.
 
     Raises:
-      ValueError: if ``A`` is not a stack of square matrices.
+      ValueError: if ``A`` is not a stack of square matrices, is empty (``n = 0``), has non-finite entries
+        (on the host for a concrete ``A``, via ``eqx.error_if`` when traced), or a setting is out of range.
+      TypeError: a non-floating ``A``.
 
     References:
       Modoranu et al., DASH, arXiv:2602.02016 (multi-vector power iteration for matrix scaling).
@@ -93,11 +111,22 @@ def power_iteration(
       >>> print(round(float(power_iteration(jnp.diag(jnp.array([3.0, 1.0, 0.5])), num_steps=20)), 3))
       3.0
     """
-    A = _check_square(A)
+    A = _check_square(A, "power_iteration")
+    for name, value in (("num_steps", num_steps), ("num_vectors", num_vectors)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"power_iteration: {name} must be a positive integer, got {name}={value!r}")
+    if isinstance(damping, bool) or not isinstance(damping, (int, float, np.integer, np.floating)) or not (
+        math.isfinite(damping) and damping >= 0
+    ):
+        raise ValueError(f"power_iteration: damping must be a finite Python float >= 0, got {damping=}")
+    if A.shape[-1] == 0:
+        raise ValueError(f"power_iteration: A is empty (n = 0) and has no eigenvalues, got {A.shape=}")
+    A = _check_finite(A, "power_iteration")
     batch = A.shape[:-2]
     a = A.reshape((-1,) + A.shape[-2:])
-    lam = _power_iteration(_symmetrize(a), num_steps, num_vectors, damping, None)
-    return lam.reshape(batch)
+    lam = _power_iteration(_symmetrize(a.astype(_working_dtype(a.dtype))), int(num_steps), int(num_vectors),
+                           float(damping), None)
+    return lam.astype(A.dtype).reshape(batch)
 
 
 # ---------------------------------------------------------------------------------------------------- dispatch
@@ -118,7 +147,9 @@ def _scale_estimate(a: Array, scaling: AbstractScaling, mdt) -> tuple[Array, flo
     """Top-eigenvalue estimate (N,) and the multiplier c of the scale s = c * estimate."""
     if isinstance(scaling, PowerScaling):
         return _power_iteration(a, scaling.num_steps, scaling.num_vectors, 1e-6, mdt), scaling.multiplier
-    return jnp.sqrt(jnp.sum(a * a, axis=(-2, -1))), 1.0
+    # Frobenius norm without overflow: c * ||A / c||_F with c = max|A_ij| (A ~ 1e30 in float32 is fine).
+    c = jnp.maximum(jnp.max(jnp.abs(a), axis=(-2, -1)), _floor(a.dtype))
+    return c * jnp.sqrt(jnp.sum(jnp.square(a / c[:, None, None]), axis=(-2, -1))), 1.0
 
 
 def _inverse_root_core(a: Array, p: int, method: AbstractInverseRoot, epsilon: float) -> tuple[Array, ...]:
@@ -130,13 +161,13 @@ def _inverse_root_core(a: Array, p: int, method: AbstractInverseRoot, epsilon: f
     a = _symmetrize(a)
     ok = jnp.zeros(a.shape[:1], jnp.int32)
     if isinstance(method, Eigh):
-        x, ridge = _eigh_root(a, p, epsilon, float(method.relative_epsilon), method.heuristic)
-        return x, ridge, jnp.zeros([], jnp.int32), ok
+        x, ridge, limited = _eigh_root(a, p, epsilon, float(method.relative_epsilon), method.heuristic)
+        return x, ridge, jnp.zeros([], jnp.int32), jnp.where(limited, 5, 0).astype(jnp.int32)
     mdt = _resolve_matmul_dtype(method.matmul_dtype, a.dtype)
     rel = _relative_epsilon(method, mdt, a.dtype)
     eye = _eye_like(a)
     lam, const = _scale_estimate(a, method.scaling, mdt)
-    lam = jnp.maximum(lam, _floor(a.dtype))[:, None, None]
+    lam = jnp.where(lam > 0, lam, _floor(a.dtype))[:, None, None]
     if isinstance(method, Chebyshev):
         # The interval offset of the polynomial plays the role of the ridge: result ~ (A + eps + rel*lam)^{-1/p}.
         a_reg = a + epsilon * eye
@@ -233,9 +264,14 @@ class InverseRootSolution(Solution):
     Attributes:
       value: :math:`X \approx A^{-1/p}`, shape ``(..., n, n)``, dtype of ``A``.
       result: an :class:`icmlx.RESULTS` item for the whole batch (the worst one): ``successful``,
-        ``max_steps_reached`` or ``diverged`` (coupled Newton), or ``nonfinite``. The fixed-count solvers
-        (Newton–DB, Chebyshev, eigh) have no stopping criterion: they are ``successful`` when the root is
-        finite. Coupled Newton is ``successful`` when every matrix met its criterion
+        ``max_steps_reached`` or ``diverged`` (coupled Newton), ``inaccurate`` (Newton–DB, Chebyshev), or
+        ``nonfinite``. The fixed-work solvers (Newton–DB, Chebyshev) are ``successful`` only when every root is
+        finite and its true residual ``stats["residual"]`` is at most the solver's ``rtol`` (default 1e-3),
+        else ``inaccurate`` (too few steps or too low a degree for the spectrum, or an input that is not PSD);
+        eigh is ``successful`` when the root is finite and the spectrum it inverts (after its heuristic) spans
+        less than :math:`1/(n\,\epsilon_{\text{dtype}})`, else ``accuracy_limit`` (a singular or very
+        ill-conditioned input whose small eigenvalues are rounding noise: raise ``relative_epsilon`` or use
+        float64). Coupled Newton is ``successful`` when every matrix met its criterion
         :math:`\max|M - I| \le` ``rtol`` on the coupled iterate :math:`M` (which equals :math:`X^p A_\epsilon`
         up to rounding; ``stats["residual"]`` recomputes that product, whose float32 rounding floor can sit
         above a small ``rtol``).
@@ -258,20 +294,32 @@ class InverseRootSolution(Solution):
 
 def _solve_impl(a: Array, p: int, method: AbstractInverseRoot, epsilon: float, chunk_size):
     x, ridge, steps, status = _inverse_root_full(a, p, method, epsilon, chunk_size)
-    finite = jnp.all(jnp.isfinite(x))
-    code = jnp.where(finite, jnp.max(status), 3).astype(jnp.int32)
     a_eps = _symmetrize(a) + ridge[:, None, None] * _eye_like(a)
-    residual = jnp.max(jnp.abs(_matpow(x, p, None) @ a_eps - _eye_like(a)), axis=(-2, -1))
+    # The residual on the rescaled pair (X c^{1/p}, A_eps / c), c = max|A_eps|: the same number without the
+    # overflow of X^p for a tiny A (X^4 ~ 1e40 for A ~ 1e-10 in float32).
+    c = jnp.maximum(jnp.max(jnp.abs(a_eps), axis=(-2, -1)), _floor(a.dtype))[:, None, None]
+    xs = x * c ** (1.0 / p)
+    residual = jnp.max(jnp.abs(_matpow(xs, p, None) @ (a_eps / c) - _eye_like(a)), axis=(-2, -1))
+    if isinstance(method, (NewtonDB, Chebyshev)):
+        # A fixed-work method is successful only when its true residual meets its rtol.
+        rtol = DEFAULT_FIXED_RTOL if method.rtol is None else method.rtol
+        status = jnp.where((status == 0) & ~(residual <= rtol), 4, status)
+    finite = jnp.all(jnp.isfinite(x))
+    worst = jnp.zeros([], jnp.int32)
+    for c in (5, 4, 1, 2):  # later codes take precedence: diverged > max_steps > inaccurate > accuracy_limit
+        worst = jnp.where(jnp.any(status == c), c, worst)
+    code = jnp.where(finite, worst, 3).astype(jnp.int32)
     return x, code, steps, residual, ridge
 
 
 _solve_jit = jax.jit(_solve_impl, static_argnames=("p", "method", "epsilon", "chunk_size"))
-_CODES = (RESULTS.successful, RESULTS.max_steps_reached, RESULTS.diverged, RESULTS.nonfinite)
+_CODES = (RESULTS.successful, RESULTS.max_steps_reached, RESULTS.diverged, RESULTS.nonfinite, RESULTS.inaccurate,
+          RESULTS.accuracy_limit)
 
 
 def _code_to_result(code: Array) -> RESULTS:
     res = RESULTS.nonfinite
-    for i in (2, 1, 0):
+    for i in (5, 4, 2, 1, 0):
         res = RESULTS.where(code == i, _CODES[i], res)
     return res
 
@@ -335,13 +383,15 @@ def matrix_inverse_root(
     Newton–DB steps).
 
     **Epsilon policy.** A solver's ``relative_epsilon=None`` picks its own ridge (``Eigh`` 0, ``NewtonDB`` and
-    ``CoupledNewton`` 1e-6, ``Chebyshev`` 1e-3, all times :math:`\hat\lambda`; at least
+    ``CoupledNewton`` 1e-6, ``Chebyshev`` 1e-2, all times :math:`\hat\lambda`; at least
     ``eps(matmul_dtype) / 8``, about 1e-3, with bfloat16 matmuls) plus an absolute floor
     :math:`\sqrt{\text{tiny}}`, so an exactly singular or all-zero input gives a finite, symmetric PSD result
     for any iteration count (plain Newton–DB with no ridge goes indefinite and then NaN past ~15 steps).
 
     Args:
-      A: symmetric PSD matrices, shape ``(..., n, n)``, float32/float64 (any leading batch shape), NumPy or JAX.
+      A: symmetric PSD matrices, shape ``(..., n, n)``, float32/float64 (any leading batch shape), NumPy or JAX;
+        bfloat16/float16 are solved in float32 and returned in their own dtype; an empty stack or ``n = 0``
+        returns the empty answer.
       p: the root, a positive integer (``NewtonDB``: 2 or 4).
       method: a solver object (an :class:`~icmlx.optim.AbstractInverseRoot`), or the shorthand
         ``"newton_db"``, ``"coupled_newton"``, ``"chebyshev"`` or ``"eigh"`` for its default object.
@@ -354,8 +404,9 @@ def matrix_inverse_root(
         (``k = 1`` for ``n >= 128`` in float32, ``4`` for ``n = 64``, ``16`` for ``n = 32``), so the
         iteration's few live operands stay in cache; on GPU/TPU, and for ``Eigh``, ``None``. Measurements:
         ``benchmarks/results/dash_step*.json``.
-      throw: raise (via ``eqx.error_if``, at run time) when ``result`` is not ``RESULTS.successful``:
-        non-finite output for every method; for ``CoupledNewton`` also ``max_steps`` reached or divergence.
+      throw: raise when ``result`` is not ``RESULTS.successful`` (on the host for an eager call, via
+        ``eqx.error_if`` when traced): non-finite output for every method; for ``CoupledNewton`` also
+        ``max_steps`` reached or divergence; for ``NewtonDB``/``Chebyshev`` a residual above their ``rtol``.
         With ``throw=False`` the best iterate is returned and the caller inspects ``result``.
 
     The flag-style arguments of the previous release (``num_iters``, ``max_iters``, ``tol``, ``degree``,
@@ -391,10 +442,10 @@ def matrix_inverse_root(
       >>> print(sol.result == icmlx.RESULTS.successful, int(sol.num_steps) > 0, bool(sol.residual.max() < 1e-4))
       True True True
     """
-    A = _check_square(A)
+    A = _check_square(A, "matrix_inverse_root")
     method = as_inverse_root(method)
     if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
-        raise ValueError(f"p must be a positive integer, got {p=}")
+        raise ValueError(f"matrix_inverse_root: p must be a positive integer (the root), got {p=}")
     roots = type(method).supported_roots
     if roots is not None and p not in roots:
         raise ValueError(f"method={type(method).__name__}() supports p in {roots}, got {p=}; use CoupledNewton()")
@@ -403,17 +454,19 @@ def matrix_inverse_root(
         math.isfinite(epsilon) and epsilon >= 0
     ):
         raise ValueError(f"epsilon must be a finite Python float >= 0 (an absolute ridge), got {epsilon=}")
-    A = check_values(
-        A, lambda xp, a: ~xp.isfinite(a),
-        "matrix_inverse_root: A has non-finite (NaN/inf) entries; check the matrices before solving.",
-    )
+    batch = A.shape[:-2]
+    if A.size == 0:  # no matrices, or 0 x 0 ones: the (empty) answer needs no solve
+        zeros = jnp.zeros(batch, A.dtype)
+        stats = {"num_steps": jnp.zeros([], jnp.int32), "residual": zeros, "ridge": zeros}
+        return InverseRootSolution(value=A, result=RESULTS.successful, stats=stats)
+    A = _check_finite(A, "matrix_inverse_root")
     a = A.reshape((-1,) + A.shape[-2:])
+    a = a.astype(_working_dtype(a.dtype))
     x, code, steps, residual, ridge = _solve_jit(
         a, p=int(p), method=method, epsilon=float(epsilon),
         chunk_size=_resolve_chunk_size(chunk_size, method, a.shape[-1], a.dtype),
     )
     result = _code_to_result(code)
-    x = raise_if_failed(x, result, throw).reshape(A.shape)
-    batch = A.shape[:-2]
-    stats = {"num_steps": steps, "residual": residual.reshape(batch), "ridge": ridge.reshape(batch)}
+    x = raise_if_failed(x, result, throw).astype(A.dtype).reshape(A.shape)
+    stats = {"num_steps": steps, "residual": residual.reshape(batch), "ridge": ridge.astype(A.dtype).reshape(batch)}
     return InverseRootSolution(value=x, result=result, stats=stats)

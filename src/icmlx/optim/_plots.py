@@ -39,6 +39,7 @@ def plot_risk_curve(
     Raises:
       ImportError: matplotlib is not installed (``pip install 'icmlx[plot]'``).
       ValueError: ``fit`` has a different number of schedules than ``result``.
+      TypeError: ``result`` is not a :class:`~icmlx.optim.SweepResult`.
 
     Examples:
       >>> import matplotlib; matplotlib.use("Agg")
@@ -51,6 +52,9 @@ def plot_risk_curve(
       >>> [line.get_label() for line in ax.get_lines()]
       ['linear', 'constant']
     """
+    if not isinstance(result, SweepResult):
+        raise TypeError(f"plot_risk_curve: result must be the SweepResult of misspecification_sweep, got "
+                        f"{type(result).__name__}")
     rhos = np.asarray(result.rhos, np.float64)
     worst = np.asarray(result.worst, np.float64)
     num_schedules = worst.shape[0]

@@ -174,10 +174,25 @@ def schedule_table(schedules: Sequence[Callable], total_steps: int) -> Float[Arr
         raise ValueError(f"total_steps must be a positive int, got {total_steps=}")
     if len(schedules) == 0:
         raise ValueError("schedules must not be empty")
+    bad = [f for f in schedules if not callable(f)]
+    if bad:
+        raise TypeError(f"schedule_table: every schedule must be a callable count -> value, got {bad[0]!r}")
     counts = jnp.arange(total_steps)
-    rows = [jnp.asarray(s(counts)) for s in schedules]
+    rows = []
+    for i, f in enumerate(schedules):
+        row = jnp.asarray(f(counts))
+        if row.shape not in ((), (total_steps,)):
+            raise ValueError(
+                f"schedule_table: schedule {i} returned shape {row.shape} for counts of shape ({total_steps},); a "
+                f"schedule maps a count array to values of the same shape (or a scalar)"
+            )
+        rows.append(jnp.broadcast_to(row, (total_steps,)))
     dtype = jnp.result_type(*rows)
-    return jnp.stack([r.astype(dtype) for r in rows])
+    table = jnp.stack([r.astype(dtype) for r in rows])
+    return check_values(
+        table, lambda xp, v: ~xp.isfinite(v),
+        "schedule_table: a schedule returned non-finite (NaN/inf) step sizes; check its settings.",
+    )
 
 
 def _check_positive(x: Array, name: str) -> Array:
@@ -344,9 +359,13 @@ def misspecification_sweep(
         raise ValueError(f"table must be (S, T): one row of step sizes per schedule, got shape {table.shape}")
     if isinstance(num_replicates, bool) or not isinstance(num_replicates, int) or num_replicates < 1:
         raise ValueError(f"num_replicates must be a positive int, got {num_replicates=}")
-    if not diameter > 0 or not noise > 0:
-        raise ValueError(f"diameter and noise must be > 0, got {diameter=}, {noise=}")
+    for name, value in (("diameter", diameter), ("noise", noise)):
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"misspecification_sweep: {name} must be finite and > 0, got {name}={value!r}")
     S, T = table.shape
+    if S == 0 or T == 0:
+        raise ValueError(f"misspecification_sweep: table must have at least one schedule and one step, got shape "
+                         f"{table.shape}")
     if labels is not None and len(labels) not in (0, S):
         raise ValueError(f"labels must name the {S} schedules (rows of table), got {len(labels)} labels")
     dtype = table.dtype
@@ -354,6 +373,9 @@ def misspecification_sweep(
     if eps is None:
         eps = jnp.geomspace(noise / T**0.5, noise, 17).astype(dtype)
     eps = jnp.asarray(eps).astype(dtype)
+    for name, value in (("rhos", rhos), ("eps", eps)):
+        if value.ndim != 1 or value.shape[0] == 0:
+            raise ValueError(f"misspecification_sweep: {name} must be a non-empty 1-D array, got shape {value.shape}")
     rhos = _check_positive(rhos, "rhos")
     eps = _check_positive(eps, "eps")
     table = check_values(
@@ -431,7 +453,9 @@ def fit_slopes(
       A :class:`SlopeFitResult`.
 
     Raises:
-      ValueError: fewer than two rhos in ``fit_range``, or ``num_resamples < 1``.
+      ValueError: fewer than two rhos in ``fit_range``, ``num_resamples < 1``, ``level`` outside (0, 1), or
+        non-finite errors or a zero worst case at the fitted rhos.
+      TypeError: ``result`` is not a :class:`SweepResult`.
 
     References:
       Attia & Koren, arXiv:2503.09411.
@@ -445,16 +469,30 @@ def fit_slopes(
       >>> fit_slopes(jax.random.key(1), res, num_resamples=10).boot.shape
       (10, 1)
     """
+    if not isinstance(result, SweepResult):
+        raise TypeError(f"fit_slopes: result must be the SweepResult of misspecification_sweep, got "
+                        f"{type(result).__name__}")
     if isinstance(num_resamples, bool) or not isinstance(num_resamples, int) or num_resamples < 1:
         raise ValueError(f"num_resamples must be a positive int, got {num_resamples=}")
     if not 0.0 < float(level) < 1.0:
         raise ValueError(f"level must be in (0, 1), e.g. 0.95, got {level=}")
-    if not 0.0 < float(fit_range[0]) <= float(fit_range[1]):
-        raise ValueError(f"fit_range must be (low, high) with 0 < low <= high, got {fit_range=}")
+    if not 0.0 < float(fit_range[0]) <= float(fit_range[1]) < np.inf:
+        raise ValueError(f"fit_range must be (low, high) with 0 < low <= high < inf, got {fit_range=}")
     rhos = result.rhos
     mask = (rhos >= fit_range[0] * (1 - 1e-6)) & (rhos <= fit_range[1] * (1 + 1e-6))
     if int(mask.sum()) < 2:
         raise ValueError(f"need at least two rhos in {fit_range=}, got rhos={rhos}")
+    # A log-log fit needs finite, positive worst cases (and replicate errors) at the fitted rhos.
+    sel = np.asarray(mask)
+    check_values(
+        result.errors[:, sel], lambda xp, v: ~(xp.isfinite(v) & (v >= 0)),
+        "fit_slopes: result.errors has NaN/inf or negative entries at the fitted rhos; rerun the sweep.",
+    )
+    check_values(
+        result.worst[:, sel], lambda xp, v: ~(v > 0),
+        "fit_slopes: a worst case W(rho) in fit_range is zero, so log W is -inf; fit a range where the "
+        "error is positive (or use more steps or noise).",
+    )
     logx = jnp.log(rhos)
     slope = _ols_slope(logx, jnp.log(result.worst), mask)
 

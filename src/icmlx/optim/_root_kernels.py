@@ -54,7 +54,8 @@ def _power_iteration(a: Array, num_steps: int, num_vectors: int, damping: float,
     dtype = a.dtype
     # Work on A / max|A_ij| (scale-free, no under/overflow), damped by `damping` * I in those units: a zero
     # block gives a tiny positive estimate rather than 0/0 (the DASH ``eps_power_iter`` fix).
-    c = jnp.maximum(jnp.max(jnp.abs(a), axis=(-2, -1)), _floor(dtype))
+    c = jnp.max(jnp.abs(a), axis=(-2, -1))
+    c = jnp.where(c > 0, c, _floor(dtype))  # exact for any scale; the floor only for an all-zero block
     ad = a / c[:, None, None] + damping * _eye_like(a)
     v0 = jax.random.normal(jax.random.key(1729), (n, k), dtype=jnp.float32).astype(dtype)
     v0 = jnp.broadcast_to(v0 / jnp.linalg.norm(v0, axis=0, keepdims=True), a.shape[:-2] + (n, k))
@@ -203,5 +204,13 @@ def _eigh_root(a_sym: Array, p: int, epsilon: float, relative_epsilon: float, he
     else:  # relu: pseudo-inverse, eigenvalues below the ridge are dropped
         keep = w > ridge
         inv = jnp.where(keep, jnp.where(keep, w, 1.0) ** (-1.0 / p), 0.0)
-    return jnp.matmul(q * inv[..., None, :], jnp.swapaxes(q, -1, -2)), ridge[..., 0]
+    root = jnp.matmul(q * inv[..., None, :], jnp.swapaxes(q, -1, -2))
+    # Rounding limit: eigh resolves eigenvalues only to ~ n eps max|lambda|, so a spectrum (after the heuristic)
+    # spanning more than 1 / (n eps) is dominated by rounding ("relu" drops those eigenvalues instead).
+    if heuristic == "relu":
+        limited = jnp.zeros(w.shape[:-1], bool)
+    else:
+        wt = w if heuristic == "shampoo" else jnp.abs(w) + ridge
+        limited = jnp.min(wt, axis=-1) < a_sym.shape[-1] * float(jnp.finfo(a_sym.dtype).eps) * jnp.max(wt, axis=-1)
+    return root, ridge[..., 0], limited
 

@@ -153,6 +153,10 @@ class NewtonDB(AbstractInverseRoot):
         ``eps(matmul_dtype) / 8`` with low-precision matmuls.
       matmul_dtype: dtype of the matmul operands (e.g. ``jnp.bfloat16``), accumulated in the input dtype;
         ``None`` uses the input dtype.
+      rtol: accuracy check of :func:`~icmlx.optim.matrix_inverse_root`: its ``result`` is ``successful`` only
+        when the true residual :math:`\max|X^p A_\epsilon - I| \le` ``rtol``, else ``RESULTS.inaccurate``;
+        ``None`` means ``1e-3`` (what float32 can verify on a moderately conditioned matrix). DASH does not
+        use it.
 
     References:
       Modoranu et al., DASH, arXiv:2602.02016. Higham, Functions of Matrices (2008), §6.3.
@@ -170,12 +174,15 @@ class NewtonDB(AbstractInverseRoot):
     relative_epsilon: float | None = eqx.field(static=True, default=None)
     matmul_dtype: Any = eqx.field(static=True, default=None)
 
+    rtol: float | None = eqx.field(static=True, default=None)
+
     default_relative_epsilon: ClassVar[float] = 1e-6
     supported_roots: ClassVar[tuple[int, ...] | None] = (2, 4)
 
     def __check_init__(self):
         _check_count("NewtonDB", "num_steps", self.num_steps)
         _check_matmul_solver(self)
+        _check_nonneg("NewtonDB", "rtol", self.rtol)
 
 
 class CoupledNewton(AbstractInverseRoot):
@@ -214,6 +221,8 @@ class CoupledNewton(AbstractInverseRoot):
 
     def __check_init__(self):
         _check_count("CoupledNewton", "max_steps", self.max_steps)
+        if self.rtol is None:
+            raise ValueError("CoupledNewton: rtol must be a finite Python float >= 0, got rtol=None")
         _check_nonneg("CoupledNewton", "rtol", self.rtol)
         _check_matmul_solver(self)
 
@@ -228,10 +237,14 @@ class Chebyshev(AbstractInverseRoot):
     Attributes:
       degree: polynomial degree, ``>= 1``.
       scaling: an :class:`AbstractScaling` (default :class:`PowerScaling`).
-      relative_epsilon: interval offset relative to :math:`\hat\lambda`; ``None`` means ``1e-3`` (raised to
+      relative_epsilon: interval offset relative to :math:`\hat\lambda`; ``None`` means ``1e-2`` (raised to
         ``eps(matmul_dtype) / 8`` with low-precision matmuls). ``x^{-1/p}`` is unbounded at 0, so keep it
-        positive.
+        positive: the degree needed for a given accuracy grows like :math:`1/\sqrt{\delta}`. The defaults
+        (degree 64, ``1e-2``) give a relative error of about 3e-5 for :math:`p = 2` and 1e-5 for
+        :math:`p = 4` on the interval; :math:`p = 1` needs ``degree >= 96`` to pass the default ``rtol``.
       matmul_dtype: matmul operand dtype, or ``None``.
+      rtol: accuracy check on the true residual, as for :class:`NewtonDB` (``None`` means ``1e-3``): a degree
+        too low for the interval gives ``RESULTS.inaccurate``.
 
     References:
       Modoranu et al., DASH, arXiv:2602.02016 (Chebyshev inverse roots).
@@ -242,16 +255,18 @@ class Chebyshev(AbstractInverseRoot):
       32
     """
 
-    degree: int = eqx.field(static=True, default=20)
+    degree: int = eqx.field(static=True, default=64)
     scaling: AbstractScaling = eqx.field(static=True, default=PowerScaling())
     relative_epsilon: float | None = eqx.field(static=True, default=None)
     matmul_dtype: Any = eqx.field(static=True, default=None)
+    rtol: float | None = eqx.field(static=True, default=None)
 
-    default_relative_epsilon: ClassVar[float] = 1e-3
+    default_relative_epsilon: ClassVar[float] = 1e-2
 
     def __check_init__(self):
         _check_count("Chebyshev", "degree", self.degree)
         _check_matmul_solver(self)
+        _check_nonneg("Chebyshev", "rtol", self.rtol)
 
 
 class Eigh(AbstractInverseRoot):
@@ -282,6 +297,9 @@ class Eigh(AbstractInverseRoot):
             raise ValueError(f"Eigh: heuristic must be 'shampoo', 'abs' or 'relu', got heuristic={self.heuristic!r}")
         _check_nonneg("Eigh", "relative_epsilon", self.relative_epsilon)
 
+
+#: Default tolerance of the accuracy check of the fixed-work solvers (``rtol=None``).
+DEFAULT_FIXED_RTOL = 1e-3
 
 #: The default solver of matrix_inverse_root and scale_by_dash.
 DEFAULT_INVERSE_ROOT = NewtonDB()
@@ -344,7 +362,7 @@ def legacy_inverse_root(
     if cls is NewtonDB:
         return NewtonDB(num_steps=10 if num_steps is None else num_steps, **common)
     if cls is Chebyshev:
-        return Chebyshev(degree=20 if degree is None else degree, **common)
+        return Chebyshev(degree=64 if degree is None else degree, **common)
     return CoupledNewton(
         max_steps=100 if max_steps is None else max_steps, rtol=1e-6 if rtol is None else rtol, **common
     )

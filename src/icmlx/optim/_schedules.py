@@ -50,10 +50,13 @@ def _value_dtype(*values) -> jnp.dtype:
 
 
 def _count(count, dtype) -> Array:
-    count = jnp.asarray(count)
-    if not (jnp.issubdtype(count.dtype, jnp.integer) or jnp.issubdtype(count.dtype, jnp.floating)):
-        raise TypeError(f"count must be an integer or floating array, got dtype {count.dtype}")
-    return count.astype(dtype)
+    try:
+        dt = jnp.result_type(count)
+    except TypeError:
+        dt = np.dtype(object)
+    if not (jnp.issubdtype(dt, jnp.integer) or jnp.issubdtype(dt, jnp.floating)):
+        raise TypeError(f"count must be an integer or floating step count (array), got {count=!r} of dtype {dt}")
+    return jnp.asarray(count).astype(dtype)
 
 
 def _check_int(name: str, value, *, minimum: int) -> int:

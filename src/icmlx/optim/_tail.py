@@ -45,7 +45,9 @@ def tail_degree(
       The fitted degree ``p`` as a Python float.
 
     Raises:
-      ValueError: if ``total_steps`` is missing for a horizon-free schedule, or not positive.
+      ValueError: if ``total_steps`` is missing for a horizon-free schedule, or not positive; ``v_range`` not
+        ``0 < low < high < 1``; ``num_points < 2``; a negative or NaN ``rtol``; non-finite schedule values.
+      TypeError: a ``schedule`` that is not callable.
 
     Examples:
       >>> from icmlx.optim import cosine_decay, tail_degree, robustness_exponent
@@ -53,6 +55,9 @@ def tail_degree(
       >>> round(p, 2), round(robustness_exponent(p), 2)
       (2.0, 0.2)
     """
+    if not callable(schedule):
+        raise TypeError(f"tail_degree: schedule must be a callable count -> value, got {schedule=!r}")
+    _check_tail_settings(v_range, num_points, rtol)
     if total_steps is None:
         total_steps = getattr(schedule, "horizon", None)
         if total_steps is None:
@@ -85,6 +90,22 @@ def tail_degree(
     return float(slope)
 
 
+def _check_tail_settings(v_range, num_points, rtol) -> None:
+    try:
+        lo, hi = (float(v) for v in v_range)
+    except (TypeError, ValueError):
+        raise ValueError(f"tail_degree: v_range must be a pair (low, high) of floats, got {v_range=!r}") from None
+    if not 0.0 < lo < hi < 1.0:
+        raise ValueError(
+            f"tail_degree: v_range must satisfy 0 < low < high < 1 (remaining fractions of the horizon), got "
+            f"{v_range=!r}"
+        )
+    if isinstance(num_points, bool) or not isinstance(num_points, (int, np.integer)) or num_points < 2:
+        raise ValueError(f"tail_degree: num_points must be an integer >= 2 (a line fit), got {num_points=!r}")
+    if not (isinstance(rtol, (int, float, np.integer, np.floating)) and math.isfinite(rtol) and rtol >= 0):
+        raise ValueError(f"tail_degree: rtol must be a finite float >= 0, got {rtol=!r}")
+
+
 def robustness_exponent(p: float) -> float:
     r"""Exponent of :math:`\rho` in SGD's error for a schedule of tail degree ``p``: :math:`1/(2p+1)`.
 
@@ -104,6 +125,10 @@ def robustness_exponent(p: float) -> float:
       >>> robustness_exponent(1.0)
       0.3333333333333333
     """
-    if not math.isfinite(float(p)) or float(p) < 0:
-        raise ValueError(f"p must be >= 0, got p={p!r}")
-    return 1.0 / (2.0 * float(p) + 1.0)
+    try:
+        value = float(p)
+    except (TypeError, ValueError):
+        raise TypeError(f"robustness_exponent: p must be a real number >= 0 (a tail degree), got p={p!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"robustness_exponent: p must be finite and >= 0 (a tail degree), got p={p!r}")
+    return 1.0 / (2.0 * value + 1.0)

@@ -157,6 +157,7 @@ class _Warmup(Schedule):
 
     def __call__(self, count: CountLike) -> ValueArray:
         W = self.warmup_steps
+        _count(count, jnp.float32)  # the count check, before the arithmetic below
         after = self.schedule(jnp.maximum(jnp.asarray(count) - W, 0))
         dtype = after.dtype
         c = _count(count, dtype)
@@ -196,6 +197,8 @@ def warmup(schedule: Callable, warmup_steps: int, init_value: float = 0.0) -> Sc
       >>> print(warmup(linear_decay(1.0, 2), warmup_steps=2)(jnp.arange(5)))
       [0.  0.5 1.  0.5 0. ]
     """
+    if not callable(schedule):
+        raise TypeError(f"warmup: schedule must be a callable count -> value, got {schedule=!r}")
     warmup_steps = _check_int("warmup_steps", warmup_steps, minimum=1)
     _check_nonneg("init_value", init_value)
     peak = schedule(0)
@@ -282,6 +285,7 @@ class _Join(Schedule):
     boundaries: tuple
 
     def __call__(self, count: CountLike) -> ValueArray:
+        _count(count, jnp.float32)
         count = jnp.asarray(count)
         out = self.schedules[0](count)
         for b, s in zip(self.boundaries, self.schedules[1:]):
@@ -316,6 +320,9 @@ def join(schedules: Sequence[Callable], boundaries: Sequence[int]) -> Schedule:
       [1.  1.  1.  0.5 0. ]
     """
     schedules = tuple(schedules)
+    bad = [f for f in schedules if not callable(f)]
+    if bad:
+        raise TypeError(f"join: every schedule must be a callable count -> value, got {bad[0]!r}")
     boundaries = tuple(_check_int("boundary", b, minimum=0) for b in boundaries)
     if len(schedules) < 1 or len(boundaries) != len(schedules) - 1:
         raise ValueError(
