@@ -25,7 +25,7 @@ from ._sparse import (
 )
 
 __all__ = ["as_sparse_matrix", "as_scipy_csr", "as_vector", "check_square", "check_tolerances", "is_jax_sparse",
-           "is_scipy_sparse", "power_of_two_scale", "positive_int"]
+           "is_scipy_sparse", "power_of_two_exponent", "power_of_two_scale", "positive_int"]
 
 
 def as_scipy_csr(A: Any, *, name: str = "A", square: bool = True) -> Any:
@@ -96,10 +96,15 @@ def check_tolerances(rtol: Any, atol: Any, where: str) -> tuple[Any, Any]:
     return out[0], out[1]
 
 
-def power_of_two_scale(b: jax.Array) -> jax.Array:
-    """``s = 2^k`` with ``max|b| / s`` in ``[1, 2)`` (1 for ``b = 0``): dividing by it is exact, and it keeps the
-    norms of a solve away from float overflow (``‖b‖²`` of ``b ≈ 1e20`` in float32) and underflow (``1e-30``)."""
+def power_of_two_exponent(b: jax.Array) -> jax.Array:
+    """``k`` (int32) with ``max|b| / 2^k`` in ``[1, 2)``, 0 for ``b = 0``: scaling by ``2^-k`` is exact, and it
+    keeps the norms of a solve away from float overflow (``‖b‖²`` of ``b ≈ 1e20`` in float32) and underflow
+    (``1e-30``)."""
     m = jnp.max(jnp.abs(b), initial=0.0)
     _, e = jnp.frexp(m)
-    one = jnp.ones((), b.dtype)
-    return jnp.where(m > 0, jnp.ldexp(one, e - 1), one)
+    return jnp.where(m > 0, e - 1, 0).astype(jnp.int32)
+
+
+def power_of_two_scale(b: jax.Array) -> jax.Array:
+    """``s = 2^k`` for the ``k`` of :func:`power_of_two_exponent` (1 for ``b = 0``), in ``b``'s dtype."""
+    return jnp.ldexp(jnp.ones((), b.dtype), power_of_two_exponent(b))

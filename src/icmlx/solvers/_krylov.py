@@ -21,7 +21,7 @@ from ._convert import (
     is_jax_sparse,
     is_scipy_sparse,
     positive_int,
-    power_of_two_scale,
+    power_of_two_exponent,
 )
 from ._solution import LinearSolution
 from ._sparse import SparseMatrix, bucket_size
@@ -45,6 +45,9 @@ def _operator(A: Operator) -> tuple[Operator, Callable[[Array], Array], int | No
         if M.ndim != 2:
             raise ValueError(f"A must be a 2-D matrix, got an array of shape {M.shape}")
         n = check_square(M.shape, "A")
+        if jnp.issubdtype(M.dtype, jnp.complexfloating):
+            raise TypeError(f"A is complex ({M.dtype}); icmlx.solvers works with real systems "
+                            "(split a complex system into its real 2n × 2n form)")
         if not jnp.issubdtype(M.dtype, jnp.floating):
             M = M.astype(jnp.result_type(float))
         M = check_values(M, lambda xp, v: ~xp.isfinite(v),
@@ -58,10 +61,11 @@ def _operator(A: Operator) -> tuple[Operator, Callable[[Array], Array], int | No
         return A, A.mv, n_in, A.in_structure().dtype
     if hasattr(A, "mv") and hasattr(A, "shape"):  # EllMatrix and friends
         n = check_square(A.shape, "A")
-        if hasattr(A, "idx"):
-            check_values(A.idx, lambda xp, i: (i < 0) | (i >= n),
-                         f"A: EllMatrix indices (idx) must lie in [0, {n}); rebuild it with EllMatrix.from_scipy")
-            check_values(A.val, lambda xp, v: ~xp.isfinite(v), "A has NaN or Inf entries; fix them before solving")
+        if hasattr(A, "idx") and hasattr(A, "val"):  # (EllMatrix: importing it here would cycle)
+            idx = check_values(A.idx, lambda xp, i: (i < 0) | (i >= n), f"A: EllMatrix indices (idx) out of "
+                               f"range: they must lie in [0, {n}); rebuild it with EllMatrix.from_scipy")
+            val = check_values(A.val, lambda xp, v: ~xp.isfinite(v), "A has NaN or Inf entries; fix them first")
+            A = eqx.tree_at(lambda m: (m.idx, m.val), A, (idx, val))
         dtype = getattr(getattr(A, "val", None), "dtype", None)
         return A, A.mv, n, dtype
     if callable(A):
@@ -172,12 +176,30 @@ def _run(loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress,
         return LinearSolution(b, RESULTS.successful, stats)
     M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
     show = resolve_progress(progress, in_program=True)
-    s = power_of_two_scale(b)
+    # solve (A / 2^ka) x' = b / 2^kb, x = 2^(kb - ka) x' (exact; for a matrix whose scale is known, also A's)
+    kb, ka = power_of_two_exponent(b), _matrix_exponent(A)
+    if ka is not None:
+        mv = jax.tree_util.Partial(_ldexp_after, mv, -ka)
+        M = M if M is _identity else jax.tree_util.Partial(_ldexp_after, M, ka)
+    s = jnp.ldexp(jnp.ones((), b.dtype), kb)
     x, result, stats = loop(mv, M, b / s, x / s, _tol(rtol, b), _tol(atol, b) / s, *static, max_steps, show)
-    x = x * s
+    x = jnp.ldexp(x, kb - (0 if ka is None else ka))
     result = RESULTS.where(jnp.all(jnp.isfinite(x)), result, RESULTS.nonfinite)
     stats = {**stats, "residual_norm": stats["residual_norm"] * s}
     return raise_if_failed(LinearSolution(x, result, stats), result, throw)
+
+
+def _matrix_exponent(A: Any) -> Any:
+    """The :func:`power_of_two_exponent` of a matrix's entries, or ``None`` for an operator of unknown scale."""
+    for field in ("vals", "val", "matrix"):  # SparseMatrix, EllMatrix, lx.MatrixLinearOperator
+        v = getattr(A, field, None)
+        if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jnp.floating):
+            return power_of_two_exponent(v)
+    return None
+
+
+def _ldexp_after(f, k, v):
+    return jnp.ldexp(f(v), k)
 
 
 def _replace_residual(mv, b, x, r, tol2, last):
@@ -244,12 +266,16 @@ def cg(
       ``‖b − A x‖₂``, ``residual_history``: ``‖r_k‖/‖b‖`` for ``k = 0..max_steps``, recursive except at a
       replacement, NaN after the last step); ``result`` is ``successful`` exactly when the stopping rule above
       held, ``accuracy_limit`` when the true residual stopped improving at a replacement (the tolerance is below
-      what the working precision reaches for this system: enable x64 or loosen ``rtol``), else
-      ``breakdown`` (a non-positive curvature ``pᵀAp``) or ``max_steps_reached``.
+      what the working precision reaches for this system: enable x64 or loosen ``rtol``), ``nonfinite`` when
+      the operator or preconditioner produced NaN/Inf (a callable or lineax ``A`` is not checked up front), else
+      ``breakdown`` (a non-positive curvature ``pᵀAp``) or ``max_steps_reached``. The system is solved for
+      ``b / s`` with ``s`` a power of two near ``max|b|`` (exact), so any finite ``b`` works, ``1e36`` in
+      float32 included.
 
     Raises:
-      ValueError: ``A`` not square, ``b`` of the wrong length, NaN/Inf in ``A`` or ``b`` (at call time for
-        concrete input), an unknown preconditioner name.
+      ValueError: ``A`` not square (or with indices outside its shape), ``b``/``x0`` of the wrong length,
+        NaN/Inf in ``A``, ``b`` or ``x0`` (at call time for concrete input), ``rtol``/``atol`` negative or NaN,
+        ``max_steps`` not an int ``>= 0``, an unknown preconditioner name, ``"jacobi"`` on a zero diagonal.
       TypeError: an ``A`` or preconditioner of an unsupported type.
 
     References:

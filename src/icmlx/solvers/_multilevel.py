@@ -443,7 +443,9 @@ def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10,
       V-cycle to a vector of the padded size ``H.sizes[0]``.
 
     Raises:
-      ValueError: ``A`` not square, with NaN/Inf entries, or (on ``Ã``) a non-positive diagonal.
+      ValueError: ``A`` not square, with NaN/Inf entries, or (on ``Ã``) a non-positive diagonal; ``degree``,
+        ``max_coarse`` or ``max_levels`` not a positive int; a coarsest level of more than 8192 nodes (the graph
+        does not coarsen: its dense inverse would not fit), checked before it is allocated.
       TypeError: an unsupported matrix type, or called under ``jax.jit``.
 
     References:

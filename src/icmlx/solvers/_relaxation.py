@@ -87,9 +87,8 @@ def jacobi_smoother(
     r = _vector(r, A)
     omega = _positive(omega, "omega", "jacobi_smoother", upper=2.0)
     num_steps = positive_int(num_steps, "num_steps", "jacobi_smoother")
-    d = _l1_rows(A) if l1 else A.diagonal()
-    _nonzero(d, "l1 row sum" if l1 else "diagonal entry")
-    return _jacobi(A, r, omega=omega, num_steps=num_steps, l1=l1)
+    d = _nonzero(_l1_rows(A) if l1 else A.diagonal(), "l1 row sum" if l1 else "diagonal entry")
+    return _jacobi(A, r, omega=omega, num_steps=num_steps, l1=l1, d=d)
 
 
 def _l1_rows(A: Any) -> jax.Array:
@@ -98,8 +97,9 @@ def _l1_rows(A: Any) -> jax.Array:
     return jax.ops.segment_sum(jnp.abs(A.vals), A.rows, num_segments=A.shape[0])
 
 
-def _jacobi(A: SparseMatrix, r, *, omega, num_steps: int, l1: bool):
-    d = _l1_rows(A) if l1 else A.diagonal()
+def _jacobi(A: SparseMatrix, r, *, omega, num_steps: int, l1: bool, d=None):
+    if d is None:
+        d = _l1_rows(A) if l1 else A.diagonal()
     dinv = omega / d
     e = dinv * r
     for _ in range(num_steps - 1):  # static, small
@@ -132,12 +132,12 @@ def estimate_lambda_max(A: Any, *, num_steps: int = 15) -> Float[Array, ""]:
     num_steps = positive_int(num_steps, "num_steps", "estimate_lambda_max", minimum=0)
     if A.shape[0] == 0:  # (an empty power iteration divides 0 by 0)
         raise ValueError("estimate_lambda_max: A is empty (0 × 0); there is no spectrum to estimate")
-    _nonzero(A.diagonal(), "diagonal entry")
-    return _lambda_max(A, num_steps=num_steps)
+    d = _nonzero(A.diagonal(), "diagonal entry")
+    return _lambda_max(A, num_steps=num_steps, d=d)
 
 
-def _lambda_max(A: SparseMatrix, *, num_steps: int = 15):
-    dinv = 1.0 / A.diagonal()
+def _lambda_max(A: SparseMatrix, *, num_steps: int = 15, d=None):
+    dinv = 1.0 / (A.diagonal() if d is None else d)
     n = A.shape[0]
     v = 1.0 + jnp.sin(jnp.arange(n, dtype=A.dtype) * 1.618)
 
@@ -197,7 +197,7 @@ def chebyshev_smoother(
     if not is_traced(ratio) and not ratio > 1:
         raise ValueError(f"chebyshev_smoother: ratio = lambda_max / lambda_min must be > 1, got {ratio=!r}")
     if dinv is None:
-        _nonzero(A.diagonal(), "diagonal entry")
+        dinv = 1.0 / _nonzero(A.diagonal(), "diagonal entry")
     else:
         dinv = _vector(dinv, A, "dinv")
     return _chebyshev(A, r, lambda_max=lambda_max, degree=degree, ratio=ratio, dinv=dinv)

@@ -14,8 +14,8 @@ class LinearSolution(Solution):
     ``result`` is ``icmlx.RESULTS.successful`` exactly when the solver's stopping rule
     :math:`\|r\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})` held for the true residual
     :math:`r = b - A x` (computed in the working dtype); otherwise ``max_steps_reached``,
-    ``breakdown`` (Krylov), ``accuracy_limit`` (CG/BiCGStab: the precision cannot reach the tolerance) or
-    ``stagnation`` (G-RANS).
+    ``breakdown`` (Krylov), ``accuracy_limit`` (CG/BiCGStab: the precision cannot reach the tolerance),
+    ``nonfinite`` (Krylov: the operator or preconditioner produced NaN/Inf) or ``stagnation`` (G-RANS).
 
     Attributes:
       value: the iterate ``x`` (``float[n]``).
