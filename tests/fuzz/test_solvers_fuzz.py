@@ -649,14 +649,15 @@ def grans_cases() -> list[Case]:
         Case("solvers.GRANS.solve.x0_length.eager", lambda: grans_solve(grans_b(), np.ones(50)), words=("x0",)),
         Case("solvers.GRANS.solve.complex_b.eager", lambda: grans_solve(grans_b() + 1j), words=("complex",),
              slow=True),
-        Case("solvers.GRANS.solve.zero_b.eager", lambda: grans_solve(np.zeros(49)),
-             check=lambda out: np.array_equal(np.asarray(out.value), np.zeros(49)), status=status_of, slow=True),
+        Case("solvers.GRANS.solve.zero_b.eager", lambda: grans_solve(np.zeros(49)),  # documented: x = 0, 0 steps
+             check=lambda out: np.array_equal(np.asarray(out.value), np.zeros(49)) and int(out.num_steps) == 0,
+             status=status_of),
         Case("solvers.GRANS.solve.other_matrix.eager",
              lambda: grans_problem()[2].solve(S.SparseMatrix.from_dense(lap1d(20)), np.ones(20)),
              check=residual_ok(lap1d(20), np.ones(20), 2e-4), status=status_of, slow=True),
         Case("solvers.GRANS.linear_solve.nan_b.eager",
              lambda: lx.linear_solve(grans_problem()[3], jnp.full(49, jnp.nan), grans_problem()[2]),
-             words=NAN_WORDS, status=status_of),
+             words=NAN_WORDS, status=status_of, slow=True),
         Case("solvers.GRANS.linear_solve.huge_b.eager",
              lambda: lx.linear_solve(grans_problem()[3], jnp.asarray(grans_b(1e36), jnp.float32), grans_problem()[2]),
              check=grans_check(1e36), status=status_of, words=NAN_WORDS, slow=True),
@@ -818,7 +819,17 @@ def _truncated() -> str:
     return path
 
 
-CASES: list[Case] = krylov_cases() + smoother_cases() + container_cases() + fem_cases() + grans_cases()
+def _roomy(case: Case) -> Case:
+    """G-RANS solves and training compile large programs: allow for a loaded machine (a hang is a loop that never
+    returns, not a slow compile)."""
+    import dataclasses
+
+    heavy = case.name.startswith(("solvers.GRANS.solve", "solvers.GRANS.linear_solve", "solvers.train_grans.valid"))
+    return dataclasses.replace(case, timeout=max(case.timeout, 300.0)) if heavy else case
+
+
+CASES: list[Case] = [_roomy(c) for c in
+                     krylov_cases() + smoother_cases() + container_cases() + fem_cases() + grans_cases()]
 
 
 @pytest.mark.parametrize("case", params(CASES))

@@ -212,12 +212,8 @@ def test_bad_inputs(net, poisson):
         solver.setup(SparseMatrix(A.rows, A.cols, zd, A.shape))
     with pytest.raises(ValueError, match="b has NaN or Inf"):  # concrete input: checked on the host at call time
         solver.solve(op, poisson.b.at[0].set(jnp.inf))
-    with pytest.raises(RuntimeError, match="b has NaN or Inf"):  # traced under the user's jit: eqx.error_if
-        jax.block_until_ready(jax.jit(lambda b: solver.solve(op, b).value)(poisson.b.at[0].set(jnp.inf)))
-    # b = 0: documented behaviour, x = 0 after 0 iterations, successful
-    sol = solver.solve(op, jnp.zeros_like(poisson.b))
-    assert int(sol.num_steps) == 0 and sol.result == RESULTS.successful
-    assert float(jnp.abs(sol.value).max()) == 0.0
+    # (traced NaN/Inf under the user's jit, and b = 0 -> x = 0 after 0 steps: tests/fuzz/test_solvers_fuzz.py,
+    # solvers.GRANS.solve.nan_b.jit and solvers.GRANS.solve.zero_b, on a smaller system)
     if not X64:
         with pytest.raises(ValueError, match="JAX_ENABLE_X64"):
             GRANS(net, dtype="float64").setup(poisson.A)

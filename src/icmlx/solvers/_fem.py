@@ -193,7 +193,7 @@ def _check_mesh(mesh: Any, where: str) -> None:
                         f"{type(mesh).__name__}")
 
 
-def _coefficient(value: Any, name: str, shape: tuple[int, ...], dtype: Any, positive: bool = False) -> Array:
+def _coefficient(value: Any, name: str, shape: tuple[int, ...], dtype: Any, nonnegative: bool = False) -> Array:
     """A coefficient broadcast to ``shape``, named in the error when its shape or values are wrong."""
     v = value if isinstance(value, jax.core.Tracer) else jnp.asarray(value)
     try:
@@ -201,10 +201,11 @@ def _coefficient(value: Any, name: str, shape: tuple[int, ...], dtype: Any, posi
     except ValueError:
         raise ValueError(f"assemble_p1: {name} must be a number or an array of shape {shape} (one value per "
                          f"element and quadrature point), got shape {jnp.shape(value)}") from None
-    need = "finite and > 0" if positive else "finite"
-    bad = (lambda xp, x: ~(xp.isfinite(x) & (x > 0))) if positive else (lambda xp, x: ~xp.isfinite(x))
+    need = "finite and >= 0" if nonnegative else "finite"
+    bad = (lambda xp, x: ~(xp.isfinite(x) & (x >= 0))) if nonnegative else (lambda xp, x: ~xp.isfinite(x))
     return check_values(v, bad, f"assemble_p1: {name} must be {need} everywhere"
-                        + (" (a diffusion coefficient)" if positive else "") + "; fix its values")
+                        + (" (a diffusion coefficient; 0 assembles the mass matrix alone)" if nonnegative else "")
+                        + "; fix its values")
 
 
 def _geometry(mesh: Mesh, dtype):
@@ -238,7 +239,7 @@ def assemble_p1(
 
     Args:
       mesh: a ``Mesh``.
-      kappa: diffusion at the quadrature points ``[n_el, 3]`` or a constant.
+      kappa: diffusion at the quadrature points ``[n_el, 3]`` or a constant (finite, ``>= 0``).
       reaction: reaction coefficient ``c`` at the quadrature points or a constant.
       beta: constant advection velocity ``(2,)``.
       source: ``f`` at the quadrature points or a constant.
@@ -246,6 +247,10 @@ def assemble_p1(
     Returns:
       ``(A, b)``: the condensed ``SparseMatrix`` (``n × n``) and load vector ``float[n]``, in the default
       float dtype (float64 under ``JAX_ENABLE_X64``).
+
+    Raises:
+      ValueError: a coefficient of the wrong shape or with NaN/Inf entries, a negative ``kappa`` (checked on the
+        host for concrete input, by ``eqx.error_if`` under ``jit``). TypeError: ``mesh`` is not a ``Mesh``.
 
     Examples:
       >>> from icmlx.solvers.fem import unit_square_mesh, assemble_p1
@@ -257,7 +262,7 @@ def assemble_p1(
     dtype = jnp.zeros(()).dtype
     det, grad = _geometry(mesh, dtype)
     n_el = mesh.triangles.shape[0]
-    kq = _coefficient(kappa, "kappa", (n_el, 3), dtype, positive=True)
+    kq = _coefficient(kappa, "kappa", (n_el, 3), dtype, nonnegative=True)
     cq = _coefficient(reaction, "reaction", (n_el, 3), dtype)
     fq = _coefficient(source, "source", (n_el, 3), dtype)
     if np.shape(beta) != (2,):
