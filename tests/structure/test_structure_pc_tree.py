@@ -176,7 +176,10 @@ def test_bernoulli_scores_match_scipy_reference():
         ("fisherz", sample_linear_gaussian, {"alpha": 1e-4}, 60, 4000),
         pytest.param("bernoulli", sample_bernoulli, {"alpha": 1e-4}, 100, 6000,
                      marks=pytest.mark.slow),
-        (Nonparametric(num_bins=3, cond_bins=3), sample_nonlinear, {"threshold": 0.004}, 200, 6000),
+        # the thresholded statistic: its scores are checked against binned_u_statistic in
+        # test_pc_tree_nonparametric_pvalue_scores_match_the_tester; the learner's convergence by the calibrated case
+        pytest.param(Nonparametric(num_bins=3, cond_bins=3), sample_nonlinear, {"threshold": 0.004}, 200, 6000,
+                     marks=pytest.mark.slow),
         # calibrated p-value at 0.05 / d^2, separator bins growing with n (default_cond_bins: 3 at n = 200,
         # 15 at n = 6000) so that the binning bias of chain pairs j -> l -> k stays undetectable
         (Nonparametric(num_bins=3), sample_nonlinear, {"alpha": 0.05 / 64}, 200, 6000),

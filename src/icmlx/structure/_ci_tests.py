@@ -50,12 +50,14 @@ def _check_batch(x, y, s, d: int):
     if is_traced((x, y, s)):
         x, y, s = jnp.asarray(x), jnp.asarray(y), jnp.asarray(s)
         idx = jnp.concatenate([x[:, None], y[:, None], s], axis=1)
-        bad = jnp.any((idx < 0) | (idx >= d)) | jnp.any(x == y) | jnp.any(s == x[:, None]) | jnp.any(s == y[:, None])
+        bad = jnp.any((idx < 0) | (idx >= d)) | jnp.any(x == y)
+        bad = bad | jnp.any(s == x[:, None]) | jnp.any(s == y[:, None])
         return eqx.error_if(x, bad, rule), y, s
     xn, yn, sn = (np.asarray(v) for v in (x, y, s))
     idx = np.concatenate([xn[:, None], yn[:, None], sn], axis=1)
-    if np.any((idx < 0) | (idx >= d)):
-        raise ValueError(f"index out of range: {rule} (got values {sorted(set(idx[(idx < 0) | (idx >= d)].tolist()))[:5]})")
+    out = (idx < 0) | (idx >= d)
+    if np.any(out):
+        raise ValueError(f"index out of range: {rule} (got values {sorted(set(idx[out].tolist()))[:5]})")
     if np.any(xn == yn):
         raise ValueError(f"x == y in test {int(np.flatnonzero(xn == yn)[0])}: {rule}")
     hit = np.any(sn == xn[:, None], axis=1) | np.any(sn == yn[:, None], axis=1)

@@ -7,7 +7,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from icmlx._checks import check_values, is_traced
 from icmlx._types import PRNGKey, RealScalarLike
@@ -134,7 +134,7 @@ def _random_er_dag(key, d, expected_degree):
     return upper[perm][:, perm]
 
 
-def topological_order(dag: Bool[Array, "d d"]) -> Int[Array, " d"]:
+def topological_order(dag: Bool[ArrayLike, "d d"] | Int[ArrayLike, "d d"]) -> Int[Array, " d"]:
     """A topological order of ``dag`` (sorted by longest-path depth from the roots).
 
     Args:
@@ -169,7 +169,11 @@ def _weights(key, dag, lo, hi, dtype):
 
 
 def sample_linear_gaussian(
-    key: PRNGKey, dag: Bool[Array, "d d"], n: int, w_low: RealScalarLike = 0.5, w_high: RealScalarLike = 1.0
+    key: PRNGKey,
+    dag: Bool[ArrayLike, "d d"] | Int[ArrayLike, "d d"],
+    n: int,
+    w_low: RealScalarLike = 0.5,
+    w_high: RealScalarLike = 1.0,
 ) -> Float[Array, "n d"]:
     r"""Linear Gaussian SEM :math:`x = x W + \varepsilon`, :math:`W_{ij} = \pm U[w_{low}, w_{high}]` on edges,
     :math:`\varepsilon \sim N(0, I)`; sampled as :math:`X = E (I - W)^{-1}`.
@@ -207,7 +211,7 @@ def _ancestral(order, init, step):
 
 
 def sample_bernoulli(
-    key: PRNGKey, dag: Bool[Array, "d d"], n: int, strength: RealScalarLike = 0.4
+    key: PRNGKey, dag: Bool[ArrayLike, "d d"] | Int[ArrayLike, "d d"], n: int, strength: RealScalarLike = 0.4
 ) -> Int[Array, "n d"]:
     r"""Binary SEM on ``dag``: :math:`P(x_j=1\mid pa) = \tfrac12 + \text{strength}\cdot
     \frac{1}{|pa|}\sum_{k\in pa} s_{kj}(2x_k-1)` with random signs :math:`s_{kj}=\pm1`; roots are
@@ -249,7 +253,11 @@ def _sample_bernoulli(key, dag, n, strength):
 
 
 def sample_nonlinear(
-    key: PRNGKey, dag: Bool[Array, "d d"], n: int, w_low: RealScalarLike = 1.0, w_high: RealScalarLike = 2.0
+    key: PRNGKey,
+    dag: Bool[ArrayLike, "d d"] | Int[ArrayLike, "d d"],
+    n: int,
+    w_low: RealScalarLike = 1.0,
+    w_high: RealScalarLike = 2.0,
 ) -> Float[Array, "n d"]:
     r"""Nonlinear additive-noise SEM :math:`x_j = \sum_{k\in pa(j)} W_{kj}\tanh(x_k) + \varepsilon_j`,
     :math:`\varepsilon_j \sim N(0, 1)`, :math:`|W_{kj}| \sim U[w_{low}, w_{high}]`.

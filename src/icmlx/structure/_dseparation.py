@@ -2,7 +2,7 @@
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Int
+from jaxtyping import Array, ArrayLike, Bool, Int
 
 from ._ci_tests import CIResult, _check_batch, _float_dtype
 from ._dag import check_dag
@@ -49,7 +49,7 @@ def _dsep_kernel(dag, x, y, s, k=None):
 
 
 def d_separation(
-    dag: Bool[Array, "d d"],
+    dag: Bool[ArrayLike, "d d"] | Int[ArrayLike, "d d"],
     x: Int[Array, " b"],
     y: Int[Array, " b"],
     s: Int[Array, "b k"],

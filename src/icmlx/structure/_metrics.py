@@ -28,7 +28,7 @@ class Scores(eqx.Module):
     f1: Float[Array, ""]
 
 
-def dag_to_cpdag(dag: Bool[Array, "d d"]) -> Int[Array, "d d"]:
+def dag_to_cpdag(dag: Bool[ArrayLike, "d d"] | Int[ArrayLike, "d d"]) -> Int[Array, "d d"]:
     r"""CPDAG (essential graph) of a DAG, in causal-learn's endpoint encoding.
 
     A concrete DAG is labelled on the host by Chickering's edge-labelling algorithm (compelled or reversible
@@ -149,10 +149,11 @@ def _pairs(g):
 def _one(g, name: str):
     if hasattr(g, "graph") and hasattr(g, "skeleton"):  # a result: its graph is an endpoint matrix
         return jnp.asarray(g.graph).astype(jnp.int32)
-    if is_traced(g):
+    if is_traced(g) and jnp.asarray(g).dtype != jnp.bool_:
         g = check_values(jnp.asarray(g), lambda xp, v: ~((v == -1) | (v == 0) | (v == 1)),
                          f"{name} has entries outside -1, 0, 1; pass an endpoint matrix (-1 tail, 1 arrow, 0 none) "
                          "or a 0/1 adjacency matrix")
+    if is_traced(g):
         return _endpoint_traceable(g)
     return jnp.asarray(as_endpoint(g, name=name)[0])
 

@@ -381,7 +381,7 @@ def pc(
     data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | TableLike | None,
     *,
     ci_test: str | AbstractCITest = "fisherz",
-    alpha: float = 0.05,
+    alpha: float | np.floating = 0.05,
     max_depth: int | None = None,
     stable: bool = True,
     colliders: str | AbstractColliderRule = "sepset",
