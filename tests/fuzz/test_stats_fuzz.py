@@ -10,6 +10,7 @@ default subset keeps the cheapest case of each family; the rest is ``slow`` (``p
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import warnings
@@ -87,7 +88,9 @@ def ref_hs(z, tau):
 
     kz = 1.0 / max(z2, 1e-300)
     t = float(tau)
-    decades = [10.0 ** e for e in range(-40, 1)]  # 1/s^2 and 1/kappa stretches need geometric breakpoints
+    # the 1/s^2 and 1/kappa stretches need geometric breakpoints, down to tau and 1/z^2
+    lowest = min(math.log10(t), math.log10(kz), 0.0) - 2
+    decades = [10.0 ** e for e in range(int(lowest), 1)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", scipy.integrate.IntegrationWarning)  # roundoff near 1e-12: still accurate
         out = []
@@ -573,7 +576,9 @@ for label, tau in (("1e6", 1e6), ("1", 1.0), ("10", 10.0), ("1e-10", 1e-10), ("1
     add(f"horseshoe_threshold.tau_{label}.eager", lambda tau=tau: st.horseshoe_threshold(tau),
         lambda out, tau=tau: close(out, 0.0 if ref_hs(0.0, tau) > 0.5 else ref_hs_threshold(tau), rtol=1e-4,
                                    atol=1e-5), ("tau",), slow=label in ("10", "0.3"))
-add("horseshoe_threshold.tau_tiny.x64", x64(lambda: st.horseshoe_threshold(1e-150)),
+add("horseshoe_threshold.tau_tiny.x64", x64(lambda: st.horseshoe_threshold(1e-38)),
+    lambda out: close(out, ref_hs_threshold(1e-38), rtol=1e-7), ("tau",), slow=True)
+add("horseshoe_threshold.tau_below_range.x64", x64(lambda: st.horseshoe_threshold(1e-150)),
     lambda out: close(out, ref_hs_threshold(1e-150), rtol=1e-6), ("tau",), slow=True)
 add("horseshoe_threshold.num_steps_zero.eager", lambda: st.horseshoe_threshold(0.1, num_steps=0), None,
     ("num_steps",))
@@ -743,6 +748,37 @@ add("plot_rejections.batch.eager", _plot(lambda: st.relative_belief_test(np.stac
     ("one row",), slow=True)
 add("plot_rejections.nan_x.eager", _plot(lambda: st.relative_belief_test(Z, gamma2=10.0), np.r_[Z[:-1], np.nan]),
     None, ("x", "nan"), slow=True)
+
+
+# The default subset: per entry point, the first case of each kind of bad input (the name's first word after the
+# entry point) eagerly, and one jit and one vmap case; plus the regressions of issue #22 named here. The rest runs
+# with -m slow and in the census.
+_ALWAYS = {"stats.horseshoe_shrinkage.huge_tau.eager", "stats.horseshoe_threshold.tau_1e6.eager",
+           "stats.relative_belief_test.eb_mmle.inf_x.eager", "stats.two_groups_em.inf_x.eager",
+           "stats.horseshoe_shrinkage.tiny_tau.eager", "stats.relative_belief_test.number.jit",
+           "stats.relative_belief_test.number.vmap", "stats.relative_belief_test.nan_x.jit",
+           "stats.benjamini_hochberg.nan_p.jit", "stats.bonferroni.nan_p.vmap", "stats.horseshoe_test.nan_x.jit",
+           "stats.bayes_oracle_threshold.basic.vmap", "stats.calibrate_tau2.basic.jit"}
+
+
+def _default_subset(cases):
+    seen = set()
+    out = []
+    for c in cases:
+        parts = c.name.split(".")
+        mode = parts[-1]
+        key = (parts[1], parts[2].split("_")[0] if mode == "eager" else mode)
+        if c.name in _ALWAYS:
+            out.append(dataclasses.replace(c, slow=False))
+            continue
+        slow = c.slow or mode == "x64" or key in seen
+        if not slow:
+            seen.add(key)
+        out.append(dataclasses.replace(c, slow=slow))
+    return out
+
+
+CASES = _default_subset(CASES)
 
 
 @pytest.mark.parametrize("case", params(CASES))

@@ -77,12 +77,12 @@ def test_data_driven_rules_in_expected_bands(comparison):
 def test_sharded_equals_unsharded():
     assert jax.device_count() == 4
     rules = {"bonf": lambda x: bonferroni(two_sided_pvalues(x), 0.1).reject}
-    kw = dict(n=200, p=0.05, tau2=9.0, num_replicates=10)  # 10 replicates: padded to 12 over 4 devices
+    kw = dict(n=64, p=0.05, tau2=9.0, num_replicates=10)  # 10 replicates: padded to 12 over 4 devices
     a = simulate_risk_ratios(jax.random.key(1), rules, shard=True, **kw)
     b = simulate_risk_ratios(jax.random.key(1), rules, shard=False, **kw)
     np.testing.assert_array_equal(np.asarray(a.loss), np.asarray(b.loss))
     # the driver's draws are the public simulator's draws (common random numbers)
-    s = simulate_two_groups(jax.random.key(1), 200, 0.05, 9.0, num_replicates=10)
+    s = simulate_two_groups(jax.random.key(1), 64, 0.05, 9.0, num_replicates=10)
     rej = bonferroni(two_sided_pvalues(s.x), 0.1).reject
     loss = jnp.sum(rej & ~s.nonnull, -1) + jnp.sum(~rej & s.nonnull, -1)
     np.testing.assert_array_equal(np.asarray(a.loss[1]), np.asarray(loss, a.loss.dtype))

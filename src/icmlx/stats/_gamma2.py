@@ -62,7 +62,7 @@ def _static_float(owner: str, name: str, value: Any, *, lo: float, hi: float | N
         )
     v = float(arr)
     if not (v > lo and (hi is None or v < hi) and np.isfinite(v)):
-        raise ValueError(f"{owner}: {name} must be finite and lie in ({lo}, {'inf' if hi is None else hi}), "
+        raise ValueError(f"{owner}: {name} must lie in ({lo}, {'inf' if hi is None else hi}) and be finite, "
                          f"got {name}={value!r}")
     return v
 

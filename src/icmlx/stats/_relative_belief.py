@@ -15,7 +15,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtr
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._checks import check_values
 from .._deprecation import deprecated_attribute
@@ -74,7 +74,7 @@ def _rb_test_core(x, g2, s, kk):
 
 
 def log_relative_belief_ratio(
-    x: Float[Array, "*shape"], gamma2: ScalarOrBatch, sigma: RealScalarLike = 1.0
+    x: ArrayLike, gamma2: ScalarOrBatch, sigma: RealScalarLike = 1.0
 ) -> Float[Array, "*shape"]:
     r"""Log relative belief ratio of :math:`\mu_i = 0` under the one-group prior :math:`\mu_i\sim N(0,\gamma^2)`.
 
@@ -115,7 +115,7 @@ def log_relative_belief_ratio(
 
 
 def relative_belief_ratio(
-    x: Float[Array, "*shape"], gamma2: ScalarOrBatch, sigma: RealScalarLike = 1.0
+    x: ArrayLike, gamma2: ScalarOrBatch, sigma: RealScalarLike = 1.0
 ) -> Float[Array, "*shape"]:
     r"""Relative belief ratio :math:`RB(0\mid x)=\sqrt{1+g}\,\exp(-z^2 g/(2(1+g)))`.
 
@@ -146,7 +146,7 @@ def relative_belief_ratio(
 
 
 def rb_strength(
-    x: Float[Array, "*shape"], gamma2: ScalarOrBatch, sigma: RealScalarLike = 1.0
+    x: ArrayLike, gamma2: ScalarOrBatch, sigma: RealScalarLike = 1.0
 ) -> Float[Array, "*shape"]:
     r"""Evans's strength of the evidence about :math:`\mu=0`: :math:`\Pi(RB(\mu\mid x)\le RB(0\mid x)\mid x)`.
 
@@ -352,9 +352,9 @@ def relative_belief_test(
         if rule is not None:
             g2_z = rule._gamma2_standardised(z, s).astype(dt)
         else:
-            g2_z = positive("gamma2", gamma2, dt) / (s * s)
+            g2_z = positive("gamma2", gamma2, dt) / s / s
         reject, log_rb, strength, c2 = _rb_test_core(z, g2_z, jnp.ones((), dt), kk)
-        g2 = g2_z * (s * s)
+        g2 = g2_z * s * s
     else:
         if rule is not None:
             g2 = rule._gamma2(x, sigma).astype(dt)
