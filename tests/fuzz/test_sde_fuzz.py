@@ -730,6 +730,12 @@ add("RidgeRegression.fit_scaled_1e10.eager", lambda: _x64(lambda: np.asarray(pol
     close(np_fit(1e10 * ST.astype(float), 1e10 * INC.astype(float), DT.astype(float), 1e10 * SIG, 1e-3)(
         1e10 * PROBE), rtol=1e-6, atol=0), marks=(pytest.mark.x64,), slow=True)
 
+add("SamplePaths.shape_mismatch.eager", lambda: sde.SamplePaths(ts=np.arange(5.0), xs=np.zeros((2, 6, 2))), None,
+    ("ts", "xs"))
+add("SamplePaths.two_dim.eager", lambda: sde.SamplePaths(ts=np.arange(6.0), xs=np.zeros((6, 2))), None, ("xs",))
+add("naive_drift.samplepaths.eager", lambda: naive_poly(sde.SamplePaths(ts=TS, xs=WALK[None]), None),
+    drift_close(REF_WALK))
+
 
 @pytest.mark.parametrize("case", params(CASES))
 def test_fuzz(case):

@@ -146,8 +146,13 @@ TINY = dict(num_steps=1, num_particles=8, num_time_steps=4)
 def test_degenerate_bridges_are_reported_and_raise(ring_obs):
     obs, ts = ring_obs.xs[:2], ring_obs.ts
     basis = default_function_class(obs).basis
-    bad = LinearDrift(basis, jnp.full((basis.centers.shape[0], 2), jnp.nan))
-    # A NaN drift makes every bridge weight NaN: all 20 bridges collapse and the M-step has nothing to fit.
+    # A NaN start is refused at the boundary ...
+    nan = LinearDrift(basis, jnp.full((basis.centers.shape[0], 2), jnp.nan))
+    with pytest.raises(ValueError, match="init has NaN"):
+        infer_drift(jax.random.key(2), obs, ts, 0.5, guidance=NoGuidance(), init=nan, **TINY)
+    # ... while an explosive (finite) drift overflows every bridge weight: all 20 bridges collapse and the M-step
+    # has nothing to fit.
+    bad = LinearDrift(basis, jnp.full((basis.centers.shape[0], 2), 1e30))
     res = infer_drift(jax.random.key(2), obs, ts, 0.5, guidance=NoGuidance(), init=bad, throw=False, **TINY)
     assert int(res.history.num_degenerate[0]) == 20 and int(res.stats["num_degenerate"][0]) == 20
     assert bool(res.degenerate.all())

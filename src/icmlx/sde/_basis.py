@@ -27,7 +27,7 @@ from .._checks import check_values, is_traced
 from .._deprecation import renamed_kwargs
 from .._inputs import is_dataframe
 from .._repr import summarise
-from .._types import PRNGKey
+from .._types import PRNGKey, RealScalarLike
 from ._data import ArrayOrFrame, as_real, as_sigma, check_count, check_finite, check_last_axis, check_scale
 
 __all__ = [
@@ -458,7 +458,7 @@ MAX_GRID_POINTS = 2**22
 
 
 @renamed_kwargs(n_per_dim="num_per_dim")
-def box_grid(points: ArrayOrFrame, num_per_dim: int, pad: float = 0.0) -> Float[Array, "m d"]:
+def box_grid(points: ArrayOrFrame, num_per_dim: int, pad: RealScalarLike = 0.0) -> Float[Array, "m d"]:
     """Regular grid of ``num_per_dim ** d`` points over the bounding box of ``points`` widened by ``pad``.
 
     Args:

@@ -33,6 +33,12 @@ class SamplePaths(eqx.Module):
     ts: Float[Array, " n_obs"]
     xs: Float[Array, "n_traj n_obs d"]
 
+    def __check_init__(self):
+        ts, xs = jnp.shape(self.ts), jnp.shape(self.xs)
+        if len(xs) != 3 or ts != xs[1:2]:
+            raise ValueError(f"SamplePaths: need ts of shape (n_obs,) and xs of shape (n_traj, n_obs, d), got ts "
+                             f"{ts} and xs {xs}")
+
     def __repr__(self) -> str:
         n_traj, n_obs, d = self.xs.shape
         span = f"[{summarise(self.ts[0])}, {summarise(self.ts[-1])}]" if n_obs else "[]"

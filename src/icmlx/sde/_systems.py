@@ -7,6 +7,7 @@ wherever icmlx expects a drift.
 
 from collections.abc import Callable
 
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
@@ -45,13 +46,39 @@ def ou_drift(A: Float[ArrayLike, "d d"]) -> DriftFn:
       >>> f(jnp.array([1.0, 0.0])).tolist()
       [-1.0, -2.0]
     """
-    A = _as_square(A, "ou_drift")
+    return _OUDrift(_as_square(A, "ou_drift"))
 
-    def f(x: Float[Array, "*batch d"]) -> Float[Array, "*batch d"]:
-        check_last_axis(x, A.shape[0], "x (the state)", "ou_drift")
-        return x @ A.astype(x.dtype).T
 
-    return f
+# The benchmark drifts are equinox modules holding their parameters as arrays, so that drifts of one kind and size
+# are data to a compiled program: simulate(ring_drift(0.0)) and simulate(ring_drift(2.0)) share one compilation.
+
+
+class _OUDrift(eqx.Module):
+    A: Float[Array, "d d"]
+
+    def __call__(self, x: Float[Array, "*batch d"]) -> Float[Array, "*batch d"]:
+        check_last_axis(x, self.A.shape[0], "x (the state)", "ou_drift")
+        return x @ self.A.astype(x.dtype).T
+
+
+class _RingDrift(eqx.Module):
+    omega: Float[Array, ""]
+
+    def __call__(self, x: Float[Array, "*batch 2"]) -> Float[Array, "*batch 2"]:
+        check_last_axis(x, 2, "x (the state)", "ring_drift")
+        r2 = jnp.sum(x * x, axis=-1, keepdims=True)
+        rot = jnp.stack([-x[..., 1], x[..., 0]], axis=-1)
+        return -x * (r2 - 1.0) + self.omega.astype(x.dtype) * rot
+
+
+class _VanDerPolDrift(eqx.Module):
+    mu: Float[Array, ""]
+
+    def __call__(self, x: Float[Array, "*batch 2"]) -> Float[Array, "*batch 2"]:
+        check_last_axis(x, 2, "x (the state)", "van_der_pol_drift")
+        mu = self.mu.astype(x.dtype)
+        x0, x1 = x[..., 0], x[..., 1]
+        return jnp.stack([mu * (x0 - x0**3 / 3.0 - x1), x0 / mu], axis=-1)
 
 
 def _as_square(A, fn: str):
@@ -89,14 +116,7 @@ def ring_drift(omega: float = 2.0) -> DriftFn:
 
     if not is_traced(omega) and not np.all(np.isfinite(omega)):
         raise ValueError(f"ring_drift: omega must be a finite number (the angular speed), got {omega=}")
-
-    def f(x: Float[Array, "*batch 2"]) -> Float[Array, "*batch 2"]:
-        check_last_axis(x, 2, "x (the state)", "ring_drift")
-        r2 = jnp.sum(x * x, axis=-1, keepdims=True)
-        rot = jnp.stack([-x[..., 1], x[..., 0]], axis=-1)
-        return -x * (r2 - 1.0) + omega * rot
-
-    return f
+    return _RingDrift(jnp.asarray(omega))
 
 
 def van_der_pol_drift(mu: float = 1.0) -> DriftFn:
@@ -125,13 +145,7 @@ def van_der_pol_drift(mu: float = 1.0) -> DriftFn:
 
     if not is_traced(mu):
         check_scale(mu, "mu", "van_der_pol_drift")
-
-    def f(x: Float[Array, "*batch 2"]) -> Float[Array, "*batch 2"]:
-        check_last_axis(x, 2, "x (the state)", "van_der_pol_drift")
-        x0, x1 = x[..., 0], x[..., 1]
-        return jnp.stack([mu * (x0 - x0**3 / 3.0 - x1), x0 / mu], axis=-1)
-
-    return f
+    return _VanDerPolDrift(jnp.asarray(mu))
 
 
 def ou_stationary_covariance(A: Float[ArrayLike, "d d"], sigma: float) -> Float[Array, "d d"]:
