@@ -101,6 +101,7 @@ def ref_hs(z, tau):
     return out[0] / out[1]
 
 
+@functools.cache
 def ref_hs_threshold(tau):
     if ref_hs(0.0, tau) > 0.5:
         return 0.0
@@ -706,8 +707,8 @@ for label, kw in (("n_zero", dict(n=0)), ("n_float", dict(n=10.0)), ("n_bool", d
         (label.rsplit("_", 1)[0],) + (("memory", "large") if label == "n_huge" else ())
         + (("float", "floating") if label == "dtype_int" else ()),
         slow=label not in ("n_zero", "n_bool", "p_zero"))
-add("simulate_two_groups.basic.eager", lambda: st.simulate_two_groups(K, 2000, 0.1, 9.0, 2),
-    lambda out: out.x.shape == (2, 2000) and abs(float(np.mean(np.asarray(out.nonnull))) - 0.1) < 0.03
+add("simulate_two_groups.basic.eager", lambda: st.simulate_two_groups(K, 1000, 0.1, 9.0, 2),
+    lambda out: out.x.shape == (2, 1000) and abs(float(np.mean(np.asarray(out.nonnull))) - 0.1) < 0.04
     and bool(np.all(np.asarray(out.mu)[~np.asarray(out.nonnull)] == 0)))
 add("simulate_two_groups.bad_key.eager", lambda: st.simulate_two_groups(0, 20, 0.1, 9.0), None, ("key",), slow=True)
 
@@ -756,9 +757,13 @@ add("plot_rejections.nan_x.eager", _plot(lambda: st.relative_belief_test(Z, gamm
 _ALWAYS = {"stats.horseshoe_shrinkage.huge_tau.eager", "stats.horseshoe_threshold.tau_1e6.eager",
            "stats.relative_belief_test.eb_mmle.inf_x.eager", "stats.two_groups_em.inf_x.eager",
            "stats.horseshoe_shrinkage.tiny_tau.eager", "stats.relative_belief_test.number.jit",
-           "stats.relative_belief_test.number.vmap", "stats.relative_belief_test.nan_x.jit",
+           "stats.relative_belief_test.nan_x.jit",
            "stats.benjamini_hochberg.nan_p.jit", "stats.bonferroni.nan_p.vmap", "stats.horseshoe_test.nan_x.jit",
            "stats.bayes_oracle_threshold.basic.vmap", "stats.calibrate_tau2.basic.jit"}
+
+
+_SLOW = {"stats.horseshoe_shrinkage.tiny_tau_big_x.eager", "stats.horseshoe_shrinkage.big_x.eager",
+         "stats.two_groups_em.constant.eager", "stats.two_groups_em.huge_finite.eager"}
 
 
 def _default_subset(cases):
@@ -771,7 +776,7 @@ def _default_subset(cases):
         if c.name in _ALWAYS:
             out.append(dataclasses.replace(c, slow=False))
             continue
-        slow = c.slow or mode == "x64" or key in seen
+        slow = c.slow or mode == "x64" or key in seen or c.name in _SLOW
         if not slow:
             seen.add(key)
         out.append(dataclasses.replace(c, slow=slow))
