@@ -13,7 +13,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-import scipy.linalg
 
 from _harness import Case, assert_good, params
 from icmlx import optim as O
@@ -439,7 +438,8 @@ _COUNTS = np.array([0, 1, 5, 9, 10, 50], np.int32)
 _SCHED_REFS = {
     "constant": (lambda: O.constant(0.3), lambda c: np.full(c.shape, 0.3)),
     "linear_decay": (lambda: O.linear_decay(1.0, 10), lambda c: np.clip(10 - c, 0, 10) / 10),
-    "polynomial_decay": (lambda: O.polynomial_decay(2.0, 10, power=2.0), lambda c: 2.0 * (np.clip(10 - c, 0, 10) / 10) ** 2),
+    "polynomial_decay": (lambda: O.polynomial_decay(2.0, 10, power=2.0),
+                         lambda c: 2.0 * (np.clip(10 - c, 0, 10) / 10) ** 2),
     "cosine_decay": (lambda: O.cosine_decay(1.0, 10), lambda c: 0.5 * (1 + np.cos(np.pi * np.minimum(c, 10) / 10))),
     "inverse_sqrt": (lambda: O.inverse_sqrt(1.0, 2.0), lambda c: 1.0 / np.sqrt(1.0 + c / 2.0)),
     "wsd": (lambda: O.wsd(1.0, 10, cooldown_fraction=0.5),
@@ -468,7 +468,7 @@ for name, (make, ref) in _SCHED_REFS.items():
         ("count", "negative"), slow=name not in ("inverse_sqrt", "warmup"))
     big = np.array([2**31 - 1], np.int32)
     add(f"{name}.huge_count", lambda make=make, big=big: make()(big),
-        lambda out, ref=ref, name=name: bool(np.allclose(np.asarray(out, np.float64), ref(np.float64(big)),
+        lambda out, ref=ref, big=big: bool(np.allclose(np.asarray(out, np.float64), ref(np.float64(big)),
                                                          rtol=1e-4, atol=1e-6)), ("count",), slow=True)
     # A NaN count propagates (as in optax), except through a constant schedule, whose value ignores it.
     add(f"{name}.nan_count", lambda make=make: make()(np.array([np.nan], np.float32)),
@@ -520,7 +520,8 @@ for label, make, p_ref in (("linear", lambda: O.linear_decay(1.0, 1000), 1.0),
                            ("wsd_cosine", lambda: O.wsd(1.0, 1000, cooldown_shape="cosine"), 2.0),
                            ("constant", lambda: O.constant(0.1), 0.0),
                            ("floored", lambda: O.linear_decay(1.0, 1000, end_value=0.01), 0.0)):
-    add(f"tail_degree.{label}", _quiet(lambda make=make, T=100 if label == "constant" else None: O.tail_degree(make(), T)),
+    T = 100 if label == "constant" else None
+    add(f"tail_degree.{label}", _quiet(lambda make=make, T=T: O.tail_degree(make(), T)),
         lambda out, p_ref=p_ref: abs(float(out) - p_ref) < 2e-2, slow=label not in ("cosine", "constant"))
 add("tail_degree.inverse_sqrt_no_horizon", lambda: O.tail_degree(O.inverse_sqrt(1.0)), None, ("total_steps",))
 for v in (0, -10, 2.5):
