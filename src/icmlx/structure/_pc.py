@@ -281,7 +281,7 @@ def _stable_level(tester: _Tester, adj, depth, alpha, sep, maxp, counted, bk_for
     num = float(sum(k * math.comb(k - 1, depth) for k in deg.tolist() if k - 1 >= depth))
     # per test row: x, y, S, the canonical row and its key, index arrays of the unique (int64), p-values
     check_memory(num * 8.0 * (3 * (depth + 2) + 6), f"pc's level {depth} ({num:.3g} CI tests)",
-                 f"pass max_depth={max(depth - 1, 0)}, a smaller alpha or fewer variables")
+                 f"pass max_depth={depth - 1}, a smaller alpha or fewer variables" if depth else "use fewer variables")
     xs, ys, ss = [], [], []
     for x in range(d):
         nb = np.flatnonzero(adj[x])
