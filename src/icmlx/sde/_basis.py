@@ -77,7 +77,8 @@ class RBFBasis(eqx.Module):
         self.variance = check_values(jnp.asarray(variance, dt), lambda xp, v: ~(xp.isfinite(v) & (v > 0)),
                                      "RBFBasis: variance must be positive and finite; pass variance > 0")
 
-    def __call__(self, x: Float[Array, "*batch d"]) -> Float[Array, "*batch m"]:
+    def __call__(self, x: ArrayOrFrame) -> Float[Array, "*batch m"]:
+        x = as_real(x, "x", "RBFBasis")
         check_last_axis(x, self.centers.shape[1], "x (the states; d as in centers)", "RBFBasis")
         c = self.centers.astype(x.dtype)
         # scaled before squaring, so that data on any scale (1e20, 1e-20) neither overflows nor underflows
@@ -137,7 +138,8 @@ class FourierBasis(eqx.Module):
         ph = jax.random.uniform(k2, (m,), dtype, 0.0, 2.0 * jnp.pi)
         return FourierBasis(om, ph)
 
-    def __call__(self, x: Float[Array, "*batch d"]) -> Float[Array, "*batch m"]:
+    def __call__(self, x: ArrayOrFrame) -> Float[Array, "*batch m"]:
+        x = as_real(x, "x", "FourierBasis")
         check_last_axis(x, self.omegas.shape[1], "x (the states; d as in omegas)", "FourierBasis")
         m = self.phases.shape[0]
         z = x @ self.omegas.astype(x.dtype).T + self.phases.astype(x.dtype)
@@ -178,7 +180,8 @@ class PolynomialBasis(eqx.Module):
                              f"C(d + degree, degree)); the limit is {MAX_FEATURES:,}: lower degree")
         self.exponents = tuple(_exponents(d, degree))
 
-    def __call__(self, x: Float[Array, "*batch d"]) -> Float[Array, "*batch m"]:
+    def __call__(self, x: ArrayOrFrame) -> Float[Array, "*batch m"]:
+        x = as_real(x, "x", "PolynomialBasis")
         check_last_axis(x, len(self.exponents[0]), "x (the states)", "PolynomialBasis")
         feats = []
         for e in self.exponents:
@@ -345,11 +348,11 @@ class RidgeRegression(eqx.Module):
 
     def fit(
         self,
-        states: Float[Array, "n d"],
-        increments: Float[Array, "n d"],
-        dt: float | Float[Array, ""] | Float[Array, " n"],
-        sigma: float | Float[Array, ""],
-        weights: Float[Array, " n"] | None = None,
+        states: ArrayOrFrame,
+        increments: ArrayOrFrame,
+        dt: ArrayOrFrame,
+        sigma: RealScalarLike,
+        weights: ArrayOrFrame | None = None,
     ) -> LinearDrift:
         """Fit from ``(states, increments, dt)`` under the path likelihood (see module docstring).
 
@@ -399,11 +402,11 @@ class SparseGP(eqx.Module):
 
     def fit(
         self,
-        states: Float[Array, "n d"],
-        increments: Float[Array, "n d"],
-        dt: float | Float[Array, ""] | Float[Array, " n"],
-        sigma: float | Float[Array, ""],
-        weights: Float[Array, " n"] | None = None,
+        states: ArrayOrFrame,
+        increments: ArrayOrFrame,
+        dt: ArrayOrFrame,
+        sigma: RealScalarLike,
+        weights: ArrayOrFrame | None = None,
     ) -> LinearDrift:
         """Posterior-mean drift under the path likelihood (see module docstring).
 

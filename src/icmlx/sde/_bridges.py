@@ -24,7 +24,7 @@ fixed-shape: a ``lax.scan`` over steps, ``vmap`` over intervals, one ``jit`` aro
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._checks import check_values
 from .._deprecation import renamed_kwargs
@@ -144,10 +144,10 @@ def smc_bridges(
     key: PRNGKey,
     drift,
     sigma: RealScalarLike,
-    starts: Float[Array, "B d"],
-    ends: Float[Array, "B d"],
-    taus: Float[Array, " B"],
-    targets: Float[Array, "B K1 d"] | None = None,
+    starts: ArrayLike,
+    ends: ArrayLike,
+    taus: ArrayLike,
+    targets: ArrayLike | None = None,
     strength: float | Float[Array, ""] = 0.0,
     *,
     num_particles: int = 128,

@@ -21,7 +21,7 @@ differ per interval and are found with a dense fixed-shape Dijkstra (``O(M^2)`` 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from .._deprecation import renamed_kwargs
 from ._data import as_real, check_count, check_finite, check_scale
@@ -32,7 +32,7 @@ _N_QUAD = 8
 
 
 def observation_metric(
-    points: Float[Array, "n d"], x: Float[Array, " d"], sigma_m: float = 0.15, rho: float = 1e-3
+    points: ArrayLike, x: ArrayLike, sigma_m: float = 0.15, rho: float = 1e-3
 ) -> Float[Array, " d"]:
     """Diagonal of the observation metric ``M(x)`` (module docstring), shape ``(d,)``.
 
@@ -122,7 +122,7 @@ def _dijkstra_path(W, src, dst, blocked):
 
 @renamed_kwargs(n_steps="num_time_steps", n_nodes="num_nodes", k_neighbors="num_neighbors")
 def geodesic_targets(
-    observations: Float[Array, "n_traj n_obs d"],
+    observations: ArrayLike,
     num_time_steps: int,
     *,
     num_nodes: int = 300,

@@ -13,7 +13,7 @@ import abc
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from ._data import check_count, check_scale
 from ._geodesic import geodesic_targets
@@ -36,7 +36,7 @@ class AbstractGuidance(eqx.Module):
 
     @abc.abstractmethod
     def targets(
-        self, observations: Float[Array, "n_traj n_obs d"], num_time_steps: int
+        self, observations: ArrayLike, num_time_steps: int
     ) -> tuple[Float[Array, "n_traj n_int K1 d"], Float[Array, ""]]:
         """Target curves of shape ``(n_traj, n_obs - 1, num_time_steps + 1, d)`` and the strength ``beta``."""
 
@@ -53,7 +53,7 @@ class NoGuidance(AbstractGuidance):
     """
 
     def targets(
-        self, observations: Float[Array, "n_traj n_obs d"], num_time_steps: int
+        self, observations: ArrayLike, num_time_steps: int
     ) -> tuple[Float[Array, "n_traj n_int K1 d"], Float[Array, ""]]:
         """Zero targets and zero strength (the path cost vanishes)."""
         _check_observations(observations, num_time_steps, "NoGuidance.targets")
@@ -113,7 +113,7 @@ class GeodesicGuidance(AbstractGuidance):
             check_scale(v, name, fn)
 
     def targets(
-        self, observations: Float[Array, "n_traj n_obs d"], num_time_steps: int
+        self, observations: ArrayLike, num_time_steps: int
     ) -> tuple[Float[Array, "n_traj n_int K1 d"], Float[Array, ""]]:
         """Geodesic targets (:func:`~icmlx.sde.geodesic_targets`) and ``beta = strength``."""
         _check_observations(observations, num_time_steps, "GeodesicGuidance.targets")

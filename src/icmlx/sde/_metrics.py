@@ -3,7 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from .._checks import check_values, is_traced
 from ._basis import MAX_GRID_POINTS, box_grid
@@ -14,7 +14,7 @@ __all__ = ["kde_weights", "weighted_rmse", "rmse"]
 
 
 def kde_weights(
-    points: Float[Array, "n d"], grid: Float[Array, "g d"], bandwidth: float | None = None
+    points: ArrayLike, grid: ArrayLike, bandwidth: float | None = None
 ) -> Float[Array, " g"]:
     r"""Gaussian kernel density estimate of ``points`` evaluated on ``grid`` (normalised to sum to one).
 

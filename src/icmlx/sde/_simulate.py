@@ -188,7 +188,7 @@ def _check_drift(drift, d: int, dtype) -> None:
                          f"{getattr(out, 'shape', type(out).__name__)}")
 
 
-def subsample(paths: SamplePaths, every: int) -> SamplePaths:
+def subsample(paths: SamplePaths, every: int | np.integer) -> SamplePaths:
     """Keep every ``every``-th observation (the first one included) of every trajectory.
 
     Args:

@@ -20,7 +20,7 @@ DriftFn = Callable[[Float[Array, " d"]], Float[Array, " d"]]
 __all__ = ["DriftFn", "ou_drift", "ring_drift", "van_der_pol_drift", "ou_stationary_covariance"]
 
 
-def ou_drift(A: Float[ArrayLike, "d d"]) -> DriftFn:
+def ou_drift(A: ArrayLike) -> DriftFn:
     r"""Linear Ornstein–Uhlenbeck drift :math:`f(x) = A x`.
 
     Args:
@@ -56,7 +56,8 @@ def ou_drift(A: Float[ArrayLike, "d d"]) -> DriftFn:
 class _OUDrift(eqx.Module):
     A: Float[Array, "d d"]
 
-    def __call__(self, x: Float[Array, "*batch d"]) -> Float[Array, "*batch d"]:
+    def __call__(self, x: ArrayLike) -> Float[Array, "*batch d"]:
+        x = as_real(x, "x", "ou_drift")
         check_last_axis(x, self.A.shape[0], "x (the state)", "ou_drift")
         return x @ self.A.astype(x.dtype).T
 
@@ -64,7 +65,8 @@ class _OUDrift(eqx.Module):
 class _RingDrift(eqx.Module):
     omega: Float[Array, ""]
 
-    def __call__(self, x: Float[Array, "*batch 2"]) -> Float[Array, "*batch 2"]:
+    def __call__(self, x: ArrayLike) -> Float[Array, "*batch 2"]:
+        x = as_real(x, "x", "ring_drift")
         check_last_axis(x, 2, "x (the state)", "ring_drift")
         r2 = jnp.sum(x * x, axis=-1, keepdims=True)
         rot = jnp.stack([-x[..., 1], x[..., 0]], axis=-1)
@@ -74,7 +76,8 @@ class _RingDrift(eqx.Module):
 class _VanDerPolDrift(eqx.Module):
     mu: Float[Array, ""]
 
-    def __call__(self, x: Float[Array, "*batch 2"]) -> Float[Array, "*batch 2"]:
+    def __call__(self, x: ArrayLike) -> Float[Array, "*batch 2"]:
+        x = as_real(x, "x", "van_der_pol_drift")
         check_last_axis(x, 2, "x (the state)", "van_der_pol_drift")
         mu = self.mu.astype(x.dtype)
         x0, x1 = x[..., 0], x[..., 1]
@@ -116,7 +119,7 @@ def ring_drift(omega: float = 2.0) -> DriftFn:
 
     if not is_traced(omega) and not np.all(np.isfinite(omega)):
         raise ValueError(f"ring_drift: omega must be a finite number (the angular speed), got {omega=}")
-    return _RingDrift(jnp.asarray(omega))
+    return _RingDrift(as_real(omega, "omega", "ring_drift"))
 
 
 def van_der_pol_drift(mu: float = 1.0) -> DriftFn:
@@ -145,10 +148,10 @@ def van_der_pol_drift(mu: float = 1.0) -> DriftFn:
 
     if not is_traced(mu):
         check_scale(mu, "mu", "van_der_pol_drift")
-    return _VanDerPolDrift(jnp.asarray(mu))
+    return _VanDerPolDrift(as_real(mu, "mu", "van_der_pol_drift"))
 
 
-def ou_stationary_covariance(A: Float[ArrayLike, "d d"], sigma: float) -> Float[Array, "d d"]:
+def ou_stationary_covariance(A: ArrayLike, sigma: float) -> Float[Array, "d d"]:
     r"""Stationary covariance of ``dX = A X dt + sigma dW``: the solution of :math:`A S + S A^T + \sigma^2 I = 0`.
 
     Solved as a ``d^2 x d^2`` Kronecker linear system (fine for the small ``d`` of benchmark systems; at most
