@@ -115,7 +115,9 @@ def binned_u_statistic(
       :class:`CIResult` (``dof = -1``).
 
     Raises:
-      ValueError: bad shapes or ``num_bins < 2``.
+      ValueError: bad shapes, ``num_bins`` not an integer ``>= 2``, NaN/Inf data (a runtime error under ``jit``),
+        or a bad batch (an index out of range, ``x == y``, ``S`` holding ``x`` or ``y``).
+      TypeError: non-floating data.
 
     References:
       Neykov, Balakrishnan & Wasserman, Ann. Statist. 49 (2021); Gao, Wang & Aragam, arXiv:2507.05689 (Thm 5.1).
