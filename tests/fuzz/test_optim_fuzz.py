@@ -103,14 +103,14 @@ def _mir(a, p, method, mode="eager", **kw):
 # ------------------------------------------------------------------------- matrix_inverse_root: accuracy, status
 for m, ps in METHODS.items():
     for p in ps:
-        default = p == 2
+        default = p == 2 and m in ("newton_db", "eigh")
         add(f"matrix_inverse_root.accuracy.{m}.p{p}.eager", _mir(A8_32, p, m), _root_check(A8, p, 2e-3),
             ROOT_WORDS, status_of, slow=not default)
     add(f"matrix_inverse_root.accuracy.{m}.p2.jit", _mir(A8_32, 2, m, "jit"), _root_check(A8, 2, 2e-3),
         ROOT_WORDS, status_of, slow=True)
     for scale in (1e20, 1e-20, 1e30):
         add(f"matrix_inverse_root.scale{scale:g}.{m}.eager", _mir((A8 * scale).astype(np.float32), 2, m),
-            _root_check(A8 * scale, 2, 2e-3), ROOT_WORDS, status_of, slow=scale != 1e30 or m != "newton_db")
+            _root_check(A8 * scale, 2, 2e-3), ROOT_WORDS, status_of, slow=scale != 1e30 or m != "eigh")
     # Ill-conditioned (kappa 1e8): the fixed-work methods cannot resolve the bottom of the spectrum.
     Aill = _spd(8, 1e8, seed=3)
     add(f"matrix_inverse_root.ill_conditioned.{m}.eager", _mir(Aill.astype(np.float32), 2, m),
@@ -119,7 +119,7 @@ for m, ps in METHODS.items():
     v = _RNG.normal(size=(6, 2))
     Asing = v @ v.T
     add(f"matrix_inverse_root.singular.{m}.eager", _mir(Asing.astype(np.float32), 2, m),
-        _root_check(Asing, 2, 2e-2), ROOT_WORDS, status_of, slow=m != "chebyshev")
+        _root_check(Asing, 2, 2e-2), ROOT_WORDS, status_of, slow=m != "eigh")
     # Not symmetric: documented to be symmetrised, so the root of the symmetric part is right.
     skew = np.triu(_RNG.normal(size=(8, 8)), 1) * 0.01
     add(f"matrix_inverse_root.nonsymmetric.{m}.eager", _mir((A8 + skew).astype(np.float32), 2, m),
@@ -136,7 +136,7 @@ for m, ps in METHODS.items():
                 ROOT_WORDS, status_of, slow=label != "indefinite")
         else:
             add(f"matrix_inverse_root.{label}.{m}.eager", _mir(bad.astype(np.float32), 2, m), None,
-                ROOT_WORDS, status_of, slow=m != "coupled_newton" or label != "indefinite")
+                ROOT_WORDS, status_of, slow=True)
     add(f"matrix_inverse_root.nan.{m}.eager", _mir(np.where(np.eye(8) > 0, np.nan, A8_32), 2, m), None,
         ("nan", "non-finite"), status_of, slow=m != "eigh")
     add(f"matrix_inverse_root.nan.{m}.jit", _mir(np.where(np.eye(8) > 0, np.nan, A8_32), 2, m, "jit"), None,
@@ -149,7 +149,7 @@ for m, ps in METHODS.items():
 
 add("matrix_inverse_root.vmap.newton_db",
     lambda: jax.vmap(lambda a: O.matrix_inverse_root(a, 2, throw=False))(jnp.stack([A8_32, 2 * A8_32])),
-    lambda sol: _root_check(np.stack([A8, 2 * A8]), 2, 2e-3)(sol), ROOT_WORDS, status_of)
+    lambda sol: _root_check(np.stack([A8, 2 * A8]), 2, 2e-3)(sol), ROOT_WORDS, status_of, slow=True)
 add("matrix_inverse_root.stack.eigh", _mir(np.stack([A8_32, 4 * A8_32]), 4, "eigh"),
     _root_check(np.stack([A8, 4 * A8]), 4, 1e-3), ROOT_WORDS, status_of, slow=True)
 
@@ -164,7 +164,7 @@ def _x64_mir(method, p):
 
 for m in ("coupled_newton", "eigh", "newton_db"):
     add(f"matrix_inverse_root.x64.{m}", _x64_mir(m, 2), _root_check(A8, 2, 1e-5), ROOT_WORDS, status_of,
-        slow=m != "eigh")
+        slow=True)
 
 # shapes, dtypes, settings
 for label, a in (("nonsquare", np.ones((3, 4), np.float32)), ("vector", np.ones(4, np.float32)),
@@ -178,7 +178,7 @@ for label, dt in (("bf16", jnp.bfloat16), ("f16", jnp.float16)):
     for m in ("newton_db", "eigh"):
         add(f"matrix_inverse_root.dtype_{label}.{m}", _mir(jnp.asarray(A8_32, dt), 2, m),
             lambda sol, dt=dt: sol.value.dtype == dt and _root_check(A8, 2, 5e-2)(sol),
-            ("dtype", "bfloat16", "float16", "float32") + ROOT_WORDS, status_of, slow=m == "eigh")
+            ("dtype", "bfloat16", "float16", "float32") + ROOT_WORDS, status_of, slow=m == "eigh" or label == "f16")
 add("matrix_inverse_root.empty_0x0", _mir(np.zeros((0, 0), np.float32), 2, "newton_db"),
     lambda sol: sol.value.shape == (0, 0), ("empty", "n >= 1", "size"), status_of)
 add("matrix_inverse_root.empty_batch", _mir(np.zeros((0, 3, 3), np.float32), 2, "newton_db"),
@@ -197,7 +197,7 @@ for cs in (0, -3, 1.5, "big"):
 add("matrix_inverse_root.method_unknown", _mir(A8_32, 2, "newton"), None, ("method",), status_of)
 add("matrix_inverse_root.frobenius_huge", _mir((A8 * 1e30).astype(np.float32), 2,
                                                  O.NewtonDB(scaling=O.FrobeniusScaling())),
-    _root_check(A8 * 1e30, 2, 2e-3), ROOT_WORDS, status_of)
+    _root_check(A8 * 1e30, 2, 2e-3), ROOT_WORDS, status_of, slow=True)
 
 # ------------------------------------------------------------------------------------- strategy objects
 _BAD_SETTINGS = [
@@ -230,7 +230,7 @@ add("power_iteration.diag.jit", lambda: jax.jit(lambda a: O.power_iteration(a, n
 add("power_iteration.diag.vmap", lambda: jax.vmap(lambda a: O.power_iteration(a, num_steps=30))(
     np.stack([_DIAG, 2 * _DIAG])), _pi_right(np.array([3.0, 6.0])), slow=True)
 add("power_iteration.zero", lambda: O.power_iteration(np.zeros((4, 4), np.float32)),
-    lambda out: bool(np.isfinite(out) and 0 <= float(out) <= 1e-20), ("zero",))
+    lambda out: bool(np.isfinite(out) and 0 <= float(out) <= 1e-20), ("zero",), slow=True)
 for scale in (1e30, 1e-30):
     add(f"power_iteration.scale{scale:g}", lambda s=scale: O.power_iteration((_DIAG * s).astype(np.float32),
                                                                            num_steps=30),
@@ -298,7 +298,7 @@ for scale in (1e10, 1e-10):  # the absolute root_epsilon (1e-10) is part of the 
 for label, dt, tol in (("bf16", jnp.bfloat16, 5e-2), ("f16", jnp.float16, 2e-2)):
     add(f"scale_by_dash.dtype_{label}", _dash_step(G4, dt),
         lambda out, dt=dt, tol=tol: out[0].dtype == dt and _close(out[0], _dash_reference(G4), tol),
-        ("dtype", "bfloat16", "float16"), slow=label == "f16")
+        ("dtype", "bfloat16", "float16"), slow=True)
 add("scale_by_dash.dtype_int", _dash_step(np.ones((4, 4), np.int32), jnp.int32), None,
     ("dtype", "floating", "integer"))
 add("scale_by_dash.dtype_complex", _dash_step(np.ones((4, 4), np.complex64), jnp.complex64), None,
@@ -319,58 +319,47 @@ add("scale_by_dash.empty_leaf", _empty_leaf,
 
 
 def _adam_like_run(bad_index, bad_value, nonfinite="skip", num=6):
-    """DASH with preconditioning off (Adam grafting) over ``num`` steps, one step replaced by a bad gradient.
+    """DASH over ``num`` steps with one gradient replaced by a bad one, and the same run with that step left out.
 
-    Returns the updates of every step after the bad one and the final state."""
+    Both runs go through one compiled update (what ``nonfinite="skip"`` promises is that the bad step changes
+    nothing). Returns ``(updates, final state, updates of the run without the bad step)``."""
 
     def run():
         tx = O.scale_by_dash(block_size=4, start_preconditioning_step=1, precondition_frequency=2,
                              nonfinite=nonfinite)
         p = jnp.zeros((4, 4))
-        state = tx.init(p)
         upd = jax.jit(tx.update)
-        outs = []
+        outs, refs = [], []
+        state, ref_state = tx.init(p), tx.init(p)
         for i in range(num):
             g = jnp.asarray(G4 * (1.0 + 0.1 * i))
-            if i == bad_index:
-                g = g.at[0, 0].set(bad_value)
-            out, state = upd(g, state, p)
+            out, state = upd(g.at[0, 0].set(bad_value) if i == bad_index else g, state, p)
             outs.append(out)
-        return outs, state
+            if i == bad_index:
+                refs.append(None)
+                continue
+            ref, ref_state = upd(g, ref_state, p)
+            refs.append(ref)
+        return outs, state, refs
     return run
-
-
-def _skip_ref(bad_index, num=6):
-    """The same run with the bad step left out (what ``nonfinite="skip"`` promises)."""
-    tx = O.scale_by_dash(block_size=4, start_preconditioning_step=1, precondition_frequency=2)
-    p = jnp.zeros((4, 4))
-    state = tx.init(p)
-    outs = []
-    for i in range(num):
-        if i == bad_index:
-            outs.append(None)
-            continue
-        out, state = jax.jit(tx.update)(jnp.asarray(G4 * (1.0 + 0.1 * i)), state, p)
-        outs.append(np.asarray(out))
-    return outs
 
 
 def _skip_check(bad_index):
     def check(res):
-        outs, state = res
+        outs, state, refs = res
         leaves = jax.tree_util.tree_leaves(state)
         if not all(np.all(np.isfinite(np.asarray(x))) for x in leaves if np.asarray(x).dtype.kind == "f"):
             return False
-        ref = _skip_ref(bad_index)
-        return all(np.allclose(np.asarray(o), r, rtol=1e-4, atol=1e-6)
-                   for o, r in zip(outs, ref) if r is not None) and not np.any(np.asarray(outs[bad_index]))
+        return all(np.allclose(np.asarray(o), np.asarray(r), rtol=1e-4, atol=1e-6)
+                   for o, r in zip(outs, refs) if r is not None) and not np.any(np.asarray(outs[bad_index]))
     return check
 
 
 add("scale_by_dash.huge_gradient_skip", _adam_like_run(2, 1e30), _skip_check(2))
 add("scale_by_dash.huge_gradient_f32max", _adam_like_run(1, 3e38), _skip_check(1), slow=True)
 add("scale_by_dash.nan_gradient_skip", _adam_like_run(2, np.nan), _skip_check(2), slow=True)
-add("scale_by_dash.nan_gradient_raise", _adam_like_run(1, np.nan, "raise", num=2), None, ("non-finite", "nan"))
+add("scale_by_dash.nan_gradient_raise", _adam_like_run(1, np.nan, "raise", num=2), None, ("non-finite", "nan"),
+    slow=True)
 add("scale_by_dash.huge_gradient_raise", _adam_like_run(1, 1e30, "raise", num=2), None,
     ("non-finite", "overflow", "huge", "finite"), slow=True)
 
@@ -430,7 +419,7 @@ def _adam_ref(tol):
     return check
 
 
-add("dash.adam_phase.f32", _dash_adam_run(), _adam_ref(1e-5))
+add("dash.adam_phase.f32", _dash_adam_run(), _adam_ref(1e-5), slow=True)
 add("dash.adam_phase.bf16", _dash_adam_run(jnp.bfloat16), _adam_ref(2e-2), ("dtype", "bfloat16"), slow=True)
 
 # ---------------------------------------------------------------------------------------------------- schedules
@@ -522,7 +511,7 @@ for label, make, p_ref in (("linear", lambda: O.linear_decay(1.0, 1000), 1.0),
                            ("floored", lambda: O.linear_decay(1.0, 1000, end_value=0.01), 0.0)):
     T = 100 if label == "constant" else None
     add(f"tail_degree.{label}", _quiet(lambda make=make, T=T: O.tail_degree(make(), T)),
-        lambda out, p_ref=p_ref: abs(float(out) - p_ref) < 2e-2, slow=label not in ("cosine", "constant"))
+        lambda out, p_ref=p_ref: abs(float(out) - p_ref) < 2e-2, slow=label != "constant")
 add("tail_degree.inverse_sqrt_no_horizon", lambda: O.tail_degree(O.inverse_sqrt(1.0)), None, ("total_steps",))
 for v in (0, -10, 2.5):
     add(f"tail_degree.total_steps_{v}", lambda v=v: O.tail_degree(O.linear_decay(1.0, 10), v), None,
@@ -639,7 +628,7 @@ def _fit(res=None, **kw):
 
 add("fit_slopes.exact_power_law", _fit(fit_range=(1.0, 16.0), num_resamples=5),
     lambda out: bool(np.allclose(out.slope, 0.5, atol=1e-4) and np.allclose(out.boot, 0.5, atol=1e-4)
-                     and np.allclose(out.intercept, np.log(0.1), atol=1e-4)))
+                     and np.allclose(out.intercept, np.log(0.1), atol=1e-4)), slow=True)
 add("fit_slopes.one_rho_in_range", _fit(fit_range=(3.0, 5.0)), None, ("rho", "fit_range"))
 add("fit_slopes.single_point_sweep", _fit(_sweep_result(rhos=(4.0,)), fit_range=(1.0, 16.0)), None,
     ("rho", "fit_range"), slow=True)

@@ -74,7 +74,7 @@ def _check_finite(A, where: str) -> Array:
 
 @renamed_kwargs(num_iters="num_steps")
 def power_iteration(
-    A: Float[ArrayLike, "*batch n n"],
+    A: ArrayLike,  # (*batch, n, n) floating: checked by _check_square with a message naming A
     *,
     num_steps: int = 10,
     num_vectors: int = 16,
@@ -356,7 +356,7 @@ def _accept_legacy_settings(fn):
 
 @_accept_legacy_settings
 def matrix_inverse_root(
-    A: Float[ArrayLike, "*batch n n"],
+    A: ArrayLike,  # (*batch, n, n) floating: checked by _check_square with a message naming A
     p: int,
     *,
     method: AbstractInverseRoot | str = DEFAULT_INVERSE_ROOT,

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike
 
 from .._deprecation import renamed_kwargs
 from ._schedules import _check_int
@@ -106,7 +107,7 @@ def _check_tail_settings(v_range, num_points, rtol) -> None:
         raise ValueError(f"tail_degree: rtol must be a finite float >= 0, got {rtol=!r}")
 
 
-def robustness_exponent(p: float) -> float:
+def robustness_exponent(p: float | ArrayLike) -> float:
     r"""Exponent of :math:`\rho` in SGD's error for a schedule of tail degree ``p``: :math:`1/(2p+1)`.
 
     ``p = 0`` (no annealing) gives 1: error linear in the misspecification factor :math:`\rho`.
