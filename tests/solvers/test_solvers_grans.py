@@ -212,8 +212,12 @@ def test_bad_inputs(net, poisson):
         solver.setup(SparseMatrix(A.rows, A.cols, zd, A.shape))
     with pytest.raises(ValueError, match="b has NaN or Inf"):  # concrete input: checked on the host at call time
         solver.solve(op, poisson.b.at[0].set(jnp.inf))
-    # (traced NaN/Inf under the user's jit, and b = 0 -> x = 0 after 0 steps: tests/fuzz/test_solvers_fuzz.py,
-    # solvers.GRANS.solve.nan_b.jit and solvers.GRANS.solve.zero_b, on a smaller system)
+    # (traced NaN/Inf under the user's jit: tests/fuzz/test_solvers_fuzz.py, solvers.GRANS.solve.nan_b.jit)
+    # b = 0: documented behaviour, x = 0 after 0 iterations, successful (with the settings of
+    # test_converges_and_lineax_interface, whose compiled solve it reuses)
+    sol = GRANS(net, rtol=RTOL, max_steps=150, dtype=DT).solve(op, jnp.zeros_like(poisson.b))
+    assert int(sol.num_steps) == 0 and sol.result == RESULTS.successful
+    assert float(jnp.abs(sol.value).max()) == 0.0
     if not X64:
         with pytest.raises(ValueError, match="JAX_ENABLE_X64"):
             GRANS(net, dtype="float64").setup(poisson.A)

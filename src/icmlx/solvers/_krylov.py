@@ -176,25 +176,35 @@ def _run(loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress,
         return LinearSolution(b, RESULTS.successful, stats)
     M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
     show = resolve_progress(progress, in_program=True)
-    # solve (A / 2^ka) x' = b / 2^kb, x = 2^(kb - ka) x' (exact; for a matrix whose scale is known, also A's)
-    kb, ka = power_of_two_exponent(b), _matrix_exponent(A)
-    if ka is not None:
-        mv = jax.tree_util.Partial(_ldexp_after, mv, -ka)
-        M = M if M is _identity else jax.tree_util.Partial(_ldexp_after, M, ka)
-    s = jnp.ldexp(jnp.ones((), b.dtype), kb)
-    x, result, stats = loop(mv, M, b / s, x / s, _tol(rtol, b), _tol(atol, b) / s, *static, max_steps, show)
-    x = jnp.ldexp(x, kb - (0 if ka is None else ka))
-    result = RESULTS.where(jnp.all(jnp.isfinite(x)), result, RESULTS.nonfinite)
-    stats = {**stats, "residual_norm": stats["residual_norm"] * s}
+    x, result, stats = _scaled_solve(loop, mv, M, _matrix_entries(A), b, x, _tol(rtol, b), _tol(atol, b), static,
+                                     max_steps, show)
     return raise_if_failed(LinearSolution(x, result, stats), result, throw)
 
 
-def _matrix_exponent(A: Any) -> Any:
-    """The :func:`power_of_two_exponent` of a matrix's entries, or ``None`` for an operator of unknown scale."""
+@eqx.filter_jit
+def _scaled_solve(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_steps: int, show: bool):
+    """Solve ``(A / 2^ka) x' = b / 2^kb`` and return ``x = 2^(kb − ka) x'`` (exact scalings; ``ka`` from the
+    matrix entries when they are known, else 0), in one compiled program with the loop."""
+    kb = power_of_two_exponent(b)
+    if entries is not None:
+        ka = power_of_two_exponent(entries)
+        mv = jax.tree_util.Partial(_ldexp_after, mv, -ka)
+        M = M if M is _identity else jax.tree_util.Partial(_ldexp_after, M, ka)
+    else:
+        ka = jnp.zeros((), jnp.int32)
+    s = jnp.ldexp(jnp.ones((), b.dtype), kb)
+    x, result, stats = loop(mv, M, b / s, x / s, rtol, atol / s, *static, max_steps, show)
+    x = jnp.ldexp(x, kb - ka)
+    result = RESULTS.where(jnp.all(jnp.isfinite(x)), result, RESULTS.nonfinite)
+    return x, result, {**stats, "residual_norm": stats["residual_norm"] * s}
+
+
+def _matrix_entries(A: Any) -> Any:
+    """The entries of a matrix (their scale is known), or ``None`` for an operator of unknown scale."""
     for field in ("vals", "val", "matrix"):  # SparseMatrix, EllMatrix, lx.MatrixLinearOperator
         v = getattr(A, field, None)
         if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jnp.floating):
-            return power_of_two_exponent(v)
+            return v
     return None
 
 
