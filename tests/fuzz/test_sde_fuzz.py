@@ -166,7 +166,7 @@ add("conservative_drift.gaussian.eager", lambda: sde.conservative_drift(GAUSS, N
     drift_close(lambda x: -2.0 * x, rtol=0.2, atol=0.3), slow=True)
 add("conservative_drift.gaussian_scaled_1e20.eager", lambda: sde.conservative_drift(SCALE * GAUSS, None, 1.0),
     lambda out: np.allclose(np.asarray(out.drift(jnp.asarray(SCALE * PROBE))) * SCALE, -2.0 * PROBE,
-                            rtol=0.2, atol=0.3))
+                            rtol=0.2, atol=0.3), slow=True)
 add("conservative_drift.gaussian_scaled_1e-20.eager",
     lambda: sde.conservative_drift(GAUSS / SCALE, None, 1.0),
     lambda out: np.allclose(np.asarray(out.drift(jnp.asarray(PROBE / SCALE))) / SCALE, -2.0 * PROBE,
@@ -529,7 +529,7 @@ add("observation_metric.empty.eager", lambda: sde.observation_metric(np.zeros((0
 
 LINE = np.array([[[0.0, 0.0], [1.0, 0.0]]], np.float32)
 add_ej("geodesic_targets.two_points_is_the_chord", lambda o: sde.geodesic_targets(o, 4, num_nodes=2), (LINE,),
-       close(np.stack([np.linspace(0, 1, 5), np.zeros(5)], -1)[None, None], atol=1e-5))
+       close(np.stack([np.linspace(0, 1, 5), np.zeros(5)], -1)[None, None], atol=1e-5), slow=True)
 OBS3 = WALK[None, :12]
 geo = lambda **kw: sde.geodesic_targets(OBS3, 4, **{"num_nodes": 12, "num_neighbors": 3, **kw})
 for label, kw, words in (
