@@ -175,10 +175,9 @@ def status_of(record: Any) -> tuple[bool, str]:
     if np.all(codes == ok):
         return True, ""
     bad = int(codes[codes != ok][0])
-    names = icmlx._repr.status_names(type(result))
-    name = names[bad]
-    item = type(result)._name_to_item[name]
-    return False, f"{name}: {item._enumeration[item]}"
+    enum = result._enumeration  # the RESULTS class (``type(result)`` is equinox's item class)
+    name = icmlx._repr.status_names(enum)[bad]
+    return False, f"{name}: {enum[enum._name_to_item[name]]}"
 
 
 def params(cases: Sequence[Case]) -> list[Any]:

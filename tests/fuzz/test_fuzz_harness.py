@@ -43,3 +43,22 @@ def test_classify(case, expected):
 def test_assert_good_fails_on_silent_answers():
     with pytest.raises(AssertionError, match="silent_wrong"):
         assert_good(Case("t.must_fail", lambda: np.array([2.0])))
+
+
+def test_status_of_reads_icmlx_and_batched_statuses():
+    import types
+
+    import jax.numpy as jnp
+
+    import icmlx
+    from _harness import status_of
+
+    ok, msg = status_of(types.SimpleNamespace(result=icmlx.RESULTS.diverged))
+    assert not ok and msg.startswith("diverged: ") and "regularise" in msg.lower()
+    assert status_of(types.SimpleNamespace(result=icmlx.RESULTS.successful)) == (True, "")
+    import jax
+
+    batch = jax.vmap(lambda ok: icmlx.RESULTS.where(ok, icmlx.RESULTS.successful, icmlx.RESULTS.nonfinite_input))(
+        jnp.array([True, False]))
+    ok, msg = status_of(types.SimpleNamespace(result=batch))
+    assert not ok and msg.startswith("nonfinite_input: ")
