@@ -37,6 +37,7 @@ import optax
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import print_table, time_fn, write_results  # noqa: E402
+from dash_step import transformer_params  # noqa: E402
 from icmlx.optim import scale_by_dash  # noqa: E402
 
 _REMOVED_ALIASES = ("tree_map", "tree_leaves", "tree_flatten", "tree_unflatten", "tree_structure")
@@ -75,15 +76,6 @@ def tree_bytes(tree) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- part 1: step
-
-
-def transformer_params(d: int, layers: int, vocab: int, key) -> dict:
-    shapes = {"embed": (vocab, d), "final_norm": (d,)}
-    for i in range(layers):
-        shapes |= {f"l{i}.qkv": (d, 3 * d), f"l{i}.out": (d, d), f"l{i}.mlp_in": (d, 4 * d),
-                   f"l{i}.mlp_out": (4 * d, d), f"l{i}.norm1": (d,), f"l{i}.norm2": (d,)}
-    keys = jax.random.split(key, len(shapes))
-    return {k: 0.02 * jax.random.normal(kk, s, jnp.float32) for kk, (k, s) in zip(keys, shapes.items())}
 
 
 def bench_step(d: int, layers: int, vocab: int, block: int, repeats: int, pairs: int):
