@@ -243,6 +243,33 @@ def test_disabled_preconditioning_equals_optax_adam(ref_setup):
     assert _max_rel(outs, [jax.tree.map(np.asarray, r) for r in ref_outs]) <= 1e-6
 
 
+def test_long_sides_fall_back_to_adam_and_state_stays_small():
+    # a (40, 6) "embedding" past max_precondition_dim=32 gets exactly Adam's update; the (20, 16) matrix keeps
+    # its Kronecker factors (its update differs from Adam's)
+    params = {"emb": jnp.zeros((40, 6), DT), "w": jnp.zeros((20, 16), DT)}
+    grads = _grads(3, {"emb": (40, 6), "w": (20, 16)}, 3)
+    tx = scale_by_dash(8, b1=0.9, b2=0.99, eps=1e-8, precondition_frequency=1, max_precondition_dim=32)
+    outs, state = _run(tx, grads, params)
+    with jax.numpy_dtype_promotion("standard"):  # optax's bias correction mixes int32 and float
+        ref_outs, _ = _run(optax.scale_by_adam(b1=0.9, b2=0.99, eps=1e-8), grads, params)
+    refs = [jax.tree.map(np.asarray, r) for r in ref_outs]
+    assert _max_rel(outs, refs, keys=["emb"]) <= 1e-6
+    assert _max_rel(outs[1:], refs[1:], keys=["w"]) > 1e-2
+    assert sum(f.shape[0] for f in state.factors) == 2 * 6  # only w's 3 x 2 blocks of 8 x 8 (L and R)
+    # the embedding-heavy model of benchmarks/dash_vs_shampoo.py: state <= 3x the parameters by default
+    # (Adam's mu and nu are 2x; without the fallback the embedding's factors make it 7.8x)
+    shapes = {"embed": (50_000, 64), "conv": (3, 3, 64, 64), "dense1": (1024, 256), "dense2": (256, 10)}
+    tree = {k: jax.ShapeDtypeStruct(v, jnp.float32) for k, v in shapes.items()}
+
+    def nbytes(t):
+        return sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(t))
+
+    assert nbytes(jax.eval_shape(scale_by_dash(128).init, tree)) <= 3 * nbytes(tree)
+    assert nbytes(jax.eval_shape(scale_by_dash(128, max_precondition_dim=None).init, tree)) > 7 * nbytes(tree)
+    with pytest.raises(ValueError, match="max_precondition_dim"):
+        scale_by_dash(8, max_precondition_dim=0)
+
+
 def test_grafting_choices():
     shapes = {"w": (16, 24)}
     grads = _grads(3, shapes, 3)

@@ -86,6 +86,7 @@ def make_block_plan(
     block_size: int,
     one_dim: str = "adam",
     num_shards: int = 1,
+    max_dim: int | None = None,
 ) -> BlockPlan:
     """Build the static plan for leaves with the given shapes.
 
@@ -95,6 +96,7 @@ def make_block_plan(
       one_dim: ``"adam"`` routes squeezed 1-D leaves to Adam; ``"shampoo"`` preconditions them with
         stacked ``(B, 1)`` blocks and a left factor only (root 2).
       num_shards: pad every factor stack to a multiple of this (for sharding over a mesh axis).
+      max_dim: leaves whose (viewed) side exceeds this go to Adam (the diagonal fallback); ``None``: no limit.
 
     Returns:
       The :class:`BlockPlan`.
@@ -107,6 +109,8 @@ def make_block_plan(
         view = matrix_view_shape(tuple(shape))
         if any(d == 0 for d in shape):  # an empty leaf has no blocks: Adam's (empty) update is the no-op
             view = ()
+        if max_dim is not None and any(d > max_dim for d in view):
+            view = ()  # too long a side for Kronecker factors: the diagonal (Adam) update
         if len(view) == 2:
             kind = MATRIX
             m, n = view

@@ -2,7 +2,6 @@
 
 import functools
 import inspect
-import math
 from typing import Any, Literal, NamedTuple
 
 import equinox as eqx
@@ -14,7 +13,8 @@ from jax import lax
 from jaxtyping import Array, Int
 
 from ._blocking import ADAM, VECTOR, BlockPlan, blockify, make_block_plan, unblockify
-from ._inverse_root import _check_chunk_size, _inverse_root_impl
+from ._dash_settings import _check_nonnegative, _check_settings, _check_static, _concrete, _is_number
+from ._inverse_root import _inverse_root_impl
 from ._root_methods import DEFAULT_INVERSE_ROOT, AbstractInverseRoot, as_inverse_root, pop_legacy_settings
 from ._warn import warn_user
 
@@ -23,12 +23,9 @@ __all__ = ["DashState", "scale_by_dash", "dash", "DASH_STATIC_ARGS"]
 #: Arguments of :func:`dash` that must stay Python values under ``optax.inject_hyperparams``.
 DASH_STATIC_ARGS = (
     "block_size", "nesterov", "precondition_frequency", "start_preconditioning_step", "root_epsilon",
-    "root_chunk_size",
+    "root_chunk_size", "max_precondition_dim",
 )
 
-_GRAFTINGS = ("adam", "adagrad", "rmsprop", "sgd", "none")
-_ONE_DIM = ("adam", "shampoo")
-_NONFINITE = ("skip", "raise", "ignore")
 
 
 class DashState(NamedTuple):
@@ -58,35 +55,6 @@ class DashState(NamedTuple):
 # --------------------------------------------------------------------------------------------- configuration
 
 
-def _is_number(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
-
-
-def _concrete(x) -> np.ndarray | None:
-    """``x`` as a float64 NumPy array when it is a concrete number or array, else ``None`` (traced, callable)."""
-    if _is_number(x):
-        return np.asarray(float(x))
-    if isinstance(x, (np.ndarray, jax.Array)) and not isinstance(x, jax.core.Tracer):
-        if np.issubdtype(np.asarray(x).dtype, np.number):
-            return np.asarray(x, dtype=np.float64)
-    return None
-
-
-def _check_unit(name: str, value, *, closed: bool = False) -> None:
-    v = _concrete(value)
-    if v is not None:
-        ok = np.all((0.0 <= v) & ((v <= 1.0) if closed else (v < 1.0)))
-        if not ok:
-            raise ValueError(f"{name} must be in [0, 1{']' if closed else ')'}, got {name}={value!r}")
-
-
-def _check_nonnegative(name: str, value, hint: str = "") -> None:
-    """Concrete ``value`` must be finite and ``>= 0`` (NaN included in the failure); traced values pass."""
-    v = _concrete(value)
-    if v is not None and not np.all(np.isfinite(v) & (v >= 0)):
-        raise ValueError(f"{name} must be finite and >= 0, got {name}={value!r}{hint}")
-
-
 #: Block side chosen by ``block_size=None``: small blocks on CPU, the paper's 1024 on GPU/TPU.
 _DEFAULT_BLOCK = {"cpu": 128}
 _ACCELERATOR_BLOCK = 1024
@@ -112,49 +80,6 @@ def _warn_large_cpu_blocks(plan: BlockPlan, fn_name: str, block_size: int) -> No
         f"refresh is slow on the CPU backend (its cost grows with the block side).\n"
         f"Leave block_size=None (chooses {_DEFAULT_BLOCK['cpu']} on CPU) or pass block_size=128 or 256."
     )
-
-
-def _check_static(fn_name: str, **values) -> None:
-    """The structural settings must be Python values; ``optax.inject_hyperparams`` turns numbers into arrays."""
-    for name, value in values.items():
-        if isinstance(value, (jax.Array, np.ndarray)):
-            raise ValueError(
-                f"{fn_name}: {name} arrived as an array (optax.inject_hyperparams injects every number), but it "
-                f"is structural (block layout, refresh steps) and must be a Python value.\nMark the structural "
-                f"arguments static: "
-                f"optax.inject_hyperparams({fn_name}, static_args=DASH_STATIC_ARGS)(...)"
-            )
-
-
-def _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, one_dim, nonfinite,
-                    precondition_frequency, start_preconditioning_step, root_epsilon, root_chunk_size, mesh,
-                    mesh_axis) -> None:
-    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
-        raise ValueError(f"block_size must be a positive integer or None (chosen by backend), got {block_size=}")
-    for name, val in (("b1", b1), ("b2", b2)):
-        _check_unit(name, val)
-    _check_unit("factor_decay", factor_decay, closed=True)
-    v = _concrete(momentum)
-    if v is not None and not np.all((0.0 <= v) & (v < 1.0)):
-        raise ValueError(f"momentum must be in [0, 1), got {momentum=}")
-    _check_nonnegative("eps", eps)
-    if not _is_number(root_epsilon) or not math.isfinite(root_epsilon) or root_epsilon < 0:
-        raise ValueError(f"root_epsilon must be a finite Python float >= 0, got {root_epsilon=}")
-    if grafting not in _GRAFTINGS:
-        raise ValueError(f"grafting must be one of {_GRAFTINGS}, got {grafting=}")
-    if one_dim not in _ONE_DIM:
-        raise ValueError(f"one_dim must be one of {_ONE_DIM}, got {one_dim=}")
-    if nonfinite not in _NONFINITE:
-        raise ValueError(f"nonfinite must be one of {_NONFINITE}, got {nonfinite=}")
-    if not isinstance(precondition_frequency, (int, np.integer)) or precondition_frequency < 1:
-        raise ValueError(f"precondition_frequency must be a positive integer, got {precondition_frequency=}")
-    if not isinstance(start_preconditioning_step, (int, np.integer)) or start_preconditioning_step < 1:
-        raise ValueError(f"start_preconditioning_step must be >= 1, got {start_preconditioning_step=}")
-    _check_chunk_size("root_chunk_size", root_chunk_size)
-    if (mesh is None) != (mesh_axis is None):
-        raise ValueError(f"mesh and mesh_axis must be given together, got {mesh=}, {mesh_axis=}")
-    if mesh is not None and mesh_axis not in mesh.axis_names:
-        raise ValueError(f"mesh_axis {mesh_axis!r} is not an axis of the mesh {mesh.axis_names}")
 
 
 #: Deprecated flag-style arguments of scale_by_dash/dash -> the solver-object setting they now are.
@@ -206,9 +131,9 @@ def _check_leaf_dtypes(fn_name: str, leaves, what: str) -> None:
             )
 
 
-def _plan_for(leaves, block_size, one_dim, num_shards) -> BlockPlan:
+def _plan_for(leaves, block_size, one_dim, num_shards, max_dim) -> BlockPlan:
     shapes = tuple(tuple(int(d) for d in x.shape) for x in leaves)
-    return make_block_plan(shapes, block_size, one_dim, num_shards)
+    return make_block_plan(shapes, block_size, one_dim, num_shards, max_dim)
 
 
 def _all_finite(leaves) -> Array:
@@ -316,6 +241,7 @@ def scale_by_dash(
     root_epsilon: float = 1e-10,
     root_chunk_size: int | Literal["auto"] | None = "auto",
     one_dim: str = "adam",
+    max_precondition_dim: int | None = 4096,
     nonfinite: str = "skip",
     mesh: jax.sharding.Mesh | None = None,
     mesh_axis: str | None = None,
@@ -342,7 +268,8 @@ def scale_by_dash(
     :math:`P + \mu M` (Nesterov) or :math:`M`. The factor EMAs have no bias correction (the grafting rescale
     makes the scale of :math:`\bar L, \bar R` irrelevant).
 
-    Layout: leaves are squeezed; ≥3-D leaves are viewed as ``(d0, prod(rest))``; 1-D leaves and scalars go to
+    Layout: leaves are squeezed; ≥3-D leaves are viewed as ``(d0, prod(rest))``; a leaf whose (viewed) side
+    exceeds ``max_precondition_dim`` (a vocabulary embedding, a wide conv view), 1-D leaves and scalars go to
     Adam (``one_dim="adam"``) or, for vectors with ``one_dim="shampoo"``, to stacked ``(B, 1)`` blocks with a
     left factor only and root 2. Ragged edges are kept as smaller blocks grouped by shape. The block partition
     is static (from shapes), every factor stack is one ``(N, z, z)`` array and each refresh is one batched
@@ -397,6 +324,10 @@ def scale_by_dash(
         one because a chunk's working set stays in cache (measurements: ``benchmarks/results/dash_step*.json``).
         With ``mesh`` the chunking applies to each device's share.
       one_dim: ``"adam"`` or ``"shampoo"`` for 1-D leaves.
+      max_precondition_dim: leaves with a side longer than this get the diagonal (Adam/grafting) update instead
+        of Kronecker factors, as Distributed Shampoo's ``skip_preconditioning_dim_size_gt`` (same default,
+        4096): their factors would cost ``ceil(side / B)`` blocks of ``B x B`` each for little gain. ``None``
+        preconditions every matrix.
       nonfinite: ``"skip"``, ``"raise"`` or ``"ignore"``.
       mesh: optional ``jax.sharding.Mesh`` to shard the stacks over.
       mesh_axis: the mesh axis name (required with ``mesh``).
@@ -437,7 +368,7 @@ def scale_by_dash(
         block_size = _default_block_size()
     _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, one_dim, nonfinite,
                     precondition_frequency, start_preconditioning_step, root_epsilon, root_chunk_size, mesh,
-                    mesh_axis)
+                    mesh_axis, max_precondition_dim)
     solver = as_inverse_root(inverse_root, "inverse_root")
     num_shards = 1 if mesh is None else int(mesh.shape[mesh_axis])
     use_momentum = not (_is_number(momentum) and momentum == 0.0)
@@ -470,7 +401,7 @@ def scale_by_dash(
     def init_fn(params):
         leaves, _ = jax.tree.flatten(params)
         _check_leaf_dtypes("scale_by_dash", leaves, "params")
-        plan = _plan_for(leaves, block_size, one_dim, num_shards)
+        plan = _plan_for(leaves, block_size, one_dim, num_shards, max_precondition_dim)
         if explicit_block:
             _warn_large_cpu_blocks(plan, "scale_by_dash", block_size)
         fdt = _factor_dtype(leaves)
@@ -487,7 +418,7 @@ def scale_by_dash(
         del params
         leaves, treedef = jax.tree.flatten(updates)
         _check_leaf_dtypes("scale_by_dash", leaves, "updates")
-        plan = _plan_for(leaves, block_size, one_dim, num_shards)
+        plan = _plan_for(leaves, block_size, one_dim, num_shards, max_precondition_dim)
         fdt = _factor_dtype(leaves)
         if nonfinite == "raise":
             bad = ~_all_finite(leaves)
@@ -561,6 +492,7 @@ def dash(
     root_epsilon: float = 1e-10,
     root_chunk_size: int | Literal["auto"] | None = "auto",
     one_dim: str = "adam",
+    max_precondition_dim: int | None = 4096,
     nonfinite: str = "skip",
     mesh: jax.sharding.Mesh | None = None,
     mesh_axis: str | None = None,
@@ -599,6 +531,7 @@ def dash(
       root_epsilon: as in :func:`scale_by_dash`.
       root_chunk_size: as in :func:`scale_by_dash`.
       one_dim: as in :func:`scale_by_dash`.
+      max_precondition_dim: as in :func:`scale_by_dash`.
       nonfinite: as in :func:`scale_by_dash`.
       mesh: as in :func:`scale_by_dash`.
       mesh_axis: as in :func:`scale_by_dash`.
@@ -643,6 +576,7 @@ def dash(
             precondition_frequency=precondition_frequency,
             start_preconditioning_step=start_preconditioning_step, inverse_root=inverse_root,
             root_epsilon=root_epsilon, root_chunk_size=root_chunk_size, one_dim=one_dim, nonfinite=nonfinite,
+            max_precondition_dim=max_precondition_dim,
             mesh=mesh, mesh_axis=mesh_axis,
         ),
         optax.add_decayed_weights(weight_decay, weight_decay_mask),

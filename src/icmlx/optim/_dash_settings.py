@@ -1,0 +1,93 @@
+"""Checks of :func:`icmlx.optim.scale_by_dash`'s settings: each names the argument and what it must be."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+
+from ._inverse_root import _check_chunk_size
+
+_GRAFTINGS = ("adam", "adagrad", "rmsprop", "sgd", "none")
+_ONE_DIM = ("adam", "shampoo")
+_NONFINITE = ("skip", "raise", "ignore")
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+def _concrete(x) -> np.ndarray | None:
+    """``x`` as a float64 NumPy array when it is a concrete number or array, else ``None`` (traced, callable)."""
+    if _is_number(x):
+        return np.asarray(float(x))
+    if isinstance(x, (np.ndarray, jax.Array)) and not isinstance(x, jax.core.Tracer):
+        if np.issubdtype(np.asarray(x).dtype, np.number):
+            return np.asarray(x, dtype=np.float64)
+    return None
+
+
+def _check_unit(name: str, value, *, closed: bool = False) -> None:
+    v = _concrete(value)
+    if v is not None:
+        ok = np.all((0.0 <= v) & ((v <= 1.0) if closed else (v < 1.0)))
+        if not ok:
+            raise ValueError(f"{name} must be in [0, 1{']' if closed else ')'}, got {name}={value!r}")
+
+
+def _check_nonnegative(name: str, value, hint: str = "") -> None:
+    """Concrete ``value`` must be finite and ``>= 0`` (NaN included in the failure); traced values pass."""
+    v = _concrete(value)
+    if v is not None and not np.all(np.isfinite(v) & (v >= 0)):
+        raise ValueError(f"{name} must be finite and >= 0, got {name}={value!r}{hint}")
+
+
+def _check_static(fn_name: str, **values) -> None:
+    """The structural settings must be Python values; ``optax.inject_hyperparams`` turns numbers into arrays."""
+    for name, value in values.items():
+        if isinstance(value, (jax.Array, np.ndarray)):
+            raise ValueError(
+                f"{fn_name}: {name} arrived as an array (optax.inject_hyperparams injects every number), but it "
+                f"is structural (block layout, refresh steps) and must be a Python value.\nMark the structural "
+                f"arguments static: "
+                f"optax.inject_hyperparams({fn_name}, static_args=DASH_STATIC_ARGS)(...)"
+            )
+
+
+def _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, one_dim, nonfinite,
+                    precondition_frequency, start_preconditioning_step, root_epsilon, root_chunk_size, mesh,
+                    mesh_axis, max_precondition_dim=None) -> None:
+    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
+        raise ValueError(f"block_size must be a positive integer or None (chosen by backend), got {block_size=}")
+    for name, val in (("b1", b1), ("b2", b2)):
+        _check_unit(name, val)
+    _check_unit("factor_decay", factor_decay, closed=True)
+    v = _concrete(momentum)
+    if v is not None and not np.all((0.0 <= v) & (v < 1.0)):
+        raise ValueError(f"momentum must be in [0, 1), got {momentum=}")
+    _check_nonnegative("eps", eps)
+    if not _is_number(root_epsilon) or not math.isfinite(root_epsilon) or root_epsilon < 0:
+        raise ValueError(f"root_epsilon must be a finite Python float >= 0, got {root_epsilon=}")
+    if grafting not in _GRAFTINGS:
+        raise ValueError(f"grafting must be one of {_GRAFTINGS}, got {grafting=}")
+    if max_precondition_dim is not None and (
+            isinstance(max_precondition_dim, bool) or not isinstance(max_precondition_dim, (int, np.integer))
+            or max_precondition_dim < 1):
+        raise ValueError("max_precondition_dim must be a positive integer or None (precondition every matrix), "
+                         f"got {max_precondition_dim=}")
+    if one_dim not in _ONE_DIM:
+        raise ValueError(f"one_dim must be one of {_ONE_DIM}, got {one_dim=}")
+    if nonfinite not in _NONFINITE:
+        raise ValueError(f"nonfinite must be one of {_NONFINITE}, got {nonfinite=}")
+    if not isinstance(precondition_frequency, (int, np.integer)) or precondition_frequency < 1:
+        raise ValueError(f"precondition_frequency must be a positive integer, got {precondition_frequency=}")
+    if not isinstance(start_preconditioning_step, (int, np.integer)) or start_preconditioning_step < 1:
+        raise ValueError(f"start_preconditioning_step must be >= 1, got {start_preconditioning_step=}")
+    _check_chunk_size("root_chunk_size", root_chunk_size)
+    if (mesh is None) != (mesh_axis is None):
+        raise ValueError(f"mesh and mesh_axis must be given together, got {mesh=}, {mesh_axis=}")
+    if mesh is not None and mesh_axis not in mesh.axis_names:
+        raise ValueError(f"mesh_axis {mesh_axis!r} is not an axis of the mesh {mesh.axis_names}")
+
+
