@@ -374,7 +374,7 @@ def test_pc_refuses_a_level_that_would_not_fit_in_memory(monkeypatch):
     # the per-level estimate, exercised without allocating: pretend 3 kB are free. One common factor keeps every
     # pair dependent, so level 1 runs 5 * 4 * 3 = 60 tests (about 7 kB of rows) after level 0's 20 (about 2 kB);
     # the (d, d, d) sepset record of d = 5 needs 250 B
-    from icmlx.structure import _memory
+    from icmlx import _memory
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((200, 1)) + 0.5 * rng.standard_normal((200, 5))

@@ -9,10 +9,10 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from icmlx._checks import check_values, is_traced
+from icmlx._memory import check_memory
 
 from ._dag import check_dag
 from ._graph_io import _endpoint_traceable, as_endpoint
-from ._memory import check_memory
 
 #: A graph as the metrics take it: a result (``PCResult``/``PCTreeResult``), an endpoint or an adjacency matrix.
 GraphLike = Int[ArrayLike, "d d"] | Bool[ArrayLike, "d d"] | Any

@@ -13,6 +13,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from icmlx._deprecation import deprecated_attribute, warn_renamed
+from icmlx._memory import check_memory
 from icmlx._progress import ProgressBar, resolve_progress
 
 from . import _graph_io, _orient
@@ -35,7 +36,6 @@ from ._dseparation import _dsep_kernel
 from ._fisher_padded import _fisher_z_pvalues, _padded_correlation
 from ._graph_io import graph_to_edges
 from ._inputs import TableLike, encode_discrete, prepare_data, validate_data
-from ._memory import check_memory
 from ._testers import AbstractCITest, _as_ci_test
 
 __all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "graph_to_edges", "validate_data", "CI_TESTS"]

@@ -1,4 +1,4 @@
-"""Up-front memory estimates: refuse a plan that cannot fit before allocating it, and say what to change."""
+"""Up-front memory estimates shared by the subpackages: refuse a plan that cannot fit before allocating it."""
 
 from __future__ import annotations
 
@@ -14,8 +14,12 @@ def available_bytes() -> float:
             for line in fh:
                 if line.startswith("MemAvailable:"):
                     return float(line.split()[1]) * 1024.0
-    except OSError:
-        pass
+    except OSError:  # no /proc (macOS, Windows): fall back to the physical memory
+        return _physical_bytes()
+    return _physical_bytes()
+
+
+def _physical_bytes() -> float:
     try:
         return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):  # pragma: no cover - no way to ask: do not refuse
