@@ -17,23 +17,35 @@ from .._repr import summarise
 from .._results import RESULTS, raise_if_failed
 from ._convert import as_sparse_matrix, as_vector, power_of_two_scale
 from ._dtype import working_dtype
-from ._grans_net import GRANSNet
+from ._grans_net import GRANSNet, _ZeroHead
 from ._grans_operator import GRANSOperator, _setup
-from ._outer import AbstractOuterStep, FlexibleGCR, ThreeTermStep, _gcr_update, _outer3, _outer_from_flags
-from ._precondition import _basis, _precondition_with
+from ._outer import (
+    AbstractOuterStep,
+    FlexibleGCR,
+    ThreeTermStep,
+    _gcr_update,
+    _outer3,
+    _outer_from_flags,
+)
+from ._precondition import _basis, _precondition_with, _smooth
 from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother, _as_smoother
 from ._solution import LinearSolution
 from ._sparse import SparseMatrix
 
 __all__ = ["GRANS"]
 
-_DEFAULT_SMOOTHER = ChebyshevSmoother()
-_DEFAULT_OUTER = ThreeTermStep()
+_DEFAULT_SMOOTHER = MultilevelSmoother()
 _DEPRECATED_FLAGS = ("degree", "recycle", "norm")
+# outer="auto" off SPD-like matrices with the V-cycle smoother: flexible GCR memory per matrix class (Helmholtz
+# k = 12 needs about twice its iteration count in memory; advection-diffusion converges with 40)
+_GCR_MEMORY_SYMMETRIC = 100
+_GCR_MEMORY_NONSYMMETRIC = 40
+# the ablation's decision (benchmarks/solvers_grans_ablation.py): GRANS.pretrained() runs the zero head
+_NETWORK_ON_DEFAULT_PATH = False
 
 
 class GRANS(lx.AbstractLinearSolver):
-    r"""G-RANS: smoother + learned residual-aware subspace + exact projection, with a monotone safeguard.
+    r"""G-RANS: smoother + residual-aware aggregation subspace + exact projection, with a monotone safeguard.
 
     Each iteration (x, r in the working dtype, the network in float32):
 
@@ -42,43 +54,58 @@ class GRANS(lx.AbstractLinearSolver):
         e_2 = V (W^\top A V)^{-1} W^\top r_1,\ e_3 = S(r_1 - A e_2)
 
     with :math:`W = V` (Galerkin) when ``A`` is symmetric with non-negative scaled row sums (SPD-like)
-    and :math:`W = AV` (least squares) otherwise. The outer step (``outer``, default
-    :class:`~icmlx.solvers.ThreeTermStep`) combines :math:`U = [e_1+e_2+e_3,\ p_{k-1},\ e_1]`: on SPD-like
-    matrices it minimises the energy norm of the error, :math:`\alpha = (U^\top A U)^{-1} U^\top r` (a
-    Galerkin step, CG-like), and the new iterate is accepted only if :math:`\|x^* - x\|_A` does not
-    increase, checked exactly from the true residuals (:math:`\|e\|_A^2 - \|e'\|_A^2 = d^\top (r + r')` for
-    the step :math:`d`); otherwise it minimises :math:`\|r - A U\alpha\|_2` and the iterate is accepted only
-    if its *true* residual :math:`\|b - A x\|_2` does not increase. Either way the safeguarded quantity is
-    monotone for any weights. (With the shipped weights the energy step needs several times fewer iterations
-    on P1 Poisson and reaction-diffusion than the residual-norm step, whose minimal-residual steps stall with
-    a good symmetric preconditioner; its residual history is not monotone.) ``V`` has the aggregates of two
-    levels of a greedy aggregation hierarchy as supports, weighted per node by the network (``channels`` per
-    level); the network sees only the normalised residual and matrix-only features, so scaling ``A`` or ``b``
-    by a power of two leaves the iterates exactly equivariant (any factor: up to float32 rounding of the
-    network input). ``S`` is the ``smoother`` (default :class:`~icmlx.solvers.ChebyshevSmoother`).
-    Stagnation — the residual failing to drop by ``stall_tol`` (relative; for the energy norm, the error
-    energy) for ``stall_patience`` consecutive iterations — stops the solve with ``RESULTS.stagnation``; it
-    is never hidden by a fallback solve.
+    and :math:`W = AV` (least squares) otherwise. ``V`` has the aggregates of two levels of the aggregation
+    hierarchy as supports, weighted per node by :math:`w = [1, \hat r] + \text{head}_\theta` (``channels``
+    per level); ``S`` is the ``smoother``. The outer step combines :math:`u = e_1+e_2+e_3` into the update:
+    a :class:`~icmlx.solvers.ThreeTermStep` over :math:`U = [u,\ p_{k-1},\ e_1]` minimises the energy norm
+    of the error on SPD-like matrices, :math:`\alpha = (U^\top A U)^{-1} U^\top r` (CG-like), and the
+    residual norm :math:`\|r - A U\alpha\|_2` otherwise; a :class:`~icmlx.solvers.FlexibleGCR` minimises
+    :math:`\|r - A d\|_2` over a window of past directions. The new iterate is accepted only if the
+    safeguarded quantity — :math:`\|x^* - x\|_A` (checked exactly from the true residuals,
+    :math:`\|e\|_A^2 - \|e'\|_A^2 = d^\top (r + r')`) or the *true* residual :math:`\|b - A x\|_2` — does
+    not increase, so it is monotone for any weights. Stagnation — the residual failing to drop by
+    ``stall_tol`` (relative; for the energy norm, the error energy) for ``stall_patience`` consecutive
+    iterations — stops the solve with ``RESULTS.stagnation``; it is never hidden by a fallback solve.
+
+    **The default** is the fastest configuration measured that converges on all four model equations
+    (Poisson, reaction-, advection-diffusion and Helmholtz k = 12, n up to 65,025; ``benchmarks/solvers_fem.py``):
+    ``smoother=MultilevelSmoother()`` (one smoothed-aggregation V-cycle), the basis built once from the
+    initial residual (``refresh=None``), and ``outer="auto"``, chosen per matrix at ``setup`` and recorded
+    by :meth:`configuration` and in ``stats["energy_norm"]`` / ``stats["outer_memory"]``:
+
+    - SPD-like (symmetric, positive diagonal, non-negative row sums): ``ThreeTermStep(norm="energy")``;
+    - symmetric, not SPD-like (indefinite, e.g. Helmholtz): ``FlexibleGCR(memory=100)``;
+    - nonsymmetric (e.g. advection-diffusion): ``FlexibleGCR(memory=40)``
+
+    (a V-cycle preconditioner contracts the error in the energy norm; off SPD-like matrices a residual-norm
+    step needs that Krylov memory, with a short one it stalls). With ``smoother=ChebyshevSmoother()``,
+    ``outer="auto"`` is the paper's ``ThreeTermStep(norm="auto")`` and ``refresh=None`` rebuilds the basis
+    every iteration, as before. **The network is not on the default path**: on held-out matrices, in the
+    default configuration, the shipped network gives the same iteration counts as the zero head
+    (``benchmarks/solvers_grans_ablation.py``), so :meth:`pretrained` uses the zero head ``w = [1, r̂]``
+    (``net=None``: no network is run) unless asked for the weights (``network=True``).
 
     Usable through ``lineax.linear_solve(GRANS.setup(A), b, solver)`` or ``solver.solve(op, b)``.
     The solve is jitted once per padded size bucket and structural flags.
 
     Args:
-      net: the basis generator (``GRANSNet``).
+      net: the basis generator (``GRANSNet``), or ``None`` for the zero head (``w = [1, r̂]`` per level,
+        computed without a network; the default).
       rtol: stop when ``‖b − A x‖₂ ≤ max(rtol ‖b‖₂, atol)``.
       atol: stop when ``‖b − A x‖₂ ≤ max(rtol ‖b‖₂, atol)``.
       max_steps: iteration cap (static).
-      smoother: ``ChebyshevSmoother(degree=3)`` (default; the smoother the shipped weights were trained
-        with), ``MultilevelSmoother()`` (one smoothed-aggregation V-cycle; iteration counts nearly flat in
-        ``n``), or the shorthands ``"chebyshev"`` / ``"multilevel"`` for their defaults. Static.
-      outer: ``ThreeTermStep(norm="auto")`` (default), ``FlexibleGCR(memory=m)`` (what makes indefinite
-        Helmholtz converge, and what a ``MultilevelSmoother`` needs off SPD-like matrices) or
-        ``NoOuterStep()`` (the ablation). Static.
+      smoother: ``MultilevelSmoother()`` (default: one smoothed-aggregation V-cycle; iteration counts nearly
+        flat in ``n``), ``ChebyshevSmoother(degree=3)`` (the paper's; the smoother the shipped weights were
+        trained with), or the shorthands ``"multilevel"`` / ``"chebyshev"`` for their defaults. Static.
+      outer: ``"auto"`` (default, per matrix class as above), ``ThreeTermStep(norm=...)``,
+        ``FlexibleGCR(memory=m)`` or ``NoOuterStep()`` (the ablation). Static.
+      projection: ``True`` (default) applies the projection onto the basis; ``False`` leaves it out
+        (``u = e_1 + S(r - A e_1)``: smoother and outer step only, the ablation; no basis is built). Static.
       max_columns: padded number of basis columns ``m`` (static).
-      refresh: recompute the network basis and its Gram factorisation every ``refresh`` iterations
-        (default 1, the paper's per-iteration residual-aware basis); larger values reuse the basis from
-        an earlier residual, making an iteration about as cheap as the smoothing (static). The projection
-        stays exact and the safeguard unchanged.
+      refresh: recompute the basis and its Gram factorisation every ``refresh`` iterations; ``None``
+        (default): once, from the initial residual, with a ``MultilevelSmoother``, every iteration (the
+        paper's residual-aware basis) with a ``ChebyshevSmoother``. The projection stays exact and the
+        safeguard unchanged (static).
       stall_patience: stagnation rule (residual norm: the residual drops by less than
         ``stall_tol`` relative; energy norm: ``‖e‖²_A`` drops by less than ``stall_tol · rᵀM_θ r``).
       stall_tol: stagnation rule (residual norm: the residual drops by less than
@@ -99,39 +126,43 @@ class GRANS(lx.AbstractLinearSolver):
 
     Examples:
       >>> import jax, icmlx
-      >>> from icmlx.solvers import GRANS, GRANSNet, ThreeTermStep
+      >>> from icmlx.solvers import GRANS
       >>> from icmlx.solvers.fem import unit_square_mesh, make_problem
-      >>> pb = make_problem(jax.random.key(1), unit_square_mesh(2), "poisson")
-      >>> net = GRANSNet.init(jax.random.key(0), hidden=4, layers=1)
-      >>> solver = GRANS(net, rtol=1e-4, max_steps=50, outer=ThreeTermStep(), dtype="float32")
-      >>> sol = solver.solve(solver.setup(pb.A), pb.b)
+      >>> pb = make_problem(jax.random.key(1), unit_square_mesh(3), "advection")
+      >>> solver = GRANS(rtol=1e-4, dtype="float32")  # the default configuration, zero head
+      >>> op = solver.setup(pb.A)
+      >>> solver.configuration(op)["outer"]
+      FlexibleGCR(memory=40)
+      >>> sol = solver.solve(op, pb.b)
       >>> bool(sol.result == icmlx.RESULTS.successful), bool(sol.residual_history[sol.num_steps] <= 1e-4)
       (True, True)
     """
 
-    net: GRANSNet
+    net: GRANSNet | None
     rtol: float
     atol: float
     max_steps: int = eqx.field(static=True)
     smoother: AbstractSmoother = eqx.field(static=True)
-    outer: AbstractOuterStep = eqx.field(static=True)
+    outer: AbstractOuterStep | str = eqx.field(static=True)
+    projection: bool = eqx.field(static=True)
     max_columns: int = eqx.field(static=True)
-    refresh: int = eqx.field(static=True)
+    refresh: int | None = eqx.field(static=True)
     stall_patience: int = eqx.field(static=True)
     stall_tol: float
     dtype: str = eqx.field(static=True)
 
     def __init__(
         self,
-        net: GRANSNet,
+        net: GRANSNet | None = None,
         rtol: float = 1e-5,
         atol: float = 0.0,
         max_steps: int = 200,
         *,
         smoother: AbstractSmoother | str = _DEFAULT_SMOOTHER,
-        outer: AbstractOuterStep | bool = _DEFAULT_OUTER,
+        outer: AbstractOuterStep | str | bool = "auto",
+        projection: bool = True,
         max_columns: int = 512,
-        refresh: int = 1,
+        refresh: int | None = None,
         stall_patience: int = 10,
         stall_tol: float = 1e-3,
         dtype: str = "auto",
@@ -150,7 +181,7 @@ class GRANS(lx.AbstractLinearSolver):
             if isinstance(outer, bool):
                 warn_renamed("outer=<bool>", "outer=ThreeTermStep() / FlexibleGCR(memory) / NoOuterStep()",
                              "GRANS()", stacklevel=4)
-            elif outer is not _DEFAULT_OUTER:
+            elif not (isinstance(outer, str) and outer == "auto"):
                 raise TypeError(f"GRANS(): pass the outer step either as outer={outer!r} or with the deprecated "
                                 f"{sorted(flags)}, not both")
             for k in flags:
@@ -164,6 +195,7 @@ class GRANS(lx.AbstractLinearSolver):
         self.max_steps = max_steps
         self.smoother = smoother
         self.outer = outer
+        self.projection = projection
         self.max_columns = max_columns
         self.refresh = refresh
         self.stall_patience = stall_patience
@@ -171,18 +203,23 @@ class GRANS(lx.AbstractLinearSolver):
         self.dtype = dtype
 
     def __check_init__(self):
-        if not isinstance(self.outer, AbstractOuterStep):
-            raise ValueError("outer must be a ThreeTermStep(...), FlexibleGCR(...) or NoOuterStep(), "
+        if not (isinstance(self.outer, AbstractOuterStep) or (isinstance(self.outer, str) and self.outer == "auto")):
+            raise ValueError("outer must be 'auto', a ThreeTermStep(...), FlexibleGCR(...) or NoOuterStep(), "
                              f"got outer={self.outer!r}")
+        if self.net is not None and not isinstance(self.net, GRANSNet):
+            raise TypeError(f"GRANS: net must be a GRANSNet or None (the zero head), got {type(self.net).__name__}")
+        if not isinstance(self.projection, bool):
+            raise ValueError(f"GRANS: projection must be True or False, got projection={self.projection!r}")
         if not (isinstance(self.max_steps, int) and self.max_steps >= 1):
             raise ValueError(f"max_steps must be a positive int, got {self.max_steps=}")
-        if self.max_columns < 4 * self.net.channels:
-            raise ValueError(f"GRANS: max_columns must be at least 4 × channels = {4 * self.net.channels}, "
+        if self.max_columns < 4 * self.channels:
+            raise ValueError(f"GRANS: max_columns must be at least 4 × channels = {4 * self.channels}, "
                              f"got {self.max_columns=}")
         if self.dtype not in ("auto", "float64", "float32"):
             raise ValueError(f"GRANS: dtype must be 'auto', 'float64' or 'float32', got dtype={self.dtype!r}")
-        if not (isinstance(self.refresh, int) and self.refresh >= 1):
-            raise ValueError(f"refresh must be a positive int, got {self.refresh=}")
+        if self.refresh is not None and (isinstance(self.refresh, bool) or not (isinstance(self.refresh, int)
+                                                                                and self.refresh >= 1)):
+            raise ValueError(f"refresh must be a positive int or None, got {self.refresh=}")
         for name in ("rtol", "atol", "stall_tol"):
             v = getattr(self, name)
             if isinstance(v, bool) or not (isinstance(v, float | int) and math.isfinite(v) and v >= 0):
@@ -192,8 +229,51 @@ class GRANS(lx.AbstractLinearSolver):
             raise ValueError(f"GRANS: stall_patience must be a positive int, got {self.stall_patience=}")
 
     def __repr__(self) -> str:
+        net = "None (zero head)" if self.net is None else repr(self.net)
         return (f"GRANS(rtol={summarise(self.rtol)}, atol={summarise(self.atol)}, max_steps={self.max_steps}, "
-                f"smoother={self.smoother!r}, outer={self.outer!r}, dtype={self.dtype!r}, net={self.net!r})")
+                f"smoother={self.smoother!r}, outer={self.outer!r}, projection={self.projection}, "
+                f"dtype={self.dtype!r}, net={net})")
+
+    @property
+    def channels(self) -> int:
+        """Basis channels per level: the network's, or 2 (``[1, r̂]``) for the zero head."""
+        return self.net.channels if self.net is not None else 2
+
+    # -- the configuration chosen per matrix --------------------------------------------------------
+    def outer_for(self, op: GRANSOperator) -> AbstractOuterStep:
+        """The outer step this solver runs on ``op``: ``outer`` itself, or what ``outer="auto"`` picks.
+
+        With a ``MultilevelSmoother``: ``ThreeTermStep(norm="energy")`` on SPD-like matrices,
+        ``FlexibleGCR(memory=100)`` on other symmetric ones, ``FlexibleGCR(memory=40)`` on nonsymmetric ones;
+        with a ``ChebyshevSmoother``: ``ThreeTermStep(norm="auto")`` (the paper's step).
+        """
+        if isinstance(self.outer, AbstractOuterStep):
+            return self.outer
+        if isinstance(self.smoother, ChebyshevSmoother):
+            return ThreeTermStep()
+        if op.spd_like:
+            return ThreeTermStep(norm="energy")
+        return FlexibleGCR(memory=_GCR_MEMORY_SYMMETRIC if op.symmetric else _GCR_MEMORY_NONSYMMETRIC)
+
+    def refresh_for(self) -> int:
+        """The basis refresh period this solver runs: ``refresh``, or for ``refresh=None`` 1 with a
+        ``ChebyshevSmoother`` and ``max_steps`` (the initial basis throughout) otherwise."""
+        if self.refresh is not None:
+            return self.refresh
+        return 1 if isinstance(self.smoother, ChebyshevSmoother) else self.max_steps
+
+    def configuration(self, op: GRANSOperator) -> dict[str, Any]:
+        """What this solver runs on ``op`` (host-side record of the choices made at set-up).
+
+        Returns:
+          ``{"matrix_class", "smoother", "outer", "norm", "refresh", "network", "projection"}``: the matrix
+          class (``"spd_like"``, ``"symmetric"`` or ``"nonsymmetric"``), the smoother and outer-step objects,
+          the safeguarded norm (``"energy"`` or ``"residual"``), the basis refresh period, ``"trained"`` or
+          ``"zero head"``, and whether the projection is applied.
+        """
+        return {"matrix_class": op.matrix_class, "smoother": self.smoother, "outer": self.outer_for(op),
+                "norm": self.outer_norm(op), "refresh": self.refresh_for(),
+                "network": "zero head" if self.net is None else "trained", "projection": self.projection}
 
     # -- deprecated attribute names ------------------------------------------------------------------
     @property
@@ -216,23 +296,38 @@ class GRANS(lx.AbstractLinearSolver):
 
     # -- construction ------------------------------------------------------------------------------
     @classmethod
-    def pretrained(cls, **kwargs: Any) -> "GRANS":
-        """The solver with the weights shipped in the package (trained by ``scripts/train_grans.py``).
+    def pretrained(cls, *, network: bool | None = None, **kwargs: Any) -> "GRANS":
+        """The solver in its default configuration, or with the weights shipped in the package.
+
+        The shipped weights (``grans_pretrained.eqx``, trained by ``scripts/train_grans.py`` with the Chebyshev
+        smoother) are used with ``network=True``, and by default with ``smoother="chebyshev"`` (the paper's
+        configuration). Otherwise — the default configuration — ``network=None`` means the zero head: the
+        ablation (``benchmarks/solvers_grans_ablation.py``) found no iteration saved by the network there, so
+        none is run (see the class docstring).
 
         Args:
+          network: ``True``: the shipped network; ``False``: the zero head (``net=None``); ``None`` (default):
+            the shipped network with a ``ChebyshevSmoother``, the zero head otherwise.
           **kwargs: overrides for ``rtol``, ``atol``, ``max_steps``, ``smoother``, ``outer``, ``dtype``, ...
 
         Returns:
-          A ``GRANS`` with trained weights.
+          A ``GRANS``.
 
         Examples:
           >>> from icmlx.solvers import GRANS
-          >>> GRANS.pretrained(dtype="float32").net.w_out.shape[1]
+          >>> GRANS.pretrained(dtype="float32").net is None  # the default: zero head
+          True
+          >>> GRANS.pretrained(smoother="chebyshev", dtype="float32").net.w_out.shape[1]  # the paper's
           4
         """
         from ._weights import load_weights
 
-        net, meta = load_weights(Path(__file__).parent / "grans_pretrained.eqx")
+        if network is None:
+            smoother = _as_smoother(kwargs.get("smoother", _DEFAULT_SMOOTHER))
+            network = isinstance(smoother, ChebyshevSmoother) or _NETWORK_ON_DEFAULT_PATH
+        if not isinstance(network, bool):
+            raise ValueError(f"GRANS.pretrained: network must be True, False or None, got network={network!r}")
+        net = load_weights(Path(__file__).parent / "grans_pretrained.eqx")[0] if network else None
         return cls(net=net, **kwargs)
 
     def setup(self, A: Any) -> GRANSOperator:
@@ -254,26 +349,27 @@ class GRANS(lx.AbstractLinearSolver):
         if isinstance(A, SparseMatrix) and isinstance(A.vals, jax.core.Tracer):
             raise TypeError("GRANS.setup is eager (NumPy aggregation): call it outside jax.jit")
         A = as_sparse_matrix(A, name="A")
-        return _setup(A, channels=self.net.channels, max_columns=self.max_columns,
+        return _setup(A, channels=self.channels, max_columns=self.max_columns,
                       dtype=working_dtype(self.dtype), smoother=self.smoother)
 
     def outer_norm(self, op: GRANSOperator) -> str:
         """The norm the outer step minimises and the safeguard keeps monotone for this operator.
 
-        ``"energy"`` (``‖x* − x‖_A``) for a ``ThreeTermStep`` with ``norm="energy"``, or ``norm="auto"`` and
-        an SPD-like matrix (Galerkin projection); else ``"residual"`` (``‖b − A x‖₂``).
+        ``"energy"`` (``‖x* − x‖_A``) when the outer step run on ``op`` (:meth:`outer_for`) is a
+        ``ThreeTermStep`` with ``norm="energy"``, or ``norm="auto"`` and an SPD-like matrix (Galerkin
+        projection); else ``"residual"`` (``‖b − A x‖₂``).
 
         Examples:
           >>> import jax
           >>> from icmlx.solvers import GRANS, GRANSNet, FlexibleGCR
           >>> from icmlx.solvers.fem import unit_square_mesh, make_problem
           >>> A = make_problem(jax.random.key(1), unit_square_mesh(2), "poisson").A
-          >>> g = GRANS(GRANSNet.init(jax.random.key(0), hidden=4, layers=1), dtype="float32")
+          >>> g = GRANS(dtype="float32")
           >>> op = g.setup(A)
-          >>> g.outer_norm(op), GRANS(g.net, outer=FlexibleGCR(memory=8), dtype="float32").outer_norm(op)
+          >>> g.outer_norm(op), GRANS(outer=FlexibleGCR(memory=8), dtype="float32").outer_norm(op)
           ('energy', 'residual')
         """
-        outer = self.outer
+        outer = self.outer_for(op)
         if isinstance(outer, ThreeTermStep) and (
             outer.norm == "energy" or (outer.norm == "auto" and op.spd_like)
         ):
@@ -298,7 +394,8 @@ class GRANS(lx.AbstractLinearSolver):
 
         Returns:
           A :class:`~icmlx.solvers.LinearSolution` with stats ``num_steps``, ``residual_norm``,
-          ``residual_history`` and ``rejected``.
+          ``residual_history``, ``rejected``, and the configuration run: ``energy_norm`` (bool: the
+          energy-norm 3-term step) and ``outer_memory`` (the flexible-GCR memory; 0 for the other steps).
 
         Raises:
           ValueError: shape mismatch; NaN/Inf in ``b`` or ``x0`` (at call time; ``eqx.error_if`` only when
@@ -367,7 +464,8 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
     hist = jnp.full((K + 1,), jnp.nan, dt).at[0].set(jnp.linalg.norm(r) / denom)
     galerkin = op.spd_like
     zero = jnp.zeros((npad,), dt)
-    outer = solver.outer
+    outer = solver.outer_for(op)  # "auto": chosen from the matrix class (static flags of op)
+    refresh = solver.refresh_for()
     m = outer.memory if isinstance(outer, FlexibleGCR) else 0
     if isinstance(outer, ThreeTermStep) and outer.norm == "energy" and not galerkin:
         raise ValueError("ThreeTermStep(norm='energy') needs a symmetric positive-definite-like matrix "
@@ -386,17 +484,21 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
         _, r, rn, _, _, it, stall, *_ = c
         return (rn > tol) & (it < K) & (stall < solver.stall_patience)
 
-    kw = dict(degree=degree, galerkin=galerkin, explicit=solver.refresh > 1)
-    new_basis = lambda r: _basis(solver.net, op, r, **kw)
+    kw = dict(degree=degree, galerkin=galerkin, explicit=refresh > 1)
+    head = solver.net if solver.net is not None else _ZeroHead(channels=solver.channels)
+    new_basis = lambda r: _basis(head, op, r, **kw)
 
     def body(c):
         x, r, rn, p, Ap, it, stall, hist, rej, Zb, AZb, ptr, basis = c
-        if solver.refresh == 1:
-            basis = new_basis(r)
-        elif solver.refresh < K:  # network + Gram factorisation only every `refresh` iterations
-            basis = jax.lax.cond((it % solver.refresh == 0) & (it > 0), new_basis, lambda r: basis, r)
-        # (refresh >= max_steps: the initial basis throughout, no conditional in the loop)
-        u, Au, e1, Ae1 = _precondition_with(op, basis, r, **kw)
+        if not solver.projection:  # the ablation: smoother and outer step only, no basis
+            u, Au, e1, Ae1 = _smoothed(op, r, degree)
+        else:
+            if refresh == 1:
+                basis = new_basis(r)
+            elif refresh < K:  # basis + Gram factorisation only every `refresh` iterations
+                basis = jax.lax.cond((it % refresh == 0) & (it > 0), new_basis, lambda r: basis, r)
+            # (refresh >= max_steps: the initial basis throughout, no conditional in the loop)
+            u, Au, e1, Ae1 = _precondition_with(op, basis, r, **kw)
         if m:  # truncated flexible GCR: M_θ is a variable right preconditioner
             dx, Zb, AZb, ptr = _gcr_update(((u, Au), (e1, Ae1)), r, Zb, AZb, ptr)
         elif energy:
@@ -432,7 +534,9 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
                 basis)
 
     buf = jnp.zeros((m, npad), dt)
-    if solver.refresh == 1:  # placeholder of the right structure; recomputed in every iteration
+    if not solver.projection:
+        basis0 = ()
+    elif refresh == 1:  # placeholder of the right structure; recomputed in every iteration
         basis0 = jax.tree.map(jnp.zeros_like, jax.eval_shape(new_basis, r))
     else:
         basis0 = new_basis(r)
@@ -444,5 +548,16 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
         rn <= tol, lx.RESULTS.successful,
         lx.RESULTS.where(stall >= solver.stall_patience, lx.RESULTS.stagnation,
                          lx.RESULTS.max_steps_reached))
-    stats = {"num_steps": it, "residual_norm": rn * s, "residual_history": hist, "rejected": rej}
+    stats = {"num_steps": it, "residual_norm": rn * s, "residual_history": hist, "rejected": rej,
+             "energy_norm": jnp.asarray(energy), "outer_memory": jnp.asarray(m, jnp.int32)}
     return x[:n] * s, result, stats
+
+
+def _smoothed(op: GRANSOperator, r, degree: int):
+    """``u = e_1 + S(r − A e_1)`` with ``e_1 = S(r)`` (the preconditioner without the projection), with ``A u``
+    and ``e_1``, ``A e_1``."""
+    e1 = _smooth(op, r, degree)
+    Ae1 = op.ell.mv(e1)
+    e3 = _smooth(op, r - Ae1, degree)
+    Ae3 = op.ell.mv(e3)
+    return e1 + e3, Ae1 + Ae3, e1, Ae1

@@ -106,3 +106,25 @@ class GRANSNet(eqx.Module):
                         (1, N_LEVELS))
         return (base + h @ self.w_out + self.b_out) * mask
 
+
+def _base_weights(op: GRANSOperator, rs: Float[Array, " npad"], channels: int) -> Float[Array, "npad q"]:
+    """``w_base = [1, r̂, ..., r̂]`` per level on the true nodes (zero on padding): the basis of a zero head."""
+    npad = op.padded_size
+    mask = op.mask.astype(jnp.float32)[:, None]
+    base = jnp.concatenate([jnp.ones((npad, 1), jnp.float32),
+                            jnp.broadcast_to(rs[:, None].astype(jnp.float32), (npad, channels - 1))], 1)
+    return jnp.tile(base, (1, N_LEVELS)) * mask
+
+
+class _ZeroHead(eqx.Module):
+    """The basis of a ``GRANSNet`` with a zero output head (``w = [1, r̂]`` per level), without running the
+    network: what ``GRANS(net=None)`` uses. No parameters; ``channels`` is static."""
+
+    channels: int = eqx.field(static=True, default=2)
+
+    def __repr__(self) -> str:
+        return f"zero head (w = [1, r̂], channels={self.channels})"
+
+    def __call__(self, op: GRANSOperator, rs: Float[Array, " npad"]) -> Float[Array, "npad q"]:
+        return _base_weights(op, rs, self.channels)
+

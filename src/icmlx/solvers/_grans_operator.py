@@ -64,6 +64,12 @@ class GRANSOperator(lx.AbstractLinearOperator):
         """The padded size ``n_pad`` (a :func:`~icmlx.solvers.bucket_size`) of every node array."""
         return self.A.shape[0]
 
+    @property
+    def matrix_class(self) -> str:
+        """``"spd_like"`` (symmetric, positive diagonal, non-negative row sums), ``"symmetric"`` (otherwise
+        symmetric, e.g. indefinite) or ``"nonsymmetric"``: what ``GRANS(outer="auto")`` chooses by."""
+        return "spd_like" if self.spd_like else ("symmetric" if self.symmetric else "nonsymmetric")
+
     n_pad = deprecated_attribute("padded_size")  # deprecated alias, one release
 
     n_agg = deprecated_attribute("num_aggregates")  # deprecated alias, one release
@@ -75,7 +81,7 @@ class GRANSOperator(lx.AbstractLinearOperator):
     def __repr__(self) -> str:
         ml = "multilevel" if self.hierarchy is not None else "none"
         return (f"GRANSOperator(n={self.n}, padded_size={self.padded_size}, nnz={self.A.vals.shape[0]}, "
-                f"dtype={jnp.dtype(self.A.dtype).name}, symmetric={self.symmetric}, spd_like={self.spd_like}, "
+                f"dtype={jnp.dtype(self.A.dtype).name}, matrix_class={self.matrix_class!r}, "
                 f"num_aggregates={self.num_aggregates}, hierarchy={ml})")
 
     def mv(self, vector):

@@ -18,7 +18,7 @@ class AbstractSmoother(eqx.Module):
     """The smoother ``S`` that a G-RANS iteration applies before and after the learned projection.
 
     A strategy object (static settings only, hashable, not callable): pass one as ``GRANS(smoother=...)``.
-    Subclasses are :class:`ChebyshevSmoother` (the default) and :class:`MultilevelSmoother`.
+    Subclasses are :class:`MultilevelSmoother` (the default) and :class:`ChebyshevSmoother` (the paper's).
     """
 
 
@@ -29,7 +29,8 @@ class ChebyshevSmoother(AbstractSmoother):
     :math:`S(r) = p_{\mathrm{degree}}(D^{-1}A) D^{-1} r`, the Chebyshev polynomial for
     :math:`[\lambda_{\max}/30, \lambda_{\max}]` (:func:`~icmlx.solvers.chebyshev_smoother`, with
     :math:`\lambda_{\max}` from a power iteration at set-up); otherwise ``degree`` ℓ1-Jacobi sweeps
-    (:func:`~icmlx.solvers.jacobi_smoother`). The shipped weights were trained with ``degree=3``.
+    (:func:`~icmlx.solvers.jacobi_smoother`). The paper's smoother; the shipped weights were trained with
+    ``degree=3``, and ``GRANS.pretrained(smoother="chebyshev")`` runs them with the network every iteration.
 
     Attributes:
       degree: matrix-vector products per smoothing (a positive int).
@@ -55,15 +56,16 @@ class ChebyshevSmoother(AbstractSmoother):
 
 
 class MultilevelSmoother(AbstractSmoother):
-    r"""One smoothed-aggregation V-cycle on the M-matrix envelope of ``A`` as the smoother.
+    r"""One smoothed-aggregation V-cycle on the M-matrix envelope of ``A`` as the smoother (the default).
 
     The hierarchy is built at set-up by :func:`~icmlx.solvers.smoothed_aggregation` (vectorised MIS-2
     aggregates, Jacobi-smoothed prolongators, Galerkin coarse operators, Chebyshev pre/post-smoothing of
     ``degree`` on every level, a dense inverse on the coarsest); its aggregates also carry the basis ``V``.
     :math:`S(r) = B r \approx \tilde A^{-1} r`. Iteration counts stay nearly flat in ``n``. The V-cycle
-    contracts the error in the energy norm: on SPD-like matrices the default energy-norm
-    :class:`~icmlx.solvers.ThreeTermStep` converges; elsewhere use :class:`~icmlx.solvers.FlexibleGCR`
-    with ``memory >= 40``, since a residual-norm step with a short memory stalls.
+    contracts the error in the energy norm: on SPD-like matrices the energy-norm
+    :class:`~icmlx.solvers.ThreeTermStep` converges; elsewhere a :class:`~icmlx.solvers.FlexibleGCR`
+    with ``memory >= 40`` is needed, since a residual-norm step with a short memory stalls.
+    ``GRANS(outer="auto")`` (the default) picks these per matrix.
 
     Attributes:
       degree: Chebyshev degree of the pre-/post-smoothing on each level (a positive int).
