@@ -1,7 +1,9 @@
-"""The problem both the two-process run and the single-process reference solve: ten DASH steps of a regression.
+"""The problems both the two-process run and the single-process references solve.
 
-A (24, 20) weight gives ragged blocks at ``block_size=8`` (stacks of 15 full and 3 partial blocks), so the stacks
-are padded to a multiple of the device count and really split across processes.
+- :func:`dash_problem`: ten DASH steps of a regression. A (24, 20) weight gives ragged blocks at ``block_size=8``
+  (stacks of 15 full and 3 partial blocks), so the stacks are padded to a multiple of the device count and
+  really split across processes.
+- :func:`stats_problem`: ``icmlx.stats.simulate_risk_ratios`` with its replicates split over every device.
 """
 
 import jax
@@ -39,3 +41,15 @@ def dash_problem(mesh, put):
         params, state, val = step(params, state, x, y)
         losses.append(float(np.asarray(val.addressable_data(0)) if hasattr(val, "addressable_data") else val))
     return params, losses, state[0]
+
+
+def stats_problem(shard: bool):
+    """A common-random-numbers risk comparison whose 10 replicates do not divide 4 devices (padded to 12)."""
+    from icmlx.stats import benjamini_hochberg, bonferroni, simulate_risk_ratios, two_sided_pvalues
+
+    rules = {
+        "bonf": lambda x: bonferroni(two_sided_pvalues(x), 0.1).reject,
+        "bh": lambda x: benjamini_hochberg(two_sided_pvalues(x), 0.1).reject,
+    }
+    return simulate_risk_ratios(jax.random.key(7), rules, n=256, p=0.05, tau2=9.0, num_replicates=10,
+                                dtype=jnp.float32, shard=shard)

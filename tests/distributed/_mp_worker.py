@@ -1,8 +1,12 @@
-"""One process of a two-process run (``tests/distributed/test_multiprocess.py``): DASH sharded over a global mesh.
+"""One process of a two-process run (``tests/distributed/``): DASH and the stats CRN driver over a global mesh.
 
 Run as ``python _mp_worker.py <process_id> <num_processes> <port> <out.npz>``. Every process owns two fake CPU
 devices; ``jax.distributed.initialize`` joins them into one global mesh of ``2 * num_processes`` devices with
-CPU collectives over gloo, and the DASH factor/root stacks are sharded over all of them.
+CPU collectives over gloo. Both multi-process checks share this one launch (start-up is most of its time):
+
+- DASH (``dash_*`` entries): the factor/root stacks are sharded over all devices;
+- ``simulate_risk_ratios`` (``stats_*`` entries): the replicates are split over all devices and every process
+  reads the full result.
 """
 
 import os
@@ -24,14 +28,18 @@ def main() -> None:
     from jax.sharding import PartitionSpec as P
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from _mp_problem import dash_problem
+    from _mp_problem import dash_problem, stats_problem
 
     mesh = Mesh(np.array(jax.devices()), ("blocks",))
     replicated = NamedSharding(mesh, P())
     params, losses, state = dash_problem(mesh, lambda a: jax.make_array_from_process_local_data(replicated, a))
     shards = [r.addressable_shards[0].data.shape[0] for r in state.roots]
-    np.savez(out, w=np.asarray(params["w"].addressable_data(0)), losses=np.asarray(losses),
-             stack_sizes=np.asarray([r.shape[0] for r in state.roots]), local_rows=np.asarray(shards),
+    cmp = stats_problem(shard=True)
+    np.savez(out, dash_w=np.asarray(params["w"].addressable_data(0)), dash_losses=np.asarray(losses),
+             dash_stack_sizes=np.asarray([r.shape[0] for r in state.roots]), dash_local_rows=np.asarray(shards),
+             stats_loss=np.asarray(cmp.loss), stats_mean_loss=np.asarray(cmp.mean_loss),
+             stats_ratio=np.asarray(cmp.ratio), stats_ratio_se=np.asarray(cmp.ratio_se),
+             stats_names=np.asarray(cmp.names),
              num_devices=jax.device_count(), num_local=jax.local_device_count(), num_processes=jax.process_count())
     jax.distributed.shutdown()
 

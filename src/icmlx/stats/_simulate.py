@@ -1,4 +1,4 @@
-"""Two-groups simulation and a common-random-numbers risk comparison driver (sharded over devices)."""
+"""Two-groups simulation and a common-random-numbers risk comparison driver (sharded over devices and processes)."""
 
 import functools
 import math
@@ -9,6 +9,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from jaxtyping import Array, Bool, Float
 
@@ -78,6 +79,34 @@ def _check_sizes(where: str, n, num_replicates, dtype) -> Any:
             f"(over {_MAX_BYTES / 2**30:.0f} GiB); lower n or num_replicates, or loop over batches of replicates"
         )
     return int(n), int(num_replicates), dt
+
+
+def _key_parts(key):
+    """``(raw key data, impl)`` so a typed key can enter a program over a multi-process mesh (``impl`` None: raw)."""
+    if not hasattr(key, "dtype"):
+        raise TypeError(f"key must be a JAX PRNG key (jax.random.key(0)), got key={key!r}")
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return jax.random.key_data(key), jax.random.key_impl(key)
+    return key, None
+
+
+def _replicated(mesh, a):
+    """``a`` as an input replicated over ``mesh``; across processes a global array built from this process's copy."""
+    if mesh is None or jax.process_count() == 1:
+        return a
+    return jax.make_array_from_process_local_data(NamedSharding(mesh, P()), np.asarray(a))
+
+
+def _summarise(loss, num_replicates):
+    # eager on purpose: the oracle row's ratio is then exactly mean / mean == 1 (a fused program may divide by a
+    # reciprocal)
+    loss = loss[:, :num_replicates]
+    mean = jnp.mean(loss, axis=-1)
+    ratio = mean / mean[0]
+    # delta method for a ratio of paired means: sd(L_rule - rho L_BO) / (sqrt(R) mean(L_BO))
+    resid = loss - ratio[:, None] * loss[0]
+    se = jnp.std(resid, axis=-1, ddof=1) / math.sqrt(num_replicates) / mean[0]
+    return loss, mean, ratio, se
 
 
 def _rep_keys(key, num_replicates):
@@ -201,9 +230,14 @@ def simulate_risk_ratios(
     :math:`\hat\rho\approx1` it is the paired-difference SE :math:`\mathrm{sd}(L_\text{rule}-L_\text{BO})/
     (\sqrt R\,\bar L_\text{BO})`; pairing removes the shared noise of the draws, so it is far below the unpaired SE.
 
-    With more than one device and ``shard=True`` the replicates are split across devices with ``jax.shard_map``
-    (padded to a multiple of the device count; the padding is dropped), so rules see row blocks and must act
-    row-wise (all icmlx rules do).
+    With more than one device and ``shard=True`` the replicates are split across ``jax.devices()`` with
+    ``jax.shard_map``, so rules see row blocks and must act row-wise (all icmlx rules do). The count is padded to a
+    multiple of the device count with extra replicates (the next ``fold_in`` indices) that are dropped before any
+    mean, so the numbers do not depend on the device count. With ``jax.distributed`` initialised,
+    ``jax.devices()`` holds every device of every process: each process must make the same call (same key,
+    rules and sizes), the replicates are split over all devices, and the per-device losses are all-gathered
+    inside the sharded program, so every process gets the full result as ordinary arrays on its own first device
+    (no ``process_allgather`` needed). ``shard=False`` computes everything on the default device of each process.
 
     Args:
       key: PRNG key.
@@ -217,7 +251,7 @@ def simulate_risk_ratios(
       delta0: loss of a type I error.
       deltaA: loss of a type II error.
       dtype: dtype of the draws (default float dtype).
-      shard: split replicates over ``jax.devices()`` when there are several.
+      shard: split replicates over ``jax.devices()`` (all processes' devices) when there are several.
       progress: show a progress bar (replicates done) on ``sys.stderr``. None shows progress in an interactive
         terminal for loops driven from Python; a loop inside one compiled program reports only with
         progress=True. With progress on, the replicates run in about ten chunks from Python (the same numbers).
@@ -227,6 +261,7 @@ def simulate_risk_ratios(
 
     Raises:
       ValueError: ``"oracle"`` among ``rules``; bad ``n``/``num_replicates`` or parameters.
+      TypeError: ``key`` not a JAX PRNG key.
 
     References:
       Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501.
@@ -268,31 +303,47 @@ def simulate_risk_ratios(
             out.append(d0 * fp + dA * fn)
         return jnp.stack(out)
 
-    devices = jax.devices()
+    devices = jax.devices()  # with jax.distributed initialised: every device of every process
     ndev = len(devices) if shard else 1
-    if ndev > 1:
-        mesh = jax.sharding.Mesh(np.array(devices), ("rep",))
-        fn = jax.jit(jax.shard_map(local, mesh=mesh, in_specs=P("rep"), out_specs=P(None, "rep"),
-                                    check_vma=False))
-    else:
-        fn = jax.jit(local)
+    mesh = jax.sharding.Mesh(np.array(devices), ("rep",)) if ndev > 1 else None
+    kd, impl = _key_parts(key)
+
+    def rows(kd, start, num_rows):
+        # rows start, ..., start + num_rows - 1 of the global replicate order: replicate i is fold_in(key, i)
+        k = kd if impl is None else jax.random.wrap_key_data(kd, impl=impl)
+        idx = start.astype(jnp.uint32) + jnp.arange(num_rows, dtype=jnp.uint32)
+        return local(jax.vmap(lambda i: jax.random.fold_in(k, i))(idx))
+
+    def make_program(chunk):
+        if mesh is None:
+            return jax.jit(lambda kd, start: rows(kd, start, chunk))
+        per = chunk // ndev
+
+        def block(kd, start):
+            mine = rows(kd, start + jax.lax.axis_index("rep") * per, per)
+            # every device ends with every row, so the output is replicated over the (global) mesh
+            return jax.lax.all_gather(mine, "rep", axis=1, tiled=True)
+
+        return jax.jit(jax.shard_map(block, mesh=mesh, in_specs=(P(), P()), out_specs=P(), check_vma=False))
+
+    def run(fn, start):
+        out = fn(_replicated(mesh, kd), _replicated(mesh, np.int32(start)))
+        # a process-local copy of the replicated rows: readable (and usable eagerly) on this process alone
+        return out.addressable_data(0) if mesh is not None else out
+
     if resolve_progress(progress):
         # about ten equal chunks driven from Python (one compiled program), each a multiple of the device count
         chunk = int(math.ceil(math.ceil(num_replicates / 10) / ndev)) * ndev
         num_chunks = int(math.ceil(num_replicates / chunk))
-        keys = _rep_keys(key, num_chunks * chunk)
+        fn = make_program(chunk)
         parts = []
         with ProgressBar("simulate_risk_ratios", total=num_replicates, unit="replicate") as bar:
             for i in range(num_chunks):
-                parts.append(jax.block_until_ready(fn(keys[i * chunk:(i + 1) * chunk])))
+                parts.append(jax.block_until_ready(run(fn, i * chunk)))
                 bar.update(min(chunk, num_replicates - i * chunk))
-        loss = jnp.concatenate(parts, axis=1)[:, :num_replicates]
+        loss = jnp.concatenate(parts, axis=1)
     else:
-        r_pad = int(math.ceil(num_replicates / ndev)) * ndev
-        loss = fn(_rep_keys(key, r_pad))[:, :num_replicates]
-    mean = jnp.mean(loss, axis=-1)
-    ratio = mean / mean[0]
-    # delta method for a ratio of paired means: sd(L_rule - rho L_BO) / (sqrt(R) mean(L_BO))
-    resid = loss - ratio[:, None] * loss[0]
-    se = jnp.std(resid, axis=-1, ddof=1) / math.sqrt(num_replicates) / mean[0]
+        # padded to a multiple of the device count; the padding rows are extra replicates, dropped below
+        loss = run(make_program(int(math.ceil(num_replicates / ndev)) * ndev), 0)
+    loss, mean, ratio, se = _summarise(loss, num_replicates)
     return RiskComparison(names=names, loss=loss, mean_loss=mean, ratio=ratio, ratio_se=se)
