@@ -10,8 +10,8 @@ Compile once: every static size is a coarse bucket. The sample axis is padded to
 (:func:`_pad_samples`) and the true ``n`` is a traced argument (the counting loops run over ``ceil(n / chunk)``
 chunks and mask the rest), so a new ``n`` in the same bucket reuses every program; flat tables, dense strata and
 strata code bounds are rounded up to a few sizes (:func:`_plan_bucket`); conditioning sets are padded with a
-constant variable to one width per plan kind; p-values come from one program per batch size with the number of
-live tests traced (:func:`_chi2_pvalue_head`).
+constant variable to one width per plan kind; p-values of statistics read back to the host are computed there
+(:func:`_chi2_pvalue_host`, the closed-form series of :mod:`._chi2_tail`), so they compile nothing.
 """
 
 import functools
@@ -20,8 +20,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammaincc
-
+from ._chi2_tail import chi2_sf, chi2_sf_host
 from ._ci_tests import _float_dtype
 
 __all__: list[str] = []
@@ -73,33 +72,20 @@ def _table_stat_dof(counts, g_square):
     return stat, dof.astype(jnp.int32)
 
 
-@functools.partial(jax.jit, static_argnames=("head",))
-def _chi2_pvalue(stat, dof, head=None):
-    """Upper tail of χ²_dof at ``stat`` (of its first ``head`` entries if given); 1 where dof = 0 (causal-learn's
-    rule)."""
-    if head is not None:
-        stat, dof = stat[:head], dof[:head]
-    dof_f = jnp.maximum(dof, 1).astype(stat.dtype)
-    return jnp.where(dof == 0, 1.0, gammaincc(dof_f / 2.0, stat / 2.0))
-
-
 @jax.jit
-def _chi2_pvalue_head(stat, dof, m):
-    """:func:`_chi2_pvalue` of the first ``m`` (traced) entries, in blocks of :data:`PVALUE_BLOCK` (entries past
-    the last block are left at 1): one compilation serves every ``m``, and the work follows ``m``."""
-    b = stat.shape[0]
-    blk = min(PVALUE_BLOCK, b)
-
-    def body(i, out):
-        start = jnp.minimum(i * blk, b - blk)
-        st = jax.lax.dynamic_slice_in_dim(stat, start, blk)
-        df = jax.lax.dynamic_slice_in_dim(dof, start, blk)
-        return jax.lax.dynamic_update_slice_in_dim(out, _chi2_pvalue(st, df), start, 0)
-
-    return jax.lax.fori_loop(0, (m + blk - 1) // blk, body, jnp.ones(b, stat.dtype))
+def _chi2_pvalue(stat, dof):
+    """Upper tail of χ²_dof at ``stat`` on the device (:func:`._chi2_tail.chi2_sf`); 1 where dof = 0
+    (causal-learn's rule). Used where the statistics stay on the device (sharded batches)."""
+    return jnp.where(dof == 0, 1.0, chi2_sf(stat, jnp.maximum(dof, 1))).astype(stat.dtype)
 
 
-PVALUE_BLOCK = 64  # entries per step of the p-value loop
+def _chi2_pvalue_host(stat, dof) -> np.ndarray:
+    """:func:`_chi2_pvalue` on the host in float64 (:func:`._chi2_tail.chi2_sf_host`): no device program, for
+    statistics that are read back anyway."""
+    dof = np.asarray(dof)
+    return np.where(dof == 0, 1.0, chi2_sf_host(stat, np.maximum(dof, 1)))
+
+
 BITS_CELLS = 64  # largest flat table (pow2 of prod card(S) * card x * card y) counted with bitsets
 DENSE_CELLS = 2**17  # largest dense (strata, kmax, kmax) table of one test (else strata are re-ranked)
 
@@ -156,13 +142,13 @@ def _flat_counts_bits(bits, cards, xi, yi, si, n_cells, n):
     return jnp.where(live, counts, 0)
 
 
-def _dense_table_scatter(data_t, cards, xi, yi, si, k, n, n_rows, kmax):
-    """Contingency table ``(n_rows, kmax, kmax)`` of one test (strata by mixed-radix code of ``S = si[:k]``,
-    ``k`` dynamic) by scatter-adds of the first ``n`` (traced) samples, in chunks of a quarter of the padded
-    sample axis; its margins are then plain (vectorised) reductions."""
+def _dense_table_scatter(buf, data_t, cards, xi, yi, si, k, n, kmax):
+    """Add the contingency table of one test into the zeroed flat buffer ``buf`` (``rows * kmax * kmax`` int32
+    cells; stratum by mixed-radix code of ``S = si[:k]``, ``k`` dynamic) by scatter-adds of the first ``n``
+    (traced) samples, in chunks of a quarter of the padded sample axis."""
     n_pad = data_t.shape[1]
     ch = n_pad // 4 if n_pad % 4 == 0 else n_pad
-    size = n_rows * kmax * kmax
+    size = buf.shape[0]
 
     def chunk(i, counts):
         off = i * ch
@@ -175,8 +161,24 @@ def _dense_table_scatter(data_t, cards, xi, yi, si, k, n, n_rows, kmax):
         live = off + jnp.arange(ch, dtype=jnp.int32) < n
         return counts.at[jnp.where(live, cell, size)].add(1, mode="drop")  # padding samples: dropped
 
-    counts = jax.lax.fori_loop(0, (n + ch - 1) // ch, chunk, jnp.zeros(size, jnp.int32))
-    return counts.reshape(n_rows, kmax, kmax)
+    return jax.lax.fori_loop(0, (n + ch - 1) // ch, chunk, buf)
+
+
+def _dense_stat_dof(buf, n_strata, chunk, kmax, g_square):
+    """X² (or G²) and dof of the table in ``buf`` over its first ``n_strata`` (traced) strata, ``chunk`` strata
+    per step; each chunk is zeroed after it is read, so ``buf`` is clean for the next test (the work follows the
+    table's true size, not the buffer's)."""
+    fdt = _float_dtype()
+    cells = chunk * kmax * kmax
+
+    def step(c, acc):
+        st, df, b = acc
+        tab = jax.lax.dynamic_slice_in_dim(b, c * cells, cells).reshape(1, chunk, kmax, kmax)
+        s_c, d_c = _table_stat_dof(tab.astype(fdt), g_square)
+        return st + s_c[0], df + d_c[0], jax.lax.dynamic_update_slice_in_dim(b, jnp.zeros(cells, b.dtype), c * cells, 0)
+
+    init = (jnp.zeros((), fdt), jnp.zeros((), jnp.int32), buf)
+    return jax.lax.fori_loop(0, (n_strata + chunk - 1) // chunk, step, init)
 
 
 def _flat_stat_dof(counts, cards, xi, yi, *, kmax, g_square):
@@ -205,32 +207,40 @@ def _flat_stat_dof(counts, cards, xi, yi, *, kmax, g_square):
     return stat, dof
 
 
-@functools.partial(jax.jit, static_argnames=("kmax", "g_square", "size", "use_bits"))
-def _chi_square_table_kernel(table, cards, x, y, s, m, k, n, *, kmax, g_square, size, use_bits):
+@functools.partial(jax.jit, static_argnames=("kmax", "g_square", "size", "use_bits", "chunk"))
+def _chi_square_table_kernel(table, cards, x, y, s, m, k, n, *, kmax, g_square, size, use_bits, chunk=1):
     """Batched χ²/G² statistic and dof, one test per loop step (its working set stays in cache).
 
     ``use_bits``: ``table`` is the bitset stack and ``size`` the flat table size (bitset counting); else
-    ``table`` holds the ``(d, n)`` codes and ``size`` the number of strata of a dense ``(size, kmax, kmax)``
-    table filled by one scatter of the samples. Only the first ``m`` (dynamic) of the ``b`` padded tests are
-    computed: one compilation serves every batch up to ``b``. Dense tables use the conditioning sets
-    ``s[:, :k]`` (``k`` dynamic: every ``|S|`` up to the width of ``s`` shares a compilation); bitset counting
-    uses all of ``s`` (padded with a constant variable of one category). ``n`` (traced) is the number of real
-    samples; the rest of the padded sample axis is ignored.
+    ``table`` holds the ``(d, n)`` codes and ``size`` the largest number of strata of a dense
+    ``(strata, kmax, kmax)`` table, filled by one scatter of the samples into a buffer carried through the loop;
+    only the test's ``prod card(S)`` strata are read (and zeroed again), ``chunk`` at a time, so one compilation
+    serves every dense table size. Only the first ``m`` (dynamic) of the ``b`` padded tests are computed: one
+    compilation serves every batch up to ``b``. Dense tables use the conditioning sets ``s[:, :k]`` (``k``
+    dynamic: every ``|S|`` up to the width of ``s`` shares a compilation); bitset counting uses all of ``s``
+    (padded with a constant variable of one category). ``n`` (traced) is the number of real samples; the rest of
+    the padded sample axis is ignored.
     """
     fdt = _float_dtype()
-
-    def body(i, out):
-        if use_bits:
+    b = x.shape[0]
+    if use_bits:
+        def body(i, out):
             counts = _flat_counts_bits(table, cards, x[i], y[i], s[i], size, n)
             st, df = _flat_stat_dof(counts, cards, x[i], y[i], kmax=kmax, g_square=g_square)
-        else:
-            tab = _dense_table_scatter(table, cards, x[i], y[i], s[i], k, n, size, kmax)
-            st, df = _table_stat_dof(tab[None].astype(fdt), g_square)
-            st, df = st[0], df[0]
-        return out[0].at[i].set(st), out[1].at[i].set(df)
+            return out[0].at[i].set(st), out[1].at[i].set(df)
 
-    b = x.shape[0]
-    return jax.lax.fori_loop(0, m, body, (jnp.zeros(b, fdt), jnp.zeros(b, jnp.int32)))
+        return jax.lax.fori_loop(0, m, body, (jnp.zeros(b, fdt), jnp.zeros(b, jnp.int32)))
+
+    def dense_body(i, out):
+        stat, dof, buf = out
+        buf = _dense_table_scatter(buf, table, cards, x[i], y[i], s[i], k, n, kmax)
+        strata = jnp.prod(cards[s[i]])  # the padding columns are the constant variable (one category)
+        st, df, buf = _dense_stat_dof(buf, strata, chunk, kmax, g_square)
+        return stat.at[i].set(st), dof.at[i].set(df), buf
+
+    init = (jnp.zeros(b, fdt), jnp.zeros(b, jnp.int32), jnp.zeros(size * kmax * kmax, jnp.int32))
+    stat, dof, _ = jax.lax.fori_loop(0, m, dense_body, init)
+    return stat, dof
 
 
 @functools.partial(jax.jit, static_argnames=("kmax", "g_square", "n_strata", "mode", "code_bound"))
@@ -352,9 +362,8 @@ def _plan_bucket(plan: tuple, kmax: int, n_pad: int) -> tuple:
     """Round a plan's static sizes up to a few buckets, so that one compilation serves many table sizes.
 
     Bitset tables: one size, :data:`BITS_CELLS` rounded up to a power of four (a small table costs a few more
-    word operations, far less than a compilation). Dense strata: the largest count ``DENSE_CELLS / kmax^2``
-    divided by powers of 16, no smaller than the count whose table arithmetic matches a quarter of the sample
-    scatter (below that the scatter dominates the work anyway).
+    word operations, far less than a compilation). Dense tables: one buffer of the largest strata count
+    ``DENSE_CELLS / kmax^2`` (the kernel reads only each test's own strata, see :func:`_dense_chunk`).
     """
     kind = plan[0]
     if kind == "bits":
@@ -363,11 +372,14 @@ def _plan_bucket(plan: tuple, kmax: int, n_pad: int) -> tuple:
             b *= 4
         return ("bits", b)
     if kind == "dense1":
-        b, lo = _dense_top(kmax), max(plan[1], n_pad // (4 * kmax * kmax), 1)
-        while b // 16 >= lo:
-            b //= 16
-        return ("dense1", max(b, plan[1]))
+        return ("dense1", max(_dense_top(kmax), plan[1]))
     return plan
+
+
+def _dense_chunk(kmax: int, n_pad: int) -> int:
+    """Strata per step of the dense tables' arithmetic: a power of two near the count whose table arithmetic
+    matches a quarter of the sample scatter (smaller steps add loop overhead where the scatter dominates)."""
+    return min(_pow2(max(n_pad // (4 * kmax * kmax), 1)), _dense_top(kmax))
 
 
 def _strata_plan(n: int, kmax: int, bound: int) -> tuple[str, int, int]:
@@ -407,6 +419,7 @@ def _chi_square_plan(plan, data_t, bits, cards, x, y, s, m, n, *, const, kmax, g
         return _chi_square_table_kernel(
             bits if use_bits else data_t, cards, x, y, _pad_sets(s, const, width), m, k, n, kmax=kmax,
             g_square=g_square, size=plan[1], use_bits=use_bits,
+            chunk=1 if use_bits else min(_dense_chunk(kmax, data_t.shape[1]), plan[1]),
         )
     mode, n_strata, bound = plan
     kw = dict(kmax=kmax, g_square=g_square, n_strata=n_strata, mode=mode, code_bound=bound)

@@ -22,7 +22,7 @@ from ._ci_tests import _float_dtype
 from ._colliders import AbstractColliderRule, DefiniteMaxPColliders, MaxPColliders, _as_collider_rule, _from_uc_flags
 from ._contingency import (
     _chi2_pvalue,
-    _chi2_pvalue_head,
+    _chi2_pvalue_host,
     _chi_square_groups,
     _chi_square_plan,
     _kmax_bucket,
@@ -74,11 +74,6 @@ class PCResult(_graph_io.GraphResult):
     names: tuple[str, ...] | None = eqx.field(static=True, default=None)
 
     n_tests = deprecated_attribute("num_tests")  # deprecated alias, one release
-
-
-def _pvalue_head(stat, dof, m):
-    """χ² p-values of the first ``m`` tests of a padded batch (one compilation per batch size; ``m`` traced)."""
-    return _chi2_pvalue_head(stat, dof, np.int32(m))
 
 
 @contextlib.contextmanager
@@ -155,7 +150,8 @@ class _Tester:
                     plan, self.data, self.bits, self.cards, xs, ys, ss, kk, self.n, const=self.const,
                     kmax=self.kmax, g_square=g2, vectorised=sharded,
                 )
-                return _chi2_pvalue(stat, dof) if sharded else _pvalue_head(stat, dof, kk)
+                # unsharded: (stat, dof) come back to the host, where the p-values compile nothing
+                return _chi2_pvalue(stat, dof) if sharded else (stat, dof)
 
             self._kernel = kern
             per_test = 12 * self.n
@@ -196,7 +192,13 @@ class _Tester:
         # dispatch every group before reading any result back: host work overlaps device work
         pending = [(idx, self._dispatch(x[idx], y[idx], s[idx], plan)) for idx, plan in groups]
         for idx, chunks in pending:
-            out[idx] = np.concatenate([np.asarray(p)[:m] for p, m in chunks])
+            if self.mesh is None:
+                stat = np.concatenate([np.asarray(st)[:m] for (st, _), m in chunks])
+                dof = np.concatenate([np.asarray(df)[:m] for (_, df), m in chunks])
+                # float64 tail of the float32 statistic, rounded as the device p-value would be
+                out[idx] = _chi2_pvalue_host(stat, dof).astype(stat.dtype)
+            else:
+                out[idx] = np.concatenate([np.asarray(p)[:m] for p, m in chunks])
         return out
 
     def _run_plan(self, x: np.ndarray, y: np.ndarray, s: np.ndarray, plan) -> np.ndarray:
