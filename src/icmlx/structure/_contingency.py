@@ -20,6 +20,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 from ._chi2_tail import chi2_sf, chi2_sf_host
 from ._ci_tests import _float_dtype
 
