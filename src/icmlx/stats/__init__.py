@@ -17,51 +17,105 @@ string options such as ``gamma2="eb_sparsity"`` are static: close over them). ``
 lazily, so ``import icmlx.stats`` stays light.
 """
 
+import importlib as _importlib
+from typing import TYPE_CHECKING
+
 from .._deprecation import deprecated_names as _deprecated_names
-from ._empirical_bayes import TwoGroupsSolution as TwoGroupsSolution
-from ._empirical_bayes import estimate_sparsity as estimate_sparsity
-from ._empirical_bayes import two_groups_em as two_groups_em
-from ._fdr import MultipleTestResult as MultipleTestResult
-from ._fdr import benjamini_hochberg as benjamini_hochberg
-from ._fdr import bh_adjusted_pvalues as bh_adjusted_pvalues
-from ._fdr import bonferroni as bonferroni
-from ._fdr import bonferroni_threshold as bonferroni_threshold
-from ._fdr import two_sided_pvalues as two_sided_pvalues
-from ._gamma2 import PRESETS as PRESETS
-from ._gamma2 import AbstractGamma2 as AbstractGamma2
-from ._gamma2 import EBMMLEGamma2 as EBMMLEGamma2
-from ._gamma2 import EBSparsityGamma2 as EBSparsityGamma2
-from ._gamma2 import OracleGamma2 as OracleGamma2
-from ._gamma2 import SparsityGamma2 as SparsityGamma2
-from ._gamma2 import relative_belief_gamma2 as relative_belief_gamma2
-from ._horseshoe import HorseshoeResult as HorseshoeResult
-from ._horseshoe import horseshoe_shrinkage as horseshoe_shrinkage
-from ._horseshoe import horseshoe_test as horseshoe_test
-from ._horseshoe import horseshoe_threshold as horseshoe_threshold
-from ._horseshoe_mcmc import HorseshoeMCMCResult as HorseshoeMCMCResult
-from ._horseshoe_mcmc import horseshoe_nuts as horseshoe_nuts
-from ._oracle import OracleResult as OracleResult
-from ._oracle import ThresholdRisk as ThresholdRisk
-from ._oracle import abos_risk_ratio as abos_risk_ratio
-from ._oracle import bayes_oracle_test as bayes_oracle_test
-from ._oracle import bayes_oracle_threshold as bayes_oracle_threshold
-from ._oracle import bfdr_threshold as bfdr_threshold
-from ._oracle import calibrate_tau2 as calibrate_tau2
-from ._oracle import threshold_risk as threshold_risk
-from ._plots import plot_rejections as plot_rejections
-from ._relative_belief import RelativeBeliefResult as RelativeBeliefResult
-from ._relative_belief import log_relative_belief_ratio as log_relative_belief_ratio
-from ._relative_belief import rb_strength as rb_strength
-from ._relative_belief import relative_belief_ratio as relative_belief_ratio
-from ._relative_belief import relative_belief_test as relative_belief_test
-from ._relative_belief import relative_belief_threshold as relative_belief_threshold
-from ._sigma import AbstractSigma as AbstractSigma
-from ._sigma import MADSigma as MADSigma
-from ._sigma import estimate_sigma as estimate_sigma
-from ._simulate import RiskComparison as RiskComparison
-from ._simulate import TwoGroupsSample as TwoGroupsSample
-from ._simulate import simulate_risk_ratios as simulate_risk_ratios
-from ._simulate import simulate_two_groups as simulate_two_groups
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time each module loads on first use (_LAZY below)
+    from ._empirical_bayes import TwoGroupsSolution as TwoGroupsSolution
+    from ._empirical_bayes import estimate_sparsity as estimate_sparsity
+    from ._empirical_bayes import two_groups_em as two_groups_em
+    from ._fdr import MultipleTestResult as MultipleTestResult
+    from ._fdr import benjamini_hochberg as benjamini_hochberg
+    from ._fdr import bh_adjusted_pvalues as bh_adjusted_pvalues
+    from ._fdr import bonferroni as bonferroni
+    from ._fdr import bonferroni_threshold as bonferroni_threshold
+    from ._fdr import two_sided_pvalues as two_sided_pvalues
+    from ._gamma2 import PRESETS as PRESETS
+    from ._gamma2 import AbstractGamma2 as AbstractGamma2
+    from ._gamma2 import EBMMLEGamma2 as EBMMLEGamma2
+    from ._gamma2 import EBSparsityGamma2 as EBSparsityGamma2
+    from ._gamma2 import OracleGamma2 as OracleGamma2
+    from ._gamma2 import SparsityGamma2 as SparsityGamma2
+    from ._gamma2 import relative_belief_gamma2 as relative_belief_gamma2
+    from ._horseshoe import HorseshoeResult as HorseshoeResult
+    from ._horseshoe import horseshoe_shrinkage as horseshoe_shrinkage
+    from ._horseshoe import horseshoe_test as horseshoe_test
+    from ._horseshoe import horseshoe_threshold as horseshoe_threshold
+    from ._horseshoe_mcmc import HorseshoeMCMCResult as HorseshoeMCMCResult
+    from ._horseshoe_mcmc import horseshoe_nuts as horseshoe_nuts
+    from ._oracle import OracleResult as OracleResult
+    from ._oracle import ThresholdRisk as ThresholdRisk
+    from ._oracle import abos_risk_ratio as abos_risk_ratio
+    from ._oracle import bayes_oracle_test as bayes_oracle_test
+    from ._oracle import bayes_oracle_threshold as bayes_oracle_threshold
+    from ._oracle import bfdr_threshold as bfdr_threshold
+    from ._oracle import calibrate_tau2 as calibrate_tau2
+    from ._oracle import threshold_risk as threshold_risk
+    from ._plots import plot_rejections as plot_rejections
+    from ._relative_belief import RelativeBeliefResult as RelativeBeliefResult
+    from ._relative_belief import log_relative_belief_ratio as log_relative_belief_ratio
+    from ._relative_belief import rb_strength as rb_strength
+    from ._relative_belief import relative_belief_ratio as relative_belief_ratio
+    from ._relative_belief import relative_belief_test as relative_belief_test
+    from ._relative_belief import relative_belief_threshold as relative_belief_threshold
+    from ._sigma import AbstractSigma as AbstractSigma
+    from ._sigma import MADSigma as MADSigma
+    from ._sigma import estimate_sigma as estimate_sigma
+    from ._simulate import RiskComparison as RiskComparison
+    from ._simulate import TwoGroupsSample as TwoGroupsSample
+    from ._simulate import simulate_risk_ratios as simulate_risk_ratios
+    from ._simulate import simulate_two_groups as simulate_two_groups
+
+# Each public name loads its module on first access, so a one-shot script that needs only benjamini_hochberg does
+# not import the horseshoe, empirical-Bayes, oracle and simulation modules.
+_LAZY = {
+    "TwoGroupsSolution": "_empirical_bayes",
+    "estimate_sparsity": "_empirical_bayes",
+    "two_groups_em": "_empirical_bayes",
+    "MultipleTestResult": "_fdr",
+    "benjamini_hochberg": "_fdr",
+    "bh_adjusted_pvalues": "_fdr",
+    "bonferroni": "_fdr",
+    "bonferroni_threshold": "_fdr",
+    "two_sided_pvalues": "_fdr",
+    "PRESETS": "_gamma2",
+    "AbstractGamma2": "_gamma2",
+    "EBMMLEGamma2": "_gamma2",
+    "EBSparsityGamma2": "_gamma2",
+    "OracleGamma2": "_gamma2",
+    "SparsityGamma2": "_gamma2",
+    "relative_belief_gamma2": "_gamma2",
+    "HorseshoeResult": "_horseshoe",
+    "horseshoe_shrinkage": "_horseshoe",
+    "horseshoe_test": "_horseshoe",
+    "horseshoe_threshold": "_horseshoe",
+    "HorseshoeMCMCResult": "_horseshoe_mcmc",
+    "horseshoe_nuts": "_horseshoe_mcmc",
+    "OracleResult": "_oracle",
+    "ThresholdRisk": "_oracle",
+    "abos_risk_ratio": "_oracle",
+    "bayes_oracle_test": "_oracle",
+    "bayes_oracle_threshold": "_oracle",
+    "bfdr_threshold": "_oracle",
+    "calibrate_tau2": "_oracle",
+    "threshold_risk": "_oracle",
+    "plot_rejections": "_plots",
+    "RelativeBeliefResult": "_relative_belief",
+    "log_relative_belief_ratio": "_relative_belief",
+    "rb_strength": "_relative_belief",
+    "relative_belief_ratio": "_relative_belief",
+    "relative_belief_test": "_relative_belief",
+    "relative_belief_threshold": "_relative_belief",
+    "AbstractSigma": "_sigma",
+    "MADSigma": "_sigma",
+    "estimate_sigma": "_sigma",
+    "RiskComparison": "_simulate",
+    "TwoGroupsSample": "_simulate",
+    "simulate_risk_ratios": "_simulate",
+    "simulate_two_groups": "_simulate",
+}
 
 __all__ = [
     "PRESETS",
@@ -111,4 +165,16 @@ __all__ = [
 ]
 
 #: Renamed public names, importable for one release with a DeprecationWarning.
-__getattr__ = _deprecated_names(__name__, {"TwoGroupsEM": ("TwoGroupsSolution", lambda: TwoGroupsSolution)})
+_renamed = _deprecated_names(__name__, {"TwoGroupsEM": ("TwoGroupsSolution", lambda: __getattr__("TwoGroupsSolution"))})
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(_importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value  # later lookups are plain attribute reads
+        return value
+    return _renamed(name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

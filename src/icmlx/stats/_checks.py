@@ -39,8 +39,22 @@ def float_dtype(*values: Any) -> Any:
     return dt
 
 
+def host_float_array(x: np.ndarray, name: str) -> np.ndarray:
+    """A NumPy array as the floating host array :func:`as_float_array` would put on the device."""
+    if x.dtype == object:
+        raise TypeError(f"{name}: got an object array; pass numbers (e.g. np.asarray(values, dtype=float))")
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        raise TypeError(f"{name} must be real, got dtype {x.dtype}")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return x.astype(default_float())
+    return x.astype(jax.dtypes.canonicalize_dtype(x.dtype), copy=False)
+
+
 def as_float_array(x: Any, name: str) -> jax.Array:
     """``x`` as a floating JAX array (integers are cast to the default float; complex is refused)."""
+    if isinstance(x, np.ndarray):
+        # host data: cast on the host and transfer once; jnp.asarray would compile a conversion program
+        return jax.device_put(host_float_array(x, name))
     x = jnp.asarray(x)
     if jnp.issubdtype(x.dtype, jnp.complexfloating):
         raise TypeError(f"{name} must be real, got dtype {x.dtype}")
@@ -128,7 +142,8 @@ def check_scalar(
         if hi is not None and not hi_closed and np.any(np.asarray(v, dtype=np.dtype(dtype)).astype(np.float64) >= hi):
             raise ValueError(f"{name}={value!r} rounds to {hi} in {np.dtype(dtype).name}; it must lie in {interval}: "
                              "pass float64 inputs with jax_enable_x64")
-        return jnp.asarray(value, dtype=dtype)
+        # a transfer, not jnp.asarray: that compiles a conversion program (one more per process, cache or not)
+        return jax.device_put(np.asarray(value, dtype=jax.dtypes.canonicalize_dtype(dtype)))
     if jnp.issubdtype(value.dtype, jnp.complexfloating):
         raise TypeError(f"{name} must be real, got dtype {value.dtype}")
     return _range_check(value.astype(dtype), lo, hi, lo_closed, hi_closed, allow_inf,
@@ -210,19 +225,29 @@ def _series_values(x: Any, name: str) -> tuple[Any, Labels | None]:
     return x, None
 
 
-def as_input_array(x: Any, name: str) -> tuple[jax.Array, Labels | None]:
-    """``x`` (list, tuple, NumPy, JAX, pandas Series) as a floating JAX array, and the Series index if any."""
+def host_input_array(x: Any, name: str) -> tuple[Any, Labels | None]:
+    """Like :func:`as_input_array`, but host data (list, NumPy, Series) stays a NumPy array of the final dtype.
+
+    A caller checks the values there and puts the array on the device once (:func:`jax.device_put`), so a
+    large input makes one host-to-device copy and no round trip.
+    """
     x, labels = _series_values(x, name)
     if isinstance(x, (list, tuple)):
         try:
             x = np.asarray(x, dtype=np.float64)
         except (TypeError, ValueError) as err:
             raise TypeError(f"{name}: could not read the list as numbers ({err})") from err
-    if isinstance(x, np.ndarray) and x.dtype == object:
-        raise TypeError(f"{name}: got an object array; pass numbers (e.g. np.asarray(values, dtype=float))")
-    if isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating):
-        x = x.astype(default_float(), copy=False)  # a float64 array under float32 JAX: cast once, quietly
+    if isinstance(x, np.ndarray):
+        if x.dtype != object and jnp.issubdtype(x.dtype, jnp.floating):
+            x = x.astype(default_float(), copy=False)  # a float64 array under float32 JAX: cast once, quietly
+        return host_float_array(x, name), labels
     return as_float_array(x, name), labels
+
+
+def as_input_array(x: Any, name: str) -> tuple[jax.Array, Labels | None]:
+    """``x`` (list, tuple, NumPy, JAX, pandas Series) as a floating JAX array, and the Series index if any."""
+    x, labels = host_input_array(x, name)
+    return (jax.device_put(x) if isinstance(x, np.ndarray) else x), labels
 
 
 def _where_first(mask: np.ndarray, labels: Labels | None) -> str:

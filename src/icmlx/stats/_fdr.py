@@ -20,6 +20,7 @@ from ._checks import (
     as_input_array,
     check_scalar,
     float_dtype,
+    host_input_array,
     warn_float32_tails,
     warn_if_pvalues,
 )
@@ -103,7 +104,8 @@ class MultipleTestResult(TestDecisions):
 
 
 def _check_pvalues(pvalues, where):
-    p, labels = as_input_array(pvalues, "pvalues")
+    # host data is checked on the host and then put on the device once (no round trip of a large input)
+    p, labels = host_input_array(pvalues, "pvalues")
     if p.ndim < 1 or p.shape[-1] < 1:
         raise ValueError(f"{where}: pvalues must have a non-empty last (tests) axis, got {p.shape=}")
     if is_traced(p):
@@ -124,7 +126,7 @@ def _check_pvalues(pvalues, where):
             f"{where}: pvalues must lie in [0, 1], but {found} lie outside, e.g. {float(first):.4g}; these look "
             "like z-scores: convert them with two_sided_pvalues(z) first"
         )
-    return p, labels
+    return (jax.device_put(p) if isinstance(p, np.ndarray) else p), labels
 
 
 def _line(j, n, alpha, dt):
