@@ -14,7 +14,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-__all__ = ["BlockPlan", "make_block_plan", "blockify", "unblockify", "matrix_view_shape"]
+__all__ = ["BlockPlan", "make_block_plan", "blockify", "unblockify", "matrix_view_shape", "merge_dims"]
 
 ADAM, MATRIX, VECTOR = "adam", "matrix", "vector"
 
@@ -61,12 +61,51 @@ class BlockPlan(NamedTuple):
     contributions: tuple[tuple[tuple[int, str], ...], ...]
 
 
-def matrix_view_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Squeeze unit dimensions; view >=3-D as ``(d0, prod(rest))`` (DASH's reshape)."""
+def merge_dims(shape: tuple[int, ...], max_dim: int) -> tuple[int, ...]:
+    """Distributed Shampoo's ``merge_small_dims``: fuse adjacent dims while their product stays <= ``max_dim``.
+
+    ``(2, 512, 2048, 3, 4)`` with ``max_dim=1024`` gives ``(1024, 2048, 12)``; unit dims vanish.
+    """
+    out: list[int] = []
+    product = 1
+    for d in shape:
+        if product * d <= max_dim:
+            product *= d
+        else:
+            if product > 1:
+                out.append(product)
+            product = d
+    if product > 1:
+        out.append(product)
+    return tuple(out)
+
+
+def _balanced_split(dims: tuple[int, ...]) -> tuple[int, int]:
+    """``(prod(dims[:k]), prod(dims[k:]))`` at the ``k`` that makes the longer side shortest (ties: larger k)."""
+    k = min(range(1, len(dims)), key=lambda k: (max(math.prod(dims[:k]), math.prod(dims[k:])), -k))
+    return math.prod(dims[:k]), math.prod(dims[k:])
+
+
+def matrix_view_shape(shape: tuple[int, ...], merge_block: int | None = None) -> tuple[int, ...]:
+    """The 2-D view of a leaf: unit dims dropped, then >=3-D leaves viewed as a matrix.
+
+    With ``merge_block=None``, a >=3-D leaf is ``(d0, prod(rest))`` (the DASH paper's reshape). With
+    ``merge_block=B`` (DASH's ``merge_small_dims=True``): adjacent dims are first merged left to right while
+    their product stays ``<= B`` (:func:`merge_dims`); if more than two dims remain, they are split into
+    ``(prod(leading), prod(trailing))`` where the longer side is shortest, ties to the later split (so a conv
+    kernel ``(kh, kw, cin, cout)`` becomes ``(kh*kw*cin, cout)``); if merging left one dim (the whole leaf has
+    at most ``B`` entries), that split is made over the unmerged dims, so the leaf stays a matrix. 1-D and
+    2-D views (after dropping unit dims) are returned as they are.
+    """
     sq = tuple(d for d in shape if d != 1)
-    if len(sq) >= 3:
+    if len(sq) < 3:
+        return sq
+    if merge_block is None:
         return (sq[0], math.prod(sq[1:]))
-    return sq
+    merged = merge_dims(sq, merge_block)
+    if len(merged) == 2:
+        return merged
+    return _balanced_split(merged if len(merged) > 2 else sq)
 
 
 def _splits(m: int, b: int) -> list[tuple[int, int, int]]:
@@ -87,6 +126,7 @@ def make_block_plan(
     one_dim: str = "adam",
     num_shards: int = 1,
     max_dim: int | None = None,
+    merge_small_dims: bool = False,
 ) -> BlockPlan:
     """Build the static plan for leaves with the given shapes.
 
@@ -97,6 +137,8 @@ def make_block_plan(
         stacked ``(B, 1)`` blocks and a left factor only (root 2).
       num_shards: pad every factor stack to a multiple of this (for sharding over a mesh axis).
       max_dim: leaves whose (viewed) side exceeds this go to Adam (the diagonal fallback); ``None``: no limit.
+      merge_small_dims: view >=3-D leaves by :func:`matrix_view_shape`'s merge rule with ``merge_block =
+        block_size`` (``False``: the ``(d0, prod(rest))`` view).
 
     Returns:
       The :class:`BlockPlan`.
@@ -106,7 +148,7 @@ def make_block_plan(
     group_counts: list[int] = []
     group_keys: list[tuple[str, int, int]] = []
     for shape in shapes:
-        view = matrix_view_shape(tuple(shape))
+        view = matrix_view_shape(tuple(shape), block_size if merge_small_dims else None)
         if any(d == 0 for d in shape):  # an empty leaf has no blocks: Adam's (empty) update is the no-op
             view = ()
         if max_dim is not None and any(d > max_dim for d in view):

@@ -13,7 +13,15 @@ from jax import lax
 from jaxtyping import Array, Int
 
 from ._blocking import ADAM, VECTOR, BlockPlan, blockify, make_block_plan, unblockify
-from ._dash_settings import _check_nonnegative, _check_settings, _check_static, _concrete, _is_number
+from ._dash_settings import (
+    _check_nonnegative,
+    _check_settings,
+    _check_static,
+    _concrete,
+    _is_number,
+    _statistics_dtype,
+)
+from ._grafting import moments_and_graft
 from ._inverse_root import _inverse_root_impl
 from ._root_methods import DEFAULT_INVERSE_ROOT, AbstractInverseRoot, as_inverse_root, pop_legacy_settings
 from ._warn import warn_user
@@ -23,7 +31,7 @@ __all__ = ["DashState", "scale_by_dash", "dash", "DASH_STATIC_ARGS"]
 #: Arguments of :func:`dash` that must stay Python values under ``optax.inject_hyperparams``.
 DASH_STATIC_ARGS = (
     "block_size", "nesterov", "precondition_frequency", "start_preconditioning_step", "root_epsilon",
-    "root_chunk_size", "max_precondition_dim",
+    "root_chunk_size", "max_precondition_dim", "merge_small_dims", "statistics_dtype",
 )
 
 
@@ -131,9 +139,9 @@ def _check_leaf_dtypes(fn_name: str, leaves, what: str) -> None:
             )
 
 
-def _plan_for(leaves, block_size, one_dim, num_shards, max_dim) -> BlockPlan:
+def _plan_for(leaves, block_size, one_dim, num_shards, max_dim, merge) -> BlockPlan:
     shapes = tuple(tuple(int(d) for d in x.shape) for x in leaves)
-    return make_block_plan(shapes, block_size, one_dim, num_shards, max_dim)
+    return make_block_plan(shapes, block_size, one_dim, num_shards, max_dim, merge)
 
 
 def _all_finite(leaves) -> Array:
@@ -143,34 +151,11 @@ def _all_finite(leaves) -> Array:
     return finite
 
 
-def _moments_and_graft(updates, state: DashState, t: Array, b1, b2, eps, grafting: str, fdt):
-    """Gradient EMA ``mu``, second moment ``nu``, the grafting direction and Adam's direction (pytrees)."""
-    mu = optax.tree.update_moment(updates, state.mu, b1, 1)
-    if grafting == "adagrad":
-        nu = jax.tree.map(lambda n, g: n + g * g, state.nu, updates)
-    else:
-        nu = optax.tree.update_moment_per_elem_norm(updates, state.nu, b2, 2)
-    tf = t.astype(fdt)
-    bc1 = 1.0 - jnp.asarray(b1).astype(fdt) ** tf
-    bc2 = 1.0 - jnp.asarray(b2).astype(fdt) ** tf
-    mu_hat = jax.tree.map(lambda m: m / bc1.astype(m.dtype), mu)
-    nu_hat = jax.tree.map(lambda v: v / bc2.astype(v.dtype), nu)
-    adam_dir = jax.tree.map(lambda m, v: m / (jnp.sqrt(v) + eps), mu_hat, nu_hat)
-    if grafting == "adam":
-        graft = adam_dir
-    elif grafting == "rmsprop":
-        graft = jax.tree.map(lambda g, v: g / (jnp.sqrt(v) + eps), updates, nu_hat)
-    elif grafting == "adagrad":
-        graft = jax.tree.map(lambda g, v: g / (jnp.sqrt(v) + eps), updates, nu)
-    elif grafting == "sgd":
-        graft = updates
-    else:
-        graft = mu
-    return mu, nu, graft, adam_dir
-
-
 def _update_factors(plan: BlockPlan, leaves, factors, factor_decay, fdt, constrain) -> tuple[Array, ...]:
-    """One EMA step of every Kronecker-factor stack: ``G G^T`` (left) or ``G^T G`` (right) per block."""
+    """One EMA step of every Kronecker-factor stack: ``G G^T`` (left) or ``G^T G`` (right) per block.
+
+    The EMA is computed in ``fdt`` and stored back in the stack's own dtype (the ``statistics_dtype``).
+    """
     g_blocks = blockify(plan, leaves, fdt)
     new_factors = []
     for si, (z, _, n_real, n_pad) in enumerate(plan.stacks):
@@ -184,11 +169,12 @@ def _update_factors(plan: BlockPlan, leaves, factors, factor_decay, fdt, constra
         if n_pad > n_real:
             parts.append(jnp.zeros((n_pad - n_real, z, z), fdt))
         outer = parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=0)
+        old = factors[si].astype(fdt)
         if _is_number(factor_decay) and factor_decay >= 1.0:
-            f = factors[si] + outer
+            f = old + outer
         else:
-            f = factor_decay * factors[si] + (1.0 - factor_decay) * outer
-        new_factors.append(constrain(f))
+            f = factor_decay * old + (1.0 - factor_decay) * outer
+        new_factors.append(constrain(f.astype(factors[si].dtype)))
     return tuple(new_factors)
 
 
@@ -242,6 +228,8 @@ def scale_by_dash(
     root_chunk_size: int | Literal["auto"] | None = "auto",
     one_dim: str = "adam",
     max_precondition_dim: int | None = 4096,
+    merge_small_dims: bool = True,
+    statistics_dtype: str | type | np.dtype | None = None,
     nonfinite: str = "skip",
     mesh: jax.sharding.Mesh | None = None,
     mesh_axis: str | None = None,
@@ -264,17 +252,43 @@ def scale_by_dash(
     :math:`P^{graft} = \hat{\tilde G} / (\sqrt{\hat A} + \epsilon)` with :math:`A` the ``b2``-EMA of
     :math:`G^2`, i.e. exactly ``optax.adam(b1, b2, eps)``'s direction; ``"rmsprop"`` uses
     :math:`G/(\sqrt{\hat A}+\epsilon)`, ``"adagrad"`` :math:`G/(\sqrt{\sum G^2}+\epsilon)`, ``"sgd"`` :math:`G`,
-    ``"none"`` no rescaling. Optional momentum: :math:`M \leftarrow \mu M + P`, then
+    ``"none"`` no rescaling. ``"rmsprop_normalized"`` and ``"adagrad_normalized"`` (Distributed Shampoo's
+    ``RMSPROP_NORMALIZED``/``ADAGRAD_NORMALIZED``) are rmsprop and adagrad with :math:`G` replaced, in the
+    accumulator and the numerator, by :math:`S = G / (\|G\|_F + 10^{-25})`, the leaf's gradient over its own
+    Frobenius norm: :math:`A \leftarrow b_2 A + (1-b_2) S^2`, :math:`P^{graft} = S/(\sqrt{\hat A}+\epsilon)`,
+    resp. :math:`A \leftarrow A + S^2`, :math:`P^{graft} = S/(\sqrt{A}+\epsilon)` (on preconditioned leaves;
+    the Adam-routed leaves keep Adam's raw-gradient EMA whatever the grafting, so their update is Adam's).
+    Optional momentum: :math:`M \leftarrow \mu M + P`, then
     :math:`P + \mu M` (Nesterov) or :math:`M`. The factor EMAs have no bias correction (the grafting rescale
     makes the scale of :math:`\bar L, \bar R` irrelevant).
 
-    Layout: leaves are squeezed; ≥3-D leaves are viewed as ``(d0, prod(rest))``; a leaf whose (viewed) side
+    Layout: leaves are squeezed (unit dims dropped); ≥3-D leaves are viewed as matrices by the shape rule
+    below; a leaf whose (viewed) side
     exceeds ``max_precondition_dim`` (a vocabulary embedding, a wide conv view), 1-D leaves and scalars go to
     Adam (``one_dim="adam"``) or, for vectors with ``one_dim="shampoo"``, to stacked ``(B, 1)`` blocks with a
     left factor only and root 2. Ragged edges are kept as smaller blocks grouped by shape. The block partition
     is static (from shapes), every factor stack is one ``(N, z, z)`` array and each refresh is one batched
     inverse-root solve per stack with the ``inverse_root`` solver (as :func:`~icmlx.optim.matrix_inverse_root`,
     without its residual).
+
+    Shape rule for ≥3-D leaves (``merge_small_dims=True``, default; as Distributed Shampoo's
+    ``merge_small_dims``, then a 2-D view because DASH's factors are per matrix side): (1) drop unit dims;
+    (2) merge adjacent dims left to right while their product stays ``<= block_size``; (3) if more than two
+    dims remain, split them into ``(prod(leading), prod(trailing))`` at the point where the longer side is
+    shortest, ties to the later point; if (2) left a single dim (the leaf has at most ``block_size`` entries),
+    make that split over the dims of (1). A conv kernel ``(kh, kw, cin, cout) = (3, 3, 64, 64)`` with
+    ``block_size=128`` merges to ``(9, 64, 64)`` and is preconditioned as the ``(576, 64)`` matrix
+    ``(kh*kw*cin, cout)``; ``(3, 3, 3, 64)`` merges to ``(27, 64)``; an attention kernel ``(256, 4, 64)``
+    becomes ``(256, 256)``. ``merge_small_dims=False`` keeps the DASH paper's ``(d0, prod(rest))`` view
+    (``(3, 12288)`` for that conv, whose 12288 side exceeds ``max_precondition_dim`` and sends it to Adam).
+
+    Statistics dtype: ``statistics_dtype="bfloat16"`` stores the factor stacks :math:`L_i, R_i` in bfloat16
+    (half their bytes); each EMA step and each inverse root is computed in float32 from the upcast stack and
+    the roots stay float32. bfloat16 keeps 8 significant bits, so a stored factor is resolved down to
+    eigenvalues of about 1e-2 of its largest: on a small problem the update stays within 1e-2 (relative) of
+    the float32-statistics one once the factors average a few steps (tested from step 2 on), while a nearly
+    singular factor (one square gradient block's :math:`G G^\top` at step 1) can get an O(1) different
+    root. Not for ``factor_decay=1`` (warns: a bfloat16 sum stops growing).
 
     Non-finite gradients: ``nonfinite="skip"`` (default) leaves the whole state unchanged and returns a zero
     update when any gradient entry is NaN/inf, or when a finite but huge gradient (entries past about
@@ -305,7 +319,8 @@ def scale_by_dash(
       b2: grafting second-moment EMA :math:`\beta_{graft}`.
       factor_decay: Kronecker-factor EMA :math:`\beta_{LR}`; 1.0 gives a plain sum (AdaGrad-style).
       eps: grafting epsilon.
-      grafting: ``"adam"``, ``"adagrad"``, ``"rmsprop"``, ``"sgd"`` or ``"none"``.
+      grafting: ``"adam"``, ``"adagrad"``, ``"rmsprop"``, ``"adagrad_normalized"``, ``"rmsprop_normalized"``,
+        ``"sgd"`` or ``"none"``.
       momentum: heavy-ball :math:`\mu` (0 disables the buffer).
       nesterov: Nesterov form of the momentum.
       precondition_frequency: refresh period :math:`f` of the inverse roots (static).
@@ -328,6 +343,11 @@ def scale_by_dash(
         of Kronecker factors, as Distributed Shampoo's ``skip_preconditioning_dim_size_gt`` (same default,
         4096): their factors would cost ``ceil(side / B)`` blocks of ``B x B`` each for little gain. ``None``
         preconditions every matrix.
+      merge_small_dims: view ≥3-D leaves by the shape rule above (``True``, default) or as
+        ``(d0, prod(rest))`` (``False``). Static.
+      statistics_dtype: ``None`` (default: the factor dtype, float32, or float64 for float64 parameters),
+        ``"float32"`` or ``"bfloat16"`` (also as ``jnp.bfloat16``): the storage dtype of the factor stacks.
+        Static.
       nonfinite: ``"skip"``, ``"raise"`` or ``"ignore"``.
       mesh: optional ``jax.sharding.Mesh`` to shard the stacks over.
       mesh_axis: the mesh axis name (required with ``mesh``).
@@ -341,12 +361,13 @@ def scale_by_dash(
 
     Raises:
       ValueError: invalid hyperparameters (at construction), naming the argument: out-of-range or NaN
-        ``b1``/``b2``/``factor_decay``/``momentum``/``eps``, a negative ``root_epsilon``, a structural
+        ``b1``/``b2``/``factor_decay``/``momentum``/``eps``, a negative ``root_epsilon``, an unknown
+        ``grafting`` or ``statistics_dtype``, a non-bool ``merge_small_dims``, a structural
         argument given as an array (use ``optax.inject_hyperparams(..., static_args=DASH_STATIC_ARGS)``).
 
     Warns:
       UserWarning: once per factor side, an explicit ``block_size`` giving factors larger than 512 on the
-        CPU backend (slow refreshes).
+        CPU backend (slow refreshes); ``statistics_dtype="bfloat16"`` with ``factor_decay=1``.
 
     References:
       Modoranu et al., DASH, arXiv:2602.02016. Gupta et al., Shampoo, arXiv:1802.09568. Shi et al.,
@@ -368,7 +389,8 @@ def scale_by_dash(
         block_size = _default_block_size()
     _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, one_dim, nonfinite,
                     precondition_frequency, start_preconditioning_step, root_epsilon, root_chunk_size, mesh,
-                    mesh_axis, max_precondition_dim)
+                    mesh_axis, max_precondition_dim, merge_small_dims)
+    sdt_setting = _statistics_dtype(statistics_dtype, factor_decay, "scale_by_dash")
     solver = as_inverse_root(inverse_root, "inverse_root")
     num_shards = 1 if mesh is None else int(mesh.shape[mesh_axis])
     use_momentum = not (_is_number(momentum) and momentum == 0.0)
@@ -392,7 +414,7 @@ def scale_by_dash(
     def _roots(factors: tuple[Array, ...], old: tuple[Array, ...], plan: BlockPlan):
         out, n_failed = [], jnp.zeros([], jnp.int32)
         for f, r_old, (_, root, _, _) in zip(factors, old, plan.stacks):
-            r, failed = _solve(_constrain(f), root)
+            r, failed = _solve(_constrain(f.astype(r_old.dtype)), root)  # roots from float32/64 statistics
             # Distributed-Shampoo policy: a block whose refresh failed keeps its previous inverse root.
             out.append(_constrain(jnp.where(failed[:, None, None], r_old, r)))
             n_failed = n_failed + jnp.sum(failed, dtype=jnp.int32)
@@ -401,14 +423,15 @@ def scale_by_dash(
     def init_fn(params):
         leaves, _ = jax.tree.flatten(params)
         _check_leaf_dtypes("scale_by_dash", leaves, "params")
-        plan = _plan_for(leaves, block_size, one_dim, num_shards, max_precondition_dim)
+        plan = _plan_for(leaves, block_size, one_dim, num_shards, max_precondition_dim, merge_small_dims)
         if explicit_block:
             _warn_large_cpu_blocks(plan, "scale_by_dash", block_size)
         fdt = _factor_dtype(leaves)
         mu = jax.tree.map(jnp.zeros_like, params)
         nu = jax.tree.map(jnp.zeros_like, params)
         mom = jax.tree.map(jnp.zeros_like, params) if use_momentum else ()
-        factors = tuple(_constrain(jnp.zeros((npad, z, z), fdt)) for z, _, _, npad in plan.stacks)
+        sdt = fdt if sdt_setting is None else sdt_setting
+        factors = tuple(_constrain(jnp.zeros((npad, z, z), sdt)) for z, _, _, npad in plan.stacks)
         roots = tuple(
             _constrain(jnp.broadcast_to(jnp.eye(z, dtype=fdt), (npad, z, z))) for z, _, _, npad in plan.stacks
         )
@@ -418,7 +441,7 @@ def scale_by_dash(
         del params
         leaves, treedef = jax.tree.flatten(updates)
         _check_leaf_dtypes("scale_by_dash", leaves, "updates")
-        plan = _plan_for(leaves, block_size, one_dim, num_shards, max_precondition_dim)
+        plan = _plan_for(leaves, block_size, one_dim, num_shards, max_precondition_dim, merge_small_dims)
         fdt = _factor_dtype(leaves)
         if nonfinite == "raise":
             bad = ~_all_finite(leaves)
@@ -428,9 +451,10 @@ def scale_by_dash(
         t = count  # 1-based step of this update
         t0 = start_preconditioning_step
 
-        mu, nu, graft, adam_dir = _moments_and_graft(updates, state, t, b1, b2, eps, grafting, fdt)
-        graft_leaves = treedef.flatten_up_to(graft)
-        adam_leaves = treedef.flatten_up_to(adam_dir)
+        mu, nu, graft_leaves, adam_leaves = moments_and_graft(
+            leaves, treedef.flatten_up_to(state.mu), treedef.flatten_up_to(state.nu), t, b1, b2, eps, grafting,
+            fdt, [lp.kind != ADAM for lp in plan.leaves])
+        mu, nu = jax.tree.unflatten(treedef, mu), jax.tree.unflatten(treedef, nu)
         factors = _update_factors(plan, leaves, state.factors, factor_decay, fdt, _constrain)
 
         # Inverse roots, refreshed only on refresh steps (one batched solve per stack).
@@ -493,6 +517,8 @@ def dash(
     root_chunk_size: int | Literal["auto"] | None = "auto",
     one_dim: str = "adam",
     max_precondition_dim: int | None = 4096,
+    merge_small_dims: bool = True,
+    statistics_dtype: str | type | np.dtype | None = None,
     nonfinite: str = "skip",
     mesh: jax.sharding.Mesh | None = None,
     mesh_axis: str | None = None,
@@ -532,6 +558,8 @@ def dash(
       root_chunk_size: as in :func:`scale_by_dash`.
       one_dim: as in :func:`scale_by_dash`.
       max_precondition_dim: as in :func:`scale_by_dash`.
+      merge_small_dims: as in :func:`scale_by_dash`.
+      statistics_dtype: as in :func:`scale_by_dash`.
       nonfinite: as in :func:`scale_by_dash`.
       mesh: as in :func:`scale_by_dash`.
       mesh_axis: as in :func:`scale_by_dash`.
@@ -576,8 +604,8 @@ def dash(
             precondition_frequency=precondition_frequency,
             start_preconditioning_step=start_preconditioning_step, inverse_root=inverse_root,
             root_epsilon=root_epsilon, root_chunk_size=root_chunk_size, one_dim=one_dim, nonfinite=nonfinite,
-            max_precondition_dim=max_precondition_dim,
-            mesh=mesh, mesh_axis=mesh_axis,
+            max_precondition_dim=max_precondition_dim, merge_small_dims=merge_small_dims,
+            statistics_dtype=statistics_dtype, mesh=mesh, mesh_axis=mesh_axis,
         ),
         optax.add_decayed_weights(weight_decay, weight_decay_mask),
         optax.scale_by_learning_rate(learning_rate),

@@ -5,11 +5,15 @@ from __future__ import annotations
 import math
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
+from ._grafting import GRAFTINGS as _GRAFTINGS
 from ._inverse_root import _check_chunk_size
+from ._warn import warn_user
 
-_GRAFTINGS = ("adam", "adagrad", "rmsprop", "sgd", "none")
+#: ``statistics_dtype`` choices: None (the factor dtype) or one of these.
+_STATISTICS_DTYPES = ("float32", "bfloat16")
 _ONE_DIM = ("adam", "shampoo")
 _NONFINITE = ("skip", "raise", "ignore")
 
@@ -57,7 +61,7 @@ def _check_static(fn_name: str, **values) -> None:
 
 def _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, one_dim, nonfinite,
                     precondition_frequency, start_preconditioning_step, root_epsilon, root_chunk_size, mesh,
-                    mesh_axis, max_precondition_dim=None) -> None:
+                    mesh_axis, max_precondition_dim=None, merge_small_dims=True) -> None:
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None (chosen by backend), got {block_size=}")
     for name, val in (("b1", b1), ("b2", b2)):
@@ -76,6 +80,8 @@ def _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, o
             or max_precondition_dim < 1):
         raise ValueError("max_precondition_dim must be a positive integer or None (precondition every matrix), "
                          f"got {max_precondition_dim=}")
+    if not isinstance(merge_small_dims, (bool, np.bool_)):
+        raise ValueError(f"merge_small_dims must be True or False, got {merge_small_dims=}")
     if one_dim not in _ONE_DIM:
         raise ValueError(f"one_dim must be one of {_ONE_DIM}, got {one_dim=}")
     if nonfinite not in _NONFINITE:
@@ -91,3 +97,21 @@ def _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, o
         raise ValueError(f"mesh_axis {mesh_axis!r} is not an axis of the mesh {mesh.axis_names}")
 
 
+
+
+def _statistics_dtype(statistics_dtype, factor_decay, fn_name: str):
+    """The storage dtype of the Kronecker factors, or ``None`` for the factor dtype (float32/float64)."""
+    if statistics_dtype is None:
+        return None
+    try:
+        dt = np.dtype(jnp.dtype(statistics_dtype))
+    except TypeError:
+        dt = None
+    if dt is None or dt.name not in _STATISTICS_DTYPES:
+        raise ValueError(f"statistics_dtype must be None or one of {_STATISTICS_DTYPES}, got {statistics_dtype=}")
+    if dt.name == "bfloat16" and _is_number(factor_decay) and factor_decay >= 1.0:
+        warn_user(
+            f"{fn_name}: statistics_dtype=bfloat16 with factor_decay=1 (a plain sum): a bfloat16 sum stops growing "
+            "once one step adds less than ~1/256 of it.\nUse factor_decay < 1 (an EMA) or statistics_dtype=None."
+        )
+    return jnp.dtype(dt)

@@ -1,0 +1,83 @@
+r"""DASH's diagonal statistics: the gradient EMA, the grafting accumulator and the grafting direction.
+
+The grafting direction only lends its per-block Frobenius norm to the Shampoo direction (and is the whole
+update before ``start_preconditioning_step``); Adam's direction is the update of the leaves DASH does not
+precondition (1-D leaves, scalars, sides past ``max_precondition_dim``).
+"""
+
+import jax.numpy as jnp
+import optax
+from jaxtyping import Array
+
+__all__ = ["GRAFTINGS", "moments_and_graft"]
+
+#: The ``grafting`` choices of :func:`~icmlx.optim.scale_by_dash`.
+GRAFTINGS = ("adam", "adagrad", "rmsprop", "adagrad_normalized", "rmsprop_normalized", "sgd", "none")
+
+#: Added to a leaf's gradient norm before dividing by it (Distributed Shampoo's ``_EPSILON``).
+NORM_EPSILON = 1e-25
+
+
+def _normalized(g: Array, fdt) -> Array:
+    """``g / (||g||_F + 1e-25)``, the norm taken in the factor dtype (no float16 underflow of the epsilon)."""
+    gf = g.astype(fdt)
+    return (gf / (jnp.sqrt(jnp.sum(gf * gf)) + NORM_EPSILON)).astype(g.dtype)
+
+
+def moments_and_graft(grads: list[Array], mu: list[Array], nu: list[Array], t: Array, b1, b2, eps,
+                      grafting: str, fdt, preconditioned: list[bool]):
+    r"""One step of the diagonal statistics, on flat lists of leaves.
+
+    With :math:`g` the gradient of a leaf, :math:`s = g` except for the normalized graftings, where
+    :math:`s = g / (\|g\|_F + 10^{-25})` on preconditioned leaves (the leaf's own norm, as Distributed
+    Shampoo's ``RMSPROP_NORMALIZED``/``ADAGRAD_NORMALIZED``):
+
+    .. math::
+
+        m &\leftarrow b_1 m + (1-b_1) g, \qquad
+        v \leftarrow \begin{cases} v + s^2 & \text{adagrad[\_normalized], preconditioned leaves} \\
+        b_2 v + (1-b_2) s^2 & \text{otherwise} \end{cases} \\
+        \hat m &= m / (1-b_1^t), \quad \hat v = v / (1-b_2^t), \quad
+        P^{adam} = \hat m / (\sqrt{\hat v} + \epsilon) \\
+        P^{graft} &= P^{adam} \text{ (adam)}, \quad s / (\sqrt{\hat v} + \epsilon) \text{ (rmsprop[\_normalized])},
+        \quad s / (\sqrt{v} + \epsilon) \text{ (adagrad[\_normalized])}, \quad g \text{ (sgd)}, \quad m
+        \text{ (none)}
+
+    Leaves that are not preconditioned keep :math:`s = g` and the EMA :math:`v`, so their update is Adam's
+    whatever the grafting.
+
+    Args:
+      grads, mu, nu: the gradient, its EMA and the grafting accumulator, one array per leaf.
+      t: the 1-based step, int32 scalar.
+      b1, b2, eps: the EMA rates and the epsilon.
+      grafting: one of :data:`GRAFTINGS`.
+      fdt: the factor dtype (bias corrections and norms are computed in it).
+      preconditioned: per leaf, whether it gets Kronecker factors.
+
+    Returns:
+      ``(mu, nu, graft, adam)``, lists of leaves.
+    """
+    normalize = grafting.endswith("_normalized")
+    scaled = [_normalized(g, fdt) if normalize and pre else g for g, pre in zip(grads, preconditioned)]
+    mu = [optax.tree.update_moment(g, m, b1, 1) for g, m in zip(grads, mu)]
+    adagrad = grafting.startswith("adagrad")
+    # Leaves DASH does not precondition take Adam's update, so they keep Adam's EMA whatever the grafting.
+    nu = [n + s * s if adagrad and pre else optax.tree.update_moment_per_elem_norm(s, n, b2, 2)
+          for s, n, pre in zip(scaled, nu, preconditioned)]
+    tf = t.astype(fdt)
+    bc1 = 1.0 - jnp.asarray(b1).astype(fdt) ** tf
+    bc2 = 1.0 - jnp.asarray(b2).astype(fdt) ** tf
+    mu_hat = [m / bc1.astype(m.dtype) for m in mu]
+    nu_hat = [v / bc2.astype(v.dtype) for v in nu]
+    adam = [m / (jnp.sqrt(v) + eps) for m, v in zip(mu_hat, nu_hat)]
+    if grafting == "adam":
+        graft = adam
+    elif grafting.startswith("rmsprop"):
+        graft = [s / (jnp.sqrt(v) + eps) for s, v in zip(scaled, nu_hat)]
+    elif grafting.startswith("adagrad"):
+        graft = [s / (jnp.sqrt(v) + eps) for s, v in zip(scaled, nu)]
+    elif grafting == "sgd":
+        graft = list(grads)
+    else:
+        graft = mu
+    return mu, nu, graft, adam
