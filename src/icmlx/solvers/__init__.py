@@ -7,6 +7,8 @@ systems, with P1 finite-element assembly and classical Krylov/AMG baselines in J
   lineax's own solvers); ``cg``, ``gmres``, ``bicgstab``, smoothers and greedy aggregation as baselines and
   building blocks. Every entry point takes SciPy sparse matrices in any format, BCOO, dense arrays or a
   ``SparseMatrix``; ``cg(A, b, preconditioner=smoothed_aggregation(A))`` preconditions with a V-cycle.
+- ``solve(A, b)``: one call like ``pyamg.solve`` (smoothed aggregation with near-nullspace candidates, CG or
+  GMRES by matrix class); ``amg_setup(A, ...)`` → ``AMGSolver.solve(b)`` for many right-hand sides.
 - ``plot_residuals(solution)``: the residual history of any solve (matplotlib, imported on call).
 - ``GRANS``: the neural solver (a ``lineax.AbstractLinearSolver``), configured by strategy objects
   (``smoother=ChebyshevSmoother(...)`` / ``MultilevelSmoother(...)``, ``outer=ThreeTermStep(...)`` /
@@ -19,6 +21,13 @@ from .._deprecation import deprecated_names
 from . import fem as fem
 from ._aggregation import aggregation_hierarchy as aggregation_hierarchy
 from ._aggregation import standard_aggregation as standard_aggregation
+from ._amg import AbstractStrength as AbstractStrength
+from ._amg import SymmetricStrength as SymmetricStrength
+from ._amg import rigid_body_modes as rigid_body_modes
+from ._amg_relax import AbstractRelaxation as AbstractRelaxation
+from ._amg_relax import ChebyshevRelaxation as ChebyshevRelaxation
+from ._amg_relax import GaussSeidelRelaxation as GaussSeidelRelaxation
+from ._amg_relax import JacobiRelaxation as JacobiRelaxation
 from ._dtype import working_dtype as working_dtype
 from ._grans import GRANS as GRANS
 from ._grans_net import GRANSNet as GRANSNet
@@ -43,6 +52,9 @@ from ._smoothers import AbstractSmoother as AbstractSmoother
 from ._smoothers import ChebyshevSmoother as ChebyshevSmoother
 from ._smoothers import MultilevelSmoother as MultilevelSmoother
 from ._solution import LinearSolution as LinearSolution
+from ._solve import AMGSolver as AMGSolver
+from ._solve import amg_setup as amg_setup
+from ._solve import solve as solve
 from ._sparse import SparseMatrix as SparseMatrix
 from ._sparse import bucket_size as bucket_size
 from ._train import TrainResult as TrainResult
@@ -69,6 +81,16 @@ __all__ = [
     "smoothed_aggregation",
     "mis2_aggregation",
     "m_matrix_envelope",
+    "solve",
+    "amg_setup",
+    "AMGSolver",
+    "AbstractStrength",
+    "SymmetricStrength",
+    "AbstractRelaxation",
+    "JacobiRelaxation",
+    "ChebyshevRelaxation",
+    "GaussSeidelRelaxation",
+    "rigid_body_modes",
     "GRANS",
     "GRANSNet",
     "GRANSOperator",

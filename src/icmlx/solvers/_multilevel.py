@@ -13,8 +13,8 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._deprecation import renamed_kwargs
+from ._amg_relax import relax
 from ._convert import as_scipy_csr, positive_int
-from ._relaxation import _chebyshev
 from ._sparse import SparseMatrix, bucket_size
 
 __all__ = ["EllMatrix", "MultilevelHierarchy", "smoothed_aggregation", "mis2_aggregation",
@@ -333,6 +333,9 @@ class MultilevelHierarchy(eqx.Module):
     sizes: tuple[int, ...] = eqx.field(static=True)
     degree: int = eqx.field(static=True, default=2)
     n: int | None = eqx.field(static=True, default=None)
+    relaxation: Any = eqx.field(static=True, default=None)  # an AbstractRelaxation; None: Chebyshev(degree)
+    cycle: str = eqx.field(static=True, default="V")
+    colors: tuple = ()  # per level ColorBlocks (GaussSeidelRelaxation only)
 
     @property
     def num_levels(self) -> int:
@@ -377,19 +380,24 @@ class MultilevelHierarchy(eqx.Module):
         return _PaddedCycle(self, n)
 
     def _smooth(self, lvl: int, b, x, zero: bool = False):
-        # Chebyshev smoothing on D⁻¹Ã for [λ/30, λ] (Adams et al. 2003) from x: a polynomial smoother from x
-        # equals x + (the same smoother from 0 applied to the residual); x = 0 skips the residual product.
-        A = self.ops[lvl]
-        r = b if zero else b - A.mv(x)
-        e = _chebyshev(A, r, lambda_max=self.lam[lvl], degree=self.degree, dinv=self.dinv[lvl])
-        return e if zero else x + e
+        # Chebyshev smoothing on D⁻¹Ã for [λ/30, λ] (Adams et al. 2003) unless another relaxation was set up
+        colors = self.colors[lvl] if self.colors else None
+        return relax(self.relaxation, self.ops[lvl], self.dinv[lvl], self.lam[lvl], colors, b, x, zero,
+                     self.degree)
 
     def _cycle(self, lvl: int, b):
         if lvl == len(self.ops):
             return self.coarse_inv @ b
         x = self._smooth(lvl, b, jnp.zeros_like(b), zero=True)
-        r = b - self.ops[lvl].mv(x)
-        x = x + self.prolong[lvl].mv(self._cycle(lvl + 1, self.restrict[lvl].mv(r)))
+        r = self.restrict[lvl].mv(b - self.ops[lvl].mv(x))
+        if self.cycle == "W" and lvl + 1 < len(self.ops):
+            # two coarse cycles, the second on the residual the first leaves (a loop: the trace stays linear
+            # in the number of levels)
+            A1 = self.ops[lvl + 1]
+            e = jax.lax.fori_loop(0, 2, lambda _, e: e + self._cycle(lvl + 1, r - A1.mv(e)), jnp.zeros_like(r))
+        else:
+            e = self._cycle(lvl + 1, r)
+        x = x + self.prolong[lvl].mv(e)
         return self._smooth(lvl, b, x)
 
     def __call__(self, r: Float[Array, " n"]) -> Float[Array, " n"]:

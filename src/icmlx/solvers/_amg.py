@@ -1,0 +1,211 @@
+"""Smoothed aggregation at PyAMG's quality: strength strategies, near-nullspace candidates (rigid-body modes), and
+the set-up that turns the host levels of ``_sa_setup`` into a padded, jittable :class:`MultilevelHierarchy`."""
+
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from .._strategy import as_strategy
+from ._amg_relax import (
+    AbstractRelaxation,
+    ChebyshevRelaxation,
+    ColorBlocks,
+    GaussSeidelRelaxation,
+    JacobiRelaxation,
+)
+from ._convert import as_scipy_csr, positive_int
+from ._multilevel import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, m_matrix_envelope
+from ._sa_setup import multicolor, sa_levels
+from ._sparse import bucket_size
+
+__all__ = ["AbstractStrength", "SymmetricStrength", "rigid_body_modes"]
+
+RELAXATIONS = {"chebyshev": ChebyshevRelaxation, "jacobi": JacobiRelaxation, "gauss_seidel": GaussSeidelRelaxation}
+
+
+class AbstractStrength(eqx.Module):
+    """Which off-diagonal couplings count as strong when aggregating (a strategy object, static fields only).
+
+    Pass one as ``strength=`` to :func:`~icmlx.solvers.amg_setup` or :func:`~icmlx.solvers.solve`.
+    """
+
+
+class SymmetricStrength(AbstractStrength):
+    r"""Symmetric strength of connection: nodes ``i ≠ j`` are strongly coupled when
+    :math:`\|A_{ij}\| \ge \theta \sqrt{\|A_{ii}\|\,\|A_{jj}\|}` (Frobenius norms of the node blocks; entries for
+    scalar problems), symmetrised.
+
+    Attributes:
+      theta: threshold in ``[0, 1)``; ``0`` (PyAMG's default for SA) keeps every nonzero coupling.
+
+    References:
+      Vaněk, Mandel & Brezina, Computing 56 (1996), eq. (3.1).
+
+    Examples:
+      >>> from icmlx.solvers import SymmetricStrength
+      >>> SymmetricStrength(theta=0.25)
+      SymmetricStrength(theta=0.25)
+    """
+
+    theta: float = eqx.field(static=True, default=0.0)
+
+    def __check_init__(self):
+        t = self.theta
+        if isinstance(t, bool) or not isinstance(t, (int, float, np.floating)) or not 0.0 <= t < 1.0:
+            raise ValueError(f"SymmetricStrength: theta must be a number in [0, 1), got theta={t!r}")
+
+
+def rigid_body_modes(coords: Any) -> np.ndarray:
+    r"""Rigid-body modes of linear elasticity at the nodes ``coords``: the near-nullspace of the operator.
+
+    2-D: translations :math:`(1, 0)`, :math:`(0, 1)` and the rotation :math:`(-y, x)`; 3-D: three translations
+    and the rotations :math:`(0, -z, y)`, :math:`(z, 0, -x)`, :math:`(-y, x, 0)`. Dofs are interleaved per node
+    (``x₀, y₀, x₁, y₁, …``), the ordering of ``pyamg.gallery.linear_elasticity``.
+
+    Args:
+      coords: ``float[num_nodes, d]`` node coordinates, ``d`` 2 or 3.
+
+    Returns:
+      ``float64[num_nodes · d, 3]`` (2-D) or ``[num_nodes · d, 6]`` (3-D): pass as ``near_nullspace=``.
+
+    Raises:
+      ValueError: ``coords`` not of shape ``(num_nodes, 2 | 3)`` or with NaN/Inf.
+
+    References:
+      Vaněk, Mandel & Brezina, Computing 56 (1996), §5 (elasticity with rigid-body modes).
+
+    Examples:
+      >>> import numpy as np
+      >>> from icmlx.solvers import rigid_body_modes
+      >>> rigid_body_modes(np.array([[0.0, 0.0], [1.0, 2.0]])).tolist()
+      [[1.0, 0.0, -0.0], [0.0, 1.0, 0.0], [1.0, 0.0, -2.0], [0.0, 1.0, 1.0]]
+    """
+    X = np.asarray(coords, np.float64)
+    if X.ndim != 2 or X.shape[1] not in (2, 3):
+        raise ValueError(f"rigid_body_modes: coords must have shape (num_nodes, 2) or (num_nodes, 3), got "
+                         f"{X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("rigid_body_modes: coords has NaN or Inf entries; fix them first")
+    m, d = X.shape
+    if d == 2:
+        x, y = X[:, 0], X[:, 1]
+        B = np.zeros((m, 2, 3))
+        B[:, 0, 0] = B[:, 1, 1] = 1.0
+        B[:, 0, 2], B[:, 1, 2] = -y, x
+        return B.reshape(2 * m, 3)
+    x, y, z = X[:, 0], X[:, 1], X[:, 2]
+    B = np.zeros((m, 3, 6))
+    B[:, 0, 0] = B[:, 1, 1] = B[:, 2, 2] = 1.0
+    B[:, 1, 3], B[:, 2, 3] = -z, y
+    B[:, 0, 4], B[:, 2, 4] = z, -x
+    B[:, 0, 5], B[:, 1, 5] = -y, x
+    return B.reshape(3 * m, 6)
+
+
+def _candidates(B: Any, n: int) -> np.ndarray:
+    if B is None:
+        return np.ones((n, 1))
+    B = np.asarray(B, np.float64)
+    if B.ndim == 1:
+        B = B[:, None]
+    if B.ndim != 2 or B.shape[0] != n or not 1 <= B.shape[1] <= 64:
+        raise ValueError(f"near_nullspace must be an (n, k) array with n = {n} rows and 1 <= k <= 64 columns, got "
+                         f"shape {B.shape}")
+    if not np.all(np.isfinite(B)):
+        raise ValueError("near_nullspace has NaN or Inf entries; fix them first")
+    if np.linalg.matrix_rank(B.T @ B) < B.shape[1]:
+        raise ValueError(f"near_nullspace: its {B.shape[1]} columns are linearly dependent; drop the redundant ones")
+    return B
+
+
+def _block_size(A: Any, block_size: Any, n: int) -> int:
+    if block_size is None:
+        bs = getattr(A, "blocksize", None)  # a SciPy BSR matrix carries its node blocks
+        return int(bs[0]) if bs is not None and bs[0] == bs[1] else 1
+    b = positive_int(block_size, "block_size", "amg_setup")
+    if n % b:
+        raise ValueError(f"amg_setup: block_size={b} must divide n = {n} (dofs per node)")
+    return b
+
+
+def classify(A: Any) -> tuple[bool, bool]:
+    """``(symmetric, positive diagonal)`` of a CSR matrix, symmetry to a relative ``1e-10``."""
+    scale = float(abs(A).max()) if A.nnz else 0.0
+    asym = float(abs(A - A.T).max()) if A.nnz else 0.0
+    return asym <= 1e-10 * max(scale, 1e-300), bool(np.all(A.diagonal() > 0))
+
+
+def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = None, strength: Any = None,
+                    relaxation: Any = None, cycle: str = "V", max_coarse: int = 500, max_levels: int = 10,
+                    improve_candidates: int = 4, dtype: Any = None):
+    """The hierarchy (:class:`MultilevelHierarchy`) and the facts the solver needs: ``(H, symmetric, on)``, ``on``
+    ``"A"`` or ``"envelope"`` (the operator the hierarchy was built on)."""
+    raw = A
+    A = as_scipy_csr(A, name="A")
+    n = A.shape[0]
+    if n == 0:
+        raise ValueError("amg_setup: A is empty (0 × 0); there is nothing to solve")
+    strength = as_strategy(SymmetricStrength() if strength is None else strength, AbstractStrength,
+                           {"symmetric": SymmetricStrength}, "strength")
+    relaxation = as_strategy(GaussSeidelRelaxation() if relaxation is None else relaxation, AbstractRelaxation,
+                             RELAXATIONS, "relaxation")
+    if cycle not in ("V", "W"):
+        raise ValueError(f"cycle must be 'V' or 'W', got cycle={cycle!r}")
+    positive_int(max_coarse, "max_coarse", "amg_setup")
+    positive_int(max_levels, "max_levels", "amg_setup")
+    positive_int(improve_candidates, "improve_candidates", "amg_setup", minimum=0)
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    B = _candidates(near_nullspace, n)
+    bs = _block_size(raw, block_size, n)
+    symmetric, posdiag = classify(A)
+    on = "A"
+    if not posdiag:
+        # no relaxation converges on a zero or negative diagonal: the hierarchy is built on the M-matrix envelope
+        # and preconditions a Krylov iteration on A itself
+        A, on, symmetric = m_matrix_envelope(A), "envelope", False
+        if np.any(A.diagonal() <= 0):
+            raise ValueError("amg_setup: A has an empty row (a zero diagonal and no off-diagonal entries); "
+                             "the system is singular there: fix the matrix")
+    levels, coarse = sa_levels(A, B=B, node_of=np.arange(n) // bs, theta=float(strength.theta),
+                               max_coarse=max_coarse, max_levels=max_levels, improve_steps=improve_candidates,
+                               symmetric=symmetric and on == "A")
+    if coarse.shape[0] > _MAX_DENSE_COARSE:
+        raise ValueError(f"amg_setup: coarsening stopped at {coarse.shape[0]} unknowns (> {_MAX_DENSE_COARSE}), too "
+                         "many for the dense coarsest solve: the strength graph does not coarsen.\nLower "
+                         "strength theta, or raise max_levels.")
+    dtype = jnp.result_type(float) if dtype is None else dtype
+    return _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric and on == "A"), symmetric, on
+
+
+def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric) -> MultilevelHierarchy:
+    ops, dinvs, pros, ress, lams, sizes, colors = [], [], [], [], [], [], []
+    pad = bucket_size(n)
+    for cur, P, upper, d in levels:
+        nl = cur.shape[0]
+        pad_c = bucket_size(P.shape[1], minimum=16)
+        ops.append(EllMatrix.from_scipy(cur, num_rows=pad, num_cols=pad, dtype=dtype))
+        dinv = np.zeros(pad)
+        dinv[:nl] = 1.0 / d
+        dinvs.append(jnp.asarray(dinv, dtype))
+        pros.append(EllMatrix.from_scipy(P, num_rows=pad, num_cols=pad_c, dtype=dtype))
+        ress.append(EllMatrix.from_scipy(P.T.tocsr(), num_rows=pad_c, num_cols=pad, dtype=dtype))
+        lams.append(upper)
+        sizes.append(pad)
+        if isinstance(relaxation, GaussSeidelRelaxation):
+            colors.append(ColorBlocks.build(cur, multicolor(cur), dtype))
+        pad = pad_c
+    Cd = coarse.toarray()
+    Cinv = np.zeros((pad, pad))
+    m = Cd.shape[0]
+    if m:
+        # a pseudo-inverse: a singular Galerkin operator (a pure Neumann problem) keeps its range solvable
+        Cinv[:m, :m] = np.linalg.pinv(Cd, rcond=1e-13, hermitian=symmetric)
+    sizes.append(pad)
+    return MultilevelHierarchy(
+        ops=tuple(ops), dinv=tuple(dinvs), prolong=tuple(pros), restrict=tuple(ress),
+        lam=jnp.asarray(np.asarray(lams, np.float64), dtype), coarse_inv=jnp.asarray(Cinv, dtype),
+        sizes=tuple(sizes), degree=getattr(relaxation, "degree", 2), n=n, relaxation=relaxation, cycle=cycle,
+        colors=tuple(colors))

@@ -1,0 +1,271 @@
+"""The host (NumPy/SciPy) half of the smoothed-aggregation set-up: strength of connection, aggregation of the
+strength graph, the tentative prolongator fitted to near-nullspace candidates, Jacobi prolongator smoothing on
+``A`` itself, Galerkin products and the colouring a parallel Gauss–Seidel sweep needs.
+
+Everything here is vectorised over nodes (no Python loop over rows or aggregates); the loops that remain run
+over levels, candidates (``k ≤ 6``) and Luby rounds.
+"""
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Int
+
+from ._multilevel import _mis2_priorities, _nbr_max, _spectral_radius, mis2_aggregation
+from ._sparse import bucket_size
+
+__all__: list[str] = []
+
+
+def node_matrix(A: Any, node_of: np.ndarray, num_nodes: int) -> Any:
+    r"""Amalgamate ``A`` to its node graph: ``N_IJ = ‖A_{IJ}‖_F`` over the dofs of nodes ``I`` and ``J``."""
+    import scipy.sparse as sp
+
+    coo = A.tocoo()
+    N = sp.csr_matrix((coo.data ** 2, (node_of[coo.row], node_of[coo.col])), shape=(num_nodes, num_nodes))
+    N.sum_duplicates()
+    N.data = np.sqrt(N.data)
+    return N
+
+
+def symmetric_strength(N: Any, theta: float) -> Any:
+    r"""Strong connections of the node matrix: :math:`|n_{ij}| \ge \theta \sqrt{|n_{ii} n_{jj}|}` (off-diagonal),
+    symmetrised; the pattern that aggregation reads."""
+    coo = N.tocoo()
+    d = np.abs(N.diagonal())
+    off = coo.row != coo.col
+    keep = off & (np.abs(coo.data) >= theta * np.sqrt(d[coo.row] * d[coo.col])) & (coo.data != 0)
+    import scipy.sparse as sp
+
+    S = sp.csr_matrix((np.ones(int(keep.sum())), (coo.row[keep], coo.col[keep])), shape=N.shape)
+    S = ((S + S.T) > 0).astype(np.float64).tocsr()
+    return S
+
+
+def aggregate(S: Any) -> tuple[np.ndarray, int]:
+    """Distance-2 MIS aggregates of the strength graph; nodes without a strong neighbour stay out (``-1``),
+    as in standard aggregation, so a Dirichlet row does not make a coarse dof of its own."""
+    n = S.shape[0]
+    deg = np.diff(S.indptr)
+    if not np.any(deg):
+        return np.full(n, -1, np.int64), 0
+    agg = mis2_aggregation(S)
+    agg = np.where(deg > 0, agg, -1)
+    used = np.unique(agg[agg >= 0])
+    remap = np.full(int(agg.max()) + 1, -1, np.int64)
+    remap[used] = np.arange(used.size)
+    return np.where(agg >= 0, remap[np.maximum(agg, 0)], -1), int(used.size)
+
+
+def fit_candidates(agg_of_dof: np.ndarray, B: np.ndarray, num_aggs: int, *, rtol: float = 1e-10):
+    r"""The tentative prolongator ``T`` and coarse candidates ``B_c`` with ``B = T B_c`` (per-aggregate thin QR).
+
+    Modified Gram–Schmidt over the ``k`` columns of ``B`` restricted to each aggregate, done for all aggregates at
+    once with segment sums (twice, for orthogonality in floating point); a column whose remainder is below
+    ``rtol`` of its norm on the aggregate is dropped (an aggregate with fewer dofs than candidates).
+
+    Returns:
+      ``(T, Bc, coarse_node)``: ``T`` a CSR ``n × n_c`` with orthonormal columns per aggregate, ``Bc``
+      ``(n_c, k)``, and the aggregate (coarse node) of each coarse dof.
+    """
+    import scipy.sparse as sp
+
+    n, k = B.shape
+    inside = agg_of_dof >= 0
+    seg = np.where(inside, agg_of_dof, num_aggs)
+
+    def segsum(v):
+        return np.bincount(seg, weights=v, minlength=num_aggs + 1)[:num_aggs]
+
+    Q = np.zeros((n, k))
+    R = np.zeros((num_aggs, k, k))
+    ok = np.zeros((num_aggs, k), bool)
+    for j in range(k):
+        v = np.where(inside, B[:, j], 0.0)
+        ref = np.sqrt(segsum(v * v))
+        for _ in range(2):  # MGS, repeated once ("twice is enough")
+            for i in range(j):
+                c = segsum(Q[:, i] * v)
+                R[:, i, j] += c
+                v = v - np.append(c, 0.0)[seg] * Q[:, i]
+        nrm = np.sqrt(segsum(v * v))
+        good = (nrm > rtol * ref) & (nrm > 0)
+        ok[:, j] = good
+        R[:, j, j] = np.where(good, nrm, 0.0)
+        scale = np.append(np.where(good, 1.0 / np.where(good, nrm, 1.0), 0.0), 0.0)
+        Q[:, j] = v * scale[seg]
+    col = np.full((num_aggs, k), -1, np.int64)
+    col[ok] = np.arange(int(ok.sum()))
+    nc = int(ok.sum())
+    rows = np.repeat(np.arange(n), k)
+    cols = np.concatenate([col, np.full((1, k), -1)])[seg].ravel()
+    vals = Q.ravel()
+    keep = cols >= 0
+    T = sp.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(n, nc))
+    T.eliminate_zeros()
+    Bc = R[ok]  # row j of R_a for each kept (a, j)
+    coarse_node = np.nonzero(ok)[0]
+    return T, Bc, coarse_node
+
+
+def rho_dinv_a(A: Any, d: np.ndarray, iters: int = 20) -> tuple[float, float]:
+    """``(estimate, safe upper bound)`` of ``ρ(D⁻¹A)``: a Rayleigh quotient after ``iters`` power steps, and
+    ``1.1 ×`` that capped by Gershgorin (what a Chebyshev smoother needs: an underestimate would amplify)."""
+    upper = _spectral_radius(A, np.abs(d), iters=iters)
+    return upper / 1.1, upper
+
+
+def multicolor(A: Any) -> np.ndarray:
+    """A colouring of the (symmetrised) graph of ``A``: colour ``c`` is a Luby maximal independent set of what
+    colours ``0..c-1`` left, so the rows of one colour can relax at once (a parallel Gauss–Seidel)."""
+    G = (abs(A) + abs(A).T).tocsr()
+    G.setdiag(0)
+    G.eliminate_zeros()
+    n = G.shape[0]
+    prio = _mis2_priorities(n)
+    color = np.full(n, -1, np.int64)
+    c = 0
+    while np.any(color < 0):
+        left = color < 0
+        p = np.where(left, prio, np.int32(-1))
+        # a node is in the set when its priority beats every uncoloured neighbour's (then no two are adjacent)
+        for _ in range(64):
+            und = left & (color < 0)
+            m = _nbr_max(G.indptr, G.indices, np.where(und, p, -1))
+            new = und & (p == m)
+            if not new.any():
+                break
+            color[new] = c
+            # neighbours of the new members sit this colour out
+            blocked = _nbr_max(G.indptr, G.indices, new.astype(np.int8)) > 0
+            left = left & ~blocked & (color < 0)
+            p = np.where(left, p, -1)
+        c += 1
+    return color
+
+
+def smoothed_prolongator(A: Any, T: Any, d: np.ndarray, rho: float) -> Any:
+    """``P = (I − ω D⁻¹A) T`` with ``ω = 4 / (3 ρ(D⁻¹A))`` (Vaněk, Mandel & Brezina), on ``A`` itself."""
+    import scipy.sparse as sp
+
+    P = (T - (4.0 / (3.0 * rho)) * (sp.diags(1.0 / d) @ (A @ T))).tocsr()
+    P.eliminate_zeros()
+    return P
+
+
+def improve_candidates(A: Any, B: np.ndarray, d: np.ndarray, rho: float, num_steps: int) -> np.ndarray:
+    """``num_steps`` damped-Jacobi sweeps on ``A B = 0`` (PyAMG relaxes its candidates likewise): the candidates
+    then respect the boundary conditions that ``A`` holds."""
+    w = (4.0 / (3.0 * rho)) / d
+    for _ in range(num_steps):
+        B = B - w[:, None] * (A @ B)
+    return B
+
+
+def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, theta: float, max_coarse: int, max_levels: int,
+              improve_steps: int, symmetric: bool):
+    """The SA levels on the host: ``[(A_ℓ, P_ℓ, ρ_ℓ upper bound, d_ℓ)]`` and the coarsest ``A_L``."""
+    levels = []
+    cur = A
+    num_nodes = int(node_of.max()) + 1 if node_of.size else 0
+    while cur.shape[0] > max_coarse and len(levels) < max_levels - 1:
+        d = cur.diagonal()
+        if np.any(d == 0):
+            break  # (only reachable for the caller's envelope fallback; the fine level is checked up front)
+        rho, upper = rho_dinv_a(cur, d)
+        if not levels and improve_steps:
+            B = improve_candidates(cur, B, d, rho, improve_steps)
+        N = node_matrix(cur, node_of, num_nodes)
+        agg_node, num_aggs = standard_aggregate(symmetric_strength(N, theta))
+        if num_aggs == 0:
+            break
+        T, Bc, coarse_node = fit_candidates(agg_node[node_of], B, num_aggs)
+        if T.shape[1] == 0 or T.shape[1] >= cur.shape[0]:
+            break
+        P = smoothed_prolongator(cur, T, d, rho)
+        nxt = (P.T @ (cur @ P)).tocsr()
+        if symmetric:
+            nxt = ((nxt + nxt.T) * 0.5).tocsr()
+        nxt.sum_duplicates()
+        levels.append((cur, P, upper, d))
+        cur, B, node_of, num_nodes = nxt, Bc, coarse_node, num_aggs
+    return levels, cur
+
+
+@functools.partial(jax.jit, static_argnames="first")
+def _greedy_pass(nbr: Int[Array, "n k"], edge: Bool[Array, "n k"], order: Int[Array, " m"], count: Int[Array, ""],
+                 x: Int[Array, " n"], nxt: Int[Array, ""], first: bool):
+    # the sequential passes of standard aggregation, compiled: each step gathers and scatters one row of the
+    # neighbour table (slot 0 is the node itself, padding slots repeat it; ``edge`` marks real neighbours), so the
+    # loop is O(n k). (The node's own value is read from its slot: a separate scalar read of the carried array
+    # made XLA copy it every step.)
+    def body(t, c):
+        x, nxt = c
+        i = order[t]
+        row, others = nbr[i], edge[i]
+        vals = x[row]
+        free = vals[0] == 0
+        if first:  # pass 1: a free node whose neighbours are all free roots an aggregate of them
+            has = jnp.any(others)
+            make = free & has & ~jnp.any(others & (vals != 0))
+            new = jnp.where(make, nxt, vals)
+            new = new.at[0].set(jnp.where(free & ~has, -1, new[0]))  # isolated: stays out
+        else:  # pass 3: a node still free roots an aggregate of its free neighbours
+            make = free
+            new = jnp.where(make & (vals == 0), nxt, vals)
+        return x.at[row].set(new), nxt + make.astype(nxt.dtype)
+
+    return jax.lax.fori_loop(0, count, body, (x, nxt))
+
+
+def standard_aggregate(S: Any) -> tuple[np.ndarray, int]:
+    """Standard aggregation (Vaněk, Mandel & Brezina) of the strength graph ``S``, in PyAMG's node order.
+
+    Pass 1 (sequential, compiled): a node whose strong neighbours are all free makes an aggregate with them.
+    Pass 2 (vectorised): each remaining node joins the aggregate of its first strong neighbour from pass 1.
+    Pass 3 (sequential, compiled, over the few nodes left): a node makes an aggregate with its free neighbours.
+    Nodes without a strong neighbour stay out (``-1``). Returns ``(aggregate of each node, number of aggregates)``.
+    """
+    import scipy.sparse as sp
+
+    S = sp.csr_matrix(S)
+    S.sort_indices()
+    n = S.shape[0]
+    deg = np.diff(S.indptr)
+    npad = bucket_size(n)
+    k = max(4, -(-(int(deg.max()) + 1) // 4) * 4) if n else 4
+    nbr = np.repeat(np.arange(npad, dtype=np.int32)[:, None], k, axis=1)
+    pos = 1 + np.arange(S.nnz) - np.repeat(S.indptr[:-1], deg)
+    rowof = np.repeat(np.arange(n), deg)
+    nbr[rowof, pos] = S.indices
+    edge = nbr != np.arange(npad)[:, None]
+    nbr_j, edge_j = jnp.asarray(nbr), jnp.asarray(edge)
+    order = jnp.arange(npad, dtype=jnp.int32)
+    x, nxt = _greedy_pass(nbr_j, edge_j, order, jnp.int32(n), jnp.zeros(npad, jnp.int32), jnp.int32(1), True)
+    x = np.asarray(x)[:n].copy()
+    nxt = int(nxt)
+    # pass 2: the first neighbour (in column order) holding a pass-1 aggregate
+    free = np.nonzero(x == 0)[0]
+    if free.size:
+        hit = x[S.indices] > 0
+        posn = np.where(hit, np.arange(S.nnz), S.nnz)
+        firstpos = np.full(n, S.nnz)
+        nz = deg > 0
+        firstpos[nz] = np.minimum.reduceat(posn, S.indptr[:-1][nz])
+        take = free[firstpos[free] < S.nnz]
+        x[take] = x[S.indices[firstpos[take]]]
+    left = np.nonzero(x == 0)[0]
+    if left.size:
+        xp = np.zeros(npad, np.int32)
+        xp[:n] = x
+        ordl = np.zeros(npad, np.int32)
+        ordl[: left.size] = left
+        xj, nxt = _greedy_pass(nbr_j, edge_j, jnp.asarray(ordl), jnp.int32(left.size), jnp.asarray(xp), jnp.int32(nxt),
+                               False)
+        x = np.asarray(xj)[:n].copy()
+        nxt = int(nxt)
+    agg = np.where(x > 0, x - 1, -1).astype(np.int64)
+    return agg, nxt - 1
