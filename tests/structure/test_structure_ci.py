@@ -104,12 +104,13 @@ def test_chi_square_counting_plans_agree():
             finally:
                 ct.DENSE_CELLS = old
         else:
-            old = ct.BITS_CELLS
+            old = ct.BITS_CELLS, ct.BITS_MIN_TESTS
             ct.BITS_CELLS = plan[1] if plan[0] == "bits" else 1
+            ct.BITS_MIN_TESTS = 0  # bitsets even for a small batch
             try:
                 outs.append(chi_square(x, xs, ys, ss))
             finally:
-                ct.BITS_CELLS = old
+                ct.BITS_CELLS, ct.BITS_MIN_TESTS = old
     for o in outs[1:]:
         np.testing.assert_array_equal(np.asarray(o.dof), np.asarray(outs[0].dof))
         np.testing.assert_allclose(np.asarray(o.statistic), np.asarray(outs[0].statistic), rtol=1e-5)

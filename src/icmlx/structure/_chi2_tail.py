@@ -103,7 +103,7 @@ def chi2_sf(x, dof):
     an integer ``x`` uses the default float dtype).
     """
     x = jnp.asarray(x)
-    dtype = x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else jnp.zeros((), float).dtype
+    dtype = x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else jax.dtypes.canonicalize_dtype(np.float64)
     x, dof = jnp.broadcast_arrays(x.astype(dtype), jnp.asarray(dof))
     return _sf(jnp, x, dof, lambda body, init: lax.while_loop(lambda st: jnp.any(st[3]), body, init), erfc)
 

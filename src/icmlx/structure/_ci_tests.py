@@ -7,6 +7,7 @@ testers live in :mod:`._gaussian` (Fisher-z), :mod:`._discrete` (chi-square, G-s
 """
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
@@ -31,7 +32,8 @@ class CIResult(eqx.Module):
 
 
 def _float_dtype():
-    return jnp.zeros((), dtype=float).dtype
+    # the default float dtype without creating an array (jnp.zeros would compile a program in a fresh process)
+    return jax.dtypes.canonicalize_dtype(np.float64)
 
 
 def _check_batch(x, y, s, d: int):

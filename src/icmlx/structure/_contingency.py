@@ -6,9 +6,10 @@ and large products of cardinalities by re-coding the strata observed in the samp
 full product is never allocated. :func:`icmlx.structure.chi_square` and PC's tester both dispatch through
 :func:`_chi_square_plan`.
 
-Compile once: every static size is a coarse bucket. The sample axis is padded to a power of four
-(:func:`_pad_samples`) and the true ``n`` is a traced argument (the counting loops run over ``ceil(n / chunk)``
-chunks and mask the rest), so a new ``n`` in the same bucket reuses every program; flat tables, dense strata and
+Compile once: every static size is a coarse bucket. The sample axis is padded to a power of four with headroom,
+reusing a length already compiled in the process (:func:`_pad_samples` states the rule), and the true ``n`` is a
+traced argument (the counting loops run over ``ceil(n / chunk)`` chunks and mask the rest), so a new ``n``
+reuses every program; flat tables, dense strata and
 strata code bounds are rounded up to a few sizes (:func:`_plan_bucket`); conditioning sets are padded with a
 constant variable to one width per plan kind; p-values of statistics read back to the host are computed there
 (:func:`_chi2_pvalue_host`, the closed-form series of :mod:`._chi2_tail`), so they compile nothing.
@@ -88,6 +89,10 @@ def _chi2_pvalue_host(stat, dof) -> np.ndarray:
 
 
 BITS_CELLS = 64  # largest flat table (pow2 of prod card(S) * card x * card y) counted with bitsets
+# Bitset counting needs two programs of its own (packing and counting) and saves about 40 us per test over the
+# dense kernel (bnlearn child, n = 10^4), about 1.3 s of compilation in all: a batch takes it only from this many
+# tests, so that either way a fresh process loses at most about one compilation (the break-even rule).
+BITS_MIN_TESTS = 32768
 DENSE_CELLS = 2**17  # largest dense (strata, kmax, kmax) table of one test (else strata are re-ranked)
 
 
@@ -115,9 +120,9 @@ def _flat_geometry(cards, xi, yi, n_cells):
 def _flat_counts_bits(bits, cards, xi, yi, si, n_cells, n):
     """Counts ``(n_cells,)`` of the flat table of one test by AND + popcount of indicator bitsets
     (``n_cells * n / 32`` word operations, no per-sample work), over ``ceil(n / 32)`` words (``n`` traced) in
-    chunks of a quarter of the padded words."""
+    chunks of a sixteenth of the padded words."""
     kmax, w = bits.shape[1], bits.shape[2]
-    cw = w // 4 if w % 4 == 0 else w
+    cw = w // 16 if w % 16 == 0 else w
     r, a, b = _flat_geometry(cards, xi, yi, n_cells)
     a = jnp.minimum(a, kmax - 1)
     cats, stride = [], jnp.ones((), cards.dtype)
@@ -146,9 +151,9 @@ def _flat_counts_bits(bits, cards, xi, yi, si, n_cells, n):
 def _dense_table_scatter(buf, data_t, cards, xi, yi, si, k, n, kmax):
     """Add the contingency table of one test into the zeroed flat buffer ``buf`` (``rows * kmax * kmax`` int32
     cells; stratum by mixed-radix code of ``S = si[:k]``, ``k`` dynamic) by scatter-adds of the first ``n``
-    (traced) samples, in chunks of a quarter of the padded sample axis."""
+    (traced) samples, in chunks of a sixteenth of the padded sample axis."""
     n_pad = data_t.shape[1]
-    ch = n_pad // 4 if n_pad % 4 == 0 else n_pad
+    ch = n_pad // 16 if n_pad % 16 == 0 else n_pad
     size = buf.shape[0]
 
     def chunk(i, counts):
@@ -328,12 +333,31 @@ def _kmax_bucket(max_card) -> int:
     return 1 << max(int(max_card) - 1, 1).bit_length()
 
 
-def _pad_samples(n: int) -> int:
-    """Padded length of the sample axis: a power of four >= max(n, 256). The counting loops run over the true
-    ``n`` in quarters of it, so padding costs memory, not work, and a new ``n`` in the bucket compiles nothing."""
+HEADROOM_CELLS = 2**22  # padded (rows x samples) up to which the first call leaves room for twice its samples
+_SAMPLE_BUCKETS: set[int] = set()  # sample-axis lengths this process has used (its programs are compiled)
+
+
+def _pad_samples(n: int, rows: int = 1) -> int:
+    """Padded length ``B`` of the sample axis (a power of four >= 256) for ``n`` samples of ``rows`` variables.
+
+    The rule that lets a later call with another ``n`` (same ``d``) reuse every compiled program:
+
+    1. a length this process already used is reused when ``n <= B <= 16 n`` (the smallest such);
+    2. else ``B`` is the smallest power of four >= ``2n``, or >= ``n`` when ``2n * rows`` exceeds
+       :data:`HEADROOM_CELLS` (large data: memory first).
+
+    So after a first call with ``n`` samples, any ``n'`` in ``[n/2, 2n]`` reuses its programs (``[n/4, n]`` and
+    the rest of the bucket for large data). The counting loops run over the true ``n`` in chunks of ``B/16``, so
+    the padding costs memory, not work (less than one chunk, at most ``n``).
+    """
+    fits = [b for b in _SAMPLE_BUCKETS if n <= b <= 16 * max(n, 16)]
+    if fits:
+        return min(fits)
+    want = 2 * n if 2 * n * rows <= HEADROOM_CELLS else n
     b = 256
-    while b < n:
+    while b < want:
         b *= 4
+    _SAMPLE_BUCKETS.add(b)
     return b
 
 
@@ -379,8 +403,8 @@ def _plan_bucket(plan: tuple, kmax: int, n_pad: int) -> tuple:
 
 def _dense_chunk(kmax: int, n_pad: int) -> int:
     """Strata per step of the dense tables' arithmetic: a power of two near the count whose table arithmetic
-    matches a quarter of the sample scatter (smaller steps add loop overhead where the scatter dominates)."""
-    return min(_pow2(max(n_pad // (4 * kmax * kmax), 1)), _dense_top(kmax))
+    matches one chunk of the sample scatter (smaller steps add loop overhead where the scatter dominates)."""
+    return min(_pow2(max(n_pad // (16 * kmax * kmax), 1)), _dense_top(kmax))
 
 
 def _strata_plan(n: int, kmax: int, bound: int) -> tuple[str, int, int]:
@@ -441,8 +465,8 @@ def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = Fal
     """Host-side plan of a batch of χ² tests: ``[(indices, plan), ...]`` (``n`` the padded sample count).
 
     Bitset counting when the flat table ``C = pow2(prod card(S) * card x * card y) <= BITS_CELLS``
-    (``("bits", C)``); else a dense table of ``R = pow2(prod card(S))`` strata filled by scatters of the
-    samples when ``R * kmax^2 <= DENSE_CELLS`` (``("dense1", R)``); else the per-sample strata plans of
+    (``("bits", C)``) and at least :data:`BITS_MIN_TESTS` tests of the batch qualify; else a dense table of
+    ``R = pow2(prod card(S))`` strata filled by scatters of the samples when ``R * kmax^2 <= DENSE_CELLS`` (``("dense1", R)``); else the per-sample strata plans of
     :func:`_strata_plan` by ``R`` (also used for every test of a sharded batch, whose kernel is vectorised).
     Sizes are then rounded up to buckets (:func:`_plan_bucket`) and groups of the same bucket merged.
     """
@@ -450,6 +474,8 @@ def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = Fal
     lc = np.ceil(lr + np.log2(cards_np[x] * cards_np[y]) - 1e-9).astype(np.int64)
     lr = np.ceil(lr - 1e-9).astype(np.int64)
     bits = (lc <= int(math.log2(BITS_CELLS))) & (not sharded)
+    if bits.sum() < BITS_MIN_TESTS:  # too few to repay the bitset kernel's compilation: the dense kernel counts them
+        bits[:] = False
     dense = (lr + 2 * int(math.log2(kmax)) <= int(math.log2(DENSE_CELLS))) & (not sharded) & ~bits
     key = np.where(bits, lc, np.where(dense, 64 + lr, -1 - lr))
     merged: dict[tuple, list] = {}

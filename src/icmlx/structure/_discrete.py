@@ -109,7 +109,7 @@ def chi_square(
     codes = np.asarray(data).T.astype(np.int32)
     # one extra constant row (card 1) pads conditioning sets; cards >= 2 (an empty category changes nothing);
     # the sample axis is padded to a bucket (the kernels count the first n samples only)
-    n_pad = _pad_samples(n)
+    n_pad = _pad_samples(n, d + 1)
     data_t = jax.device_put(_pad_codes(codes, n_pad, d + 1))  # device_put: no per-shape staging program
     cards_np = np.ones(d + 1, np.int64)
     cards_np[:d] = np.maximum(codes.max(axis=1) + 1, 2) if n > 0 else 2

@@ -92,6 +92,11 @@ def _gc_paused():
             gc.enable()
 
 
+# Fisher-z: the correlation matrix is one float64 product on the host up to this many multiply-adds (n * d_pad^2),
+# so the only Fisher-z program left (the p-value kernel) does not depend on n; larger data use the device.
+HOST_CORRELATION_FLOPS = 2**30
+
+
 def _pad_dim(d: int) -> int:
     return max(16, -(-d // 16) * 16)
 
@@ -117,13 +122,21 @@ class _Tester:
             n, d = data.shape
             self.n = n
             dp = _pad_dim(d)  # pad d and n to size buckets so similar sizes share one compilation
-            xp = np.zeros((_pad_samples(n), dp), fdt)
             # standardise in float64 on the host (correlations are scale-free): any scale fits in float32
             z = np.asarray(data, np.float64)
             z = z / np.abs(z).max(axis=0)
             z = z - z.mean(axis=0)
-            xp[:n, :d] = z / z.std(axis=0)
-            self.corr = _padded_correlation(jax.device_put(xp), np.int32(n), np.int32(d))
+            z = z / z.std(axis=0)
+            if n * dp * dp <= HOST_CORRELATION_FLOPS:  # one small product: no program that depends on n
+                corr = np.eye(dp)
+                c = z.T @ z
+                sd = np.sqrt(np.diag(c))
+                corr[:d, :d] = c / (sd[:, None] * sd[None, :])
+                self.corr = jax.device_put(corr.astype(fdt))
+            else:
+                xp = np.zeros((_pad_samples(n, dp), dp), fdt)
+                xp[:n, :d] = z
+                self.corr = _padded_correlation(jax.device_put(xp), np.int32(n), np.int32(d))
             self._kernel = lambda xs, ys, ss, kk, plan: _fisher_z_pvalues(
                 self.corr, np.int32(self.n), xs, ys, ss, np.int32(0) if kk is None else kk
             )
@@ -134,18 +147,20 @@ class _Tester:
             # at least one padding row: a constant variable (card 1) that pads conditioning sets; the sample axis
             # is padded to a bucket (the kernels count the first n samples), so a new n reuses the programs
             self.const = enc.shape[0]
-            self.n_pad = _pad_samples(self.n)
+            self.n_pad = _pad_samples(self.n, _pad_dim(enc.shape[0] + 1))
             self.data = jax.device_put(_pad_codes(enc, self.n_pad, _pad_dim(enc.shape[0] + 1)))
             cards = np.ones(self.data.shape[0], np.int64)
             cards[: enc.shape[0]] = enc.max(axis=1) + 1
             self.cards_np = cards
             self.cards = jax.device_put(cards.astype(np.int32))
             self.kmax = _kmax_bucket(cards.max())
-            self.bits = _pack_bits(self.data, np.int32(self.n), self.kmax)
+            self.bits = None  # indicator bitsets, packed when a batch first takes the bitset plan
             g2 = ci_test == "gsq"
 
             def kern(xs, ys, ss, kk, plan):
                 sharded = self.mesh is not None
+                if plan[0] == "bits" and self.bits is None:
+                    self.bits = _pack_bits(self.data, np.int32(self.n), self.kmax)
                 stat, dof = _chi_square_plan(
                     plan, self.data, self.bits, self.cards, xs, ys, ss, kk, self.n, const=self.const,
                     kmax=self.kmax, g_square=g2, vectorised=sharded,
