@@ -467,7 +467,8 @@ def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = Fal
     Bitset counting when the flat table ``C = pow2(prod card(S) * card x * card y) <= BITS_CELLS``
     (``("bits", C)``) and at least :data:`BITS_MIN_TESTS` tests of the batch qualify; else a dense table of
     ``R = pow2(prod card(S))`` strata filled by scatters of the samples when ``R * kmax^2 <= DENSE_CELLS``
-    (``("dense1", R)``); else the per-sample strata plans of :func:`_strata_plan` by ``R`` (also used for every test of a sharded batch, whose kernel is vectorised).
+    (``("dense1", R)``); else the per-sample strata plans of :func:`_strata_plan` by ``R`` (also used for
+    every test of a sharded batch, whose kernel is vectorised).
     Sizes are then rounded up to buckets (:func:`_plan_bucket`) and groups of the same bucket merged.
     """
     lr = _log2_strata(cards_np, s)
