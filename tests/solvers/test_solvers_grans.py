@@ -13,8 +13,10 @@ import pytest
 from icmlx import RESULTS
 from icmlx.solvers import (
     GRANS,
+    ChebyshevSmoother,
     FlexibleGCR,
     GRANSNet,
+    MultilevelSmoother,
     SparseMatrix,
     ThreeTermStep,
     grans_loss,
@@ -31,6 +33,9 @@ X64 = bool(jax.config.jax_enable_x64)
 DT = "float64" if X64 else "float32"
 # float32 x/r cannot reach 1e-5 reliably (rounding the exact solution to fp32 already costs ~1e-6..1e-5)
 RTOL = 1e-6 if X64 else 1e-4
+# the iteration's mechanics (projection, outer steps, safeguard) are tested with the polynomial smoother: at the
+# small sizes used here the default V-cycle has a single level (a dense solve) and would converge in one step
+CHEB = ChebyshevSmoother()
 
 
 def relres(pb, x):
@@ -72,7 +77,7 @@ def _dense_V(op, w):
 def test_projection_is_exact(which, net, poisson, helmholtz):
     """Galerkin: Vᵀ(r − A e) = 0 (SPD); least squares: (AV)ᵀ(r − A e) = 0; e ∈ span V."""
     pb = {"poisson": poisson, "helmholtz": helmholtz}[which]
-    solver = GRANS(net, dtype=DT)
+    solver = GRANS(net, smoother=CHEB, dtype=DT)
     op = solver.setup(pb.A)
     assert op.spd_like == (which == "poisson")
     dt = op.A.dtype
@@ -98,7 +103,7 @@ def test_projection_is_exact(which, net, poisson, helmholtz):
 @pytest.mark.x64
 def test_scaling_equivariance(net, poisson):
     """Scaling A by 2^k or b by 2^j scales x exactly; a non-dyadic factor up to float32 net rounding."""
-    solver = GRANS(net, rtol=RTOL, max_steps=8, dtype=DT)
+    solver = GRANS(net, rtol=RTOL, max_steps=8, smoother=CHEB, dtype=DT)
     A = poisson.A
     x = solver.solve(solver.setup(A), poisson.b, throw=False).value  # 8 steps: not converged, compared
     A4 = SparseMatrix(A.rows, A.cols, A.vals * 4.0, A.shape)
@@ -115,7 +120,7 @@ def test_scaling_equivariance(net, poisson):
 def test_random_weights_monotone_on_helmholtz(helmholtz):
     """A random (untrained, large-head) network: the true residual never increases."""
     rnet = GRANSNet.init(jax.random.key(5), hidden=8, layers=2, head_scale=3.0)
-    solver = GRANS(rnet, rtol=1e-12, max_steps=25, stall_patience=30, dtype=DT)
+    solver = GRANS(rnet, rtol=1e-12, max_steps=25, stall_patience=30, smoother=CHEB, dtype=DT)
     op = solver.setup(helmholtz.A)
     sol = solver.solve(op, helmholtz.b, throw=False)  # rtol=1e-12 is out of reach: inspect the history
     h = np.asarray(sol.residual_history)[: int(sol.num_steps) + 1]
@@ -123,7 +128,7 @@ def test_random_weights_monotone_on_helmholtz(helmholtz):
     assert h[-1] < 0.5 * h[0]  # and it makes progress
     assert abs(relres(helmholtz, sol.value) - h[-1]) <= 1e-4 * h[-1] + (1e-12 if X64 else 1e-6)
     # chained one-step solves, each residual recomputed with scipy: non-increasing
-    one = GRANS(rnet, rtol=1e-12, max_steps=1, dtype=DT)
+    one = GRANS(rnet, rtol=1e-12, max_steps=1, smoother=CHEB, dtype=DT)
     x = jnp.zeros_like(helmholtz.b)
     res = [relres(helmholtz, x)]
     for _ in range(5):  # host-side test driver
@@ -164,13 +169,13 @@ def test_recycle_converges_where_plain_does_not(net, helmholtz):
     """Outer flexible GCR over the last 40 directions converges on indefinite Helmholtz where the
     3-term outer step has not after the same 60 iterations; the residual stays monotone."""
     # same static configuration as test_stagnation_is_reported: shares its compiled solve
-    plain = GRANS(net, rtol=RTOL, max_steps=60, stall_patience=3, dtype=DT)
+    plain = GRANS(net, rtol=RTOL, max_steps=60, stall_patience=3, smoother=CHEB, dtype=DT)
     op = plain.setup(helmholtz.A)
     sp_ = plain.solve(op, helmholtz.b, throw=False)
     assert sp_.result != RESULTS.successful and relres(helmholtz, sp_.value) > 3 * RTOL
     # refresh=3 exercises both paths of the loop: basis rebuilt (iterations 3, 6, ...) and reused
     rec = GRANS(net, rtol=RTOL, max_steps=60, stall_patience=60, outer=FlexibleGCR(memory=40), refresh=3,
-                dtype=DT)
+                smoother=CHEB, dtype=DT)
     sol = rec.solve(op, helmholtz.b, throw=False)
     h = np.asarray(sol.residual_history)[: int(sol.num_steps) + 1]
     assert sol.result == RESULTS.successful, h[-1]
@@ -179,7 +184,7 @@ def test_recycle_converges_where_plain_does_not(net, helmholtz):
 
 
 def test_converges_and_lineax_interface(net, poisson):
-    solver = GRANS(net, rtol=RTOL, max_steps=150, dtype=DT)
+    solver = GRANS(net, rtol=RTOL, max_steps=150, smoother=CHEB, dtype=DT)
     op = solver.setup(poisson.A)
     sol = solver.solve(op, poisson.b)
     assert sol.result == RESULTS.successful
@@ -196,7 +201,7 @@ def test_converges_and_lineax_interface(net, poisson):
 
 
 def test_bad_inputs(net, poisson):
-    solver = GRANS(net, dtype=DT)
+    solver = GRANS(net, smoother=CHEB, dtype=DT)
     op = solver.setup(poisson.A)
     with pytest.raises(ValueError, match=r"b has length \d+ but A is"):
         solver.solve(op, poisson.b[:-1])
@@ -215,7 +220,7 @@ def test_bad_inputs(net, poisson):
     # (traced NaN/Inf under the user's jit: tests/fuzz/test_solvers_fuzz.py, solvers.GRANS.solve.nan_b.jit)
     # b = 0: documented behaviour, x = 0 after 0 iterations, successful (with the settings of
     # test_converges_and_lineax_interface, whose compiled solve it reuses)
-    sol = GRANS(net, rtol=RTOL, max_steps=150, dtype=DT).solve(op, jnp.zeros_like(poisson.b))
+    sol = GRANS(net, rtol=RTOL, max_steps=150, smoother=CHEB, dtype=DT).solve(op, jnp.zeros_like(poisson.b))
     assert int(sol.num_steps) == 0 and sol.result == RESULTS.successful
     assert float(jnp.abs(sol.value).max()) == 0.0
     if not X64:
@@ -241,7 +246,7 @@ def test_energy_norm_outer_step_on_spd(poisson, helmholtz):
     import scipy.sparse.linalg as sla
 
     rnet = GRANSNet.init(jax.random.key(5), hidden=8, layers=2, head_scale=3.0)
-    one = GRANS(rnet, rtol=1e-12, max_steps=1, dtype=DT)
+    one = GRANS(rnet, rtol=1e-12, max_steps=1, smoother=CHEB, dtype=DT)
     op = one.setup(poisson.A)
     A = poisson.A.to_scipy().astype(np.float64)
     xs = sla.spsolve(A.tocsc(), np.asarray(poisson.b, np.float64))
@@ -258,19 +263,19 @@ def test_energy_norm_outer_step_on_spd(poisson, helmholtz):
     en = np.asarray(en) / en[0]
     assert np.all(np.diff(en) <= (1e-10 if X64 else 1e-5)), en
     assert en[-1] < 1e-2, en
-    auto = GRANS(rnet, rtol=RTOL, max_steps=100, dtype=DT).solve(op, poisson.b)
+    auto = GRANS(rnet, rtol=RTOL, max_steps=100, smoother=CHEB, dtype=DT).solve(op, poisson.b)
     res_step = ThreeTermStep(norm="residual")
-    res = GRANS(rnet, rtol=RTOL, max_steps=100, outer=res_step, dtype=DT).solve(op, poisson.b)
+    res = GRANS(rnet, rtol=RTOL, max_steps=100, outer=res_step, smoother=CHEB, dtype=DT).solve(op, poisson.b)
     assert auto.result == RESULTS.successful and relres(poisson, auto.value) <= 1.05 * RTOL
     assert res.result == RESULTS.successful
     assert int(auto.num_steps) < int(res.num_steps), (int(auto.num_steps), int(res.num_steps))
     with pytest.raises(ValueError, match="positive-definite"):
-        g = GRANS(rnet, outer=ThreeTermStep(norm="energy"), dtype=DT)
+        g = GRANS(rnet, outer=ThreeTermStep(norm="energy"), smoother=CHEB, dtype=DT)
         g.solve(g.setup(helmholtz.A), helmholtz.b)
 
 
 def test_stagnation_is_reported(net, helmholtz):
-    solver = GRANS(net, rtol=1e-14, max_steps=60, stall_patience=3, stall_tol=0.5, dtype=DT)
+    solver = GRANS(net, rtol=1e-14, max_steps=60, stall_patience=3, stall_tol=0.5, smoother=CHEB, dtype=DT)
     sol = solver.solve(solver.setup(helmholtz.A), helmholtz.b, throw=False)
     assert sol.result == RESULTS.stagnation
     with pytest.raises(RuntimeError, match="stagnation"):  # the default throw=True raises (eqx.error_if)
@@ -281,7 +286,7 @@ def test_stagnation_is_reported(net, helmholtz):
 def test_short_training_beats_initialisation():
     """Self-supervised training (no solutions) lowers the held-out one-step log residual reduction."""
     mesh = unit_square_mesh(2)  # n = 49: keeps the (compile-dominated) run short
-    solver = GRANS(GRANSNet.init(jax.random.key(1), hidden=8, layers=1), dtype=DT)
+    solver = GRANS(GRANSNet.init(jax.random.key(1), hidden=8, layers=1), smoother=CHEB, dtype=DT)
     ops, rhs = [], []
     for s in (21, 22):
         pb = make_problem(jax.random.key(s), mesh, "poisson")
@@ -300,9 +305,93 @@ def test_short_training_beats_initialisation():
     assert res.losses.shape == (24,)
 
 
-def test_pretrained_weights_solve_held_out_problem():
-    solver = GRANS.pretrained(rtol=RTOL, max_steps=200, dtype=DT)
+def test_pretrained_paper_configuration_solves_held_out_problem():
+    """The paper's configuration by name (Chebyshev smoother, shipped network, basis every iteration)."""
+    solver = GRANS.pretrained(smoother="chebyshev", rtol=RTOL, max_steps=200, dtype=DT)
+    assert solver.net is not None and solver.refresh_for() == 1
     pb = make_problem(jax.random.key(10_001), unit_square_mesh(3), "reaction")
-    sol = solver.solve(solver.setup(pb.A), pb.b)
+    op = solver.setup(pb.A)
+    assert solver.configuration(op)["outer"] == ThreeTermStep()  # the paper's step, energy on SPD-like
+    sol = solver.solve(op, pb.b)
     assert sol.result == RESULTS.successful
     assert relres(pb, sol.value) <= 1.05 * RTOL
+
+
+# the default configuration per matrix class (GRANS docstring): the outer step and the safeguarded norm
+DEFAULT_CHOICE = {"poisson": ("spd_like", ThreeTermStep(norm="energy"), "energy"),
+                  "reaction": ("spd_like", ThreeTermStep(norm="energy"), "energy"),
+                  "advection": ("nonsymmetric", FlexibleGCR(memory=40), "residual"),
+                  "helmholtz": ("symmetric", FlexibleGCR(memory=100), "residual")}
+
+
+@pytest.fixture(scope="module")
+def four_equations():
+    mesh = unit_square_mesh(4)  # n = 961: a two-level V-cycle (the coarsest level is solved densely)
+    return {eq: make_problem(jax.random.key(10_400 + i), mesh, eq) for i, eq in enumerate(DEFAULT_CHOICE)}
+
+
+def _check_default_solve(solver, pb, eq):
+    op = solver.setup(pb.A)
+    cls, outer, norm = DEFAULT_CHOICE[eq]
+    cfg = solver.configuration(op)
+    assert (cfg["matrix_class"], cfg["outer"], cfg["norm"]) == (cls, outer, norm), eq
+    assert op.hierarchy is not None and len(op.hierarchy.sizes) >= 2, eq
+    sol = solver.solve(op, pb.b)
+    assert sol.result == RESULTS.successful, eq
+    assert relres(pb, sol.value) <= 1.05 * RTOL, (eq, relres(pb, sol.value))
+    assert bool(sol.stats["energy_norm"]) == (norm == "energy"), eq
+    assert int(sol.stats["outer_memory"]) == getattr(outer, "memory", 0), eq
+    assert int(sol.num_steps) <= 40, (eq, int(sol.num_steps))
+
+
+DEFAULT_KW = dict(max_steps=100, dtype=DT)  # one static configuration: the tests below share compiled solves
+
+
+def test_default_picks_the_documented_configuration(four_equations):
+    """``GRANS.pretrained()`` is the multilevel smoother, no network, no projection, and the outer step of the
+    matrix class (all four equations); it converges on an SPD-like and an indefinite one (true residual from
+    SciPy in float64; the other two: the slow test below)."""
+    solver = GRANS.pretrained(rtol=RTOL, **DEFAULT_KW)
+    assert solver.net is None and solver.smoother == MultilevelSmoother() and solver.outer == "auto"
+    assert solver.uses_projection is False and GRANS(rtol=RTOL, **DEFAULT_KW) == solver
+    for eq, pb in four_equations.items():
+        op = solver.setup(pb.A)
+        assert not op.has_basis and solver.configuration(op)["network"] == "none"
+        cls, outer, norm = DEFAULT_CHOICE[eq]
+        assert (op.matrix_class, solver.outer_for(op), solver.outer_norm(op)) == (cls, outer, norm), eq
+    for eq in ("poisson", "helmholtz"):
+        _check_default_solve(solver, four_equations[eq], eq)
+
+
+@pytest.mark.slow  # two more compiled solves
+def test_default_converges_on_all_four_equations(four_equations):
+    solver = GRANS.pretrained(rtol=RTOL, **DEFAULT_KW)
+    for eq, pb in four_equations.items():
+        _check_default_solve(solver, pb, eq)
+
+
+def test_zero_head_and_no_projection_are_selectable(four_equations):
+    """``GRANS(None, projection=True)`` uses exactly the basis of a network with a zero output head (without
+    running one), and converges (SciPy); so does the default without the projection."""
+    from icmlx.solvers._grans_net import _ZeroHead
+
+    pb = four_equations["poisson"]
+    zero = GRANS(None, projection=True, rtol=RTOL, **DEFAULT_KW)
+    op = zero.setup(pb.A)
+    assert op.has_basis and zero.configuration(op)["network"] == "zero head"
+    net = GRANSNet.init(jax.random.key(3), hidden=4, layers=1)  # head_scale=0: w_out = 0, b_out = 0
+    rs = jnp.zeros(op.padded_size, jnp.float32).at[: op.n].set(jnp.cos(jnp.arange(op.n, dtype=jnp.float32)))
+    np.testing.assert_array_equal(np.asarray(_ZeroHead(channels=2)(op, rs)), np.asarray(net(op, rs)))
+    a = zero.solve(op, pb.b)
+    assert a.result == RESULTS.successful and relres(pb, a.value) <= 1.05 * RTOL
+    plain = GRANS(None, projection=False, rtol=RTOL, **DEFAULT_KW)
+    assert plain.configuration(op)["projection"] is False
+    sol = plain.solve(op, pb.b)  # (an operator with a basis serves a solver without one)
+    assert sol.result == RESULTS.successful and relres(pb, sol.value) <= 1.05 * RTOL
+    with pytest.raises(ValueError, match="without a basis"):
+        zero.solve(plain.setup(pb.A), pb.b)
+    assert GRANS.pretrained(network=True, dtype=DT).configuration(op)["network"] == "trained"
+    with pytest.raises((ValueError, TypeError), match="network"):  # TypeError under the jaxtyping checks
+        GRANS.pretrained(network="yes")
+    with pytest.raises((ValueError, TypeError), match="projection"):
+        GRANS(projection=1)

@@ -27,7 +27,7 @@ from ._outer import (
     _outer3,
     _outer_from_flags,
 )
-from ._precondition import _basis, _precondition_with, _smooth
+from ._precondition import _coarse_factor, _precondition_with, _smooth
 from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother, _as_smoother
 from ._solution import LinearSolution
 from ._sparse import SparseMatrix
@@ -40,7 +40,7 @@ _DEPRECATED_FLAGS = ("degree", "recycle", "norm")
 # k = 12 needs about twice its iteration count in memory; advection-diffusion converges with 40)
 _GCR_MEMORY_SYMMETRIC = 100
 _GCR_MEMORY_NONSYMMETRIC = 40
-# the ablation's decision (benchmarks/solvers_grans_ablation.py): GRANS.pretrained() runs the zero head
+# the ablation's decision (benchmarks/solvers_grans_ablation.py): GRANS.pretrained() runs no network
 _NETWORK_ON_DEFAULT_PATH = False
 
 
@@ -68,29 +68,34 @@ class GRANS(lx.AbstractLinearSolver):
     iterations — stops the solve with ``RESULTS.stagnation``; it is never hidden by a fallback solve.
 
     **The default** is the fastest configuration measured that converges on all four model equations
-    (Poisson, reaction-, advection-diffusion and Helmholtz k = 12, n up to 65,025; ``benchmarks/solvers_fem.py``):
-    ``smoother=MultilevelSmoother()`` (one smoothed-aggregation V-cycle), the basis built once from the
-    initial residual (``refresh=None``), and ``outer="auto"``, chosen per matrix at ``setup`` and recorded
-    by :meth:`configuration` and in ``stats["energy_norm"]`` / ``stats["outer_memory"]``:
+    (Poisson, reaction-, advection-diffusion, Helmholtz k = 12; ``benchmarks/solvers_grans_ablation.py``,
+    ``benchmarks/solvers_fem.py``): ``smoother=MultilevelSmoother()`` (one smoothed-aggregation V-cycle), **no
+    network and no projection** (``net=None``, ``projection=None``: ``u = e_1 + S(r - A e_1)``), and
+    ``outer="auto"``, chosen per matrix at ``setup`` and recorded by :meth:`configuration` and in
+    ``stats["energy_norm"]`` / ``stats["outer_memory"]``:
 
     - SPD-like (symmetric, positive diagonal, non-negative row sums): ``ThreeTermStep(norm="energy")``;
     - symmetric, not SPD-like (indefinite, e.g. Helmholtz): ``FlexibleGCR(memory=100)``;
     - nonsymmetric (e.g. advection-diffusion): ``FlexibleGCR(memory=40)``
 
-    (a V-cycle preconditioner contracts the error in the energy norm; off SPD-like matrices a residual-norm
-    step needs that Krylov memory, with a short one it stalls). With ``smoother=ChebyshevSmoother()``,
-    ``outer="auto"`` is the paper's ``ThreeTermStep(norm="auto")`` and ``refresh=None`` rebuilds the basis
-    every iteration, as before. **The network is not on the default path**: on held-out matrices, in the
-    default configuration, the shipped network gives the same iteration counts as the zero head
-    (``benchmarks/solvers_grans_ablation.py``), so :meth:`pretrained` uses the zero head ``w = [1, r̂]``
-    (``net=None``: no network is run) unless asked for the weights (``network=True``).
+    (a V-cycle contracts the error in the energy norm; off SPD-like matrices a residual-norm step needs that
+    Krylov memory, with a short one it stalls). **The learned part does not earn its place in this
+    configuration**, and is off by default: on held-out matrices (n = 16,129, 2 seeds per cell; median
+    iterations to true relres 1e-5) the shipped network gives the same counts as the zero head
+    ``w = [1, r̂]`` — Poisson 8 / 8, high contrast 9 / 9, rotated anisotropy 108.5 / 111, Helmholtz 30 / 30 —
+    and at best 15% fewer when it re-reads every residual (anisotropy 94.5 / 111), short of the 25% the
+    issue asked for; leaving the projection out altogether needs fewer still (6, 7, 93.5, 23) and is faster.
+    The network and the projection stay available: ``GRANS.pretrained(network=True)`` (shipped weights, with
+    the projection), ``GRANS(None, projection=True)`` (the zero head), and the paper's configuration by name,
+    ``GRANS.pretrained(smoother="chebyshev")`` (Chebyshev smoother, network every iteration; with it
+    ``outer="auto"`` is the paper's ``ThreeTermStep(norm="auto")``).
 
     Usable through ``lineax.linear_solve(GRANS.setup(A), b, solver)`` or ``solver.solve(op, b)``.
     The solve is jitted once per padded size bucket and structural flags.
 
     Args:
-      net: the basis generator (``GRANSNet``), or ``None`` for the zero head (``w = [1, r̂]`` per level,
-        computed without a network; the default).
+      net: the basis generator (``GRANSNet``), or ``None`` (the default): no network; with
+        ``projection=True`` the zero head ``w = [1, r̂]`` per level, computed without running a network.
       rtol: stop when ``‖b − A x‖₂ ≤ max(rtol ‖b‖₂, atol)``.
       atol: stop when ``‖b − A x‖₂ ≤ max(rtol ‖b‖₂, atol)``.
       max_steps: iteration cap (static).
@@ -99,8 +104,9 @@ class GRANS(lx.AbstractLinearSolver):
         trained with), or the shorthands ``"multilevel"`` / ``"chebyshev"`` for their defaults. Static.
       outer: ``"auto"`` (default, per matrix class as above), ``ThreeTermStep(norm=...)``,
         ``FlexibleGCR(memory=m)`` or ``NoOuterStep()`` (the ablation). Static.
-      projection: ``True`` (default) applies the projection onto the basis; ``False`` leaves it out
-        (``u = e_1 + S(r - A e_1)``: smoother and outer step only, the ablation; no basis is built). Static.
+      projection: ``True`` applies the projection onto the basis; ``False`` leaves it out
+        (``u = e_1 + S(r - A e_1)``: smoother and outer step only; ``setup`` builds no basis); ``None``
+        (default): ``True`` exactly when a network is given. Static.
       max_columns: padded number of basis columns ``m`` (static).
       refresh: recompute the basis and its Gram factorisation every ``refresh`` iterations; ``None``
         (default): once, from the initial residual, with a ``MultilevelSmoother``, every iteration (the
@@ -111,7 +117,8 @@ class GRANS(lx.AbstractLinearSolver):
       stall_tol: stagnation rule (residual norm: the residual drops by less than
         ``stall_tol`` relative; energy norm: ``‖e‖²_A`` drops by less than ``stall_tol · rᵀM_θ r``).
       dtype: ``"auto"`` | ``"float64"`` | ``"float32"`` — see ``working_dtype``.
-      **deprecated: ``degree=`` (use ``smoother=ChebyshevSmoother(degree=...)``), ``recycle=`` (use
+      **deprecated: ``degree=`` (use ``smoother=ChebyshevSmoother(degree=...)``; without ``smoother=`` it
+        still selects the Chebyshev smoother, the default when it was a keyword), ``recycle=`` (use
         ``outer=FlexibleGCR(memory=...)``), ``norm=`` (use ``outer=ThreeTermStep(norm=...)``) and a
         boolean ``outer=`` (``False``: ``NoOuterStep()``) still work for one release, with a
         ``DeprecationWarning``.
@@ -129,7 +136,7 @@ class GRANS(lx.AbstractLinearSolver):
       >>> from icmlx.solvers import GRANS
       >>> from icmlx.solvers.fem import unit_square_mesh, make_problem
       >>> pb = make_problem(jax.random.key(1), unit_square_mesh(3), "advection")
-      >>> solver = GRANS(rtol=1e-4, dtype="float32")  # the default configuration, zero head
+      >>> solver = GRANS(rtol=1e-4, dtype="float32")  # the default configuration
       >>> op = solver.setup(pb.A)
       >>> solver.configuration(op)["outer"]
       FlexibleGCR(memory=40)
@@ -144,7 +151,7 @@ class GRANS(lx.AbstractLinearSolver):
     max_steps: int = eqx.field(static=True)
     smoother: AbstractSmoother = eqx.field(static=True)
     outer: AbstractOuterStep | str = eqx.field(static=True)
-    projection: bool = eqx.field(static=True)
+    projection: bool | None = eqx.field(static=True)
     max_columns: int = eqx.field(static=True)
     refresh: int | None = eqx.field(static=True)
     stall_patience: int = eqx.field(static=True)
@@ -160,7 +167,7 @@ class GRANS(lx.AbstractLinearSolver):
         *,
         smoother: AbstractSmoother | str = _DEFAULT_SMOOTHER,
         outer: AbstractOuterStep | str | bool = "auto",
-        projection: bool = True,
+        projection: bool | None = None,
         max_columns: int = 512,
         refresh: int | None = None,
         stall_patience: int = 10,
@@ -171,11 +178,13 @@ class GRANS(lx.AbstractLinearSolver):
         unknown = sorted(set(deprecated) - set(_DEPRECATED_FLAGS))
         if unknown:
             raise TypeError(f"GRANS() got unexpected keyword argument(s) {unknown}")
-        smoother = _as_smoother(smoother)
         if "degree" in deprecated:
             warn_renamed("degree", "smoother=ChebyshevSmoother(degree=...)", "GRANS()", stacklevel=4)
-            if isinstance(smoother, ChebyshevSmoother):  # (with the V-cycle the old degree was unused)
+            # degree= was the Chebyshev degree when Chebyshev was the default smoother: it still selects it
+            # (with an explicit V-cycle smoother the old degree was unused)
+            if smoother is _DEFAULT_SMOOTHER or isinstance(_as_smoother(smoother), ChebyshevSmoother):
                 smoother = ChebyshevSmoother(degree=deprecated["degree"])
+        smoother = _as_smoother(smoother)
         flags = {k: deprecated[k] for k in ("recycle", "norm") if k in deprecated}
         if isinstance(outer, bool) or flags:
             if isinstance(outer, bool):
@@ -208,8 +217,8 @@ class GRANS(lx.AbstractLinearSolver):
                              f"got outer={self.outer!r}")
         if self.net is not None and not isinstance(self.net, GRANSNet):
             raise TypeError(f"GRANS: net must be a GRANSNet or None (the zero head), got {type(self.net).__name__}")
-        if not isinstance(self.projection, bool):
-            raise ValueError(f"GRANS: projection must be True or False, got projection={self.projection!r}")
+        if self.projection is not None and not isinstance(self.projection, bool):
+            raise ValueError(f"GRANS: projection must be True, False or None, got projection={self.projection!r}")
         if not (isinstance(self.max_steps, int) and self.max_steps >= 1):
             raise ValueError(f"max_steps must be a positive int, got {self.max_steps=}")
         if self.max_columns < 4 * self.channels:
@@ -233,6 +242,12 @@ class GRANS(lx.AbstractLinearSolver):
         return (f"GRANS(rtol={summarise(self.rtol)}, atol={summarise(self.atol)}, max_steps={self.max_steps}, "
                 f"smoother={self.smoother!r}, outer={self.outer!r}, projection={self.projection}, "
                 f"dtype={self.dtype!r}, net={net})")
+
+    @property
+    def uses_projection(self) -> bool:
+        """Whether the projection onto the basis is applied: ``projection``, or for ``projection=None``
+        whether there is a network (a network acts only through the projection)."""
+        return self.net is not None if self.projection is None else self.projection
 
     @property
     def channels(self) -> int:
@@ -273,7 +288,8 @@ class GRANS(lx.AbstractLinearSolver):
         """
         return {"matrix_class": op.matrix_class, "smoother": self.smoother, "outer": self.outer_for(op),
                 "norm": self.outer_norm(op), "refresh": self.refresh_for(),
-                "network": "zero head" if self.net is None else "trained", "projection": self.projection}
+                "network": ("trained" if self.net is not None else "zero head") if self.uses_projection else "none",
+                "projection": self.uses_projection}
 
     # -- deprecated attribute names ------------------------------------------------------------------
     @property
@@ -300,22 +316,26 @@ class GRANS(lx.AbstractLinearSolver):
         """The solver in its default configuration, or with the weights shipped in the package.
 
         The shipped weights (``grans_pretrained.eqx``, trained by ``scripts/train_grans.py`` with the Chebyshev
-        smoother) are used with ``network=True``, and by default with ``smoother="chebyshev"`` (the paper's
-        configuration). Otherwise — the default configuration — ``network=None`` means the zero head: the
-        ablation (``benchmarks/solvers_grans_ablation.py``) found no iteration saved by the network there, so
-        none is run (see the class docstring).
+        smoother) are loaded with ``network=True``, and by default with ``smoother="chebyshev"`` (the paper's
+        configuration: network basis every iteration). Otherwise — the default configuration — no network
+        is run: the ablation (``benchmarks/solvers_grans_ablation.py``) found it saves no iterations there
+        (class docstring), so ``GRANS.pretrained()`` equals ``GRANS()``.
 
         Args:
-          network: ``True``: the shipped network; ``False``: the zero head (``net=None``); ``None`` (default):
-            the shipped network with a ``ChebyshevSmoother``, the zero head otherwise.
-          **kwargs: overrides for ``rtol``, ``atol``, ``max_steps``, ``smoother``, ``outer``, ``dtype``, ...
+          network: ``True``: the shipped network (with the projection); ``False``: none; ``None`` (default):
+            the shipped network with a ``ChebyshevSmoother``, none otherwise.
+          **kwargs: overrides for ``rtol``, ``atol``, ``max_steps``, ``smoother``, ``outer``, ``projection``,
+            ``dtype``, ...
 
         Returns:
           A ``GRANS``.
 
+        Raises:
+          ValueError: ``network`` is not ``True``, ``False`` or ``None``.
+
         Examples:
           >>> from icmlx.solvers import GRANS
-          >>> GRANS.pretrained(dtype="float32").net is None  # the default: zero head
+          >>> GRANS.pretrained(dtype="float32").net is None  # the default: no network
           True
           >>> GRANS.pretrained(smoother="chebyshev", dtype="float32").net.w_out.shape[1]  # the paper's
           4
@@ -350,7 +370,7 @@ class GRANS(lx.AbstractLinearSolver):
             raise TypeError("GRANS.setup is eager (NumPy aggregation): call it outside jax.jit")
         A = as_sparse_matrix(A, name="A")
         return _setup(A, channels=self.channels, max_columns=self.max_columns,
-                      dtype=working_dtype(self.dtype), smoother=self.smoother)
+                      dtype=working_dtype(self.dtype), smoother=self.smoother, basis=self.uses_projection)
 
     def outer_norm(self, op: GRANSOperator) -> str:
         """The norm the outer step minimises and the safeguard keeps monotone for this operator.
@@ -466,6 +486,10 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
     zero = jnp.zeros((npad,), dt)
     outer = solver.outer_for(op)  # "auto": chosen from the matrix class (static flags of op)
     refresh = solver.refresh_for()
+    projection = solver.uses_projection
+    if projection and not op.has_basis:
+        raise ValueError("GRANS(projection=True) was given an operator set up without a basis (by a solver with "
+                         "projection=False): set it up with this solver's setup()")
     m = outer.memory if isinstance(outer, FlexibleGCR) else 0
     if isinstance(outer, ThreeTermStep) and outer.norm == "energy" and not galerkin:
         raise ValueError("ThreeTermStep(norm='energy') needs a symmetric positive-definite-like matrix "
@@ -486,11 +510,11 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
 
     kw = dict(degree=degree, galerkin=galerkin, explicit=refresh > 1)
     head = solver.net if solver.net is not None else _ZeroHead(channels=solver.channels)
-    new_basis = lambda r: _basis(head, op, r, **kw)
+    new_basis = lambda r: _head_basis(head, op, r, **kw)
 
     def body(c):
         x, r, rn, p, Ap, it, stall, hist, rej, Zb, AZb, ptr, basis = c
-        if not solver.projection:  # the ablation: smoother and outer step only, no basis
+        if not projection:  # smoother and outer step only, no basis
             u, Au, e1, Ae1 = _smoothed(op, r, degree)
         else:
             if refresh == 1:
@@ -534,7 +558,7 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
                 basis)
 
     buf = jnp.zeros((m, npad), dt)
-    if not solver.projection:
+    if not projection:
         basis0 = ()
     elif refresh == 1:  # placeholder of the right structure; recomputed in every iteration
         basis0 = jax.tree.map(jnp.zeros_like, jax.eval_shape(new_basis, r))
@@ -551,6 +575,19 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
     stats = {"num_steps": it, "residual_norm": rn * s, "residual_history": hist, "rejected": rej,
              "energy_norm": jnp.asarray(energy), "outer_memory": jnp.asarray(m, jnp.int32)}
     return x[:n] * s, result, stats
+
+
+def _head_basis(head: Any, op: GRANSOperator, r, *, degree: int, galerkin: bool, explicit: bool = False):
+    """``_precondition._basis`` for any basis head (a ``GRANSNet`` or the zero head): the head's weights for the
+    residual after one pre-smoothing, and the factored projection."""
+    dt = r.dtype
+    dinv_sqrt = 1.0 / jnp.sqrt(jnp.abs(op.ell.diagonal()))
+    e1 = _smooth(op, r, degree)
+    s = dinv_sqrt * (r - op.ell.mv(e1))
+    rs = s / jnp.maximum(jnp.linalg.norm(s), jnp.finfo(dt).tiny) * jnp.sqrt(jnp.asarray(op.n, dt))
+    w = head(op, rs.astype(jnp.float32)).astype(dt)
+    Z, F, piv = _coarse_factor(op, w, galerkin, explicit)
+    return w, (None if galerkin else Z), F, piv
 
 
 def _smoothed(op: GRANSOperator, r, degree: int):

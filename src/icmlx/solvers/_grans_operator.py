@@ -58,6 +58,7 @@ class GRANSOperator(lx.AbstractLinearOperator):
     symmetric: bool = eqx.field(static=True)
     spd_like: bool = eqx.field(static=True)
     num_aggregates: tuple[int, int] = eqx.field(static=True)
+    has_basis: bool = eqx.field(static=True, default=True)
 
     @property
     def padded_size(self) -> int:
@@ -163,7 +164,7 @@ def _unique_inverse(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
-           dmax_bucket: int = 4, smoother: AbstractSmoother) -> GRANSOperator:
+           dmax_bucket: int = 4, smoother: AbstractSmoother, basis: bool = True) -> GRANSOperator:
     if not isinstance(A, SparseMatrix):
         raise TypeError(f"G-RANS needs a SparseMatrix, got {type(A).__name__}")
     n, n2 = A.shape
@@ -219,12 +220,10 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     if isinstance(smoother, MultilevelSmoother):  # SA V-cycle; its (vectorised MIS-2) aggregates also carry V
         hierarchy, maps, coarse = _sa_build(csr, max_coarse=smoother.max_coarse, max_levels=smoother.max_levels,
                                             degree=smoother.degree, pad_to=n_pad, dtype=dtype)
-        maps = _mis2_maps(coarse, maps)
-    else:
+        if basis:
+            maps = _mis2_maps(coarse, maps)
+    elif basis:
         maps = aggregation_hierarchy(rows, cols, n)
-    budget = max_columns // channels
-    a0, a1 = _select_levels(maps, n, budget)
-    N0, N1 = int(a0.max()) + 1, int(a1.max()) + 1
     # padding
     pad_nodes = np.arange(n, n_pad)
     nnz_true = key.size
@@ -233,6 +232,43 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     prow = np.concatenate([rows, pad_nodes, np.zeros(extra, np.int64)])
     pcol = np.concatenate([cols, pad_nodes, np.zeros(extra, np.int64)])
     pval = np.concatenate([vals, np.ones(pad_nodes.size), np.zeros(extra)])
+    if basis:
+        colidx, pool, zslot, zcol, col_used, (N0, N1) = _basis_index(
+            maps, rows, cols, n, n_pad, nnz_pad, channels=channels, max_columns=max_columns,
+            dmax_bucket=dmax_bucket)
+    else:  # no projection: index arrays of the right ranks, no aggregates (a solve with a basis refuses it)
+        Q = N_LEVELS * channels
+        colidx, pool = np.zeros((n_pad, Q), np.int64), np.zeros((n_pad, N_LEVELS), np.int64)
+        zslot, zcol = np.zeros((0, Q), np.int64), np.zeros((n_pad, 1), np.int64)
+        col_used, (N0, N1) = np.zeros(2 * Q, bool), (0, 0)
+    feats = np.zeros((n_pad, 3), np.float32)
+    feats[:n] = np.stack([rowsum, rowabs, asym], 1)
+    mask = np.zeros(n_pad)
+    mask[:n] = 1.0
+    Ap = SparseMatrix(jnp.asarray(prow, jnp.int32), jnp.asarray(pcol, jnp.int32),
+                      jnp.asarray(pval, dtype), (n_pad, n_pad))
+    if spd_like and hierarchy is None:
+        lmax = 1.1 * _lambda_max_jit(Ap)  # jitted: compiled once per bucket, not once per set-up
+    else:
+        lmax = jnp.asarray(1.0, dtype)
+    ell = EllMatrix.from_scipy(csr, num_rows=n_pad, num_cols=n_pad, pad_identity=True, dtype=dtype)
+    return GRANSOperator(
+        A=Ap, feats=jnp.asarray(feats),
+        mask=jnp.asarray(mask, dtype), colidx=jnp.asarray(colidx, jnp.int32),
+        pool=jnp.asarray(pool, jnp.int32), zslot=jnp.asarray(zslot, jnp.int32),
+        zcol=jnp.asarray(zcol, jnp.int32), col_used=jnp.asarray(col_used), lambda_max=lmax,
+        ell=ell, hierarchy=hierarchy, n=n, symmetric=symmetric, spd_like=spd_like,
+        num_aggregates=(N0, N1), has_basis=basis)
+
+
+def _basis_index(maps, rows, cols, n: int, n_pad: int, nnz_pad: int, *, channels: int, max_columns: int,
+                 dmax_bucket: int):
+    """The index arrays of the basis ``V`` on two aggregation levels: ``(colidx, pool, zslot, zcol, col_used,
+    (N0, N1))`` (see :class:`GRANSOperator`)."""
+    nnz_true = rows.size
+    budget = max_columns // channels
+    a0, a1 = _select_levels(maps, n, budget)
+    N0, N1 = int(a0.max()) + 1, int(a1.max()) + 1
     C = channels
     Q = N_LEVELS * C
     m = min(bucket_size((N0 + N1) * C), max_columns)
@@ -271,23 +307,4 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
             zcol[urow, (l * D + rank_u) * C + c] = (offs[l] + u % Nl) * C + c
     col_used = np.zeros(m, bool)
     col_used[: (N0 + N1) * C] = True
-    feats = np.zeros((n_pad, 3), np.float32)
-    feats[:n] = np.stack([rowsum, rowabs, asym], 1)
-    mask = np.zeros(n_pad)
-    mask[:n] = 1.0
-    Ap = SparseMatrix(jnp.asarray(prow, jnp.int32), jnp.asarray(pcol, jnp.int32),
-                      jnp.asarray(pval, dtype), (n_pad, n_pad))
-    if spd_like and hierarchy is None:
-        lmax = 1.1 * _lambda_max_jit(Ap)  # jitted: compiled once per bucket, not once per set-up
-    else:
-        lmax = jnp.asarray(1.0, dtype)
-    ell = EllMatrix.from_scipy(csr, num_rows=n_pad, num_cols=n_pad, pad_identity=True, dtype=dtype)
-    return GRANSOperator(
-        A=Ap, feats=jnp.asarray(feats),
-        mask=jnp.asarray(mask, dtype), colidx=jnp.asarray(colidx, jnp.int32),
-        pool=jnp.asarray(pool, jnp.int32), zslot=jnp.asarray(zslot, jnp.int32),
-        zcol=jnp.asarray(zcol, jnp.int32), col_used=jnp.asarray(col_used), lambda_max=lmax,
-        ell=ell, hierarchy=hierarchy, n=n, symmetric=symmetric, spd_like=spd_like,
-        num_aggregates=(N0, N1))
-
-
+    return colidx, pool, zslot, zcol, col_used, (N0, N1)
