@@ -147,3 +147,24 @@ def test_bucket_bisection_path_float32_large_n():
     b = benjamini_hochberg(p, 0.05, method="sort")
     assert int(a.num_rejected) == int(b.num_rejected) > 0
     assert np.array_equal(np.asarray(a.reject), np.asarray(b.reject))
+
+
+def test_bh_new_size_reuses_the_compiled_program():
+    # concrete input is padded to a power-of-two bucket with n traced: sizes 1025..2048 share one program
+    from icmlx.stats._fdr import _bh_bucket_decisions
+
+    rng = np.random.default_rng(3)
+    before = None
+    for n in (1025, 1700, 2048):
+        p = rng.uniform(size=(2, n)) ** 3
+        p[:, : n // 40] *= 1e-4
+        res = benjamini_hochberg(p, 0.1)
+        if before is None:
+            before = _bh_bucket_decisions._cache_size()
+        assert res.reject.shape == (2, n)
+        pp = np.asarray(jnp.asarray(p, FLOAT), np.float64)
+        for row in range(2):
+            ref, *_ = multitest.multipletests(pp[row], alpha=0.1, method="fdr_bh")
+            assert np.array_equal(np.asarray(res.reject[row]), ref) and int(res.num_rejected[row]) == ref.sum() > 0
+            assert float(res.threshold[row]) == pp[row][ref].max()
+    assert _bh_bucket_decisions._cache_size() == before

@@ -105,6 +105,12 @@ class MultipleTestResult(TestDecisions):
 
 def _check_pvalues(pvalues, where):
     # host data is checked on the host and then put on the device once (no round trip of a large input)
+    p, labels = _check_pvalues_host(pvalues, where)
+    return (jax.device_put(p) if isinstance(p, np.ndarray) else p), labels
+
+
+def _check_pvalues_host(pvalues, where):
+    """:func:`_check_pvalues` that leaves host data (list, NumPy, Series) a checked NumPy array."""
     p, labels = host_input_array(pvalues, "pvalues")
     if p.ndim < 1 or p.shape[-1] < 1:
         raise ValueError(f"{where}: pvalues must have a non-empty last (tests) axis, got {p.shape=}")
@@ -126,30 +132,33 @@ def _check_pvalues(pvalues, where):
             f"{where}: pvalues must lie in [0, 1], but {found} lie outside, e.g. {float(first):.4g}; these look "
             "like z-scores: convert them with two_sided_pvalues(z) first"
         )
-    return (jax.device_put(p) if isinstance(p, np.ndarray) else p), labels
+    return p, labels
 
 
 def _line(j, n, alpha, dt):
-    # The BH critical values (j / n) * alpha, in the same operation order as statsmodels.
-    return (j.astype(dt) / n) * alpha
+    # The BH critical values (j / n) * alpha, in the same operation order as statsmodels (n a Python int or a
+    # traced int: the same float value of n either way).
+    return (j.astype(dt) / (n.astype(dt) if hasattr(n, "astype") else n)) * alpha
 
 
-def _bh_bucket(p, n, alpha):
+def _bh_bucket(p, n, alpha, nmax):
     """Smallest j in {0..n+1} with p <= line(j) (line(n+1) = +inf), exactly, without sorting.
 
     A float guess ceil(p n / alpha) is off by at most a few ulps of j; a short bisection on the exact critical
-    values (computed by formula, no gathers) repairs it.
+    values (computed by formula, no gathers) repairs it. ``n`` may be traced; ``nmax >= n`` is static and sizes
+    the bisection window.
     """
     dt = p.dtype
     eps = float(jnp.finfo(dt).eps)
-    w = int(math.ceil(8.0 * eps * (n + 2))) + 2  # |guess - j| <= ~2 eps j <= w
-    guess = jnp.ceil(jnp.minimum(p * (n / alpha), n + 1.0))
+    w = int(math.ceil(8.0 * eps * (nmax + 2))) + 2  # |guess - j| <= ~2 eps j <= w
+    nf = n.astype(dt) if hasattr(n, "astype") else n
+    guess = jnp.ceil(jnp.minimum(p * (nf / alpha), nf + 1.0))
     j0 = guess.astype(jnp.int32)
 
     def cond_true(j):
         return (j >= n + 1) | (p <= _line(j, n, alpha, dt))
 
-    if 8.0 * eps * (n + 2) < 1.0:
+    if 8.0 * eps * (nmax + 2) < 1.0:
         # the guess is within 1 of the exact bucket: one step up, one step down
         j = jnp.where(~cond_true(j0), j0 + 1, j0)
         return jnp.where((j >= 1) & cond_true(j - 1), j - 1, j)
@@ -213,13 +222,45 @@ def benjamini_hochberg(
     """
     if method not in ("bucket", "sort"):
         raise ValueError(f"method must be 'bucket' or 'sort', got {method=!r}")
-    p, labels = _check_pvalues(pvalues, "benjamini_hochberg")
+    p, labels = _check_pvalues_host(pvalues, "benjamini_hochberg")
     dt = p.dtype
     a = check_scalar("alpha", alpha, dt, lo=0.0, hi=1.0)
     if a.ndim != 0:
         raise ValueError(f"alpha must be a scalar, got shape {a.shape}")
-    res = _bh_sort_decisions(p, a) if method == "sort" else _bh_bucket_decisions(p, a)
+    n = p.shape[-1]
+    if method == "sort":
+        res = _bh_sort_decisions(jax.device_put(p) if isinstance(p, np.ndarray) else p, a)
+    elif is_traced(p):
+        res = _bh_bucket_decisions(p, a, n)  # inside the user's jit the shape is theirs: no padding
+    else:
+        res = _bh_bucket_padded(p, a, n)
     return res if labels is None else dataclasses.replace(res, _labels=labels)
+
+
+def _size_bucket(n: int, dtype: Any) -> int:
+    """The padded test count for ``n``: the next power of two, at least 1024.
+
+    Coarse on purpose: a script that runs BH on 10^6 tests and then on a subset of 0.7 * 10^6 compiles once; the
+    price is at most twice the work of a call, which is linear in ``n`` and small beside the compilation saved.
+    A bucket that would cross the size past which :func:`_bh_bucket` needs its bisection (about 2^20 tests in
+    float32) stops just below it, at 2^20 - 1024, so padding never switches a call to the slower repair.
+    """
+    m = max(1024, 1 << (n - 1).bit_length())
+    # largest multiple of 1024 with 8 eps (m + 2) < 1 (a ragged length vectorises worse)
+    fast = (int(math.ceil(1.0 / (8.0 * float(jnp.finfo(dtype).eps)))) - 3) // 1024 * 1024
+    return fast if n <= fast < m else m
+
+
+def _bh_bucket_padded(p, a, n):
+    """BH on concrete p-values padded to :func:`_size_bucket` with the true ``n`` traced: a new ``n`` in the same
+    bucket reuses the compiled program (only the slice back to ``n`` is per size)."""
+    m = _size_bucket(n, p.dtype)
+    pad = [(0, 0)] * (p.ndim - 1) + [(0, m - n)]
+    # padded entries are p = 1 and are masked out of the histogram and the decisions
+    p = jax.device_put(np.pad(p, pad, constant_values=1.0)) if isinstance(p, np.ndarray) \
+        else jnp.pad(p, pad, constant_values=1.0)
+    res = _bh_bucket_decisions(p, a, np.int32(n))
+    return res if m == n else dataclasses.replace(res, reject=res.reject[..., :n])
 
 
 @jax.jit
@@ -237,19 +278,21 @@ def _bh_sort_decisions(p, a):
 
 
 @jax.jit
-def _bh_bucket_decisions(p, a):
-    n = p.shape[-1]
+def _bh_bucket_decisions(p, a, n):
+    # p: (*batch, m) of which the first n (traced, n <= m) are the tests; entries past n are padding
+    m = p.shape[-1]
     batch = p.shape[:-1]
-    ks = jnp.arange(1, n + 1, dtype=jnp.int32)
-    j = _bh_bucket(p, n, a)  # in 0..n+1
+    ks = jnp.arange(1, m + 1, dtype=jnp.int32)
+    j = _bh_bucket(p, n, a, m)  # in 0..n+1
+    j = jnp.where(jnp.arange(m) < n, j, m + 2)  # padding: out of range, dropped by the histogram below
     rows = math.prod(batch)
     # per-row histogram of the buckets (vmapped scatter: no flat index, so no int32 overflow)
-    counts = jax.vmap(lambda jr: jnp.zeros(n + 2, jnp.int32).at[jr].add(1, mode="drop"))(
-        j.reshape(rows, n)
+    counts = jax.vmap(lambda jr: jnp.zeros(m + 2, jnp.int32).at[jr].add(1, mode="drop"))(
+        j.reshape(rows, m)
     )
-    # #{j_i <= k}, k = 1..n (cumsum, not associative_scan: the scan runs faster per call on CPU but compiles
-    # much slower for large n, a bad trade for one-shot use)
-    cum = jnp.cumsum(counts, axis=1)[:, 1 : n + 1]
+    # #{j_i <= k}, k = 1..m (cumsum, not associative_scan: the scan runs faster per call on CPU but compiles
+    # much slower for large n, a bad trade for one-shot use); for k > n the count is at most n < k, so k* <= n
+    cum = jnp.cumsum(counts, axis=1)[:, 1 : m + 1]
     kstar = jnp.max(jnp.where(cum >= ks, ks, 0), axis=-1).reshape(batch)
     reject = j <= kstar[..., None]
     thr = jnp.max(jnp.where(reject, p, 0.0), axis=-1)
