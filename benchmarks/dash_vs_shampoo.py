@@ -43,20 +43,26 @@ from icmlx.optim import scale_by_dash  # noqa: E402
 _REMOVED_ALIASES = ("tree_map", "tree_leaves", "tree_flatten", "tree_unflatten", "tree_structure")
 
 
-def load_distributed_shampoo():
-    """The ``precondition.distributed_shampoo`` module, with the jax aliases it needs restored."""
+def load_distributed_shampoo(required: bool = True):
+    """The ``precondition.distributed_shampoo`` module, with the jax aliases it needs restored.
+
+    Used by this benchmark and by ``examples/dash_lm.py``. When it is not installed: ``SystemExit`` with the
+    install line, or ``None`` with ``required=False``.
+    """
     for name in _REMOVED_ALIASES:
         if not hasattr(jax, name):
             setattr(jax, name, getattr(jax.tree_util, name))
     try:
         from precondition import distributed_shampoo
     except ImportError as e:  # pragma: no cover - depends on the environment
+        if not required:
+            return None
         raise SystemExit(f"JAX Distributed Shampoo is not installed ({e}).\n"
                          "Install the benchmark extras: pip install -e '.[bench]'") from e
     return distributed_shampoo
 
 
-DS = load_distributed_shampoo()
+DS = load_distributed_shampoo(required=__name__ == "__main__")
 
 
 def shampoo(lr, block, freq, graft="rmsprop_normalized", start=1):
@@ -154,6 +160,7 @@ def bench_quality(num_steps: int, grid, freq: int, kappa: float = 1e2, block: in
     makers = {
         "icmlx DASH (adam graft)": lambda lr: dash_opt(lr, block, freq, "adam"),
         "icmlx DASH (rmsprop graft)": lambda lr: dash_opt(lr, block, freq, "rmsprop"),
+        "icmlx DASH (rmsprop_normalized graft)": lambda lr: dash_opt(lr, block, freq, "rmsprop_normalized"),
         "JAX Distributed Shampoo (rmsprop_normalized graft)": lambda lr: shampoo(lr, block, freq),
         "JAX Distributed Shampoo (rmsprop graft)": lambda lr: shampoo(lr, block, freq, "rmsprop"),
         "optax.adam": lambda lr: optax.adam(lr),
@@ -197,6 +204,8 @@ def bench_state_bytes(block: int = 128):
     pbytes = tree_bytes(params)
     rows = []
     for name, tx in (("icmlx DASH", dash_opt(1e-3, block, 10)),
+                     ("icmlx DASH (bfloat16 statistics)", dash_opt(1e-3, block, 10, statistics_dtype="bfloat16")),
+                     ("icmlx DASH (merge_small_dims=False)", dash_opt(1e-3, block, 10, merge_small_dims=False)),
                      ("JAX Distributed Shampoo", shampoo(1e-3, block, 10)),
                      ("optax.adam", optax.adam(1e-3))):
         with jax.numpy_dtype_promotion("standard"):

@@ -292,6 +292,16 @@ def _dash_right(ref, rtol):
 add("scale_by_dash.first_step.jit", _dash_step(G4), _dash_right(_dash_reference(G4), 2e-3))
 add("scale_by_dash.first_step.eager", _dash_step(G4, mode="eager"), _dash_right(_dash_reference(G4), 2e-3),
     slow=True)
+# normalized RMSProp grafting: S = G/||G||, so the first step's graft S/(|S| + eps) has Adam's sign pattern
+add("scale_by_dash.rmsprop_normalized", _dash_step(G4, grafting="rmsprop_normalized"),
+    _dash_right(_dash_reference(G4), 2e-3), slow=True)
+add("scale_by_dash.rmsprop_normalized_scale1e-20", _dash_step(G4 * np.float32(1e-20), grafting="rmsprop_normalized"),
+    # the ridge (1e-10) swamps factors ~1e-41, so the roots are multiples of I and the step is G's direction
+    # at the scale-free graft norm ||S / (|S| + eps)|| = ||sign(G)||, where Adam's graft would be ~1e-12
+    lambda out: _close(np.asarray(out[0], np.float64), G4 / np.linalg.norm(G4) * 4.0, 2e-3), slow=True)
+add("scale_by_dash.statistics_bf16", _dash_step(G4, statistics_dtype="bfloat16"),
+    lambda out: all(f.dtype == jnp.bfloat16 for f in out[1].factors) and np.all(np.isfinite(out[0]))
+    and out[0].shape == (4, 4), slow=True)
 for scale in (1e10, 1e-10):  # the absolute root_epsilon (1e-10) is part of the reference
     add(f"scale_by_dash.scale{scale:g}", _dash_step(G4 * np.float32(scale)),
         _dash_right(_dash_reference(G4 * scale), 2e-3), slow=True)
@@ -370,6 +380,7 @@ _DASH_BAD = [
     ("precondition_frequency", (0, -1)), ("start_preconditioning_step", (0,)),
     ("grafting", ("adamw",)), ("one_dim", ("vector",)), ("nonfinite", ("zero",)),
     ("root_chunk_size", (0, "all")), ("inverse_root", ("newton", 3)),
+    ("statistics_dtype", ("int8", "float16")), ("merge_small_dims", ("yes",)),
 ]
 for name, values in _DASH_BAD:
     for v in values:

@@ -192,7 +192,9 @@ def _shampoo_direction(plan: BlockPlan, roots, mu_leaves, graft_leaves, grafting
         if grafting != "none":
             pn = jnp.sqrt(jnp.sum(pg_blocks[gi] ** 2, axis=(-2, -1), keepdims=True))
             un = jnp.sqrt(jnp.sum(u**2, axis=(-2, -1), keepdims=True))
-            u = u * (pn / (un + 1e-16))
+            # exact ratio at any scale (an additive guard would shrink steps whose ||u|| is tiny); 0 for u = 0
+            pos = un > 0
+            u = jnp.where(pos, (u / jnp.where(pos, un, 1.0)) * pn, 0.0)
         p_blocks.append(u)
     return unblockify(plan, p_blocks, graft_leaves)
 
@@ -246,7 +248,8 @@ def scale_by_dash(
         \text{ or } t \bmod f = 0,\ t \ge t_0) \\
         \tilde G &\leftarrow b_1 \tilde G + (1-b_1) G, \quad P^{graft} = \text{grafting direction} \\
         P_i &= \bar L_i \tilde G_i \bar R_i \cdot
-        \frac{\|P^{graft}_i\|_F}{\|\bar L_i \tilde G_i \bar R_i\|_F + 10^{-16}}
+        \frac{\|P^{graft}_i\|_F}{\|\bar L_i \tilde G_i \bar R_i\|_F} \quad (0 \text{ when } \bar L_i \tilde G_i \bar R_i
+        = 0)
 
     Before :math:`t_0` (``start_preconditioning_step``) :math:`P = P^{graft}`. With ``grafting="adam"``,
     :math:`P^{graft} = \hat{\tilde G} / (\sqrt{\hat A} + \epsilon)` with :math:`A` the ``b2``-EMA of
