@@ -503,6 +503,73 @@ def container_cases() -> list[Case]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# solve / amg_setup (smoothed aggregation + Krylov)
+# ---------------------------------------------------------------------------------------------------------------
+def solve_cases() -> list[Case]:
+    big = lap1d(30) + 0.01 * np.eye(30)
+    diag = np.diag(np.arange(1.0, 6.0))
+    nonsym = lap1d(30) + np.diag(-0.4 * np.ones(29), 1)
+    shifted = lap1d(12) - 2.5 * np.eye(12)  # negative diagonal, indefinite
+
+    def jitted():
+        s = S.amg_setup(big, max_coarse=5)
+        return jax.jit(lambda b: s.solve(b).value)(jnp.ones(30, s.A.val.dtype))
+
+    return [
+        Case("solvers.solve.spd.eager", lambda: S.solve(SPD, B2), check=residual_ok(SPD, B2), status=status_of),
+        Case("solvers.solve.two_levels.eager", lambda: S.solve(big, np.ones(30), max_coarse=5),
+             check=residual_ok(big, np.ones(30)), status=status_of, slow=True),
+        Case("solvers.solve.nonsymmetric.eager", lambda: S.solve(nonsym, np.ones(30), max_coarse=5),
+             check=residual_ok(nonsym, np.ones(30)), status=status_of, slow=True),
+        Case("solvers.solve.negative_diagonal.eager", lambda: S.solve(shifted, np.ones(12), max_coarse=3),
+             check=residual_ok(shifted, np.ones(12)), status=status_of, slow=True),
+        Case("solvers.solve.one_by_one.eager", lambda: S.solve(np.array([[2.0]]), np.array([3.0])),
+             check=residual_ok(np.array([[2.0]]), [3.0]), status=status_of, slow=True),
+        Case("solvers.solve.disconnected.eager", lambda: S.solve(sp.csr_matrix(diag), np.ones(5)),
+             check=residual_ok(diag, np.ones(5)), status=status_of, slow=True),
+        Case("solvers.solve.zero_rhs.eager", lambda: S.solve(SPD, np.zeros(2)),
+             check=lambda out: np.all(np.asarray(out.value) == 0), status=status_of, slow=True),
+        Case("solvers.solve.scale_1e30.eager", lambda: S.solve(SPD * 1e30, B2 * 1e30),
+             check=residual_ok(SPD * 1e30, B2 * 1e30), status=status_of, slow=True),
+        Case("solvers.solve.nan.eager", lambda: S.solve(np.where(SPD == 1.0, np.nan, SPD), B2), words=NAN_WORDS),
+        Case("solvers.solve.nan_rhs.eager", lambda: S.solve(SPD, np.array([np.nan, 1.0])), words=NAN_WORDS,
+             slow=True),
+        Case("solvers.solve.nonsquare.eager", lambda: S.solve(np.ones((2, 3)), B2), words=("square",), slow=True),
+        Case("solvers.solve.empty.eager", lambda: S.solve(np.zeros((0, 0)), np.zeros(0)), words=("empty",),
+             slow=True),
+        Case("solvers.solve.b_length.eager", lambda: S.solve(SPD, np.ones(3)), words=("length",), slow=True),
+        Case("solvers.solve.max_steps_zero.eager", lambda: S.solve(big, np.ones(30), max_steps=0, max_coarse=5),
+             words=FAIL_WORDS, status=status_of, slow=True),
+        Case("solvers.solve.rtol_negative.eager", lambda: S.solve(SPD, B2, rtol=-1.0), words=("rtol",), slow=True),
+        Case("solvers.solve.method_unknown.eager", lambda: S.solve(SPD, B2, method="lu"), words=("method",)),
+        Case("solvers.solve.near_nullspace_shape.eager", lambda: S.solve(SPD, B2, near_nullspace=np.ones((3, 1))),
+             words=("near_nullspace",), slow=True),
+        Case("solvers.solve.near_nullspace_dependent.eager",
+             lambda: S.solve(big, np.ones(30), near_nullspace=np.ones((30, 2))), words=("near_nullspace",),
+             slow=True),
+        Case("solvers.solve.block_size_not_dividing.eager", lambda: S.solve(big, np.ones(30), block_size=7),
+             words=("block_size",), slow=True),
+        Case("solvers.solve.unknown_option.eager", lambda: S.solve(SPD, B2, tol=1e-3), words=("amg_setup",),
+             slow=True),
+        Case("solvers.AMGSolver.solve.jit", jitted, check=residual_ok(big, np.ones(30)), slow=True),
+        Case("solvers.amg_setup.cycle_unknown.eager", lambda: S.amg_setup(SPD, cycle="F"), words=("cycle",),
+             slow=True),
+        Case("solvers.amg_setup.relaxation_unknown.eager", lambda: S.amg_setup(SPD, relaxation="sor"),
+             words=("relaxation",), slow=True),
+        Case("solvers.SymmetricStrength.theta_out_of_range.eager", lambda: S.SymmetricStrength(theta=1.0),
+             words=("theta",), slow=True),
+        Case("solvers.GaussSeidelRelaxation.num_sweeps_zero.eager", lambda: S.GaussSeidelRelaxation(num_sweeps=0),
+             words=("num_sweeps",), slow=True),
+        Case("solvers.JacobiRelaxation.omega_too_large.eager", lambda: S.JacobiRelaxation(omega=3.0),
+             words=("omega",), slow=True),
+        Case("solvers.rigid_body_modes.one_d.eager", lambda: S.rigid_body_modes(np.zeros((4, 1))),
+             words=("coords",), slow=True),
+        Case("solvers.rigid_body_modes.nan.eager", lambda: S.rigid_body_modes(np.full((2, 2), np.nan)),
+             words=NAN_WORDS, slow=True),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # finite elements
 # ---------------------------------------------------------------------------------------------------------------
 def five_point(N: int) -> np.ndarray:
@@ -842,7 +909,8 @@ def _roomy(case: Case) -> Case:
 
 
 CASES: list[Case] = [_roomy(c) for c in
-                     krylov_cases() + smoother_cases() + container_cases() + fem_cases() + grans_cases()]
+                     krylov_cases() + smoother_cases() + container_cases() + solve_cases() + fem_cases()
+                     + grans_cases()]
 
 
 @pytest.mark.parametrize("case", params(CASES))

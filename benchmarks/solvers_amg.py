@@ -1,0 +1,166 @@
+"""icmlx ``solve`` (smoothed aggregation + CG in JAX) against PyAMG SA+CG and RS+CG, SciPy CG, JAX CG and SuperLU.
+
+Problems (PyAMG gallery and ``icmlx.solvers.fem``): 2-D Poisson (5-point), rotated anisotropic diffusion
+(ε = 1e-3, θ = π/8, FE stencil), linear elasticity with its rigid-body modes, and a high-contrast P1 FEM Poisson
+system. All solvers run in one process, interleaved per problem, to the same relative tolerance (1e-8 with x64);
+every answer's true relative residual is recomputed in float64 SciPy. icmlx's set-up is timed apart from its
+first solve (which includes compilation): ``compile`` is the first solve minus the second, steady-state
+``solve`` the median of the repeats.
+
+Usage: ``python benchmarks/solvers_amg.py --quick`` (about 16k-65k unknowns) or without ``--quick`` for 65k, 262k
+(``--sizes`` to choose, e.g. ``--sizes 1024`` for the 1M grids).
+"""
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+import numpy as np  # noqa: E402
+import pyamg  # noqa: E402
+import scipy  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+import scipy.sparse.linalg as spla  # noqa: E402
+from pyamg.gallery import diffusion_stencil_2d, linear_elasticity, poisson, stencil_grid  # noqa: E402
+
+import icmlx  # noqa: E402
+from icmlx.solvers import amg_setup, cg  # noqa: E402
+
+RTOL = 1e-8
+
+
+def problems(m: int):
+    """(name, A, B) for an m × m grid (elasticity: m × m nodes, 2 dofs each)."""
+    out = [("poisson", poisson((m, m), format="csr"), None)]
+    st = diffusion_stencil_2d(epsilon=1e-3, theta=np.pi / 8, type="FE")
+    out.append(("aniso", stencil_grid(st, (m, m), format="csr"), None))
+    me = int(m / np.sqrt(2))
+    A, B = linear_elasticity((me, me), format="bsr")
+    out.append(("elasticity", A, B))
+    from icmlx.solvers.fem import make_problem, unit_square_mesh
+
+    ref = max(3, int(round(np.log2(m))) - 1)  # unit_square_mesh(ref) has (2^(ref+1) - 1)^2 interior nodes
+    # high contrast: the coefficient exp(4 g) of a smooth random field g spans several decades
+    pb = make_problem(jax.random.key(3), unit_square_mesh(ref), "poisson", param=4.0)
+    out.append(("fem_poisson", sp.csr_matrix(pb.A.to_scipy()), None))
+    return out
+
+
+def relres(A, b, x):
+    return float(np.linalg.norm(b - A @ np.asarray(x, np.float64)) / np.linalg.norm(b))
+
+
+def timed(f, repeats=1):
+    ts, out = [], None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = f()
+        jax.block_until_ready(getattr(out, "value", out))
+        ts.append(time.perf_counter() - t)
+    return out, float(np.median(ts)), ts
+
+
+def run_problem(name, A, B, repeats, peers):
+    n = A.shape[0]
+    b = np.random.default_rng(0).standard_normal(n)
+    rows = []
+    # icmlx: set-up, first solve (compile + solve), steady solves
+    # the set-up compiles its aggregation loop once per padded level shape: the second set-up is the steady one
+    _, t_setup_first, _ = timed(lambda: amg_setup(A, near_nullspace=B))
+    s, t_setup, _ = timed(lambda: amg_setup(A, near_nullspace=B))
+    sol, t_first, _ = timed(lambda: s.solve(b, rtol=RTOL, throw=False))
+    sol, t_solve, _ = timed(lambda: s.solve(b, rtol=RTOL, throw=False), repeats)
+    compile_s = max(t_setup_first - t_setup, 0.0) + max(t_first - t_solve, 0.0)
+    rows.append(dict(solver="icmlx solve (SA+CG)", iters=int(sol.num_steps), setup=t_setup, solve=t_solve,
+                     total=t_setup + t_solve, compile=compile_s, relres=relres(A, b, sol.value),
+                     status=icmlx.result_name(sol.result), method=s.method, levels=list(s.hierarchy.sizes)))
+    for kind in ("SA", "RS"):
+        if kind == "RS" and B is not None:
+            continue
+        build = (lambda: pyamg.smoothed_aggregation_solver(A, B=B)) if kind == "SA" else \
+            (lambda: pyamg.ruge_stuben_solver(sp.csr_matrix(A)))
+        ml, ts, _ = timed(build)
+        res = []
+
+        def go(ml=ml, res=res):
+            res.clear()
+            return ml.solve(b, tol=RTOL, accel="cg", residuals=res, maxiter=1000)
+
+        x, tsol, _ = timed(go, repeats)
+        rows.append(dict(solver=f"PyAMG {kind}+CG", iters=len(res) - 1, setup=ts, solve=tsol, total=ts + tsol,
+                         compile=0.0, relres=relres(A, b, x), status="-"))
+    if peers:
+        it = [0]
+
+        def scg():
+            it[0] = 0
+            return spla.cg(A, b, rtol=RTOL, maxiter=20000, callback=lambda _: it.__setitem__(0, it[0] + 1))[0]
+
+        x, t, _ = timed(scg)
+        rows.append(dict(solver="SciPy CG", iters=it[0], setup=0.0, solve=t, total=t, compile=0.0,
+                         relres=relres(A, b, x), status="-"))
+        (_, t_first, _) = timed(lambda: cg(A, b, rtol=RTOL, max_steps=20000, throw=False))
+        sol, t, _ = timed(lambda: cg(A, b, rtol=RTOL, max_steps=20000, throw=False))
+        rows.append(dict(solver="JAX CG (icmlx.cg)", iters=int(sol.num_steps), setup=0.0, solve=t, total=t,
+                         compile=max(t_first - t, 0.0), relres=relres(A, b, sol.value),
+                         status=icmlx.result_name(sol.result)))
+        if n <= 300_000:
+            lu, ts, _ = timed(lambda: spla.splu(sp.csc_matrix(A)))
+            x, t, _ = timed(lambda: lu.solve(b))
+            rows.append(dict(solver="SuperLU", iters=0, setup=ts, solve=t, total=ts + t, compile=0.0,
+                             relres=relres(A, b, x), status="-"))
+    for r in rows:
+        r.update(problem=name, n=n)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sizes", type=int, nargs="*", default=None, help="grid sides m (n = m²)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--no-peers", action="store_true", help="only icmlx and PyAMG")
+    ap.add_argument("--problems", nargs="*", default=None)
+    args = ap.parse_args()
+    sizes = args.sizes or ([128, 256] if args.quick else [256, 512])
+    rows = []
+    for m in sizes:
+        for name, A, B in problems(m):
+            if args.problems and name not in args.problems:
+                continue
+            rows.extend(run_problem(name, A, B, args.repeats, not args.no_peers))
+            print_rows([r for r in rows if r["problem"] == name and r["n"] == A.shape[0]])
+    tag = "quick" if args.quick else "full"
+    path = os.path.join(os.path.dirname(__file__), "results", f"solvers_amg_{tag}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    meta = dict(python=sys.version.split()[0], jax=jax.__version__, pyamg=pyamg.__version__, scipy=scipy.__version__,
+                icmlx=getattr(icmlx, "__version__", "?"), backend=jax.default_backend(), machine=platform.machine(),
+                cpus=os.cpu_count(), rtol=RTOL, note="loaded shared 2-core box: timings indicative, ratios paired")
+    with open(path, "w") as f:
+        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+    print(f"wrote {path}")
+
+
+def print_rows(rows):
+    pa = {r["problem"]: r["iters"] for r in rows if r["solver"] == "PyAMG SA+CG"}
+    pt = {r["problem"]: r["total"] for r in rows if r["solver"] == "PyAMG SA+CG"}
+    print(f"{'problem':12s} {'n':>8s} {'solver':22s} {'its':>5s} {'its/PyAMG':>9s} {'setup s':>8s} {'solve s':>8s} "
+          f"{'total s':>8s} {'t/PyAMG':>8s} {'compile s':>9s} {'relres':>9s}")
+    for r in rows:
+        ratio = r["iters"] / pa[r["problem"]] if pa.get(r["problem"]) else float("nan")
+        tr = r["total"] / pt[r["problem"]] if pt.get(r["problem"]) else float("nan")
+        print(f"{r['problem']:12s} {r['n']:8d} {r['solver']:22s} {r['iters']:5d} {ratio:9.2f} {r['setup']:8.3f} "
+              f"{r['solve']:8.3f} {r['total']:8.3f} {tr:8.2f} {r['compile']:9.2f} {r['relres']:9.1e}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

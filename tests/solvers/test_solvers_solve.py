@@ -1,0 +1,204 @@
+"""``solve``/``amg_setup``: the smoothed-aggregation hierarchy against independent references.
+
+References: PyAMG (its standard aggregation and its SA+CG iteration counts, the peer), SciPy ``spsolve`` and
+float64 SciPy residuals, SciPy ``P.T @ A @ P``, the exact-range property ``T B_c = B`` checked in NumPy, and the
+kernel of PyAMG's linear-elasticity operator for the rigid-body modes.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import icmlx
+from icmlx.solvers import (
+    AMGSolver,
+    ChebyshevRelaxation,
+    GaussSeidelRelaxation,
+    JacobiRelaxation,
+    SymmetricStrength,
+    amg_setup,
+    rigid_body_modes,
+    solve,
+)
+from icmlx.solvers._sa_setup import fit_candidates, standard_aggregate, symmetric_strength
+
+sp = pytest.importorskip("scipy.sparse")
+spla = pytest.importorskip("scipy.sparse.linalg")
+pyamg = pytest.importorskip("pyamg")
+from pyamg.gallery import diffusion_stencil_2d, linear_elasticity, poisson, stencil_grid  # noqa: E402
+
+X64 = bool(jax.config.jax_enable_x64)
+RTOL = 1e-8 if X64 else 1e-5
+
+
+def relres(A, b, x):
+    x = np.asarray(x, np.float64)
+    return np.linalg.norm(b - A @ x) / np.linalg.norm(b)
+
+
+def aniso(m):
+    return stencil_grid(diffusion_stencil_2d(epsilon=1e-3, theta=np.pi / 8, type="FE"), (m, m), format="csr")
+
+
+def dense_of(E, n_in):
+    eye = jnp.eye(E.shape[1], dtype=E.val.dtype)[:n_in]
+    return np.asarray(jax.jit(jax.vmap(E.mv))(eye), np.float64).T
+
+
+@pytest.mark.parametrize("make", [lambda: poisson((20, 20), format="csr"), lambda: aniso(15)])
+def test_standard_aggregation_is_pyamgs(make):
+    from pyamg.aggregation.aggregate import standard_aggregation
+
+    A = make()
+    S = symmetric_strength(A, 0.0)
+    agg, num = standard_aggregate(S)
+    Agg = standard_aggregation(sp.csr_matrix(S))[0].tocsr()
+    ref = np.full(A.shape[0], -1)
+    ref[np.repeat(np.arange(A.shape[0]), np.diff(Agg.indptr))] = Agg.indices
+    assert num == Agg.shape[1] and np.array_equal(agg, ref)
+
+
+def test_tentative_prolongator_holds_the_candidates_exactly():
+    rng = np.random.default_rng(0)
+    n, k = 60, 3
+    agg = rng.integers(0, 9, n)
+    agg[:3] = 9  # an aggregate with fewer dofs than candidates: a column is dropped
+    agg[3] = -1  # a node outside every aggregate
+    B = rng.standard_normal((n, k))
+    T, Bc, node = fit_candidates(agg, B, 10)
+    Td = T.toarray()
+    inside = agg >= 0
+    assert np.allclose(Td @ Bc, np.where(inside[:, None], B, 0.0), atol=1e-12)
+    for a in range(10):  # orthonormal columns on each aggregate
+        cols = np.nonzero(node == a)[0]
+        G = Td[:, cols].T @ Td[:, cols]
+        assert np.allclose(G, np.eye(cols.size), atol=1e-12)
+    assert np.sum(node == 9) == 3 and np.all(Td[3] == 0)
+
+
+def test_rigid_body_modes_span_the_elasticity_kernel():
+    m = 8
+    A, B = linear_elasticity((m, m), format="bsr")
+    xy = np.array([[i, j] for j in range(m) for i in range(m)], float)
+    R = rigid_body_modes(xy)
+    AR = np.abs(A @ R).max(axis=1).reshape(m, m, 2).max(axis=2)
+    interior = np.zeros((m, m), bool)
+    interior[1:-1, 1:-1] = True  # the gallery's boundary rows carry the boundary conditions
+    assert AR[interior].max() <= 1e-9 * abs(A).max() * np.abs(R).max()
+    # the same space as PyAMG's own candidates
+    assert np.linalg.matrix_rank(np.hstack([R, B]), tol=1e-8) == 3
+    assert rigid_body_modes(np.zeros((4, 3))).shape == (12, 6)
+
+
+def test_galerkin_levels_match_scipy_triple_products():
+    A = poisson((24, 24), format="csr")
+    s = amg_setup(A, max_coarse=20, dtype=jnp.float64 if X64 else jnp.float32)
+    H = s.hierarchy
+    assert H.num_levels >= 3
+    n0 = A.shape[0]
+    n1 = H.prolong[0].shape[1]
+    P = dense_of(H.prolong[0], n1)[:n0]
+    A1 = dense_of(H.ops[1], n1)[:n1]
+    ref = P.T @ A.toarray() @ P
+    assert np.allclose(A1, ref, atol=(1e-10 if X64 else 1e-4) * np.abs(ref).max())
+    assert np.allclose(dense_of(H.restrict[0], n0)[:n1, :n0], P.T, atol=1e-6)
+
+
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize("relaxation", [GaussSeidelRelaxation(), pytest.param(ChebyshevRelaxation(), marks=SLOW),
+                                        pytest.param(JacobiRelaxation(), marks=SLOW)])
+def test_cycle_is_symmetric_positive_definite(relaxation):
+    A = poisson((16, 16), format="csr")
+    H = amg_setup(A, max_coarse=20, relaxation=relaxation).hierarchy
+    rng = np.random.default_rng(1)
+    u, v = np.zeros((2, H.sizes[0]))
+    u[:256], v[:256] = rng.standard_normal((2, 256))
+    dt = H.coarse_inv.dtype
+    Bu, Bv = np.asarray(jax.jit(jax.vmap(H))(jnp.asarray(np.stack([u, v]), dt)))
+    tol = 1e-10 if X64 else 1e-4
+    assert abs(v @ Bu - u @ Bv) <= tol * np.linalg.norm(u) * np.linalg.norm(Bv)
+    assert u @ Bu > 0
+
+
+PROBLEMS = {
+    "poisson": lambda: (poisson((40, 40), format="csr"), None),
+    "aniso": lambda: (aniso(40), None),
+    "elasticity": lambda: linear_elasticity((24, 24), format="bsr"),
+}
+
+
+@pytest.mark.parametrize("name", [pytest.param(k, marks=() if k == "aniso" else pytest.mark.slow)
+                                  for k in sorted(PROBLEMS)])
+def test_iterations_within_1p5x_of_pyamg_and_answer_matches_spsolve(name):
+    A, B = PROBLEMS[name]()
+    b = np.random.default_rng(0).standard_normal(A.shape[0])
+    res = []
+    pyamg.smoothed_aggregation_solver(A, B=B).solve(b, tol=RTOL, accel="cg", residuals=res)
+    sol = solve(A, b, near_nullspace=B)
+    assert sol.result == icmlx.RESULTS.successful
+    assert relres(A, b, sol.value) <= 1.01 * RTOL
+    assert int(sol.num_steps) <= 1.5 * (len(res) - 1) + 1, (int(sol.num_steps), len(res) - 1)
+    if X64:
+        x = spla.spsolve(sp.csc_matrix(A), b)
+        assert np.linalg.norm(np.asarray(sol.value) - x) <= 1e-5 * np.linalg.norm(x)
+
+
+@pytest.mark.slow
+def test_near_nullspace_is_what_makes_elasticity_fast():
+    A, B = linear_elasticity((24, 24), format="bsr")
+    b = np.random.default_rng(2).standard_normal(A.shape[0])
+    with_b = solve(A, b, near_nullspace=B)
+    without = solve(A, b, throw=False)
+    assert int(with_b.num_steps) < int(without.num_steps)
+
+
+def test_setup_once_solve_many_jit_vmap_and_w_cycle():
+    A = poisson((20, 20), format="csr")
+    s = amg_setup(A, cycle="W", strength=SymmetricStrength(0.1))
+    assert isinstance(s, AMGSolver) and s.method == "cg" and "W" in repr(s)
+    Bs = np.random.default_rng(3).standard_normal((3, 400))
+    out = jax.jit(jax.vmap(lambda b: s.solve(b, throw=False).value))(jnp.asarray(Bs, s.A.val.dtype))
+    for b, x in zip(Bs, np.asarray(out)):
+        assert relres(A, b, x) <= 1.01 * RTOL
+
+
+@pytest.mark.slow
+def test_nonsymmetric_and_indefinite_take_gmres():
+    m = 20
+    T = sp.diags([-1.3 * np.ones(m * m - 1), 2.6 * np.ones(m * m), -0.7 * np.ones(m * m - 1)], [-1, 0, 1])
+    A = (T + poisson((m, m), format="csr")).tocsr()  # upwinded advection-diffusion: nonsymmetric
+    b = np.ones(m * m)
+    s = amg_setup(A, max_coarse=50)
+    assert s.method == "gmres" and s.hierarchy_on == "A" and s.hierarchy.num_levels >= 2
+    assert relres(A, b, s.solve(b).value) <= 1.01 * RTOL
+    # a negative diagonal (shifted Laplacian, indefinite): the hierarchy is built on the M-matrix envelope and
+    # preconditions GMRES on C itself
+    C = (sp.diags([-np.ones(19), 2 * np.ones(20), -np.ones(19)], [-1, 0, 1]) - 2.5 * sp.eye(20)).tocsr()
+    s = amg_setup(C, max_coarse=5)
+    assert s.hierarchy_on == "envelope" and s.method == "gmres"
+    b = np.random.default_rng(4).standard_normal(20)
+    assert relres(C, b, s.solve(b).value) <= 1.01 * RTOL
+
+
+def test_failures_are_reported_and_bad_settings_named():
+    A = aniso(24)
+    b = np.ones(A.shape[0])
+    sol = solve(A, b, max_steps=2, throw=False)
+    assert sol.result == icmlx.RESULTS.max_steps_reached and int(sol.num_steps) == 2
+    with pytest.raises(RuntimeError, match="throw=False"):
+        solve(A, b, max_steps=2)
+    with pytest.raises(ValueError, match="near_nullspace"):
+        amg_setup(A, near_nullspace=np.ones((3, 1)))
+    with pytest.raises(ValueError, match="cycle"):
+        amg_setup(A, cycle="F")
+    with pytest.raises(ValueError, match="method"):
+        amg_setup(A, method="lu")
+    with pytest.raises(ValueError, match="relaxation"):
+        amg_setup(A, relaxation="sor")
+    with pytest.raises(ValueError, match="theta"):
+        SymmetricStrength(theta=1.5)
+    with pytest.raises(TypeError, match="amg_setup"):
+        solve(A, b, tol=1e-3)
