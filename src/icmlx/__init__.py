@@ -23,14 +23,36 @@ try:
 except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare source tree
     __version__ = "0.0.0+unknown"
 
+from typing import TYPE_CHECKING
+
 from ._cache import _enable_by_default
 from ._cache import compilation_cache_dir as compilation_cache_dir
 from ._cache import enable_compilation_cache as enable_compilation_cache
-from ._results import RESULTS as RESULTS
-from ._results import Solution as Solution
-from ._results import result_name as result_name
+
+if TYPE_CHECKING:  # imported on first use (below): a subpackage that does not need lineax does not load it
+    from ._results import RESULTS as RESULTS
+    from ._results import Solution as Solution
+    from ._results import result_name as result_name
 
 __all__ = ["RESULTS", "Solution", "compilation_cache_dir", "enable_compilation_cache", "result_name", "__version__"]
+
+_LAZY = {"RESULTS", "Solution", "result_name"}
+
+
+def __getattr__(name: str):
+    # icmlx.RESULTS and friends live in icmlx._results, which imports lineax; it is loaded the first time one is
+    # used (the subpackages that use them import it themselves), so `import icmlx.structure` stays lighter.
+    if name in _LAZY:
+        from . import _results
+
+        value = getattr(_results, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'icmlx' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY)
 
 # Compiled programs persist across processes (see icmlx._cache for the policy and the opt-out ICMLX_CACHE=0).
 _enable_by_default()
