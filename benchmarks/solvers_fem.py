@@ -7,13 +7,15 @@ Solvers are interleaved (each repeat runs every solver once) and ``paired_over_b
 per-repeat time ratios to the fastest JAX Krylov solver, which cancels load drifting over a run.
 
 Solvers:
-- G-RANS (``GRANS.pretrained()``): the default (network basis every iteration, 3-term outer step: energy
-  norm on the SPD equations, residual norm otherwise); "GCR(40) frozen" =
-  ``outer=FlexibleGCR(memory=40), refresh=10**6``
-  (outer flexible GCR over the last 40 directions, network basis built once from the initial residual);
-  "multilevel" = basis built once with a smoothed-aggregation V-cycle as the smoother (the energy-norm
-  3-term step on the SPD equations, GCR(40) on advection, GCR(100) on Helmholtz; ``smoother=MultilevelSmoother()``);
-  with ``--full-memory`` also ``outer=FlexibleGCR(memory=400)``.
+- G-RANS variants (``--variants``):
+  - "default" = ``GRANS.pretrained()``: smoothed-aggregation V-cycle smoother, no network, no projection,
+    ``outer="auto"`` (energy-norm 3-term step on SPD-like matrices, flexible GCR(100) on symmetric indefinite,
+    GCR(40) on nonsymmetric ones);
+  - "paper" = ``GRANS.pretrained(smoother="chebyshev")``: the paper's configuration (Chebyshev smoother,
+    shipped network basis every iteration, 3-term outer step);
+  - "frozen" = the paper's with ``outer=FlexibleGCR(memory=40), refresh=10**6`` (network basis once);
+  - "multilevel" = ``GRANS.pretrained(network=True)``: the default with the shipped network and its projection;
+  - with ``--full-memory`` also the paper's with ``outer=FlexibleGCR(memory=400)``.
 - JAX CG / CG+Jacobi / BiCGStab / GMRES(30) from icmlx (same runtime), each on the COO ``SparseMatrix`` and
   on the faster ``EllMatrix`` (the conversion is timed as set-up).
 - The non-learned floor "JAX SA-AMG+CG": the ``smoothed_aggregation`` V-cycle as CG preconditioner (SPD only).
@@ -22,7 +24,7 @@ Solvers:
 
     python benchmarks/solvers_fem.py --quick       # n = 3,969 and 16,129, one matrix per cell
     python benchmarks/solvers_fem.py               # n up to 65,025, three matrices per cell
-    python benchmarks/solvers_fem.py --refines 7 --per-cell 1 --variants multilevel   # n = 65,025 only
+    python benchmarks/solvers_fem.py --refines 7 --per-cell 1 --variants default   # n = 65,025 only
 """
 
 import os
@@ -48,8 +50,6 @@ from icmlx.solvers import (  # noqa: E402
     GRANS,
     EllMatrix,
     FlexibleGCR,
-    MultilevelSmoother,
-    ThreeTermStep,
     bicgstab,
     cg,
     gmres,
@@ -164,10 +164,10 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--full-memory", action="store_true",
                     help="also run G-RANS with outer GCR(400) (full memory up to 200 iterations; Helmholtz)")
-    ap.add_argument("--variants", nargs="*", default=["default", "frozen", "multilevel"],
-                    help="G-RANS variants: default (paper-faithful), frozen (GCR(40), basis once), "
-                         "multilevel (SA V-cycle smoother; energy-norm 3-term step on SPD, GCR(40) advection, "
-                         "GCR(100) Helmholtz)")
+    ap.add_argument("--variants", nargs="*", default=["default", "paper", "frozen", "multilevel"],
+                    help="G-RANS variants: default (GRANS.pretrained()), paper (Chebyshev, network every "
+                         "iteration), frozen (paper's with GCR(40), basis once), multilevel (default + network "
+                         "and projection)")
     ap.add_argument("--jax-krylov", nargs="*", default=None,
                     help="subset of CG, CG+Jacobi, BiCGStab, GMRES(30) (default: all)")
     ap.add_argument("--no-scipy", action="store_true", help="skip the SciPy/PyAMG/SuperLU baselines")
@@ -177,21 +177,20 @@ def main(argv=None):
     per_cell = args.per_cell or (1 if args.quick else 3)
     if not jax.config.jax_enable_x64:
         raise SystemExit("needs JAX_ENABLE_X64=1")
-    # the paper-faithful default (network basis every iteration, 3-term outer step) and the two options
-    # for speed / indefinite systems: outer flexible GCR (FlexibleGCR) and basis reuse (refresh)
+    # the default (per-class outer step, no network, no projection) and the configurations it replaced
     def variants_for(eq):
         v = {}
         if "default" in args.variants:
             v["G-RANS"] = {}
+        if "paper" in args.variants:
+            v["G-RANS paper (Chebyshev, net every it.)"] = dict(smoother="chebyshev")
         if "frozen" in args.variants:
-            v["G-RANS GCR(40) frozen"] = dict(outer=FlexibleGCR(memory=40), refresh=10**6)
+            v["G-RANS paper GCR(40) frozen"] = dict(smoother="chebyshev", outer=FlexibleGCR(memory=40),
+                                                    refresh=10**6)
         if "multilevel" in args.variants:
-            m = {"helmholtz": 100, "advection": 40}.get(eq, 0)  # SPD: the default energy-norm 3-term step
-            name = f"G-RANS multilevel GCR({m})" if m else "G-RANS multilevel"
-            outer = FlexibleGCR(memory=m) if m else ThreeTermStep()
-            v[name] = dict(smoother=MultilevelSmoother(), outer=outer, refresh=10**6)
+            v["G-RANS multilevel + network"] = dict(network=True)
         if args.full_memory:
-            v["G-RANS GCR(400)"] = dict(outer=FlexibleGCR(memory=400))
+            v["G-RANS paper GCR(400)"] = dict(smoother="chebyshev", outer=FlexibleGCR(memory=400))
         return v
 
     rows = []

@@ -4,14 +4,17 @@ Claim checked (G-RANS, ICML 2026, abstract): a neural subspace-correction solver
 reaches relative residual ~1e-5 on Poisson, advection-, reaction-diffusion and Helmholtz systems, is robust
 to ±70% coefficient shifts, and needs less wall-clock than classical Krylov solvers.
 
-Uses the shipped weights (``GRANS.pretrained()``, trained at n = 961 by ``scripts/train_grans.py``), solves
+Uses the default solver ``GRANS.pretrained()`` (smoothed-aggregation V-cycle smoother, outer step chosen per
+matrix class; no network: in this configuration the shipped network saves no iterations, see
+``benchmarks/solvers_grans_ablation.py``) or, with ``--paper``, the paper's configuration (Chebyshev smoother,
+the shipped weights trained at n = 961 by ``scripts/train_grans.py``, network basis every iteration). Solves
 held-out systems (seeds ≥ 10 000) at n = 3,969 (quick) or up to 16,129 (full), checks every residual with
 SciPy in float64, and compares with CG / BiCGStab / GMRES(30) from ``icmlx.solvers`` (same JAX runtime).
 Writes ``grans_fem.png`` (residual vs iteration and vs time) and prints a table.
 
-    python examples/grans_fem.py --quick                 # outer flexible GCR(300), basis every iteration
-    python examples/grans_fem.py --quick --recycle 0     # the 3-term outer step (Helmholtz k=12 stalls)
-    python examples/grans_fem.py --quick --multilevel    # smoothed-aggregation V-cycle as the smoother
+    python examples/grans_fem.py --quick                 # the default configuration
+    python examples/grans_fem.py --quick --paper         # the paper's, outer flexible GCR(300)
+    python examples/grans_fem.py --quick --paper --recycle 0   # its 3-term outer step (Helmholtz k=12 stalls)
     python examples/grans_fem.py --transfer              # train on Poisson only vs on all four (minutes)
 """
 
@@ -48,27 +51,23 @@ def _timed(fn, *args):
     return out, time.perf_counter() - t0
 
 
-ML_RECYCLE = {"poisson": 0, "reaction": 0, "advection": 40, "helmholtz": 100}  # SPD: energy-norm 3-term
-
-
 def run(refines=(5,), shifts=(-0.7, 0.0, 0.7), rtol=1e-5, krylov=True, seed=10_000, recycle=300, refresh=1,
-        multilevel=False, net=None, equations=("poisson", "reaction", "advection", "helmholtz")):
+        paper=False, net=None, equations=("poisson", "reaction", "advection", "helmholtz")):
     import jax.numpy as jnp
 
-    from icmlx.solvers import GRANS, FlexibleGCR, MultilevelSmoother, ThreeTermStep, bicgstab, cg, gmres
+    from icmlx.solvers import GRANS, FlexibleGCR, ThreeTermStep, bicgstab, cg, gmres
     from icmlx.solvers.fem import make_problem, resonance_gap, unit_square_mesh
 
-    # network basis every iteration (the paper's residual-aware subspace); outer flexible GCR over the last
-    # `recycle` directions (recycle=0: the 3-term outer step, which stalls on Helmholtz k=12).
-    # multilevel: smoothed-aggregation V-cycle smoother, basis from the first residual; energy-norm
-    # 3-term step on SPD, GCR(40) advection, GCR(100) Helmholtz.
+    # default: GRANS.pretrained() (V-cycle smoother, outer step per matrix class, no network).
+    # paper (or a given net): Chebyshev smoother, network basis every `refresh` iterations, outer flexible GCR
+    # over the last `recycle` directions (recycle=0: the 3-term outer step, which stalls on Helmholtz k=12).
     def outer_step(memory):
         return FlexibleGCR(memory=memory) if memory else ThreeTermStep()
 
     def make_solver(eq):
-        kw = dict(rtol=rtol, max_steps=300, outer=outer_step(recycle), refresh=refresh)
-        if multilevel:
-            kw.update(smoother=MultilevelSmoother(), outer=outer_step(ML_RECYCLE[eq]), refresh=10**6)
+        if not paper and net is None:
+            return GRANS.pretrained(rtol=rtol, max_steps=300)
+        kw = dict(rtol=rtol, max_steps=300, smoother="chebyshev", outer=outer_step(recycle), refresh=refresh)
         return GRANS.pretrained(**kw) if net is None else GRANS(net, **kw)
 
     rows, curves = [], []
@@ -132,7 +131,7 @@ def _figure(curves, path):
     ax[0].set_xlabel("iteration")
     ax[1].set_xlabel("wall-clock (setup + solve, s; linear within a solve)")
     ax[0].legend(fontsize=7)
-    ax[0].set_title("G-RANS (pretrained), held-out systems")
+    ax[0].set_title("G-RANS, held-out systems")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -185,7 +184,7 @@ def transfer(refine_train=4, refine_test=5, steps=20, stages=(0, 1, 2), seed=0, 
     from icmlx.solvers.fem import EQUATIONS, make_problem, unit_square_mesh
 
     mesh = unit_square_mesh(refine_train)
-    setup = GRANS(GRANSNet.init(jax.random.key(seed), hidden=16))
+    setup = GRANS(GRANSNet.init(jax.random.key(seed), hidden=16), smoother="chebyshev")  # as train_grans
     nets = {}
     for name, eqs in (("poisson-only", ["poisson"] * 8),
                       ("all-four", [e for e in EQUATIONS for _ in range(2)])):
@@ -216,12 +215,13 @@ def _with_x64(fn, *a, **k):
         jax.config.update("jax_enable_x64", prev)
 
 
-def tour(outdir: pathlib.Path, recycle: int = 300, refresh: int = 1, multilevel: bool = False) -> list[dict]:
-    """Quick scale: n = 3,969 (4x the training size), shifts -70%/0/+70%, pretrained weights."""
+def tour(outdir: pathlib.Path, recycle: int = 300, refresh: int = 1, paper: bool = False) -> list[dict]:
+    """Quick scale: n = 3,969 (4x the training size), shifts -70%/0/+70%, the default solver (``paper=True``:
+    the paper's configuration with the shipped weights)."""
     outdir = pathlib.Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     rows, curves = _with_x64(run, refines=(5,), shifts=(-0.7, 0.0, 0.7), recycle=recycle, refresh=refresh,
-                             multilevel=multilevel)
+                             paper=paper)
     _figure(curves, outdir / "grans_fem.png")
     _print(rows)
     return _summary(rows)
@@ -231,11 +231,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--outdir", type=pathlib.Path, default=HERE / "out")
-    ap.add_argument("--recycle", type=int, default=300, help="outer flexible-GCR memory (0: 3-term step)")
-    ap.add_argument("--refresh", type=int, default=1, help="rebuild the network basis every k iterations")
-    ap.add_argument("--multilevel", action="store_true",
-                    help="smoothed-aggregation V-cycle smoother (basis from the first residual; energy-norm "
-                         "3-term step on SPD, GCR(40/100) on advection/Helmholtz)")
+    ap.add_argument("--paper", action="store_true",
+                    help="the paper's configuration: Chebyshev smoother, shipped network, basis every iteration")
+    ap.add_argument("--recycle", type=int, default=300,
+                    help="with --paper: outer flexible-GCR memory (0: 3-term step)")
+    ap.add_argument("--refresh", type=int, default=1, help="with --paper: rebuild the network basis every k "
+                    "iterations")
+    ap.add_argument("--multilevel", action="store_true", help="(the default now; kept for old command lines)")
     ap.add_argument("--transfer", action="store_true",
                     help="only the cross-equation experiment: train on Poisson only vs all four (minutes)")
     args = ap.parse_args()
@@ -252,10 +254,10 @@ def main():
             print(f"{eq:10s}  {a['iters']:>5} ({a['ok']})             {b['iters']:>5} ({b['ok']})")
         return
     if args.quick:
-        rows = tour(args.outdir, args.recycle, args.refresh, args.multilevel)
+        rows = tour(args.outdir, args.recycle, args.refresh, args.paper)
     else:
         rws, curves = _with_x64(run, refines=(5, 6), shifts=(-0.7, -0.3, 0.0, 0.3, 0.7),
-                                recycle=args.recycle, refresh=args.refresh, multilevel=args.multilevel)
+                                recycle=args.recycle, refresh=args.refresh, paper=args.paper)
         _figure(curves, args.outdir / "grans_fem.png")
         _print(rws)
         rows = _summary(rws)

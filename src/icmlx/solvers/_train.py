@@ -51,8 +51,14 @@ class TrainResult(eqx.Module):
         return record_repr(self)
 
 
-_DEFAULT_SMOOTHER = ChebyshevSmoother()
 _TRAIN_OUTER = ThreeTermStep(norm="residual")
+
+
+def _smoother_of(op: GRANSOperator | None, smoother: Any) -> Any:
+    """``smoother``, or for ``None`` the one ``op`` was set up for (a V-cycle when it carries a hierarchy)."""
+    if smoother is not None:
+        return smoother
+    return MultilevelSmoother() if op is not None and op.hierarchy is not None else ChebyshevSmoother()
 
 
 def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, deprecated: dict, where: str):
@@ -61,10 +67,11 @@ def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, depreca
     if unknown:
         raise TypeError(f"{where} got unexpected keyword argument(s) {unknown}")
     if "degree" in deprecated:
-        if smoother is not _DEFAULT_SMOOTHER:
+        if smoother is not None:
             raise TypeError(f"{where}: pass either smoother=... or the deprecated degree=, not both")
         warn_renamed("degree", "smoother=ChebyshevSmoother(degree=...)", where, stacklevel=4)
         smoother = ChebyshevSmoother(degree=deprecated["degree"])
+    smoother = _smoother_of(op, smoother)
     if not isinstance(smoother, AbstractSmoother):
         raise ValueError(f"{where}: smoother must be a ChebyshevSmoother(...) or MultilevelSmoother(...), "
                          f"got smoother={smoother!r}")
@@ -87,7 +94,7 @@ def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, depreca
 
 def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
                p: Float[Array, "batch npad"], Ap: Float[Array, "batch npad"], *,
-               smoother: AbstractSmoother = _DEFAULT_SMOOTHER,
+               smoother: AbstractSmoother | None = None,
                outer: AbstractOuterStep | bool = _TRAIN_OUTER, **deprecated: Any) -> Float[Array, ""]:
     r"""Self-supervised loss: mean log residual reduction of one G-RANS iteration (no solutions used).
 
@@ -102,7 +109,9 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
       r: batches of residuals, previous updates and their images under ``A`` (padded length).
       p: batches of residuals, previous updates and their images under ``A`` (padded length).
       Ap: batches of residuals, previous updates and their images under ``A`` (padded length).
-      smoother: the solver's smoother (default ``ChebyshevSmoother(degree=3)``, the shipped weights').
+      smoother: the solver's smoother; ``None`` (default): the one ``op`` was set up for
+        (``MultilevelSmoother()`` when it carries a V-cycle hierarchy, else ``ChebyshevSmoother(degree=3)``, the
+        shipped weights').
       outer: ``ThreeTermStep(norm="residual")`` (default) or ``NoOuterStep()`` (the ablation).
       **deprecated: ``degree=`` (use ``smoother=ChebyshevSmoother(degree=...)``) and a boolean ``outer=``
         still work for one release, with a ``DeprecationWarning``.
@@ -235,7 +244,7 @@ def train_grans(
     batch: int = 4,
     states_per_operator: int = 12,
     learning_rate: float = 1e-3,
-    smoother: AbstractSmoother = _DEFAULT_SMOOTHER,
+    smoother: AbstractSmoother | None = None,
     progress: bool | None = None,
     checkpoint_dir: str | Path | None = None,
     **deprecated: Any,
@@ -262,8 +271,10 @@ def train_grans(
       batch: states per step.
       states_per_operator: initial residuals per operator.
       learning_rate: peak Adam learning rate.
-      smoother: the solver's smoother (default ``ChebyshevSmoother(degree=3)``; ``degree=`` is a deprecated
-        alias for ``smoother=ChebyshevSmoother(degree=...)``).
+      smoother: the solver's smoother; ``None`` (default): the one the operators were set up for (a
+        ``MultilevelSmoother`` when they carry a V-cycle hierarchy, else ``ChebyshevSmoother(degree=3)``, with
+        which the shipped weights were trained); ``degree=`` is a deprecated alias for
+        ``smoother=ChebyshevSmoother(degree=...)``.
       progress: None shows progress in an interactive terminal for loops driven from Python; a loop inside one
         compiled program reports only with progress=True. (This loop is driven from Python: one bar over all
         optimiser steps, with the stage, its rollout length ``K`` and the mean of the last 10 losses.)
@@ -278,8 +289,12 @@ def train_grans(
         or a smoother that does not match the operators.
       TypeError: an operator that is not a ``GRANSOperator``.
     """
-    degree, _ = _training_modes(None, smoother, _TRAIN_OUTER, deprecated, "train_grans()")
-    smoother = ChebyshevSmoother(degree=degree) if "degree" in deprecated else smoother
+    if "degree" in deprecated:
+        degree, _ = _training_modes(None, smoother, _TRAIN_OUTER, deprecated, "train_grans()")
+        smoother = ChebyshevSmoother(degree=degree)
+    smoother = _smoother_of(operators[0] if len(operators) and isinstance(operators[0], GRANSOperator)
+                            else None, smoother)
+    degree, _ = _training_modes(None, smoother, _TRAIN_OUTER, {}, "train_grans()")
     rhs = _check_training(operators, rhs, learning_rate, stages, states_per_operator)
     if steps_per_stage < 1 or batch < 1 or not stages:
         raise ValueError(f"bad schedule: {steps_per_stage=}, {batch=}, {stages=}")
