@@ -284,7 +284,8 @@ def _bh_bucket_decisions(p, a, n):
     batch = p.shape[:-1]
     ks = jnp.arange(1, m + 1, dtype=jnp.int32)
     j = _bh_bucket(p, n, a, m)  # in 0..n+1
-    j = jnp.where(jnp.arange(m) < n, j, m + 2)  # padding: out of range, dropped by the histogram below
+    # padding: out of range, dropped by the histogram below
+    j = jnp.where(jnp.arange(m, dtype=jnp.int32) < n, j, m + 2)
     rows = math.prod(batch)
     # per-row histogram of the buckets (vmapped scatter: no flat index, so no int32 overflow)
     counts = jax.vmap(lambda jr: jnp.zeros(m + 2, jnp.int32).at[jr].add(1, mode="drop"))(
