@@ -14,6 +14,10 @@ programs compiled and backend compile seconds of the first call and of the secon
 Ratios are icmlx / peer (below 1 means icmlx is faster), the median over the pairs. The table is printed and
 ``benchmarks/results/coldstart.json`` written.
 
+Cases: PC chi-square (bnlearn child), PC Fisher-z, pc_tree, BH, a CG + smoothed-aggregation solve (peer: PyAMG),
+``infer_drift`` (peer: StochasticForceInference's linear estimator, the cheap estimator a user would try first)
+and a DASH training start (peer: optax.adam in the same loop).
+
 Usage::
 
     python benchmarks/coldstart.py --quick              # 3 pairs per mode, all cases
@@ -194,7 +198,130 @@ _t2 = time.perf_counter()
 print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": k}))
 """,
     },
+    "cg_sa_poisson": {
+        "what": "CG + smoothed-aggregation AMG on a SciPy CSR 2-D Poisson (128^2 unknowns), rtol 1e-6",
+        "icmlx": _TIMER + """
+import numpy as np, scipy.sparse as sp
+from icmlx.solvers import cg, smoothed_aggregation
+A = sp.load_npz(DATA).tocsr()
+b = np.ones(A.shape[0])
+_t1 = time.perf_counter()
+sol = cg(A, b, rtol=1e-6, preconditioner=smoothed_aggregation(A))
+x = np.asarray(sol.value, np.float64)
+ok = bool(np.linalg.norm(b - A @ x) <= 1e-5 * np.linalg.norm(b))
+_t2 = time.perf_counter()
+m = 112  # a second problem of another size (same kind)
+t = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(m, m))
+A2 = (sp.kron(sp.identity(m), t) + sp.kron(t, sp.identity(m))).tocsr()
+np.asarray(cg(A2, np.ones(m * m), rtol=1e-6, preconditioner=smoothed_aggregation(A2)).value)
+_t3 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": ok,
+                  "compiled": _compiled()}))
+""",
+        "peer": _TIMER + """
+import numpy as np, scipy.sparse as sp
+import pyamg
+A = sp.load_npz(DATA).tocsr()
+b = np.ones(A.shape[0])
+_t1 = time.perf_counter()
+x = pyamg.smoothed_aggregation_solver(A).solve(b, tol=1e-6, accel="cg")
+ok = bool(np.linalg.norm(b - A @ x) <= 1e-5 * np.linalg.norm(b))
+_t2 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": ok}))
+""",
+    },
+    "infer_drift_vdp": {
+        "what": "infer_drift (geodesic EM, 4 iterations, 32 particles, 10 steps/interval), Van der Pol, 250 obs, "
+                "vs SFI infer_force_linear (KM)",
+        "icmlx": _TIMER + """
+import numpy as np, jax
+from icmlx.sde import infer_drift
+obs = np.load(DATA)
+ts = np.arange(obs.shape[0]) * 2.0
+cfg = dict(num_steps=4, num_particles=32, num_time_steps=10, throw=False)
+_t1 = time.perf_counter()
+sol = infer_drift(jax.random.key(1), obs, ts, 0.25, **cfg)
+ok = bool(np.all(np.isfinite(np.asarray(sol.drift.weights))))
+_t2 = time.perf_counter()
+k = obs.shape[0] * 3 // 4
+np.asarray(infer_drift(jax.random.key(2), obs[:k], ts[:k], 0.25, **cfg).drift.weights)
+_t3 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": ok,
+                  "compiled": _compiled()}))
+""",
+        "peer": _TIMER + """
+import numpy as np
+from SFI import OverdampedLangevinInference
+from SFI.bases import monomials_up_to
+from SFI.trajectory import TrajectoryCollection
+obs = np.load(DATA)
+_t1 = time.perf_counter()
+inf = OverdampedLangevinInference(TrajectoryCollection.from_arrays(X=obs, dt=2.0))
+inf.compute_diffusion_constant()
+inf.infer_force_linear(monomials_up_to(order=3, dim=2, rank="vector"), preset="KM")
+ok = bool(np.all(np.isfinite(np.asarray(inf.force_inferred(obs[:5])))))
+_t2 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": ok}))
+""",
+    },
+    "dash_start": {
+        "what": "DASH training start: 30 steps of an MLP regression (64-256-256-1, batch 512) vs optax.adam",
+        "icmlx": _TIMER + """
+import numpy as np, jax, jax.numpy as jnp, optax
+from icmlx.optim import dash
+data = np.load(DATA)
+""" + "{TRAIN}" + """
+_t1 = time.perf_counter()
+l0, l1 = train(dash(1e-3), data, 30)
+_t2 = time.perf_counter()
+train(dash(1e-3), data[: data.shape[0] * 3 // 4], 10)
+_t3 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": bool(l1 < l0),
+                  "compiled": _compiled()}))
+""",
+        "peer": _TIMER + """
+import numpy as np, jax, jax.numpy as jnp, optax
+data = np.load(DATA)
+""" + "{TRAIN}" + """
+_t1 = time.perf_counter()
+l0, l1 = train(optax.adam(1e-3), data, 30)
+_t2 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": bool(l1 < l0)}))
+""",
+    },
 }
+
+# The training loop both DASH-start scripts share (the optimizer is the only difference): the loss gradient and
+# the optimizer update are jitted apart, as in a typical optax script, so a new batch size retraces only the loss.
+_TRAIN = """
+def init(key):
+    sizes, params = [64, 256, 256, 1], []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        key, sub = jax.random.split(key)
+        params.append((jax.random.normal(sub, (a, b)) / np.sqrt(a), jnp.zeros(b)))
+    return params
+def loss(params, xy):
+    h = xy[:, :-1]
+    for w, b in params[:-1]:
+        h = jnp.tanh(h @ w + b)
+    w, b = params[-1]
+    return jnp.mean(((h @ w + b)[:, 0] - xy[:, -1]) ** 2)
+def train(opt, data, steps):
+    params = init(jax.random.key(0))
+    state = opt.init(params)
+    grad = jax.jit(jax.value_and_grad(loss))
+    update = jax.jit(opt.update)
+    xy = jnp.asarray(data, jnp.float32)
+    first = None
+    for _ in range(steps):
+        l, g = grad(params, xy)
+        first = float(l) if first is None else first
+        upd, state = update(g, state, params)
+        params = optax.apply_updates(params, upd)
+    return first, float(grad(params, xy)[0])
+"""
+for _side in ("icmlx", "peer"):
+    CASES["dash_start"][_side] = CASES["dash_start"][_side].replace("{TRAIN}", _TRAIN)
 
 
 def _make_data(case: str, folder: Path) -> Path:
@@ -222,6 +349,26 @@ def _make_data(case: str, folder: Path) -> Path:
         for j in order:
             x[:, j] = x @ w[:, j] + rng.standard_normal(n)
         np.save(path, x)
+    elif case == "cg_sa_poisson":
+        import scipy.sparse as sp
+
+        m = 128
+        t = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(m, m))
+        path = folder / f"{case}.npz"
+        sp.save_npz(path, (sp.kron(sp.identity(m), t) + sp.kron(t, sp.identity(m))).tocsr())
+    elif case == "infer_drift_vdp":
+        # Van der Pol (mu = 1), sigma = 0.25, Euler-Maruyama with dt = 0.01, observed every 2.0 (250 points)
+        x, dt, keep = np.array([1.81, -1.41]), 0.01, []
+        for i in range(50_000):
+            f = np.array([x[1], (1 - x[0] ** 2) * x[1] - x[0]])
+            x = x + f * dt + 0.25 * np.sqrt(dt) * rng.standard_normal(2)
+            if (i + 1) % 200 == 0:
+                keep.append(x.copy())
+        np.save(path, np.asarray(keep))
+    elif case == "dash_start":
+        x = rng.standard_normal((512, 64))
+        y = np.sin(x[:, :8].sum(axis=1)) + 0.1 * rng.standard_normal(512)
+        np.save(path, np.column_stack([x, y]))
     elif case == "bh_1e6":
         m, m1 = 1_000_000, 10_000
         z = rng.standard_normal(m)
@@ -322,6 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="3 pairs per mode")
     ap.add_argument("--pairs", type=int, default=None)
     ap.add_argument("--cases", nargs="*", default=list(CASES))
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "coldstart.json")
     args = ap.parse_args(argv)
     pairs = args.pairs or (3 if args.quick else 5)
     rows = []
@@ -331,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print_table(rows, ["case", "mode", "icmlx_s", "peer_s", "icmlx/peer", "icmlx_import_s", "icmlx_first_call_s",
                        "icmlx_second_call_new_n_s", "icmlx_programs_compiled", "peer_import_s", "peer_call_s"])
-    out = ROOT / "benchmarks" / "results" / "coldstart.json"
+    out = args.out
     out.write_text(json.dumps({"environment": environment(), "rows": rows}, indent=2) + "\n")
     print(f"wrote {out}")
     return 0
