@@ -202,3 +202,16 @@ def test_failures_are_reported_and_bad_settings_named():
         SymmetricStrength(theta=1.5)
     with pytest.raises(TypeError, match="amg_setup"):
         solve(A, b, tol=1e-3)
+
+
+def test_colouring_separates_every_coupling():
+    from icmlx.solvers._sa_setup import multicolor
+
+    for A in (poisson((12, 12), format="csr"), aniso(10), sp.csr_matrix(linear_elasticity((6, 6))[0])):
+        A = sp.csr_matrix(A)
+        A.eliminate_zeros()
+        c = multicolor(A)
+        G = A.tocoo()
+        off = G.row != G.col
+        assert np.all(c >= 0) and np.all(c[G.row[off]] != c[G.col[off]])
+    assert multicolor(poisson((12, 12), format="csr")).max() == 1  # red-black in natural order

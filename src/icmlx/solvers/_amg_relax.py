@@ -45,7 +45,7 @@ class JacobiRelaxation(AbstractRelaxation):
     Examples:
       >>> from icmlx.solvers import JacobiRelaxation
       >>> JacobiRelaxation(num_steps=2)
-      JacobiRelaxation(omega=1.3333333333333333, num_steps=2)
+      JacobiRelaxation(num_steps=2)
     """
 
     omega: float = eqx.field(static=True, default=4.0 / 3.0)
@@ -71,7 +71,7 @@ class ChebyshevRelaxation(AbstractRelaxation):
     Examples:
       >>> from icmlx.solvers import ChebyshevRelaxation
       >>> ChebyshevRelaxation(degree=3)
-      ChebyshevRelaxation(degree=3, ratio=30.0)
+      ChebyshevRelaxation(degree=3)
     """
 
     degree: int = eqx.field(static=True, default=2)
@@ -98,8 +98,8 @@ class GaussSeidelRelaxation(AbstractRelaxation):
 
     Examples:
       >>> from icmlx.solvers import GaussSeidelRelaxation
-      >>> GaussSeidelRelaxation()
-      GaussSeidelRelaxation(num_sweeps=1)
+      >>> GaussSeidelRelaxation(num_sweeps=2)
+      GaussSeidelRelaxation(num_sweeps=2)
     """
 
     num_sweeps: int = eqx.field(static=True, default=1)

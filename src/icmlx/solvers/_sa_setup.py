@@ -118,13 +118,34 @@ def rho_dinv_a(A: Any, d: np.ndarray, iters: int = 20) -> tuple[float, float]:
     return upper / 1.1, upper
 
 
+@jax.jit
+def _greedy_colors(nbr: Int[Array, "n k"], edge: Bool[Array, "n k"], count: Int[Array, ""]) -> Int[Array, " n"]:
+    # sequential greedy colouring in node order, compiled: node i takes the smallest colour none of its
+    # already-coloured neighbours holds (a bit mask of at most 31 colours; the caller guarantees degree < 31)
+    def body(i, color):
+        cj = color[nbr[i]]
+        bits = jnp.where(edge[i] & (cj >= 0), jnp.left_shift(jnp.int32(1), jnp.maximum(cj, 0)), 0)
+        used = jax.lax.reduce(bits, jnp.int32(0), jax.lax.bitwise_or, (0,))
+        free = jnp.bitwise_not(used)
+        first = jax.lax.population_count(jnp.bitwise_and(free, -free) - 1)  # index of the lowest free bit
+        return color.at[i].set(first)
+
+    return jax.lax.fori_loop(0, count, body, jnp.full(nbr.shape[0], -1, jnp.int32))
+
+
 def multicolor(A: Any) -> np.ndarray:
-    """A colouring of the (symmetrised) graph of ``A``: colour ``c`` is a Luby maximal independent set of what
-    colours ``0..c-1`` left, so the rows of one colour can relax at once (a parallel Gauss–Seidel)."""
+    """A colouring of the (symmetrised) graph of ``A`` so that the rows of one colour relax at once (a parallel
+    Gauss–Seidel): greedy in node order (compiled; two colours for a 5-point stencil, four for a 9-point one) when
+    every degree is below 31, else Luby independent sets, one per colour."""
     G = (abs(A) + abs(A).T).tocsr()
     G.setdiag(0)
     G.eliminate_zeros()
+    G.sort_indices()
     n = G.shape[0]
+    deg = np.diff(G.indptr)
+    if n and deg.max() < 31:
+        nbr, edge = _neighbour_table(G)
+        return np.asarray(_greedy_colors(jnp.asarray(nbr), jnp.asarray(edge), jnp.int32(n)))[:n].astype(np.int64)
     prio = _mis2_priorities(n)
     color = np.full(n, -1, np.int64)
     c = 0
@@ -145,6 +166,19 @@ def multicolor(A: Any) -> np.ndarray:
             p = np.where(left, p, -1)
         c += 1
     return color
+
+
+def _neighbour_table(S: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(nbr, edge)`` of a CSR graph padded to :func:`bucket_size` rows: slot 0 is the node itself, then its
+    neighbours in column order, padding slots repeat the node; ``edge`` marks the real neighbours."""
+    n = S.shape[0]
+    deg = np.diff(S.indptr)
+    npad = bucket_size(n)
+    k = max(4, -(-(int(deg.max()) + 1) // 4) * 4) if n else 4
+    nbr = np.repeat(np.arange(npad, dtype=np.int32)[:, None], k, axis=1)
+    pos = 1 + np.arange(S.nnz) - np.repeat(S.indptr[:-1], deg)
+    nbr[np.repeat(np.arange(n), deg), pos] = S.indices
+    return nbr, nbr != np.arange(npad)[:, None]
 
 
 def smoothed_prolongator(A: Any, T: Any, d: np.ndarray, rho: float) -> Any:
@@ -236,12 +270,7 @@ def standard_aggregate(S: Any) -> tuple[np.ndarray, int]:
     n = S.shape[0]
     deg = np.diff(S.indptr)
     npad = bucket_size(n)
-    k = max(4, -(-(int(deg.max()) + 1) // 4) * 4) if n else 4
-    nbr = np.repeat(np.arange(npad, dtype=np.int32)[:, None], k, axis=1)
-    pos = 1 + np.arange(S.nnz) - np.repeat(S.indptr[:-1], deg)
-    rowof = np.repeat(np.arange(n), deg)
-    nbr[rowof, pos] = S.indices
-    edge = nbr != np.arange(npad)[:, None]
+    nbr, edge = _neighbour_table(S)
     nbr_j, edge_j = jnp.asarray(nbr), jnp.asarray(edge)
     order = jnp.arange(npad, dtype=jnp.int32)
     x, nxt = _greedy_pass(nbr_j, edge_j, order, jnp.int32(n), jnp.zeros(npad, jnp.int32), jnp.int32(1), True)
