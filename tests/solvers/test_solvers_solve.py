@@ -215,3 +215,12 @@ def test_colouring_separates_every_coupling():
         off = G.row != G.col
         assert np.all(c >= 0) and np.all(c[G.row[off]] != c[G.col[off]])
     assert multicolor(poisson((12, 12), format="csr")).max() == 1  # red-black in natural order
+
+
+def test_setup_leaves_the_callers_matrix_alone():
+    A = poisson((10, 10), format="csr")
+    A.data[::7] = 0.0  # stored zeros, which the set-up drops from its own copy
+    A = sp.csr_matrix(sp.csr_array(A))  # two objects sharing one set of arrays, as SciPy conversions make
+    before = (A.indptr.copy(), A.indices.copy(), A.data.copy())
+    amg_setup(A, max_coarse=20)
+    assert all(np.array_equal(u, v) for u, v in zip(before, (A.indptr, A.indices, A.data)))

@@ -143,7 +143,7 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
     """The hierarchy (:class:`MultilevelHierarchy`) and the facts the solver needs: ``(H, symmetric, on)``, ``on``
     ``"A"`` or ``"envelope"`` (the operator the hierarchy was built on)."""
     raw = A
-    A = as_scipy_csr(A, name="A")
+    A = as_scipy_csr(A, name="A").copy()  # (a CSR input may share its arrays; the clean-up below is in place)
     n = A.shape[0]
     if n == 0:
         raise ValueError("amg_setup: A is empty (0 × 0); there is nothing to solve")

@@ -121,7 +121,7 @@ class ColorBlocks(eqx.Module):
         """From a SciPy CSR level operator and a colour per row."""
         import scipy.sparse as sp
 
-        A = sp.csr_matrix(A)
+        A = sp.csr_matrix(A, copy=True)
         A.eliminate_zeros()
         nc = int(color.max()) + 1
         counts = np.bincount(color, minlength=nc)

@@ -69,7 +69,7 @@ class EllMatrix(eqx.Module):
         ``n_cols=`` are deprecated aliases."""
         import scipy.sparse as sp  # lazy: set-up only
 
-        M = sp.csr_matrix(M)
+        M = sp.csr_matrix(M, copy=True)  # the in-place clean-up below must not touch the caller's arrays
         M.sum_duplicates()
         M.eliminate_zeros()  # FEM assembly stores structural zeros (P1 Poisson: width 12 -> 8)
         if not np.all(np.isfinite(M.data)):
