@@ -11,7 +11,10 @@ layer-norm vectors). Side by side in one run:
   whole stack, which on CPU streams every operand from memory at each matmul);
 * the same update computed block by block in a Python loop, one jitted root per block (the way Distributed
   Shampoo works), with ``eigh`` and with ``newton_db``;
-* ``optax.adam`` and ``optax.contrib.muon`` as references.
+* ``optax.adam`` and ``optax.contrib.muon`` as references;
+* JAX Distributed Shampoo (``precondition-opt``) beside DASH at the first block size, roots every step and every
+  10, paired (the measurement of ``benchmarks/dash_vs_shampoo.py``, on this tree; skipped when not installed;
+  ``--shampoo-only`` runs just that).
 
 Part 2 (inverse roots). One ``(N, B, B)`` stack of SPD matrices: time and accuracy (vs float64 ``numpy.eigh``)
 of each ``matrix_inverse_root`` method, against batched ``eigh``.
@@ -28,6 +31,7 @@ Usage::
     python benchmarks/dash_step.py --quick
     python benchmarks/dash_step.py                 # CPU default size
     python benchmarks/dash_step.py --size large    # for a GPU
+    python benchmarks/dash_step.py --shampoo-only --size small   # d = 256: DASH vs Distributed Shampoo only
 """
 
 from __future__ import annotations
@@ -240,13 +244,47 @@ def bench_roots(n: int, block: int, repeats: int) -> list[dict]:
     return rows
 
 
+def bench_shampoo(size: str, repeats: int, pairs: int) -> tuple[list[dict], list[dict]] | None:
+    """DASH (Newton-DB, default settings) beside JAX Distributed Shampoo at the first block size of ``size``.
+
+    The step, compile and state-bytes measurement and the paired ratio (both steps timed alternately, median of
+    per-pair ratios) are ``benchmarks/dash_vs_shampoo.py``'s, on this script's tree. ``None`` when
+    ``precondition-opt`` is not installed.
+    """
+    import dash_vs_shampoo  # here, not at import: it imports this module's transformer_params
+
+    if dash_vs_shampoo.DS is None:
+        return None
+    d, layers, vocab, blocks = SIZES[size]
+    rows, paired = [], []
+    for block in blocks[:1]:  # 128 at the quick and small sizes (the issue's comparison)
+        r, p = dash_vs_shampoo.bench_step(d, layers, vocab, block, repeats=repeats, pairs=pairs)
+        rows += r
+        paired += [dict(q, block=block) for q in p]
+    return rows, paired
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--size", choices=list(SIZES), default=None)
+    parser.add_argument("--shampoo-only", action="store_true",
+                        help="only DASH vs JAX Distributed Shampoo (step, compile, state bytes, paired ratio)")
     args = parser.parse_args(argv)
     size = args.size or ("quick" if args.quick else "small")
     repeats = 6 if args.quick else 9
+    shampoo = bench_shampoo(size, repeats=5 if args.quick else 7, pairs=8 if args.quick else 12)
+    if shampoo is None:
+        print("JAX Distributed Shampoo (precondition-opt) is not installed: its rows are left out")
+    else:
+        print_table(shampoo[0], title=f"DASH vs JAX Distributed Shampoo, tree ({size}), {jax.default_backend()}")
+        print_table(shampoo[1], title="paired: both steps timed alternately, median of per-pair ratios "
+                                      "(>1: DASH faster)")
+    if args.shampoo_only:
+        path = write_results(f"dash_step_shampoo_{size}", shampoo[0] if shampoo else [], dtype="float32",
+                             extra={"paired_ratios": shampoo[1] if shampoo else [], "size": size})
+        print(f"wrote {path}")
+        return
     step_rows, runners = bench_step(size, repeats)
     paired = paired_ratios(runners, size, pairs=12 if args.quick else 16)
     print_table(step_rows, ["optimizer", "root", "block", "freq", "ms_per_step", "min_ms", "iqr_ms", "compile_s",
@@ -282,7 +320,9 @@ def main(argv=None) -> None:
     print_table(ratios, title="ratios of min ms/step (>1 means the stacked DASH step is faster)")
     print_table(paired, title="paired ratios: baseline and stacked timed alternately, median of per-pair ratios")
     path = write_results("dash_step", step_rows + root_rows, dtype="float32",
-                         extra={"ratios": ratios, "paired_ratios": paired, "size": size})
+                         extra={"ratios": ratios, "paired_ratios": paired, "size": size,
+                                "distributed_shampoo": None if shampoo is None else
+                                {"rows": shampoo[0], "paired_ratios": shampoo[1]}})
     print(f"wrote {path}")
 
 
