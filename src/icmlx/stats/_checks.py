@@ -39,15 +39,22 @@ def float_dtype(*values: Any) -> Any:
     return dt
 
 
-def host_float_array(x: np.ndarray, name: str) -> np.ndarray:
-    """A NumPy array as the floating host array :func:`as_float_array` would put on the device."""
+def host_float_array(x: np.ndarray, name: str, dtype: Any = None) -> np.ndarray:
+    """A NumPy array as the floating host array :func:`as_float_array` would put on the device.
+
+    Always a new buffer: ``jax.device_put`` may alias host memory on CPU, and the caller's array must stay theirs
+    (writing to it later must not change a JAX array). ``dtype`` defaults to the input's floating dtype (as JAX
+    would store it), else the default float.
+    """
     if x.dtype == object:
         raise TypeError(f"{name}: got an object array; pass numbers (e.g. np.asarray(values, dtype=float))")
     if jnp.issubdtype(x.dtype, jnp.complexfloating):
         raise TypeError(f"{name} must be real, got dtype {x.dtype}")
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        return x.astype(default_float())
-    return x.astype(jax.dtypes.canonicalize_dtype(x.dtype), copy=False)
+    if dtype is None:
+        floating = jnp.issubdtype(x.dtype, jnp.floating)
+        dtype = jax.dtypes.canonicalize_dtype(x.dtype) if floating else default_float()
+    y = x.astype(dtype, copy=False)
+    return y.copy() if y is x else y
 
 
 def as_float_array(x: Any, name: str) -> jax.Array:
@@ -238,9 +245,8 @@ def host_input_array(x: Any, name: str) -> tuple[Any, Labels | None]:
         except (TypeError, ValueError) as err:
             raise TypeError(f"{name}: could not read the list as numbers ({err})") from err
     if isinstance(x, np.ndarray):
-        if x.dtype != object and jnp.issubdtype(x.dtype, jnp.floating):
-            x = x.astype(default_float(), copy=False)  # a float64 array under float32 JAX: cast once, quietly
-        return host_float_array(x, name), labels
+        # a float64 array under float32 JAX: cast once, quietly
+        return host_float_array(x, name, default_float() if x.dtype != object else None), labels
     return as_float_array(x, name), labels
 
 
