@@ -231,6 +231,25 @@ def test_sharded_batches_give_the_same_result(gauss_cases):
     np.testing.assert_array_equal(np.asarray(a.max_pvalue), np.asarray(b.max_pvalue))
 
 
+def test_sharded_chi_square_matches_the_host_pvalues():
+    # sharded: the vectorised counting kernel and p-values on the device (float32 series); unsharded: the loop
+    # kernel, statistics read back and p-values on the host in float64. Same graph; p-values to float32 rounding.
+    devs = jax.devices()
+    if len(devs) < 2:
+        pytest.skip("needs several (fake) devices")
+    mesh = jax.sharding.Mesh(np.asarray(devs), ("tests",))
+    rng = np.random.default_rng(7)
+    n = 600
+    z = rng.integers(0, 3, n)
+    cols = [np.where(rng.random(n) < 0.6, z, rng.integers(0, 3, n)) for _ in range(3)]
+    x = np.stack(cols + [z], axis=1)
+    a = pc(x, ci_test="chisq", alpha=0.05)
+    b = pc(x, ci_test="chisq", alpha=0.05, mesh=mesh)
+    np.testing.assert_array_equal(np.asarray(a.graph), np.asarray(b.graph))
+    np.testing.assert_array_equal(np.asarray(a.sepset), np.asarray(b.sepset))
+    np.testing.assert_allclose(np.asarray(a.max_pvalue), np.asarray(b.max_pvalue), rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------- bad input
 def test_bad_inputs_raise_clear_errors():
     rng = np.random.default_rng(0)
