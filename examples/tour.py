@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                          "expected": "", "ok": False, "seconds": time.perf_counter() - t0})
             continue
         dt = time.perf_counter() - t0
+        print(f"-- {name}: {dt:.1f} s", flush=True)  # per-part time as it happens (the table comes at the end)
         for r in out:
             r.setdefault("example", name)
             r["seconds"] = dt
