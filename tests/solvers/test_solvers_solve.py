@@ -91,6 +91,7 @@ def test_rigid_body_modes_span_the_elasticity_kernel():
     assert rigid_body_modes(np.zeros((4, 3))).shape == (12, 6)
 
 
+@pytest.mark.slow
 def test_galerkin_levels_match_scipy_triple_products():
     A = poisson((24, 24), format="csr")
     s = amg_setup(A, max_coarse=20, dtype=jnp.float64 if X64 else jnp.float32)
@@ -105,11 +106,8 @@ def test_galerkin_levels_match_scipy_triple_products():
     assert np.allclose(dense_of(H.restrict[0], n0)[:n1, :n0], P.T, atol=1e-6)
 
 
-SLOW = pytest.mark.slow
-
-
-@pytest.mark.parametrize("relaxation", [GaussSeidelRelaxation(), pytest.param(ChebyshevRelaxation(), marks=SLOW),
-                                        pytest.param(JacobiRelaxation(), marks=SLOW)])
+@pytest.mark.slow
+@pytest.mark.parametrize("relaxation", [GaussSeidelRelaxation(), ChebyshevRelaxation(), JacobiRelaxation()])
 def test_cycle_is_symmetric_positive_definite(relaxation):
     A = poisson((16, 16), format="csr")
     H = amg_setup(A, max_coarse=20, relaxation=relaxation).hierarchy
@@ -130,8 +128,8 @@ PROBLEMS = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(k, marks=() if k == "aniso" else pytest.mark.slow)
-                                  for k in sorted(PROBLEMS)])
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_iterations_within_1p5x_of_pyamg_and_answer_matches_spsolve(name):
     A, B = PROBLEMS[name]()
     b = np.random.default_rng(0).standard_normal(A.shape[0])
@@ -155,6 +153,7 @@ def test_near_nullspace_is_what_makes_elasticity_fast():
     assert int(with_b.num_steps) < int(without.num_steps)
 
 
+@pytest.mark.slow
 def test_setup_once_solve_many_jit_vmap_and_w_cycle():
     A = poisson((20, 20), format="csr")
     s = amg_setup(A, cycle="W", strength=SymmetricStrength(0.1))
@@ -183,13 +182,19 @@ def test_nonsymmetric_and_indefinite_take_gmres():
     assert relres(C, b, s.solve(b).value) <= 1.01 * RTOL
 
 
-def test_failures_are_reported_and_bad_settings_named():
+@pytest.mark.slow
+def test_failures_are_reported():
     A = aniso(24)
     b = np.ones(A.shape[0])
     sol = solve(A, b, max_steps=2, throw=False)
     assert sol.result == icmlx.RESULTS.max_steps_reached and int(sol.num_steps) == 2
     with pytest.raises(RuntimeError, match="throw=False"):
         solve(A, b, max_steps=2)
+
+
+def test_bad_settings_are_named():
+    A = aniso(24)
+    b = np.ones(A.shape[0])
     with pytest.raises(ValueError, match="near_nullspace"):
         amg_setup(A, near_nullspace=np.ones((3, 1)))
     with pytest.raises(ValueError, match="cycle"):
