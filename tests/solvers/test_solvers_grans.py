@@ -4,6 +4,7 @@ Every residual used in an assertion is recomputed independently in float64 with 
 ``x`` (never taken from the solver), except where the solver's own history is the object under test.
 """
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import lineax as lx
@@ -381,11 +382,13 @@ def test_zero_head_and_no_projection_are_selectable(four_equations):
     assert op.has_basis and zero.configuration(op)["network"] == "zero head"
     net = GRANSNet.init(jax.random.key(3), hidden=4, layers=1)  # head_scale=0: w_out = 0, b_out = 0
     rs = jnp.zeros(op.padded_size, jnp.float32).at[: op.n].set(jnp.cos(jnp.arange(op.n, dtype=jnp.float32)))
-    np.testing.assert_array_equal(np.asarray(_ZeroHead(channels=2)(op, rs)), np.asarray(net(op, rs)))
+    heads = eqx.filter_jit(lambda op, rs: (_ZeroHead(channels=2)(op, rs), net(op, rs)))  # one compile
+    np.testing.assert_array_equal(*map(np.asarray, heads(op, rs)))
     a = zero.solve(op, pb.b)
     assert a.result == RESULTS.successful and relres(pb, a.value) <= 1.05 * RTOL
-    plain = GRANS(None, projection=False, rtol=RTOL, **DEFAULT_KW)
+    plain = GRANS(None, rtol=RTOL, **DEFAULT_KW)  # the default (its compiled solve is shared with the test above)
     assert plain.configuration(op)["projection"] is False
+    assert GRANS(None, projection=False, **DEFAULT_KW).configuration(op) == plain.configuration(op)
     sol = plain.solve(op, pb.b)  # (an operator with a basis serves a solver without one)
     assert sol.result == RESULTS.successful and relres(pb, sol.value) <= 1.05 * RTOL
     with pytest.raises(ValueError, match="without a basis"):
