@@ -238,7 +238,7 @@ class GRANS(lx.AbstractLinearSolver):
             raise ValueError(f"GRANS: stall_patience must be a positive int, got {self.stall_patience=}")
 
     def __repr__(self) -> str:
-        net = "None (zero head)" if self.net is None else repr(self.net)
+        net = "None" if self.net is None else repr(self.net)
         return (f"GRANS(rtol={summarise(self.rtol)}, atol={summarise(self.atol)}, max_steps={self.max_steps}, "
                 f"smoother={self.smoother!r}, outer={self.outer!r}, projection={self.projection}, "
                 f"dtype={self.dtype!r}, net={net})")
