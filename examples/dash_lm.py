@@ -84,7 +84,7 @@ CONFIGS = {
                   share_dash_lr=True),
     "full": dict(chars=1_500_000, d=128, heads=4, layers=4, ctx=128, batch=64, steps=1000, eval_every=25,
                  block=128, val_windows=128,
-                 grid={"adam": (3e-3, 1e-2, 3e-2), "dash": (1e-3, 3e-3, 1e-2, 3e-2),
+                 grid={"adam": (3e-3, 1e-2, 3e-2), "dash": (3e-4, 1e-3, 3e-3, 1e-2, 3e-2),
                        "muon": (1e-2, 3e-2, 1e-1)},
                  share_dash_lr=False),
 }
