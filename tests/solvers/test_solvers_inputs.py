@@ -334,7 +334,8 @@ def test_reprs_are_short_and_say_what_matters(A):
     assert repr(S) == f"SparseMatrix(shape=(144, 144), nnz={A.nnz}, dtype={jnp.dtype(S.dtype).name})"
     H = smoothed_aggregation(A, max_coarse=20)
     assert repr(H).startswith(f"MultilevelHierarchy(n=144, num_levels={H.num_levels}, sizes={H.sizes}")
-    g = GRANS.pretrained(dtype="float32")
+    assert "net=None" in repr(GRANS.pretrained())  # the default runs no network (see the GRANS docstring)
+    g = GRANS.pretrained(network=True, dtype="float32")
     text = repr(g)
     assert len(text) < 250 and "GRANSNet(hidden=16, layers=3, channels=2)" in text and "f32[" not in text
     op = g.setup(A)
