@@ -149,6 +149,7 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
         raise ValueError("amg_setup: A is empty (0 × 0); there is nothing to solve")
     strength = as_strategy(SymmetricStrength() if strength is None else strength, AbstractStrength,
                            {"symmetric": SymmetricStrength}, "strength")
+    default_relaxation = relaxation is None
     relaxation = as_strategy(GaussSeidelRelaxation() if relaxation is None else relaxation, AbstractRelaxation,
                              RELAXATIONS, "relaxation")
     if cycle not in ("V", "W"):
@@ -169,6 +170,10 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
         if np.any(A.diagonal() <= 0):
             raise ValueError("amg_setup: A has an empty row (a zero diagonal and no off-diagonal entries); "
                              "the system is singular there: fix the matrix")
+    if default_relaxation and not (symmetric and on == "A"):
+        # a nonsymmetric (or envelope) hierarchy: damped Jacobi, which preconditions GMRES reliably here, where the
+        # multicolour Gauss–Seidel cycle was seen to stall it on a small nonsymmetric case
+        relaxation = JacobiRelaxation()
     levels, coarse = sa_levels(A, B=B, node_of=np.arange(n) // bs, theta=float(strength.theta),
                                max_coarse=max_coarse, max_levels=max_levels, improve_steps=improve_candidates,
                                symmetric=symmetric and on == "A")

@@ -115,7 +115,8 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
       strength: an :class:`~icmlx.solvers.AbstractStrength` (default ``SymmetricStrength(theta=0.0)``) or
         ``"symmetric"``.
       relaxation: an :class:`~icmlx.solvers.AbstractRelaxation` (default ``GaussSeidelRelaxation()``, a
-        multicolour symmetric sweep) or ``"chebyshev"``, ``"jacobi"``, ``"gauss_seidel"``.
+        multicolour symmetric sweep, for symmetric ``A``; ``JacobiRelaxation()`` otherwise) or ``"chebyshev"``,
+        ``"jacobi"``, ``"gauss_seidel"``.
       cycle: ``"V"`` or ``"W"``.
       method: ``"auto"``, ``"cg"``, ``"gmres"`` or ``"bicgstab"``.
       max_coarse: largest coarsest level.
