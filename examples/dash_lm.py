@@ -352,7 +352,7 @@ def _print_rows(rows: list[dict]) -> None:
         print("  ".join(vals))
 
 
-def _claims(rows: list[dict], summary: dict) -> list[dict]:
+def _claims(rows: list[dict], summary: dict, with_peer: bool = True) -> list[dict]:
     by = {r["optimizer"]: r for r in rows}
     ndb = by["dash-ndb"]
     frac = ndb["frac_of_adam_steps"]
@@ -369,7 +369,7 @@ def _claims(rows: list[dict], summary: dict) -> list[dict]:
         vs_ds = {"claim": "DASH-NDB final validation loss no worse than JAX Distributed Shampoo's",
                  "measured": "not run: precondition-opt is not installed (pip install -e '.[bench]')",
                  "expected": "<= DS", "ok": "skip"}
-    return [vs_ds,
+    return ([vs_ds] if with_peer else []) + [
         {"claim": "DASH-NDB reaches Adam's final validation loss in <= 70% of Adam's steps (char LM)",
          "measured": "not reached" if not np.isfinite(frac) else f"{100 * frac:.0f}% of steps "
                      f"({ndb['steps_to_adam_final']}/{summary['cfg']['steps']})",
@@ -385,9 +385,11 @@ def _claims(rows: list[dict], summary: dict) -> list[dict]:
 
 def tour(outdir: pathlib.Path) -> list[dict]:
     """Quick run for ``examples/tour.py``: summary rows with claim / measured / expected / ok."""
-    rows, summary = run(quick=True, outdir=pathlib.Path(outdir))
+    # The tour's claims are DASH-NDB against Adam; the Distributed Shampoo row needs two more optimizers over the
+    # lr grid, so it is left to `python examples/dash_lm.py --quick`.
+    rows, summary = run(quick=True, outdir=pathlib.Path(outdir), only=["dash-ndb"])
     _print_rows(rows)
-    return _claims(rows, summary)
+    return _claims(rows, summary, with_peer=False)
 
 
 def main() -> None:
