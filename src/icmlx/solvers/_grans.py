@@ -27,7 +27,7 @@ from ._outer import (
     _outer3,
     _outer_from_flags,
 )
-from ._precondition import _coarse_factor, _precondition_with, _smooth
+from ._precondition import _basis, _precondition_with, _smooth
 from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother, _as_smoother
 from ._solution import LinearSolution
 from ._sparse import SparseMatrix
@@ -510,7 +510,7 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
 
     kw = dict(degree=degree, galerkin=galerkin, explicit=refresh > 1)
     head = solver.net if solver.net is not None else _ZeroHead(channels=solver.channels)
-    new_basis = lambda r: _head_basis(head, op, r, **kw)
+    new_basis = lambda r: _basis(head, op, r, **kw)
 
     def body(c):
         x, r, rn, p, Ap, it, stall, hist, rej, Zb, AZb, ptr, basis = c
@@ -577,17 +577,6 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
     return x[:n] * s, result, stats
 
 
-def _head_basis(head: Any, op: GRANSOperator, r, *, degree: int, galerkin: bool, explicit: bool = False):
-    """``_precondition._basis`` for any basis head (a ``GRANSNet`` or the zero head): the head's weights for the
-    residual after one pre-smoothing, and the factored projection."""
-    dt = r.dtype
-    dinv_sqrt = 1.0 / jnp.sqrt(jnp.abs(op.ell.diagonal()))
-    e1 = _smooth(op, r, degree)
-    s = dinv_sqrt * (r - op.ell.mv(e1))
-    rs = s / jnp.maximum(jnp.linalg.norm(s), jnp.finfo(dt).tiny) * jnp.sqrt(jnp.asarray(op.n, dt))
-    w = head(op, rs.astype(jnp.float32)).astype(dt)
-    Z, F, piv = _coarse_factor(op, w, galerkin, explicit)
-    return w, (None if galerkin else Z), F, piv
 
 
 def _smoothed(op: GRANSOperator, r, degree: int):

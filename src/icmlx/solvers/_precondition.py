@@ -1,5 +1,7 @@
 """One G-RANS preconditioner application ``u = M_θ(r)``: smooth, exact projection onto the learned basis, smooth."""
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
@@ -93,8 +95,9 @@ def _coarse(op: GRANSOperator, w, r, galerkin: bool):
     return _coarse_apply(op, w, Z, F, piv, r, galerkin)
 
 
-def _basis(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin: bool, explicit: bool = False):
-    """Network basis weights for the residual after one pre-smoothing, and the factored projection."""
+def _basis(net: Any, op: GRANSOperator, r, *, degree: int, galerkin: bool, explicit: bool = False):
+    """Basis weights of a head (a ``GRANSNet`` or the zero head) for the residual after one pre-smoothing, and the
+    factored projection."""
     dt = r.dtype
     dinv_sqrt = 1.0 / jnp.sqrt(jnp.abs(op.ell.diagonal()))  # the ELL layout, as in the network (no scatter)
     e1 = _smooth(op, r, degree)
