@@ -317,6 +317,7 @@ def test_plot_schedule_draws_the_closed_form(plt):
         plot_schedule(linear_decay(1.0, 5), 0)
 
 
+@pytest.mark.slow  # runs a misspecification sweep to draw it; the sweep's numbers are checked by the default tests
 def test_plot_risk_curve_draws_worst_and_fitted_lines(plt):
     T = 64
     scheds = {"linear": linear_decay(T**-0.5, T), "constant": constant(T**-0.5)}

@@ -306,6 +306,7 @@ def test_short_training_beats_initialisation():
     assert res.losses.shape == (24,)
 
 
+@pytest.mark.slow  # the paper's (non-default) configuration; the default path is covered by the tests above
 def test_pretrained_paper_configuration_solves_held_out_problem():
     """The paper's configuration by name (Chebyshev smoother, shipped network, basis every iteration)."""
     solver = GRANS.pretrained(smoother="chebyshev", rtol=RTOL, max_steps=200, dtype=DT)
