@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from ._cache import _enable_by_default
 from ._cache import compilation_cache_dir as compilation_cache_dir
 from ._cache import enable_compilation_cache as enable_compilation_cache
+from ._lazy import lazy_attributes as _lazy_attributes
 
 if TYPE_CHECKING:  # imported on first use (below): a subpackage that does not need lineax does not load it
     from ._results import RESULTS as RESULTS
@@ -36,23 +37,14 @@ if TYPE_CHECKING:  # imported on first use (below): a subpackage that does not n
 
 __all__ = ["RESULTS", "Solution", "compilation_cache_dir", "enable_compilation_cache", "result_name", "__version__"]
 
-_LAZY = {"RESULTS", "Solution", "result_name"}
-
-
-def __getattr__(name: str):
-    # icmlx.RESULTS and friends live in icmlx._results, which imports lineax; it is loaded the first time one is
-    # used (the subpackages that use them import it themselves), so `import icmlx.structure` stays lighter.
-    if name in _LAZY:
-        from . import _results
-
-        value = getattr(_results, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'icmlx' has no attribute {name!r}")
+_LAZY = {"RESULTS": "_results", "Solution": "_results", "result_name": "_results"}
+# icmlx._results imports lineax: it is loaded the first time one of these is used (the subpackages that need them
+# import it themselves), so `import icmlx.structure` stays lighter.
+__getattr__ = _lazy_attributes(__name__, globals(), _LAZY)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _LAZY)
+    return sorted(set(globals()) | set(_LAZY))
 
 # Compiled programs persist across processes (see icmlx._cache for the policy and the opt-out ICMLX_CACHE=0).
 _enable_by_default()

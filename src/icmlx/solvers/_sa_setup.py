@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Int
 
-from ._multilevel import _mis2_priorities, _nbr_max, _spectral_radius, mis2_aggregation
+from ._multilevel import _mis2_priorities, _nbr_max, _spectral_radius
 from ._sparse import bucket_size
 
 __all__: list[str] = []
@@ -43,21 +43,6 @@ def symmetric_strength(N: Any, theta: float) -> Any:
     S = sp.csr_matrix((np.ones(int(keep.sum())), (coo.row[keep], coo.col[keep])), shape=N.shape)
     S = ((S + S.T) > 0).astype(np.float64).tocsr()
     return S
-
-
-def aggregate(S: Any) -> tuple[np.ndarray, int]:
-    """Distance-2 MIS aggregates of the strength graph; nodes without a strong neighbour stay out (``-1``),
-    as in standard aggregation, so a Dirichlet row does not make a coarse dof of its own."""
-    n = S.shape[0]
-    deg = np.diff(S.indptr)
-    if not np.any(deg):
-        return np.full(n, -1, np.int64), 0
-    agg = mis2_aggregation(S)
-    agg = np.where(deg > 0, agg, -1)
-    used = np.unique(agg[agg >= 0])
-    remap = np.full(int(agg.max()) + 1, -1, np.int64)
-    remap[used] = np.arange(used.size)
-    return np.where(agg >= 0, remap[np.maximum(agg, 0)], -1), int(used.size)
 
 
 def fit_candidates(agg_of_dof: np.ndarray, B: np.ndarray, num_aggs: int, *, rtol: float = 1e-10):

@@ -17,10 +17,10 @@ string options such as ``gamma2="eb_sparsity"`` are static: close over them). ``
 lazily, so ``import icmlx.stats`` stays light.
 """
 
-import importlib as _importlib
 from typing import TYPE_CHECKING
 
 from .._deprecation import deprecated_names as _deprecated_names
+from .._lazy import lazy_attributes as _lazy_attributes
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time each module loads on first use (_LAZY below)
     from ._empirical_bayes import TwoGroupsSolution as TwoGroupsSolution
@@ -168,12 +168,7 @@ __all__ = [
 _renamed = _deprecated_names(__name__, {"TwoGroupsEM": ("TwoGroupsSolution", lambda: __getattr__("TwoGroupsSolution"))})
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(_importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value  # later lookups are plain attribute reads
-        return value
-    return _renamed(name)
+__getattr__ = _lazy_attributes(__name__, globals(), _LAZY, fallback=_renamed)
 
 
 def __dir__() -> list[str]:
