@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from ._relaxation import _chebyshev
+from ._relaxation import _chebyshev, _jacobi
 
 __all__ = ["AbstractRelaxation", "JacobiRelaxation", "ChebyshevRelaxation", "GaussSeidelRelaxation"]
 
@@ -164,18 +164,16 @@ def _gs_sweep(cb: ColorBlocks, b, x, reverse: bool):
 
 def relax(strategy: AbstractRelaxation | None, A, dinv, lam, colors, b, x, zero: bool, degree: int):
     """One pre- or post-smoothing of ``A x = b`` from ``x`` (``zero``: ``x = 0``, skipping a product)."""
-    if strategy is None or isinstance(strategy, ChebyshevRelaxation):
+    if strategy is None or isinstance(strategy, (ChebyshevRelaxation, JacobiRelaxation)):
         # a polynomial smoother from x equals x + (the same smoother from 0 applied to the residual)
-        deg = degree if strategy is None else strategy.degree
-        ratio = 30.0 if strategy is None else strategy.ratio
         r = b if zero else b - A.mv(x)
-        e = _chebyshev(A, r, lambda_max=lam, degree=deg, ratio=ratio, dinv=dinv)
+        if isinstance(strategy, JacobiRelaxation):
+            e = _jacobi(A, r, omega=strategy.omega / lam, num_steps=strategy.num_steps, l1=False, dinv=dinv)
+        else:
+            deg = degree if strategy is None else strategy.degree
+            ratio = 30.0 if strategy is None else strategy.ratio
+            e = _chebyshev(A, r, lambda_max=lam, degree=deg, ratio=ratio, dinv=dinv)
         return e if zero else x + e
-    if isinstance(strategy, JacobiRelaxation):
-        w = (strategy.omega / lam) * dinv
-        for s in range(strategy.num_steps):  # static, small
-            x = w * b if (zero and s == 0) else x + w * (b - A.mv(x))
-        return x
     if isinstance(strategy, GaussSeidelRelaxation):
         for _ in range(strategy.num_sweeps):  # static, small
             x = _gs_sweep(colors, b, x, reverse=False)

@@ -97,10 +97,13 @@ def _l1_rows(A: Any) -> jax.Array:
     return jax.ops.segment_sum(jnp.abs(A.vals), A.rows, num_segments=A.shape[0])
 
 
-def _jacobi(A: SparseMatrix, r, *, omega, num_steps: int, l1: bool, d=None):
-    if d is None:
-        d = _l1_rows(A) if l1 else A.diagonal()
-    dinv = omega / d
+def _jacobi(A, r, *, omega, num_steps: int, l1: bool, d=None, dinv=None):  # A: SparseMatrix or EllMatrix
+    # ``dinv``: the inverse diagonal itself (a padded hierarchy level stores it, with 0 on padding rows)
+    if dinv is None:
+        if d is None:
+            d = _l1_rows(A) if l1 else A.diagonal()
+        dinv = 1.0 / d
+    dinv = omega * dinv
     e = dinv * r
     for _ in range(num_steps - 1):  # static, small
         e = e + dinv * (r - A.mv(e))
