@@ -3,19 +3,17 @@ strength graph, the tentative prolongator fitted to near-nullspace candidates, J
 ``A`` itself, Galerkin products and the colouring a parallel Gauss–Seidel sweep needs.
 
 Everything here is vectorised over nodes (no Python loop over rows or aggregates); the loops that remain run
-over levels, candidates (``k ≤ 6``) and Luby rounds.
+over levels, candidates (``k ≤ 6``), Luby rounds and the wavefront rounds of aggregation and colouring
+(:mod:`._wavefront`).
 """
 
-import functools
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Int
 
 from ._multilevel import _mis2_priorities, _nbr_max, _spectral_radius
-from ._sparse import bucket_size
+from ._sa_aggregate import standard_aggregate
+from ._wavefront import MAX_DEGREE, closed_table, greedy_colors
 
 __all__: list[str] = []
 
@@ -103,25 +101,11 @@ def rho_dinv_a(A: Any, d: np.ndarray, iters: int = 20) -> tuple[float, float]:
     return upper / 1.1, upper
 
 
-@jax.jit
-def _greedy_colors(nbr: Int[Array, "n k"], edge: Bool[Array, "n k"], count: Int[Array, ""]) -> Int[Array, " n"]:
-    # sequential greedy colouring in node order, compiled: node i takes the smallest colour none of its
-    # already-coloured neighbours holds (a bit mask of at most 31 colours; the caller guarantees degree < 31)
-    def body(i, color):
-        cj = color[nbr[i]]
-        bits = jnp.where(edge[i] & (cj >= 0), jnp.left_shift(jnp.int32(1), jnp.maximum(cj, 0)), 0)
-        used = jax.lax.reduce(bits, jnp.int32(0), jax.lax.bitwise_or, (0,))
-        free = jnp.bitwise_not(used)
-        first = jax.lax.population_count(jnp.bitwise_and(free, -free) - 1)  # index of the lowest free bit
-        return color.at[i].set(first)
-
-    return jax.lax.fori_loop(0, count, body, jnp.full(nbr.shape[0], -1, jnp.int32))
-
-
 def multicolor(A: Any) -> np.ndarray:
     """A colouring of the (symmetrised) graph of ``A`` so that the rows of one colour relax at once (a parallel
-    Gauss–Seidel): greedy in node order (compiled; two colours for a 5-point stencil, four for a 9-point one) when
-    every degree is below 31, else Luby independent sets, one per colour."""
+    Gauss–Seidel): the sequential greedy colouring in node order (two colours for a 5-point stencil, four for a
+    9-point one), computed in wavefront rounds (:mod:`._wavefront`), when every degree is at most
+    :data:`._wavefront.MAX_DEGREE`; else Luby independent sets, one per colour."""
     import scipy.sparse as sp
 
     C = (abs(A) + abs(A).T).tocoo()
@@ -130,9 +114,8 @@ def multicolor(A: Any) -> np.ndarray:
     G.sort_indices()
     n = G.shape[0]
     deg = np.diff(G.indptr)
-    if n and deg.max() < 31:
-        nbr, edge = _neighbour_table(G)
-        return np.asarray(_greedy_colors(jnp.asarray(nbr), jnp.asarray(edge), jnp.int32(n)))[:n].astype(np.int64)
+    if n and deg.max() <= MAX_DEGREE:
+        return greedy_colors(*closed_table(G.indptr, G.indices))
     prio = _mis2_priorities(n)
     color = np.full(n, -1, np.int64)
     c = 0
@@ -153,19 +136,6 @@ def multicolor(A: Any) -> np.ndarray:
             p = np.where(left, p, -1)
         c += 1
     return color
-
-
-def _neighbour_table(S: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``(nbr, edge)`` of a CSR graph padded to :func:`bucket_size` rows: slot 0 is the node itself, then its
-    neighbours in column order, padding slots repeat the node; ``edge`` marks the real neighbours."""
-    n = S.shape[0]
-    deg = np.diff(S.indptr)
-    npad = bucket_size(n)
-    k = max(4, -(-(int(deg.max()) + 1) // 4) * 4) if n else 4
-    nbr = np.repeat(np.arange(npad, dtype=np.int32)[:, None], k, axis=1)
-    pos = 1 + np.arange(S.nnz) - np.repeat(S.indptr[:-1], deg)
-    nbr[np.repeat(np.arange(n), deg), pos] = S.indices
-    return nbr, nbr != np.arange(npad)[:, None]
 
 
 def smoothed_prolongator(A: Any, T: Any, d: np.ndarray, rho: float) -> Any:
@@ -214,74 +184,3 @@ def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, theta: float, max_c
         levels.append((cur, P, upper, d))
         cur, B, node_of, num_nodes = nxt, Bc, coarse_node, num_aggs
     return levels, cur
-
-
-@functools.partial(jax.jit, static_argnames="first")
-def _greedy_pass(nbr: Int[Array, "n k"], edge: Bool[Array, "n k"], order: Int[Array, " m"], count: Int[Array, ""],
-                 x: Int[Array, " n"], nxt: Int[Array, ""], first: bool):
-    # the sequential passes of standard aggregation, compiled: each step gathers and scatters one row of the
-    # neighbour table (slot 0 is the node itself, padding slots repeat it; ``edge`` marks real neighbours), so the
-    # loop is O(n k). (The node's own value is read from its slot: a separate scalar read of the carried array
-    # made XLA copy it every step.)
-    def body(t, c):
-        x, nxt = c
-        i = order[t]
-        row, others = nbr[i], edge[i]
-        vals = x[row]
-        free = vals[0] == 0
-        if first:  # pass 1: a free node whose neighbours are all free roots an aggregate of them
-            has = jnp.any(others)
-            make = free & has & ~jnp.any(others & (vals != 0))
-            new = jnp.where(make, nxt, vals)
-            new = new.at[0].set(jnp.where(free & ~has, -1, new[0]))  # isolated: stays out
-        else:  # pass 3: a node still free roots an aggregate of its free neighbours
-            make = free
-            new = jnp.where(make & (vals == 0), nxt, vals)
-        return x.at[row].set(new), nxt + make.astype(nxt.dtype)
-
-    return jax.lax.fori_loop(0, count, body, (x, nxt))
-
-
-def standard_aggregate(S: Any) -> tuple[np.ndarray, int]:
-    """Standard aggregation (Vaněk, Mandel & Brezina) of the strength graph ``S``, in PyAMG's node order.
-
-    Pass 1 (sequential, compiled): a node whose strong neighbours are all free makes an aggregate with them.
-    Pass 2 (vectorised): each remaining node joins the aggregate of its first strong neighbour from pass 1.
-    Pass 3 (sequential, compiled, over the few nodes left): a node makes an aggregate with its free neighbours.
-    Nodes without a strong neighbour stay out (``-1``). Returns ``(aggregate of each node, number of aggregates)``.
-    """
-    import scipy.sparse as sp
-
-    S = sp.csr_matrix(S)
-    S.sort_indices()
-    n = S.shape[0]
-    deg = np.diff(S.indptr)
-    npad = bucket_size(n)
-    nbr, edge = _neighbour_table(S)
-    nbr_j, edge_j = jnp.asarray(nbr), jnp.asarray(edge)
-    order = jnp.arange(npad, dtype=jnp.int32)
-    x, nxt = _greedy_pass(nbr_j, edge_j, order, jnp.int32(n), jnp.zeros(npad, jnp.int32), jnp.int32(1), True)
-    x = np.asarray(x)[:n].copy()
-    nxt = int(nxt)
-    # pass 2: the first neighbour (in column order) holding a pass-1 aggregate
-    free = np.nonzero(x == 0)[0]
-    if free.size:
-        hit = x[S.indices] > 0
-        posn = np.where(hit, np.arange(S.nnz), S.nnz)
-        firstpos = np.full(n, S.nnz)
-        nz = deg > 0
-        firstpos[nz] = np.minimum.reduceat(posn, S.indptr[:-1][nz])
-        take = free[firstpos[free] < S.nnz]
-        x[take] = x[S.indices[firstpos[take]]]
-    left = np.nonzero(x == 0)[0]
-    if left.size:
-        xp = np.zeros(npad, np.int32)
-        xp[:n] = x
-        ordl = np.zeros(npad, np.int32)
-        ordl[: left.size] = left
-        xj, nxt = _greedy_pass(nbr_j, edge_j, jnp.asarray(ordl), jnp.int32(left.size), jnp.asarray(xp), jnp.int32(nxt),
-                               False)
-        x = np.asarray(xj)[:n].copy()
-        nxt = int(nxt)
-    agg = np.where(x > 0, x - 1, -1).astype(np.int64)
-    return agg, nxt - 1
