@@ -40,3 +40,30 @@ def test_default_tolerance_succeeds_at_the_float32_floor():
         assert floor > target
         strict = solver.solve(b, rtol=1e-5, throw=False)
         assert icmlx.result_name(strict.result) == "accuracy_limit"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_classifier_for_amg_and_grans_near_the_symmetry_boundary(dtype):
+    # one asymmetric pair at 0.3 τ and at 3 τ of the largest entry (τ = 1e3 ε of the input dtype): both solvers
+    # must call the first symmetric and the second not; the reference is the exact NumPy transpose difference
+    from icmlx.solvers import GRANS, SparseMatrix
+    from icmlx.solvers._classify import symmetry_tolerance
+
+    base = poisson((8, 8), format="csr").astype(np.float64)
+    tau = symmetry_tolerance(float(np.finfo(dtype).eps))
+    seen = []
+    for factor in (0.3, 3.0):
+        A = base.tolil()
+        A[3, 4] += factor * tau * 4.0  # max |a_ij| = 4 (the diagonal)
+        A = A.tocsr().astype(dtype)
+        dense = A.toarray().astype(np.float64)
+        expect = np.abs(dense - dense.T).max() <= tau * np.abs(dense).max()
+        assert expect == (factor < 1)
+        method = amg_setup(A, max_coarse=10, relaxation="jacobi").method
+        S = SparseMatrix.from_scipy(A, dtype=dtype)
+        if S.vals.dtype != dtype:  # float64 without x64: G-RANS holds (and classifies) float32 values
+            seen.append((method, expect, expect))
+            continue
+        op = GRANS(dtype="float32").setup(S)
+        seen.append((method, op.symmetric, op.spd_like))
+    assert seen == [("cg", True, True), ("gmres", False, False)]

@@ -15,6 +15,7 @@ from ._amg_relax import (
     GaussSeidelRelaxation,
     JacobiRelaxation,
 )
+from ._classify import classify, input_eps
 from ._convert import as_scipy_csr, positive_int
 from ._multilevel import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, m_matrix_envelope
 from ._sa_setup import multicolor, sa_levels
@@ -130,13 +131,6 @@ def _block_size(A: Any, block_size: Any, n: int) -> int:
     return b
 
 
-def classify(A: Any) -> tuple[bool, bool]:
-    """``(symmetric, positive diagonal)`` of a CSR matrix, symmetry to a relative ``1e-10``."""
-    scale = float(abs(A).max()) if A.nnz else 0.0
-    asym = float(abs(A - A.T).max()) if A.nnz else 0.0
-    return asym <= 1e-10 * max(scale, 1e-300), bool(np.all(A.diagonal() > 0))
-
-
 def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = None, strength: Any = None,
                     relaxation: Any = None, cycle: str = "V", max_coarse: int = 500, max_levels: int = 10,
                     improve_candidates: int = 4, dtype: Any = None):
@@ -161,7 +155,8 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
     A.eliminate_zeros()
     B = _candidates(near_nullspace, n)
     bs = _block_size(raw, block_size, n)
-    symmetric, posdiag = classify(A)
+    cls = classify(A, input_eps(raw))
+    symmetric, posdiag = cls.symmetric, cls.positive_diagonal
     on = "A"
     if not posdiag:
         # no relaxation converges on a zero or negative diagonal: the hierarchy is built on the M-matrix envelope

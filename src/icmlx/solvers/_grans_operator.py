@@ -11,6 +11,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._deprecation import deprecated_attribute
 from ._aggregation import aggregation_hierarchy
+from ._classify import classify
 from ._multilevel import EllMatrix, MultilevelHierarchy, _sa_build, mis2_aggregation
 from ._relaxation import _lambda_max
 from ._smoothers import AbstractSmoother, MultilevelSmoother
@@ -199,22 +200,19 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     pos = np.minimum(pos, key.size - 1)
     has_t = key[pos] == tkey
     vals_t = np.where(has_t, vals[pos], 0.0)
-    normA = np.linalg.norm(vals)
-    asym_rel = np.linalg.norm(vals - vals_t) / normA
-    symmetric = bool(asym_rel < 1e4 * in_eps)
+    import scipy.sparse as sp  # set-up only (lazy: `import icmlx.solvers` does not import SciPy)
+
+    csr = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    matrix_class = classify(csr, in_eps)  # the one classifier amg_setup uses too
+    symmetric = matrix_class.symmetric
     sd = np.sqrt(np.abs(diag))
     ahat = vals / (sd[rows] * sd[cols])
     ahat_t = vals_t / (sd[rows] * sd[cols])
     rowsum = np.bincount(rows, weights=ahat, minlength=n)
     rowabs = np.bincount(rows, weights=np.abs(ahat), minlength=n)
     asym = np.bincount(rows, weights=np.abs(ahat - ahat_t), minlength=n)
-    raw_sum = np.bincount(rows, weights=vals, minlength=n)
-    raw_abs = np.bincount(rows, weights=np.abs(vals), minlength=n)
-    spd_like = bool(symmetric and np.all(diag > 0) and np.all(raw_sum >= -1e3 * in_eps * raw_abs))
+    spd_like = matrix_class.spd_like
     # hierarchy and basis levels
-    import scipy.sparse as sp  # set-up only (lazy: `import icmlx.solvers` does not import SciPy)
-
-    csr = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
     n_pad = bucket_size(n)
     hierarchy = None
     if isinstance(smoother, MultilevelSmoother):  # SA V-cycle; its (vectorised MIS-2) aggregates also carry V
