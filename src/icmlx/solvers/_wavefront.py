@@ -5,7 +5,7 @@ lower-numbered nodes it can see gives the same answer when every node decides as
 see have decided (Jones & Plassmann 1993, with the node order as the fixed priority). Each round decides a whole
 frontier at once with vectorised NumPy; a node is released once, so the total work is the number of (walks along)
 edges, and the number of rounds is the longest decreasing path of the dependency graph (``O(√n)`` for a grid in its
-natural order), not ``n``. A counter per node holds how many lower nodes it still waits for.
+natural order), not ``n``.
 
 - :func:`greedy_colors`: node ``i`` takes the smallest colour that none of its lower neighbours holds (the
   sequential greedy colouring; 2 colours for a 5-point stencil, 4 for a 9-point one, in the natural order).
@@ -14,7 +14,7 @@ natural order), not ``n``. A counter per node holds how many lower nodes it stil
   the roots of pass 1 of standard aggregation; with ``hops=1`` on the leftover nodes, those of pass 3. A node also
   decides early, as soon as a member appears within ``hops`` steps of it.
 
-The graphs live in a padded table ``C`` of closed neighbourhoods (``(n + 1, K + 1)``: each row sorted, the node
+The graphs live in a padded table ``C`` of closed neighbourhoods (``(n + 1, K + 2)``: each row sorted, the node
 itself included, padded with the sentinel ``n``; row ``n`` is all sentinels), so a round is a few fixed-width
 gathers rather than ragged CSR slices.
 
@@ -43,7 +43,7 @@ def closed_table(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, n
     above = indices > rows
     low = deg - np.bincount(rows[above], minlength=n)
     slot = np.arange(indices.size, dtype=np.int32) - np.repeat(indptr[:-1].astype(np.int32), deg) + above
-    C = np.full((n + 1, k + 1), n, np.int32)
+    C = np.full((n + 1, k + 2), n, np.int32)  # (at least one sentinel ends every row)
     C[rows, slot] = indices
     C[np.arange(n), low] = np.arange(n, dtype=np.int32)
     return C, low
@@ -57,14 +57,19 @@ def _distinct(v, tag):
     return v[tag[v] == seq]
 
 
-def _release(C, done, count, hops, tag):
-    """Decrement the counters of the nodes above each of ``done`` within ``hops`` steps (once per walk, as the
-    counters were set up); return the nodes whose counter reached zero."""
+def _advance(C, ptr, rows, decided):
+    """Move each row's pointer past its decided entries: then ``C[k, ptr[k]]`` is the lowest undecided node of
+    row ``k`` (the sentinel ``n``, never decided, ends every row)."""
+    while rows.size:
+        moved = decided[C[rows, ptr[rows]]]
+        rows = rows[moved]
+        ptr[rows] += 1
+
+
+def _release(C, done, count, tag):
+    """Decrement the counters of the upper neighbours of ``done``; return the nodes whose counter reached zero."""
     W = C[done]
-    if hops == 2:
-        W = C[W].reshape(done.size, -1)
-    n = C.shape[0] - 1
-    W = np.where(W > done[:, None], W, n).ravel()
+    W = np.where(W > done[:, None], W, C.shape[0] - 1).ravel()
     np.subtract.at(count, W, 1)
     return _distinct(W[count[W] == 0], tag)
 
@@ -72,19 +77,20 @@ def _release(C, done, count, hops, tag):
 def greedy_colors(C: np.ndarray, low: np.ndarray) -> np.ndarray:
     """The sequential greedy colouring in node order of the graph of :func:`closed_table` ``(C, low)``.
 
-    Returns ``int64[n]`` colours; no two neighbours share one, and the result equals the node-by-node loop's.
+    A counter per node holds how many lower neighbours are still uncoloured. Returns ``int64[n]`` colours; no two
+    neighbours share one, and the result equals the node-by-node loop's.
     """
     n = C.shape[0] - 1
-    if C.shape[1] > MAX_DEGREE + 1:
-        raise ValueError(f"greedy_colors: a node has {C.shape[1] - 1} neighbours, more than {MAX_DEGREE}")
-    count = np.append(low, 1 << 40)  # the sentinel never reaches zero
+    if C.shape[1] > MAX_DEGREE + 2:
+        raise ValueError(f"greedy_colors: a node has {C.shape[1] - 2} neighbours, more than {MAX_DEGREE}")
+    count = np.append(low, 1 << 40).astype(np.int64)  # the sentinel never reaches zero
     bits = np.zeros(n + 1, np.int64)  # 1 << colour, 0 while uncoloured (and for the sentinel)
     tag = np.zeros(n + 1, np.int32)
     front = np.nonzero(low == 0)[0]
     while front.size:
         used = np.bitwise_or.reduce(bits[C[front]], axis=1)
         bits[front] = (used + 1) & ~used  # the lowest colour not in use
-        front = _release(C, front, count, 1, tag)
+        front = _release(C, front, count, tag)
     return np.log2(bits[:n]).astype(np.int64)
 
 
@@ -93,33 +99,42 @@ def lexicographic_mis(C: np.ndarray, low: np.ndarray, hops: int) -> np.ndarray:
     (``hops=1``) or of its square (``hops=2``: members at least three steps apart). Nodes without neighbours stay
     out of it.
 
-    Returns a ``bool[n]`` mask.
+    Each row keeps a pointer to its lowest undecided node; node ``i`` is ready once every row within
+    ``hops − 1`` steps points at ``i`` (a counter holds how many do not). Returns a ``bool[n]`` mask.
     """
     n = C.shape[0] - 1
-    if hops == 1:
-        count = low.astype(np.int64)
-    else:
-        # walks i → k → j (k, j in closed neighbourhoods) that end below i: summed over the rows k holding i, the
-        # position of i in row k (the rows are sorted)
-        pos = np.broadcast_to(np.arange(C.shape[1]), (n, C.shape[1]))
-        count = np.bincount(C[:n].ravel(), weights=pos.ravel(), minlength=n + 1)[:n].astype(np.int64)
-    count = np.append(count, 1 << 40)
     isolated = C[:n, 1] == n  # (row = self, then only sentinels)
-    # 0 undecided, 1 in the set, 2 out (a member within reach), 3 never (isolated; and the sentinel)
-    state = np.append(np.where(isolated, 3, 0), 3).astype(np.int8)
+    state = np.zeros(n + 1, np.int8)  # 0 undecided, 1 in the set, 2 out, 3 isolated (and the sentinel)
+    state[:n][isolated] = 3
+    state[n] = 3
+    decided = np.append(isolated, False)
+    ptr = np.zeros(n + 1, np.int64)
     tag = np.zeros(n + 1, np.int32)
-    iso = np.nonzero(isolated)[0]
-    if iso.size:
-        _release(C, iso, count, hops, tag)
-    front = np.nonzero((count[:n] == 0) & (state[:n] == 0))[0]
+    if hops == 1:
+        wait = np.append(low, 1).astype(np.int64)  # unused: the pointer of the node's own row decides
+    else:
+        head = C[:n, 0]
+        wait = np.append((C[:n] < n).sum(axis=1) - np.bincount(head, minlength=n + 1)[:n], 1).astype(np.int64)
+    front = np.nonzero((wait[:n] == 0 if hops == 2 else low == 0) & ~isolated)[0]
     while front.size:
         state[front] = 1
-        W = C[front]
+        near = _distinct(C[front].ravel(), tag)
         if hops == 2:
-            W = C[W]
-        W = W.ravel()
-        out = _distinct(W[state[W] == 0], tag)
+            near = _distinct(C[near].ravel(), tag)
+        out = near[state[near] == 0]
         state[out] = 2
-        nxt = _release(C, np.concatenate([front, out]), count, hops, tag)
-        front = nxt[state[nxt] == 0]
+        done = np.concatenate([front, out])
+        decided[done] = True
+        rows = _distinct(C[done].ravel(), tag)
+        rows = rows[rows < n]
+        rows = rows[decided[C[rows, ptr[rows]]]]
+        _advance(C, ptr, rows, decided)
+        head = C[rows, ptr[rows]]
+        if hops == 1:
+            front = rows[(head == rows) & (state[rows] == 0)]
+            continue
+        head = head[head < n]
+        np.subtract.at(wait, head, 1)
+        head = _distinct(head, tag)
+        front = head[(wait[head] == 0) & (state[head] == 0)]
     return state[:n] == 1
