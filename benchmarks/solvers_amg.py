@@ -74,7 +74,8 @@ def run_problem(name, A, B, repeats, peers):
     b = np.random.default_rng(0).standard_normal(n)
     rows = []
     # icmlx: set-up, first solve (compile + solve), steady solves
-    # the set-up compiles its aggregation loop once per padded level shape: the second set-up is the steady one
+    # a first set-up may compile (the node-by-node aggregation fallback for a graph past the wavefront's degree
+    # cap, one program per padded level shape): the second set-up is the steady one
     _, t_setup_first, _ = timed(lambda: amg_setup(A, near_nullspace=B))
     s, t_setup, _ = timed(lambda: amg_setup(A, near_nullspace=B))
     sol, t_first, _ = timed(lambda: s.solve(b, rtol=RTOL, throw=False))

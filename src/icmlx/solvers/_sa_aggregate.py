@@ -22,8 +22,8 @@ __all__: list[str] = []
 
 
 def standard_aggregate(S: Any) -> tuple[np.ndarray, int]:
-    """Standard aggregation of the strength graph ``S`` (any SciPy sparse matrix; its pattern, diagonal ignored)
-    in PyAMG's node order.
+    """Standard aggregation of the strength graph ``S`` (any SciPy sparse matrix with a symmetric pattern, as
+    :func:`._sa_setup.symmetric_strength` makes; diagonal ignored) in PyAMG's node order.
 
     Nodes without a strong neighbour stay out (``-1``). Returns ``(aggregate of each node, number of
     aggregates)``; aggregates are numbered by their roots, pass-1 roots first.

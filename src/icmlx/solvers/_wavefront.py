@@ -57,12 +57,12 @@ def _distinct(v, tag):
     return v[tag[v] == seq]
 
 
-def _advance(C, ptr, rows, decided):
-    """Move each row's pointer past its decided entries: then ``C[k, ptr[k]]`` is the lowest undecided node of
-    row ``k`` (the sentinel ``n``, never decided, ends every row)."""
+def _advance(flat, ptr, rows, decided):
+    """Move each row's pointer (a position in the flattened table) past its decided entries: then
+    ``flat[ptr[k]]`` is the lowest undecided node of row ``k`` (the sentinel ``n``, never decided, ends every
+    row)."""
     while rows.size:
-        moved = decided[C[rows, ptr[rows]]]
-        rows = rows[moved]
+        rows = rows[decided[flat[ptr[rows]]]]
         ptr[rows] += 1
 
 
@@ -108,7 +108,8 @@ def lexicographic_mis(C: np.ndarray, low: np.ndarray, hops: int) -> np.ndarray:
     state[:n][isolated] = 3
     state[n] = 3
     decided = np.append(isolated, False)
-    ptr = np.zeros(n + 1, np.int64)
+    flat = C.ravel()
+    ptr = np.arange(n + 1, dtype=np.int64) * C.shape[1]
     tag = np.zeros(n + 1, np.int32)
     if hops == 1:
         wait = np.append(low, 1).astype(np.int64)  # unused: the pointer of the node's own row decides
@@ -127,9 +128,9 @@ def lexicographic_mis(C: np.ndarray, low: np.ndarray, hops: int) -> np.ndarray:
         decided[done] = True
         rows = _distinct(C[done].ravel(), tag)
         rows = rows[rows < n]
-        rows = rows[decided[C[rows, ptr[rows]]]]
-        _advance(C, ptr, rows, decided)
-        head = C[rows, ptr[rows]]
+        rows = rows[decided[flat[ptr[rows]]]]
+        _advance(flat, ptr, rows, decided)
+        head = flat[ptr[rows]]
         if hops == 1:
             front = rows[(head == rows) & (state[rows] == 0)]
             continue
