@@ -157,8 +157,13 @@ def improve_candidates(A: Any, B: np.ndarray, d: np.ndarray, rho: float, num_ste
 
 
 def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, theta: float, max_coarse: int, max_levels: int,
-              improve_steps: int, symmetric: bool):
-    """The SA levels on the host: ``[(A_ℓ, P_ℓ, ρ_ℓ upper bound, d_ℓ)]`` and the coarsest ``A_L``."""
+              improve_steps: int, symmetric: bool, record: list | None = None):
+    """The SA levels on the host: ``[(A_ℓ, P_ℓ, ρ_ℓ upper bound, d_ℓ)]`` and the coarsest ``A_L``.
+
+    With a list as ``record``, each level appends the symbolic facts a numeric re-set-up reuses:
+    ``dict(agg_of_dof, num_aggs, coarse_node, Bc)`` (the aggregate of each dof, ``-1`` outside every aggregate;
+    their number; the aggregate of each coarse dof; the coarse candidates).
+    """
     levels = []
     cur = A
     num_nodes = int(node_of.max()) + 1 if node_of.size else 0
@@ -173,9 +178,12 @@ def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, theta: float, max_c
         agg_node, num_aggs = standard_aggregate(symmetric_strength(N, theta))
         if num_aggs == 0:
             break
-        T, Bc, coarse_node = fit_candidates(agg_node[node_of], B, num_aggs)
+        agg_of_dof = agg_node[node_of]
+        T, Bc, coarse_node = fit_candidates(agg_of_dof, B, num_aggs)
         if T.shape[1] == 0 or T.shape[1] >= cur.shape[0]:
             break
+        if record is not None:
+            record.append(dict(agg_of_dof=agg_of_dof, num_aggs=num_aggs, coarse_node=coarse_node, Bc=Bc))
         P = smoothed_prolongator(cur, T, d, rho)
         nxt = (P.T @ (cur @ P)).tocsr()
         if symmetric:
