@@ -211,8 +211,9 @@ def _sweep(quick: bool, verbose: bool) -> list[dict]:
             dags = [jnp.asarray(g) for g in dags_np]
             truth = [dag_to_cpdag(g) for g in dags]
             keys = [jax.random.fold_in(key, 1_000_003 * d + 7919 * i + len(model)) for i in range(reps)]
-            # one sample of size max(ns) per replicate; smaller n use its prefixes
-            xs = [spec["sample"](k, g, max(ns)) for k, g in zip(keys, dags)]
+            # one sample of size max(ns) per replicate; smaller n use its prefixes (sliced on the host: a JAX
+            # slice would compile one program per (n, d))
+            xs = [np.asarray(spec["sample"](k, g, max(ns))) for k, g in zip(keys, dags)]
             t_sample = time.perf_counter() - t0
             for n in ns:
                 t0 = time.perf_counter()
