@@ -131,6 +131,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-peers", action="store_true", help="only icmlx and PyAMG")
     ap.add_argument("--problems", nargs="*", default=None)
+    ap.add_argument("--tag", default=None, help="results/solvers_amg_<tag>.json (default: quick or full)")
     args = ap.parse_args()
     sizes = args.sizes or ([128, 256] if args.quick else [256, 512])
     rows = []
@@ -140,7 +141,7 @@ def main():
                 continue
             rows.extend(run_problem(name, A, B, args.repeats, not args.no_peers))
             print_rows([r for r in rows if r["problem"] == name and r["n"] == A.shape[0]])
-    tag = "quick" if args.quick else "full"
+    tag = args.tag or ("quick" if args.quick else "full")
     path = os.path.join(os.path.dirname(__file__), "results", f"solvers_amg_{tag}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     meta = dict(python=sys.version.split()[0], jax=jax.__version__, pyamg=pyamg.__version__, scipy=scipy.__version__,

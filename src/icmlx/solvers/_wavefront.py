@@ -58,12 +58,15 @@ def _distinct(v, tag):
 
 
 def _advance(flat, ptr, rows, decided):
-    """Move each row's pointer (a position in the flattened table) past its decided entries: then
+    """Move each row's pointer (a position in the flattened table) past its decided entries, so that
     ``flat[ptr[k]]`` is the lowest undecided node of row ``k`` (the sentinel ``n``, never decided, ends every
-    row)."""
+    row); return the rows that moved."""
+    rows = rows[decided[flat[ptr[rows]]]]
+    moved = rows
     while rows.size:
-        rows = rows[decided[flat[ptr[rows]]]]
         ptr[rows] += 1
+        rows = rows[decided[flat[ptr[rows]]]]
+    return moved
 
 
 def _release(C, done, count, tag):
@@ -119,23 +122,18 @@ def lexicographic_mis(C: np.ndarray, low: np.ndarray, hops: int) -> np.ndarray:
     front = np.nonzero((wait[:n] == 0 if hops == 2 else low == 0) & ~isolated)[0]
     while front.size:
         state[front] = 1
-        near = _distinct(C[front].ravel(), tag)
+        near = C[front].ravel()
         if hops == 2:
-            near = _distinct(C[near].ravel(), tag)
-        out = near[state[near] == 0]
+            near = C[near].ravel()
+        out = _distinct(near[state[near] == 0], tag)
         state[out] = 2
         done = np.concatenate([front, out])
         decided[done] = True
-        rows = _distinct(C[done].ravel(), tag)
-        rows = rows[rows < n]
-        rows = rows[decided[flat[ptr[rows]]]]
-        _advance(flat, ptr, rows, decided)
-        head = flat[ptr[rows]]
+        rows = _advance(flat, ptr, _distinct(C[done].ravel(), tag), decided)
+        head = flat[ptr[rows]]  # (the sentinel row never moves; an exhausted row heads at the sentinel)
         if hops == 1:
             front = rows[(head == rows) & (state[rows] == 0)]
             continue
-        head = head[head < n]
         np.subtract.at(wait, head, 1)
-        head = _distinct(head, tag)
-        front = head[(wait[head] == 0) & (state[head] == 0)]
+        front = _distinct(head[(wait[head] == 0) & (state[head] == 0)], tag)
     return state[:n] == 1
