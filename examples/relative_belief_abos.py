@@ -33,7 +33,6 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from _compile import fewer_optimizations  # noqa: E402
 from icmlx.stats import (  # noqa: E402
     EBMMLEGamma2,
     EBSparsityGamma2,
@@ -145,10 +144,7 @@ def run(quick: bool, outdir: pathlib.Path) -> tuple[np.ndarray, dict, dict]:
     ns = np.logspace(2, 12, 21)
     exact = exact_table(ns)
     design = {n: r // 4 for n, r in MC_DESIGN.items() if n <= 10_000} if quick else MC_DESIGN
-    # one program per n (all rules together), run once: at these sizes compiling it takes longer than running
-    # it, so XLA's optimization passes are off for it (the same computation)
-    with fewer_optimizations():
-        mc = monte_carlo(design)
+    mc = monte_carlo(design)
     plot(ns, exact, mc, outdir / "relative_belief_abos.png")
     # table: exact at decades, then MC
     idx = [0, 2, 4, 6, 8, 12, 20]
