@@ -88,6 +88,23 @@ def test_wavefront_aggregation_is_pyamgs_on_random_graphs_and_past_the_degree_ca
         assert num == Agg.shape[1] and np.array_equal(agg, ref)
 
 
+@pytest.mark.parametrize("theta", [0.0, 0.25])
+def test_strength_pattern_is_pyamgs(theta):
+    from pyamg.strength import symmetric_strength_of_connection
+
+    rng = np.random.default_rng(3)
+    lopsided = sp.random(60, 60, density=0.08, random_state=4) + sp.eye(60)  # a nonsymmetric pattern
+    lopsided.data *= rng.choice([-1.0, 1.0], lopsided.nnz)
+    for A in (aniso(12), sp.csr_matrix(lopsided)):
+        S = symmetric_strength(sp.csr_matrix(A), theta)
+        R = sp.csr_matrix(symmetric_strength_of_connection(sp.csr_matrix(A), theta))
+        R = ((R + R.T) != 0).astype(float).tolil()
+        R.setdiag(0)
+        R = sp.csr_matrix(R)
+        R.eliminate_zeros()
+        assert (S != R).nnz == 0 and S.has_sorted_indices
+
+
 def _sequential_greedy(G):
     # the reference: node by node, the smallest colour no lower neighbour holds
     color = np.full(G.shape[0], -1)

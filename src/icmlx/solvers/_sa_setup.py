@@ -22,6 +22,10 @@ def node_matrix(A: Any, node_of: np.ndarray, num_nodes: int) -> Any:
     r"""Amalgamate ``A`` to its node graph: ``N_IJ = ‖A_{IJ}‖_F`` over the dofs of nodes ``I`` and ``J``."""
     import scipy.sparse as sp
 
+    if num_nodes == A.shape[0] and np.array_equal(node_of, np.arange(num_nodes)):
+        N = abs(sp.csr_matrix(A))  # one dof per node: the norms are the magnitudes (no COO round trip)
+        N.sum_duplicates()
+        return N
     coo = A.tocoo()
     N = sp.csr_matrix((coo.data ** 2, (node_of[coo.row], node_of[coo.col])), shape=(num_nodes, num_nodes))
     N.sum_duplicates()
@@ -29,18 +33,44 @@ def node_matrix(A: Any, node_of: np.ndarray, num_nodes: int) -> Any:
     return N
 
 
+def symmetric_pattern(M: Any, keep: Any) -> Any:
+    """The symmetrised off-diagonal pattern ``{(i, j): i ≠ j, keep(M)_ij or keep(M)_ji}`` of a square CSR
+    matrix as a CSR matrix of ones with sorted columns; ``keep(data, rows, cols) -> bool[nnz]``.
+
+    When the stored pattern of ``M`` is symmetric (the usual case) the transpose is read entry for entry against
+    ``M`` (no sparse sum, no COO rebuild).
+    """
+    import scipy.sparse as sp
+
+    M = sp.csr_matrix(M)
+    M.sum_duplicates()  # (canonical: sorted columns, no repeats)
+    n = M.shape[0]
+    T = M.T.tocsr()  # (canonical too)
+    rows = np.repeat(np.arange(n), np.diff(M.indptr))
+    if np.array_equal(M.indptr, T.indptr) and np.array_equal(M.indices, T.indices):
+        m = (keep(M.data, rows, M.indices) | keep(T.data, rows, T.indices)) & (M.indices != rows)
+        indptr = np.zeros(n + 1, M.indptr.dtype)
+        np.cumsum(np.bincount(rows[m], minlength=n), out=indptr[1:])
+        return sp.csr_matrix((np.ones(int(indptr[-1])), M.indices[m], indptr), shape=M.shape)
+    m = keep(M.data, rows, M.indices) & (M.indices != rows)
+    S = sp.csr_matrix((np.ones(int(m.sum())), (rows[m], M.indices[m])), shape=M.shape)
+    S = ((S + S.T) > 0).astype(np.float64).tocsr()
+    S.sort_indices()
+    return S
+
+
 def symmetric_strength(N: Any, theta: float) -> Any:
     r"""Strong connections of the node matrix: :math:`|n_{ij}| \ge \theta \sqrt{|n_{ii} n_{jj}|}` (off-diagonal),
     symmetrised; the pattern that aggregation reads."""
-    coo = N.tocoo()
     d = np.abs(N.diagonal())
-    off = coo.row != coo.col
-    keep = off & (np.abs(coo.data) >= theta * np.sqrt(d[coo.row] * d[coo.col])) & (coo.data != 0)
-    import scipy.sparse as sp
 
-    S = sp.csr_matrix((np.ones(int(keep.sum())), (coo.row[keep], coo.col[keep])), shape=N.shape)
-    S = ((S + S.T) > 0).astype(np.float64).tocsr()
-    return S
+    def keep(data, rows, cols):
+        strong = data != 0
+        if theta > 0:
+            strong &= np.abs(data) >= theta * np.sqrt(d[rows] * d[cols])
+        return strong
+
+    return symmetric_pattern(N, keep)
 
 
 def fit_candidates(agg_of_dof: np.ndarray, B: np.ndarray, num_aggs: int, *, rtol: float = 1e-10):
@@ -106,12 +136,8 @@ def multicolor(A: Any) -> np.ndarray:
     Gauss–Seidel): the sequential greedy colouring in node order (two colours for a 5-point stencil, four for a
     9-point one), computed in wavefront rounds (:mod:`._wavefront`), when every degree is at most
     :data:`._wavefront.MAX_DEGREE`; else Luby independent sets, one per colour."""
-    import scipy.sparse as sp
 
-    C = (abs(A) + abs(A).T).tocoo()
-    off = (C.row != C.col) & (C.data != 0)  # (cheaper than setdiag on a CSR matrix)
-    G = sp.csr_matrix((C.data[off], (C.row[off], C.col[off])), shape=A.shape)
-    G.sort_indices()
+    G = symmetric_pattern(A, lambda data, rows, cols: data != 0)
     n = G.shape[0]
     deg = np.diff(G.indptr)
     if n and deg.max() <= MAX_DEGREE:
