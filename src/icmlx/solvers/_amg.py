@@ -14,10 +14,12 @@ from ._amg_relax import (
     ColorBlocks,
     GaussSeidelRelaxation,
     JacobiRelaxation,
+    to_device,
 )
 from ._classify import classify, input_eps
 from ._convert import as_scipy_csr, positive_int
 from ._multilevel import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, m_matrix_envelope
+from ._sa_numeric import build_pattern, numeric_setup_jit
 from ._sa_setup import multicolor, sa_levels
 from ._sparse import bucket_size
 
@@ -133,9 +135,11 @@ def _block_size(A: Any, block_size: Any, n: int) -> int:
 
 def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = None, strength: Any = None,
                     relaxation: Any = None, cycle: str = "V", max_coarse: int = 500, max_levels: int = 10,
-                    improve_candidates: int = 4, dtype: Any = None):
-    """The hierarchy (:class:`MultilevelHierarchy`) and the facts the solver needs: ``(H, symmetric, on)``, ``on``
-    ``"A"`` or ``"envelope"`` (the operator the hierarchy was built on)."""
+                    improve_candidates: int = 4, dtype: Any = None, reuse_pattern: bool = False):
+    """The hierarchy (:class:`MultilevelHierarchy`) and the facts the solver needs: ``(H, symmetric, on, pattern,
+    K)``, ``on`` ``"A"`` or ``"envelope"`` (the operator the hierarchy was built on); with ``reuse_pattern`` the
+    symbolic set-up (``_sa_numeric.SAPattern``) and the padded Krylov matrix ``K`` of the numeric set-up, else
+    ``None, None``."""
     raw = A
     A = as_scipy_csr(A, name="A").copy()  # (a CSR input may share its arrays; the clean-up below is in place)
     n = A.shape[0]
@@ -169,15 +173,30 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
         # a nonsymmetric (or envelope) hierarchy: damped Jacobi, which preconditions GMRES reliably here, where the
         # multicolour Gauss–Seidel cycle was seen to stall it on a small nonsymmetric case
         relaxation = JacobiRelaxation()
+    dtype = jnp.result_type(float) if dtype is None else dtype
+    if reuse_pattern:
+        if on != "A":
+            raise ValueError("amg_setup(reuse_pattern=True) needs A with a positive diagonal (its hierarchy is "
+                             "built on A itself); this A is not: use reuse_pattern=False")
+        pattern, values, coarse = build_pattern(
+            A, B=B, node_of=np.arange(n) // bs, theta=float(strength.theta), max_coarse=max_coarse,
+            max_levels=max_levels, improve_steps=improve_candidates, symmetric=symmetric, relaxation=relaxation,
+            cycle=cycle, dtype=dtype)
+        _check_coarse(coarse)
+        H, K = numeric_setup_jit(pattern, to_device(values, dtype))
+        return H, symmetric, on, pattern, K
     levels, coarse = sa_levels(A, B=B, node_of=np.arange(n) // bs, theta=float(strength.theta),
                                max_coarse=max_coarse, max_levels=max_levels, improve_steps=improve_candidates,
                                symmetric=symmetric and on == "A")
+    _check_coarse(coarse)
+    return _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric and on == "A"), symmetric, on, None, None
+
+
+def _check_coarse(coarse: Any) -> None:
     if coarse.shape[0] > _MAX_DENSE_COARSE:
         raise ValueError(f"amg_setup: coarsening stopped at {coarse.shape[0]} unknowns (> {_MAX_DENSE_COARSE}), too "
                          "many for the dense coarsest solve: the strength graph does not coarsen.\nLower "
                          "strength theta, or raise max_levels.")
-    dtype = jnp.result_type(float) if dtype is None else dtype
-    return _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric and on == "A"), symmetric, on
 
 
 def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric) -> MultilevelHierarchy:
@@ -189,7 +208,7 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric) -> Multile
         ops.append(EllMatrix.from_scipy(cur, num_rows=pad, num_cols=pad, dtype=dtype))
         dinv = np.zeros(pad)
         dinv[:nl] = 1.0 / d
-        dinvs.append(jnp.asarray(dinv, dtype))
+        dinvs.append(to_device(dinv, dtype))
         pros.append(EllMatrix.from_scipy(P, num_rows=pad, num_cols=pad_c, dtype=dtype))
         ress.append(EllMatrix.from_scipy(P.T.tocsr(), num_rows=pad_c, num_cols=pad, dtype=dtype))
         lams.append(upper)
@@ -206,6 +225,6 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric) -> Multile
     sizes.append(pad)
     return MultilevelHierarchy(
         ops=tuple(ops), dinv=tuple(dinvs), prolong=tuple(pros), restrict=tuple(ress),
-        lam=jnp.asarray(np.asarray(lams, np.float64), dtype), coarse_inv=jnp.asarray(Cinv, dtype),
+        lam=to_device(np.asarray(lams, np.float64), dtype), coarse_inv=to_device(Cinv, dtype),
         sizes=tuple(sizes), degree=getattr(relaxation, "degree", 2), n=n, relaxation=relaxation, cycle=cycle,
         colors=tuple(colors))

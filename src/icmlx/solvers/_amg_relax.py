@@ -14,6 +14,12 @@ from ._relaxation import _chebyshev, _jacobi
 __all__ = ["AbstractRelaxation", "JacobiRelaxation", "ChebyshevRelaxation", "GaussSeidelRelaxation"]
 
 
+def to_device(x: Any, dtype: Any) -> jax.Array:
+    """A host array on the device in ``dtype``, converted on the host: ``jnp.asarray`` of a NumPy array compiles a
+    small staging program per shape and dtype, which a fresh process pays for every array of a set-up."""
+    return jax.device_put(np.asarray(x, np.dtype(dtype)))
+
+
 def _check_int(value: Any, name: str, owner: str) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{owner}: {name} must be a positive int, got {name}={value!r}")
@@ -143,7 +149,7 @@ class ColorBlocks(eqx.Module):
         where[order] = slot
         idx[color[r], pos, where[r]] = A.indices
         val[color[r], pos, where[r]] = A.data
-        return cls(jnp.asarray(rows), jnp.asarray(idx), jnp.asarray(val, dtype), jnp.asarray(dinv, dtype))
+        return cls(to_device(rows, np.int32), to_device(idx, np.int32), to_device(val, dtype), to_device(dinv, dtype))
 
 
 def _gs_sweep(cb: ColorBlocks, b, x, reverse: bool):

@@ -4,13 +4,17 @@
 from typing import Any
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._results import RESULTS, raise_if_failed
 from ._amg import build_hierarchy
+from ._amg_relax import to_device
 from ._convert import as_scipy_csr, as_vector, check_tolerances, positive_int
-from ._krylov import _bicgstab_loop, _cg_loop, _gmres_loop, _scaled_solve, _tol
+from ._krylov import _bicgstab_loop, _cg_loop, _gmres_loop, _scaled_solve
 from ._multilevel import EllMatrix, MultilevelHierarchy
+from ._sa_numeric import numeric_setup_jit
 from ._solution import LinearSolution
 
 __all__ = ["AMGSolver", "amg_setup", "solve"]
@@ -38,6 +42,8 @@ class AMGSolver(eqx.Module):
       method: ``"cg"``, ``"gmres"`` or ``"bicgstab"``.
       n: the size of ``A``.
       hierarchy_on: ``"A"`` or ``"envelope"``.
+      pattern: with ``amg_setup(reuse_pattern=True)``, the symbolic set-up that :meth:`update` reuses (its
+        ``rows``/``cols`` give the order of a values array), else ``None``.
     """
 
     hierarchy: MultilevelHierarchy
@@ -45,11 +51,75 @@ class AMGSolver(eqx.Module):
     method: str = eqx.field(static=True)
     n: int = eqx.field(static=True)
     hierarchy_on: str = eqx.field(static=True, default="A")
+    pattern: Any = None  # the symbolic set-up (amg_setup(reuse_pattern=True)), what update() reuses
 
     def __repr__(self) -> str:
         H = self.hierarchy
         return (f"AMGSolver(n={self.n}, method={self.method!r}, num_levels={H.num_levels}, "
                 f"relaxation={H.relaxation!r}, cycle={H.cycle!r}, hierarchy_on={self.hierarchy_on!r})")
+
+    def values_of(self, A: Any) -> jax.Array:
+        """The values of a concrete matrix on this solver's pattern, in the order :meth:`update` takes (eager).
+
+        Raises:
+          ValueError: the solver keeps no pattern, ``A`` has the wrong shape, or a nonzero outside the pattern.
+        """
+        P = self._need_pattern("values_of")
+        M = as_scipy_csr(A, name="A").tocoo()
+        if M.shape != (self.n, self.n):
+            raise ValueError(f"AMGSolver.values_of: A must be {self.n} × {self.n} (the set-up's size), got {M.shape}")
+        rows, cols = np.asarray(P.rows, np.int64), np.asarray(P.cols, np.int64)
+        keys = rows * self.n + cols
+        q = M.row.astype(np.int64) * self.n + M.col
+        pos = np.minimum(np.searchsorted(keys, q), keys.size - 1)
+        off = (keys[pos] != q) & (M.data != 0)
+        if np.any(off):
+            i = int(np.nonzero(off)[0][0])
+            raise ValueError(f"AMGSolver.update: A has a nonzero at ({int(M.row[i])}, {int(M.col[i])}), outside the "
+                             "set-up's sparsity pattern; run amg_setup on it instead")
+        vals = np.zeros(keys.size)
+        np.add.at(vals, pos[~off], M.data[~off])
+        return to_device(vals, self.A.val.dtype)
+
+    def update(self, A: Any) -> "AMGSolver":
+        r"""The solver of a new matrix on the same sparsity pattern: the numeric set-up redone in JAX.
+
+        Keeps the symbolic set-up of the first matrix (aggregates, candidate columns kept, the patterns of
+        ``T``, ``P`` and ``PᵀAP`` and the pair lists of their products) and recomputes, with gathers and segment
+        sums, ``ρ(D⁻¹A)``, the improved candidates and their per-aggregate QR, :math:`P = (I - \omega D^{-1}A)T`,
+        :math:`A_c = P^\top A P` on every level, the relaxation data and the coarsest pseudo-inverse. With a
+        values array the call is jittable and differentiable (``jax.jit(lambda s, v: s.update(v))`` compiles
+        once for every matrix of the pattern); ``method`` stays that of the first matrix, so the new one must be
+        of the same class (symmetric with a positive diagonal for CG). The aggregates do not follow the new
+        values: with the default ``SymmetricStrength(theta=0)`` they depend on the pattern only anyway.
+
+        Args:
+          A: ``float[nnz]`` values in the order of ``solver.pattern.rows``/``cols`` (a JAX array, traced or not),
+            or a concrete matrix of the same size whose nonzeros lie on the pattern (see :meth:`values_of`).
+
+        Returns:
+          A new :class:`AMGSolver` (same shapes: a jitted ``solve`` does not compile again).
+
+        Raises:
+          ValueError: the solver was set up without ``reuse_pattern=True``; values of the wrong length; a
+            matrix off the pattern.
+        """
+        P = self._need_pattern("update")
+        if isinstance(A, (jax.Array, np.ndarray)) and jnp.ndim(A) == 1:
+            if A.shape[0] != P.nnz:
+                raise ValueError(f"AMGSolver.update: values must have length {P.nnz} (solver.pattern.rows), got "
+                                 f"{A.shape[0]}")
+            values = jnp.asarray(A, self.A.val.dtype)
+        else:
+            values = self.values_of(A)
+        H, K = numeric_setup_jit(P, values)  # compiled once per pattern (an eager call reuses amg_setup's)
+        return AMGSolver(H, K, self.method, self.n, self.hierarchy_on, P)
+
+    def _need_pattern(self, where: str):
+        if self.pattern is None:
+            raise ValueError(f"AMGSolver.{where} needs the symbolic set-up: build the solver with "
+                             "amg_setup(A, reuse_pattern=True)")
+        return self.pattern
 
     def solve(self, b: Any, x0: Any = None, *, rtol: float | None = None, atol: float = 0.0,
               max_steps: int | None = None, throw: bool = True) -> LinearSolution:
@@ -90,15 +160,12 @@ class AMGSolver(eqx.Module):
         max_steps = 1000 if max_steps is None else max_steps
         rtol, atol = check_tolerances(rtol, atol, "AMGSolver.solve")
         max_steps = positive_int(max_steps, "max_steps", "AMGSolver.solve", minimum=0)
-        b = as_vector(b, self.n, name="b", dtype=dtype)
-        npad = self.A.shape[0]
-        bp = jnp.zeros((npad,), dtype).at[: self.n].set(b)
-        xp = jnp.zeros_like(bp)
-        if x0 is not None:
-            xp = xp.at[: self.n].set(as_vector(x0, self.n, name="x0", dtype=dtype))
-        x, result, stats = _amg_solve(self.method, self.A, self.hierarchy, bp, xp, _tol(rtol, bp), _tol(atol, bp),
-                                      max_steps, jnp.asarray(floor))
-        return raise_if_failed(LinearSolution(x[: self.n], result, stats), result, throw)
+        b = as_vector(_on_host(b, dtype), self.n, name="b", dtype=dtype)
+        x0 = None if x0 is None else as_vector(_on_host(x0, dtype), self.n, name="x0", dtype=dtype)
+        x, result, stats = _amg_solve(self.method, self.A, self.hierarchy, b, x0, to_device(rtol, dtype),
+                                      to_device(atol, dtype),
+                                      max_steps, to_device(floor, bool))
+        return raise_if_failed(LinearSolution(x, result, stats), result, throw)
 
 
 @eqx.filter_jit
@@ -107,6 +174,9 @@ def _amg_solve(method: str, A: EllMatrix, H: MultilevelHierarchy, b, x, rtol, at
     one compiled program (``floor`` a traced flag: a default and an explicit ``rtol`` share the program)."""
     loop, static = {"cg": (_cg_loop, ()), "bicgstab": (_bicgstab_loop, ()),
                     "gmres": (_gmres_loop, (_RESTART,))}[method]
+    n = b.shape[0]
+    b = jnp.zeros((A.shape[0],), b.dtype).at[:n].set(b)  # padded with identity rows: zeros there
+    x = jnp.zeros_like(b) if x is None else jnp.zeros_like(b).at[:n].set(x)
     x, result, stats = _scaled_solve(loop, A.mv, H, A.val, b, x, rtol, atol, static, max_steps, False)
     # ε‖|A||x| + |b|‖₂ bounds the rounding error of evaluating b − A x itself in the working precision: a residual
     # below it is as small as that precision can certify (Arioli, Demmel & Duff 1989, the normwise form)
@@ -115,12 +185,20 @@ def _amg_solve(method: str, A: EllMatrix, H: MultilevelHierarchy, b, x, rtol, at
     stats = {**stats, "residual_floor": level}
     held = floor & (stats["residual_norm"] <= level) & jnp.all(jnp.isfinite(x))
     result = RESULTS.where(held, RESULTS.successful, result)
-    return x, result, stats
+    return x[:n], result, stats
+
+
+def _on_host(v: Any, dtype: Any) -> Any:
+    """A floating NumPy vector converted on the host (a device-side cast compiles a program per length)."""
+    if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+        return np.asarray(v, np.dtype(dtype))
+    return v
 
 
 def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = None, strength: Any = None,
               relaxation: Any = None, cycle: str = "V", method: str = "auto", max_coarse: int = 500,
-              max_levels: int = 10, improve_candidates: int = 4, dtype: Any = None) -> AMGSolver:
+              max_levels: int = 10, improve_candidates: int = 4, dtype: Any = None,
+              reuse_pattern: bool = False) -> AMGSolver:
     r"""Set up smoothed-aggregation multigrid for ``A`` (eager NumPy/SciPy; returns JAX arrays).
 
     Per level: symmetric strength of connection on the node graph, standard aggregation of the strong graph
@@ -152,6 +230,9 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
       max_levels: cap on the number of levels.
       improve_candidates: damped-Jacobi sweeps on ``A B = 0`` applied to ``B`` on the finest level.
       dtype: floating dtype of the solve (default: JAX's default float).
+      reuse_pattern: also keep the symbolic set-up, so that :meth:`AMGSolver.update` recomputes the hierarchy
+        of another matrix on the same pattern in JAX (jittable); the values of this first hierarchy then come
+        from that JAX numeric set-up as well. Needs a positive diagonal.
 
     Returns:
       An :class:`AMGSolver`; ``solver.solve(b)`` solves for one right-hand side (jit/vmap it for many).
@@ -177,11 +258,14 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got method={method!r}")
-    H, symmetric, on = build_hierarchy(A, near_nullspace=near_nullspace, block_size=block_size, strength=strength,
-                                       relaxation=relaxation, cycle=cycle, max_coarse=max_coarse,
-                                       max_levels=max_levels, improve_candidates=improve_candidates, dtype=dtype)
+    H, symmetric, on, pattern, K = build_hierarchy(
+        A, near_nullspace=near_nullspace, block_size=block_size, strength=strength, relaxation=relaxation,
+        cycle=cycle, max_coarse=max_coarse, max_levels=max_levels, improve_candidates=improve_candidates,
+        dtype=dtype, reuse_pattern=reuse_pattern)
     if method == "auto":
         method = "cg" if symmetric and on == "A" else "gmres"
+    if pattern is not None:
+        return AMGSolver(H, K, method, H.n, on, pattern)
     dt = H.coarse_inv.dtype
     E = EllMatrix.from_scipy(as_scipy_csr(A, name="A"), num_rows=H.sizes[0], num_cols=H.sizes[0],
                              pad_identity=True, dtype=dt)
