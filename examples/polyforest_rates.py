@@ -57,7 +57,6 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from _compile import fewer_optimizations  # noqa: E402
 from icmlx.structure import (  # noqa: E402
     Nonparametric,
     dag_to_cpdag,
@@ -189,10 +188,7 @@ def _grid(quick: bool):
 def run(quick: bool = True, outdir: pathlib.Path | None = None, verbose: bool = False) -> list[dict]:
     outdir = pathlib.Path(outdir or pathlib.Path(__file__).resolve().parent / "out")
     outdir.mkdir(parents=True, exist_ok=True)
-    # Every (tester, d, n) is its own pc_tree program, run on 10 replicates in milliseconds: compiling is
-    # nearly all of the time, so XLA's optimization passes are off here (the graphs are the same).
-    with fewer_optimizations():
-        rows = _sweep(quick, verbose)
+    rows = _sweep(quick, verbose)
     _plot(rows, outdir / "polyforest_rates.png")
     return rows
 
