@@ -144,6 +144,22 @@ def _plan_for(leaves, block_size, one_dim, num_shards, max_dim, merge) -> BlockP
     return make_block_plan(shapes, block_size, one_dim, num_shards, max_dim, merge)
 
 
+def _on_host_ok(x) -> bool:
+    """Whether ``jnp.zeros_like(x)`` can be built on the host: a concrete, strongly typed, addressable array."""
+    return (isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer) and not x.weak_type
+            and x.is_fully_addressable)
+
+
+def _host_zeros_like(x: Array) -> Array:
+    """``jnp.zeros_like(x)`` made in NumPy and transferred: no compiled program.
+
+    Same dtype, sharding and commitment as ``jnp.zeros_like`` (an uncommitted input gives an uncommitted
+    array, so the first update's arguments carry the same placement as every later one's).
+    """
+    z = np.zeros(x.shape, x.dtype)
+    return jax.device_put(z, x.sharding) if x.committed else jax.device_put(z)
+
+
 def _all_finite(leaves) -> Array:
     finite = jnp.ones([], bool)
     for g in leaves:
@@ -430,10 +446,21 @@ def scale_by_dash(
         if explicit_block:
             _warn_large_cpu_blocks(plan, "scale_by_dash", block_size)
         fdt = _factor_dtype(leaves)
+        sdt = fdt if sdt_setting is None else sdt_setting
+        if mesh is None and all(_on_host_ok(x) for x in leaves):
+            # Concrete parameters: the state is built in NumPy and transferred, so an eager init compiles no
+            # programs (one per leaf shape and stack otherwise, each paid again in a fresh process).
+            mu = jax.tree.map(_host_zeros_like, params)
+            nu = jax.tree.map(_host_zeros_like, params)
+            mom = jax.tree.map(_host_zeros_like, params) if use_momentum else ()
+            factors = tuple(jax.device_put(np.zeros((npad, z, z), sdt)) for z, _, _, npad in plan.stacks)
+            roots = tuple(jax.device_put(np.tile(np.eye(z, dtype=fdt), (npad, 1, 1)))
+                          for z, _, _, npad in plan.stacks)
+            zero = jax.device_put(np.zeros((), np.int32))
+            return DashState(zero, mu, nu, mom, factors, roots, jax.device_put(np.zeros((), np.int32)))
         mu = jax.tree.map(jnp.zeros_like, params)
         nu = jax.tree.map(jnp.zeros_like, params)
         mom = jax.tree.map(jnp.zeros_like, params) if use_momentum else ()
-        sdt = fdt if sdt_setting is None else sdt_setting
         factors = tuple(_constrain(jnp.zeros((npad, z, z), sdt)) for z, _, _, npad in plan.stacks)
         roots = tuple(
             _constrain(jnp.broadcast_to(jnp.eye(z, dtype=fdt), (npad, z, z))) for z, _, _, npad in plan.stacks
@@ -492,7 +519,7 @@ def scale_by_dash(
                     o, ~finite, "scale_by_dash: the gradient overflowed the second-moment or Kronecker-factor "
                     "statistics (entries past ~sqrt(float max)); scale the loss down or clip the gradient."), out)
             else:
-                new_state = jax.tree.map(lambda n, o: jnp.where(finite, n, o), new_state, state)
+                new_state = lax.cond(finite, lambda: new_state, lambda: state)
                 out = jax.tree.map(lambda o: jnp.where(finite, o, jnp.zeros_like(o)), out)
         return out, new_state
 

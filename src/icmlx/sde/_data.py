@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -64,9 +65,20 @@ def _to_array(x: Any, name: str, fn: str):
                             "non-numeric columns first")
     if jnp.issubdtype(arr.dtype, jnp.bool_) or jnp.issubdtype(arr.dtype, jnp.complexfloating):
         raise TypeError(f"{fn}: {name} must be real numbers, got dtype {arr.dtype}")
+    if not is_traced(arr) and not isinstance(arr, jax.Array):
+        # host input is cast on the host and transferred: a device-side cast is a program per input shape
+        dtype = arr.dtype if jnp.issubdtype(arr.dtype, jnp.floating) else _float_dtype()
+        return jax.device_put(np.asarray(arr, jax.dtypes.canonicalize_dtype(dtype))), names
     if not jnp.issubdtype(arr.dtype, jnp.floating):
         arr = jnp.asarray(arr).astype(_float_dtype())
     return jnp.asarray(arr), names
+
+
+def _reshaped(x, shape):
+    """``x.reshape(shape)``, done on the host for a concrete array (an eager reshape is a program per shape)."""
+    if is_traced(x):
+        return x.reshape(shape)
+    return jax.device_put(np.asarray(x).reshape(shape))
 
 
 def _is_paths(x) -> bool:
@@ -124,8 +136,8 @@ def as_states(observations: Any, *, fn: str, min_points: int = 2):
     if pts.ndim < 1 or pts.ndim == 1 and pts.shape[0] < min_points:
         raise ValueError(f"{fn}: observations must have shape (n, d) or (n_traj, n_obs, d), got shape {pts.shape}")
     if pts.ndim == 1:
-        pts = pts[:, None]  # a 1-D series is n observations of one coordinate
-    if pts.reshape(-1, pts.shape[-1]).shape[0] < min_points:
+        pts = _reshaped(pts, pts.shape + (1,))  # a 1-D series is n observations of one coordinate
+    if int(np.prod(pts.shape[:-1])) < min_points:
         raise ValueError(f"{fn}: need at least {min_points} states, got observations of shape {pts.shape}")
     pts = _check_finite(pts, fn, names)
     pts = _check_not_constant(pts, fn, names)
@@ -144,13 +156,13 @@ def _as_times(ts: Any, n_traj: int, n_obs: int, dtype, fn: str):
             )
         if host.dtype == object:
             raise TypeError(f"{fn}: ts must be numeric times, got dtype object")
-    ts = jnp.asarray(ts)
+    ts = jnp.asarray(ts) if is_traced(ts) else np.asarray(ts)
     if ts.shape not in ((n_obs,), (n_traj, n_obs)):
         raise ValueError(
             f"{fn}: ts must have shape (n_obs,) = ({n_obs},) or (n_traj, n_obs) = ({n_traj}, {n_obs}) to match the "
             f"observations, got shape {ts.shape}"
         )
-    ts = ts.astype(dtype)
+    ts = ts.astype(dtype) if is_traced(ts) else jax.device_put(np.asarray(ts, dtype))
     host = _host(ts)
     msg = f"{fn}: ts must be finite and strictly increasing along each trajectory; sort the observations by time"
     if host is not None:
@@ -174,9 +186,9 @@ def as_observations(observations: Any, ts: Any, sigma: Any, *, fn: str):
         observations = observations.xs
     obs, names = _to_array(observations, "observations", fn)
     if obs.ndim == 1:
-        obs = obs[:, None]  # one coordinate observed n_obs times
+        obs = _reshaped(obs, obs.shape + (1,))  # one coordinate observed n_obs times
     if obs.ndim == 2:
-        obs = obs[None]
+        obs = _reshaped(obs, (1,) + obs.shape)
     if obs.ndim != 3:
         raise ValueError(f"{fn}: observations must have shape (n_obs, d) or (n_traj, n_obs, d), got shape {obs.shape}")
     if obs.shape[1] < 2:

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from .._checks import check_values
+from .._checks import check_values, is_traced
 from .._deprecation import deprecated_attribute, renamed_kwargs, warn_renamed
 from .._progress import in_program_reporter, resolve_progress
 from .._repr import record_repr, summarise
@@ -261,14 +261,20 @@ def infer_drift(
         weights = check_values(init.weights, lambda xp, v: ~xp.isfinite(v),
                                "infer_drift: init has NaN or inf weights; pass a finite starting drift")
         init = eqx.tree_at(lambda f: f.weights, init, weights)
+    # New sizes reuse the compiled programs: the observation count is padded to a bucket
+    # (:func:`_bucket_obs`) and the true count enters the programs as data, masking the padding intervals.
+    obs_p, ts_p = _pad_observations(obs, ts, _bucket_obs(n_obs))
+    n_valid = _as_device_int(n_obs)
     # The guidance enters the compiled EM loop only as data (targets, beta): plain and geodesic runs of the
     # same size share one compiled function (beta = 0 makes the path cost vanish).
-    targets, beta = guidance.targets(obs, num_time_steps)
-    targets = targets.reshape(n_traj * (n_obs - 1), num_time_steps + 1, d)
+    targets, beta = guidance._padded_targets(obs_p, num_time_steps, n_obs)
     sol = _infer_core(
-        key, obs, ts, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps, num_paths, lookahead,
-        show,
+        key, obs_p, ts_p, n_valid, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps,
+        num_paths, lookahead, show,
     )
+    # The per-interval diagnostics of the real intervals (host slicing for concrete results: no program).
+    ess, degenerate = (_real_intervals(x, n_traj, n_obs) for x in (sol.ess, sol.degenerate))
+    sol = eqx.tree_at(lambda s: (s.ess, s.degenerate), sol, (ess, degenerate))
     # Outside the compiled loop, so that throw=True and throw=False share one compilation.
     weights = raise_if_failed(sol.value.weights, sol.result, throw)
     sol = eqx.tree_at(lambda s: s.value.weights, sol, weights)
@@ -277,15 +283,61 @@ def infer_drift(
     return sol
 
 
+def _bucket_obs(n_obs: int) -> int:
+    """Padded observations per trajectory: ``n_obs - 1`` intervals rounded up to a power of two (>= 8).
+
+    Every count in ``(2^k/2, 2^k]`` intervals shares one compilation; the padding intervals cost their
+    bridges' work (less than the real ones'), never a recompilation.
+    """
+    return max(8, 1 << (n_obs - 2).bit_length()) + 1
+
+
+def _pad_observations(obs, ts, n_pad: int):
+    """Observations ``(n_traj, n_obs, d)`` and times padded to ``n_pad`` per trajectory.
+
+    The padding repeats the last observation at times continuing with the last step (finite, strictly
+    increasing), so the padding intervals are harmless bridges that the EM masks out. Concrete input is padded
+    in NumPy (no program); traced input with ``jnp``.
+    """
+    n_obs = obs.shape[1]
+    extra = n_pad - n_obs
+    if extra == 0:
+        return obs, ts
+    xp = jnp if is_traced(obs) or is_traced(ts) else np
+    o = xp.asarray(obs)
+    t = xp.asarray(ts)
+    o = xp.concatenate([o, xp.repeat(o[:, -1:], extra, axis=1)], axis=1)
+    step = t[..., -1:] - t[..., -2:-1]
+    t = xp.concatenate([t, t[..., -1:] + step * xp.arange(1, extra + 1, dtype=t.dtype)], axis=-1)
+    if xp is np:
+        return jax.device_put(o), jax.device_put(t)
+    return o, t
+
+
+def _as_device_int(n: int):
+    return jax.device_put(np.asarray(n, np.int32))
+
+
+def _real_intervals(x, n_traj: int, n_obs: int):
+    """The first ``n_obs - 1`` intervals per trajectory of a flat padded per-interval array."""
+    if is_traced(x):
+        return x.reshape(n_traj, -1)[:, : n_obs - 1].reshape(-1)
+    return jax.device_put(np.asarray(x).reshape(n_traj, -1)[:, : n_obs - 1].reshape(-1))
+
+
 @eqx.filter_jit
 def _infer_core(
-    key, obs, ts, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps, num_paths, lookahead,
-    progress,
+    key, obs, ts, n_obs, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps, num_paths,
+    lookahead, progress,
 ):
-    d = obs.shape[-1]
+    n_traj, n_pad, d = obs.shape
+    targets = targets.reshape(n_traj * (n_pad - 1), num_time_steps + 1, d)
     states, incs, dts = _intervals(obs, ts)
+    # padding intervals and points (bucketed sizes): weight 0 in every fit and statistic
+    real_int = jnp.broadcast_to(jnp.arange(n_pad - 1) < n_obs - 1, (n_traj, n_pad - 1)).reshape(-1)
+    real_pt = jnp.broadcast_to(jnp.arange(n_pad) < n_obs, (n_traj, n_pad)).reshape(-1)
     if init is None:
-        init = fit_drift(fc, states, incs, dts, sig)
+        init = fit_drift(fc, states, incs, dts, sig, weights=real_int.astype(obs.dtype))
     basis = init.basis
     starts = states
     ends = states + incs
@@ -303,20 +355,25 @@ def _infer_core(
         x = p[:, :, :-1].reshape(-1, d)
         dx = jnp.diff(p, axis=2).reshape(-1, d)
         h = jnp.broadcast_to((dts / num_time_steps)[:, None, None], p.shape[:2] + (num_time_steps,)).reshape(-1)
-        wint = jnp.where(bs.degenerate, 0.0, 1.0 / num_paths).astype(obs.dtype)
+        wint = jnp.where(bs.degenerate | ~real_int, 0.0, 1.0 / num_paths).astype(obs.dtype)
         w = jnp.broadcast_to(wint[:, None, None], p.shape[:2] + (num_time_steps,)).reshape(-1)
+        real_row = jnp.broadcast_to(real_int[:, None, None], p.shape[:2] + (num_time_steps,)).reshape(-1, 1)
+        x = jnp.where(real_row, x, jnp.zeros_like(x))  # a padding bridge cannot reach the fit, even as NaN * 0
+        dx = jnp.where(real_row, dx, jnp.zeros_like(dx))
         new = fit_drift(fc, x, dx, h, sig, weights=w)
         Wn = new.weights
-        change = jnp.sqrt(jnp.mean(jnp.sum((jax.vmap(new)(ypts) - jax.vmap(drift)(ypts)) ** 2, -1)))
-        valid = ~bs.degenerate
+        sq = jnp.sum((jax.vmap(new)(ypts) - jax.vmap(drift)(ypts)) ** 2, -1)
+        change = jnp.sqrt(jnp.sum(jnp.where(real_pt, sq, 0.0)) / (n_traj * n_obs).astype(obs.dtype))
+        valid = ~bs.degenerate & real_int
         n_valid = jnp.maximum(jnp.sum(valid), 1).astype(obs.dtype)
         loss = -jnp.sum(jnp.where(valid, bs.log_evidence, 0.0)) / n_valid
         ess_frac = bs.ess / num_particles
-        ess_med = jnp.median(ess_frac)
-        ndeg = jnp.sum(bs.degenerate)
+        ess_med = jnp.nanmedian(jnp.where(real_int, ess_frac, jnp.nan))
+        ess_low = jnp.min(jnp.where(real_int, ess_frac, jnp.inf))
+        ndeg = jnp.sum(bs.degenerate & real_int)
         if progress:  # static: the default program holds no host callback
             report(it + 1, loss=loss, ess_median=ess_med, drift_change=change, num_degenerate=ndeg)
-        out = (loss, ess_med, jnp.min(ess_frac), change, ndeg, Wn, ess_frac, bs.degenerate)
+        out = (loss, ess_med, ess_low, change, ndeg, Wn, ess_frac, bs.degenerate & real_int)
         return (key, Wn), out
 
     (_, W), outs = jax.lax.scan(em_step, (key, init.weights), jnp.arange(num_steps))

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import is_traced
 from .._deprecation import deprecated_attribute, renamed_kwargs
 from .._types import RealScalarLike
 from ._basis import LinearDrift, RBFBasis, SparseGP, _input_dim, _solve_psd, box_grid
@@ -142,9 +143,17 @@ def default_function_class(
     check_scale(lengthscale_factor, "lengthscale_factor", "default_function_class")
     pts, _ = as_states(observations, fn="default_function_class")
     d = pts.shape[-1]
-    pts = pts.reshape(-1, d)
-    width = jnp.mean(jnp.max(pts, 0) - jnp.min(pts, 0))
+    if is_traced(pts):
+        pts = pts.reshape(-1, d)
+        lo, hi = jnp.min(pts, 0), jnp.max(pts, 0)
+    else:  # on the host: eager reductions would be programs for every new number of observations
+        host = np.asarray(pts).reshape(-1, d)
+        lo, hi = host.min(0), host.max(0)
+        pts = host
+        lo, hi = (jax.device_put(v) for v in (lo, hi))
+    width = jnp.mean(hi - lo)
     pad = jnp.minimum(0.5, 0.5 * width)  # 0.5, or half the width for data narrower than 1 (scale-free there)
+    box = jnp.stack([lo, hi])  # box_grid needs only the bounding box: a (2, d) input whatever n is
     if num_per_dim is not None:
         if isinstance(num_per_dim, bool) or not isinstance(num_per_dim, int) or num_per_dim < 1:
             raise ValueError(f"default_function_class: num_per_dim must be a positive integer or None, got "
@@ -158,11 +167,11 @@ def default_function_class(
                 f"default_function_class: num_per_dim={num_per_dim} in d={d} gives {m:,} inducing points (a "
                 f"{size} GB kernel matrix); pass num_per_dim <= {fit}, or leave num_per_dim=None to choose by d"
             )
-        return SparseGP(RBFBasis(box_grid(pts, num_per_dim, pad=pad), lengthscale_factor * width))
+        return SparseGP(RBFBasis(box_grid(box, num_per_dim, pad=pad), lengthscale_factor * width))
     k = _auto_num_per_dim(d)
     if k:
         scale = max(1.0, 11.0 / (k - 1))
-        return SparseGP(RBFBasis(box_grid(pts, k, pad=pad), lengthscale_factor * width * scale))
+        return SparseGP(RBFBasis(box_grid(box, k, pad=pad), lengthscale_factor * width * scale))
     centers = pts[:: max(1, -(-pts.shape[0] // 1024))]
     dist = jnp.sqrt(jnp.sum((centers[:, None] - centers[None]) ** 2, -1))
     # the median over distinct pairs: repeated observations must not shrink the lengthscale to zero

@@ -65,19 +65,21 @@ def observation_metric(
     return _metric(check_finite(points, "points", fn), check_finite(x, "x", fn), sigma_m, rho)
 
 
-def _metric(points, x, sigma_m, rho):
+def _metric(points, x, sigma_m, rho, mask=None):
     diff = (points - x) / sigma_m  # scaled first: far points give w = 0, not 0 * inf
     r2 = jnp.sum(diff * diff, axis=-1)
     w = jnp.exp(-0.5 * r2)
+    if mask is not None:  # padding rows (bucketed observation counts) carry no weight
+        w = jnp.where(mask, w, jnp.zeros_like(w))
     far = w == 0
     spread = jnp.where(far[:, None], jnp.zeros_like(diff), diff * diff) * sigma_m**2
     return 1.0 / (w @ spread + rho)
 
 
-def _segment_length(points, a, b, sigma_m, rho):
+def _segment_length(points, a, b, sigma_m, rho, mask=None):
     s = (jnp.arange(_N_QUAD, dtype=a.dtype) + 0.5) / _N_QUAD
     xs = a + s[:, None] * (b - a)
-    m = jax.vmap(lambda x: _metric(points, x, sigma_m, rho))(xs)
+    m = jax.vmap(lambda x: _metric(points, x, sigma_m, rho, mask))(xs)
     return jnp.mean(jnp.sqrt(m @ ((b - a) ** 2)))
 
 
@@ -186,35 +188,65 @@ def geodesic_targets(
     check_scale(sigma_m, "sigma_m", fn)
     check_scale(rho, "rho", fn)
     observations = check_finite(observations, "observations", fn)
-    return _geodesic_jit(observations, num_time_steps, num_nodes, num_neighbors, float(sigma_m), float(rho),
-                         max_metric_points, None if orientation_eps is None else float(orientation_eps))
+    return _geodesic_jit(observations, observations.shape[1], num_time_steps, num_nodes, num_neighbors,
+                         float(sigma_m), float(rho), max_metric_points,
+                         None if orientation_eps is None else float(orientation_eps))
+
+
+def _strided(n_traj: int, n_pad: int, n_obs, cap: int):
+    """Rows of ``pts[::ceil(n_pts / cap)]`` over the real points, as indices into the padded flat array.
+
+    The observations are ``(n_traj, n_pad, d)`` flattened, of which the first ``n_obs`` (traced) per trajectory
+    are real. Returns ``(index (k_max,), valid (k_max,))`` with ``k_max = min(cap, n_traj * n_pad)`` static.
+    """
+    n_pts = n_traj * n_obs
+    stride = jnp.maximum(1, -(-n_pts // cap))
+    count = -(-n_pts // stride)
+    i = jnp.arange(min(cap, n_traj * n_pad))
+    valid = i < count
+    r = jnp.where(valid, i * stride, 0)
+    return (r // n_obs) * n_pad + r % n_obs, valid
 
 
 @eqx.filter_jit
-def _geodesic_jit(observations, num_time_steps, num_nodes, num_neighbors, sigma_m, rho, max_metric_points,
+def _geodesic_jit(observations, n_obs, num_time_steps, num_nodes, num_neighbors, sigma_m, rho, max_metric_points,
                   orientation_eps):
-    n_traj, n_obs, d = observations.shape
+    """The geodesics of :func:`geodesic_targets` for ``observations`` ``(n_traj, n_pad, d)`` of which the first
+    ``n_obs`` (traced) per trajectory are real: one compilation serves every ``n_obs <= n_pad``.
+
+    The graph nodes and metric points are exactly the strided subsets of the real points; padding slots are
+    masked out of the metric, the kNN graph (infinite edges) and the nearest-node search, so the curves of the
+    real intervals do not depend on ``n_pad``. The curves of padding intervals are meaningless.
+    """
+    n_traj, n_pad, d = observations.shape
+    n_obs = jnp.asarray(n_obs, jnp.int32)
     pts = observations.reshape(-1, d)
-    n_pts = pts.shape[0]
-    mpts = pts[:: max(1, -(-n_pts // max_metric_points))]
-    nodes = pts[:: max(1, -(-n_pts // num_nodes))]
+    m_idx, m_valid = _strided(n_traj, n_pad, n_obs, max_metric_points)
+    n_idx, n_valid = _strided(n_traj, n_pad, n_obs, num_nodes)
+    mpts = pts[m_idx]
+    nodes = pts[n_idx]
     M = nodes.shape[0]
     k = min(num_neighbors, M - 1)
-    seg = lambda a, b: _segment_length(mpts, a, b, sigma_m, rho)
+    seg = lambda a, b: _segment_length(mpts, a, b, sigma_m, rho, m_valid)
+    inf = jnp.asarray(jnp.inf, pts.dtype)
 
     d2 = jnp.sum((nodes[:, None] - nodes[None]) ** 2, axis=-1)
-    d2 = d2 + jnp.where(jnp.eye(M, dtype=bool), jnp.inf, 0.0).astype(d2.dtype)
+    off = jnp.eye(M, dtype=bool) | ~n_valid[:, None] | ~n_valid[None, :]
+    d2 = jnp.where(off, inf, d2)
     _, nbr = jax.lax.top_k(-d2, k)  # (M, k)
     lens = jax.vmap(lambda a, js: jax.vmap(lambda j: seg(a, nodes[j]))(js))(nodes, nbr)
-    inf = jnp.asarray(jnp.inf, pts.dtype)
+    lens = jnp.where(n_valid[:, None] & n_valid[nbr], lens, inf)
     W = jnp.full((M, M), inf).at[jnp.arange(M)[:, None], nbr].set(lens)
     W = jnp.minimum(W, W.T)
     W = jnp.where(jnp.eye(M, dtype=bool), jnp.zeros((), pts.dtype), W)
     D, nxt = _floyd_warshall(W)
 
+    def nearest(x):
+        return jnp.argmin(jnp.where(n_valid, jnp.sum((nodes - x) ** 2, axis=-1), inf))
+
     def one(a, b, prev, has_prev):
-        sa = jnp.argmin(jnp.sum((nodes - a) ** 2, axis=-1))
-        sb = jnp.argmin(jnp.sum((nodes - b) ** 2, axis=-1))
+        sa = nearest(a)
+        sb = nearest(b)
         if orientation_eps is None:
             reachable = jnp.isfinite(D[sa, sb])
 
@@ -223,7 +255,7 @@ def _geodesic_jit(observations, num_time_steps, num_nodes, num_neighbors, sigma_
 
             _, seq = jax.lax.scan(walk, sa, None, length=M)  # node indices, ends repeating sb
         else:
-            blocked = has_prev & (jnp.sum((nodes - prev) ** 2, axis=-1) < orientation_eps**2)
+            blocked = (has_prev & (jnp.sum((nodes - prev) ** 2, axis=-1) < orientation_eps**2)) | ~n_valid
             dist, seq = _dijkstra_path(W, sa, sb, blocked)
             reachable = jnp.isfinite(dist)
         inner = jnp.where(reachable, nodes[seq].T, a[:, None]).T  # straight line if unreachable
@@ -244,6 +276,6 @@ def _geodesic_jit(observations, num_time_steps, num_nodes, num_neighbors, sigma_
     starts = observations[:, :-1].reshape(-1, d)
     ends = observations[:, 1:].reshape(-1, d)
     prevs = jnp.concatenate([observations[:, :1], observations[:, :-2]], axis=1).reshape(-1, d)
-    has_prev = jnp.broadcast_to(jnp.arange(n_obs - 1) > 0, (n_traj, n_obs - 1)).reshape(-1)
+    has_prev = jnp.broadcast_to(jnp.arange(n_pad - 1) > 0, (n_traj, n_pad - 1)).reshape(-1)
     curves = jax.vmap(one)(starts, ends, prevs, has_prev)
-    return curves.reshape(n_traj, n_obs - 1, num_time_steps + 1, d)
+    return curves.reshape(n_traj, n_pad - 1, num_time_steps + 1, d)

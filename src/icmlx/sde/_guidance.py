@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from ._data import check_count, check_scale
-from ._geodesic import geodesic_targets
+from ._geodesic import _geodesic_jit, geodesic_targets
 
 
 def _check_observations(observations, num_time_steps: int, fn: str):
@@ -40,6 +40,17 @@ class AbstractGuidance(eqx.Module):
     ) -> tuple[Float[Array, "n_traj n_int K1 d"], Float[Array, ""]]:
         """Target curves of shape ``(n_traj, n_obs - 1, num_time_steps + 1, d)`` and the strength ``beta``."""
 
+    def _padded_targets(self, observations: Array, num_time_steps: int, n_obs: int):
+        """:meth:`targets` for observations padded to ``(n_traj, n_pad, d)`` (the first ``n_obs`` per trajectory
+        real), shape ``(n_traj, n_pad - 1, num_time_steps + 1, d)``; the padding intervals' curves are unused.
+
+        This generic version calls :meth:`targets` on the real observations (a subclass's own code); the
+        library's strategies override it so that one compilation serves every ``n_obs`` of a size bucket.
+        """
+        n_pad = observations.shape[1]
+        g, beta = self.targets(observations[:, :n_obs], num_time_steps)
+        return jnp.pad(g, ((0, 0), (0, n_pad - n_obs), (0, 0), (0, 0)), mode="edge"), beta
+
 
 class NoGuidance(AbstractGuidance):
     """Plain bridges: no path cost (:math:`\\beta = 0`).
@@ -60,6 +71,9 @@ class NoGuidance(AbstractGuidance):
         n_traj, n_obs, d = observations.shape
         dtype = observations.dtype
         return jnp.zeros((n_traj, n_obs - 1, num_time_steps + 1, d), dtype), jnp.zeros((), dtype)
+
+    def _padded_targets(self, observations: Array, num_time_steps: int, n_obs: int):
+        return self.targets(observations, num_time_steps)
 
 
 class GeodesicGuidance(AbstractGuidance):
@@ -126,4 +140,11 @@ class GeodesicGuidance(AbstractGuidance):
             rho=self.rho,
             orientation_eps=self.orientation_eps,
         )
+        return g, jnp.asarray(self.strength, observations.dtype)
+
+    def _padded_targets(self, observations: Array, num_time_steps: int, n_obs: int):
+        _check_observations(observations, num_time_steps, "GeodesicGuidance.targets")
+        g = _geodesic_jit(observations, jnp.asarray(n_obs, jnp.int32), num_time_steps, self.num_nodes,
+                          self.num_neighbors, float(self.sigma_m), float(self.rho), 2000,
+                          None if self.orientation_eps is None else float(self.orientation_eps))
         return g, jnp.asarray(self.strength, observations.dtype)

@@ -1,0 +1,60 @@
+"""Compile once: a second ``infer_drift`` call with another number of observations (same ``d``) compiles nothing.
+
+The observation count is padded to a power-of-two bucket of intervals (``_em._bucket_obs``) and the true count
+enters the programs as data, masking the padding intervals. The geodesic targets of the real intervals must not
+depend on the padding: they are compared with the unpadded public ``geodesic_targets``.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import monitoring
+
+from icmlx.sde import GeodesicGuidance, geodesic_targets, infer_drift
+from icmlx.sde._em import _bucket_obs
+from icmlx.sde._geodesic import _geodesic_jit
+
+_COMPILES = [0]
+monitoring.register_event_duration_secs_listener(
+    lambda e, d, **k: _COMPILES.__setitem__(0, _COMPILES[0] + 1) if e.endswith("backend_compile_duration") else None
+)
+
+
+def _ring(n, seed=0):
+    rng = np.random.default_rng(seed)
+    th = np.linspace(0.0, 4 * np.pi, n)
+    return np.stack([np.cos(th), np.sin(th)], -1) + 0.05 * rng.standard_normal((n, 2))
+
+
+def test_bucket_rule():
+    assert [_bucket_obs(n) for n in (2, 9, 10, 30, 33, 34, 250, 187)] == [9, 9, 17, 33, 33, 65, 257, 257]
+
+
+def test_infer_drift_new_n_compiles_nothing():
+    obs = _ring(30).astype(np.float32)
+    ts = np.arange(30.0)
+    kw = dict(guidance=GeodesicGuidance(num_nodes=12, num_neighbors=3), num_steps=1, num_particles=4,
+              num_time_steps=2, num_paths=1, throw=False)
+    first = infer_drift(jax.random.key(0), obs, ts, 0.3, **kw)
+    jax.block_until_ready(first.drift.weights)
+    before = _COMPILES[0]
+    second = infer_drift(jax.random.key(1), obs[:22], ts[:22], 0.3, **kw)  # 29 -> 21 intervals, one bucket
+    jax.block_until_ready((second.drift.weights, second.ess))
+    assert _COMPILES[0] == before, f"{_COMPILES[0] - before} programs compiled for a new n"
+    # the per-interval diagnostics are those of the real intervals only
+    assert second.ess.shape == (21,) and second.degenerate.shape == (21,) and first.ess.shape == (29,)
+    assert bool(jnp.all(jnp.isfinite(second.drift.weights)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("orientation_eps", [None, 0.3])
+def test_padded_geodesics_equal_unpadded(orientation_eps):
+    obs = _ring(21, seed=1).astype(np.float32)[None]
+    kw = dict(num_nodes=15, num_neighbors=3, orientation_eps=orientation_eps)
+    ref = np.asarray(geodesic_targets(obs, 3, **kw))
+    padded = np.concatenate([obs, np.repeat(obs[:, -1:], 12, axis=1)], axis=1)  # 33 slots, 21 real
+    got = np.asarray(_geodesic_jit(jnp.asarray(padded), jnp.asarray(21, jnp.int32), 3, 15, 3, 0.15, 1e-3, 2000,
+                                   orientation_eps))
+    assert got.shape == (1, 32, 4, 2)
+    np.testing.assert_allclose(got[:, :20], ref, rtol=1e-5, atol=1e-5)
