@@ -95,7 +95,9 @@ class EllMatrix(eqx.Module):
             idx[0, extra] = extra
             val[0, extra] = 1.0
         dtype = jnp.result_type(float) if dtype is None else dtype
-        return cls(jnp.asarray(idx), jnp.asarray(val, dtype), (n_rows, n_cols))
+        # device_put of a NumPy array of the final dtype: jnp.asarray(x, dtype) compiles a convert program per shape
+        return cls(jax.device_put(np.asarray(idx, np.int32)), jax.device_put(np.asarray(val, np.dtype(dtype))),
+                   (n_rows, n_cols))
 
     @classmethod
     @renamed_kwargs(n_rows="num_rows", n_cols="num_cols")

@@ -13,16 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._multilevel import _ell_width
-from ._sa_setup import (
-    fit_candidates,
-    improve_candidates,
-    multicolor,
-    node_matrix,
-    rho_dinv_a,
-    smoothed_prolongator,
-    standard_aggregate,
-    symmetric_strength,
-)
+from ._sa_setup import multicolor, sa_levels
 from ._sparse import bucket_size
 
 __all__: list[str] = []
@@ -112,33 +103,12 @@ def color_layout(rows: np.ndarray, cols: np.ndarray, n: int):
 
 def host_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, theta: float, max_coarse: int, max_levels: int,
                 improve_steps: int, symmetric: bool):
-    """The host SA levels of the first matrix (as ``_sa_setup.sa_levels``) with what the pattern needs:
+    """The host SA levels of the first matrix (:func:`~._sa_setup.sa_levels`) with what the pattern needs:
     ``[dict(A, agg_of_dof, num_aggs, coarse_node, Bc)]`` and the coarsest operator."""
-    out = []
-    cur = A
-    num_nodes = int(node_of.max()) + 1 if node_of.size else 0
-    while cur.shape[0] > max_coarse and len(out) < max_levels - 1:
-        d = cur.diagonal()
-        if np.any(d == 0):
-            break
-        rho, upper = rho_dinv_a(cur, d)
-        if not out and improve_steps:
-            B = improve_candidates(cur, B, d, rho, improve_steps)
-        agg_node, num_aggs = standard_aggregate(symmetric_strength(node_matrix(cur, node_of, num_nodes), theta))
-        if num_aggs == 0:
-            break
-        agg_of_dof = agg_node[node_of]
-        T, Bc, coarse_node = fit_candidates(agg_of_dof, B, num_aggs)
-        if T.shape[1] == 0 or T.shape[1] >= cur.shape[0]:
-            break
-        P = smoothed_prolongator(cur, T, d, rho)
-        nxt = (P.T @ (cur @ P)).tocsr()
-        if symmetric:
-            nxt = ((nxt + nxt.T) * 0.5).tocsr()
-        nxt.sum_duplicates()
-        out.append(dict(A=cur, agg_of_dof=agg_of_dof, num_aggs=num_aggs, coarse_node=coarse_node, Bc=Bc))
-        cur, B, node_of, num_nodes = nxt, Bc, coarse_node, num_aggs
-    return out, cur
+    record: list = []
+    levels, coarse = sa_levels(A, B=B, node_of=node_of, theta=theta, max_coarse=max_coarse, max_levels=max_levels,
+                               improve_steps=improve_steps, symmetric=symmetric, record=record)
+    return [dict(A=lev[0], **rec) for lev, rec in zip(levels, record)], coarse
 
 
 def level_pattern(arows, acols, n: int, agg_of_dof, num_aggs: int, coarse_node, Bc, k: int, symmetric: bool,
