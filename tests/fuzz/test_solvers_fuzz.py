@@ -566,6 +566,40 @@ def solve_cases() -> list[Case]:
              words=("coords",), slow=True),
         Case("solvers.rigid_body_modes.nan.eager", lambda: S.rigid_body_modes(np.full((2, 2), np.nan)),
              words=NAN_WORDS, slow=True),
+    ] + update_cases(big, shifted)
+
+
+def update_cases(big: np.ndarray, shifted: np.ndarray) -> list[Case]:
+    """``amg_setup(reuse_pattern=True)`` and ``AMGSolver.update``: a new matrix on the pattern gives a solver whose
+    answer has a small float64 residual; misuse is a clear error (references: NumPy residuals)."""
+    scaled = big * np.linspace(1.0, 3.0, 30)[:, None]
+    scaled = 0.5 * (scaled + scaled.T)  # symmetric, positive diagonal, same pattern as big
+
+    @functools.cache
+    def solver():
+        return S.amg_setup(big, max_coarse=5, reuse_pattern=True)
+
+    def updated():
+        return solver().update(sp.csr_array(scaled)).solve(np.ones(30))
+
+    off = big.copy()
+    off[0, 5] = off[5, 0] = -0.1
+    return [
+        Case("solvers.AMGSolver.update.new_values.eager", updated, check=residual_ok(scaled, np.ones(30)),
+             status=status_of, slow=True),
+        Case("solvers.AMGSolver.update.values_length.eager", lambda: solver().update(jnp.ones(3)),
+             words=("length",), slow=True),
+        Case("solvers.AMGSolver.update.off_pattern.eager", lambda: solver().update(off),
+             words=("pattern",), slow=True),
+        Case("solvers.AMGSolver.update.nan_values.eager",
+             lambda: solver().update(jnp.full(solver().pattern.rows.shape[0], jnp.nan)), words=NAN_WORDS,
+             slow=True),
+        Case("solvers.AMGSolver.update.nan_matrix.eager", lambda: solver().update(np.where(big == 2.01, np.nan, big)),
+             words=NAN_WORDS, slow=True),
+        Case("solvers.AMGSolver.update.without_pattern.eager",
+             lambda: S.amg_setup(SPD).update(SPD), words=("reuse_pattern",)),
+        Case("solvers.amg_setup.reuse_pattern_negative_diagonal.eager",
+             lambda: S.amg_setup(shifted, max_coarse=3, reuse_pattern=True), words=("diagonal",), slow=True),
     ]
 
 

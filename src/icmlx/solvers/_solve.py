@@ -62,7 +62,8 @@ class AMGSolver(eqx.Module):
         """The values of a concrete matrix on this solver's pattern, in the order :meth:`update` takes (eager).
 
         Raises:
-          ValueError: the solver keeps no pattern, ``A`` has the wrong shape, or a nonzero outside the pattern.
+          ValueError: the solver keeps no pattern, ``A`` has the wrong shape, NaN/Inf entries or a nonzero outside
+            the pattern.
         """
         P = self._need_pattern("values_of")
         M = as_scipy_csr(A, name="A").tocoo()
@@ -77,6 +78,8 @@ class AMGSolver(eqx.Module):
             i = int(np.nonzero(off)[0][0])
             raise ValueError(f"AMGSolver.update: A has a nonzero at ({int(M.row[i])}, {int(M.col[i])}), outside the "
                              "set-up's sparsity pattern; run amg_setup on it instead")
+        if not np.all(np.isfinite(M.data)):
+            raise ValueError("AMGSolver.values_of: A has NaN or Inf entries; a hierarchy built from them would be NaN")
         vals = np.zeros(keys.size)
         np.add.at(vals, pos[~off], M.data[~off])
         return to_device(vals, self.A.val.dtype)
@@ -101,14 +104,17 @@ class AMGSolver(eqx.Module):
           A new :class:`AMGSolver` (same shapes: a jitted ``solve`` does not compile again).
 
         Raises:
-          ValueError: the solver was set up without ``reuse_pattern=True``; values of the wrong length; a
-            matrix off the pattern.
+          ValueError: the solver was set up without ``reuse_pattern=True``; values of the wrong length or (when
+            concrete) with NaN/Inf; a matrix off the pattern.
         """
         P = self._need_pattern("update")
         if isinstance(A, (jax.Array, np.ndarray)) and jnp.ndim(A) == 1:
             if A.shape[0] != P.nnz:
                 raise ValueError(f"AMGSolver.update: values must have length {P.nnz} (solver.pattern.rows), got "
                                  f"{A.shape[0]}")
+            if not isinstance(A, jax.core.Tracer) and not bool(np.all(np.isfinite(np.asarray(A)))):
+                raise ValueError("AMGSolver.update: the values have NaN or Inf entries; a hierarchy built from them "
+                                 "would be NaN")
             values = jnp.asarray(A, self.A.val.dtype)
         else:
             values = self.values_of(A)
