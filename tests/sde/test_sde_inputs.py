@@ -355,7 +355,8 @@ def test_infer_drift_progress_follows_the_shared_rule(walk, capfd, monkeypatch):
     obs, tj = jnp.asarray(y), jnp.asarray(ts, jnp.float32)
     fc = default_function_class(obs)
     targets = jnp.zeros((20, 5, 2), obs.dtype)
-    args = (jax.random.key(0), obs, tj, jnp.asarray(0.3, obs.dtype), fc, init, targets, jnp.zeros((), obs.dtype),
+    args = (jax.random.key(0), obs, tj, jnp.asarray(obs.shape[0], jnp.int32), jnp.asarray(0.3, obs.dtype), fc, init,
+            targets, jnp.zeros((), obs.dtype),
             2, 8, 4, 1, False)
     assert _intervals(obs, tj)[0].shape == (20, 2)
     off = str(eqx.filter_make_jaxpr(_infer_core)(*args, False)[0])
@@ -387,7 +388,7 @@ def test_drift_solution_repr_and_names_from_dataframes(walk, monkeypatch):
                     f"num_centers=144, d=2, lengthscale={float(init.basis.lengthscale):.4g}, variance=1), "
                     "weights=f32[144, 2]))")
     # names of DataFrame columns reach the returned drift (the compiled loop is replaced by a stub here)
-    monkeypatch.setattr(em, "_infer_core", lambda *args: _fake_solution(args[5]))
+    monkeypatch.setattr(em, "_infer_core", lambda *args: _fake_solution(args[6]))
     frames = [pd.DataFrame(t, columns=["p", "q"]) for t in y]
     sol = infer_drift(jax.random.key(1), frames, ts, 0.3, guidance=NoGuidance(), init=init)
     assert sol.drift.names == ("p", "q") and sol.drift_at(0).names == ("p", "q")

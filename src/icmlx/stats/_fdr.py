@@ -253,14 +253,17 @@ def _size_bucket(n: int, dtype: Any) -> int:
 
 def _bh_bucket_padded(p, a, n):
     """BH on concrete p-values padded to :func:`_size_bucket` with the true ``n`` traced: a new ``n`` in the same
-    bucket reuses the compiled program (only the slice back to ``n`` is per size)."""
+    bucket reuses the compiled program and compiles nothing else."""
     m = _size_bucket(n, p.dtype)
     pad = [(0, 0)] * (p.ndim - 1) + [(0, m - n)]
     # padded entries are p = 1 and are masked out of the histogram and the decisions
     p = jax.device_put(np.pad(p, pad, constant_values=1.0)) if isinstance(p, np.ndarray) \
         else jnp.pad(p, pad, constant_values=1.0)
     res = _bh_bucket_decisions(p, a, np.int32(n))
-    return res if m == n else dataclasses.replace(res, reject=res.reject[..., :n])
+    if m == n:
+        return res
+    # the slice back to n on the host: an eager slice would be one more program for every new n
+    return dataclasses.replace(res, reject=jax.device_put(np.asarray(res.reject)[..., :n]))
 
 
 @jax.jit
