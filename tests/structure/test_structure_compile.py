@@ -2,7 +2,8 @@
 
 The rule (``_contingency._pad_samples``): after a first call with ``n`` samples, a call with any ``n'`` in
 ``[n/2, 2n]`` reuses every program, including an ``n'`` on the other side of a power of four; Fisher-z's
-correlation is computed on the host for small data, so its kernel does not depend on ``n`` at all.
+correlation is computed on the host for small data, so its kernel does not depend on ``n`` at all. ``pc_tree``
+follows the same rule (Fisher-z scores from the correlation matrix, Bernoulli counts on a padded sample axis).
 
 Counted in a fresh interpreter with the persistent compilation cache off (every program is then a backend
 compilation, reported through ``jax.monitoring``), so the counts do not depend on what other tests compiled.
@@ -38,7 +39,7 @@ count = [0]
 monitoring.register_event_duration_secs_listener(
     lambda e, d, **k: count.__setitem__(0, count[0] + 1) if e.endswith("backend_compile_duration") else None
 )
-from icmlx.structure import pc
+from icmlx.structure import pc, pc_tree
 
 rng = np.random.default_rng(2)
 n, d = 1100, 6
@@ -61,6 +62,11 @@ for test, data in (("chisq", disc), ("fisherz", gauss)):
         np.asarray(r.skeleton)
         out[f"{test}_{m}"] = {"programs": count[0] - before, "names": names[k0:],
                               "skeleton": np.asarray(r.skeleton).astype(int).tolist()}
+for test, data in (("fisherz", gauss), ("bernoulli", (gauss > 0).astype(np.int64))):
+    for m in (700, 1100, 300):  # pc_tree: Fisher-z from the correlation matrix, Bernoulli on a padded sample axis
+        before, k0 = count[0], len(names)
+        np.asarray(pc_tree(data[:m], ci_test=test).graph)
+        out[f"tree_{test}_{m}"] = {"programs": count[0] - before, "names": names[k0:]}
 print(json.dumps(out))
 """
 
@@ -91,6 +97,13 @@ def test_one_shot_pc_compiles_few_programs(compiled, test):
 @pytest.mark.parametrize("m", [1100, 300])
 def test_new_n_same_d_compiles_nothing(compiled, test, m):
     assert compiled[f"{test}_{m}"]["programs"] == 0, compiled[f"{test}_{m}"]["names"]
+
+
+@pytest.mark.parametrize("test", ["fisherz", "bernoulli"])
+@pytest.mark.parametrize("m", [1100, 300])
+def test_pc_tree_new_n_same_d_compiles_nothing(compiled, test, m):
+    assert compiled[f"tree_{test}_700"]["programs"] > 0  # (the counter sees this process's compilations)
+    assert compiled[f"tree_{test}_{m}"]["programs"] == 0, compiled[f"tree_{test}_{m}"]["names"]
 
 
 def test_padded_sample_axis_gives_the_unpadded_statistics():

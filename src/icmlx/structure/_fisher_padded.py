@@ -4,10 +4,37 @@ sets padded to one width, so that one compilation serves every ``n`` in a bucket
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from ._contingency import _pad_samples
 from ._gaussian import _fisher_z_kernel, _scaled
 
 __all__: list[str] = []
+
+# The correlation matrix is one float64 product on the host up to this many multiply-adds (n * d_pad^2), so the
+# programs that take it do not depend on n; larger data use the device, on the sample axis padded to a bucket.
+HOST_CORRELATION_FLOPS = 2**30
+
+
+def correlation_matrix(data, d_pad: int, dtype) -> jax.Array:
+    """The ``(d_pad, d_pad)`` correlation matrix of the concrete ``(n, d)`` sample (identity past ``d``), on the
+    device in ``dtype``: standardised in float64 on the host (correlations are scale-free, so any scale fits in
+    float32), then one host product, or :func:`_padded_correlation` on a bucketed sample axis for large data.
+    Either way no compiled program depends on ``n`` exactly."""
+    z = np.asarray(data, np.float64)
+    n, d = z.shape
+    z = z / np.abs(z).max(axis=0)
+    z = z - z.mean(axis=0)
+    z = z / z.std(axis=0)
+    if n * d_pad * d_pad <= HOST_CORRELATION_FLOPS:
+        corr = np.eye(d_pad)
+        c = z.T @ z
+        sd = np.sqrt(np.diag(c))
+        corr[:d, :d] = c / (sd[:, None] * sd[None, :])
+        return jax.device_put(corr.astype(dtype))
+    xp = np.zeros((_pad_samples(n, d_pad), d_pad), dtype)
+    xp[:n, :d] = z
+    return _padded_correlation(jax.device_put(xp), np.int32(n), np.int32(d))
 
 
 @jax.jit

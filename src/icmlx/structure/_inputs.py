@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-import jax.numpy as jnp
+import jax
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
@@ -179,7 +179,7 @@ def encode_discrete(
     elif arr.dtype.kind not in "iubOUS":
         raise TypeError(f"discrete CI tests need integer or categorical data, got {arr.dtype=}")
     cols = [_codes(arr[:, j], names[j]) for j in range(arr.shape[1])]
-    return jnp.asarray(np.stack(cols, axis=1).astype(np.int32))
+    return jax.device_put(np.stack(cols, axis=1).astype(np.int32))  # (no staging program per shape)
 
 
 _FEW = 5

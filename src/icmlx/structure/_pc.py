@@ -33,7 +33,7 @@ from ._contingency import (
 from ._dag import check_dag
 from ._discrete import _bernoulli_kernel, _encode_codes
 from ._dseparation import _dsep_kernel
-from ._fisher_padded import _fisher_z_pvalues, _padded_correlation
+from ._fisher_padded import _fisher_z_pvalues, correlation_matrix
 from ._graph_io import graph_to_edges
 from ._inputs import TableLike, encode_discrete, prepare_data, validate_data
 from ._testers import AbstractCITest, _as_ci_test
@@ -92,10 +92,6 @@ def _gc_paused():
             gc.enable()
 
 
-# Fisher-z: the correlation matrix is one float64 product on the host up to this many multiply-adds (n * d_pad^2),
-# so the only Fisher-z program left (the p-value kernel) does not depend on n; larger data use the device.
-HOST_CORRELATION_FLOPS = 2**30
-
 
 def _pad_dim(d: int) -> int:
     return max(16, -(-d // 16) * 16)
@@ -122,21 +118,7 @@ class _Tester:
             n, d = data.shape
             self.n = n
             dp = _pad_dim(d)  # pad d and n to size buckets so similar sizes share one compilation
-            # standardise in float64 on the host (correlations are scale-free): any scale fits in float32
-            z = np.asarray(data, np.float64)
-            z = z / np.abs(z).max(axis=0)
-            z = z - z.mean(axis=0)
-            z = z / z.std(axis=0)
-            if n * dp * dp <= HOST_CORRELATION_FLOPS:  # one small product: no program that depends on n
-                corr = np.eye(dp)
-                c = z.T @ z
-                sd = np.sqrt(np.diag(c))
-                corr[:d, :d] = c / (sd[:, None] * sd[None, :])
-                self.corr = jax.device_put(corr.astype(fdt))
-            else:
-                xp = np.zeros((_pad_samples(n, dp), dp), fdt)
-                xp[:n, :d] = z
-                self.corr = _padded_correlation(jax.device_put(xp), np.int32(n), np.int32(d))
+            self.corr = correlation_matrix(data, dp, fdt)
             self._kernel = lambda xs, ys, ss, kk, plan: _fisher_z_pvalues(
                 self.corr, np.int32(self.n), xs, ys, ss, np.int32(0) if kk is None else kk
             )

@@ -23,8 +23,10 @@ from icmlx._progress import in_program_reporter, resolve_progress
 
 from . import _graph_io
 from ._ci_tests import _float_dtype
+from ._contingency import _pad_samples
 from ._dag import check_dag
 from ._dseparation import _dsep_kernel
+from ._fisher_padded import correlation_matrix
 from ._gaussian import _correlation
 from ._inputs import TableLike, encode_discrete, prepare_data, resolve_names
 from ._nonparametric import _pearson3_pvalue, _rank_bins, _stratum_stat_and_cumulants
@@ -97,10 +99,14 @@ def _chunked_min(d, chunk, fn, report=None):
     return best, arg
 
 
-def _gauss_scores(data, alpha, threshold, chunk, report=None):
+def _gauss_scores(data, alpha, threshold, chunk, report=None, n=None):
+    """``data`` the ``(n, d)`` sample, or with ``n`` (traced) given its ``(d, d)`` correlation matrix."""
     fdt = _float_dtype()
-    n, d = data.shape
-    r = _correlation(data.astype(fdt))
+    if n is None:
+        n, d = data.shape
+        r = _correlation(data.astype(fdt))
+    else:
+        r, d = data, data.shape[0]
 
     def fn(L):
         rl = r[:, L]  # (d, c)
@@ -131,11 +137,13 @@ def _bern_chi(n11, n1a, n1b, m):
     return chi, ok, gap
 
 
-def _bern_scores(data, alpha, threshold, chunk, report=None):
+def _bern_scores(data, alpha, threshold, chunk, report=None, n=None):
+    """``n`` (traced) when ``data`` is zero-padded past its first ``n`` rows: every count below is a sum over the
+    rows of ``x`` (a zero row adds nothing) or ``n`` minus one."""
     fdt = _float_dtype()
     x = data.astype(fdt)
-    n, d = x.shape
-    nn = jnp.asarray(n, fdt)
+    d = x.shape[1]
+    nn = jnp.asarray(x.shape[0] if n is None else n, fdt)
     n1 = jnp.sum(x, axis=0)
     n11 = x.T @ x
 
@@ -357,14 +365,17 @@ def _from_scores(marginal_score, conditional_score, separator, cut0, cut1):
 @functools.partial(
     jax.jit, static_argnames=("ci_test", "chunk_size", "num_bins", "cond_bins", "use_threshold", "progress")
 )
-def _scores(data, alpha, threshold, *, ci_test, chunk_size, num_bins, cond_bins, use_threshold, progress=False):
+def _scores(data, alpha, threshold, n=None, *, ci_test, chunk_size, num_bins, cond_bins, use_threshold,
+            progress=False):
+    # n (traced): the host prepared data that no longer fixes the sample size (a correlation matrix, or a
+    # zero-padded sample), so one program serves every n of a bucket
     thr = threshold if use_threshold else None
     d = data.shape[1]
     rep = in_program_reporter("pc_tree", total=-(-d // chunk_size)) if progress else None
     if ci_test == "fisherz":
-        return _gauss_scores(data, alpha, thr, chunk_size, rep)
+        return _gauss_scores(data, alpha, thr, chunk_size, rep, n)
     if ci_test == "bernoulli":
-        return _bern_scores(data, alpha, thr, chunk_size, rep)
+        return _bern_scores(data, alpha, thr, chunk_size, rep, n)
     if ci_test == "nonparametric":
         return _np_scores(data, alpha, thr, chunk_size, num_bins, cond_bins, rep)
     return _dsep_scores(data, chunk_size, rep)
@@ -493,12 +504,14 @@ def _prepare(data, name: str, alpha, threshold, names):
         if many:
             raise ValueError(f"ci_test='bernoulli' needs binary data; columns {many} have more than two values. "
                              "Use ci_test='chisq' with pc, or recode them")
-        return jnp.asarray(codes), names
+        return jax.device_put(np.asarray(codes)), names  # (device_put: no staging program per data shape)
     if name == "fisherz" and arr.shape[0] <= 4:
         raise ValueError(f"pc_tree's fisherz tests given one separator need n > 4 samples, got n={arr.shape[0]}")
-    if np.asarray(data).dtype.kind == "f" or isinstance(data, jax.Array):
-        return jnp.asarray(arr), names  # float input keeps JAX's default float dtype
-    return jnp.asarray(arr, _float_dtype()), names
+    if isinstance(data, jax.Array):
+        return jnp.asarray(arr), names
+    if np.asarray(data).dtype.kind == "f":  # float input keeps JAX's default float dtype
+        return jax.device_put(np.asarray(arr, jax.dtypes.canonicalize_dtype(arr.dtype))), names
+    return jax.device_put(np.asarray(arr, _float_dtype())), names
 
 
 def _scores_of(data, test, alpha, threshold, chunk_size, progress=False):
@@ -533,10 +546,22 @@ def _scores_of(data, test, alpha, threshold, chunk_size, progress=False):
         per = d * d * (num_bins * num_bins * cond_bins + n * num_bins // d if name == "nonparametric" else 1)
         chunk_size = int(max(1, min(d, 2**23 // max(per, 1))))
     fdt = _float_dtype()
+    n_true = None
+    if name in ("fisherz", "bernoulli") and not is_traced(data):
+        # a new n must not compile again: Fisher-z scores need only the correlation matrix (computed on the host
+        # or on a bucketed sample axis), Bernoulli scores only sums over rows (zero rows past n add nothing)
+        n_true = np.int32(n)
+        if name == "fisherz":
+            data = correlation_matrix(data, d, fdt)
+        else:
+            padded = np.zeros((_pad_samples(n, d), d), np.asarray(data).dtype)
+            padded[:n] = np.asarray(data)
+            data = jax.device_put(padded)
     return _scores(
         data,
         jnp.asarray(0.01 if alpha is None else alpha, fdt),
         jnp.asarray(0.0 if threshold is None else threshold, fdt),
+        n_true,
         ci_test=name,
         chunk_size=chunk_size,
         num_bins=num_bins,
