@@ -1,6 +1,7 @@
 """Shared pytest configuration for icmlx.
 
 - 4 fake CPU devices (set before JAX creates a backend) so sharding code is exercised on CPU.
+- XLA's expensive optimisation passes off (``JAX_DISABLE_MOST_OPTIMIZATIONS``), unless the environment says otherwise.
 - Strict dtype promotion, so silent float32/float64 mixing fails loudly in tests.
 - jaxtyping runtime checks for ``icmlx`` come from ``addopts`` in ``pyproject.toml`` (beartype).
 - ``getkey`` fixture: a fresh, deterministic PRNG key per call.
@@ -14,6 +15,10 @@ import os
 
 # The suite stays hermetic: no persistent compilation cache (tests/test_cache.py checks the policy in subprocesses).
 os.environ.setdefault("ICMLX_CACHE", "0")
+# The suite checks results, not speed, and is dominated by XLA compilation: XLA's expensive optimisation passes are
+# off here (and in the subprocesses tests start), which leaves the programs' semantics alone. The x64 pass of
+# .ci/run, the benchmarks and the examples compile fully optimised; JAX_DISABLE_MOST_OPTIMIZATIONS=false opts out.
+os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "true")
 
 _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_force_host_platform_device_count" not in _flags:
