@@ -47,15 +47,7 @@ def standard_aggregate(S: Any) -> tuple[np.ndarray, int]:
     x[:n][deg == 0] = -1
     x = x[:n]
     nxt = roots.size + 1
-    free = np.nonzero(x == 0)[0]
-    if free.size:  # pass 2: the first neighbour (in column order) holding a pass-1 aggregate
-        hit = x[S.indices] > 0
-        posn = np.where(hit, np.arange(S.nnz), S.nnz)
-        firstpos = np.full(n, S.nnz)
-        nz = deg > 0
-        firstpos[nz] = np.minimum.reduceat(posn, S.indptr[:-1][nz])
-        take = free[firstpos[free] < S.nnz]
-        x[take] = x[S.indices[firstpos[take]]]
+    _join_first_aggregated_neighbour(S, x, deg)
     left = np.nonzero(x == 0)[0]
     if left.size:  # pass 3 on the graph of the nodes still free, in node order
         L = S[left][:, left].tocsr()
@@ -135,16 +127,7 @@ def _standard_aggregate_loop(S: Any) -> tuple[np.ndarray, int]:
     x, nxt = _greedy_pass(nbr_j, edge_j, order, jnp.int32(n), jnp.zeros(npad, jnp.int32), jnp.int32(1), True)
     x = np.asarray(x)[:n].copy()
     nxt = int(nxt)
-    # pass 2: the first neighbour (in column order) holding a pass-1 aggregate
-    free = np.nonzero(x == 0)[0]
-    if free.size:
-        hit = x[S.indices] > 0
-        posn = np.where(hit, np.arange(S.nnz), S.nnz)
-        firstpos = np.full(n, S.nnz)
-        nz = deg > 0
-        firstpos[nz] = np.minimum.reduceat(posn, S.indptr[:-1][nz])
-        take = free[firstpos[free] < S.nnz]
-        x[take] = x[S.indices[firstpos[take]]]
+    _join_first_aggregated_neighbour(S, x, deg)
     left = np.nonzero(x == 0)[0]
     if left.size:
         xp = np.zeros(npad, np.int32)
@@ -157,3 +140,17 @@ def _standard_aggregate_loop(S: Any) -> tuple[np.ndarray, int]:
         nxt = int(nxt)
     agg = np.where(x > 0, x - 1, -1).astype(np.int64)
     return agg, nxt - 1
+
+
+def _join_first_aggregated_neighbour(S: Any, x: np.ndarray, deg: np.ndarray) -> None:
+    """Pass 2 of standard aggregation, in place on ``x`` (0 free, ``a > 0`` aggregate ``a − 1``): each free node
+    joins the aggregate of its first neighbour (in column order) that holds a pass-1 aggregate."""
+    free = np.nonzero(x == 0)[0]
+    if free.size:
+        hit = x[S.indices] > 0
+        posn = np.where(hit, np.arange(S.nnz), S.nnz)
+        firstpos = np.full(x.size, S.nnz)
+        nz = deg > 0
+        firstpos[nz] = np.minimum.reduceat(posn, S.indptr[:-1][nz])
+        take = free[firstpos[free] < S.nnz]
+        x[take] = x[S.indices[firstpos[take]]]
