@@ -14,23 +14,22 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import erfc, ndtri
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from icmlx._checks import check_values, is_traced
 from icmlx._deprecation import deprecated_attribute, renamed_kwargs, warn_renamed
-from icmlx._progress import in_program_reporter, resolve_progress
+from icmlx._progress import resolve_progress
 
 from . import _graph_io
 from ._ci_tests import _float_dtype
 from ._contingency import _pad_samples
 from ._dag import check_dag
-from ._dseparation import _dsep_kernel
 from ._fisher_padded import correlation_matrix
-from ._gaussian import _correlation
 from ._inputs import TableLike, encode_discrete, prepare_data, resolve_names
-from ._nonparametric import _pearson3_pvalue, _rank_bins, _stratum_stat_and_cumulants
+from ._polyforest_kernels import _scores
 from ._testers import AbstractCITest, Nonparametric, _as_ci_test
+
+_INT32_MAX = 2**31 - 1
 
 __all__ = ["PCTreeResult", "default_cond_bins", "pc_tree", "pc_tree_from_scores", "polyforest_scores"]
 
@@ -70,188 +69,6 @@ class PCTreeResult(_graph_io.GraphResult):
         if is_traced(self.graph):
             raise TypeError("PCTreeResult.edges has a data-dependent length; read it outside jit (or use .graph)")
         return jnp.asarray(_graph_io.graph_to_edges(np.asarray(self.graph)))
-
-
-def _chunked_min(d, chunk, fn, report=None):
-    """min/argmin over l of fn(L) -> (d, d, c) scores, scanning chunks of l (l == j or l == k masked)."""
-    fdt = _float_dtype()
-    n_chunks = (d + chunk - 1) // chunk
-    ls = jnp.arange(n_chunks * chunk, dtype=jnp.int32).reshape(n_chunks, chunk)
-    j = jnp.arange(d, dtype=jnp.int32)[:, None, None]
-    k = jnp.arange(d, dtype=jnp.int32)[None, :, None]
-
-    def body(carry, xs):
-        best, arg = carry
-        step, L = xs
-        if report is not None:  # static: only a program built with progress=True holds the callback
-            report(step + 1, separators=jnp.minimum((step + 1) * chunk, d))
-        Lc = jnp.minimum(L, d - 1)
-        sc = fn(Lc)
-        bad = (L[None, None, :] >= d) | (L[None, None, :] == j) | (L[None, None, :] == k)
-        sc = jnp.where(bad, jnp.inf, sc)
-        i = jnp.argmin(sc, axis=2)
-        m = jnp.take_along_axis(sc, i[:, :, None], axis=2)[:, :, 0]
-        upd = m < best
-        return (jnp.where(upd, m, best), jnp.where(upd, L[i], arg)), None
-
-    init = (jnp.full((d, d), jnp.inf, fdt), jnp.full((d, d), -1, jnp.int32))
-    (best, arg), _ = jax.lax.scan(body, init, (jnp.arange(n_chunks, dtype=jnp.int32), ls))
-    return best, arg
-
-
-def _gauss_scores(data, alpha, threshold, chunk, report=None, n=None):
-    """``data`` the ``(n, d)`` sample, or with ``n`` (traced) given its ``(d, d)`` correlation matrix."""
-    fdt = _float_dtype()
-    if n is None:
-        n, d = data.shape
-        r = _correlation(data.astype(fdt))
-    else:
-        r, d = data, data.shape[0]
-
-    def fn(L):
-        rl = r[:, L]  # (d, c)
-        num = r[:, :, None] - rl[:, None, :] * rl[None, :, :]
-        den = jnp.sqrt(jnp.maximum((1 - rl**2)[:, None, :] * (1 - rl**2)[None, :, :], 1e-300))
-        return jnp.abs(num / den)
-
-    s1, arg = _chunked_min(d, chunk, fn, report)
-    s0 = jnp.abs(r)
-    if threshold is None:
-        z = ndtri(1.0 - alpha / 2.0)
-        cut0 = jnp.tanh(z / jnp.sqrt(jnp.asarray(n - 3, fdt)))
-        cut1 = jnp.tanh(z / jnp.sqrt(jnp.asarray(n - 4, fdt)))
-    else:
-        cut0 = cut1 = jnp.asarray(threshold, fdt)
-    return s0, s1, arg, cut0, cut1
-
-
-def _bern_chi(n11, n1a, n1b, m):
-    """Pearson chi^2 of a 2x2 table from n11, row-1 count, col-1 count, total (vectorised); returns (chi, ok)."""
-    pa = n1a / jnp.maximum(m, 1.0)
-    pb = n1b / jnp.maximum(m, 1.0)
-    cov = n11 / jnp.maximum(m, 1.0) - pa * pb
-    den = pa * (1 - pa) * pb * (1 - pb)
-    ok = (m > 0) & (den > 0)
-    chi = jnp.where(ok, m * cov**2 / jnp.where(ok, den, 1.0), 0.0)
-    gap = jnp.abs(cov) * m
-    return chi, ok, gap
-
-
-def _bern_scores(data, alpha, threshold, chunk, report=None, n=None):
-    """``n`` (traced) when ``data`` is zero-padded past its first ``n`` rows: every count below is a sum over the
-    rows of ``x`` (a zero row adds nothing) or ``n`` minus one."""
-    fdt = _float_dtype()
-    x = data.astype(fdt)
-    d = x.shape[1]
-    nn = jnp.asarray(x.shape[0] if n is None else n, fdt)
-    n1 = jnp.sum(x, axis=0)
-    n11 = x.T @ x
-
-    def score(chi, dof, gap):
-        if threshold is None:
-            # chi^2 survival function for dof <= 2 in closed form (|S| <= 1 on binary data): dof 1 ->
-            # erfc(sqrt(chi/2)), dof 2 -> exp(-chi/2); cheaper to compile than gammaincc
-            p = jnp.where(dof == 0, 1.0, jnp.where(dof == 1, erfc(jnp.sqrt(chi / 2.0)), jnp.exp(-chi / 2.0)))
-            return -p
-        return gap / nn
-
-    chi0, ok0, gap0 = _bern_chi(n11, n1[:, None], n1[None, :], nn)
-    s0 = score(chi0, ok0.astype(jnp.int32), gap0)
-
-    def fn(L):
-        xl = x[:, L]  # (n, c)
-        m1 = jnp.sum(xl, axis=0)  # (c,)
-        a1 = x.T @ xl  # (d, c): count j=1, l=1
-        t1 = jnp.einsum("nj,nk,nl->jkl", x, x, xl)  # j=1,k=1,l=1
-        chi1, ok1, g1 = _bern_chi(t1, a1[:, None, :], a1[None, :, :], m1[None, None, :])
-        chi0_, ok0_, g0 = _bern_chi(
-            n11[:, :, None] - t1,
-            (n1[:, None] - a1)[:, None, :],
-            (n1[:, None] - a1)[None, :, :],
-            (nn - m1)[None, None, :],
-        )
-        dof = ok1.astype(jnp.int32) + ok0_.astype(jnp.int32)
-        return score(chi1 + chi0_, dof, g1 + g0)
-
-    s1, arg = _chunked_min(d, chunk, fn, report)
-    if threshold is None:
-        cut0 = cut1 = jnp.asarray(-alpha, fdt)
-    else:
-        cut0 = cut1 = jnp.asarray(threshold, fdt)
-    return s0, s1, arg, cut0, cut1
-
-
-def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins, report=None):
-    """Binned U-statistics of all (j, k) pairs, marginally and given every single l (cond_bins strata).
-
-    Counting per separator l is one Gram matrix per stratum of l: the samples are gathered in the rank order of
-    column l, so the equal-frequency strata are contiguous row blocks of static sizes (padded with a zero row to
-    a common size), and each block's ``(d num_bins) x (d num_bins)`` Gram matrix holds the count tables of every
-    (j, k) pair: O(n d^2 num_bins^2) per l, whatever ``cond_bins``.
-    With ``threshold`` the score is T; otherwise it is minus the asymptotic p-value of
-    :func:`icmlx.structure.nonparametric_test`.
-    """
-    fdt = _float_dtype()
-    n, d = data.shape
-    a = num_bins
-    xb = jax.nn.one_hot(_rank_bins(data, a), a, dtype=fdt).reshape(n, d * a)
-    xb = jnp.concatenate([xb, jnp.zeros((1, d * a), fdt)], axis=0)  # row n: padding
-    order = jnp.argsort(data, axis=0, stable=True).astype(jnp.int32)  # (n, d): samples of column l by rank
-    order = jnp.concatenate([order, jnp.full((1, d), n, jnp.int32)], axis=0)
-    # rank r is in stratum r * cond_bins // n; pad every stratum to the largest size with position n
-    size = -(-n // cond_bins)
-    pos = np.full((cond_bins, size), n, np.int64)
-    rk = np.arange(n)
-    st = rk * cond_bins // n
-    first = np.searchsorted(st, np.arange(cond_bins))
-    pos[st, rk - first[st]] = rk
-    order = order[jnp.asarray(pos.reshape(-1), jnp.int32)]  # (strata * size, d), padding rows -> zero row n
-    nn = jnp.asarray(n, fdt)
-
-    def score(mu, k2, k3):
-        if threshold is not None:
-            return mu / nn
-        return -_pearson3_pvalue(mu, k2, k3)
-
-    c0 = (xb.T @ xb).reshape(d, a, d, a).transpose(0, 2, 1, 3)
-    s0 = score(*_stratum_stat_and_cumulants(c0))
-
-    def fn(L):
-        xs = xb[order[:, L].T].reshape(L.shape[0], cond_bins, size, d * a)  # (c, strata, size, d a)
-        cnt = jnp.einsum("lsna,lsnb->lsab", xs, xs).reshape(L.shape[0], cond_bins, d, a, d, a)
-        cnt = cnt.transpose(2, 4, 0, 1, 3, 5)  # (d, d, c, strata, a, a)
-        mu, k2, k3 = (v.sum(axis=3) for v in _stratum_stat_and_cumulants(cnt))
-        return score(mu, k2, k3)
-
-    s1, arg = _chunked_min(d, chunk, fn, report)
-    if threshold is None:
-        cut = jnp.asarray(-alpha, fdt)
-    else:
-        cut = jnp.asarray(threshold, fdt)
-    return s0, s1, arg, cut, cut
-
-
-def _dsep_scores(dag, chunk, report=None):
-    fdt = _float_dtype()
-    d = dag.shape[0]
-    jj, kk = jnp.meshgrid(jnp.arange(d, dtype=jnp.int32), jnp.arange(d, dtype=jnp.int32), indexing="ij")
-    jj, kk = jj.reshape(-1), kk.reshape(-1)
-    e = jnp.zeros((d * d, 0), jnp.int32)
-    s0 = jnp.where(_dsep_kernel(dag, jj, kk, e), 0.0, 1.0).astype(fdt).reshape(d, d)
-
-    def fn(L):
-        def per_l(l):
-            sep = _dsep_kernel(dag, jj, kk, jnp.full((d * d, 1), l, jnp.int32))
-            return jnp.where(sep, 0.0, 1.0).astype(fdt).reshape(d, d)
-
-        return jnp.moveaxis(jax.lax.map(per_l, L), 0, 2)
-
-    s1, arg = _chunked_min(d, chunk, fn, report)
-    half = jnp.asarray(0.5, fdt)
-    return s0, s1, arg, half, half
-
-
-_INT32_MAX = 2**31 - 1
 
 
 def _num_tests(d: int) -> int:
@@ -360,25 +177,6 @@ def _from_scores(marginal_score, conditional_score, separator, cut0, cut1):
         conflicts=conflicts & skel,
         num_tests=num_tests,
     )
-
-
-@functools.partial(
-    jax.jit, static_argnames=("ci_test", "chunk_size", "num_bins", "cond_bins", "use_threshold", "progress")
-)
-def _scores(data, alpha, threshold, n=None, *, ci_test, chunk_size, num_bins, cond_bins, use_threshold,
-            progress=False):
-    # n (traced): the host prepared data that no longer fixes the sample size (a correlation matrix, or a
-    # zero-padded sample), so one program serves every n of a bucket
-    thr = threshold if use_threshold else None
-    d = data.shape[1]
-    rep = in_program_reporter("pc_tree", total=-(-d // chunk_size)) if progress else None
-    if ci_test == "fisherz":
-        return _gauss_scores(data, alpha, thr, chunk_size, rep, n)
-    if ci_test == "bernoulli":
-        return _bern_scores(data, alpha, thr, chunk_size, rep, n)
-    if ci_test == "nonparametric":
-        return _np_scores(data, alpha, thr, chunk_size, num_bins, cond_bins, rep)
-    return _dsep_scores(data, chunk_size, rep)
 
 
 @renamed_kwargs(n_bins="num_bins")
