@@ -323,6 +323,18 @@ def train(opt, data, steps):
 """
 for _side in ("icmlx", "peer"):
     CASES["dash_start"][_side] = CASES["dash_start"][_side].replace("{TRAIN}", _TRAIN)
+# The one-call path a PyAMG user reaches for (icmlx.solvers.solve), beside the same PyAMG script and data.
+CASES["solve_sa_poisson"] = {
+    **CASES["cg_sa_poisson"],
+    "what": "solve(A, b) (smoothed-aggregation AMG + CG) on a SciPy CSR 2-D Poisson (128^2 unknowns), float64, "
+            "rtol 1e-6",
+    "icmlx": CASES["cg_sa_poisson"]["icmlx"]
+    .replace("from icmlx.solvers import cg, smoothed_aggregation", "from icmlx.solvers import solve")
+    .replace("cg(A, b, rtol=1e-6, preconditioner=smoothed_aggregation(A))", "solve(A, b, rtol=1e-6)")
+    .replace("cg(A2, np.ones(m * m), rtol=1e-6, preconditioner=smoothed_aggregation(A2))",
+             "solve(A2, np.ones(m * m), rtol=1e-6)"),
+}
+assert "solve(A2" in CASES["solve_sa_poisson"]["icmlx"]
 
 
 def _make_data(case: str, folder: Path) -> Path:
@@ -350,7 +362,7 @@ def _make_data(case: str, folder: Path) -> Path:
         for j in order:
             x[:, j] = x @ w[:, j] + rng.standard_normal(n)
         np.save(path, x)
-    elif case == "cg_sa_poisson":
+    elif case in ("cg_sa_poisson", "solve_sa_poisson"):
         import scipy.sparse as sp
 
         m = 128
