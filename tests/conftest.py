@@ -24,6 +24,7 @@ _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_force_host_platform_device_count" not in _flags:
     os.environ["XLA_FLAGS"] = (_flags + " --xla_force_host_platform_device_count=4").strip()
 
+import contextlib  # noqa: E402
 import itertools  # noqa: E402
 
 import jax  # noqa: E402
@@ -44,6 +45,24 @@ def getkey():
         return jax.random.fold_in(base, next(counter))
 
     return _getkey
+
+
+@contextlib.contextmanager
+def _optimized_compilation():
+    """XLA's optimisation passes on inside the block: for the few tests that run long compiled loops (an example's
+    Monte Carlo at quick scale), where unoptimised code costs more run time than the compile time it saves."""
+    before = jax.config.read("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_disable_most_optimizations", before)
+
+
+@pytest.fixture(scope="session")
+def optimized_compilation():
+    """The context manager :func:`_optimized_compilation` (``with optimized_compilation(): ...``)."""
+    return _optimized_compilation
 
 
 @pytest.fixture

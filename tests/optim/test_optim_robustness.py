@@ -117,9 +117,10 @@ def test_deprecated_names_warn_and_match():
 
 
 @pytest.fixture(scope="module")
-def quick_run():
+def quick_run(optimized_compilation):
     ex = _load_example()
-    rows, res, fit, _ = ex.run(ex.QUICK, seed=0)
+    with optimized_compilation():  # the example's Monte Carlo sweep runs long compiled loops
+        rows, res, fit, _ = ex.run(ex.QUICK, seed=0)
     return ex, {r["schedule"]: r for r in rows}, res
 
 
