@@ -13,7 +13,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._deprecation import renamed_kwargs
-from ._amg_relax import relax
+from ._amg_relax import relax, to_device
 from ._convert import as_scipy_csr, positive_int
 from ._sparse import SparseMatrix, bucket_size
 
@@ -95,9 +95,7 @@ class EllMatrix(eqx.Module):
             idx[0, extra] = extra
             val[0, extra] = 1.0
         dtype = jnp.result_type(float) if dtype is None else dtype
-        # device_put of a NumPy array of the final dtype: jnp.asarray(x, dtype) compiles a convert program per shape
-        return cls(jax.device_put(np.asarray(idx, np.int32)), jax.device_put(np.asarray(val, np.dtype(dtype))),
-                   (n_rows, n_cols))
+        return cls(to_device(idx, np.int32), to_device(val, dtype), (n_rows, n_cols))
 
     @classmethod
     @renamed_kwargs(n_rows="num_rows", n_cols="num_cols")
