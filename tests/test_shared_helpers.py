@@ -83,3 +83,33 @@ def test_raise_if_failed_is_short_on_the_host_and_runs_under_jit():
     assert float(f(jnp.float32(1.0))) == 1.0
     with pytest.raises(Exception, match="max_steps"):
         jax.block_until_ready(f(jnp.float32(-1.0)))
+
+
+def test_to_device_converts_on_the_host_and_compiles_nothing():
+    import jax
+
+    compiled, active = [], [True]
+
+    def listen(event, duration, **kwargs):
+        if active[0] and event.endswith("backend_compile_duration"):
+            compiled.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)  # (stays registered, inert once the test ends)
+    try:
+        # shapes no other test uses, so a staging program could not come from this process's own cache
+        x = _inputs.to_device(np.arange(37, dtype=np.int64).reshape(37, 1), np.float64)
+        y = _inputs.to_device([[1, 2, 3]] * 41)
+    finally:
+        active[0] = False
+    assert compiled == []
+    assert isinstance(x, jax.Array) and x.shape == (37, 1)
+    assert x.dtype == jax.dtypes.canonicalize_dtype(np.float64)
+    assert y.dtype == jax.dtypes.canonicalize_dtype(np.int64)
+    np.testing.assert_array_equal(np.asarray(x)[:, 0], np.arange(37))
+    # the check can fail: a device-side conversion of a new shape compiles a program
+    active[0] = True
+    try:
+        jax.numpy.asarray(np.arange(43, dtype=np.int32)).astype(np.float32)
+    finally:
+        active[0] = False
+    assert compiled

@@ -8,9 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import numpy as np
 
-__all__ = ["is_dataframe", "is_series", "column_names", "table_values"]
+__all__ = ["is_dataframe", "is_series", "column_names", "table_values", "to_device"]
+
+
+def to_device(x: Any, dtype: Any = None) -> jax.Array:
+    """A host array-like on the default device, converted to ``dtype`` on the host first.
+
+    ``dtype=None`` keeps the array's dtype; either way it is canonicalised (float64 becomes float32 unless x64 is
+    on). The conversion runs in NumPy because ``jnp.asarray`` or a device-side ``astype`` of a host array compiles
+    a small staging program per shape and dtype, and a fresh process would pay one for every input it receives;
+    ``jax.device_put`` of a NumPy array compiles nothing.
+    """
+    arr = np.asarray(x)
+    return jax.device_put(np.asarray(arr, jax.dtypes.canonicalize_dtype(arr.dtype if dtype is None else dtype)))
 
 
 def is_dataframe(x: Any) -> bool:

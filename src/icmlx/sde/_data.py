@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import check_values, is_traced
-from .._inputs import column_names, is_dataframe, is_series
+from .._inputs import column_names, is_dataframe, is_series, to_device
 
 __all__ = ["ArrayOrFrame", "as_states", "as_observations", "as_sigma"]
 
@@ -68,7 +68,7 @@ def _to_array(x: Any, name: str, fn: str):
     if not is_traced(arr) and not isinstance(arr, jax.Array):
         # host input is cast on the host and transferred: a device-side cast is a program per input shape
         dtype = arr.dtype if jnp.issubdtype(arr.dtype, jnp.floating) else _float_dtype()
-        return jax.device_put(np.asarray(arr, jax.dtypes.canonicalize_dtype(dtype))), names
+        return to_device(arr, dtype), names
     if not jnp.issubdtype(arr.dtype, jnp.floating):
         arr = jnp.asarray(arr).astype(_float_dtype())
     return jnp.asarray(arr), names
@@ -162,7 +162,7 @@ def _as_times(ts: Any, n_traj: int, n_obs: int, dtype, fn: str):
             f"{fn}: ts must have shape (n_obs,) = ({n_obs},) or (n_traj, n_obs) = ({n_traj}, {n_obs}) to match the "
             f"observations, got shape {ts.shape}"
         )
-    ts = ts.astype(dtype) if is_traced(ts) else jax.device_put(np.asarray(ts, dtype))
+    ts = ts.astype(dtype) if is_traced(ts) else to_device(ts, dtype)
     host = _host(ts)
     msg = f"{fn}: ts must be finite and strictly increasing along each trajectory; sort the observations by time"
     if host is not None:

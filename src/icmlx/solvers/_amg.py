@@ -7,6 +7,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from .._inputs import to_device
 from .._strategy import as_strategy
 from ._amg_relax import (
     AbstractRelaxation,
@@ -14,7 +15,6 @@ from ._amg_relax import (
     ColorBlocks,
     GaussSeidelRelaxation,
     JacobiRelaxation,
-    to_device,
 )
 from ._classify import classify, input_eps
 from ._convert import as_scipy_csr, positive_int

@@ -9,15 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from .._inputs import to_device
 from ._relaxation import _chebyshev, _jacobi
 
 __all__ = ["AbstractRelaxation", "JacobiRelaxation", "ChebyshevRelaxation", "GaussSeidelRelaxation"]
-
-
-def to_device(x: Any, dtype: Any) -> jax.Array:
-    """A host array on the device in ``dtype``, converted on the host: ``jnp.asarray`` of a NumPy array compiles a
-    small staging program per shape and dtype, which a fresh process pays for every array of a set-up."""
-    return jax.device_put(np.asarray(x, np.dtype(dtype)))
 
 
 def _check_int(value: Any, name: str, owner: str) -> None:

@@ -13,7 +13,8 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._deprecation import renamed_kwargs
-from ._amg_relax import relax, to_device
+from .._inputs import to_device
+from ._amg_relax import relax
 from ._convert import as_scipy_csr, positive_int
 from ._sparse import SparseMatrix, bucket_size
 

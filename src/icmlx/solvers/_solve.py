@@ -8,9 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._inputs import to_device
 from .._results import RESULTS, raise_if_failed
 from ._amg import build_hierarchy
-from ._amg_relax import to_device
 from ._convert import as_scipy_csr, as_vector, check_tolerances, positive_int
 from ._krylov import _bicgstab_loop, _cg_loop, _gmres_loop, _scaled_solve
 from ._multilevel import EllMatrix, MultilevelHierarchy

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import check_values, is_traced
+from .._inputs import to_device
 
 __all__: list[str] = []
 
@@ -150,7 +151,7 @@ def check_scalar(
             raise ValueError(f"{name}={value!r} rounds to {hi} in {np.dtype(dtype).name}; it must lie in {interval}: "
                              "pass float64 inputs with jax_enable_x64")
         # a transfer, not jnp.asarray: that compiles a conversion program (one more per process, cache or not)
-        return jax.device_put(np.asarray(value, dtype=jax.dtypes.canonicalize_dtype(dtype)))
+        return to_device(value, dtype)
     if jnp.issubdtype(value.dtype, jnp.complexfloating):
         raise TypeError(f"{name} must be real, got dtype {value.dtype}")
     return _range_check(value.astype(dtype), lo, hi, lo_closed, hi_closed, allow_inf,

@@ -15,11 +15,10 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-import jax
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from icmlx._inputs import table_values
+from icmlx._inputs import table_values, to_device
 
 __all__ = ["TableLike", "encode_discrete", "validate_data", "prepare_data", "resolve_names"]
 
@@ -179,7 +178,7 @@ def encode_discrete(
     elif arr.dtype.kind not in "iubOUS":
         raise TypeError(f"discrete CI tests need integer or categorical data, got {arr.dtype=}")
     cols = [_codes(arr[:, j], names[j]) for j in range(arr.shape[1])]
-    return jax.device_put(np.stack(cols, axis=1).astype(np.int32))  # (no staging program per shape)
+    return to_device(np.stack(cols, axis=1), np.int32)
 
 
 _FEW = 5

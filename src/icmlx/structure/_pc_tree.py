@@ -18,6 +18,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from icmlx._checks import check_values, is_traced
 from icmlx._deprecation import deprecated_attribute, renamed_kwargs, warn_renamed
+from icmlx._inputs import to_device
 from icmlx._progress import resolve_progress
 
 from . import _graph_io
@@ -302,14 +303,14 @@ def _prepare(data, name: str, alpha, threshold, names):
         if many:
             raise ValueError(f"ci_test='bernoulli' needs binary data; columns {many} have more than two values. "
                              "Use ci_test='chisq' with pc, or recode them")
-        return jax.device_put(np.asarray(codes)), names  # (device_put: no staging program per data shape)
+        return to_device(codes), names
     if name == "fisherz" and arr.shape[0] <= 4:
         raise ValueError(f"pc_tree's fisherz tests given one separator need n > 4 samples, got n={arr.shape[0]}")
     if isinstance(data, jax.Array):
         return jnp.asarray(arr), names
     if np.asarray(data).dtype.kind == "f":  # float input keeps JAX's default float dtype
-        return jax.device_put(np.asarray(arr, jax.dtypes.canonicalize_dtype(arr.dtype))), names
-    return jax.device_put(np.asarray(arr, _float_dtype())), names
+        return to_device(arr), names
+    return to_device(arr, _float_dtype()), names
 
 
 def _scores_of(data, test, alpha, threshold, chunk_size, progress=False):
