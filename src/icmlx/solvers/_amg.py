@@ -18,7 +18,7 @@ from ._amg_relax import (
 )
 from ._classify import classify, input_eps
 from ._convert import as_scipy_csr, positive_int
-from ._multilevel import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, m_matrix_envelope
+from ._multilevel import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, _ell_host, m_matrix_envelope
 from ._sa_numeric import build_pattern, numeric_setup_jit
 from ._sa_setup import multicolor, sa_levels
 from ._sparse import bucket_size
@@ -138,8 +138,8 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
                     improve_candidates: int = 4, dtype: Any = None, reuse_pattern: bool = False):
     """The hierarchy (:class:`MultilevelHierarchy`) and the facts the solver needs: ``(H, symmetric, on, pattern,
     K)``, ``on`` ``"A"`` or ``"envelope"`` (the operator the hierarchy was built on); with ``reuse_pattern`` the
-    symbolic set-up (``_sa_numeric.SAPattern``) and the padded Krylov matrix ``K`` of the numeric set-up, else
-    ``None, None``."""
+    symbolic set-up (``_sa_numeric.SAPattern``), else ``None``; ``K`` the padded Krylov matrix (``A`` with identity
+    padding rows) when the set-up made it (``None`` for an envelope hierarchy on the host path)."""
     raw = A
     A = as_scipy_csr(A, name="A").copy()  # (a CSR input may share its arrays; the clean-up below is in place)
     n = A.shape[0]
@@ -189,7 +189,9 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
                                max_coarse=max_coarse, max_levels=max_levels, improve_steps=improve_candidates,
                                symmetric=symmetric and on == "A")
     _check_coarse(coarse)
-    return _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric and on == "A"), symmetric, on, None, None
+    H, K = _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric and on == "A",
+                     A if on == "A" else None)
+    return H, symmetric, on, None, K
 
 
 def _check_coarse(coarse: Any) -> None:
@@ -199,23 +201,53 @@ def _check_coarse(coarse: Any) -> None:
                          "strength theta, or raise max_levels.")
 
 
-def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric) -> MultilevelHierarchy:
+def _ell(M, num_rows: int, num_cols: int, dtype) -> EllMatrix:
+    # a prolongator or restriction of the set-up: canonical CSR without stored zeros, so no clean-up copy
+    if not np.all(np.isfinite(M.data)):
+        raise ValueError("EllMatrix.from_scipy: the matrix has NaN or Inf entries; fix them first")
+    idx, val = _ell_host(M, num_rows=num_rows, num_cols=num_cols)
+    return EllMatrix(to_device(idx, np.int32), to_device(val, dtype), (num_rows, num_cols))
+
+
+def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None):
+    """The padded device hierarchy of the host levels, and with ``A`` (the cleaned CSR matrix the Krylov iteration
+    runs on, or ``None``) that matrix as a padded :class:`EllMatrix` with identity padding rows."""
     ops, dinvs, pros, ress, lams, sizes, colors = [], [], [], [], [], [], []
     pad = bucket_size(n)
-    for cur, P, upper, d in levels:
+    K = None
+    for lvl, (cur, P, upper, d, R, table) in enumerate(levels):
         nl = cur.shape[0]
         pad_c = bucket_size(P.shape[1], minimum=16)
-        ops.append(EllMatrix.from_scipy(cur, num_rows=pad, num_cols=pad, dtype=dtype))
+        if np.any(cur.data == 0):  # (a Galerkin product can store exact zeros: they would widen the ELL rows)
+            cur = cur.copy()
+            cur.eliminate_zeros()
+        if not np.all(np.isfinite(cur.data)):
+            raise ValueError("EllMatrix.from_scipy: the matrix has NaN or Inf entries; fix them first")
+        idx, val = _ell_host(cur, num_rows=pad, num_cols=pad)
+        extra = np.arange(nl, pad) if lvl == 0 and A is not None else np.zeros(0, np.int64)
+        # the Krylov matrix is the finest operator with a 1 on each padding row's diagonal: the same slots (a
+        # padding row's first slot, empty in the operator, holds its own index) and, when padded, its own values
+        idx[0, extra] = extra
+        op = EllMatrix(to_device(idx, np.int32), to_device(val, dtype), (pad, pad))
+        ops.append(op)
+        if lvl == 0 and A is not None:
+            K = op
+            if extra.size:
+                kval = val.copy()
+                kval[0, extra] = 1.0
+                K = EllMatrix(op.idx, to_device(kval, dtype), (pad, pad))
         dinv = np.zeros(pad)
         dinv[:nl] = 1.0 / d
         dinvs.append(to_device(dinv, dtype))
-        pros.append(EllMatrix.from_scipy(P, num_rows=pad, num_cols=pad_c, dtype=dtype))
-        ress.append(EllMatrix.from_scipy(P.T.tocsr(), num_rows=pad_c, num_cols=pad, dtype=dtype))
+        pros.append(_ell(P, pad, pad_c, dtype))
+        ress.append(_ell(R, pad_c, pad, dtype))
         lams.append(upper)
         sizes.append(pad)
         if isinstance(relaxation, GaussSeidelRelaxation):
-            colors.append(ColorBlocks.build(cur, multicolor(cur), dtype))
+            colors.append(ColorBlocks.from_ell(idx, val, d, multicolor(cur, table), dtype))
         pad = pad_c
+    if A is not None and K is None:  # (no level: A is solved by the coarsest dense inverse alone)
+        K = EllMatrix.from_scipy(A, num_rows=pad, num_cols=pad, pad_identity=True, dtype=dtype)
     Cd = coarse.toarray()
     Cinv = np.zeros((pad, pad))
     m = Cd.shape[0]
@@ -223,8 +255,9 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric) -> Multile
         # a pseudo-inverse: a singular Galerkin operator (a pure Neumann problem) keeps its range solvable
         Cinv[:m, :m] = np.linalg.pinv(Cd, rcond=1e-13, hermitian=symmetric)
     sizes.append(pad)
-    return MultilevelHierarchy(
+    H = MultilevelHierarchy(
         ops=tuple(ops), dinv=tuple(dinvs), prolong=tuple(pros), restrict=tuple(ress),
         lam=to_device(np.asarray(lams, np.float64), dtype), coarse_inv=to_device(Cinv, dtype),
         sizes=tuple(sizes), degree=getattr(relaxation, "degree", 2), n=n, relaxation=relaxation, cycle=cycle,
         colors=tuple(colors))
+    return H, K

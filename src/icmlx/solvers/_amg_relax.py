@@ -146,6 +146,29 @@ class ColorBlocks(eqx.Module):
         val[color[r], pos, where[r]] = A.data
         return cls(to_device(rows, np.int32), to_device(idx, np.int32), to_device(val, dtype), to_device(dinv, dtype))
 
+    @classmethod
+    def from_ell(cls, idx: np.ndarray, val: np.ndarray, d: np.ndarray, color: np.ndarray,
+                 dtype: Any) -> "ColorBlocks":
+        """From the host arrays ``(idx, val)`` (``[k, ≥ n]``) of a level's padded ELL operator (no stored zeros:
+        :meth:`build`'s width), its diagonal ``d`` and a colour per row (the ``n`` real rows)."""
+        nc = int(color.max()) + 1
+        counts = np.bincount(color, minlength=nc)
+        m = max(8, -(-int(counts.max()) // 8) * 8)
+        order = np.argsort(color, kind="stable")
+        start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        slot = np.arange(order.size) - start[color[order]]
+        rows = np.zeros((nc, m), np.int32)
+        rows[color[order], slot] = order
+        real = np.zeros((nc, m), bool)
+        real[color[order], slot] = True
+        dinv = np.zeros((nc, m))
+        dinv[color[order], slot] = 1.0 / d[order]
+        # (k, nc, m) gathers of the ELL slots, colour-major; padding positions hold index 0, value 0
+        cidx = np.where(real, idx[:, rows], 0).transpose(1, 0, 2)
+        cval = np.where(real, val[:, rows], 0.0).transpose(1, 0, 2)
+        return cls(to_device(rows, np.int32), to_device(cidx, np.int32), to_device(cval, dtype),
+                   to_device(dinv, dtype))
+
 
 def _gs_sweep(cb: ColorBlocks, b, x, reverse: bool):
     nc = cb.rows.shape[0]

@@ -30,6 +30,34 @@ def _ell_width(k: int) -> int:
     return max(4, -(-k // 4) * 4)
 
 
+def _ell_host(M: Any, *, num_rows: int | None = None, num_cols: int | None = None, width: int | None = None,
+              pad_identity: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The host arrays ``(idx int32[k, num_rows], val float64[k, num_rows])`` of :meth:`EllMatrix.from_scipy` for a
+    CSR matrix without duplicate entries (the set-up's own products are; nothing is copied or re-canonicalised)."""
+    nr, nc = M.shape
+    n_rows = nr if num_rows is None else num_rows
+    n_cols = nc if num_cols is None else num_cols
+    if n_rows < nr or n_cols < nc:
+        raise ValueError(f"EllMatrix.from_scipy: num_rows={n_rows}, num_cols={n_cols} must be at least the "
+                         f"matrix shape {M.shape} (they pad it)")
+    cnt = np.diff(M.indptr)
+    k = _ell_width(int(cnt.max()) if cnt.size else 1) if width is None else width
+    if cnt.size and cnt.max() > k:
+        raise ValueError(f"row width {int(cnt.max())} exceeds the requested ELL width {k}")
+    # slot j of row i sits at j · n_rows + i of the flattened (k, n_rows) arrays
+    row = np.repeat(np.arange(nr, dtype=np.int64), cnt)
+    flat = (np.arange(M.nnz, dtype=np.int64) - M.indptr[row]) * n_rows + row
+    idx = np.zeros((k, n_rows), np.int32)
+    val = np.zeros((k, n_rows), np.float64)
+    idx.ravel()[flat] = M.indices
+    val.ravel()[flat] = M.data
+    if pad_identity:
+        extra = np.arange(nr, min(n_rows, n_cols))
+        idx[0, extra] = extra
+        val[0, extra] = 1.0
+    return idx, val
+
+
 class EllMatrix(eqx.Module):
     r"""Sparse matrix in transposed ELLPACK layout: ``(A x)_i = Σ_j val[j, i] · x[idx[j, i]]``.
 
@@ -75,27 +103,9 @@ class EllMatrix(eqx.Module):
         M.eliminate_zeros()  # FEM assembly stores structural zeros (P1 Poisson: width 12 -> 8)
         if not np.all(np.isfinite(M.data)):
             raise ValueError("EllMatrix.from_scipy: the matrix has NaN or Inf entries; fix them first")
-        nr, nc = M.shape
-        n_rows = nr if num_rows is None else num_rows
-        n_cols = nc if num_cols is None else num_cols
-        if n_rows < nr or n_cols < nc:
-            raise ValueError(f"EllMatrix.from_scipy: num_rows={n_rows}, num_cols={n_cols} must be at least the "
-                             f"matrix shape {M.shape} (they pad it)")
-        cnt = np.diff(M.indptr)
-        k = _ell_width(int(cnt.max()) if cnt.size else 1) if width is None else width
-        if cnt.size and cnt.max() > k:
-            raise ValueError(f"row width {int(cnt.max())} exceeds the requested ELL width {k}")
-        idx = np.zeros((k, n_rows), np.int32)
-        val = np.zeros((k, n_rows), np.float64)
-        pos = np.arange(M.nnz) - np.repeat(M.indptr[:-1], cnt)
-        row = np.repeat(np.arange(nr), cnt)
-        idx[pos, row] = M.indices
-        val[pos, row] = M.data
-        if pad_identity:
-            extra = np.arange(nr, min(n_rows, n_cols))
-            idx[0, extra] = extra
-            val[0, extra] = 1.0
+        idx, val = _ell_host(M, num_rows=num_rows, num_cols=num_cols, width=width, pad_identity=pad_identity)
         dtype = jnp.result_type(float) if dtype is None else dtype
+        n_rows, n_cols = idx.shape[1], M.shape[1] if num_cols is None else num_cols
         return cls(to_device(idx, np.int32), to_device(val, dtype), (n_rows, n_cols))
 
     @classmethod
@@ -298,11 +308,14 @@ def _spectral_radius(M: Any, d: np.ndarray, iters: int = 12) -> float:
 
     M = sp.csr_matrix(M)
     s = 1.0 / np.sqrt(d)
-    gersh = float(np.max(np.asarray(abs(M).sum(axis=1)).ravel() / d))
+    row = np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
+    gersh = float(np.max(np.bincount(row, weights=np.abs(M.data), minlength=M.shape[0]) / d))
+    # D^{-1/2} M D^{-1/2} formed once (one pass over the entries), so a power step is one product
+    Ms = sp.csr_matrix((M.data * s[row] * s[M.indices], M.indices, M.indptr), shape=M.shape)
     x = np.random.default_rng(0).standard_normal(M.shape[0])
     lam = gersh
     for _ in range(iters):
-        y = s * (M @ (s * x))  # D^{-1/2} M D^{-1/2} x without forming the scaled matrix
+        y = Ms @ x
         lam = float(x @ y / max(x @ x, 1e-300))
         x = y / max(np.linalg.norm(y), 1e-300)
     return min(1.1 * lam, gersh)

@@ -21,12 +21,13 @@ from ._wavefront import MAX_DEGREE, closed_table, lexicographic_mis
 __all__: list[str] = []
 
 
-def standard_aggregate(S: Any) -> tuple[np.ndarray, int]:
+def standard_aggregate(S: Any, table: tuple | None = None) -> tuple[np.ndarray, int]:
     """Standard aggregation of the strength graph ``S`` (any SciPy sparse matrix with a symmetric pattern, as
     :func:`._sa_setup.symmetric_strength` makes; diagonal ignored) in PyAMG's node order.
 
     Nodes without a strong neighbour stay out (``-1``). Returns ``(aggregate of each node, number of
-    aggregates)``; aggregates are numbered by their roots, pass-1 roots first.
+    aggregates)``; aggregates are numbered by their roots, pass-1 roots first. ``table``: the
+    :func:`._wavefront.closed_table` of ``S`` when the caller has made it already.
 
     References:
       Vaněk, Mandel & Brezina, Computing 56 (1996) 179–196; Bell, Olson & Schroder, PyAMG (2023),
@@ -40,7 +41,7 @@ def standard_aggregate(S: Any) -> tuple[np.ndarray, int]:
     deg = np.diff(S.indptr)
     if not n or deg.max() > MAX_DEGREE:
         return _standard_aggregate_loop(S)
-    C, low = closed_table(S.indptr, S.indices)
+    C, low = closed_table(S.indptr, S.indices) if table is None else table
     roots = np.nonzero(lexicographic_mis(C, low, 2))[0]
     x = np.zeros(n + 1, np.int64)  # 0 free, a > 0 aggregate a − 1, −1 isolated; slot n absorbs the padding
     x[C[roots]] = np.arange(1, roots.size + 1)[:, None]  # (root neighbourhoods are disjoint)

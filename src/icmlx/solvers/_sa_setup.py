@@ -131,12 +131,16 @@ def rho_dinv_a(A: Any, d: np.ndarray, iters: int = 20) -> tuple[float, float]:
     return upper / 1.1, upper
 
 
-def multicolor(A: Any) -> np.ndarray:
+def multicolor(A: Any, table: tuple | None = None) -> np.ndarray:
     """A colouring of the (symmetrised) graph of ``A`` so that the rows of one colour relax at once (a parallel
     Gauss–Seidel): the sequential greedy colouring in node order (two colours for a 5-point stencil, four for a
     9-point one), computed in wavefront rounds (:mod:`._wavefront`), when every degree is at most
-    :data:`._wavefront.MAX_DEGREE`; else Luby independent sets, one per colour."""
+    :data:`._wavefront.MAX_DEGREE`; else Luby independent sets, one per colour.
 
+    ``table``: the :func:`._wavefront.closed_table` of that graph when the caller has it already (the strength
+    graph of a scalar problem at ``theta = 0`` is the same graph)."""
+    if table is not None and table[0].shape[1] <= MAX_DEGREE + 2:
+        return greedy_colors(*table)
     G = symmetric_pattern(A, lambda data, rows, cols: data != 0)
     n = G.shape[0]
     deg = np.diff(G.indptr)
@@ -166,9 +170,9 @@ def multicolor(A: Any) -> np.ndarray:
 
 def smoothed_prolongator(A: Any, T: Any, d: np.ndarray, rho: float) -> Any:
     """``P = (I − ω D⁻¹A) T`` with ``ω = 4 / (3 ρ(D⁻¹A))`` (Vaněk, Mandel & Brezina), on ``A`` itself."""
-    import scipy.sparse as sp
-
-    P = (T - (4.0 / (3.0 * rho)) * (sp.diags(1.0 / d) @ (A @ T))).tocsr()
+    AT = (A @ T).tocsr()
+    AT.data *= np.repeat((4.0 / (3.0 * rho)) / d, np.diff(AT.indptr))  # ω D⁻¹ (A T), rows scaled in place
+    P = (T - AT).tocsr()
     P.eliminate_zeros()
     return P
 
@@ -184,7 +188,9 @@ def improve_candidates(A: Any, B: np.ndarray, d: np.ndarray, rho: float, num_ste
 
 def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, theta: float, max_coarse: int, max_levels: int,
               improve_steps: int, symmetric: bool, record: list | None = None):
-    """The SA levels on the host: ``[(A_ℓ, P_ℓ, ρ_ℓ upper bound, d_ℓ)]`` and the coarsest ``A_L``.
+    """The SA levels on the host: ``[(A_ℓ, P_ℓ, ρ_ℓ upper bound, d_ℓ, P_ℓᵀ, graph table)]`` and the coarsest
+    ``A_L``; the graph table is the :func:`._wavefront.closed_table` of the graph of ``A_ℓ`` when the strength graph
+    is that graph (else ``None``), for :func:`multicolor`.
 
     With a list as ``record``, each level appends the symbolic facts a numeric re-set-up reuses:
     ``dict(agg_of_dof, num_aggs, coarse_node, Bc)`` (the aggregate of each dof, ``-1`` outside every aggregate;
@@ -201,7 +207,9 @@ def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, theta: float, max_c
         if not levels and improve_steps:
             B = improve_candidates(cur, B, d, rho, improve_steps)
         N = node_matrix(cur, node_of, num_nodes)
-        agg_node, num_aggs = standard_aggregate(symmetric_strength(N, theta))
+        S = symmetric_strength(N, theta)
+        table = closed_table(S.indptr, S.indices) if S.shape[0] else None
+        agg_node, num_aggs = standard_aggregate(S, table=table)
         if num_aggs == 0:
             break
         agg_of_dof = agg_node[node_of]
@@ -211,10 +219,13 @@ def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, theta: float, max_c
         if record is not None:
             record.append(dict(agg_of_dof=agg_of_dof, num_aggs=num_aggs, coarse_node=coarse_node, Bc=Bc))
         P = smoothed_prolongator(cur, T, d, rho)
-        nxt = (P.T @ (cur @ P)).tocsr()
+        R = P.T.tocsr()  # (once: the Galerkin product and the restriction both use it)
+        nxt = (R @ (cur @ P)).tocsr()
         if symmetric:
             nxt = ((nxt + nxt.T) * 0.5).tocsr()
         nxt.sum_duplicates()
-        levels.append((cur, P, upper, d))
+        # a scalar problem at theta = 0: the strength graph is the graph of A, which the colouring reads too
+        same = theta == 0 and num_nodes == cur.shape[0] and np.array_equal(node_of, np.arange(num_nodes))
+        levels.append((cur, P, upper, d, R, table if same else None))
         cur, B, node_of, num_nodes = nxt, Bc, coarse_node, num_aggs
     return levels, cur

@@ -272,10 +272,10 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
         method = "cg" if symmetric and on == "A" else "gmres"
     if pattern is not None:
         return AMGSolver(H, K, method, H.n, on, pattern)
-    dt = H.coarse_inv.dtype
-    E = EllMatrix.from_scipy(as_scipy_csr(A, name="A"), num_rows=H.sizes[0], num_cols=H.sizes[0],
-                             pad_identity=True, dtype=dt)
-    return AMGSolver(H, E, method, H.n, on)
+    if K is None:  # (an envelope hierarchy: the iteration runs on A itself, not on the finest operator)
+        K = EllMatrix.from_scipy(as_scipy_csr(A, name="A"), num_rows=H.sizes[0], num_cols=H.sizes[0],
+                                 pad_identity=True, dtype=H.coarse_inv.dtype)
+    return AMGSolver(H, K, method, H.n, on)
 
 
 def solve(A: Any, b: Any, *, rtol: float | None = None, atol: float = 0.0, max_steps: int | None = None,

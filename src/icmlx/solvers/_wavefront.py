@@ -49,30 +49,47 @@ def closed_table(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, n
     return C, low
 
 
+_SEQ = np.arange(1 << 16, dtype=np.int32)  # (grown on demand: a slice of it replaces an arange per call)
+
+
+def _seq(m):
+    global _SEQ
+    if m > _SEQ.size:
+        _SEQ = np.arange(max(m, 2 * _SEQ.size), dtype=np.int32)
+    return _SEQ[:m]
+
+
 def _distinct(v, tag):
     """The distinct values of ``v`` (in no particular order), through the scratch array ``tag`` (one slot per
     node): cheaper than a sort or hash for the short lists of a round."""
-    seq = np.arange(v.size, dtype=np.int32)
+    seq = _seq(v.size)
     tag[v] = seq
     return v[tag[v] == seq]
 
 
-def _advance(flat, ptr, rows, decided):
-    """Move each row's pointer (a position in the flattened table) past its decided entries, so that
-    ``flat[ptr[k]]`` is the lowest undecided node of row ``k`` (the sentinel ``n``, never decided, ends every
-    row); return the rows that moved."""
-    rows = rows[decided[flat[ptr[rows]]]]
-    moved = rows
-    while rows.size:
-        ptr[rows] += 1
-        rows = rows[decided[flat[ptr[rows]]]]
-    return moved
+def _advance(C, ptr, rows, decided):
+    """Move the pointer of each row in ``rows`` (a column of ``C``) to its lowest undecided entry, so that
+    ``C[k, ptr[k]]`` is the lowest undecided node of row ``k`` (the sentinel ``n``, never decided, ends every row);
+    return the rows that moved and their new heads. Entries left of a pointer are decided, so the first undecided
+    entry of the whole row is the new position (one gather and an ``argmin`` instead of a step per entry)."""
+    rows = rows[decided[C[rows, ptr[rows]]]]
+    R = C[rows]
+    p = np.argmin(decided[R], axis=1)
+    ptr[rows] = p
+    return rows, R[_seq(rows.size), p]
 
 
-def _release(C, done, count, tag):
-    """Decrement the counters of the upper neighbours of ``done``; return the nodes whose counter reached zero."""
-    W = C[done]
-    W = np.where(W > done[:, None], W, C.shape[0] - 1).ravel()
+def _upper_table(C):
+    """``C`` with its lower entries (and the node itself) replaced by the sentinel: the nodes a decision
+    releases."""
+    n = C.shape[0] - 1
+    return np.where(C > np.arange(n + 1, dtype=C.dtype)[:, None], C, n)
+
+
+def _release(U, done, count, tag):
+    """Decrement the counters of the upper neighbours of ``done`` (``U`` from :func:`_upper_table`); return the
+    nodes whose counter reached zero."""
+    W = U[done].ravel()
     np.subtract.at(count, W, 1)
     return _distinct(W[count[W] == 0], tag)
 
@@ -89,11 +106,12 @@ def greedy_colors(C: np.ndarray, low: np.ndarray) -> np.ndarray:
     count = np.append(low, 1 << 40).astype(np.int64)  # the sentinel never reaches zero
     bits = np.zeros(n + 1, np.int64)  # 1 << colour, 0 while uncoloured (and for the sentinel)
     tag = np.zeros(n + 1, np.int32)
+    U = _upper_table(C)
     front = np.nonzero(low == 0)[0]
     while front.size:
         used = np.bitwise_or.reduce(bits[C[front]], axis=1)
         bits[front] = (used + 1) & ~used  # the lowest colour not in use
-        front = _release(C, front, count, tag)
+        front = _release(U, front, count, tag)
     return np.log2(bits[:n]).astype(np.int64)
 
 
@@ -111,8 +129,7 @@ def lexicographic_mis(C: np.ndarray, low: np.ndarray, hops: int) -> np.ndarray:
     state[:n][isolated] = 3
     state[n] = 3
     decided = np.append(isolated, False)
-    flat = C.ravel()
-    ptr = np.arange(n + 1, dtype=np.int64) * C.shape[1]
+    ptr = np.zeros(n + 1, np.int64)
     tag = np.zeros(n + 1, np.int32)
     if hops == 1:
         wait = np.append(low, 1).astype(np.int64)  # unused: the pointer of the node's own row decides
@@ -127,10 +144,9 @@ def lexicographic_mis(C: np.ndarray, low: np.ndarray, hops: int) -> np.ndarray:
             near = C[near].ravel()
         out = _distinct(near[state[near] == 0], tag)
         state[out] = 2
-        done = np.concatenate([front, out])
-        decided[done] = True
-        rows = _advance(flat, ptr, _distinct(C[done].ravel(), tag), decided)
-        head = flat[ptr[rows]]  # (the sentinel row never moves; an exhausted row heads at the sentinel)
+        decided[front] = True
+        decided[out] = True
+        rows, head = _advance(C, ptr, _distinct(C[np.concatenate([front, out])].ravel(), tag), decided)
         if hops == 1:
             front = rows[(head == rows) & (state[rows] == 0)]
             continue
