@@ -1,5 +1,8 @@
 """Accuracy metrics for inferred drifts: density-weighted RMSE on a grid and plain RMSE."""
 
+import functools
+
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -60,9 +63,22 @@ def kde_weights(
         h = _stable_std(points) * n ** (-1.0 / (d + 4))
     else:
         h = jnp.full((d,), bandwidth, points.dtype)
+    return _kde(points, grid, h)
+
+
+def _kde(points, grid, h):
     z = (grid[:, None, :] - points[None, :, :]) / h
     logk = jax.scipy.special.logsumexp(-0.5 * jnp.sum(z * z, axis=-1), axis=1)
     return jax.nn.softmax(logk)
+
+
+@functools.partial(jax.jit, static_argnames=("scott",))
+def _weighted_rmse_jit(points, grid, f_true_grid, f_est_grid, bandwidth, *, scott):
+    # one program for the arithmetic of weighted_rmse, whose inputs the host has checked (eagerly, each of its
+    # few dozen operations was a program of its own, compiled again for every new shape)
+    n, d = points.shape
+    h = _stable_std(points) * n ** (-1.0 / (d + 4)) if scott else jnp.full((d,), bandwidth, points.dtype)
+    return jnp.mean(_rms(f_true_grid - f_est_grid, axis=0, w=_kde(points, grid, h)))
 
 
 def _stable_std(x):
@@ -93,12 +109,19 @@ _NOT_TRACEABLE = (
 MAX_KDE_PAIRS = 2**28
 
 
+@eqx.filter_jit
+def _vmap_jit(f, grid):
+    # one program per drift (a module's arrays are traced, a plain function is static) instead of one per
+    # operation of the drift
+    return jax.vmap(f)(grid)
+
+
 def _evaluate(f, grid, name: str, fn: str):
     """``f`` on every grid point: ``vmap`` when ``f`` is JAX-traceable, else point by point on the host with
     NumPy (a function calling ``np.sin`` on a NumPy array, say)."""
     d = grid.shape[-1]
     try:
-        out = jax.vmap(f)(grid)
+        out = _vmap_jit(f, grid)
     except _NOT_TRACEABLE:
         if is_traced(grid):
             raise TypeError(f"{fn}: {name} is not JAX-traceable (it converts its input to NumPy), so it cannot "
@@ -125,8 +148,7 @@ def _grid_errors(f_true, f_est, observations, grid_size, fn):
         raise ValueError(f"{fn}: grid_size={grid_size} in d={d} is a grid of {grid_size**d:,} points (it grows as "
                          f"grid_size ** d); pass grid_size <= {fit}")
     grid = box_grid(pts, grid_size)
-    err = _evaluate(f_true, grid, "f_true", fn) - _evaluate(f_est, grid, "f_est", fn)
-    return pts, grid, err
+    return pts, grid, _evaluate(f_true, grid, "f_true", fn), _evaluate(f_est, grid, "f_est", fn)
 
 
 def weighted_rmse(
@@ -183,9 +205,10 @@ def weighted_rmse(
             f"weighted_rmse: grid_size={grid_size} in d={d} is {grid_size**d:,} grid points, each compared with "
             f"{n:,} observations by the KDE; pass grid_size <= {fit} (or fewer observations)"
         )
-    pts, grid, err = _grid_errors(f_true, f_est, obs, grid_size, "weighted_rmse")
-    w = kde_weights(pts, grid, bandwidth)
-    return jnp.mean(_rms(err, axis=0, w=w))
+    pts, grid, true_grid, est_grid = _grid_errors(f_true, f_est, obs, grid_size, "weighted_rmse")
+    scott = bandwidth is None  # (a given bandwidth was checked above)
+    h = jnp.zeros((), pts.dtype) if scott else jnp.asarray(bandwidth, pts.dtype)
+    return _weighted_rmse_jit(pts, grid, true_grid, est_grid, h, scott=scott)
 
 
 def rmse(
@@ -206,5 +229,10 @@ def rmse(
       >>> float(rmse(lambda x: -x, lambda x: -x + 0.5, obs))
       0.5
     """
-    _, _, err = _grid_errors(f_true, f_est, observations, grid_size, "rmse")
-    return _rms(err)
+    _, _, true_grid, est_grid = _grid_errors(f_true, f_est, observations, grid_size, "rmse")
+    return _rmse_jit(true_grid, est_grid)
+
+
+@jax.jit
+def _rmse_jit(true_grid, est_grid):
+    return _rms(true_grid - est_grid)
