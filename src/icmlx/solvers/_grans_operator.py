@@ -10,6 +10,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._deprecation import deprecated_attribute
+from .._inputs import to_device
 from ._aggregation import aggregation_hierarchy
 from ._classify import classify
 from ._multilevel import EllMatrix, MultilevelHierarchy, _sa_build, mis2_aggregation
@@ -194,30 +195,23 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
         bad = int(np.nonzero(diag == 0)[0][0])
         raise ValueError(f"matrix has a zero diagonal entry (first at row {bad}); G-RANS needs "
                          "nonzero diagonals for its scaling and smoother")
-    # transpose lookup for symmetry / asymmetry features
-    tkey = cols * n + rows
-    pos = np.searchsorted(key, tkey)
-    pos = np.minimum(pos, key.size - 1)
-    has_t = key[pos] == tkey
-    vals_t = np.where(has_t, vals[pos], 0.0)
     import scipy.sparse as sp  # set-up only (lazy: `import icmlx.solvers` does not import SciPy)
 
     csr = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    csr.eliminate_zeros()  # stored zeros (FEM assembly) would widen every ELL row
     matrix_class = classify(csr, in_eps)  # the one classifier amg_setup uses too
     symmetric = matrix_class.symmetric
-    sd = np.sqrt(np.abs(diag))
-    ahat = vals / (sd[rows] * sd[cols])
-    ahat_t = vals_t / (sd[rows] * sd[cols])
-    rowsum = np.bincount(rows, weights=ahat, minlength=n)
-    rowabs = np.bincount(rows, weights=np.abs(ahat), minlength=n)
-    asym = np.bincount(rows, weights=np.abs(ahat - ahat_t), minlength=n)
     spd_like = matrix_class.spd_like
+    feats = np.zeros((bucket_size(n), 3), np.float32)
+    if basis:  # the network's node features (the transpose lookup serves only them)
+        feats[:n] = _node_features(key, rows, cols, vals, diag, n)
     # hierarchy and basis levels
     n_pad = bucket_size(n)
     hierarchy = None
     if isinstance(smoother, MultilevelSmoother):  # SA V-cycle; its (vectorised MIS-2) aggregates also carry V
         hierarchy, maps, coarse = _sa_build(csr, max_coarse=smoother.max_coarse, max_levels=smoother.max_levels,
-                                            degree=smoother.degree, pad_to=n_pad, dtype=dtype)
+                                            degree=smoother.degree, pad_to=n_pad,
+                                            dtype=hierarchy_dtype(smoother, dtype))
         if basis:
             maps = _mis2_maps(coarse, maps)
     elif basis:
@@ -239,24 +233,44 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
         colidx, pool = np.zeros((n_pad, Q), np.int64), np.zeros((n_pad, N_LEVELS), np.int64)
         zslot, zcol = np.zeros((0, Q), np.int64), np.zeros((n_pad, 1), np.int64)
         col_used, (N0, N1) = np.zeros(2 * Q, bool), (0, 0)
-    feats = np.zeros((n_pad, 3), np.float32)
-    feats[:n] = np.stack([rowsum, rowabs, asym], 1)
     mask = np.zeros(n_pad)
     mask[:n] = 1.0
-    Ap = SparseMatrix(jnp.asarray(prow, jnp.int32), jnp.asarray(pcol, jnp.int32),
-                      jnp.asarray(pval, dtype), (n_pad, n_pad))
+    Ap = SparseMatrix(to_device(prow, np.int32), to_device(pcol, np.int32), to_device(pval, dtype), (n_pad, n_pad))
     if spd_like and hierarchy is None:
         lmax = 1.1 * _lambda_max_jit(Ap)  # jitted: compiled once per bucket, not once per set-up
     else:
-        lmax = jnp.asarray(1.0, dtype)
-    ell = EllMatrix.from_scipy(csr, num_rows=n_pad, num_cols=n_pad, pad_identity=True, dtype=dtype)
+        lmax = to_device(1.0, dtype)
+    # the row width is the longest row's, not rounded up: the product inside the loop gathers every slot (P1
+    # reaction-diffusion on the unit-square mesh has rows of 5 and 9 entries; rounded to 12, a third are empty)
+    ell = EllMatrix.from_scipy(csr, num_rows=n_pad, num_cols=n_pad, pad_identity=True, dtype=dtype,
+                               width=max(1, int(np.diff(csr.indptr).max())))
     return GRANSOperator(
-        A=Ap, feats=jnp.asarray(feats),
-        mask=jnp.asarray(mask, dtype), colidx=jnp.asarray(colidx, jnp.int32),
-        pool=jnp.asarray(pool, jnp.int32), zslot=jnp.asarray(zslot, jnp.int32),
-        zcol=jnp.asarray(zcol, jnp.int32), col_used=jnp.asarray(col_used), lambda_max=lmax,
+        A=Ap, feats=to_device(feats), mask=to_device(mask, dtype), colidx=to_device(colidx, np.int32),
+        pool=to_device(pool, np.int32), zslot=to_device(zslot, np.int32), zcol=to_device(zcol, np.int32),
+        col_used=to_device(col_used), lambda_max=lmax,
         ell=ell, hierarchy=hierarchy, n=n, symmetric=symmetric, spd_like=spd_like,
         num_aggregates=(N0, N1), has_basis=basis)
+
+
+def hierarchy_dtype(smoother: MultilevelSmoother, dtype: Any) -> Any:
+    """The dtype the V-cycle runs in: float32 for ``MultilevelSmoother(dtype="float32")`` (the default), else the
+    working ``dtype``."""
+    return np.dtype(np.float32) if smoother.dtype == "float32" else np.dtype(dtype)
+
+
+def _node_features(key, rows, cols, vals, diag, n: int) -> np.ndarray:
+    """The network's matrix-only node features ``float[n, 3]``: row sum, absolute row sum and asymmetry
+    ``Σ_j |â_ij − â_ji|`` of the scaled ``Â = D^{-1/2} A D^{-1/2}`` (``key = rows·n + cols`` sorted, coalesced)."""
+    tkey = cols * n + rows  # transpose lookup
+    pos = np.minimum(np.searchsorted(key, tkey), key.size - 1)
+    vals_t = np.where(key[pos] == tkey, vals[pos], 0.0)
+    sd = np.sqrt(np.abs(diag))
+    scale = sd[rows] * sd[cols]
+    ahat, ahat_t = vals / scale, vals_t / scale
+    rowsum = np.bincount(rows, weights=ahat, minlength=n)
+    rowabs = np.bincount(rows, weights=np.abs(ahat), minlength=n)
+    asym = np.bincount(rows, weights=np.abs(ahat - ahat_t), minlength=n)
+    return np.stack([rowsum, rowabs, asym], 1)
 
 
 def _basis_index(maps, rows, cols, n: int, n_pad: int, nnz_pad: int, *, channels: int, max_columns: int,

@@ -17,7 +17,10 @@ def _smooth(op: GRANSOperator, r, degree: int):
     """``S(r)``: the V-cycle when the operator was set up with a ``MultilevelSmoother``, else Chebyshev
     (SPD-like) or ℓ1-Jacobi of ``degree`` products."""
     if op.hierarchy is not None:  # one smoothed-aggregation V-cycle on the M-matrix envelope of A
-        return op.hierarchy(r)
+        # in the hierarchy's dtype (float32 by default, MultilevelSmoother.dtype); the outer step, its true
+        # residuals and the safeguard stay in the working dtype
+        hdt = op.hierarchy.coarse_inv.dtype
+        return op.hierarchy(r.astype(hdt)).astype(r.dtype)
     if op.spd_like:
         return _chebyshev(op.A, r, lambda_max=op.lambda_max, degree=degree)
     return _jacobi(op.A, r, omega=1.0, num_steps=degree, l1=True)

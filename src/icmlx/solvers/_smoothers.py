@@ -67,13 +67,20 @@ class MultilevelSmoother(AbstractSmoother):
     with ``memory >= 40`` is needed, since a residual-norm step with a short memory stalls.
     ``GRANS(outer="auto")`` (the default) picks these per matrix.
 
+    The cycle runs in float32 by default whatever the solver's working dtype: it is a preconditioner, so its
+    rounding changes the search directions, not the answer. The outer step, its true residuals ``b − A x`` and
+    the safeguard stay in the working dtype (float64 with x64 on), so the solve still reaches a float64
+    tolerance, and the cycle moves half the bytes. ``dtype="auto"`` runs it in the working dtype.
+
     Attributes:
       degree: Chebyshev degree of the pre-/post-smoothing on each level (a positive int).
       max_coarse: largest coarsest level, solved by a dense inverse (a positive int).
       max_levels: cap on the number of levels (a positive int).
+      dtype: ``"float32"`` (default) or ``"auto"`` (the solver's working dtype): the dtype of the hierarchy and
+        of the cycle.
 
     Raises:
-      ValueError: a setting is not a positive int.
+      ValueError: a setting is not a positive int, or ``dtype`` is not ``"float32"`` or ``"auto"``.
 
     References:
       Vaněk, Mandel & Brezina, Computing 56 (1996); Bell, Dalton & Olson, SIAM J. Sci. Comput. 34 (2012).
@@ -82,15 +89,21 @@ class MultilevelSmoother(AbstractSmoother):
       >>> from icmlx.solvers import MultilevelSmoother
       >>> MultilevelSmoother(max_coarse=100)
       MultilevelSmoother(max_coarse=100)
+      >>> MultilevelSmoother(dtype="auto")  # the cycle in the working dtype (float64 with x64 on)
+      MultilevelSmoother(dtype='auto')
     """
 
     degree: int = eqx.field(static=True, default=2)
     max_coarse: int = eqx.field(static=True, default=400)
     max_levels: int = eqx.field(static=True, default=10)
+    dtype: str = eqx.field(static=True, default="float32")
 
     def __check_init__(self):
         for name in ("degree", "max_coarse", "max_levels"):
             _positive_int(getattr(self, name), name, "MultilevelSmoother")
+        if self.dtype not in ("float32", "auto"):
+            raise ValueError("MultilevelSmoother: dtype must be 'float32' or 'auto' (the solver's working dtype), "
+                             f"got dtype={self.dtype!r}")
 
 
 _SMOOTHER_SHORTHANDS = {"chebyshev": ChebyshevSmoother, "multilevel": MultilevelSmoother}
