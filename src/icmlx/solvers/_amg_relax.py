@@ -159,13 +159,18 @@ class ColorBlocks(eqx.Module):
         slot = np.arange(order.size) - start[color[order]]
         rows = np.zeros((nc, m), np.int32)
         rows[color[order], slot] = order
-        real = np.zeros((nc, m), bool)
-        real[color[order], slot] = True
         dinv = np.zeros((nc, m))
         dinv[color[order], slot] = 1.0 / d[order]
-        # (k, nc, m) gathers of the ELL slots, colour-major; padding positions hold index 0, value 0
-        cidx = np.where(real, idx[:, rows], 0).transpose(1, 0, 2)
-        cval = np.where(real, val[:, rows], 0.0).transpose(1, 0, 2)
+        # row r's k slots go to colour block color[r], position where[r]: one flat scatter of the (k, n) arrays
+        n = color.size
+        k = idx.shape[0]
+        where = np.empty(n, np.int64)
+        where[order] = slot
+        dest = (color * (k * m) + where)[None, :] + (np.arange(k, dtype=np.int64) * m)[:, None]
+        cidx = np.zeros((nc, k, m), np.int32)
+        cval = np.zeros((nc, k, m))
+        cidx.ravel()[dest] = idx[:, :n]
+        cval.ravel()[dest] = val[:, :n]
         return cls(to_device(rows, np.int32), to_device(cidx, np.int32), to_device(cval, dtype),
                    to_device(dinv, dtype))
 

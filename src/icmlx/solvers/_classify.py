@@ -46,12 +46,20 @@ def classify(A: Any, eps: float) -> MatrixClass:
 
     A = sp.csr_matrix(A)
     tau = symmetry_tolerance(eps)
-    scale = float(abs(A).max()) if A.nnz else 0.0
-    asym = float(abs(A - A.T).max()) if A.nnz else 0.0
+    absdata = np.abs(A.data)
+    scale = float(absdata.max()) if A.nnz else 0.0
+    asym = 0.0
+    if A.nnz:
+        T = A.T.tocsr()  # (sorted columns, no repeats)
+        if A.has_canonical_format and np.array_equal(A.indptr, T.indptr) and np.array_equal(A.indices, T.indices):
+            asym = float(np.abs(A.data - T.data).max())  # a symmetric pattern: Aᵀ entry for entry, no sparse sum
+        else:
+            asym = float(abs(A - T).max())
     symmetric = asym <= tau * scale
     d = A.diagonal()
     posdiag = bool(np.all(d > 0))
-    rowsum = np.asarray(A.sum(axis=1)).ravel()
-    rowabs = np.asarray(abs(A).sum(axis=1)).ravel()
+    row = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+    rowsum = np.bincount(row, weights=A.data, minlength=A.shape[0])
+    rowabs = np.bincount(row, weights=absdata, minlength=A.shape[0])
     spd_like = bool(symmetric and posdiag and np.all(rowsum >= -tau * rowabs))
     return MatrixClass(bool(symmetric), posdiag, spd_like)
