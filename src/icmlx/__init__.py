@@ -16,13 +16,6 @@ On import, icmlx turns on JAX's persistent compilation cache (in ``$ICMLX_CACHE_
 ``ICMLX_CACHE=0`` opts out. Programs compiled once are then loaded from disk by every later process.
 """
 
-import importlib.metadata as _metadata
-
-try:
-    __version__ = _metadata.version("icmlx")
-except _metadata.PackageNotFoundError:  # pragma: no cover - running from a bare source tree
-    __version__ = "0.0.0+unknown"
-
 from typing import TYPE_CHECKING
 
 from ._cache import _enable_by_default
@@ -31,6 +24,7 @@ from ._cache import enable_compilation_cache as enable_compilation_cache
 from ._lazy import lazy_attributes as _lazy_attributes
 
 if TYPE_CHECKING:  # imported on first use (below): a subpackage that does not need lineax does not load it
+    __version__: str
     from ._results import RESULTS as RESULTS
     from ._results import Solution as Solution
     from ._results import result_name as result_name
@@ -40,11 +34,29 @@ __all__ = ["RESULTS", "Solution", "compilation_cache_dir", "enable_compilation_c
 _LAZY = {"RESULTS": "_results", "Solution": "_results", "result_name": "_results"}
 # icmlx._results imports lineax: it is loaded the first time one of these is used (the subpackages that need them
 # import it themselves), so `import icmlx.structure` stays lighter.
-__getattr__ = _lazy_attributes(__name__, globals(), _LAZY)
+
+
+def _version(name: str) -> str:
+    # read from the installed metadata on first use: the distribution lookup scans sys.path, which a one-shot
+    # script that never asks for the version need not pay
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib.metadata
+
+    try:
+        version = importlib.metadata.version("icmlx")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a bare source tree
+        version = "0.0.0+unknown"
+    globals()["__version__"] = version
+    return version
+
+
+__getattr__ = _lazy_attributes(__name__, globals(), _LAZY, fallback=_version)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | {"__version__"})
+
 
 # Compiled programs persist across processes (see icmlx._cache for the policy and the opt-out ICMLX_CACHE=0).
 _enable_by_default()

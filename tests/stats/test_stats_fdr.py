@@ -139,19 +139,39 @@ def test_bh_monotone_in_pvalue(seed):
 
 
 def test_bucket_bisection_path_float32_large_n():
-    # float32 with n >= 1e6 takes the bisection repair path; it must agree exactly with sorting
+    # float32 with n >= 1e6: under jit the histogram takes the bisection repair path, eagerly the fixed-point
+    # iteration runs; both must agree exactly with sorting
     n = 1 << 20  # 8 eps (n + 2) >= 1 for float32: bisection path
     u = jax.random.uniform(jax.random.key(5), (n,), jnp.float32)
     p = jnp.where(jnp.arange(n) < 3000, u * 1e-4, u) ** 2
-    a = benjamini_hochberg(p, 0.05, method="bucket")
+    a = jax.jit(lambda p: benjamini_hochberg(p, 0.05, method="bucket"))(p)
     b = benjamini_hochberg(p, 0.05, method="sort")
-    assert int(a.num_rejected) == int(b.num_rejected) > 0
+    c = benjamini_hochberg(p, 0.05)
+    assert int(a.num_rejected) == int(b.num_rejected) == int(c.num_rejected) > 0
     assert np.array_equal(np.asarray(a.reject), np.asarray(b.reject))
+    assert np.array_equal(np.asarray(c.reject), np.asarray(b.reject))
+
+
+def test_bh_slow_fixed_point_falls_back_to_the_histogram():
+    # sorted p-values just above the BH line: C(k) = k - 1 above the signals, so k <- C(k) steps down one at a
+    # time; past the cap the histogram must give statsmodels' answer (eagerly and under jit)
+    from icmlx.stats._fdr import _BH_FIXED_POINT_STEPS, _bh_fixed_point_decisions
+
+    n, alpha = 300, 0.1
+    k = np.arange(1, n + 1)
+    p = np.minimum((k + 1) * alpha / n, 1.0)
+    p[:5] = 1e-6  # five true rejections below the chain
+    p = np.random.default_rng(4).permutation(p).astype(np.dtype(FLOAT))
+    _, converged = _bh_fixed_point_decisions(jnp.asarray(p), jnp.asarray(alpha, FLOAT), np.int32(n))
+    assert not bool(converged) and n > _BH_FIXED_POINT_STEPS
+    ref, *_ = multitest.multipletests(p.astype(np.float64), alpha=alpha, method="fdr_bh")
+    for res in (benjamini_hochberg(p, alpha), jax.jit(lambda q: benjamini_hochberg(q, alpha))(jnp.asarray(p))):
+        assert np.array_equal(np.asarray(res.reject), ref) and int(res.num_rejected) == ref.sum() >= 5
 
 
 def test_bh_new_size_reuses_the_compiled_program():
     # concrete input is padded to a power-of-two bucket with n traced: sizes 1025..2048 share one program
-    from icmlx.stats._fdr import _bh_bucket_decisions
+    from icmlx.stats._fdr import _bh_fixed_point_decisions
 
     rng = np.random.default_rng(3)
     before = None
@@ -160,11 +180,11 @@ def test_bh_new_size_reuses_the_compiled_program():
         p[:, : n // 40] *= 1e-4
         res = benjamini_hochberg(p, 0.1)
         if before is None:
-            before = _bh_bucket_decisions._cache_size()
+            before = _bh_fixed_point_decisions._cache_size()
         assert res.reject.shape == (2, n)
         pp = np.asarray(jnp.asarray(p, FLOAT), np.float64)
         for row in range(2):
             ref, *_ = multitest.multipletests(pp[row], alpha=0.1, method="fdr_bh")
             assert np.array_equal(np.asarray(res.reject[row]), ref) and int(res.num_rejected[row]) == ref.sum() > 0
             assert float(res.threshold[row]) == pp[row][ref].max()
-    assert _bh_bucket_decisions._cache_size() == before
+    assert _bh_fixed_point_decisions._cache_size() == before

@@ -17,51 +17,104 @@ systems, with P1 finite-element assembly and classical Krylov/AMG baselines in J
 - Every solver returns a ``LinearSolution`` (an ``icmlx.Solution``) whose ``result`` is an ``icmlx.RESULTS``.
 """
 
-from .._deprecation import deprecated_names
-from . import fem as fem
-from ._aggregation import aggregation_hierarchy as aggregation_hierarchy
-from ._aggregation import standard_aggregation as standard_aggregation
-from ._amg import AbstractStrength as AbstractStrength
-from ._amg import SymmetricStrength as SymmetricStrength
-from ._amg import rigid_body_modes as rigid_body_modes
-from ._amg_relax import AbstractRelaxation as AbstractRelaxation
-from ._amg_relax import ChebyshevRelaxation as ChebyshevRelaxation
-from ._amg_relax import GaussSeidelRelaxation as GaussSeidelRelaxation
-from ._amg_relax import JacobiRelaxation as JacobiRelaxation
-from ._dtype import working_dtype as working_dtype
-from ._grans import GRANS as GRANS
-from ._grans_net import GRANSNet as GRANSNet
-from ._grans_operator import GRANSOperator as GRANSOperator
-from ._krylov import bicgstab as bicgstab
-from ._krylov import cg as cg
-from ._krylov import gmres as gmres
-from ._multilevel import EllMatrix as EllMatrix
-from ._multilevel import MultilevelHierarchy as MultilevelHierarchy
-from ._multilevel import m_matrix_envelope as m_matrix_envelope
-from ._multilevel import mis2_aggregation as mis2_aggregation
-from ._multilevel import smoothed_aggregation as smoothed_aggregation
-from ._outer import AbstractOuterStep as AbstractOuterStep
-from ._outer import FlexibleGCR as FlexibleGCR
-from ._outer import NoOuterStep as NoOuterStep
-from ._outer import ThreeTermStep as ThreeTermStep
-from ._plot import plot_residuals as plot_residuals
-from ._relaxation import chebyshev_smoother as chebyshev_smoother
-from ._relaxation import estimate_lambda_max as estimate_lambda_max
-from ._relaxation import jacobi_smoother as jacobi_smoother
-from ._smoothers import AbstractSmoother as AbstractSmoother
-from ._smoothers import ChebyshevSmoother as ChebyshevSmoother
-from ._smoothers import MultilevelSmoother as MultilevelSmoother
-from ._solution import LinearSolution as LinearSolution
-from ._solve import AMGSolver as AMGSolver
-from ._solve import amg_setup as amg_setup
-from ._solve import solve as solve
-from ._sparse import SparseMatrix as SparseMatrix
-from ._sparse import bucket_size as bucket_size
-from ._train import TrainResult as TrainResult
-from ._train import grans_loss as grans_loss
-from ._train import train_grans as train_grans
-from ._weights import load_weights as load_weights
-from ._weights import save_weights as save_weights
+from typing import TYPE_CHECKING
+
+from .._deprecation import deprecated_names as _deprecated_names
+from .._lazy import lazy_attributes as _lazy_attributes
+
+if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each name loads on first use
+    from . import fem as fem
+    from ._aggregation import aggregation_hierarchy as aggregation_hierarchy
+    from ._aggregation import standard_aggregation as standard_aggregation
+    from ._amg import AbstractStrength as AbstractStrength
+    from ._amg import SymmetricStrength as SymmetricStrength
+    from ._amg import rigid_body_modes as rigid_body_modes
+    from ._amg_relax import AbstractRelaxation as AbstractRelaxation
+    from ._amg_relax import ChebyshevRelaxation as ChebyshevRelaxation
+    from ._amg_relax import GaussSeidelRelaxation as GaussSeidelRelaxation
+    from ._amg_relax import JacobiRelaxation as JacobiRelaxation
+    from ._dtype import working_dtype as working_dtype
+    from ._grans import GRANS as GRANS
+    from ._grans_net import GRANSNet as GRANSNet
+    from ._grans_operator import GRANSOperator as GRANSOperator
+    from ._krylov import bicgstab as bicgstab
+    from ._krylov import cg as cg
+    from ._krylov import gmres as gmres
+    from ._multilevel import EllMatrix as EllMatrix
+    from ._multilevel import MultilevelHierarchy as MultilevelHierarchy
+    from ._multilevel import m_matrix_envelope as m_matrix_envelope
+    from ._multilevel import mis2_aggregation as mis2_aggregation
+    from ._multilevel import smoothed_aggregation as smoothed_aggregation
+    from ._outer import AbstractOuterStep as AbstractOuterStep
+    from ._outer import FlexibleGCR as FlexibleGCR
+    from ._outer import NoOuterStep as NoOuterStep
+    from ._outer import ThreeTermStep as ThreeTermStep
+    from ._plot import plot_residuals as plot_residuals
+    from ._relaxation import chebyshev_smoother as chebyshev_smoother
+    from ._relaxation import estimate_lambda_max as estimate_lambda_max
+    from ._relaxation import jacobi_smoother as jacobi_smoother
+    from ._smoothers import AbstractSmoother as AbstractSmoother
+    from ._smoothers import ChebyshevSmoother as ChebyshevSmoother
+    from ._smoothers import MultilevelSmoother as MultilevelSmoother
+    from ._solution import LinearSolution as LinearSolution
+    from ._solve import AMGSolver as AMGSolver
+    from ._solve import amg_setup as amg_setup
+    from ._solve import solve as solve
+    from ._sparse import SparseMatrix as SparseMatrix
+    from ._sparse import bucket_size as bucket_size
+    from ._train import TrainResult as TrainResult
+    from ._train import grans_loss as grans_loss
+    from ._train import train_grans as train_grans
+    from ._weights import load_weights as load_weights
+    from ._weights import save_weights as save_weights
+
+# Each public name loads its module on first use: a solve does not import the FEM assembly, the G-RANS network
+# and its training (optax), or the plotting module.
+_LAZY = {
+    "aggregation_hierarchy": "_aggregation",
+    "standard_aggregation": "_aggregation",
+    "AbstractStrength": "_amg",
+    "SymmetricStrength": "_amg",
+    "rigid_body_modes": "_amg",
+    "AbstractRelaxation": "_amg_relax",
+    "ChebyshevRelaxation": "_amg_relax",
+    "GaussSeidelRelaxation": "_amg_relax",
+    "JacobiRelaxation": "_amg_relax",
+    "working_dtype": "_dtype",
+    "GRANS": "_grans",
+    "GRANSNet": "_grans_net",
+    "GRANSOperator": "_grans_operator",
+    "bicgstab": "_krylov",
+    "cg": "_krylov",
+    "gmres": "_krylov",
+    "EllMatrix": "_multilevel",
+    "MultilevelHierarchy": "_multilevel",
+    "m_matrix_envelope": "_multilevel",
+    "mis2_aggregation": "_multilevel",
+    "smoothed_aggregation": "_multilevel",
+    "AbstractOuterStep": "_outer",
+    "FlexibleGCR": "_outer",
+    "NoOuterStep": "_outer",
+    "ThreeTermStep": "_outer",
+    "plot_residuals": "_plot",
+    "chebyshev_smoother": "_relaxation",
+    "estimate_lambda_max": "_relaxation",
+    "jacobi_smoother": "_relaxation",
+    "AbstractSmoother": "_smoothers",
+    "ChebyshevSmoother": "_smoothers",
+    "MultilevelSmoother": "_smoothers",
+    "LinearSolution": "_solution",
+    "AMGSolver": "_solve",
+    "amg_setup": "_solve",
+    "solve": "_solve",
+    "SparseMatrix": "_sparse",
+    "bucket_size": "_sparse",
+    "TrainResult": "_train",
+    "grans_loss": "_train",
+    "train_grans": "_train",
+    "load_weights": "_weights",
+    "save_weights": "_weights",
+}
 
 __all__ = [
     "fem",
@@ -110,10 +163,16 @@ __all__ = [
     "plot_residuals",
 ]
 
-__getattr__ = deprecated_names(
+_renamed = _deprecated_names(
     __name__,
     {
-        "GRANSSolution": ("LinearSolution", lambda: LinearSolution),
-        "KrylovSolution": ("LinearSolution", lambda: LinearSolution),
+        "GRANSSolution": ("LinearSolution", lambda: __getattr__("LinearSolution")),
+        "KrylovSolution": ("LinearSolution", lambda: __getattr__("LinearSolution")),
     },
 )
+
+__getattr__ = _lazy_attributes(__name__, globals(), _LAZY, fallback=_renamed, submodules=("fem",))
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+

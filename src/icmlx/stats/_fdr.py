@@ -8,7 +8,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import ndtr, ndtri
 from jaxtyping import Array, Bool, Float, Int
 
 from .._checks import check_values, is_traced
@@ -79,6 +78,9 @@ def _pvalue_inputs(x, sigma):
 
 @jax.jit
 def _pvals(x, s):
+    # imported at trace time: jax.scipy.special is a tenth of a second of import that BH alone does not need
+    from jax.scipy.special import ndtr
+
     return 2.0 * ndtr(-jnp.abs(x) / s)
 
 
@@ -189,11 +191,15 @@ def benjamini_hochberg(
     .. math:: k^* = \max\{k : p_{(k)} \le k\alpha/n\},\qquad \text{reject } H_{0i} \iff p_i \le p_{(k^*)}
 
     (nothing if no such :math:`k`). ``method="sort"`` sorts each row. ``method="bucket"`` (default) is an exact
-    O(n) equivalent: it places each :math:`p_i` in the bucket :math:`j_i=\min\{j: p_i\le j\alpha/n\}` (a float
-    guess repaired by bisection on the same critical values), histograms the buckets, and takes
-    :math:`k^*=\max\{k: \#\{j_i\le k\}\ge k\}`, rejecting :math:`j_i\le k^*`. Both give identical decisions
-    (same critical values :math:`(k/n)\alpha` as ``statsmodels``); XLA's CPU sort is slow, so "bucket" is the
-    faster one for large ``n``.
+    equivalent without sorting. With :math:`C(k)=\#\{i: p_i\le k\alpha/n\}`, :math:`k^*=\max\{k: C(k)\ge k\}` is
+    the largest fixed point of the nondecreasing :math:`C`; for concrete input the iteration
+    :math:`k\leftarrow C(k)` from :math:`k=n` reaches it exactly in a few passes over the tests (at most 40 on
+    simulated two-groups data), and a histogram takes over if 64 passes were not enough. The histogram (also the
+    path under ``jit``) places each :math:`p_i` in the bucket :math:`j_i=\min\{j: p_i\le j\alpha/n\}` (a float
+    guess repaired by bisection on the same critical values) and takes
+    :math:`k^*=\max\{k: \#\{j_i\le k\}\ge k\}`. Every path rejects :math:`p_i\le k^*\alpha/n` and gives identical
+    decisions (same critical values :math:`(k/n)\alpha` as ``statsmodels``); XLA's CPU sort is slow, so "bucket" is
+    the faster one for large ``n``.
 
     Args:
       pvalues: p-values in [0, 1], shape ``(*batch, n)``: list, NumPy, JAX or pandas Series (its index comes back
@@ -259,7 +265,9 @@ def _bh_bucket_padded(p, a, n):
     # padded entries are p = 1 and are masked out of the histogram and the decisions
     p = jax.device_put(np.pad(p, pad, constant_values=1.0)) if isinstance(p, np.ndarray) \
         else jnp.pad(p, pad, constant_values=1.0)
-    res = _bh_bucket_decisions(p, a, np.int32(n))
+    res, converged = _bh_fixed_point_decisions(p, a, np.int32(n))
+    if not bool(converged):  # slow convergence (p-values that follow the BH line closely): the histogram is exact
+        res = _bh_bucket_decisions(p, a, np.int32(n))
     if m == n:
         return res
     # the slice back to n on the host: an eager slice would be one more program for every new n
@@ -278,6 +286,46 @@ def _bh_sort_decisions(p, a):
     thr = jnp.where(kstar > 0, jnp.take_along_axis(ps, idx, axis=-1)[..., 0], 0.0)
     reject = (p <= thr[..., None]) & (kstar > 0)[..., None]
     return MultipleTestResult(reject=reject, num_rejected=kstar, threshold=thr)
+
+
+# Passes of the fixed-point iteration before the histogram takes over: simulated two-groups data (normal z-scores,
+# 0-99% signals of mean shift 1-5, alpha 0.05-0.3, n = 10^6) converge in at most 40.
+_BH_FIXED_POINT_STEPS = 64
+
+
+@jax.jit
+def _bh_fixed_point_decisions(p, a, n):
+    """BH by the largest fixed point of the count of p-values under the line, and whether it converged.
+
+    ``C(k) = #{i < n : p_i <= (k/n) alpha}`` is nondecreasing in ``k``, and ``k* = max{k : C(k) >= k}`` is its
+    largest fixed point (``C(k*) = k*``: were it larger, ``C(C(k*)) >= C(k*)`` would put ``C(k*)`` in the set).
+    From ``k_0 = n``
+    the iterates ``k_{t+1} = C(k_t)`` never increase and never pass below ``k*`` (``C(k_t) >= C(k*) = k*``), so
+    they stop at ``k*`` exactly; each pass is one comparison and one sum over the tests. It compiles to a small
+    loop, where the bucket histogram needs a scatter and a cumulative sum over ``m`` bins (slower to compile and
+    to run). Capped at :data:`_BH_FIXED_POINT_STEPS` passes; ``converged`` is False if a row had not stopped.
+    """
+    m = p.shape[-1]
+    dt = p.dtype
+    valid = jnp.arange(m, dtype=jnp.int32) < n
+
+    def count(k):
+        return jnp.sum((p <= _line(k, n, a, dt)[..., None]) & valid, axis=-1, dtype=jnp.int32)
+
+    def cond(state):
+        k, k_next, steps = state
+        return jnp.any(k_next != k) & (steps < _BH_FIXED_POINT_STEPS)
+
+    def body(state):
+        _, k, steps = state
+        return k, count(k), steps + 1
+
+    k0 = jnp.broadcast_to(jnp.asarray(n, jnp.int32), p.shape[:-1])
+    k, kstar, _ = jax.lax.while_loop(cond, body, (k0, count(k0), jnp.int32(1)))
+    # p_i <= line(k*) is p_i <= p_(k*): no p-value lies in (p_(k*), line(k*)], or k* + 1 would qualify
+    reject = (p <= _line(kstar, n, a, dt)[..., None]) & valid
+    thr = jnp.max(jnp.where(reject, p, 0.0), axis=-1)
+    return MultipleTestResult(reject=reject, num_rejected=kstar, threshold=thr), jnp.all(kstar == k)
 
 
 @jax.jit
@@ -418,5 +466,7 @@ def bonferroni_threshold(
 
 @jax.jit
 def _bonf_c2(nn, a):
+    from jax.scipy.special import ndtri  # at trace time, as in _pvals
+
     z = ndtri(a / (2.0 * nn))
     return z * z
