@@ -399,3 +399,51 @@ def test_zero_head_and_no_projection_are_selectable(four_equations):
         GRANS.pretrained(network="yes")
     with pytest.raises((ValueError, TypeError), match="projection"):
         GRANS(projection=1)
+
+
+def test_setup_keeps_only_used_ell_slots_and_a_float32_cycle(four_equations):
+    """The set-up's ELL product is the matrix (SciPy) at the longest row's width; the hierarchy is the public
+    builder's (float32 by default) without its all-zero slots."""
+    from icmlx.solvers import smoothed_aggregation
+
+    pb = four_equations["reaction"]  # P1 reaction-diffusion: rows of 5 and 9 entries (the mass matrix)
+    op = GRANS(**DEFAULT_KW).setup(pb.A)
+    A = pb.A.to_scipy().tocsr().astype(np.float64)
+    A.eliminate_zeros()
+    assert op.ell.val.shape[0] == np.diff(A.indptr).max()
+    x = np.random.default_rng(0).standard_normal(op.n)
+    tol = 1e-12 if X64 else 1e-5
+    err = np.abs(np.asarray(op.mv(jnp.asarray(x, DT)), np.float64) - A @ x)
+    assert np.all(err <= tol * (abs(A) @ np.abs(x))), float(err.max())  # entrywise rounding bound
+    H = op.hierarchy
+    assert H.coarse_inv.dtype == jnp.float32
+    ref = smoothed_aggregation(A, pad_to=op.padded_size, dtype=jnp.float32)  # the public builder, untrimmed
+    assert ref.sizes == H.sizes
+    for E, F in zip((*H.ops, *H.prolong, *H.restrict), (*ref.ops, *ref.prolong, *ref.restrict), strict=True):
+        k = E.val.shape[0]
+        v, w = np.asarray(E.val), np.asarray(F.val)
+        assert np.any(v[-1] != 0) and not np.any(w[k:])  # only all-zero slots were dropped
+        np.testing.assert_array_equal(v, w[:k])
+        np.testing.assert_array_equal(np.asarray(E.idx)[v != 0], np.asarray(F.idx)[:k][v != 0])
+    assert MultilevelSmoother(dtype="auto") != MultilevelSmoother()
+    with pytest.raises((ValueError, TypeError), match="dtype"):
+        MultilevelSmoother(dtype="float64")
+
+
+@pytest.mark.x64
+@pytest.mark.x64_only
+def test_float32_cycle_reaches_a_float64_tolerance(four_equations):
+    """The default float32 V-cycle inside a float64 solve reaches rtol = 1e-10 (SciPy residual in float64), in at
+    most one iteration more than the cycle in float64 (``MultilevelSmoother(dtype="auto")``)."""
+    with jax.enable_x64(True):
+        for eq in ("reaction", "helmholtz"):
+            pb = four_equations[eq]
+            steps = {}
+            for dt in ("float32", "auto"):
+                solver = GRANS(rtol=1e-10, max_steps=100, smoother=MultilevelSmoother(dtype=dt), dtype="float64")
+                op = solver.setup(pb.A)
+                assert op.hierarchy.coarse_inv.dtype == (jnp.float32 if dt == "float32" else jnp.float64)
+                sol = solver.solve(op, pb.b)
+                assert sol.result == RESULTS.successful and relres(pb, sol.value) <= 1.05e-10, (eq, dt)
+                steps[dt] = int(sol.num_steps)
+            assert steps["float32"] <= steps["auto"] + 1, (eq, steps)

@@ -474,9 +474,10 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
     s = power_of_two_scale(bp)
     bp = bp / s
     x = jnp.zeros((npad,), dt)
+    r = bp
     if x0 is not None:
         x = x.at[:n].set(jnp.asarray(x0).astype(dt) / s)
-    r = bp - op.ell.mv(x)
+        r = bp - op.ell.mv(x)
     bnorm = jnp.linalg.norm(bp)
     tol = jnp.maximum(solver.rtol * bnorm, solver.atol / s)
     denom = jnp.where(bnorm > 0, bnorm, 1.0)
