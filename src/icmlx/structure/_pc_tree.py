@@ -27,7 +27,7 @@ from ._contingency import _pad_samples
 from ._dag import check_dag
 from ._fisher_padded import correlation_matrix
 from ._inputs import TableLike, encode_discrete, prepare_data, resolve_names
-from ._polyforest_kernels import _scores
+from ._polyforest_kernels import _scores, np_pvalue_scores
 from ._testers import AbstractCITest, Nonparametric, _as_ci_test
 
 _INT32_MAX = 2**31 - 1
@@ -356,6 +356,12 @@ def _scores_of(data, test, alpha, threshold, chunk_size, progress=False):
             padded = np.zeros((_pad_samples(n, d), d), np.asarray(data).dtype)
             padded[:n] = np.asarray(data)
             data = jax.device_put(padded)
+    if name == "nonparametric" and threshold is None:
+        # two programs, so that a new n (new strata sizes) compiles no p-value code
+        out = np_pvalue_scores(data, to_device(np.asarray(alpha), fdt) if not is_traced(alpha) else alpha,
+                               chunk_size, num_bins, cond_bins, progress)
+        if out is not None:
+            return out
     return _scores(
         data,
         jnp.asarray(0.01 if alpha is None else alpha, fdt),

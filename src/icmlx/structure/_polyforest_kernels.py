@@ -86,6 +86,10 @@ def _bern_chi(n11, n1a, n1b, m):
     return chi, ok, gap
 
 
+#: Rows per step of the Bernoulli triple counts over a zero-padded sample (at least; 1/16 of the padded length).
+_ROW_CHUNK = 256
+
+
 def _bern_scores(data, alpha, threshold, chunk, report=None, n=None):
     """``n`` (traced) when ``data`` is zero-padded past its first ``n`` rows: every count below is a sum over the
     rows of ``x`` (a zero row adds nothing) or ``n`` minus one."""
@@ -107,11 +111,27 @@ def _bern_scores(data, alpha, threshold, chunk, report=None, n=None):
     chi0, ok0, gap0 = _bern_chi(n11, n1[:, None], n1[None, :], nn)
     s0 = score(chi0, ok0.astype(jnp.int32), gap0)
 
+    def triples(L):
+        """Counts of j=1, k=1, l=1 (d, d, c)."""
+        if n is None or x.shape[0] <= _ROW_CHUNK:
+            return jnp.einsum("nj,nk,nl->jkl", x, x, x[:, L])
+        # zero-padded sample: sum over the row chunks that hold the true n rows only (the padding rows are zero
+        # and would cost as much as real ones); the counts are integers, so the sum is exact in any order
+        rows = max(_ROW_CHUNK, x.shape[0] // 16)
+        xr = x.reshape(-1, rows, d)
+
+        def body(i, acc):
+            xi = jax.lax.dynamic_index_in_dim(xr, i, keepdims=False)
+            return acc + jnp.einsum("nj,nk,nl->jkl", xi, xi, xi[:, L])
+
+        num_chunks = (jnp.asarray(n, jnp.int32) + rows - 1) // rows
+        return jax.lax.fori_loop(0, num_chunks, body, jnp.zeros((d, d, L.shape[0]), fdt))
+
     def fn(L):
         xl = x[:, L]  # (n, c)
         m1 = jnp.sum(xl, axis=0)  # (c,)
         a1 = x.T @ xl  # (d, c): count j=1, l=1
-        t1 = jnp.einsum("nj,nk,nl->jkl", x, x, xl)  # j=1,k=1,l=1
+        t1 = triples(L)  # j=1,k=1,l=1
         chi1, ok1, g1 = _bern_chi(t1, a1[:, None, :], a1[None, :, :], m1[None, None, :])
         chi0_, ok0_, g0 = _bern_chi(
             n11[:, :, None] - t1,
@@ -130,16 +150,9 @@ def _bern_scores(data, alpha, threshold, chunk, report=None, n=None):
     return s0, s1, arg, cut0, cut1
 
 
-def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins, report=None):
-    """Binned U-statistics of all (j, k) pairs, marginally and given every single l (cond_bins strata).
-
-    Counting per separator l is one Gram matrix per stratum of l: the samples are gathered in the rank order of
-    column l, so the equal-frequency strata are contiguous row blocks of static sizes (padded with a zero row to
-    a common size), and each block's ``(d num_bins) x (d num_bins)`` Gram matrix holds the count tables of every
-    (j, k) pair: O(n d^2 num_bins^2) per l, whatever ``cond_bins``.
-    With ``threshold`` the score is T; otherwise it is minus the asymptotic p-value of
-    :func:`icmlx.structure.nonparametric_test`.
-    """
+def _np_counts(data, num_bins, cond_bins):
+    """The sample as one-hot bins ``(n + 1, d num_bins)`` (row ``n`` zero) and, per separator ``l``, the rows of
+    its ``cond_bins`` strata ``(cond_bins size, d)`` (padded with row ``n``), for :func:`_np_tables`."""
     fdt = _float_dtype()
     n, d = data.shape
     a = num_bins
@@ -155,6 +168,35 @@ def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins, report=None):
     first = np.searchsorted(st, np.arange(cond_bins))
     pos[st, rk - first[st]] = rk
     order = order[jnp.asarray(pos.reshape(-1), jnp.int32)]  # (strata * size, d), padding rows -> zero row n
+    return xb, order, size
+
+
+def _np_tables(xb, order, L, *, num_bins, cond_bins, size):
+    """``(m U, kappa2, kappa3)`` of every pair given each separator of ``L``, summed over its strata, (d, d, c).
+
+    Counting per separator l is one Gram matrix per stratum of l: the samples are gathered in the rank order of
+    column l, so the equal-frequency strata are contiguous row blocks of static sizes, and each block's
+    ``(d num_bins) x (d num_bins)`` Gram matrix holds the count tables of every (j, k) pair: O(n d^2 num_bins^2)
+    per l, whatever ``cond_bins``.
+    """
+    a = num_bins
+    d = order.shape[1]
+    xs = xb[order[:, L].T].reshape(L.shape[0], cond_bins, size, d * a)  # (c, strata, size, d a)
+    cnt = jnp.einsum("lsna,lsnb->lsab", xs, xs).reshape(L.shape[0], cond_bins, d, a, d, a)
+    cnt = cnt.transpose(2, 4, 0, 1, 3, 5)  # (d, d, c, strata, a, a)
+    return tuple(v.sum(axis=3) for v in _stratum_stat_and_cumulants(cnt))
+
+
+def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins, report=None):
+    """Binned U-statistics of all (j, k) pairs, marginally and given every single l (cond_bins strata)
+    (:func:`_np_tables`), in one program. With ``threshold`` the score is T; otherwise it is minus the asymptotic
+    p-value of :func:`icmlx.structure.nonparametric_test` (:func:`np_pvalue_scores` computes those in two
+    programs instead, one of which does not depend on ``n``).
+    """
+    fdt = _float_dtype()
+    n, d = data.shape
+    a = num_bins
+    xb, order, size = _np_counts(data, num_bins, cond_bins)
     nn = jnp.asarray(n, fdt)
 
     def score(mu, k2, k3):
@@ -166,11 +208,7 @@ def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins, report=None):
     s0 = score(*_stratum_stat_and_cumulants(c0))
 
     def fn(L):
-        xs = xb[order[:, L].T].reshape(L.shape[0], cond_bins, size, d * a)  # (c, strata, size, d a)
-        cnt = jnp.einsum("lsna,lsnb->lsab", xs, xs).reshape(L.shape[0], cond_bins, d, a, d, a)
-        cnt = cnt.transpose(2, 4, 0, 1, 3, 5)  # (d, d, c, strata, a, a)
-        mu, k2, k3 = (v.sum(axis=3) for v in _stratum_stat_and_cumulants(cnt))
-        return score(mu, k2, k3)
+        return score(*_np_tables(xb, order, L, num_bins=num_bins, cond_bins=cond_bins, size=size))
 
     s1, arg = _chunked_min(d, chunk, fn, report)
     if threshold is None:
@@ -178,6 +216,64 @@ def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins, report=None):
     else:
         cut = jnp.asarray(threshold, fdt)
     return s0, s1, arg, cut, cut
+
+
+#: Largest ``d^3`` for which :func:`np_pvalue_scores` keeps the statistics of every (j, k, l) (3 floats each).
+NP_STATS_CELLS = 2**24
+
+
+@functools.partial(jax.jit, static_argnames=("chunk", "num_bins", "cond_bins", "progress"))
+def _np_stats(data, *, chunk, num_bins, cond_bins, progress=False):
+    """The statistics of :func:`_np_tables` for every separator, ``(3, d, d, d + 1)``; the last column is the
+    marginal one (no separator)."""
+    n, d = data.shape
+    a = num_bins
+    xb, order, size = _np_counts(data, num_bins, cond_bins)
+    c0 = (xb.T @ xb).reshape(d, a, d, a).transpose(0, 2, 1, 3)
+    marginal = jnp.stack(_stratum_stat_and_cumulants(c0))  # (3, d, d)
+    n_chunks = -(-d // chunk)
+    ls = jnp.minimum(jnp.arange(n_chunks * chunk, dtype=jnp.int32), d - 1).reshape(n_chunks, chunk)
+    report = in_program_reporter("pc_tree", total=n_chunks) if progress else None
+
+    def body(_, xs):
+        step, L = xs
+        if report is not None:  # static: only a program built with progress=True holds the callback
+            report(step + 1, separators=jnp.minimum((step + 1) * chunk, d))
+        return None, jnp.stack(_np_tables(xb, order, L, num_bins=num_bins, cond_bins=cond_bins, size=size))
+
+    _, st = jax.lax.scan(body, None, (jnp.arange(n_chunks, dtype=jnp.int32), ls))  # (chunks, 3, d, d, chunk)
+    st = jnp.moveaxis(st, 0, 3).reshape(3, d, d, n_chunks * chunk)[..., :d]
+    return jnp.concatenate([st, marginal[..., None]], axis=-1)
+
+
+@jax.jit
+def _np_min_pvalues(stats, alpha):
+    """Scores ``-p`` of :func:`_np_scores` from the statistics of :func:`_np_stats` (a program per ``d`` only)."""
+    fdt = _float_dtype()
+    d = stats.shape[1]
+    p = -_pearson3_pvalue(stats[0], stats[1], stats[2])  # (d, d, d + 1)
+    s0, sc = p[..., d], p[..., :d]
+    j = jnp.arange(d)[:, None, None]
+    k = jnp.arange(d)[None, :, None]
+    L = jnp.arange(d)[None, None, :]
+    sc = jnp.where((L == j) | (L == k), jnp.inf, sc)
+    arg = jnp.argmin(sc, axis=2).astype(jnp.int32)
+    s1 = jnp.take_along_axis(sc, arg[:, :, None], axis=2)[:, :, 0]
+    arg = jnp.where(jnp.isinf(s1), -1, arg)  # no separator (d <= 2), as _chunked_min
+    cut = jnp.asarray(-alpha, fdt)
+    return s0, s1, arg, cut, cut
+
+
+def np_pvalue_scores(data, alpha, chunk, num_bins, cond_bins, progress=False):
+    """The scores of :func:`_scores` for ``ci_test="nonparametric"`` with ``alpha``, in two programs: the count
+    statistics (one per ``n``: its strata sizes are static) and their p-values and minima over separators (one per
+    ``d``), so a new ``n`` compiles no p-value code (the incomplete gamma function is most of the compilation).
+    ``None`` when ``d^3`` is past :data:`NP_STATS_CELLS` (the caller then uses :func:`_scores`)."""
+    d = data.shape[1]
+    if d**3 > NP_STATS_CELLS:
+        return None
+    stats = _np_stats(data, chunk=chunk, num_bins=num_bins, cond_bins=cond_bins, progress=progress)
+    return _np_min_pvalues(stats, alpha)
 
 
 def _dsep_scores(dag, chunk, report=None):
