@@ -8,7 +8,6 @@ Every kernel works on a stack ``(N, n, n)``: each iteration is one batched matmu
 
 import functools
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -47,6 +46,51 @@ def _symmetrize(a: Array) -> Array:
     return 0.5 * (a + jnp.swapaxes(a, -1, -2))
 
 
+_START_SEED = 1729
+
+
+@functools.lru_cache(maxsize=64)
+def _threefry_bits(seed: int, size: int) -> np.ndarray:
+    """``jax.random.bits(jax.random.key(seed), (size,))`` computed in NumPy (uint32, bit for bit).
+
+    Threefry-2x32 (Salmon et al. 2011, 20 rounds) of the 64-bit counters ``0..size-1`` split into (high, low)
+    words, the two output words XOR-ed: JAX's default (partitionable) threefry bits.
+    """
+    x = [np.zeros(size, np.uint32), np.arange(size, dtype=np.uint32)]  # size < 2^32: the high words are 0
+    k = [np.uint32(seed >> 32), np.uint32(seed & 0xFFFFFFFF)]
+    ks = [k[0], k[1], k[0] ^ k[1] ^ np.uint32(0x1BD11BDA)]
+    rotations = ((13, 15, 26, 6), (17, 29, 16, 24))
+    x[0] = x[0] + ks[0]
+    x[1] = x[1] + ks[1]
+    for i in range(5):
+        for r in rotations[i % 2]:
+            x[0] = x[0] + x[1]
+            x[1] = (x[1] << np.uint32(r)) | (x[1] >> np.uint32(32 - r))
+            x[1] = x[0] ^ x[1]
+        x[0] = x[0] + ks[(i + 1) % 3]
+        x[1] = x[1] + ks[(i + 2) % 3] + np.uint32(i + 1)
+    return x[0] ^ x[1]
+
+
+def _start_vectors(n: int, k: int) -> Array:
+    """``jax.random.normal(jax.random.key(1729), (n, k), float32)``, with the random bits made on the host.
+
+    The bits are a constant of the program, so it does not carry a threefry hash (the most expensive part of
+    the power iteration to compile); the map from bits to normals is ``jax.random.normal``'s own (uniform on
+    ``(-1, 1)`` from the mantissa bits, then ``sqrt(2) erfinv``), so the values are the same bit for bit
+    (``tests/optim/test_optim_dash_compile.py`` checks it).
+    """
+    bits = _threefry_bits(_START_SEED, n * k).reshape(n, k)
+    # mantissa bits under exponent 0: a float in [1, 2), minus 1 (exact)
+    floats = ((bits >> np.uint32(9)) | np.float32(1.0).view(np.uint32)).view(np.float32) - np.float32(1.0)
+    lo = np.nextafter(np.float32(-1.0), np.float32(0.0), dtype=np.float32)
+    # the barrier keeps XLA from folding the constant through erfinv at compile time (its folder rounds
+    # differently from the compiled kernel)
+    floats = lax.optimization_barrier(jnp.asarray(floats))
+    u = jnp.maximum(lo, floats * (np.float32(1.0) - lo) + lo)
+    return np.float32(np.sqrt(2)) * lax.erf_inv(u)
+
+
 def _power_iteration(a: Array, num_steps: int, num_vectors: int, damping: float, mdt) -> Array:
     """Largest-eigenvalue estimate of each PSD matrix in ``a`` (N, n, n) -> (N,)."""
     n = a.shape[-1]
@@ -57,7 +101,7 @@ def _power_iteration(a: Array, num_steps: int, num_vectors: int, damping: float,
     c = jnp.max(jnp.abs(a), axis=(-2, -1))
     c = jnp.where(c > 0, c, _floor(dtype))  # exact for any scale; the floor only for an all-zero block
     ad = a / c[:, None, None] + damping * _eye_like(a)
-    v0 = jax.random.normal(jax.random.key(1729), (n, k), dtype=jnp.float32).astype(dtype)
+    v0 = _start_vectors(n, k).astype(dtype)
     v0 = jnp.broadcast_to(v0 / jnp.linalg.norm(v0, axis=0, keepdims=True), a.shape[:-2] + (n, k))
 
     def body(_, v):
