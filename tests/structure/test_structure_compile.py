@@ -3,7 +3,8 @@
 The rule (``_contingency._pad_samples``): after a first call with ``n`` samples, a call with any ``n'`` in
 ``[n/2, 2n]`` reuses every program, including an ``n'`` on the other side of a power of four; Fisher-z's
 correlation is computed on the host for small data, so its kernel does not depend on ``n`` at all. ``pc_tree``
-follows the same rule (Fisher-z scores from the correlation matrix, Bernoulli counts on a padded sample axis).
+follows the same rule (Fisher-z scores from the correlation matrix, Bernoulli counts on a padded sample axis); its
+nonparametric tester compiles its counts again for a new ``n`` (the strata sizes are static) but not its p-values.
 
 Counted in a fresh interpreter with the persistent compilation cache off (every program is then a backend
 compilation, reported through ``jax.monitoring``), so the counts do not depend on what other tests compiled.
@@ -67,6 +68,11 @@ for test, data in (("fisherz", gauss), ("bernoulli", (gauss > 0).astype(np.int64
         before, k0 = count[0], len(names)
         np.asarray(pc_tree(data[:m], ci_test=test).graph)
         out[f"tree_{test}_{m}"] = {"programs": count[0] - before, "names": names[k0:]}
+if "nonparametric" in sys.argv[1:]:  # new strata sizes, so the counts compile again, but not the p-values
+    for m in (700, 1100):
+        before, k0 = count[0], len(names)
+        np.asarray(pc_tree(gauss[:m], ci_test="nonparametric", alpha=0.01).graph)
+        out[f"tree_nonparametric_{m}"] = {"programs": count[0] - before, "names": names[k0:]}
 print(json.dumps(out))
 """
 
@@ -78,13 +84,18 @@ print(json.dumps(out))
 MAX_PROGRAMS = {"chisq": 1, "fisherz": 1}
 
 
-@pytest.fixture(scope="module")
-def compiled():
+def _run(*args):
     env = {k: v for k, v in os.environ.items() if k not in ("ICMLX_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR")}
     env["ICMLX_CACHE"] = "0"
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT, *args], env=env, capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return _run()
 
 
 @pytest.mark.parametrize("test", ["chisq", "fisherz"])
@@ -104,6 +115,15 @@ def test_new_n_same_d_compiles_nothing(compiled, test, m):
 def test_pc_tree_new_n_same_d_compiles_nothing(compiled, test, m):
     assert compiled[f"tree_{test}_700"]["programs"] > 0  # (the counter sees this process's compilations)
     assert compiled[f"tree_{test}_{m}"]["programs"] == 0, compiled[f"tree_{test}_{m}"]["names"]
+
+
+@pytest.mark.slow
+def test_pc_tree_nonparametric_new_n_compiles_only_the_counts():
+    # the strata sizes depend on n, the p-value program (the incomplete gamma function) only on d
+    compiled = _run("nonparametric")
+    first, second = compiled["tree_nonparametric_700"], compiled["tree_nonparametric_1100"]
+    assert any("_np_min_pvalues" in s for s in first["names"]), first["names"]
+    assert second["programs"] == 1 and "_np_stats" in second["names"][0], second["names"]
 
 
 def test_padded_sample_axis_gives_the_unpadded_statistics():
