@@ -314,3 +314,40 @@ def test_setup_leaves_the_callers_matrix_alone():
     before = (A.indptr.copy(), A.indices.copy(), A.data.copy())
     amg_setup(A, max_coarse=20)
     assert all(np.array_equal(u, v) for u, v in zip(before, (A.indptr, A.indices, A.data)))
+
+
+def test_packed_levels_are_scipys_products():
+    # the set-up packs each level straight into ELL and colour blocks (no clean-up copies, the Krylov matrix sharing
+    # the finest operator's slots): every packed product, evaluated here in NumPy, is SciPy's on the host levels
+    from icmlx.solvers._sa_setup import sa_levels
+
+    def ell_mv(E, x):
+        idx, val = np.asarray(E.idx), np.asarray(E.val, np.float64)
+        return (val * x[idx]).sum(axis=0)
+
+    rng = np.random.default_rng(5)
+    for A, pad_rows in ((poisson((30, 31), format="csr"), True), (aniso(32), False)):
+        A = sp.csr_matrix(A)
+        s = amg_setup(A, max_coarse=40)
+        H, n, npad = s.hierarchy, A.shape[0], s.hierarchy.sizes[0]
+        assert (npad > n) == pad_rows
+        x = rng.standard_normal(npad)
+        kx = ell_mv(s.A, x)  # A on the real rows, the identity on the padding rows
+        tol = 1e-12 if X64 else 1e-5
+        assert np.allclose(kx[:n], A @ x[:n], atol=tol * 8) and np.allclose(kx[n:], x[n:], atol=tol)
+        levels, _ = sa_levels(A, B=np.ones((n, 1)), node_of=np.arange(n), theta=0.0, max_coarse=40, max_levels=10,
+                              improve_steps=4, symmetric=True)
+        assert len(levels) == len(H.colors) == len(H.ops)
+        for lvl, (M, P, _, d, R, _) in enumerate(levels):
+            nl, nc = M.shape[0], P.shape[1]
+            y = rng.standard_normal(H.sizes[lvl])
+            assert np.allclose(ell_mv(H.ops[lvl], y)[:nl], M @ y[:nl], atol=tol * 8 * abs(M).max())
+            z = rng.standard_normal(H.prolong[lvl].shape[1])
+            assert np.allclose(ell_mv(H.prolong[lvl], z)[:nl], P @ z[:nc], atol=tol * 8)
+            assert np.allclose(ell_mv(H.restrict[lvl], y)[:nc], R @ y[:nl], atol=tol * 8)
+            cb = H.colors[lvl]
+            rows, real = np.asarray(cb.rows), np.asarray(cb.dinv) != 0
+            assert np.array_equal(np.sort(rows[real]), np.arange(nl))  # each row in exactly one colour block
+            prod = (np.asarray(cb.val, np.float64) * y[np.asarray(cb.idx)]).sum(axis=1)  # (colours, m)
+            assert np.allclose(prod[real], (M @ y[:nl])[rows[real]], atol=tol * 8 * abs(M).max())
+            assert np.allclose(np.asarray(cb.dinv, np.float64)[real], 1.0 / d[rows[real]], rtol=tol)

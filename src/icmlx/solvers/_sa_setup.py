@@ -208,7 +208,9 @@ def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, theta: float, max_c
             B = improve_candidates(cur, B, d, rho, improve_steps)
         N = node_matrix(cur, node_of, num_nodes)
         S = symmetric_strength(N, theta)
-        table = closed_table(S.indptr, S.indices) if S.shape[0] else None
+        # (a node past the wavefront's degree cap: the aggregation and the colouring take their fallbacks)
+        fits = S.shape[0] and int(np.diff(S.indptr).max()) <= MAX_DEGREE
+        table = closed_table(S.indptr, S.indices) if fits else None
         agg_node, num_aggs = standard_aggregate(S, table=table)
         if num_aggs == 0:
             break
