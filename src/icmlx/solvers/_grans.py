@@ -69,8 +69,9 @@ class GRANS(lx.AbstractLinearSolver):
 
     **The default** is the fastest configuration measured that converges on all four model equations
     (Poisson, reaction-, advection-diffusion, Helmholtz k = 12; ``benchmarks/solvers_grans_ablation.py``,
-    ``benchmarks/solvers_fem.py``): ``smoother=MultilevelSmoother()`` (one smoothed-aggregation V-cycle), **no
-    network and no projection** (``net=None``, ``projection=None``: ``u = e_1 + S(r - A e_1)``), and
+    ``benchmarks/solvers_fem.py``): ``smoother=MultilevelSmoother()`` (one smoothed-aggregation V-cycle, run in
+    float32 while the outer step and its true residuals stay in the working dtype), **no network and no
+    projection** (``net=None``, ``projection=None``: ``u = e_1 + S(r - A e_1)``), and
     ``outer="auto"``, chosen per matrix at ``setup`` and recorded by :meth:`configuration` and in
     ``stats["energy_norm"]`` / ``stats["outer_memory"]``:
 
