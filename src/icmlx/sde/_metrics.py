@@ -116,12 +116,21 @@ def _vmap_jit(f, grid):
     return jax.vmap(f)(grid)
 
 
+def _static_part_hashable(f) -> bool:
+    """Whether ``eqx.filter_jit`` can key its cache on ``f`` (what is not an array must be hashable)."""
+    try:
+        hash(eqx.partition(f, eqx.is_array)[1])
+    except TypeError:
+        return False
+    return True
+
+
 def _evaluate(f, grid, name: str, fn: str):
     """``f`` on every grid point: ``vmap`` when ``f`` is JAX-traceable, else point by point on the host with
     NumPy (a function calling ``np.sin`` on a NumPy array, say)."""
     d = grid.shape[-1]
     try:
-        out = _vmap_jit(f, grid)
+        out = _vmap_jit(f, grid) if _static_part_hashable(f) else jax.vmap(f)(grid)
     except _NOT_TRACEABLE:
         if is_traced(grid):
             raise TypeError(f"{fn}: {name} is not JAX-traceable (it converts its input to NumPy), so it cannot "
