@@ -328,7 +328,7 @@ def test_packed_levels_are_scipys_products():
     rng = np.random.default_rng(5)
     for A, pad_rows in ((poisson((30, 31), format="csr"), True), (aniso(32), False)):
         A = sp.csr_matrix(A)
-        s = amg_setup(A, max_coarse=40)
+        s = amg_setup(A, max_coarse=40, relaxation=GaussSeidelRelaxation())  # (its colour blocks are checked)
         H, n, npad = s.hierarchy, A.shape[0], s.hierarchy.sizes[0]
         assert (npad > n) == pad_rows
         x = rng.standard_normal(npad)

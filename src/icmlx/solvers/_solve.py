@@ -227,8 +227,9 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
       block_size: dofs per node (default: the BSR block size, else 1); strength is measured between nodes.
       strength: an :class:`~icmlx.solvers.AbstractStrength` (default ``SymmetricStrength(theta=0.0)``) or
         ``"symmetric"``.
-      relaxation: an :class:`~icmlx.solvers.AbstractRelaxation` (default ``GaussSeidelRelaxation()``, a
-        multicolour symmetric sweep, for symmetric ``A``; ``JacobiRelaxation()`` otherwise) or ``"chebyshev"``,
+      relaxation: an :class:`~icmlx.solvers.AbstractRelaxation` (default ``ChebyshevRelaxation(degree=3)``
+        for symmetric ``A``, which needs no colouring; ``JacobiRelaxation()`` otherwise;
+        ``GaussSeidelRelaxation()`` is a multicolour symmetric sweep) or ``"chebyshev"``,
         ``"jacobi"``, ``"gauss_seidel"``.
       cycle: ``"V"`` or ``"W"``.
       method: ``"auto"``, ``"cg"``, ``"gmres"`` or ``"bicgstab"``.
