@@ -1,7 +1,6 @@
 """Compile once: a second ``infer_drift`` call with another number of observations (same ``d``) compiles nothing.
 
-The observation count is padded (``_em._padded_count``: a padded count the process already ran with the same settings
-when it has at most twice the intervals, else a bucket of eight sizes per octave, ``_em._bucket_obs``) and the true
+The observation count is padded to a power-of-two number of intervals (``_em._bucket_obs``) and the true
 count enters the programs as data, masking the padding intervals. The geodesic targets of the real intervals must not
 depend on the padding: they are compared with the unpadded public ``geodesic_targets``.
 """
@@ -13,7 +12,7 @@ import pytest
 from jax import monitoring
 
 from icmlx.sde import GeodesicGuidance, geodesic_targets, infer_drift
-from icmlx.sde._em import _bucket_obs, _padded_count
+from icmlx.sde._em import _bucket_obs
 from icmlx.sde._geodesic import _geodesic_jit
 
 _COMPILES = [0]
@@ -29,19 +28,13 @@ def _ring(n, seed=0):
 
 
 def test_bucket_rule():
-    assert [_bucket_obs(n) for n in (2, 9, 10, 30, 33, 34, 179, 187, 250)] == [9, 9, 10, 31, 33, 37, 193, 193, 257]
+    assert [_bucket_obs(n) for n in (2, 9, 10, 30, 33, 34, 179, 187, 250)] == [9, 9, 17, 33, 33, 65, 257, 257, 257]
     m = np.arange(8, 5000)
-    pad = np.array([_bucket_obs(int(k) + 1) - 1 for k in m]) - m
-    assert pad.min() >= 0 and np.all(pad < np.maximum(1, m / 8))  # the padding costs less than 1/8 of the work
-
-
-def test_padded_count_reuses_a_count_of_at_most_twice_the_intervals():
-    cfg = ("test", object())  # a configuration no other test uses
-    assert _padded_count(180, cfg) == 193  # 179 intervals: bucket 192
-    assert _padded_count(100, cfg) == 193  # 99 intervals: 192 <= 2 * 99, reused
-    assert _padded_count(96, cfg) == 97  # 95 intervals: 192 > 190, its own bucket
-    assert _padded_count(90, cfg) == 97 and _padded_count(200, cfg) == 209
-    assert _padded_count(100, ("other", object())) == 105  # another configuration keeps its own counts
+    b = np.array([_bucket_obs(int(k) + 1) - 1 for k in m])
+    assert np.all(b >= m) and np.all(b < 2 * m)  # at most as much padding work again as real work
+    assert np.all(b & (b - 1) == 0)  # powers of two: every count in (B/2, B] shares one program
+    # a function of the count alone: the same count pads the same way whatever ran before
+    assert [_bucket_obs(n) for n in (200, 100, 200)] == [257, 129, 257]
 
 
 def test_infer_drift_new_n_compiles_nothing():

@@ -261,10 +261,10 @@ def infer_drift(
         weights = check_values(init.weights, lambda xp, v: ~xp.isfinite(v),
                                "infer_drift: init has NaN or inf weights; pass a finite starting drift")
         init = eqx.tree_at(lambda f: f.weights, init, weights)
-    # New sizes reuse the compiled programs: the observation count is padded (:func:`_padded_count`: a count this
-    # process already ran, else a fine bucket) and the true count enters the programs as data, masking the padding.
-    config = (n_traj, d, str(obs.dtype), num_steps, num_particles, num_time_steps, num_paths, bool(lookahead))
-    obs_p, ts_p = _pad_observations(obs, ts, _padded_count(n_obs, config))
+    # New sizes reuse the compiled programs: the observation count is padded to a bucket (:func:`_bucket_obs`) and
+    # the true count enters the programs as data, masking the padding intervals. The bucket is a function of the
+    # count alone, so a call's result never depends on what the process ran before.
+    obs_p, ts_p = _pad_observations(obs, ts, _bucket_obs(n_obs))
     n_valid = _as_device_int(n_obs)
     # The guidance enters the compiled EM loop only as data (targets, beta): plain and geodesic runs of the
     # same size share one compiled function (beta = 0 makes the path cost vanish).
@@ -285,38 +285,14 @@ def infer_drift(
 
 
 def _bucket_obs(n_obs: int) -> int:
-    """Padded observations per trajectory: ``m = n_obs - 1`` intervals (at least 8) rounded up to a multiple of
-    ``2^k / 16``, where ``2^(k-1) < m <= 2^k``.
+    """Padded observations per trajectory: ``n_obs - 1`` intervals rounded up to a power of two (>= 8).
 
-    Eight sizes per octave, so the padding intervals are less than ``m / 8`` of the bridges' work (a
-    power-of-two bucket cost up to ``m`` more: the EM's time is proportional to the padded count).
+    Every count in ``(2^k/2, 2^k]`` intervals shares one compilation, so a second call with up to half as many
+    observations compiles nothing; the padding intervals cost their bridges' work (up to as much again as the
+    real ones'), never a recompilation. A finer bucket would waste less work but recompile for most new counts,
+    and reusing whatever padded size the process ran before would make a result depend on earlier calls.
     """
-    m = max(8, n_obs - 1)
-    step = 1 << max(0, (m - 1).bit_length() - 4)
-    return -(-m // step) * step + 1
-
-
-#: Padded observation counts this process has already run, per static configuration of :func:`_infer_core`.
-_USED_COUNTS: dict[tuple, set[int]] = {}
-
-
-def _padded_count(n_obs: int, config: tuple) -> int:
-    """Padded observations per trajectory for ``n_obs`` observations: the rule that lets a later call with another
-    count (same ``config``: trajectories, ``d``, dtype and the static EM settings) reuse the compiled programs.
-
-    1. a padded count this process already ran with ``config`` is reused when it has at most twice the intervals
-       (``n_obs - 1 <= B - 1 <= 2 (n_obs - 1)``; the smallest such);
-    2. else :func:`_bucket_obs` (less than 1/8 padding).
-
-    So after a first call with ``m`` intervals, any count from half its padded size up to that size compiles
-    nothing, at most twice the bridges' work of its own bucket (the old power-of-two rule's worst case).
-    """
-    used = _USED_COUNTS.setdefault(config, set())
-    m = max(8, n_obs - 1)
-    fits = [b for b in used if m <= b - 1 <= 2 * m]
-    b = min(fits) if fits else _bucket_obs(n_obs)
-    used.add(b)
-    return b
+    return max(8, 1 << (n_obs - 2).bit_length()) + 1
 
 
 def _pad_observations(obs, ts, n_pad: int):
