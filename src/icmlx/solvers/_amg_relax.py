@@ -118,39 +118,10 @@ class ColorBlocks(eqx.Module):
     dinv: Float[Array, "c m"]
 
     @classmethod
-    def build(cls, A: Any, color: np.ndarray, dtype: Any) -> "ColorBlocks":
-        """From a SciPy CSR level operator and a colour per row."""
-        import scipy.sparse as sp
-
-        A = sp.csr_matrix(A, copy=True)
-        A.eliminate_zeros()
-        nc = int(color.max()) + 1
-        counts = np.bincount(color, minlength=nc)
-        m = max(8, -(-int(counts.max()) // 8) * 8)
-        deg = np.diff(A.indptr)
-        k = max(4, -(-int(deg.max()) // 4) * 4)
-        order = np.argsort(color, kind="stable")
-        start = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        slot = np.arange(order.size) - start[color[order]]
-        rows = np.zeros((nc, m), np.int32)
-        rows[color[order], slot] = order
-        dinv = np.zeros((nc, m))
-        dinv[color[order], slot] = 1.0 / A.diagonal()[order]
-        idx = np.zeros((nc, k, m), np.int32)
-        val = np.zeros((nc, k, m))
-        r = np.repeat(np.arange(A.shape[0]), deg)
-        pos = np.arange(A.nnz) - np.repeat(A.indptr[:-1], deg)
-        where = np.empty(A.shape[0], np.int64)
-        where[order] = slot
-        idx[color[r], pos, where[r]] = A.indices
-        val[color[r], pos, where[r]] = A.data
-        return cls(to_device(rows, np.int32), to_device(idx, np.int32), to_device(val, dtype), to_device(dinv, dtype))
-
-    @classmethod
     def from_ell(cls, idx: np.ndarray, val: np.ndarray, d: np.ndarray, color: np.ndarray,
                  dtype: Any) -> "ColorBlocks":
-        """From the host arrays ``(idx, val)`` (``[k, ≥ n]``) of a level's padded ELL operator (no stored zeros:
-        :meth:`build`'s width), its diagonal ``d`` and a colour per row (the ``n`` real rows)."""
+        """From the host arrays ``(idx, val)`` (``[k, ≥ n]``) of a level's padded ELL operator (no stored zeros),
+        its diagonal ``d`` and a colour per row (the ``n`` real rows)."""
         nc = int(color.max()) + 1
         counts = np.bincount(color, minlength=nc)
         m = max(8, -(-int(counts.max()) // 8) * 8)
