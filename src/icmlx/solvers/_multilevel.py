@@ -531,7 +531,7 @@ def _sa_build(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: in
         ops.append(op_ell)
         dinv = np.zeros(pad)
         dinv[:nl] = 1.0 / dl
-        dinvs.append(jnp.asarray(dinv, dtype))
+        dinvs.append(to_device(dinv, dtype))
         pros.append(EllMatrix.from_scipy(P, num_rows=pad, num_cols=pad_c, dtype=dtype))
         ress.append(EllMatrix.from_scipy(R, num_rows=pad_c, num_cols=pad, dtype=dtype))
         lams.append(rho)
@@ -554,6 +554,6 @@ def _sa_build(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: in
     sizes.append(pad)
     H = MultilevelHierarchy(
         ops=tuple(ops), dinv=tuple(dinvs), prolong=tuple(pros), restrict=tuple(ress),
-        lam=jnp.asarray(np.asarray(lams, np.float64), dtype), coarse_inv=jnp.asarray(Cinv, dtype),
+        lam=to_device(np.asarray(lams, np.float64), dtype), coarse_inv=to_device(Cinv, dtype),
         sizes=tuple(sizes), degree=degree, n=n)
     return H, maps, cur
