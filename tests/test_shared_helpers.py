@@ -106,6 +106,7 @@ def test_to_device_converts_on_the_host_and_compiles_nothing():
     assert x.dtype == jax.dtypes.canonicalize_dtype(np.float64)
     assert y.dtype == jax.dtypes.canonicalize_dtype(np.int64)
     np.testing.assert_array_equal(np.asarray(x)[:, 0], np.arange(37))
+    assert _inputs.to_device(x) is x  # a device array in its dtype stays where it is (no host round trip)
     # the check can fail: a device-side conversion of a new shape compiles a program
     active[0] = True
     try:

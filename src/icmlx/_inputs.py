@@ -20,8 +20,13 @@ def to_device(x: Any, dtype: Any = None) -> jax.Array:
     ``dtype=None`` keeps the array's dtype; either way it is canonicalised (float64 becomes float32 unless x64 is
     on). The conversion runs in NumPy because ``jnp.asarray`` or a device-side ``astype`` of a host array compiles
     a small staging program per shape and dtype, and a fresh process would pay one for every input it receives;
-    ``jax.device_put`` of a NumPy array compiles nothing.
+    ``jax.device_put`` of a NumPy array compiles nothing. A JAX array already in the target dtype is returned as it
+    is (no round trip through the host).
     """
+    if isinstance(x, jax.Array):
+        target = jax.dtypes.canonicalize_dtype(x.dtype if dtype is None else dtype)
+        if x.dtype == target:
+            return x
     arr = np.asarray(x)
     return jax.device_put(np.asarray(arr, jax.dtypes.canonicalize_dtype(arr.dtype if dtype is None else dtype)))
 
