@@ -252,16 +252,9 @@ def _np_min_pvalues(stats, alpha):
     fdt = _float_dtype()
     d = stats.shape[1]
     p = -_pearson3_pvalue(stats[0], stats[1], stats[2])  # (d, d, d + 1)
-    s0, sc = p[..., d], p[..., :d]
-    j = jnp.arange(d)[:, None, None]
-    k = jnp.arange(d)[None, :, None]
-    L = jnp.arange(d)[None, None, :]
-    sc = jnp.where((L == j) | (L == k), jnp.inf, sc)
-    arg = jnp.argmin(sc, axis=2).astype(jnp.int32)
-    s1 = jnp.take_along_axis(sc, arg[:, :, None], axis=2)[:, :, 0]
-    arg = jnp.where(jnp.isinf(s1), -1, arg)  # no separator (d <= 2), as _chunked_min
+    s1, arg = _chunked_min(d, d, lambda L: p[..., L])  # one chunk: every separator is already in p
     cut = jnp.asarray(-alpha, fdt)
-    return s0, s1, arg, cut, cut
+    return p[..., d], s1, arg, cut, cut
 
 
 def np_pvalue_scores(data, alpha, chunk, num_bins, cond_bins, progress=False):
