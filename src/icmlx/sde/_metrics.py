@@ -1,7 +1,5 @@
 """Accuracy metrics for inferred drifts: density-weighted RMSE on a grid and plain RMSE."""
 
-import functools
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -9,6 +7,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from .._checks import check_values, is_traced
+from .._inputs import to_device
 from ._basis import MAX_GRID_POINTS, box_grid
 from ._data import ArrayOrFrame, as_real, as_states, check_count, check_finite, check_scale
 from ._systems import DriftFn
@@ -60,10 +59,15 @@ def kde_weights(
         points = check_values(points, lambda xp, v: xp.any(xp.max(v, axis=0) == xp.min(v, axis=0)),
                               f"{fn}: Scott's rule needs spread data, but a coordinate of points is constant (or "
                               "there is one point); pass a positive bandwidth")
-        h = _stable_std(points) * n ** (-1.0 / (d + 4))
-    else:
-        h = jnp.full((d,), bandwidth, points.dtype)
-    return _kde(points, grid, h)
+    return _kde(points, grid, _bandwidths(points, bandwidth))
+
+
+def _bandwidths(points, bandwidth):
+    """Per-dimension KDE bandwidths: Scott's rule for ``bandwidth=None``, else the (checked) scalar in every one."""
+    n, d = points.shape
+    if bandwidth is None:
+        return _stable_std(points) * n ** (-1.0 / (d + 4))
+    return jnp.full((d,), bandwidth, points.dtype)
 
 
 def _kde(points, grid, h):
@@ -72,13 +76,12 @@ def _kde(points, grid, h):
     return jax.nn.softmax(logk)
 
 
-@functools.partial(jax.jit, static_argnames=("scott",))
-def _weighted_rmse_jit(points, grid, f_true_grid, f_est_grid, bandwidth, *, scott):
+@jax.jit
+def _weighted_rmse_jit(points, grid, f_true_grid, f_est_grid, bandwidth):
     # one program for the arithmetic of weighted_rmse, whose inputs the host has checked (eagerly, each of its
-    # few dozen operations was a program of its own, compiled again for every new shape)
-    n, d = points.shape
-    h = _stable_std(points) * n ** (-1.0 / (d + 4)) if scott else jnp.full((d,), bandwidth, points.dtype)
-    return jnp.mean(_rms(f_true_grid - f_est_grid, axis=0, w=_kde(points, grid, h)))
+    # few dozen operations was a program of its own, compiled again for every new shape); bandwidth=None (an
+    # empty pytree, so its own trace) is Scott's rule
+    return jnp.mean(_rms(f_true_grid - f_est_grid, axis=0, w=_kde(points, grid, _bandwidths(points, bandwidth))))
 
 
 def _stable_std(x):
@@ -215,9 +218,8 @@ def weighted_rmse(
             f"{n:,} observations by the KDE; pass grid_size <= {fit} (or fewer observations)"
         )
     pts, grid, true_grid, est_grid = _grid_errors(f_true, f_est, obs, grid_size, "weighted_rmse")
-    scott = bandwidth is None  # (a given bandwidth was checked above)
-    h = jnp.zeros((), pts.dtype) if scott else jnp.asarray(bandwidth, pts.dtype)
-    return _weighted_rmse_jit(pts, grid, true_grid, est_grid, h, scott=scott)
+    h = None if bandwidth is None else to_device(bandwidth, pts.dtype)  # (a given bandwidth was checked above)
+    return _weighted_rmse_jit(pts, grid, true_grid, est_grid, h)
 
 
 def rmse(
