@@ -353,8 +353,9 @@ def _scores_of(data, test, alpha, threshold, chunk_size, progress=False):
         if name == "fisherz":
             data = correlation_matrix(data, d, fdt)
         else:
-            padded = np.zeros((_pad_samples(n, d), d), np.asarray(data).dtype)
-            padded[:n] = np.asarray(data)
+            host = np.asarray(data)  # one device-to-host copy
+            padded = np.zeros((_pad_samples(n, d), d), host.dtype)
+            padded[:n] = host
             data = jax.device_put(padded)
     if name == "nonparametric" and threshold is None:
         # two programs, so that a new n (new strata sizes) compiles no p-value code
