@@ -211,10 +211,7 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     if isinstance(smoother, MultilevelSmoother):  # SA V-cycle; its (vectorised MIS-2) aggregates also carry V
         hierarchy, maps, coarse = _sa_build(csr, max_coarse=smoother.max_coarse, max_levels=smoother.max_levels,
                                             degree=smoother.degree, pad_to=n_pad,
-                                            dtype=hierarchy_dtype(smoother, dtype))
-        hierarchy = eqx.tree_at(lambda H: (H.ops, H.prolong, H.restrict), hierarchy,
-                                tuple(tuple(map(_tight, mats)) for mats in
-                                      (hierarchy.ops, hierarchy.prolong, hierarchy.restrict)))
+                                            dtype=hierarchy_dtype(smoother, dtype), tight=True)
         if basis:
             maps = _mis2_maps(coarse, maps)
     elif basis:
@@ -253,18 +250,6 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
         col_used=to_device(col_used), lambda_max=lmax,
         ell=ell, hierarchy=hierarchy, n=n, symmetric=symmetric, spd_like=spd_like,
         num_aggregates=(N0, N1), has_basis=basis)
-
-
-def _tight(E: EllMatrix) -> EllMatrix:
-    """``E`` without its trailing all-zero slots. The hierarchy's widths are rounded up to a multiple of 4 and
-    every product gathers every slot, so on a mesh with rows of 5 and 9 entries a third of the work is padding.
-    (Row entries fill the slots from the first, so the slots past the longest row are zero in every row.)"""
-    val = np.asarray(E.val)
-    used = np.flatnonzero(np.any(val != 0, axis=1))
-    k = max(1, int(used[-1]) + 1 if used.size else 1)
-    if k == val.shape[0]:
-        return E
-    return EllMatrix(to_device(np.asarray(E.idx)[:k]), to_device(val[:k]), E.shape)
 
 
 def hierarchy_dtype(smoother: MultilevelSmoother, dtype: Any) -> Any:
