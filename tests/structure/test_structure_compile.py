@@ -151,3 +151,23 @@ def test_padded_sample_axis_gives_the_unpadded_statistics():
                 dof += (tab.shape[0] - 1) * (tab.shape[1] - 1)
         assert int(res.dof[0]) == dof, s
         np.testing.assert_allclose(float(res.statistic[0]), chi, rtol=2e-5)
+
+
+@pytest.mark.parametrize("on_host", [True, False])
+def test_shared_correlation_matrix_matches_numpy(monkeypatch, on_host):
+    # pc and pc_tree's Fisher-z correlation: the host product for small data, the device program on a bucketed
+    # sample axis past HOST_CORRELATION_FLOPS (forced here); both against NumPy's float64 corrcoef, identity past d
+    from icmlx.structure import _fisher_padded
+
+    if not on_host:
+        monkeypatch.setattr(_fisher_padded, "HOST_CORRELATION_FLOPS", 0)
+    rng = np.random.default_rng(4)
+    n, d, dp = 301, 5, 16
+    x = rng.normal(size=(n, d))
+    x[:, 1] += x[:, 0]
+    x *= np.array([1e-20, 1.0, 3e15, 7.0, 1e-3])  # scale-free: any column scale fits in float32
+    got = np.asarray(_fisher_padded.correlation_matrix(x, dp, np.float32))
+    assert got.shape == (dp, dp) and got.dtype == np.float32
+    np.testing.assert_allclose(got[:d, :d], np.corrcoef(x, rowvar=False), rtol=0, atol=2e-6)
+    np.testing.assert_array_equal(got[d:, :], np.eye(dp)[d:, :])
+    np.testing.assert_array_equal(got[:, d:], np.eye(dp)[:, d:])
