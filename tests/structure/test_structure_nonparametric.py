@@ -199,6 +199,22 @@ def test_pc_tree_nonparametric_pvalue_scores_match_the_tester():
         assert int(targ[j, kk]) == int(trip[4 * t + np.argmin(u[t]), 2])
 
 
+def test_pc_tree_nonparametric_one_program_fallback_matches_two_programs(monkeypatch):
+    # past NP_STATS_CELLS (d > 256) the p-value scores come from the one-program _np_scores instead of
+    # _np_stats + _np_min_pvalues: forced here on small data, the two implementations must agree
+    from icmlx.structure import _polyforest_kernels, polyforest_scores
+
+    k = jax.random.key(5)
+    x = sample_nonlinear(k, random_polyforest(k, 7), 500)
+    tester = Nonparametric(num_bins=3, cond_bins=4)
+    two = polyforest_scores(x, ci_test=tester, alpha=0.01)
+    monkeypatch.setattr(_polyforest_kernels, "NP_STATS_CELLS", 0)
+    one = polyforest_scores(x, ci_test=tester, alpha=0.01)
+    for i in (0, 1, 3, 4):  # marginal and conditional scores, cuts
+        np.testing.assert_allclose(np.asarray(two[i]), np.asarray(one[i]), rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(np.asarray(two[2]), np.asarray(one[2]))  # argmin separators
+
+
 def test_nonparametric_bad_input():
     x = jax.random.normal(jax.random.key(0), (50, 3))
     one, s = jnp.array([0]), jnp.array([[2]])
