@@ -64,3 +64,30 @@ def test_padded_geodesics_equal_unpadded(orientation_eps):
                                    orientation_eps))
     assert got.shape == (1, 32, 4, 2)
     np.testing.assert_allclose(got[:, :20], ref, rtol=1e-5, atol=1e-5)
+
+
+def test_weighted_rmse_with_a_new_lambda_each_call_compiles_nothing_again():
+    # a lambda is a new object per call: the compiled drift evaluation would key its cache on it (a compile per
+    # call); it is evaluated eagerly instead, so repeat calls reuse the per-operation programs
+    from icmlx.sde import weighted_rmse
+
+    obs = _ring(41).astype(np.float32)
+    a = jnp.array([[0.0, 1.0], [-1.0, 0.0]], jnp.float32)
+
+    def call(scale):
+        return float(weighted_rmse(lambda x: a @ x, lambda x: scale * (a @ x), obs))
+
+    first = call(1.5)
+    before = _COMPILES[0]
+    second = call(1.5)
+    assert _COMPILES[0] == before and second == first
+    # the eager path gives the compiled path's value (the same drifts as module-level functions)
+    assert np.isclose(first, float(weighted_rmse(_rotation, _rotation_scaled, obs)), rtol=1e-6)
+
+
+def _rotation(x):
+    return jnp.array([[0.0, 1.0], [-1.0, 0.0]], x.dtype) @ x
+
+
+def _rotation_scaled(x):
+    return 1.5 * _rotation(x)

@@ -1,5 +1,7 @@
 """Accuracy metrics for inferred drifts: density-weighted RMSE on a grid and plain RMSE."""
 
+import types
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -128,12 +130,19 @@ def _static_part_hashable(f) -> bool:
     return True
 
 
+def _made_per_call(f) -> bool:
+    """Whether ``f`` is a lambda or a nested function: typically a new object on every call, which the compiled
+    path would key its cache on (a compile per call, and the cache holding every such function alive)."""
+    qualname = getattr(f, "__qualname__", "") if isinstance(f, types.FunctionType) else ""
+    return "<lambda>" in qualname or "<locals>" in qualname
+
+
 def _evaluate(f, grid, name: str, fn: str):
     """``f`` on every grid point: ``vmap`` when ``f`` is JAX-traceable, else point by point on the host with
     NumPy (a function calling ``np.sin`` on a NumPy array, say)."""
     d = grid.shape[-1]
     try:
-        out = _vmap_jit(f, grid) if _static_part_hashable(f) else jax.vmap(f)(grid)
+        out = _vmap_jit(f, grid) if _static_part_hashable(f) and not _made_per_call(f) else jax.vmap(f)(grid)
     except _NOT_TRACEABLE:
         if is_traced(grid):
             raise TypeError(f"{fn}: {name} is not JAX-traceable (it converts its input to NumPy), so it cannot "
