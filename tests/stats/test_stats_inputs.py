@@ -417,3 +417,14 @@ def test_plot_rejections_draws_the_histogram_and_the_cutoffs():
     with pytest.raises(TypeError, match="relative_belief_test"):
         stats.plot_rejections(benjamini_hochberg(two_sided_pvalues(z)), x=z)
     plt.close("all")
+
+
+def test_simulation_refuses_draws_larger_than_free_memory(monkeypatch):
+    # under the fixed 8 GiB cap, yet more than this machine has free: refused before any allocation.
+    # 10^6 float32 draws need 9 bytes each (x, mu, nonnull), 9 MB; pretend 1 MB is free
+    from icmlx import _memory
+
+    monkeypatch.setattr(_memory, "available_bytes", lambda: 1e6)
+    with pytest.raises(ValueError, match=r"memory.*lower n or num_replicates"):
+        simulate_two_groups(jax.random.key(0), 1_000_000, 0.01, 4.0)
+    assert simulate_two_groups(jax.random.key(0), 1000, 0.01, 4.0).x.shape == (1, 1000)

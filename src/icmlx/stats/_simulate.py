@@ -13,6 +13,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from jaxtyping import Array, Bool, Float
 
+from .. import _memory
 from .._deprecation import renamed_kwargs
 from .._progress import ProgressBar, resolve_progress
 from .._repr import record_repr, summarise
@@ -78,6 +79,9 @@ def _check_sizes(where: str, n, num_replicates, dtype) -> Any:
             f"{where}: n * num_replicates = {int(n) * int(num_replicates):.3g} draws need {need / 2**30:.1f} GiB "
             f"(over {_MAX_BYTES / 2**30:.0f} GiB); lower n or num_replicates, or loop over batches of replicates"
         )
+    # the fixed cap keeps the answer the same on every machine; a smaller machine refuses sooner, before allocating
+    _memory.check_memory(float(need), f"{where}: n * num_replicates = {int(n) * int(num_replicates):.3g} draws",
+                         "lower n or num_replicates, or loop over batches of replicates")
     return int(n), int(num_replicates), dt
 
 
