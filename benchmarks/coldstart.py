@@ -1,27 +1,40 @@
 """First contact: a user's one-shot script, timed as a whole process, icmlx beside the peer library.
 
 Each case is a pair of small scripts, one using icmlx and one using the library a user would otherwise pick,
-that load the same data file, make one call, check the answer and exit. Both run in fresh interpreters,
+that load the same data file, make the same calls, check the answer and exit. Both run in fresh interpreters,
 alternating A B A B, timed from outside (``subprocess`` wall clock, so import and start-up are included):
 
 - **cold**: icmlx's persistent compilation cache points at a new, empty directory for every run (what a user
   pays the very first time);
 - **warm**: the cache directory was filled by one earlier run of the same script (every later run).
 
-Inside the icmlx script the import, the first call and, where it applies, a second call on data of another size
-``n`` (same ``d``) are timed too, so compile cost per entry point and recompilation on a new size are reported:
-programs compiled and backend compile seconds of the first call and of the second.
+Both scripts of a case make the same calls: a first call and, where it applies, a second call on data of another
+size ``n`` (same ``d``; the first 3/4 of the rows), each timed in-process. So ``icmlx/peer`` compares the same
+work, whole process against whole process; ``icmlx_one_call/peer_one_call`` takes each side's second call out of
+its own process time (what a one-call script costs). The icmlx script also reports the programs it compiled and
+the backend compile seconds of the first call and of the second (the second should compile nothing).
 Ratios are icmlx / peer (below 1 means icmlx is faster), the median over the pairs. The table is printed and
-``benchmarks/results/coldstart.json`` written.
+``benchmarks/results/coldstart.json`` written. The PC scripts print both CPDAGs; the JSON records the skeleton
+edges found by one side only, the shared edges oriented differently, and for the bnlearn networks each side's
+skeleton precision/recall and structural Hamming distance to the true DAG.
 
-Cases: PC chi-square (bnlearn child), PC Fisher-z, pc_tree, BH, a CG + smoothed-aggregation solve (peer: PyAMG),
-``infer_drift`` (peer: StochasticForceInference's linear estimator, the cheap estimator a user would try first)
-and a DASH training start (peer: optax.adam in the same loop).
+Cases: PC chi-square on the bnlearn networks child, alarm and insurance, PC Fisher-z, pc_tree, BH, a CG +
+smoothed-aggregation solve (peer: PyAMG), ``infer_drift`` (peer: StochasticForceInference's linear estimator, the
+cheap estimator a user would try first) and a DASH training start (peer: optax.adam in the same loop).
+
+Data for the bnlearn cases: child comes from the shared causal-learn benchmark data (``../shared/data``). alarm
+(Beinlich et al. 1989; 37 variables, 46 arcs) and insurance (Binder et al. 1997; 27 variables, 52 arcs) are
+sampled here, n = 10,000 with seed 0, by ``benchmarks/_bn_networks.py`` from their BIF files, which are not part
+of this repository: download ``alarm.bif`` and ``insurance.bif`` from the bnlearn Bayesian network repository
+(https://www.bnlearn.com/bnrepository/, "Discrete Bayesian networks", BIF format; unpack the ``.bif.gz``) into a
+folder and pass ``--networks DIR`` (or set ``ICMLX_BN_NETWORKS=DIR``). Without it those two cases are skipped,
+with the reason printed.
 
 Usage::
 
     python benchmarks/coldstart.py --quick              # 3 pairs per mode, all cases
-    python benchmarks/coldstart.py --cases pc_chisq bh --pairs 5
+    python benchmarks/coldstart.py --cases pc_chisq_child bh_1e6 --pairs 5
+    python benchmarks/coldstart.py --networks ~/bn --cases pc_chisq_alarm pc_chisq_insurance pc_chisq_child
 """
 
 from __future__ import annotations
@@ -40,6 +53,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _bn_networks as bn  # noqa: E402
 from _harness import environment, print_table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,63 +100,58 @@ import atexit
 atexit.register(_compile_report)
 """
 
+# PC scripts (chi-square on a bnlearn network, Fisher-z): both sides make the same two calls, the second on the
+# first 3/4 of the rows (a new n, same d: icmlx compiles nothing for it), and print both CPDAGs (causal-learn's
+# endpoint encoding, which pc's ``graph`` uses too) so that the runner can compare them. Both use their defaults:
+# PC-stable, sepset colliders with conflict priority 2 (causal-learn's uc_priority=-1 would mean 3, which orients
+# some conflicting colliders differently on alarm and insurance).
+_PC_ICMLX = _TIMER + """
+import numpy as np
+from icmlx.structure import pc
+x = np.load(DATA)
+_t1 = time.perf_counter()
+g = np.asarray(pc(x, ci_test=TEST, alpha=ALPHA).graph)
+_t2 = time.perf_counter()
+g2 = np.asarray(pc(x[: x.shape[0] * 3 // 4], ci_test=TEST, alpha=ALPHA).graph)
+_t3 = time.perf_counter()
+edges = lambda g: int(((g != 0) & (g.T != 0)).sum() // 2)
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": edges(g),
+                  "check_second": edges(g2), "graph": g.tolist(), "graph_second": g2.tolist(),
+                  "compiled": _compiled()}))
+"""
+_PC_PEER = _TIMER + """
+import numpy as np
+from causallearn.search.ConstraintBased.PC import pc
+x = np.load(DATA)
+_t1 = time.perf_counter()
+g = pc(x, ALPHA, TEST, show_progress=False).G.graph
+_t2 = time.perf_counter()
+g2 = pc(x[: x.shape[0] * 3 // 4], ALPHA, TEST, show_progress=False).G.graph
+_t3 = time.perf_counter()
+edges = lambda g: int(((g != 0) & (g.T != 0)).sum() // 2)
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": edges(g),
+                  "check_second": edges(g2), "graph": g.tolist(), "graph_second": g2.tolist()}))
+"""
+
+
+def _pc_case(what: str, test: str, alpha: str) -> dict[str, str]:
+    return {"what": what, **{side: body.replace("TEST", repr(test)).replace("ALPHA", alpha)
+                             for side, body in (("icmlx", _PC_ICMLX), ("peer", _PC_PEER))}}
+
+
+# bnlearn networks for the chi-square cases: child comes with the shared causal-learn data; alarm and insurance
+# are sampled here (benchmarks/_bn_networks.py) from their BIF files, which are not part of the repository.
+BN_CASES = {
+    "pc_chisq_child": ("child", "bnlearn child (n = 10,000, d = 20)"),
+    "pc_chisq_alarm": ("alarm", "bnlearn alarm (n = 10,000 sampled, seed 0, d = 37)"),
+    "pc_chisq_insurance": ("insurance", "bnlearn insurance (n = 10,000 sampled, seed 0, d = 27)"),
+}
+SAMPLED = ("alarm", "insurance")
+
 CASES: dict[str, dict[str, str]] = {
-    "pc_chisq_child": {
-        "what": "PC chi-square, bnlearn child (n = 10,000, d = 20), alpha 0.05",
-        "icmlx": _TIMER + """
-import numpy as np
-from icmlx.structure import pc
-x = np.load(DATA)
-_t1 = time.perf_counter()
-r = pc(x, ci_test="chisq", alpha=0.05)
-edges = int(np.asarray(r.skeleton).sum() // 2)
-_t2 = time.perf_counter()
-r2 = pc(x[: x.shape[0] * 3 // 4], ci_test="chisq", alpha=0.05)
-np.asarray(r2.skeleton)
-_t3 = time.perf_counter()
-print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": edges,
-                  "compiled": _compiled()}))
-""",
-        "peer": _TIMER + """
-import numpy as np
-from causallearn.search.ConstraintBased.PC import pc
-x = np.load(DATA)
-_t1 = time.perf_counter()
-cg = pc(x, 0.05, "chisq", True, 0, -1, show_progress=False)
-g = cg.G.graph
-edges = int(((g != 0) & (g.T != 0)).sum() // 2)
-_t2 = time.perf_counter()
-print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": edges}))
-""",
-    },
-    "pc_fisherz_er50": {
-        "what": "PC Fisher-z, ER graph d = 50, n = 2,000, alpha 0.05",
-        "icmlx": _TIMER + """
-import numpy as np
-from icmlx.structure import pc
-x = np.load(DATA)
-_t1 = time.perf_counter()
-r = pc(x, ci_test="fisherz", alpha=0.05)
-edges = int(np.asarray(r.skeleton).sum() // 2)
-_t2 = time.perf_counter()
-r2 = pc(x[:1500], ci_test="fisherz", alpha=0.05)
-np.asarray(r2.skeleton)
-_t3 = time.perf_counter()
-print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": edges,
-                  "compiled": _compiled()}))
-""",
-        "peer": _TIMER + """
-import numpy as np
-from causallearn.search.ConstraintBased.PC import pc
-x = np.load(DATA)
-_t1 = time.perf_counter()
-cg = pc(x, 0.05, "fisherz", True, 0, -1, show_progress=False)
-g = cg.G.graph
-edges = int(((g != 0) & (g.T != 0)).sum() // 2)
-_t2 = time.perf_counter()
-print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": edges}))
-""",
-    },
+    **{case: _pc_case(f"PC chi-square, {label}, alpha 0.05", "chisq", "0.05")
+       for case, (_, label) in BN_CASES.items()},
+    "pc_fisherz_er50": _pc_case("PC Fisher-z, ER graph d = 50, n = 2,000, alpha 0.05", "fisherz", "0.05"),
     "pc_tree_polytree50": {
         "what": "poly-forest learner (pc_tree) vs causal-learn PC, poly-tree d = 50, n = 2,000",
         "icmlx": _TIMER + """
@@ -168,7 +177,9 @@ cg = pc(x, 0.05 / 50**2, "fisherz", True, 0, -1, show_progress=False)
 g = cg.G.graph
 edges = int(((g != 0) & (g.T != 0)).sum() // 2)
 _t2 = time.perf_counter()
-print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": edges}))
+pc(x[:1500], 0.05 / 50**2, "fisherz", True, 0, -1, show_progress=False).G.graph
+_t3 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": edges}))
 """,
     },
     "bh_1e6": {
@@ -195,7 +206,9 @@ _t1 = time.perf_counter()
 reject = multipletests(p, 0.1, method="fdr_bh")[0]
 k = int(reject.sum())
 _t2 = time.perf_counter()
-print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": k}))
+int(multipletests(p[:700_000], 0.1, method="fdr_bh")[0].sum())
+_t3 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": k}))
 """,
     },
     "cg_sa_poisson": {
@@ -228,7 +241,12 @@ _t1 = time.perf_counter()
 x = pyamg.smoothed_aggregation_solver(A).solve(b, tol=1e-6, accel="cg")
 ok = bool(np.linalg.norm(b - A @ x) <= 2e-6 * np.linalg.norm(b))
 _t2 = time.perf_counter()
-print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": ok}))
+m = 112  # the same second problem as the icmlx script
+t = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(m, m))
+A2 = (sp.kron(sp.identity(m), t) + sp.kron(t, sp.identity(m))).tocsr()
+pyamg.smoothed_aggregation_solver(A2).solve(np.ones(m * m), tol=1e-6, accel="cg")
+_t3 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": ok}))
 """,
     },
     "infer_drift_vdp": {
@@ -262,7 +280,13 @@ inf.compute_diffusion_constant()
 inf.infer_force_linear(monomials_up_to(order=3, dim=2, rank="vector"), preset="KM")
 ok = bool(np.all(np.isfinite(np.asarray(inf.force_inferred(obs[:5])))))
 _t2 = time.perf_counter()
-print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": ok}))
+k = obs.shape[0] * 3 // 4
+inf2 = OverdampedLangevinInference(TrajectoryCollection.from_arrays(X=obs[:k], dt=2.0))
+inf2.compute_diffusion_constant()
+inf2.infer_force_linear(monomials_up_to(order=3, dim=2, rank="vector"), preset="KM")
+np.asarray(inf2.force_inferred(obs[:5]))
+_t3 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": ok}))
 """,
     },
     "dash_start": {
@@ -287,7 +311,9 @@ data = np.load(DATA)
 _t1 = time.perf_counter()
 l0, l1 = train(optax.adam(1e-3), data, 30)
 _t2 = time.perf_counter()
-print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "check": bool(l1 < l0)}))
+train(optax.adam(1e-3), data[: data.shape[0] * 3 // 4], 10)
+_t3 = time.perf_counter()
+print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 - _t2, "check": bool(l1 < l0)}))
 """,
     },
 }
@@ -337,14 +363,49 @@ CASES["solve_sa_poisson"] = {
 assert "solve(A2" in CASES["solve_sa_poisson"]["icmlx"]
 
 
-def _make_data(case: str, folder: Path) -> Path:
+def _bn_source(case: str, networks: Path | None) -> str | None:
+    """Why a bnlearn case cannot run here (its data or BIF file is missing), or None."""
+    name = BN_CASES[case][0]
+    if name not in SAMPLED:
+        src = SHARED / "bnlearn_discrete_10000" / "data" / f"{name}.txt"
+        return None if src.exists() else f"{src} not found (the shared causal-learn reference data)"
+    if networks is None:
+        return (f"no network folder: pass --networks DIR or set ICMLX_BN_NETWORKS to a folder holding {name}.bif "
+                "(bnlearn repository, https://www.bnlearn.com/bnrepository/)")
+    if not (networks / f"{name}.bif").exists():
+        return f"{networks / (name + '.bif')} not found (bnlearn repository, https://www.bnlearn.com/bnrepository/)"
+    return None
+
+
+def _true_dag(case: str, networks: Path | None) -> np.ndarray:
+    """The network's DAG, ``a[i, j] = 1`` for i -> j."""
+    name = BN_CASES[case][0]
+    if name in SAMPLED:
+        return bn.read_bif(networks / f"{name}.bif").adjacency()
+    lines = (SHARED / "bnlearn_discrete_10000" / "truth_dag_graph" / f"{name}.graph.txt").read_text().splitlines()
+    nodes = lines[lines.index("Graph Nodes:") + 1].split(";")
+    a = np.zeros((len(nodes), len(nodes)), np.int8)
+    for line in lines:
+        if "-->" in line:
+            i, j = line.split(". ", 1)[1].split(" --> ")
+            a[nodes.index(i.strip()), nodes.index(j.strip())] = 1
+    return a
+
+
+def _make_data(case: str, folder: Path, networks: Path | None = None) -> Path:
     """Write the case's input file (the same file both scripts read) and return its path."""
     rng = np.random.default_rng(0)
     path = folder / f"{case}.npy"
-    if case == "pc_chisq_child":
-        src = SHARED / "bnlearn_discrete_10000" / "data" / "child.txt"
-        if not src.exists():
-            raise FileNotFoundError(f"{src} not found (the shared reference data is needed for this case)")
+    if case in BN_CASES:
+        why = _bn_source(case, networks)
+        if why is not None:
+            raise FileNotFoundError(why)
+        name = BN_CASES[case][0]
+        if name in SAMPLED:  # sampled once, written in the shared data's text format, read back like child
+            src = folder / f"{name}.txt"
+            bn.write_txt(bn.network_data(networks / f"{name}.bif", 10_000, seed=0)[1], src)
+        else:
+            src = SHARED / "bnlearn_discrete_10000" / "data" / f"{name}.txt"
         np.save(path, np.loadtxt(src, skiprows=1).astype(np.int64))
     elif case in ("pc_fisherz_er50", "pc_tree_polytree50"):
         d, n = 50, 2000
@@ -422,9 +483,34 @@ def _run(script: Path, env: dict[str, str]) -> dict:
     return out
 
 
-def run_case(case: str, folder: Path, pairs: int) -> list[dict]:
+def _compare_graphs(gi: np.ndarray, gp: np.ndarray, dag: np.ndarray | None) -> dict:
+    """icmlx's CPDAG against causal-learn's (same endpoint encoding), and each skeleton against the true DAG."""
+    gi, gp = np.asarray(gi), np.asarray(gp)
+    si, sp_ = (gi != 0) & (gi.T != 0), (gp != 0) & (gp.T != 0)
+    upper = np.triu(np.ones_like(si), 1)
+    out = {
+        "skeleton_only_icmlx": [list(map(int, e)) for e in np.argwhere(si & ~sp_ & upper)],
+        "skeleton_only_peer": [list(map(int, e)) for e in np.argwhere(sp_ & ~si & upper)],
+        "marks_differ": int(((gi != gp) & si & sp_ & upper).sum()),  # shared edges oriented differently
+    }
+    if dag is not None:
+        true = (dag + dag.T) > 0
+        for side, sk in (("icmlx", si), ("peer", sp_)):
+            hits = int((sk & true & upper).sum())
+            out[f"{side}_skeleton_precision"] = round(hits / max(int((sk & upper).sum()), 1), 3)
+            out[f"{side}_skeleton_recall"] = round(hits / max(int((true & upper).sum()), 1), 3)
+            # structural Hamming distance to the DAG: missing + extra adjacencies + adjacencies whose CPDAG
+            # marks are not the true arc (an undirected edge counts as one error)
+            g = gi if side == "icmlx" else gp
+            directed_ok = (g.T == 1) & (g == -1) & (dag.astype(bool))  # g[j, i] = 1, g[i, j] = -1: i -> j
+            right = int(directed_ok.sum())
+            out[f"{side}_shd_to_dag"] = int((sk ^ true)[upper.astype(bool)].sum()) + hits - right
+    return out
+
+
+def run_case(case: str, folder: Path, pairs: int, networks: Path | None = None) -> list[dict]:
     spec = CASES[case]
-    data = _make_data(case, folder)
+    data = _make_data(case, folder, networks)
     scripts = {}
     for side in ("icmlx", "peer"):
         path = folder / f"{case}_{side}.py"
@@ -441,45 +527,59 @@ def run_case(case: str, folder: Path, pairs: int) -> list[dict]:
             cache = folder / f"{case}_cold_{i}" if mode == "cold" else warm_dir
             samples["icmlx"].append(_run(scripts["icmlx"], {**base_env, "ICMLX_CACHE_DIR": str(cache)}))
             samples["peer"].append(_run(scripts["peer"], base_env))
-        checks = {s: {r["check"] for r in samples[s]} for s in samples}
+        checks = {s: {json.dumps([r["check"], r.get("check_second")]) for r in samples[s]} for s in samples}
+        # both scripts make the same calls (the second on a new n): whole process against whole process
         ratios = [a["wall_s"] / b["wall_s"] for a, b in zip(samples["icmlx"], samples["peer"])]
-        # the icmlx script also makes a second call with a new n (to show that it compiles nothing), which the
-        # peer's script does not: this ratio takes that call's in-process time out of icmlx's whole process
-        one_call = [(a["wall_s"] - a["second_s"]) / b["wall_s"] for a, b in zip(samples["icmlx"], samples["peer"])
-                    if "second_s" in a]
+        # the first call alone: each side's second call (its in-process time) taken out of its whole process
+        one_call = [(a["wall_s"] - a["second_s"]) / (b["wall_s"] - b["second_s"])
+                    for a, b in zip(samples["icmlx"], samples["peer"]) if "second_s" in a and "second_s" in b]
 
         def med(side, key, samples=samples):
-            return statistics.median(r[key] for r in samples[side] if key in r)
+            vals = [r[key] for r in samples[side] if key in r]
+            return statistics.median(vals) if vals else None
+
+        def rnd(v):
+            return None if v is None else round(v, 2)
 
         row = {
             "case": case,
             "mode": mode,
-            "icmlx_s": round(med("icmlx", "wall_s"), 2),
-            "peer_s": round(med("peer", "wall_s"), 2),
+            "icmlx_s": rnd(med("icmlx", "wall_s")),
+            "peer_s": rnd(med("peer", "wall_s")),
             "icmlx/peer": round(statistics.median(ratios), 2),
-            "icmlx_one_call/peer": round(statistics.median(one_call), 2) if one_call else None,
-            "icmlx_import_s": round(med("icmlx", "import_s"), 2),
-            "icmlx_first_call_s": round(med("icmlx", "first_s"), 2),
-            "icmlx_second_call_new_n_s": round(med("icmlx", "second_s"), 2) if "second_s" in samples["icmlx"][0]
-            else None,
+            "icmlx_one_call/peer_one_call": round(statistics.median(one_call), 2) if one_call else None,
+            "icmlx_import_s": rnd(med("icmlx", "import_s")),
+            "icmlx_first_call_s": rnd(med("icmlx", "first_s")),
+            "icmlx_second_call_new_n_s": rnd(med("icmlx", "second_s")),
             "icmlx_programs_compiled": med("icmlx", "compiled"),
             "icmlx_programs_first_call": med("icmlx", "programs_first"),
             "icmlx_programs_second_call_new_n": med("icmlx", "programs_second"),
-            "icmlx_compile_s": round(med("icmlx", "compile_s"), 2),
-            "icmlx_compile_first_call_s": round(med("icmlx", "compile_first_s"), 2),
-            "icmlx_compile_second_call_new_n_s": round(med("icmlx", "compile_second_s"), 2),
-            "peer_import_s": round(med("peer", "import_s"), 2),
-            "peer_call_s": round(med("peer", "first_s"), 2),
+            "icmlx_compile_s": rnd(med("icmlx", "compile_s")),
+            "icmlx_compile_first_call_s": rnd(med("icmlx", "compile_first_s")),
+            "icmlx_compile_second_call_new_n_s": rnd(med("icmlx", "compile_second_s")),
+            "peer_import_s": rnd(med("peer", "import_s")),
+            "peer_call_s": rnd(med("peer", "first_s")),
+            "peer_second_call_new_n_s": rnd(med("peer", "second_s")),
             "check_icmlx": sorted(checks["icmlx"]),
             "check_peer": sorted(checks["peer"]),
             "pairs": pairs,
             "what": spec["what"],
         }
+        if "graph" in samples["icmlx"][0] and "graph" in samples["peer"][0]:
+            dag = _true_dag(case, networks) if case in BN_CASES else None
+            row["graphs"] = {
+                "first_call": _compare_graphs(samples["icmlx"][0]["graph"], samples["peer"][0]["graph"], dag),
+                "second_call": _compare_graphs(samples["icmlx"][0]["graph_second"],
+                                               samples["peer"][0]["graph_second"], dag),
+            }
         rows.append(row)
-        print_table([row], ["case", "mode", "icmlx_s", "peer_s", "icmlx/peer", "icmlx_one_call/peer",
-                            "icmlx_first_call_s", "icmlx_second_call_new_n_s", "icmlx_programs_compiled",
+        print_table([row], ["case", "mode", "icmlx_s", "peer_s", "icmlx/peer", "icmlx_one_call/peer_one_call",
+                            "icmlx_first_call_s", "icmlx_second_call_new_n_s", "peer_call_s",
+                            "peer_second_call_new_n_s", "icmlx_programs_compiled",
                             "icmlx_programs_first_call", "icmlx_programs_second_call_new_n", "icmlx_compile_s",
                             "check_icmlx", "check_peer"])
+        if "graphs" in row:
+            print(f"  graphs ({mode}):", json.dumps(row["graphs"]))
     return rows
 
 
@@ -488,19 +588,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="3 pairs per mode")
     ap.add_argument("--pairs", type=int, default=None)
     ap.add_argument("--cases", nargs="*", default=list(CASES))
+    ap.add_argument("--networks", type=Path, default=os.environ.get("ICMLX_BN_NETWORKS") or None,
+                    help="folder with the bnlearn BIF files (alarm.bif, insurance.bif); default $ICMLX_BN_NETWORKS")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "coldstart.json")
     args = ap.parse_args(argv)
+    networks = None if args.networks is None else Path(args.networks)
+    unknown = [c for c in args.cases if c not in CASES]
+    if unknown:
+        ap.error(f"unknown cases {unknown}; known: {list(CASES)}")
     pairs = args.pairs or (3 if args.quick else 5)
-    rows = []
+    rows, skipped = [], {}
     with tempfile.TemporaryDirectory(prefix="icmlx-coldstart-") as tmp:
         for case in args.cases:
-            rows += run_case(case, Path(tmp), pairs)
+            why = _bn_source(case, networks) if case in BN_CASES else None
+            if why is not None:
+                print(f"skipping {case}: {why}")
+                skipped[case] = why
+                continue
+            rows += run_case(case, Path(tmp), pairs, networks)
     print()
-    print_table(rows, ["case", "mode", "icmlx_s", "peer_s", "icmlx/peer", "icmlx_one_call/peer", "icmlx_import_s",
-                       "icmlx_first_call_s",
-                       "icmlx_second_call_new_n_s", "icmlx_programs_compiled", "peer_import_s", "peer_call_s"])
+    print_table(rows, ["case", "mode", "icmlx_s", "peer_s", "icmlx/peer", "icmlx_one_call/peer_one_call",
+                       "icmlx_import_s", "icmlx_first_call_s", "icmlx_second_call_new_n_s",
+                       "icmlx_programs_compiled", "peer_import_s", "peer_call_s", "peer_second_call_new_n_s"])
     out = args.out
-    out.write_text(json.dumps({"environment": environment(), "rows": rows}, indent=2) + "\n")
+    out.write_text(json.dumps({"environment": environment(), "rows": rows, "skipped": skipped}, indent=2) + "\n")
     print(f"wrote {out}")
     return 0
 
