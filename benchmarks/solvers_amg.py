@@ -4,8 +4,11 @@ Problems (PyAMG gallery and ``icmlx.solvers.fem``): 2-D Poisson (5-point), rotat
 (ε = 1e-3, θ = π/8, FE stencil), linear elasticity with its rigid-body modes, and a high-contrast P1 FEM Poisson
 system. All solvers run in one process, interleaved per problem, to the same relative tolerance (1e-8 with x64);
 every answer's true relative residual is recomputed in float64 SciPy. icmlx's set-up is timed apart from its
-first solve (which includes compilation): ``compile`` is the first solve minus the second, steady-state
-``solve`` the median of the repeats.
+first solve (which includes compilation): ``compile`` is the first set-up and first solve minus the steady ones.
+The icmlx and PyAMG set-ups (and then their solves) alternate ``--repeats`` times and report medians, so load
+from other processes falls on both sides of each ratio. ``--strength symmetric evolution`` runs icmlx and PyAMG
+SA with each measure (``EvolutionStrength`` / PyAMG's ``strength="evolution"``); each ratio is against PyAMG SA
+with the same measure.
 
 Usage: ``python benchmarks/solvers_amg.py --quick`` (about 16k-65k unknowns) or without ``--quick`` for 65k, 262k
 (``--sizes`` to choose, e.g. ``--sizes 1024`` for the 1M grids).
@@ -69,36 +72,60 @@ def timed(f, repeats=1):
     return out, float(np.median(ts)), ts
 
 
-def run_problem(name, A, B, repeats, peers):
+def _paired(A, B, b, repeats, strength, rs):
+    """icmlx SA+CG and PyAMG SA+CG (and RS+CG) with one strength measure, alternating set-up by set-up and solve
+    by solve so that load from elsewhere falls on both (medians of ``repeats``)."""
+    tag = "" if strength == "symmetric" else f", {strength}"
+    # a first set-up may compile (the node-by-node aggregation fallback for a graph past the wavefront's degree
+    # cap, one program per padded level shape): it is timed apart, the later ones are the steady set-up
+    _, t_setup_first, _ = timed(lambda: amg_setup(A, near_nullspace=B, strength=strength))
+    kinds = ["SA"] + (["RS"] if rs and B is None else [])
+    peers = {}
+
+    def build(kind):
+        if kind == "SA":
+            return pyamg.smoothed_aggregation_solver(A, B=B, strength=strength)
+        return pyamg.ruge_stuben_solver(sp.csr_matrix(A))
+
+    ts_icmlx, ts_peer = [], {k: [] for k in kinds}
+    for _ in range(repeats):
+        s, t, _ = timed(lambda: amg_setup(A, near_nullspace=B, strength=strength))
+        ts_icmlx.append(t)
+        for k in kinds:
+            peers[k], t, _ = timed(lambda k=k: build(k))
+            ts_peer[k].append(t)
+    sol, t_first, _ = timed(lambda: s.solve(b, rtol=RTOL, throw=False))
+    res = {k: [] for k in kinds}
+
+    def go(k):
+        res[k].clear()
+        return peers[k].solve(b, tol=RTOL, accel="cg", residuals=res[k], maxiter=1000)
+
+    tv_icmlx, tv_peer, xs = [], {k: [] for k in kinds}, {}
+    for _ in range(repeats):
+        sol, t, _ = timed(lambda: s.solve(b, rtol=RTOL, throw=False))
+        tv_icmlx.append(t)
+        for k in kinds:
+            xs[k], t, _ = timed(lambda k=k: go(k))
+            tv_peer[k].append(t)
+    t_setup, t_solve = float(np.median(ts_icmlx)), float(np.median(tv_icmlx))
+    compile_s = max(t_setup_first - t_setup, 0.0) + max(t_first - t_solve, 0.0)
+    rows = [dict(solver=f"icmlx solve (SA+CG{tag})", iters=int(sol.num_steps), setup=t_setup, solve=t_solve,
+                 total=t_setup + t_solve, compile=compile_s, relres=relres(A, b, sol.value),
+                 status=icmlx.result_name(sol.result), method=s.method, levels=list(s.hierarchy.sizes))]
+    for k in kinds:
+        ts, tsol = float(np.median(ts_peer[k])), float(np.median(tv_peer[k]))
+        rows.append(dict(solver=f"PyAMG {k}+CG{tag if k == 'SA' else ''}", iters=len(res[k]) - 1, setup=ts,
+                         solve=tsol, total=ts + tsol, compile=0.0, relres=relres(A, b, xs[k]), status="-"))
+    return rows
+
+
+def run_problem(name, A, B, repeats, peers, strengths=("symmetric",)):
     n = A.shape[0]
     b = np.random.default_rng(0).standard_normal(n)
     rows = []
-    # icmlx: set-up, first solve (compile + solve), steady solves
-    # a first set-up may compile (the node-by-node aggregation fallback for a graph past the wavefront's degree
-    # cap, one program per padded level shape): the second set-up is the steady one
-    _, t_setup_first, _ = timed(lambda: amg_setup(A, near_nullspace=B))
-    s, t_setup, _ = timed(lambda: amg_setup(A, near_nullspace=B))
-    sol, t_first, _ = timed(lambda: s.solve(b, rtol=RTOL, throw=False))
-    sol, t_solve, _ = timed(lambda: s.solve(b, rtol=RTOL, throw=False), repeats)
-    compile_s = max(t_setup_first - t_setup, 0.0) + max(t_first - t_solve, 0.0)
-    rows.append(dict(solver="icmlx solve (SA+CG)", iters=int(sol.num_steps), setup=t_setup, solve=t_solve,
-                     total=t_setup + t_solve, compile=compile_s, relres=relres(A, b, sol.value),
-                     status=icmlx.result_name(sol.result), method=s.method, levels=list(s.hierarchy.sizes)))
-    for kind in ("SA", "RS"):
-        if kind == "RS" and B is not None:
-            continue
-        build = (lambda: pyamg.smoothed_aggregation_solver(A, B=B)) if kind == "SA" else \
-            (lambda: pyamg.ruge_stuben_solver(sp.csr_matrix(A)))
-        ml, ts, _ = timed(build)
-        res = []
-
-        def go(ml=ml, res=res):
-            res.clear()
-            return ml.solve(b, tol=RTOL, accel="cg", residuals=res, maxiter=1000)
-
-        x, tsol, _ = timed(go, repeats)
-        rows.append(dict(solver=f"PyAMG {kind}+CG", iters=len(res) - 1, setup=ts, solve=tsol, total=ts + tsol,
-                         compile=0.0, relres=relres(A, b, x), status="-"))
+    for strength in strengths:
+        rows.extend(_paired(A, B, b, repeats, strength, rs=strength == "symmetric"))
     if peers:
         it = [0]
 
@@ -131,6 +158,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-peers", action="store_true", help="only icmlx and PyAMG")
     ap.add_argument("--problems", nargs="*", default=None)
+    ap.add_argument("--strength", nargs="*", default=["symmetric"], choices=["symmetric", "evolution"],
+                    help="strength measures to run (icmlx and PyAMG SA with each, paired)")
     ap.add_argument("--tag", default=None, help="results/solvers_amg_<tag>.json (default: quick or full)")
     args = ap.parse_args()
     sizes = args.sizes or ([128, 256] if args.quick else [256, 512])
@@ -139,7 +168,7 @@ def main():
         for name, A, B in problems(m):
             if args.problems and name not in args.problems:
                 continue
-            rows.extend(run_problem(name, A, B, args.repeats, not args.no_peers))
+            rows.extend(run_problem(name, A, B, args.repeats, not args.no_peers, tuple(args.strength)))
             print_rows([r for r in rows if r["problem"] == name and r["n"] == A.shape[0]])
     tag = args.tag or ("quick" if args.quick else "full")
     path = os.path.join(os.path.dirname(__file__), "results", f"solvers_amg_{tag}.json")
@@ -153,14 +182,19 @@ def main():
 
 
 def print_rows(rows):
-    pa = {r["problem"]: r["iters"] for r in rows if r["solver"] == "PyAMG SA+CG"}
-    pt = {r["problem"]: r["total"] for r in rows if r["solver"] == "PyAMG SA+CG"}
-    print(f"{'problem':12s} {'n':>8s} {'solver':22s} {'its':>5s} {'its/PyAMG':>9s} {'setup s':>8s} {'solve s':>8s} "
+    ref = {r["solver"].replace("PyAMG SA+CG", ""): r for r in rows if r["solver"].startswith("PyAMG SA+CG")}
+
+    def peer(r):  # the PyAMG SA row with the same strength measure (the plain one for the other solvers)
+        tail = r["solver"].split("SA+CG", 1)[1].rstrip(")") if "SA+CG" in r["solver"] else ""
+        return ref.get(tail, ref.get(""))
+
+    print(f"{'problem':12s} {'n':>8s} {'solver':32s} {'its':>5s} {'its/PyAMG':>9s} {'setup s':>8s} {'solve s':>8s} "
           f"{'total s':>8s} {'t/PyAMG':>8s} {'compile s':>9s} {'relres':>9s}")
     for r in rows:
-        ratio = r["iters"] / pa[r["problem"]] if pa.get(r["problem"]) else float("nan")
-        tr = r["total"] / pt[r["problem"]] if pt.get(r["problem"]) else float("nan")
-        print(f"{r['problem']:12s} {r['n']:8d} {r['solver']:22s} {r['iters']:5d} {ratio:9.2f} {r['setup']:8.3f} "
+        p = peer(r)
+        ratio = r["iters"] / p["iters"] if p and p["iters"] else float("nan")
+        tr = r["total"] / p["total"] if p and p["total"] else float("nan")
+        print(f"{r['problem']:12s} {r['n']:8d} {r['solver']:32s} {r['iters']:5d} {ratio:9.2f} {r['setup']:8.3f} "
               f"{r['solve']:8.3f} {r['total']:8.3f} {tr:8.2f} {r['compile']:9.2f} {r['relres']:9.1e}", flush=True)
 
 

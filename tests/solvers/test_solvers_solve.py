@@ -335,8 +335,8 @@ def test_packed_levels_are_scipys_products():
         kx = ell_mv(s.A, x)  # A on the real rows, the identity on the padding rows
         tol = 1e-12 if X64 else 1e-5
         assert np.allclose(kx[:n], A @ x[:n], atol=tol * 8) and np.allclose(kx[n:], x[n:], atol=tol)
-        levels, _ = sa_levels(A, B=np.ones((n, 1)), node_of=np.arange(n), theta=0.0, max_coarse=40, max_levels=10,
-                              improve_steps=4, symmetric=True)
+        levels, _ = sa_levels(A, B=np.ones((n, 1)), node_of=np.arange(n), strength=SymmetricStrength(),
+                              max_coarse=40, max_levels=10, improve_steps=4, symmetric=True)
         assert len(levels) == len(H.colors) == len(H.ops)
         for lvl, (M, P, _, d, R, _) in enumerate(levels):
             nl, nc = M.shape[0], P.shape[1]

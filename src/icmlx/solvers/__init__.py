@@ -26,8 +26,6 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from . import fem as fem
     from ._aggregation import aggregation_hierarchy as aggregation_hierarchy
     from ._aggregation import standard_aggregation as standard_aggregation
-    from ._amg import AbstractStrength as AbstractStrength
-    from ._amg import SymmetricStrength as SymmetricStrength
     from ._amg import rigid_body_modes as rigid_body_modes
     from ._amg_relax import AbstractRelaxation as AbstractRelaxation
     from ._amg_relax import ChebyshevRelaxation as ChebyshevRelaxation
@@ -62,6 +60,9 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._solve import solve as solve
     from ._sparse import SparseMatrix as SparseMatrix
     from ._sparse import bucket_size as bucket_size
+    from ._strength import AbstractStrength as AbstractStrength
+    from ._strength import EvolutionStrength as EvolutionStrength
+    from ._strength import SymmetricStrength as SymmetricStrength
     from ._train import TrainResult as TrainResult
     from ._train import grans_loss as grans_loss
     from ._train import train_grans as train_grans
@@ -73,8 +74,9 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
 _LAZY = {
     "aggregation_hierarchy": "_aggregation",
     "standard_aggregation": "_aggregation",
-    "AbstractStrength": "_amg",
-    "SymmetricStrength": "_amg",
+    "AbstractStrength": "_strength",
+    "EvolutionStrength": "_strength",
+    "SymmetricStrength": "_strength",
     "rigid_body_modes": "_amg",
     "AbstractRelaxation": "_amg_relax",
     "ChebyshevRelaxation": "_amg_relax",
@@ -139,6 +141,7 @@ __all__ = [
     "AMGSolver",
     "AbstractStrength",
     "SymmetricStrength",
+    "EvolutionStrength",
     "AbstractRelaxation",
     "JacobiRelaxation",
     "ChebyshevRelaxation",

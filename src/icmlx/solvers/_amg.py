@@ -3,7 +3,6 @@ the set-up that turns the host levels of ``_sa_setup`` into a padded, jittable :
 
 from typing import Any
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
@@ -22,42 +21,13 @@ from ._multilevel import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, _ell
 from ._sa_numeric import build_pattern, numeric_setup_jit
 from ._sa_setup import multicolor, sa_levels
 from ._sparse import bucket_size
+from ._strength import AbstractStrength, EvolutionStrength, SymmetricStrength
 
-__all__ = ["AbstractStrength", "SymmetricStrength", "rigid_body_modes"]
+__all__ = ["rigid_body_modes"]
+
+STRENGTHS = {"symmetric": SymmetricStrength, "evolution": EvolutionStrength}
 
 RELAXATIONS = {"chebyshev": ChebyshevRelaxation, "jacobi": JacobiRelaxation, "gauss_seidel": GaussSeidelRelaxation}
-
-
-class AbstractStrength(eqx.Module):
-    """Which off-diagonal couplings count as strong when aggregating (a strategy object, static fields only).
-
-    Pass one as ``strength=`` to :func:`~icmlx.solvers.amg_setup` or :func:`~icmlx.solvers.solve`.
-    """
-
-
-class SymmetricStrength(AbstractStrength):
-    r"""Symmetric strength of connection: nodes ``i ≠ j`` are strongly coupled when
-    :math:`\|A_{ij}\| \ge \theta \sqrt{\|A_{ii}\|\,\|A_{jj}\|}` (Frobenius norms of the node blocks; entries for
-    scalar problems), symmetrised.
-
-    Attributes:
-      theta: threshold in ``[0, 1)``; ``0`` (PyAMG's default for SA) keeps every nonzero coupling.
-
-    References:
-      Vaněk, Mandel & Brezina, Computing 56 (1996), eq. (3.1).
-
-    Examples:
-      >>> from icmlx.solvers import SymmetricStrength
-      >>> SymmetricStrength(theta=0.25)
-      SymmetricStrength(theta=0.25)
-    """
-
-    theta: float = eqx.field(static=True, default=0.0)
-
-    def __check_init__(self):
-        t = self.theta
-        if isinstance(t, bool) or not isinstance(t, (int, float, np.floating)) or not 0.0 <= t < 1.0:
-            raise ValueError(f"SymmetricStrength: theta must be a number in [0, 1), got theta={t!r}")
 
 
 def rigid_body_modes(coords: Any) -> np.ndarray:
@@ -145,8 +115,8 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
     n = A.shape[0]
     if n == 0:
         raise ValueError("amg_setup: A is empty (0 × 0); there is nothing to solve")
-    strength = as_strategy(SymmetricStrength() if strength is None else strength, AbstractStrength,
-                           {"symmetric": SymmetricStrength}, "strength")
+    strength = as_strategy(SymmetricStrength() if strength is None else strength, AbstractStrength, STRENGTHS,
+                           "strength")
     default_relaxation = relaxation is None
     # the symmetric default: Chebyshev of degree 3 on D^-1 A. It needs no colouring (the largest host cost of a
     # Gauss-Seidel set-up), and on the benchmark problems (Poisson, rotated anisotropy, elasticity, high-contrast
@@ -182,13 +152,13 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
             raise ValueError("amg_setup(reuse_pattern=True) needs A with a positive diagonal (its hierarchy is "
                              "built on A itself); this A is not: use reuse_pattern=False")
         pattern, values, coarse = build_pattern(
-            A, B=B, node_of=np.arange(n) // bs, theta=float(strength.theta), max_coarse=max_coarse,
+            A, B=B, node_of=np.arange(n) // bs, strength=strength, max_coarse=max_coarse,
             max_levels=max_levels, improve_steps=improve_candidates, symmetric=symmetric, relaxation=relaxation,
             cycle=cycle, dtype=dtype)
         _check_coarse(coarse)
         H, K = numeric_setup_jit(pattern, to_device(values, dtype))
         return H, symmetric, on, pattern, K
-    levels, coarse = sa_levels(A, B=B, node_of=np.arange(n) // bs, theta=float(strength.theta),
+    levels, coarse = sa_levels(A, B=B, node_of=np.arange(n) // bs, strength=strength,
                                max_coarse=max_coarse, max_levels=max_levels, improve_steps=improve_candidates,
                                symmetric=symmetric and on == "A")
     _check_coarse(coarse)

@@ -74,11 +74,11 @@ def _ell_index(rows, cols, slot, width, num_rows, identity_from: int | None = No
     return idx
 
 
-def build_pattern(A: Any, *, B: np.ndarray, node_of: np.ndarray, theta: float, max_coarse: int, max_levels: int,
+def build_pattern(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, max_coarse: int, max_levels: int,
                   improve_steps: int, symmetric: bool, relaxation: Any, cycle: str, dtype: Any):
     """Host levels of ``A`` and the :class:`SAPattern` of them; returns ``(pattern, values of A, coarsest)``."""
     A = structural(A)
-    host, coarse = host_levels(A, B=B, node_of=node_of, theta=theta, max_coarse=max_coarse, max_levels=max_levels,
+    host, coarse = host_levels(A, B=B, node_of=node_of, strength=strength, max_coarse=max_coarse, max_levels=max_levels,
                                improve_steps=improve_steps, symmetric=symmetric)
     gs = isinstance(relaxation, GaussSeidelRelaxation)
     arows, acols = coo_of(A)

@@ -101,12 +101,12 @@ def color_layout(rows: np.ndarray, cols: np.ndarray, n: int):
                 row_color=color, row_where=where)
 
 
-def host_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, theta: float, max_coarse: int, max_levels: int,
+def host_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, max_coarse: int, max_levels: int,
                 improve_steps: int, symmetric: bool):
     """The host SA levels of the first matrix (:func:`~._sa_setup.sa_levels`) with what the pattern needs:
     ``[dict(A, agg_of_dof, num_aggs, coarse_node, Bc)]`` and the coarsest operator."""
     record: list = []
-    levels, coarse = sa_levels(A, B=B, node_of=node_of, theta=theta, max_coarse=max_coarse, max_levels=max_levels,
+    levels, coarse = sa_levels(A, B=B, node_of=node_of, strength=strength, max_coarse=max_coarse, max_levels=max_levels,
                                improve_steps=improve_steps, symmetric=symmetric, record=record)
     return [dict(A=lev[0], **rec) for lev, rec in zip(levels, record)], coarse
 

@@ -186,11 +186,13 @@ def improve_candidates(A: Any, B: np.ndarray, d: np.ndarray, rho: float, num_ste
     return B
 
 
-def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, theta: float, max_coarse: int, max_levels: int,
+def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, max_coarse: int, max_levels: int,
               improve_steps: int, symmetric: bool, record: list | None = None):
     """The SA levels on the host: ``[(A_ℓ, P_ℓ, ρ_ℓ upper bound, d_ℓ, P_ℓᵀ, graph table)]`` and the coarsest
     ``A_L``; the graph table is the :func:`._wavefront.closed_table` of the graph of ``A_ℓ`` when the strength graph
-    is that graph (else ``None``), for :func:`multicolor`.
+    is that graph (else ``None``), for :func:`multicolor`. ``strength``: an ``AbstractStrength`` (its
+    ``strong_graph`` reads the level's candidates before the finest level's improvement, as PyAMG's evolution
+    measure does).
 
     With a list as ``record``, each level appends the symbolic facts a numeric re-set-up reuses:
     ``dict(agg_of_dof, num_aggs, coarse_node, Bc)`` (the aggregate of each dof, ``-1`` outside every aggregate;
@@ -204,10 +206,9 @@ def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, theta: float, max_c
         if np.any(d == 0):
             break  # (only reachable for the caller's envelope fallback; the fine level is checked up front)
         rho, upper = rho_dinv_a(cur, d)
+        S = strength.strong_graph(cur, B=B, node_of=node_of, num_nodes=num_nodes, rho=rho)
         if not levels and improve_steps:
             B = improve_candidates(cur, B, d, rho, improve_steps)
-        N = node_matrix(cur, node_of, num_nodes)
-        S = symmetric_strength(N, theta)
         # (a node past the wavefront's degree cap: the aggregation and the colouring take their fallbacks)
         fits = S.shape[0] and int(np.diff(S.indptr).max()) <= MAX_DEGREE
         table = closed_table(S.indptr, S.indices) if fits else None
@@ -227,7 +228,7 @@ def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, theta: float, max_c
             nxt = ((nxt + nxt.T) * 0.5).tocsr()
         nxt.sum_duplicates()
         # a scalar problem at theta = 0: the strength graph is the graph of A, which the colouring reads too
-        same = theta == 0 and num_nodes == cur.shape[0] and np.array_equal(node_of, np.arange(num_nodes))
+        same = strength.is_graph_of_a and num_nodes == cur.shape[0] and np.array_equal(node_of, np.arange(num_nodes))
         levels.append((cur, P, upper, d, R, table if same else None))
         cur, B, node_of, num_nodes = nxt, Bc, coarse_node, num_aggs
     return levels, cur
