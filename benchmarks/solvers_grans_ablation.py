@@ -59,9 +59,12 @@ DEFAULT_CLASSES = CLASSES[:4]  # the issue's cells; reaction and advection compl
 HARD = ("high_contrast", "anisotropic", "helmholtz")
 
 
-def problem(cls, refine, i):
-    """``(A scipy csr float64, b float64)`` of class ``cls`` on the grid of ``unit_square_mesh(refine)``."""
-    key = jax.random.key(HELD_OUT + 100 * refine + 10 * CLASSES.index(cls) + i)
+def class_problem(cls, refine, seed, theta=None):
+    """``(A scipy csr float64, b float64)`` of class ``cls`` on the grid of ``unit_square_mesh(refine)``, drawn
+    from ``seed`` (shared with ``scripts/train_grans.py``, which trains on seeds < HELD_OUT).
+
+    ``anisotropic``: rotation ``theta`` (default: uniform in [0, π) from the seed), ε = 1e-3."""
+    key = jax.random.key(seed)
     mesh = unit_square_mesh(refine)
     if cls in EQUATIONS:
         pb = make_problem(key, mesh, cls)
@@ -72,13 +75,24 @@ def problem(cls, refine, i):
         g = random_field(k1, xq)
         A, b = assemble_p1(mesh, kappa=jnp.where(g > 0.5, 1e4, 1.0), source=1.0 + random_field(k2, xq))
         return A.to_scipy().tocsr(), np.asarray(b, np.float64)
+    if cls != "anisotropic":
+        raise ValueError(f"unknown class {cls!r}; one of {CLASSES}")
     from pyamg.gallery import diffusion_stencil_2d, stencil_grid
 
+    rng = np.random.default_rng(seed)
+    theta = float(rng.uniform(0.0, math.pi)) if theta is None else theta
     side = math.isqrt(mesh.n)
-    st = diffusion_stencil_2d(epsilon=1e-3, theta=math.pi / 8 + 0.1 * i, type="FE")
+    st = diffusion_stencil_2d(epsilon=1e-3, theta=theta, type="FE")
     A = stencil_grid(st, (side, side), format="csr").astype(np.float64)
-    b = np.random.default_rng(HELD_OUT + i).standard_normal(A.shape[0])
-    return A, b
+    return A, rng.standard_normal(A.shape[0])
+
+
+def problem(cls, refine, i):
+    """The held-out matrix ``i`` of class ``cls`` (seeds >= HELD_OUT, never used for training)."""
+    if cls == "anisotropic":  # the rotations and right-hand sides of the earlier runs
+        A, _ = class_problem(cls, refine, HELD_OUT + i, theta=math.pi / 8 + 0.1 * i)
+        return A, np.random.default_rng(HELD_OUT + i).standard_normal(A.shape[0])
+    return class_problem(cls, refine, HELD_OUT + 100 * refine + 10 * CLASSES.index(cls) + i)
 
 
 def relres(A, b, x):

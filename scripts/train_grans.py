@@ -1,74 +1,173 @@
-"""Train the G-RANS weights shipped in ``src/icmlx/solvers/grans_pretrained.eqx``.
+"""Train G-RANS weights: the shipped ``grans_pretrained.eqx`` (paper configuration) or the multilevel network.
 
-Reproduce with (x64 on, single-threaded XLA as recorded in the file header)::
+Reproduce the shipped weights with (x64 on, single-threaded XLA as recorded in the file header)::
 
     XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
     JAX_ENABLE_X64=1 python scripts/train_grans.py --seed 0
 
-The shipped weights were trained with the Chebyshev smoother (the paper's configuration,
-``GRANS.pretrained(smoother="chebyshev")``); ``--smoother multilevel`` trains for the V-cycle smoother instead
-(the loss and roll-outs use the residual-norm 3-term step either way).
+They were trained with the Chebyshev smoother (the paper's configuration,
+``GRANS.pretrained(smoother="chebyshev")``) and the residual-norm 3-term step, on all four equations of
+``icmlx.solvers.fem.make_problem`` on ``unit_square_mesh(refine)`` with training seeds ``seed * 1000 + 10 j + i``.
 
-Training problems: all four equations of ``icmlx.solvers.fem.make_problem`` on ``unit_square_mesh(refine)``
-with training seeds ``seed * 1000 + i`` (held-out evaluation seeds in examples/benchmarks start at 10_000).
+``--multilevel`` trains for the solver as it runs now (issue #19): the V-cycle smoother
+(``MultilevelSmoother()``), the outer step ``ThreeTermStep(norm="auto")`` (energy norm on the SPD-like matrices,
+residual norm on Helmholtz) and the energy-norm loss on SPD-like matrices (``grans_loss(loss="auto")``), on the
+classes where multigrid struggles (``--classes``: high contrast, rotated anisotropy, Helmholtz; the generators of
+``benchmarks/solvers_grans_ablation.py``), and writes ``src/icmlx/solvers/grans_multilevel.eqx``::
+
+    XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
+    JAX_ENABLE_X64=1 nice -n 10 python scripts/train_grans.py --multilevel --seed 1
+
+Training seeds are ``seed * 1000 + 10 j + i`` (< 30,000); the held-out matrices of the ablation benchmark use seeds
+>= 30,000, and the held-out loss printed here uses seeds 40,000 + ..., so neither is ever trained on. The loss
+curve and the held-out loss of the initial net (a zero head: ``head_scale=0``) and the trained one go to
+``--log`` (JSON).
 """
 
 import argparse
 import hashlib
+import json
 import sys
 import time
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-from icmlx.solvers import GRANS, ChebyshevSmoother, GRANSNet, MultilevelSmoother, save_weights, train_grans
+from icmlx.solvers import (
+    GRANS,
+    ChebyshevSmoother,
+    GRANSNet,
+    MultilevelSmoother,
+    ThreeTermStep,
+    grans_loss,
+    save_weights,
+    train_grans,
+)
 from icmlx.solvers.fem import EQUATIONS, make_problem, unit_square_mesh
 
-OUT = Path(__file__).resolve().parents[1] / "src" / "icmlx" / "solvers" / "grans_pretrained.eqx"
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "src" / "icmlx" / "solvers" / "grans_pretrained.eqx"
+OUT_MULTILEVEL = ROOT / "src" / "icmlx" / "solvers" / "grans_multilevel.eqx"
+HARD = ("high_contrast", "anisotropic", "helmholtz")
+HELD_OUT_EVAL = 40_000
+
+
+def _class_problem():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from solvers_grans_ablation import class_problem  # the one place the matrix classes are generated
+
+    return class_problem
+
+
+def held_out_loss(nets, solver, class_problem, classes, refine, seeds, outer, count=8):
+    """Mean one-iteration ``grans_loss`` of each net on fresh states of held-out matrices, per class.
+
+    States: the problem's b, white noise and smooth residuals (``_initial_states``), and the states after 4
+    iterations of the *zero-head* solver from them (the same states for every net)."""
+    from icmlx.solvers._grans_net import _ZeroHead
+    from icmlx.solvers._train import _initial_states, _rollout, _step_mode
+
+    out = {name: {} for name in nets}
+    for j, cls in enumerate(classes):
+        vals = {name: [] for name in nets}
+        for i in range(seeds):
+            A, b = class_problem(cls, refine, HELD_OUT_EVAL + 10 * j + i)
+            op = solver.setup(A)
+            r0 = _initial_states(jax.random.key(HELD_OUT_EVAL + i), op, jnp.asarray(b), count)
+            step, _ = _step_mode(op, outer, "auto", "held_out_loss")
+            later = _rollout(_ZeroHead(channels=2), op, r0, jnp.asarray(4, jnp.int32), 3, step)
+            z = jnp.zeros_like(r0)
+            for name, net in nets.items():
+                vals[name].append(float(grans_loss(net, op, r0, z, z, outer=outer)))
+                vals[name].append(float(grans_loss(net, op, *later, outer=outer)))
+        for name in nets:
+            out[name][cls] = float(np.mean(vals[name]))
+    return out
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--refine", type=int, default=4)
-    ap.add_argument("--per-equation", type=int, default=2)
-    ap.add_argument("--equations", nargs="*", default=list(EQUATIONS))
+    ap.add_argument("--multilevel", action="store_true",
+                    help="train for the V-cycle smoother and the solver's outer step on the hard classes")
+    ap.add_argument("--refine", type=int, default=None, help="mesh refinement (default 4; 5 with --multilevel)")
+    ap.add_argument("--per-equation", type=int, default=None, help="training matrices per equation / class")
+    ap.add_argument("--equations", nargs="*", default=None,
+                    help="make_problem equations (default: all four) or, with --multilevel, classes")
     ap.add_argument("--steps-per-stage", type=int, default=40)
     ap.add_argument("--stages", type=int, nargs="*", default=[0, 1, 2, 4, 8])
     ap.add_argument("--hidden", type=int, default=16)
-    ap.add_argument("--smoother", choices=["chebyshev", "multilevel"], default="chebyshev")
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--learning-rate", type=float, default=1e-3)
+    ap.add_argument("--smoother", choices=["chebyshev", "multilevel"], default=None)
+    ap.add_argument("--eval-seeds", type=int, default=2, help="held-out matrices per class for the loss check")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--log", type=Path, default=None, help="JSON with the loss curve and held-out losses")
     args = ap.parse_args(argv)
     if not jax.config.jax_enable_x64:
         raise SystemExit("run with JAX_ENABLE_X64=1 (float64 x, r and projection)")
+    ml = args.multilevel
+    refine = args.refine or (5 if ml else 4)
+    per = args.per_equation or (3 if ml else 2)
+    names = args.equations or (list(HARD) if ml else list(EQUATIONS))
+    smoother_name = args.smoother or ("multilevel" if ml else "chebyshev")
+    out = args.out or (OUT_MULTILEVEL if ml else OUT)
+    outer = ThreeTermStep(norm="auto" if ml else "residual")
+    class_problem = _class_problem() if ml else None
     key = jax.random.key(args.seed)
-    mesh = unit_square_mesh(args.refine)
-    smoother = {"chebyshev": ChebyshevSmoother(), "multilevel": MultilevelSmoother()}[args.smoother]
+    mesh = unit_square_mesh(refine)
+    smoother = {"chebyshev": ChebyshevSmoother(), "multilevel": MultilevelSmoother()}[smoother_name]
     solver = GRANS(GRANSNet.init(key, hidden=args.hidden), smoother=smoother)
     ops, rhs, seeds = [], [], []
-    for j, eq in enumerate(args.equations):
-        for i in range(args.per_equation):
+    for j, eq in enumerate(names):
+        for i in range(per):
             s = args.seed * 1000 + 10 * j + i
-            pb = make_problem(jax.random.key(s), mesh, eq)
-            ops.append(solver.setup(pb.A))
-            rhs.append(pb.b)
+            if ml:
+                A, b = class_problem(eq, refine, s)
+            else:
+                pb = make_problem(jax.random.key(s), mesh, eq)
+                A, b = pb.A, pb.b
+            ops.append(solver.setup(A))
+            rhs.append(jnp.asarray(b))
             seeds.append(s)
+    assert max(seeds) < 30_000  # disjoint from the held-out seeds (>= 30,000)
     t0 = time.perf_counter()
-    res = train_grans(jax.random.fold_in(key, 1), ops, rhs, net=solver.net,
-                      stages=tuple(args.stages), steps_per_stage=args.steps_per_stage, smoother=smoother)
+    res = train_grans(jax.random.fold_in(key, 1), ops, rhs, net=solver.net, stages=tuple(args.stages),
+                      steps_per_stage=args.steps_per_stage, batch=args.batch,
+                      learning_rate=args.learning_rate, smoother=smoother, outer=outer)
     dt = time.perf_counter() - t0
     meta = {
-        "seed": args.seed, "command": "python scripts/train_grans.py " + " ".join(sys.argv[1:]),
-        "refine": args.refine, "n_train": int(ops[0].n), "equations": args.equations,
+        "seed": args.seed, "command": "python scripts/train_grans.py " + " ".join(sys.argv[1:] if argv is None
+                                                                                  else argv),
+        "refine": refine, "n_train": int(ops[0].n), ("classes" if ml else "equations"): names,
         "train_seeds": seeds,
         "train_seed_hash": hashlib.sha256(str(seeds).encode()).hexdigest()[:16],
-        "stages": list(args.stages), "steps_per_stage": args.steps_per_stage, "smoother": args.smoother,
+        "stages": list(args.stages), "steps_per_stage": args.steps_per_stage, "smoother": smoother_name,
+        "outer": repr(outer), "loss": "auto (energy on SPD-like, residual otherwise)" if ml else "residual",
+        "batch": args.batch, "learning_rate": args.learning_rate,
         "eval_before": res.eval_before, "eval_after": res.eval_after, "train_seconds": round(dt, 1),
         "jax": jax.__version__,
     }
-    save_weights(args.out, res.net, meta)
-    print(f"wrote {args.out} ({args.out.stat().st_size} bytes); held-out-state loss "
-          f"{res.eval_before:+.3f} -> {res.eval_after:+.3f} in {dt:.0f} s")
+    save_weights(out, res.net, meta)
+    print(f"wrote {out} ({out.stat().st_size} bytes); training-state loss "
+          f"{res.eval_before:+.3f} -> {res.eval_after:+.3f} in {dt:.0f} s", flush=True)
+    if args.log is not None:
+        log = {**meta, "losses": [float(v) for v in np.asarray(res.losses)],
+               "stage_of_step": [int(v) for v in res.stage_of_step]}
+        if ml and args.eval_seeds:
+            t1 = time.perf_counter()
+            held = held_out_loss({"initial (zero head)": res.initial_net, "trained": res.net}, solver,
+                                 class_problem, names, refine, args.eval_seeds, outer)
+            log["held_out_loss"] = held
+            log["held_out_seeds"] = f"{HELD_OUT_EVAL} + 10 j + i, i < {args.eval_seeds}"
+            print(f"held-out one-iteration loss (lower is better; {time.perf_counter() - t1:.0f} s):")
+            for name, per_cls in held.items():
+                print(f"  {name:22s}", "  ".join(f"{c} {v:+.4f}" for c, v in per_cls.items()))
+        args.log.parent.mkdir(parents=True, exist_ok=True)
+        args.log.write_text(json.dumps(log, indent=1) + "\n")
+        print(f"wrote {args.log}")
 
 
 if __name__ == "__main__":

@@ -134,11 +134,16 @@ def _precondition(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin:
 
 
 def _iterate(net: GRANSNet, op: GRANSOperator, b, x, r, p, Ap, *, degree: int, galerkin: bool,
-             outer: bool):
-    """One G-RANS iteration; returns the proposed (x, r_recursive, dx, A dx)."""
+             outer: str):
+    """One G-RANS iteration (fresh basis for ``r``); returns the proposed ``(dx, A dx)``.
+
+    ``outer``: ``"residual"`` or ``"energy"`` (the 3-term step over ``[u, p, e_1]`` in that norm; the energy
+    norm needs an SPD-like ``A``, checked by the callers) or ``"none"`` (``dx = u``)."""
+    if outer not in ("none", "residual", "energy"):
+        raise ValueError(f"_iterate: outer must be 'none', 'residual' or 'energy', got {outer=!r}")
     u, Au, e1, Ae1 = _precondition(net, op, r, degree=degree, galerkin=galerkin)
-    if outer:
-        return _outer3(u, Au, e1, Ae1, p, Ap, r)
-    return u, Au
+    if outer == "none":
+        return u, Au
+    return _outer3(u, Au, e1, Ae1, p, Ap, r, energy=outer == "energy")
 
 

@@ -21,7 +21,7 @@ from ._convert import as_vector
 from ._grans_net import GRANSNet
 from ._grans_operator import GRANSOperator
 from ._outer import AbstractOuterStep, NoOuterStep, ThreeTermStep
-from ._precondition import _iterate
+from ._precondition import _iterate, _smooth
 from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother
 from ._weights import save_weights
 
@@ -34,10 +34,11 @@ class TrainResult(eqx.Module):
     Attributes:
       net: the trained ``GRANSNet``.
       initial_net: the network before training (for ablations).
-      losses: ``float[steps]`` training loss per step (mean log residual reduction per iteration).
+      losses: ``float[steps]`` training loss per step (mean log reduction per iteration, ``grans_loss``).
       stage_of_step: ``int[steps]`` bootstrap stage of each step.
-      eval_before, eval_after: mean held-out one-iteration log reduction of the initial / trained net
-        over all stages' states (lower is better).
+      eval_before, eval_after: mean one-iteration log reduction (``grans_loss``) of the initial / trained net
+        over all stages' states of the training operators (lower is better; these are training matrices:
+        evaluate held-out matrices with ``grans_loss`` for a generalisation figure).
     """
 
     net: GRANSNet
@@ -61,8 +62,12 @@ def _smoother_of(op: GRANSOperator | None, smoother: Any) -> Any:
     return MultilevelSmoother() if op is not None and op.hierarchy is not None else ChebyshevSmoother()
 
 
+_LOSSES = ("auto", "residual", "energy")
+
+
 def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, deprecated: dict, where: str):
-    """``(degree, use_outer)`` for :func:`_iterate` from the strategy objects (and the deprecated flags)."""
+    """``(degree, outer)`` for :func:`_iterate` from the strategy objects (and the deprecated flags); ``outer`` is
+    a ``NoOuterStep`` or a ``ThreeTermStep`` (resolved per operator by :func:`_step_mode`)."""
     unknown = sorted(set(deprecated) - {"degree"})
     if unknown:
         raise TypeError(f"{where} got unexpected keyword argument(s) {unknown}")
@@ -81,27 +86,59 @@ def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, depreca
     if isinstance(outer, bool):
         warn_renamed("outer=<bool>", "outer=ThreeTermStep(norm='residual') / NoOuterStep()", where, stacklevel=4)
         outer = _TRAIN_OUTER if outer else NoOuterStep()
-    if isinstance(outer, NoOuterStep):
-        use_outer = False
-    elif isinstance(outer, ThreeTermStep) and outer.norm == "residual":
-        use_outer = True
-    else:
-        raise ValueError(f"{where}: the loss trains through ThreeTermStep(norm='residual') or NoOuterStep(), "
-                         f"got outer={outer!r}")
+    if not isinstance(outer, (NoOuterStep, ThreeTermStep)):
+        raise ValueError(f"{where}: the loss trains through ThreeTermStep(norm='residual'|'energy'|'auto') or "
+                         f"NoOuterStep(), got outer={outer!r}")
     degree = smoother.degree if isinstance(smoother, ChebyshevSmoother) else 3  # (a V-cycle ignores it)
-    return degree, use_outer
+    return degree, outer
+
+
+def _step_mode(op: GRANSOperator, outer: AbstractOuterStep, loss: str, where: str) -> tuple[str, str]:
+    """``(step, norm)`` on ``op``: the outer step ``"none" | "residual" | "energy"`` (``norm="auto"``: energy
+    exactly when ``op`` is SPD-like, as in the solver) and the norm the loss measures (``loss="auto"``: energy
+    with the energy-norm step, else residual)."""
+    if loss not in _LOSSES:
+        raise ValueError(f"{where}: loss must be 'auto', 'residual' or 'energy', got loss={loss!r}")
+    if isinstance(outer, NoOuterStep):
+        step = "none"
+    elif outer.norm == "auto":
+        step = "energy" if op.spd_like else "residual"
+    else:
+        step = outer.norm
+    if (step == "energy" or loss == "energy") and not op.spd_like:
+        raise ValueError(f"{where}: the energy norm (outer={outer!r}, loss={loss!r}) needs a symmetric "
+                         "positive-definite-like matrix (symmetric, positive diagonal, non-negative row sums); "
+                         "this one is not: use ThreeTermStep(norm='auto'|'residual') and loss='auto'|'residual'")
+    norm = loss if loss != "auto" else ("energy" if step == "energy" else "residual")
+    return step, norm
 
 
 def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
                p: Float[Array, "batch npad"], Ap: Float[Array, "batch npad"], *,
                smoother: AbstractSmoother | None = None,
-               outer: AbstractOuterStep | bool = _TRAIN_OUTER, **deprecated: Any) -> Float[Array, ""]:
-    r"""Self-supervised loss: mean log residual reduction of one G-RANS iteration (no solutions used).
+               outer: AbstractOuterStep | bool = _TRAIN_OUTER, loss: str = "auto",
+               **deprecated: Any) -> Float[Array, ""]:
+    r"""Self-supervised loss: mean log reduction of one G-RANS iteration (no solutions used).
+
+    Residual norm (``loss="residual"``, and ``"auto"`` with a residual-norm or no outer step):
 
     .. math:: L(\theta) = \frac1B\sum_b \log\frac{\|r^+_b\|_{D^{-1}}}{\|r_b\|_{D^{-1}}}
 
+    Energy norm (``loss="energy"``, and ``"auto"`` with the energy-norm step ``ThreeTermStep(norm="energy")``,
+    or ``norm="auto"`` on an SPD-like matrix — what the solver runs there):
+
+    .. math:: L(\theta) = \frac1B\sum_b \tfrac12\log\frac{r^{+\top}_b S\, r^+_b}{r_b^\top S\, r_b}
+
+    with ``S`` the smoother (the V-cycle ``B ≈ A⁻¹``; no learned part). The energy-norm step minimises
+    :math:`\|x^* - x\|_A` and the solver's safeguard keeps it monotone, so that is the quantity whose
+    per-iteration reduction sets the iteration count; :math:`r^\top S r` is its computable proxy, since
+    :math:`\lambda_{\min}(SA)\,\|e\|_A^2 \le r^\top S r \le \lambda_{\max}(SA)\,\|e\|_A^2` for
+    :math:`e = A^{-1} r` (a V-cycle has ``eig(SA)`` within a small interval, about ``[0.37, 1]`` on P1 Poisson),
+    where the ``D⁻¹``-norm of the residual weights the smooth error the V-cycle leaves (the part a coarse basis
+    should remove) by its small eigenvalues and hardly sees it.
+
     The state ``(r, p, Ap)`` is data (gradients stop there); the gradient flows through the basis,
-    the exact projection and the outer minimal-residual step.
+    the exact projection and the outer step.
 
     Args:
       net: the basis generator.
@@ -112,7 +149,11 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
       smoother: the solver's smoother; ``None`` (default): the one ``op`` was set up for
         (``MultilevelSmoother()`` when it carries a V-cycle hierarchy, else ``ChebyshevSmoother(degree=3)``, the
         shipped weights').
-      outer: ``ThreeTermStep(norm="residual")`` (default) or ``NoOuterStep()`` (the ablation).
+      outer: ``ThreeTermStep(norm="residual")`` (default; the shipped weights'), ``ThreeTermStep(norm="auto")``
+        (the solver's step with the V-cycle: energy norm on SPD-like matrices, residual norm otherwise),
+        ``ThreeTermStep(norm="energy")`` (SPD-like only) or ``NoOuterStep()`` (the ablation).
+      loss: ``"auto"`` (default: the energy norm with the energy-norm step, else the residual norm),
+        ``"residual"`` or ``"energy"`` (SPD-like only), as above.
       **deprecated: ``degree=`` (use ``smoother=ChebyshevSmoother(degree=...)``) and a boolean ``outer=``
         still work for one release, with a ``DeprecationWarning``.
 
@@ -120,24 +161,34 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
       The scalar loss.
 
     Raises:
-      ValueError: an outer step the loss does not train through, a smoother that does not match ``op``, states
-        of the wrong shape, with NaN/Inf entries, or a zero residual.
+      ValueError: an outer step the loss does not train through (``FlexibleGCR``), the energy norm on a matrix
+        that is not SPD-like, an unknown ``loss``, a smoother that does not match ``op``, states of the wrong
+        shape, with NaN/Inf entries, or a zero residual.
       TypeError: ``op`` is not a ``GRANSOperator``.
     """
-    degree, use_outer = _training_modes(op, smoother, outer, deprecated, "grans_loss()")
+    if not isinstance(op, GRANSOperator):
+        raise TypeError(f"grans_loss: op must be a GRANSOperator (GRANS.setup(A)), got {type(op).__name__}")
+    degree, outer = _training_modes(op, smoother, outer, deprecated, "grans_loss()")
+    step, norm = _step_mode(op, outer, loss, "grans_loss()")
     r, p, Ap = _states(op, r, p, Ap)
-    return _loss(net, op, r, p, Ap, degree, use_outer)
+    return _loss(net, op, r, p, Ap, degree, step, norm)
 
 
-def _loss(net: GRANSNet, op: GRANSOperator, r, p, Ap, degree: int, use_outer: bool):
+def _sq_norm(op: GRANSOperator, r, degree: int, norm: str):
+    """``rᵀ S r`` (``norm="energy"``, ``S`` the smoother: the energy-norm proxy) or ``rᵀ D⁻¹ r``."""
+    if norm == "energy":
+        return jnp.maximum(jnp.vdot(r, _smooth(op, r, degree)), jnp.finfo(r.dtype).tiny)
+    return jnp.sum(r * r / jnp.abs(op.A.diagonal()))
+
+
+def _loss(net: GRANSNet, op: GRANSOperator, r, p, Ap, degree: int, step: str, norm: str):
     """:func:`grans_loss` without the input checks (what the training step differentiates)."""
-    dinv = 1.0 / jnp.abs(op.A.diagonal())
 
     def one(r, p, Ap):
         _, Adx = _iterate(net, op, r, jnp.zeros_like(r), r, p, Ap, degree=degree,
-                          galerkin=op.spd_like, outer=use_outer)
+                          galerkin=op.spd_like, outer=step)
         rn = r - Adx
-        return 0.5 * (jnp.log(jnp.sum(dinv * rn * rn)) - jnp.log(jnp.sum(dinv * r * r)))
+        return 0.5 * (jnp.log(_sq_norm(op, rn, degree, norm)) - jnp.log(_sq_norm(op, r, degree, norm)))
 
     return jnp.mean(jax.vmap(one)(r, p, Ap))
 
@@ -206,8 +257,13 @@ def _initial_states(key, op: GRANSOperator, b, count: int):
 
 
 @eqx.filter_jit
-def _rollout(net: GRANSNet, op: GRANSOperator, r0, steps, degree: int):
-    """Run the frozen solver ``steps`` iterations from residuals r0 (x0 = 0, b = r0); normalised states."""
+def _rollout(net: GRANSNet, op: GRANSOperator, r0, steps, degree: int, step: str = "residual"):
+    """Run the frozen solver ``steps`` iterations from residuals r0 (x0 = 0, b = r0); normalised states.
+
+    ``step``: the outer step (``"residual"`` or ``"energy"``; ``"none"`` rolls out the residual-norm step, as
+    the solver has no step-less mode worth bootstrapping from) with the solver's safeguard for its norm: the
+    residual norm may not grow, or the error energy (``‖e‖²_A − ‖e'‖²_A = dxᵀ(r + r')``) may not grow."""
+    step = "residual" if step == "none" else step
 
     def run(r):
         z = jnp.zeros_like(r)
@@ -215,9 +271,12 @@ def _rollout(net: GRANSNet, op: GRANSOperator, r0, steps, degree: int):
         def body(_, c):
             r, p, Ap = c
             dx, Adx = _iterate(net, op, r, z, r, p, Ap, degree=degree, galerkin=op.spd_like,
-                               outer=True)
+                               outer=step)
             rn = r - Adx
-            ok = jnp.linalg.norm(rn) <= jnp.linalg.norm(r)
+            if step == "energy":
+                ok = jnp.vdot(dx, r + rn) >= 0
+            else:
+                ok = jnp.linalg.norm(rn) <= jnp.linalg.norm(r)
             rn = jnp.where(ok, rn, r)
             dx = jnp.where(ok, dx, p)
             Adx = jnp.where(ok, Adx, Ap)
@@ -245,6 +304,8 @@ def train_grans(
     states_per_operator: int = 12,
     learning_rate: float = 1e-3,
     smoother: AbstractSmoother | None = None,
+    outer: AbstractOuterStep = _TRAIN_OUTER,
+    loss: str = "auto",
     progress: bool | None = None,
     checkpoint_dir: str | Path | None = None,
     **deprecated: Any,
@@ -256,7 +317,8 @@ def train_grans(
     iterations from those residuals and adds the normalised states it produces to a replay buffer;
     each step draws half its batch from the newest stage and half from all stages, on one randomly
     chosen operator. Optimiser: Adam with cosine decay and global-norm clipping 1.0 (optax). The loss
-    is ``grans_loss``.
+    is ``grans_loss`` with ``outer`` and ``loss``; the roll-outs run the same outer step with the solver's
+    safeguard for its norm.
 
     Args:
       key: JAX PRNG key.
@@ -275,6 +337,10 @@ def train_grans(
         ``MultilevelSmoother`` when they carry a V-cycle hierarchy, else ``ChebyshevSmoother(degree=3)``, with
         which the shipped weights were trained); ``degree=`` is a deprecated alias for
         ``smoother=ChebyshevSmoother(degree=...)``.
+      outer: the outer step trained through and rolled out: ``ThreeTermStep(norm="residual")`` (default; the
+        shipped weights'), ``ThreeTermStep(norm="auto")`` (the solver's with the V-cycle: energy norm on the
+        SPD-like operators, residual norm on the others), ``ThreeTermStep(norm="energy")`` or ``NoOuterStep()``.
+      loss: the norm of the loss, ``"auto"`` (default), ``"residual"`` or ``"energy"`` (see ``grans_loss``).
       progress: None shows progress in an interactive terminal for loops driven from Python; a loop inside one
         compiled program reports only with progress=True. (This loop is driven from Python: one bar over all
         optimiser steps, with the stage, its rollout length ``K`` and the mean of the last 10 losses.)
@@ -294,8 +360,9 @@ def train_grans(
         smoother = ChebyshevSmoother(degree=degree)
     smoother = _smoother_of(operators[0] if len(operators) and isinstance(operators[0], GRANSOperator)
                             else None, smoother)
-    degree, _ = _training_modes(None, smoother, _TRAIN_OUTER, {}, "train_grans()")
+    degree, outer = _training_modes(None, smoother, outer, {}, "train_grans()")
     rhs = _check_training(operators, rhs, learning_rate, stages, states_per_operator)
+    modes = [_step_mode(op, outer, loss, f"train_grans(): operators[{i}]") for i, op in enumerate(operators)]
     if steps_per_stage < 1 or batch < 1 or not stages:
         raise ValueError(f"bad schedule: {steps_per_stage=}, {batch=}, {stages=}")
     kinit, kdata, kloop = jax.random.split(key, 3)
@@ -313,9 +380,9 @@ def train_grans(
     opt_state = opt.init(params)
 
     @eqx.filter_jit
-    def step(params, opt_state, op, r, p, Ap):
+    def step(params, opt_state, op, r, p, Ap, mode):
         def lossf(params):
-            return _loss(eqx.combine(params, static), op, r, p, Ap, degree, True)
+            return _loss(eqx.combine(params, static), op, r, p, Ap, degree, *mode)
 
         loss, grads = jax.value_and_grad(lossf)(params)
         # optax's Adam bias correction computes float ** int32, which strict promotion rejects
@@ -323,7 +390,7 @@ def train_grans(
             updates, opt_state = opt.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    eval_loss = eqx.filter_jit(lambda net, op, r, p, Ap: _loss(net, op, r, p, Ap, degree, True))
+    eval_loss = eqx.filter_jit(lambda net, op, r, p, Ap, mode: _loss(net, op, r, p, Ap, degree, *mode))
     dkeys = jax.random.split(kdata, len(operators))
     r0 = [_initial_states(k, op, b, states_per_operator) for k, op, b in zip(dkeys, operators, rhs)]
     buffers: list[list[tuple]] = [[] for _ in operators]  # per operator: list of (r, p, Ap) per stage
@@ -337,7 +404,8 @@ def train_grans(
                     z = jnp.zeros_like(r0[i])
                     buffers[i].append((r0[i], z, z))
                 else:
-                    buffers[i].append(_rollout(cur, op, r0[i], jnp.asarray(K, jnp.int32), degree))
+                    buffers[i].append(_rollout(cur, op, r0[i], jnp.asarray(K, jnp.int32), degree,
+                                               modes[i][0]))
             for _ in range(steps_per_stage):
                 i = int(rng.integers(len(operators)))
                 newest = buffers[i][-1]
@@ -346,8 +414,8 @@ def train_grans(
                 j1 = rng.integers(newest[0].shape[0], size=batch - half)
                 j2 = rng.integers(allst[0].shape[0], size=half)
                 r, p, Ap = (jnp.concatenate([newest[k][j1], allst[k][j2]]) for k in range(3))
-                params, opt_state, loss = step(params, opt_state, operators[i], r, p, Ap)
-                losses.append(float(loss))
+                params, opt_state, value = step(params, opt_state, operators[i], r, p, Ap, modes[i])
+                losses.append(float(value))
                 stage_of.append(s)
                 if bar.enabled:  # (the float() above already synchronised; the mean is host-side)
                     bar.update(1, stage=s, K=K, loss=float(np.mean(losses[-10:])))
@@ -361,7 +429,7 @@ def train_grans(
         vals = []
         for i, op in enumerate(operators):
             r, p, Ap = (jnp.concatenate(x) for x in zip(*buffers[i]))
-            vals.append(float(eval_loss(n, op, r, p, Ap)))
+            vals.append(float(eval_loss(n, op, r, p, Ap, modes[i])))
         return float(np.mean(vals))
 
     return TrainResult(net=trained, initial_net=initial, losses=jnp.asarray(losses),
