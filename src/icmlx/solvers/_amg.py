@@ -196,7 +196,11 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None):
             cur.eliminate_zeros()
         if not np.all(np.isfinite(cur.data)):
             raise ValueError("EllMatrix.from_scipy: the matrix has NaN or Inf entries; fix them first")
-        idx, val = _ell_host(cur, num_rows=pad, num_cols=pad)
+        # the finest operator (and the Krylov matrix sharing its slots) at its longest row: its products are most
+        # of a cycle's work, and the stencil fixes that width across a mesh family; coarse levels keep the
+        # multiple-of-4 widths, which vary less across the matrices of one padded size
+        width = max(1, int(np.diff(cur.indptr).max())) if lvl == 0 and cur.nnz else None
+        idx, val = _ell_host(cur, num_rows=pad, num_cols=pad, width=width)
         extra = np.arange(nl, pad) if lvl == 0 and A is not None else np.zeros(0, np.int64)
         # the Krylov matrix is the finest operator with a 1 on each padding row's diagonal: the same slots (a
         # padding row's first slot, empty in the operator, holds its own index) and, when padded, its own values

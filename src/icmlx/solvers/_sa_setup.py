@@ -124,10 +124,33 @@ def fit_candidates(agg_of_dof: np.ndarray, B: np.ndarray, num_aggs: int, *, rtol
     return T, Bc, coarse_node
 
 
-def rho_dinv_a(A: Any, d: np.ndarray, iters: int = 20) -> tuple[float, float]:
+def rho_dinv_a(A: Any, d: np.ndarray, iters: int = 20, symmetric: bool = False) -> tuple[float, float]:
     """``(estimate, safe upper bound)`` of ``ρ(D⁻¹A)``: a Rayleigh quotient after ``iters`` power steps, and
-    ``1.1 ×`` that capped by Gershgorin (what a Chebyshev smoother needs: an underestimate would amplify)."""
-    upper = _spectral_radius(A, np.abs(d), iters=iters)
+    ``1.1 ×`` that capped by Gershgorin (what a Chebyshev smoother needs: an underestimate would amplify).
+
+    With ``symmetric`` the steps stop once ``1.1 ×`` the quotient reaches the Gershgorin cap: for a positive
+    semi-definite ``D^{-1/2} A D^{-1/2}`` the quotients of the power iterates never decrease (the moments
+    ``x₀ᵀ S^j x₀`` are log-convex in ``j``), so the remaining steps could not move the result off the cap. (A
+    symmetric indefinite ``A`` then also gets the cap, still an upper bound of ``ρ``.)"""
+    import scipy.sparse as sp
+
+    if not symmetric:
+        upper = _spectral_radius(A, np.abs(d), iters=iters)
+        return upper / 1.1, upper
+    d = np.abs(d)
+    s = 1.0 / np.sqrt(d)
+    row = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+    gersh = float(np.max(np.bincount(row, weights=np.abs(A.data), minlength=A.shape[0]) / d))
+    Ms = sp.csr_matrix((A.data * s[row] * s[A.indices], A.indices, A.indptr), shape=A.shape)
+    x = np.random.default_rng(0).standard_normal(A.shape[0])  # (the start of _multilevel._spectral_radius)
+    lam = gersh
+    for _ in range(iters):
+        y = Ms @ x
+        lam = float(x @ y / max(x @ x, 1e-300))
+        if 1.1 * lam >= gersh:
+            break
+        x = y / max(np.linalg.norm(y), 1e-300)
+    upper = min(1.1 * lam, gersh)
     return upper / 1.1, upper
 
 
@@ -205,7 +228,7 @@ def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, max_
         d = cur.diagonal()
         if np.any(d == 0):
             break  # (only reachable for the caller's envelope fallback; the fine level is checked up front)
-        rho, upper = rho_dinv_a(cur, d)
+        rho, upper = rho_dinv_a(cur, d, symmetric=symmetric)
         S = strength.strong_graph(cur, B=B, node_of=node_of, num_nodes=num_nodes, rho=rho)
         if not levels and improve_steps:
             B = improve_candidates(cur, B, d, rho, improve_steps)

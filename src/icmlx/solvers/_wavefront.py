@@ -120,9 +120,11 @@ def lexicographic_mis(C: np.ndarray, low: np.ndarray, hops: int) -> np.ndarray:
     (``hops=1``) or of its square (``hops=2``: members at least three steps apart). Nodes without neighbours stay
     out of it.
 
-    Each row keeps a pointer to its lowest undecided node; node ``i`` is ready once every row within
-    ``hops − 1`` steps points at ``i`` (a counter holds how many do not). Returns a ``bool[n]`` mask.
+    Each row keeps its lowest undecided node; node ``i`` is ready once every row within ``hops − 1`` steps has
+    reached ``i``. Returns a ``bool[n]`` mask.
     """
+    if hops == 2:
+        return _lexicographic_mis2(C, low)
     n = C.shape[0] - 1
     isolated = C[:n, 1] == n  # (row = self, then only sentinels)
     state = np.zeros(n + 1, np.int8)  # 0 undecided, 1 in the set, 2 out, 3 isolated (and the sentinel)
@@ -131,25 +133,51 @@ def lexicographic_mis(C: np.ndarray, low: np.ndarray, hops: int) -> np.ndarray:
     decided = np.append(isolated, False)
     ptr = np.zeros(n + 1, np.int64)
     tag = np.zeros(n + 1, np.int32)
-    if hops == 1:
-        wait = np.append(low, 1).astype(np.int64)  # unused: the pointer of the node's own row decides
-    else:
-        head = C[:n, 0]
-        wait = np.append((C[:n] < n).sum(axis=1) - np.bincount(head, minlength=n + 1)[:n], 1).astype(np.int64)
-    front = np.nonzero((wait[:n] == 0 if hops == 2 else low == 0) & ~isolated)[0]
-    while front.size:
+    front = np.nonzero((low == 0) & ~isolated)[0]
+    while front.size:  # node i is ready once the head of its own row is i
         state[front] = 1
         near = C[front].ravel()
-        if hops == 2:
-            near = C[near].ravel()
         out = _distinct(near[state[near] == 0], tag)
         state[out] = 2
         decided[front] = True
         decided[out] = True
         rows, head = _advance(C, ptr, _distinct(C[np.concatenate([front, out])].ravel(), tag), decided)
-        if hops == 1:
-            front = rows[(head == rows) & (state[rows] == 0)]
-            continue
-        np.subtract.at(wait, head, 1)
-        front = _distinct(head[(wait[head] == 0) & (state[head] == 0)], tag)
+        front = rows[(head == rows) & (state[rows] == 0)]
+    return state[:n] == 1
+
+
+def _lexicographic_mis2(C: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """:func:`lexicographic_mis` with ``hops=2`` (pass 1 of standard aggregation, the set-up's largest host cost),
+    with fewer array passes per round.
+
+    Each row keeps its head (lowest undecided node) itself rather than a pointer. The rows whose head a round
+    decides are found from the decided nodes' own neighbourhoods (row ``k`` with ``head[k] == v`` for a decided
+    ``v ∈ N[k]``: each row once, since it has one head), so no list of touched rows is deduplicated; and the
+    sentinel's counter never reaches zero, so a new head needs no state check.
+    """
+    n = C.shape[0] - 1
+    isolated = C[:n, 1] == n
+    state = np.zeros(n + 1, np.int8)  # 0 undecided, 1 in the set, 2 out, 3 isolated (and the sentinel)
+    state[:n][isolated] = 3
+    state[n] = 3
+    decided = np.append(isolated, False)
+    head = C[:, 0].copy()  # (row n: the sentinel)
+    tag = np.zeros(n + 1, np.int32)
+    wait = np.append((C[:n] < n).sum(axis=1) - np.bincount(head[:n], minlength=n + 1)[:n], 1 << 40)
+    wait[:n][isolated] = 1 << 40  # (an isolated node heads its own row only: it never joins)
+    front = np.nonzero(wait[:n] == 0)[0]
+    while front.size:
+        state[front] = 1
+        near = C[C[front]].ravel()
+        out = _distinct(near[state[near] == 0], tag)
+        state[out] = 2
+        done = np.concatenate([front, out])
+        decided[done] = True
+        K = C[done]
+        rows = K[head[K] == done[:, None]]  # the rows whose head was just decided
+        R = C[rows]
+        new = R[_seq(rows.size), np.argmin(decided[R], axis=1)]
+        head[rows] = new
+        np.subtract.at(wait, new, 1)
+        front = _distinct(new[wait[new] == 0], tag)
     return state[:n] == 1
