@@ -229,9 +229,9 @@ def evolution_strength(A: Any, B: np.ndarray, *, node_of: np.ndarray | None = No
 
 def _constrained_fit(Z, zr, zii, B):
     """``B_j x`` for every stored ``(i, j)`` of ``Z``: ``x`` the least-squares fit of row ``i`` of ``Z`` by the rows
-    of ``B`` on that row's pattern, constrained to be exact at ``j = i``. One batched KKT solve over the rows
-    (a pseudo-inverse: a candidate that vanishes on the row's pattern leaves ``x`` free in its direction, without
-    changing the fit)."""
+    of ``B`` on that row's pattern, constrained to be exact at ``j = i``: one batched solve of the KKT systems
+    over the rows (where a system is singular, its minimum-norm solution: a direction of ``x`` that the row's
+    candidates do not see leaves the fit unchanged)."""
     n, nb = B.shape
     cnt = np.diff(Z.indptr)
     w = int(cnt.max()) if n else 1
@@ -245,7 +245,23 @@ def _constrained_fit(Z, zr, zii, B):
     K[:, :nb, nb] = B
     K[:, nb, :nb] = B
     rhs = np.concatenate([np.einsum("nwk,nw->nk", Bp, zp), zii[:, None]], axis=1)
-    sol = np.einsum("nkl,nl->nk", np.linalg.pinv(K, rcond=1e-12, hermitian=True), rhs)
+    # a candidate that is zero on the whole row pattern (elasticity: a translation on the other component's
+    # dofs) drops out exactly (x_c = 0); the rest is one batched LU solve, and only the rows whose system is
+    # still (near) singular go through the pseudo-inverse
+    gone = ~np.any(Bp != 0, axis=1)  # (n, nb)
+    r_, c_ = np.nonzero(gone)
+    K[r_, c_, c_] = 1.0
+    rhs[r_, c_] = 0.0
+    try:
+        with np.errstate(all="ignore"):
+            sol = np.linalg.solve(K, rhs[..., None])[..., 0]
+        res = np.abs(np.einsum("nkl,nl->nk", K, sol) - rhs).max(axis=1)
+        # a solution that meets its equations gives the fit (unique even where x is not)
+        bad = ~(res <= 1e-10 * (np.abs(rhs).max(axis=1) + np.abs(K).max(axis=(1, 2)) * np.abs(sol).max(axis=1)))
+    except np.linalg.LinAlgError:  # (an exactly singular system in the batch)
+        sol, bad = np.zeros((n, nb + 1)), np.ones(n, bool)
+    if bad.any():
+        sol[bad] = np.einsum("nkl,nl->nk", np.linalg.pinv(K[bad], rcond=1e-12, hermitian=True), rhs[bad])
     x = sol[:, :nb]
     return np.einsum("ek,ek->e", B[Z.indices], x[zr])
 
