@@ -203,7 +203,8 @@ def build(cfg: dict, seed: int):
     val_x = jnp.asarray(np.stack([val_ids[s : s + ctx] for s in vs]))
     val_y = jnp.asarray(np.stack([val_ids[s + 1 : s + ctx + 1] for s in vs]))
     model = CharLM(cfg["d"], cfg["heads"], cfg["layers"], ctx)
-    params0 = model.init(jax.random.key(seed), jnp.zeros((1, ctx), jnp.int32))["params"]
+    # one compiled program: eagerly, flax's initialisers run one small program per primitive and shape (~100)
+    params0 = jax.jit(model.init)(jax.random.key(seed), jnp.zeros((1, ctx), jnp.int32))["params"]
 
     def loss_fn(params, x, y):
         logits = model.apply({"params": params}, x)
@@ -214,7 +215,7 @@ def build(cfg: dict, seed: int):
         w = train_ids[idx]
         return w[:, :-1], w[:, 1:]
 
-    return dict(params0=params0, starts=jnp.asarray(starts), val_x=val_x, val_y=val_y, loss_fn=loss_fn,
+    return dict(params0=params0, starts=starts, val_x=val_x, val_y=val_y, loss_fn=loss_fn,
                 get_batch=get_batch, files=used, n_train=len(ids) - n_val, n_val=n_val)
 
 
@@ -222,7 +223,7 @@ def make_train(make_opt, data, eval_every: int):
     loss_fn, get_batch, params0 = data["loss_fn"], data["get_batch"], data["params0"]
     starts = data["starts"]
     n_chunks = starts.shape[0] // eval_every
-    starts = starts[: n_chunks * eval_every].reshape(n_chunks, eval_every, -1)
+    starts = jnp.asarray(starts[: n_chunks * eval_every].reshape(n_chunks, eval_every, -1))  # reshaped on the host
 
     @jax.jit
     def train(lr):
@@ -279,7 +280,7 @@ def run(quick: bool, outdir: pathlib.Path, seed: int = 0, only: list[str] | None
     cfg = CONFIGS["quick" if quick else "full"]
     data = build(cfg, seed)
     ev = cfg["eval_every"]
-    val0 = float(data["loss_fn"](data["params0"], data["val_x"], data["val_y"]))
+    val0 = float(jax.jit(data["loss_fn"])(data["params0"], data["val_x"], data["val_y"]))  # one program, not ~40
     eval_steps = np.arange(1, cfg["steps"] // ev + 1) * ev
     curves, rows, best_lr, chosen = {}, [], {}, {}
     opts = optimizers(cfg, cfg["steps"])

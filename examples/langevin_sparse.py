@@ -13,10 +13,12 @@ tau = 2.8; mean over >= 2 seeds): geodesic EM wRMSE <= 0.85, <= 0.6x naive, and 
 """
 
 import argparse
+import functools
 import json
 import pathlib
 import time
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import matplotlib
@@ -46,9 +48,15 @@ def _vdp_paths(seed, sigma, t1):
     return simulate(jax.random.key(seed), van_der_pol_drift(1.0), sigma, x0, t1, H)
 
 
+@functools.partial(jax.jit, static_argnums=1)
+def _ring_starts(key, n_traj):
+    # one program (eagerly: the draw, cos, sin and stack were one each); the same values as eagerly
+    th = jax.random.uniform(key, (n_traj,), minval=0.0, maxval=2 * np.pi)
+    return jnp.stack([jnp.cos(th), jnp.sin(th)], -1)
+
+
 def _ring_paths(seed, sigma, n_traj, t1, omega=2.0):
-    th = jax.random.uniform(jax.random.key(1000 + seed), (n_traj,), minval=0.0, maxval=2 * np.pi)
-    x0 = jnp.stack([jnp.cos(th), jnp.sin(th)], -1)
+    x0 = _ring_starts(jax.random.key(1000 + seed), n_traj)
     return simulate(jax.random.key(seed), ring_drift(omega), sigma, x0, t1, H)
 
 
@@ -100,15 +108,21 @@ def _fmt(v):
     return f"{v:.3f}" if isinstance(v, float) else v
 
 
+@eqx.filter_jit
+def _on_grid(fn, grid):
+    # one program per drift type and size (eagerly, every drift's primitives were a program each)
+    return jax.vmap(fn)(grid)
+
+
 def _plot_fields(path, f, drifts, obs, title):
     pts = np.asarray(obs).reshape(-1, 2)
     lo, hi = pts.min(0), pts.max(0)
     gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], 18), np.linspace(lo[1], hi[1], 18))
-    grid = jnp.asarray(np.stack([gx.ravel(), gy.ravel()], -1), jnp.float32)
+    grid = jax.device_put(np.stack([gx.ravel(), gy.ravel()], -1).astype(np.float32))
     panels = [("true drift", f)] + [(k, v) for k, v in drifts.items()]
     fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.2))
     for ax, (name, fn) in zip(axes, panels):
-        v = np.asarray(jax.vmap(fn)(grid))
+        v = np.asarray(_on_grid(fn, grid))
         ax.quiver(gx, gy, v[:, 0].reshape(gx.shape), v[:, 1].reshape(gx.shape), color="k", width=0.004)
         ax.plot(pts[:, 0], pts[:, 1], ".", ms=2, color="tab:orange", alpha=0.6)
         ax.set_title(name, fontsize=9)

@@ -91,3 +91,31 @@ def _rotation(x):
 
 def _rotation_scaled(x):
     return 1.5 * _rotation(x)
+
+
+def test_naive_drift_host_paths_match_numpy_and_compile_little():
+    """``naive_drift``'s intervals, ``default_function_class``'s box, ``box_grid`` and ``subsample`` run on the host
+    for concrete input: a new observation count compiles only the fit (not one program per eager op), and the grid
+    and intervals equal their float32 NumPy constructions."""
+    from icmlx.sde import SamplePaths, box_grid, naive_drift, subsample
+
+    rng = np.random.default_rng(3)
+    pts = rng.normal(size=(40, 2)).astype(np.float32)
+    g = np.asarray(box_grid(pts, 4, pad=0.25))
+    lo, hi = pts.min(0) - np.float32(0.25), pts.max(0) + np.float32(0.25)
+    ref = np.stack(np.meshgrid(*(np.linspace(lo[i], hi[i], 4) for i in range(2)), indexing="ij"), -1).reshape(-1, 2)
+    np.testing.assert_allclose(g, ref, rtol=0, atol=4 * np.finfo(np.float32).eps * float(np.abs(ref).max()))
+    # the traced path (under jit) builds the same grid
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda p: box_grid(p, 4, pad=0.25))(pts)), g, rtol=0,
+                               atol=4 * np.finfo(np.float32).eps * float(np.abs(ref).max()))
+    paths = SamplePaths(ts=jnp.arange(31.0), xs=jnp.asarray(rng.normal(size=(2, 31, 2)).astype(np.float32)))
+    sub = subsample(paths, 3)
+    np.testing.assert_array_equal(np.asarray(sub.xs), np.asarray(paths.xs)[:, ::3])
+    np.testing.assert_array_equal(np.asarray(sub.ts), np.arange(31.0)[::3])
+    y = np.cumsum(0.3 * rng.normal(size=(60, 2)), 0).astype(np.float32)
+    jax.block_until_ready(naive_drift(y, np.arange(60.0), 0.5).drift.weights)
+    before = _COMPILES[0]
+    est = naive_drift(y[:47], np.arange(47.0), 0.5)  # a new count: the fit's program (one per size) at most
+    jax.block_until_ready(est.drift.weights)
+    assert _COMPILES[0] - before <= 2, f"{_COMPILES[0] - before} programs compiled for a new number of observations"
+    assert bool(jnp.all(jnp.isfinite(est.drift.weights)))

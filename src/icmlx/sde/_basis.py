@@ -397,8 +397,7 @@ class SparseGP(eqx.Module):
         return f"SparseGP(basis={self.basis!r}, jitter={self.jitter:.4g})"
 
     def penalty(self, dtype) -> Float[Array, "m m"]:
-        K = self.basis.gram().astype(dtype)
-        return K + self.jitter * jnp.eye(K.shape[0], dtype=dtype)
+        return _sgp_penalty(self.basis, self.jitter, np.dtype(dtype))
 
     def fit(
         self,
@@ -418,6 +417,13 @@ class SparseGP(eqx.Module):
     def _fit(self, states, increments, dt, sigma, weights=None) -> LinearDrift:
         """:meth:`fit` without the input checks (for validated or traced-in-a-loop input)."""
         return _fit_linear(self.basis, self.penalty(states.dtype), states, increments, dt, sigma, weights)
+
+
+@eqx.filter_jit
+def _sgp_penalty(basis, jitter, dtype):
+    # one program per basis size: evaluated eagerly, the kernel matrix was a program per primitive
+    K = basis.gram().astype(dtype)
+    return K + jitter * jnp.eye(K.shape[0], dtype=dtype)
 
 
 def _input_dim(basis) -> int | None:
@@ -500,12 +506,26 @@ def box_grid(points: ArrayOrFrame, num_per_dim: int, pad: RealScalarLike = 0.0) 
             f"num_per_dim ** d); use num_per_dim <= {int(MAX_GRID_POINTS ** (1 / d) + 1e-9)} in d={d}"
         )
     points = check_finite(points, "points", "box_grid")
-    lo = jnp.min(points, axis=0) - pad
-    hi = jnp.max(points, axis=0) + pad
+    pad_given = pad
+    host = not is_traced((points, pad))
+    if host:  # the box, mesh and stacking on the host (exact): eagerly each op was a program per shape
+        dtype = jnp.result_type(points, pad)  # JAX's promotion of the points with pad, as on the device
+        p = np.asarray(points).astype(dtype)
+        pad = np.asarray(pad, dtype)
+        lo, hi = p.min(axis=0) - pad, p.max(axis=0) + pad
+    else:
+        lo = jnp.min(points, axis=0) - pad
+        hi = jnp.max(points, axis=0) + pad
+    xp = np if host else jnp
     bad_width = (lambda xp, v: v[0] >= v[1]) if num_per_dim > 1 else (lambda xp, v: v[0] > v[1])
-    lo = check_values(jnp.stack([lo, hi]), bad_width,
-                      f"box_grid: the box (widened by pad={pad}) has zero or negative width on some axis (constant "
-                      "data, or a negative pad); pass pad > 0")[0]
+    box = check_values(xp.stack([lo, hi]), bad_width,
+                       f"box_grid: the box (widened by pad={pad_given}) has zero or negative width on some axis "
+                       "(constant data, or a negative pad); pass pad > 0")
+    lo, hi = box[0], box[1]
+    # the axes are JAX's linspace either way (one program per num_per_dim and dtype, whatever the data)
     axes = [jnp.linspace(lo[i], hi[i], num_per_dim) for i in range(d)]
+    if host:
+        mesh = np.meshgrid(*(np.asarray(a) for a in axes), indexing="ij")
+        return jax.device_put(np.stack([m.reshape(-1) for m in mesh], axis=-1))
     mesh = jnp.meshgrid(*axes, indexing="ij")
     return jnp.stack([m.reshape(-1) for m in mesh], axis=-1)

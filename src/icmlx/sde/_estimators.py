@@ -150,10 +150,10 @@ def default_function_class(
         host = np.asarray(pts).reshape(-1, d)
         lo, hi = host.min(0), host.max(0)
         pts = host
-        lo, hi = (jax.device_put(v) for v in (lo, hi))
-    width = jnp.mean(hi - lo)
-    pad = jnp.minimum(0.5, 0.5 * width)  # 0.5, or half the width for data narrower than 1 (scale-free there)
-    box = jnp.stack([lo, hi])  # box_grid needs only the bounding box: a (2, d) input whatever n is
+    xp = jnp if is_traced(pts) else np  # the box's scalars on the host too (same float32 operations)
+    width = xp.mean(hi - lo)
+    pad = xp.minimum(xp.asarray(0.5, width.dtype), 0.5 * width)  # 0.5, or half the width for data narrower than 1
+    box = xp.stack([lo, hi])  # box_grid needs only the bounding box: a (2, d) input whatever n is
     if num_per_dim is not None:
         if isinstance(num_per_dim, bool) or not isinstance(num_per_dim, int) or num_per_dim < 1:
             raise ValueError(f"default_function_class: num_per_dim must be a positive integer or None, got "
@@ -179,6 +179,12 @@ def default_function_class(
 
 
 def _intervals(obs, ts):
+    if not is_traced((obs, ts)):  # on the host (exact: slices and differences): no program per new shape
+        o, t = np.asarray(obs), np.asarray(ts)
+        d = o.shape[-1]
+        dts = np.broadcast_to(np.diff(t, axis=-1), (o.shape[0], o.shape[1] - 1)).reshape(-1)
+        return (jax.device_put(o[:, :-1].reshape(-1, d)), jax.device_put((o[:, 1:] - o[:, :-1]).reshape(-1, d)),
+                jax.device_put(dts))
     d = obs.shape[-1]
     states = obs[:, :-1].reshape(-1, d)
     incs = (obs[:, 1:] - obs[:, :-1]).reshape(-1, d)

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from .._checks import check_values
+from .._checks import check_values, is_traced
 from .._inputs import is_dataframe
 from .._repr import summarise
 from .._types import PRNGKey, RealScalarLike
@@ -217,4 +217,8 @@ def subsample(paths: SamplePaths, every: int | np.integer) -> SamplePaths:
     if every > n_obs - 1:
         raise ValueError(f"subsample: every={every} leaves fewer than two of the {n_obs} observations; pass every <= "
                          f"{max(n_obs - 1, 1)}")
-    return SamplePaths(ts=paths.ts[::every], xs=paths.xs[:, ::every])
+    if is_traced(paths):
+        return SamplePaths(ts=paths.ts[::every], xs=paths.xs[:, ::every])
+    # concrete paths: strided copies on the host (a device slice compiles a program per shape and stride)
+    return SamplePaths(ts=jax.device_put(np.asarray(paths.ts)[::every]),
+                       xs=jax.device_put(np.ascontiguousarray(np.asarray(paths.xs)[:, ::every])))
