@@ -209,6 +209,18 @@ def improve_candidates(A: Any, B: np.ndarray, d: np.ndarray, rho: float, num_ste
     return B
 
 
+def _symmetrised(M: Any) -> Any:
+    """``(M + Mᵀ) / 2`` of a canonical CSR matrix; when the stored pattern is symmetric (a Galerkin product of a
+    symmetric operator), the transpose's values are averaged in place of a sparse sum."""
+    T = M.T.tocsr()  # (canonical: sorted columns)
+    if np.array_equal(M.indptr, T.indptr) and np.array_equal(M.indices, T.indices):
+        M.data = (M.data + T.data) * 0.5
+        return M
+    S = ((M + T) * 0.5).tocsr()
+    S.sum_duplicates()
+    return S
+
+
 def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, max_coarse: int, max_levels: int,
               improve_steps: int, symmetric: bool, record: list | None = None):
     """The SA levels on the host: ``[(A_ℓ, P_ℓ, ρ_ℓ upper bound, d_ℓ, P_ℓᵀ, graph table)]`` and the coarsest
@@ -247,9 +259,9 @@ def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, max_
         P = smoothed_prolongator(cur, T, d, rho)
         R = P.T.tocsr()  # (once: the Galerkin product and the restriction both use it)
         nxt = (R @ (cur @ P)).tocsr()
-        if symmetric:
-            nxt = ((nxt + nxt.T) * 0.5).tocsr()
         nxt.sum_duplicates()
+        if symmetric:
+            nxt = _symmetrised(nxt)
         # a scalar problem at theta = 0: the strength graph is the graph of A, which the colouring reads too
         same = strength.is_graph_of_a and num_nodes == cur.shape[0] and np.array_equal(node_of, np.arange(num_nodes))
         levels.append((cur, P, upper, d, R, table if same else None))
