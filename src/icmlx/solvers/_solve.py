@@ -207,8 +207,8 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
               reuse_pattern: bool = False) -> AMGSolver:
     r"""Set up smoothed-aggregation multigrid for ``A`` (eager NumPy/SciPy; returns JAX arrays).
 
-    Per level: symmetric strength of connection on the node graph, standard aggregation of the strong graph
-    (PyAMG's greedy passes, compiled), the tentative prolongator ``T`` from a thin QR of the candidates ``B``
+    Per level: strength of connection on the node graph (symmetric by default), standard aggregation of the
+    strong graph (PyAMG's greedy passes), the tentative prolongator ``T`` from a thin QR of the candidates ``B``
     on each aggregate (so ``B`` lies exactly in the range of ``T``, and the coarse candidates are the ``R``
     factors), Jacobi smoothing on ``A`` itself,
 
@@ -225,8 +225,8 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
       near_nullspace: ``float[n, k]`` candidates ``B`` with ``A B ≈ 0`` (default: the constant vector);
         :func:`~icmlx.solvers.rigid_body_modes` for elasticity.
       block_size: dofs per node (default: the BSR block size, else 1); strength is measured between nodes.
-      strength: an :class:`~icmlx.solvers.AbstractStrength` (default ``SymmetricStrength(theta=0.0)``) or
-        ``"symmetric"``.
+      strength: an :class:`~icmlx.solvers.AbstractStrength` (default ``SymmetricStrength(theta=0.0)``;
+        :class:`~icmlx.solvers.EvolutionStrength` for anisotropic problems) or ``"symmetric"``, ``"evolution"``.
       relaxation: an :class:`~icmlx.solvers.AbstractRelaxation` (default ``ChebyshevRelaxation(degree=3)``
         for symmetric ``A``, which needs no colouring; ``JacobiRelaxation()`` otherwise;
         ``GaussSeidelRelaxation()`` is a multicolour symmetric sweep) or ``"chebyshev"``,
