@@ -5,10 +5,17 @@ has the keys ``example``, ``claim``, ``measured``, ``expected`` and ``ok`` (bool
 dependencies are missing is reported as skipped, not as a failure. The exit code is non-zero only when an
 example crashes; claims that are not met are results and appear in the table with ``ok = False``.
 
+Parts run two at a time in worker processes (``--jobs``, default 2 where the machine has two cores or more): each
+part is independent of the others, and on a 2-core machine one part alone leaves the second core mostly idle (its
+compilations and host work run on one thread). A part whose claim is a wall-clock comparison (``ALONE``:
+``grans_fem``'s speed claim) runs afterwards with nothing beside it. A part's ``seconds`` is its own wall time, two
+parts sharing the machine; ``--jobs 1`` runs everything one after the other in this process, as before.
+
 Usage::
 
     python examples/tour.py --quick          # the README's demo command (quick is the default)
     python examples/tour.py --only annealing_robustness
+    python examples/tour.py --jobs 1         # one part at a time
 """
 
 from __future__ import annotations
@@ -33,9 +40,65 @@ ORDER = [
 ]
 
 
+# Parts whose claim compares wall-clock times: they run last, alone, never beside another part.
+ALONE = {"grans_fem"}
+# Two at a time, the longest parts start first (so that the short ones fill in behind them).
+PARALLEL_ORDER = ["dash_lm", "langevin_sparse", "polyforest_rates", "annealing_robustness", "relative_belief_abos"]
+
+
 def _modules() -> list[str]:
     found = sorted(p.stem for p in HERE.glob("*.py") if p.stem != "tour" and not p.stem.startswith("_"))
     return [m for m in ORDER if m in found] + [m for m in found if m not in ORDER]
+
+
+def _run_part(name: str, outdir: Path, capture: bool = False) -> dict:
+    """Import and run one example's ``tour``; its rows, wall seconds, printed output (``capture``) and whether it
+    crashed. Runs in this process or in a worker process."""
+    import contextlib
+    import io
+
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    buf = io.StringIO()
+    ctx = (contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf)) if capture else ()
+    t0 = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        for c in ctx:
+            stack.enter_context(c)
+        try:
+            mod = importlib.import_module(name)
+        except ImportError as err:
+            return {"name": name, "rows": [{"example": name, "claim": f"skipped: {err}", "measured": "",
+                                            "expected": "", "ok": "skip", "seconds": 0.0}],
+                    "seconds": 0.0, "output": buf.getvalue(), "crashed": False, "has_tour": True}
+        if not hasattr(mod, "tour"):
+            return {"name": name, "rows": [], "seconds": 0.0, "output": "", "crashed": False, "has_tour": False}
+        if not capture:
+            print(f"== {name}", flush=True)
+        try:
+            out = mod.tour(outdir)
+            crashed = False
+        except Exception:  # keep going: the table says which example broke
+            traceback.print_exc()
+            crashed = True
+    dt = time.perf_counter() - t0
+    if crashed:
+        out = [{"example": name, "claim": "ERROR (traceback above)", "measured": "", "expected": "", "ok": False}]
+    for r in out:
+        r.setdefault("example", name)
+        r["seconds"] = dt
+    return {"name": name, "rows": out, "seconds": dt, "output": buf.getvalue(), "crashed": crashed,
+            "has_tour": True}
+
+
+def _report(part: dict, concurrent: bool) -> None:
+    if not part["has_tour"]:
+        return
+    if concurrent:  # a worker's output, printed whole when the part is done
+        print(f"== {part['name']} (two parts at a time)", flush=True)
+        print(part["output"], end="" if part["output"].endswith("\n") or not part["output"] else "\n")
+    if part["seconds"]:
+        print(f"-- {part['name']}: {part['seconds']:.1f} s", flush=True)  # per-part time as it happens
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,40 +106,52 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", default=True, help="quick scale (default)")
     parser.add_argument("--only", nargs="*", default=None, help="run only these example modules")
     parser.add_argument("--outdir", type=Path, default=HERE / "out")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="parts run at a time in worker processes (default 2 with two or more cores; 1: in order, "
+                             "in this process)")
     args = parser.parse_args(argv)
     args.outdir.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(HERE))
+    import os
+
+    jobs = args.jobs if args.jobs is not None else (2 if (os.cpu_count() or 1) >= 2 else 1)
+    if jobs < 1:
+        parser.error(f"--jobs must be a positive integer, got {jobs}")
+    names = [m for m in _modules() if not args.only or m in args.only]
+    side = [m for m in names if m not in ALONE]
+    if jobs == 1 or len(side) < 2:
+        side = []
+    side = sorted(side, key=lambda m: PARALLEL_ORDER.index(m) if m in PARALLEL_ORDER else len(PARALLEL_ORDER))
 
     rows: list[dict] = []
     failures = 0
     start = time.perf_counter()
-    for name in _modules():
-        if args.only and name not in args.only:
-            continue
-        t0 = time.perf_counter()
-        try:
-            mod = importlib.import_module(name)
-        except ImportError as err:
-            rows.append({"example": name, "claim": f"skipped: {err}", "measured": "", "expected": "",
-                         "ok": "skip", "seconds": 0.0})
-            continue
-        if not hasattr(mod, "tour"):
-            continue
-        print(f"== {name}", flush=True)
-        try:
-            out = mod.tour(args.outdir)
-        except Exception:  # keep going: the table says which example broke
-            traceback.print_exc()
-            failures += 1
-            rows.append({"example": name, "claim": "ERROR (traceback above)", "measured": "",
-                         "expected": "", "ok": False, "seconds": time.perf_counter() - t0})
-            continue
-        dt = time.perf_counter() - t0
-        print(f"-- {name}: {dt:.1f} s", flush=True)  # per-part time as it happens (the table comes at the end)
-        for r in out:
-            r.setdefault("example", name)
-            r["seconds"] = dt
-            rows.append(r)
+    parts: dict[str, dict] = {}
+    if side:
+        import concurrent.futures
+        import multiprocessing
+
+        # fresh interpreters (spawn): a forked copy of a process that has started JAX's threads is not safe
+        ctx = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            futures = [pool.submit(_run_part, m, args.outdir, True) for m in side]
+            for fut in concurrent.futures.as_completed(futures):
+                part = fut.result()
+                parts[part["name"]] = part
+                _report(part, concurrent=True)
+    if side:
+        # the rest in this process, one at a time, with JAX started first as when the earlier parts ran here (an
+        # example's import-time thread settings then apply to its own script only, as in the one-process tour)
+        import jax
+
+        jax.devices()
+    for name in names:
+        if name not in parts:
+            parts[name] = _run_part(name, args.outdir)
+            _report(parts[name], concurrent=False)
+    for name in names:  # the table in the tour's order
+        failures += parts[name]["crashed"]
+        rows += parts[name]["rows"]
 
     cols = ["example", "claim", "measured", "expected", "ok", "seconds"]
     cells = [[(f"{r[c]:.1f}" if c == "seconds" else str(r.get(c, ""))) for c in cols] for r in rows]
@@ -98,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     record = {
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
-        "cpu_count": __import__("os").cpu_count(),
+        "cpu_count": os.cpu_count(),
+        "jobs": jobs,
         "total_seconds": round(time.perf_counter() - start, 1),
         "rows": [{c: (r.get(c) if isinstance(r.get(c), (bool, int, float)) else str(r.get(c, ""))) for c in cols}
                  for r in rows],
