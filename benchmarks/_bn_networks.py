@@ -14,6 +14,7 @@ Sampled data are written like the causal-learn bnlearn benchmark files: a header
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,18 +131,33 @@ def sample(net: Network, n: int, seed: int = 0) -> np.ndarray:
 
 
 def exact_marginal(net: Network, v: int) -> np.ndarray:
-    """P(X_v) by summing the joint of v's ancestors (einsum over their CPTs): exact, independent of sampling."""
+    """P(X_v), exactly: variable elimination over v's ancestors (their CPTs are the whole joint of the ancestral
+    set), each step summing out the variable whose merged factor is smallest. Independent of sampling."""
     keep, stack = set(), [v]
     while stack:
         u = stack.pop()
         if u not in keep:
             keep.add(u)
             stack.extend(net.parents[u])
-    order = sorted(keep)
-    operands: list = []
-    for u in order:
-        operands += [net.cpt[u], [*net.parents[u], u]]
-    return np.einsum(*operands, [v], optimize="greedy")
+    factors = [(net.cpt[u], (*net.parents[u], u)) for u in keep]
+    card = net.card
+    def merged_size(u, factors):
+        return math.prod(card[w] for w in set().union(*(f[1] for f in factors if u in f[1])))
+
+    for _ in range(len(keep) - 1):
+        u = min((w for w in keep if w != v), key=lambda w: merged_size(w, factors))
+        keep.discard(u)
+        mine = [f for f in factors if u in f[1]]
+        factors = [f for f in factors if u not in f[1]]
+        scope = tuple(sorted(set().union(*(f[1] for f in mine)) - {u}))
+        operands: list = []
+        for arr, sc in mine:
+            operands += [arr, list(sc)]
+        factors.append((np.einsum(*operands, list(scope)), scope))
+    out = np.ones(card[v])
+    for arr, sc in factors:  # every factor left has scope (v,) or ()
+        out = out * (arr if sc else np.full(card[v], float(arr)))
+    return out / out.sum()
 
 
 def write_txt(x: np.ndarray, path: str | Path) -> None:
