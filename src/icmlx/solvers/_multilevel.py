@@ -290,12 +290,14 @@ def _mis2_from_ell(ell: "EllMatrix", n: int) -> np.ndarray:
     jitted (one compilation per padded shape): the same aggregates as the NumPy version, faster on large
     meshes."""
     npad = ell.shape[0]
-    rows = jnp.arange(npad, dtype=ell.idx.dtype)[None, :]
-    nbr = jnp.where((ell.val != 0) & (ell.idx != rows), ell.idx, rows)
+    # the pattern on the host (integer selects, exact): on the device each op was a program per level shape
+    idx = np.asarray(ell.idx)
+    rows = np.arange(npad, dtype=idx.dtype)[None, :]
+    nbr = np.where((np.asarray(ell.val) != 0) & (idx != rows), idx, rows)
     prio = np.full(npad, -1, np.int32)
     prio[:n] = _mis2_priorities(n)
     real = np.arange(npad) < n
-    return np.asarray(_mis2_ell_jit(nbr, jnp.asarray(prio), jnp.asarray(real)))[:n].astype(np.int64)
+    return np.asarray(_mis2_ell_jit(*(jax.device_put(a) for a in (nbr, prio, real))))[:n].astype(np.int64)
 
 
 def _spectral_radius(M: Any, d: np.ndarray, iters: int = 12) -> float:
