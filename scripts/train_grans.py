@@ -61,8 +61,8 @@ def _class_problem():
     return class_problem
 
 
-def held_out_loss(nets, solver, class_problem, classes, refine, seeds, outer, count=8):
-    """Mean one-iteration ``grans_loss`` of each net on fresh states of held-out matrices, per class.
+def held_out_loss(nets, solver, class_problem, classes, refine, seeds, outer, unroll=1, count=8):
+    """Mean ``grans_loss`` (``unroll`` iterations) of each net on fresh states of held-out matrices, per class.
 
     States: the problem's b, white noise and smooth residuals (``_initial_states``), and the states after 4
     iterations of the *zero-head* solver from them (the same states for every net)."""
@@ -80,8 +80,8 @@ def held_out_loss(nets, solver, class_problem, classes, refine, seeds, outer, co
             later = _rollout(_ZeroHead(channels=2), op, r0, jnp.asarray(4, jnp.int32), 3, step)
             z = jnp.zeros_like(r0)
             for name, net in nets.items():
-                vals[name].append(float(grans_loss(net, op, r0, z, z, outer=outer)))
-                vals[name].append(float(grans_loss(net, op, *later, outer=outer)))
+                vals[name].append(float(grans_loss(net, op, r0, z, z, outer=outer, unroll=unroll)))
+                vals[name].append(float(grans_loss(net, op, *later, outer=outer, unroll=unroll)))
         for name in nets:
             out[name][cls] = float(np.mean(vals[name]))
     return out
@@ -101,6 +101,8 @@ def main(argv=None):
     ap.add_argument("--hidden", type=int, default=16)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--learning-rate", type=float, default=1e-3)
+    ap.add_argument("--unroll", type=int, default=1,
+                    help="iterations per training state sharing one basis (grans_loss(unroll=...))")
     ap.add_argument("--smoother", choices=["chebyshev", "multilevel"], default=None)
     ap.add_argument("--eval-seeds", type=int, default=2, help="held-out matrices per class for the loss check")
     ap.add_argument("--out", type=Path, default=None)
@@ -136,7 +138,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     res = train_grans(jax.random.fold_in(key, 1), ops, rhs, net=solver.net, stages=tuple(args.stages),
                       steps_per_stage=args.steps_per_stage, batch=args.batch,
-                      learning_rate=args.learning_rate, smoother=smoother, outer=outer)
+                      learning_rate=args.learning_rate, smoother=smoother, outer=outer, unroll=args.unroll)
     dt = time.perf_counter() - t0
     meta = {
         "seed": args.seed, "command": "python scripts/train_grans.py " + " ".join(sys.argv[1:] if argv is None
@@ -146,7 +148,7 @@ def main(argv=None):
         "train_seed_hash": hashlib.sha256(str(seeds).encode()).hexdigest()[:16],
         "stages": list(args.stages), "steps_per_stage": args.steps_per_stage, "smoother": smoother_name,
         "outer": repr(outer), "loss": "auto (energy on SPD-like, residual otherwise)" if ml else "residual",
-        "batch": args.batch, "learning_rate": args.learning_rate,
+        "batch": args.batch, "learning_rate": args.learning_rate, "unroll": args.unroll,
         "eval_before": res.eval_before, "eval_after": res.eval_after, "train_seconds": round(dt, 1),
         "jax": jax.__version__,
     }
@@ -158,13 +160,14 @@ def main(argv=None):
                "stage_of_step": [int(v) for v in res.stage_of_step]}
         if ml and args.eval_seeds:
             t1 = time.perf_counter()
-            held = held_out_loss({"initial (zero head)": res.initial_net, "trained": res.net}, solver,
-                                 class_problem, names, refine, args.eval_seeds, outer)
-            log["held_out_loss"] = held
+            nets = {"initial (zero head)": res.initial_net, "trained": res.net}
             log["held_out_seeds"] = f"{HELD_OUT_EVAL} + 10 j + i, i < {args.eval_seeds}"
-            print(f"held-out one-iteration loss (lower is better; {time.perf_counter() - t1:.0f} s):")
-            for name, per_cls in held.items():
-                print(f"  {name:22s}", "  ".join(f"{c} {v:+.4f}" for c, v in per_cls.items()))
+            for k in sorted({1, args.unroll}):
+                held = held_out_loss(nets, solver, class_problem, names, refine, args.eval_seeds, outer, unroll=k)
+                log["held_out_loss" + ("" if k == 1 else f"_unroll{k}")] = held
+                print(f"held-out loss, unroll={k} (lower is better; {time.perf_counter() - t1:.0f} s):")
+                for name, per_cls in held.items():
+                    print(f"  {name:22s}", "  ".join(f"{c} {v:+.4f}" for c, v in per_cls.items()))
         args.log.parent.mkdir(parents=True, exist_ok=True)
         args.log.write_text(json.dumps(log, indent=1) + "\n")
         print(f"wrote {args.log}")

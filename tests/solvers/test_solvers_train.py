@@ -49,8 +49,9 @@ def _dense(op):
     return A
 
 
-def _reference(op, r, degree, step, norm):
-    """One zero-head G-RANS iteration from ``(r, p = 0)`` and its log reduction, in float64 NumPy."""
+def _reference(op, r, degree, step, norm, unroll=1):
+    """``unroll`` zero-head G-RANS iterations from ``(r, p = 0)`` sharing the basis of ``r`` (with the safeguard)
+    and the mean log reduction per iteration, in float64 NumPy."""
     A = _dense(op)
     npad, n = op.padded_size, op.n
     eye = jnp.eye(npad, dtype=op.A.dtype)
@@ -70,25 +71,31 @@ def _reference(op, r, degree, step, norm):
     V = V[:, np.asarray(op.col_used)]
     assert V.shape[1] == m
     if op.spd_like:
-        y = np.linalg.solve(V.T @ A @ V, V.T @ r1)  # Galerkin projection
+        def project(v):
+            return V @ np.linalg.solve(V.T @ A @ V, V.T @ v)  # Galerkin
     else:
-        AV = A @ V
-        y = np.linalg.lstsq(AV, r1, rcond=None)[0]  # least squares
-    e2 = V @ y
-    e3 = B @ (r1 - A @ e2)
-    u = e1 + e2 + e3
-    U = np.stack([u, e1], 1)  # p = 0 drops out of the 3-term step
-    if step == "energy":
-        alpha = np.linalg.solve(U.T @ A @ U, U.T @ r)
-        dx = U @ alpha
-    elif step == "residual":
-        dx = U @ np.linalg.lstsq(A @ U, r, rcond=None)[0]
-    else:
-        dx = u
-    rn = r - A @ dx
+        def project(v):
+            return V @ np.linalg.lstsq(A @ V, v, rcond=None)[0]  # least squares
+    rk, p = r, None
+    for _ in range(unroll):
+        e1 = B @ rk
+        r1 = rk - A @ e1
+        e2 = project(r1)
+        u = e1 + e2 + B @ (r1 - A @ e2)
+        U = np.stack([u, e1] + ([] if p is None else [p]), 1)  # p = 0 drops out of the first 3-term step
+        if step == "energy":
+            dx = U @ np.linalg.solve(U.T @ A @ U, U.T @ rk)
+        elif step == "residual":
+            dx = U @ np.linalg.lstsq(A @ U, rk, rcond=None)[0]
+        else:
+            dx = u
+        rn = rk - A @ dx
+        ok = dx @ (rk + rn) >= 0 if step == "energy" else np.linalg.norm(rn) <= np.linalg.norm(rk)
+        if ok:
+            rk, p = rn, dx
     if norm == "energy":
-        return 0.5 * np.log((rn @ B @ rn) / (r @ B @ r))
-    return 0.5 * np.log((rn @ (rn / d)) / (r @ (r / d)))
+        return 0.5 * np.log((rk @ B @ rk) / (r @ B @ r)) / unroll
+    return 0.5 * np.log((rk @ (rk / d)) / (r @ (r / d))) / unroll
 
 
 def _residual(op, seed):
@@ -138,6 +145,24 @@ def test_residual_step_on_helmholtz_matches_numpy(zero_net):
     assert abs(got - _reference(op, r, 3, "residual", "residual")) <= TOL
 
 
+@pytest.mark.slow
+@pytest.mark.x64_only
+@pytest.mark.x64
+def test_unrolled_energy_loss_matches_numpy(zero_net):
+    """``unroll=3``: three safeguarded energy-norm iterations sharing the initial residual's basis (the solver's
+    default with the V-cycle), against the dense reference."""
+    pb = make_problem(jax.random.key(8), unit_square_mesh(3), "poisson")
+    op = GRANS(zero_net, smoother=ML, dtype=DT).setup(pb.A)
+    r = _residual(op, 3)
+    rj = jnp.asarray(r, op.A.dtype)[None]
+    z = jnp.zeros_like(rj)
+    loss = jax.jit(grans_loss, static_argnames=("smoother", "outer", "loss", "unroll"))
+    got = float(loss(zero_net, op, rj, z, z, smoother=ML, outer=ThreeTermStep(norm="auto"), unroll=3))
+    want = _reference(op, r, 3, "energy", "energy", unroll=3)
+    assert abs(got - want) <= TOL, (got, want)
+    assert abs(want - _reference(op, r, 3, "energy", "energy")) > 10 * TOL  # three steps are not one
+
+
 def test_energy_norm_refused_off_spd_like(zero_net):
     pb = make_problem(jax.random.key(7), unit_square_mesh(2), "advection")
     op = GRANS(zero_net, smoother=ChebyshevSmoother(), dtype=DT).setup(pb.A)
@@ -148,6 +173,8 @@ def test_energy_norm_refused_off_spd_like(zero_net):
         grans_loss(zero_net, op, z, z * 0, z * 0, loss="energy")
     with pytest.raises(ValueError, match="loss must be"):
         grans_loss(zero_net, op, z, z * 0, z * 0, loss="l2")
+    with pytest.raises(ValueError, match="unroll must be"):
+        grans_loss(zero_net, op, z, z * 0, z * 0, unroll=0)
     with pytest.raises(ValueError, match="positive-definite-like"):
         train_grans(jax.random.key(0), [op], [pb.b], net=zero_net, outer=ThreeTermStep(norm="energy"),
                     progress=False)

@@ -20,8 +20,8 @@ from .._types import PRNGKey
 from ._convert import as_vector
 from ._grans_net import GRANSNet
 from ._grans_operator import GRANSOperator
-from ._outer import AbstractOuterStep, NoOuterStep, ThreeTermStep
-from ._precondition import _iterate, _smooth
+from ._outer import AbstractOuterStep, NoOuterStep, ThreeTermStep, _outer3
+from ._precondition import _basis, _iterate, _precondition_with, _smooth
 from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother
 from ._weights import save_weights
 
@@ -116,7 +116,7 @@ def _step_mode(op: GRANSOperator, outer: AbstractOuterStep, loss: str, where: st
 def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
                p: Float[Array, "batch npad"], Ap: Float[Array, "batch npad"], *,
                smoother: AbstractSmoother | None = None,
-               outer: AbstractOuterStep | bool = _TRAIN_OUTER, loss: str = "auto",
+               outer: AbstractOuterStep | bool = _TRAIN_OUTER, loss: str = "auto", unroll: int = 1,
                **deprecated: Any) -> Float[Array, ""]:
     r"""Self-supervised loss: mean log reduction of one G-RANS iteration (no solutions used).
 
@@ -137,8 +137,15 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
     where the ``D⁻¹``-norm of the residual weights the smooth error the V-cycle leaves (the part a coarse basis
     should remove) by its small eigenvalues and hardly sees it.
 
+    With ``unroll=K > 1`` the loss is the mean log reduction per iteration over ``K`` iterations that share one
+    basis, built from ``r`` (what the solver runs by default with the V-cycle, ``refresh=None``: the basis of the
+    initial residual throughout), each with the outer step and the solver's safeguard,
+    :math:`L = \frac{1}{BK}\sum_b \log(\|r^{(K)}_b\| / \|r_b\|)` in the chosen norm. One iteration rewards
+    a basis that helps the next step; ``K`` iterations of the recurrence reward one that helps the accelerated
+    solve, whose iteration count depends on the whole spectrum of the preconditioned operator.
+
     The state ``(r, p, Ap)`` is data (gradients stop there); the gradient flows through the basis,
-    the exact projection and the outer step.
+    the exact projection and the outer step(s).
 
     Args:
       net: the basis generator.
@@ -154,6 +161,7 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
         ``ThreeTermStep(norm="energy")`` (SPD-like only) or ``NoOuterStep()`` (the ablation).
       loss: ``"auto"`` (default: the energy norm with the energy-norm step, else the residual norm),
         ``"residual"`` or ``"energy"`` (SPD-like only), as above.
+      unroll: iterations per state sharing one basis (a positive int, static; 1: the fresh-basis one-step loss).
       **deprecated: ``degree=`` (use ``smoother=ChebyshevSmoother(degree=...)``) and a boolean ``outer=``
         still work for one release, with a ``DeprecationWarning``.
 
@@ -170,8 +178,14 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
         raise TypeError(f"grans_loss: op must be a GRANSOperator (GRANS.setup(A)), got {type(op).__name__}")
     degree, outer = _training_modes(op, smoother, outer, deprecated, "grans_loss()")
     step, norm = _step_mode(op, outer, loss, "grans_loss()")
+    _check_unroll(unroll, "grans_loss")
     r, p, Ap = _states(op, r, p, Ap)
-    return _loss(net, op, r, p, Ap, degree, step, norm)
+    return _loss(net, op, r, p, Ap, degree, step, norm, unroll)
+
+
+def _check_unroll(unroll, where: str):
+    if isinstance(unroll, bool) or not isinstance(unroll, (int, np.integer)) or unroll < 1:
+        raise ValueError(f"{where}: unroll must be a positive int, got {unroll=!r}")
 
 
 def _sq_norm(op: GRANSOperator, r, degree: int, norm: str):
@@ -181,8 +195,11 @@ def _sq_norm(op: GRANSOperator, r, degree: int, norm: str):
     return jnp.sum(r * r / jnp.abs(op.A.diagonal()))
 
 
-def _loss(net: GRANSNet, op: GRANSOperator, r, p, Ap, degree: int, step: str, norm: str):
+def _loss(net: GRANSNet, op: GRANSOperator, r, p, Ap, degree: int, step: str, norm: str, unroll: int = 1):
     """:func:`grans_loss` without the input checks (what the training step differentiates)."""
+    if unroll > 1:
+        return jnp.mean(jax.vmap(lambda r, p, Ap: _unrolled(net, op, r, p, Ap, degree, step, norm, unroll))(
+            r, p, Ap))
 
     def one(r, p, Ap):
         _, Adx = _iterate(net, op, r, jnp.zeros_like(r), r, p, Ap, degree=degree,
@@ -191,6 +208,27 @@ def _loss(net: GRANSNet, op: GRANSOperator, r, p, Ap, degree: int, step: str, no
         return 0.5 * (jnp.log(_sq_norm(op, rn, degree, norm)) - jnp.log(_sq_norm(op, r, degree, norm)))
 
     return jnp.mean(jax.vmap(one)(r, p, Ap))
+
+
+def _unrolled(net, op: GRANSOperator, r, p, Ap, degree: int, step: str, norm: str, unroll: int):
+    """Mean log reduction per iteration over ``unroll`` safeguarded iterations with one basis (from ``r``)."""
+    galerkin = op.spd_like
+    basis = _basis(net, op, r, degree=degree, galerkin=galerkin)
+
+    def body(c, _):
+        r, p, Ap = c
+        u, Au, e1, Ae1 = _precondition_with(op, basis, r, degree=degree, galerkin=galerkin)
+        if step == "none":
+            dx, Adx = u, Au
+        else:
+            dx, Adx = _outer3(u, Au, e1, Ae1, p, Ap, r, energy=step == "energy")
+        rn = r - Adx
+        # the solver's safeguard: a step that raises the error energy (or the residual norm) is rejected
+        ok = jnp.vdot(dx, r + rn) >= 0 if step == "energy" else jnp.linalg.norm(rn) <= jnp.linalg.norm(r)
+        return (jnp.where(ok, rn, r), jnp.where(ok, dx, p), jnp.where(ok, Adx, Ap)), None
+
+    (rk, _, _), _ = jax.lax.scan(body, (r, p, Ap), None, length=unroll)
+    return 0.5 * (jnp.log(_sq_norm(op, rk, degree, norm)) - jnp.log(_sq_norm(op, r, degree, norm))) / unroll
 
 
 def _states(op: GRANSOperator, r, p, Ap):
@@ -306,6 +344,7 @@ def train_grans(
     smoother: AbstractSmoother | None = None,
     outer: AbstractOuterStep = _TRAIN_OUTER,
     loss: str = "auto",
+    unroll: int = 1,
     progress: bool | None = None,
     checkpoint_dir: str | Path | None = None,
     **deprecated: Any,
@@ -341,6 +380,7 @@ def train_grans(
         shipped weights'), ``ThreeTermStep(norm="auto")`` (the solver's with the V-cycle: energy norm on the
         SPD-like operators, residual norm on the others), ``ThreeTermStep(norm="energy")`` or ``NoOuterStep()``.
       loss: the norm of the loss, ``"auto"`` (default), ``"residual"`` or ``"energy"`` (see ``grans_loss``).
+      unroll: iterations per training state sharing one basis (see ``grans_loss``; 1: one fresh-basis step).
       progress: None shows progress in an interactive terminal for loops driven from Python; a loop inside one
         compiled program reports only with progress=True. (This loop is driven from Python: one bar over all
         optimiser steps, with the stage, its rollout length ``K`` and the mean of the last 10 losses.)
@@ -362,7 +402,9 @@ def train_grans(
                             else None, smoother)
     degree, outer = _training_modes(None, smoother, outer, {}, "train_grans()")
     rhs = _check_training(operators, rhs, learning_rate, stages, states_per_operator)
-    modes = [_step_mode(op, outer, loss, f"train_grans(): operators[{i}]") for i, op in enumerate(operators)]
+    _check_unroll(unroll, "train_grans")
+    modes = [(*_step_mode(op, outer, loss, f"train_grans(): operators[{i}]"), int(unroll))
+             for i, op in enumerate(operators)]
     if steps_per_stage < 1 or batch < 1 or not stages:
         raise ValueError(f"bad schedule: {steps_per_stage=}, {batch=}, {stages=}")
     kinit, kdata, kloop = jax.random.split(key, 3)
