@@ -67,7 +67,7 @@ def _run_part(name: str, outdir: Path, capture: bool = False) -> dict:
     fn = fn or "tour"
     buf = io.StringIO()
     ctx = (contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf)) if capture else ()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with contextlib.ExitStack() as stack:
         for c in ctx:
             stack.enter_context(c)
@@ -87,14 +87,14 @@ def _run_part(name: str, outdir: Path, capture: bool = False) -> dict:
         except Exception:  # keep going: the table says which example broke
             traceback.print_exc()
             crashed = True
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     if crashed:
         out = [{"example": module, "claim": "ERROR (traceback above)", "measured": "", "expected": "", "ok": False}]
     for r in out:
         r.setdefault("example", module)
         r["seconds"] = dt
-    return {"name": name, "rows": out, "seconds": dt, "output": buf.getvalue(), "crashed": crashed,
-            "has_tour": True}
+    return {"name": name, "rows": out, "seconds": dt, "cpu_seconds": cpu, "output": buf.getvalue(),
+            "crashed": crashed, "has_tour": True}
 
 
 def _report(part: dict, concurrent: bool) -> None:
@@ -103,8 +103,8 @@ def _report(part: dict, concurrent: bool) -> None:
     if concurrent:  # a worker's output, printed whole when the part is done
         print(f"== {part['name']} (two parts at a time)", flush=True)
         print(part["output"], end="" if part["output"].endswith("\n") or not part["output"] else "\n")
-    if part["seconds"]:
-        print(f"-- {part['name']}: {part['seconds']:.1f} s", flush=True)  # per-part time as it happens
+    if part["seconds"]:  # per-part time as it happens (the table comes at the end); CPU: this process's
+        print(f"-- {part['name']}: {part['seconds']:.1f} s (CPU {part['cpu_seconds']:.1f} s)", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
