@@ -143,9 +143,15 @@ def main(argv: list[str] | None = None) -> int:
         # fresh interpreters (spawn): a forked copy of a process that has started JAX's threads is not safe
         ctx = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            futures = [pool.submit(_run_part, m, args.outdir, True) for m in side]
+            futures = {pool.submit(_run_part, m, args.outdir, True): m for m in side}
             for fut in concurrent.futures.as_completed(futures):
-                part = fut.result()
+                try:
+                    part = fut.result()
+                except Exception as err:  # the worker process itself died (e.g. killed for memory)
+                    m = futures[fut]
+                    part = {"name": m, "rows": [{"example": m.partition(":")[0], "claim": f"ERROR (worker: {err!r})",
+                                                 "measured": "", "expected": "", "ok": False, "seconds": 0.0}],
+                            "seconds": 0.0, "cpu_seconds": 0.0, "output": "", "crashed": True, "has_tour": True}
                 parts[part["name"]] = part
                 _report(part, concurrent=True)
     if side:
