@@ -171,7 +171,8 @@ def _check_coarse(coarse: Any) -> None:
     if coarse.shape[0] > _MAX_DENSE_COARSE:
         raise ValueError(f"amg_setup: coarsening stopped at {coarse.shape[0]} unknowns (> {_MAX_DENSE_COARSE}), too "
                          "many for the dense coarsest solve: the strength graph does not coarsen.\nLower "
-                         "strength theta, or raise max_levels.")
+                         "SymmetricStrength's theta or raise EvolutionStrength's epsilon (fewer weak couplings), "
+                         "or raise max_levels.")
 
 
 def _ell(M, num_rows: int, num_cols: int, dtype) -> EllMatrix:
