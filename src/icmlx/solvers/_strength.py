@@ -183,7 +183,7 @@ def evolution_strength(A: Any, B: np.ndarray, *, node_of: np.ndarray | None = No
     comp = _component(np.asarray(node_of))
     rows = np.repeat(np.arange(n), np.diff(A.indptr))
     same = comp[rows] == comp[A.indices]
-    mask = sp.csr_matrix((np.ones(int(same.sum())), (rows[same], A.indices[same])), shape=(n, n))
+    mask = _csr_in_order(rows[same], A.indices[same], np.ones(int(same.sum())), n)
     Z = X.multiply(mask).tocsr()  # z⁽ⁱ⁾ on the pattern of row i of A (same component)
     Z.eliminate_zeros()
     Z.sort_indices()
@@ -205,7 +205,7 @@ def evolution_strength(A: Any, B: np.ndarray, *, node_of: np.ndarray | None = No
     rmin = np.full(n, np.inf)
     np.minimum.at(rmin, r, s)
     strong = s <= epsilon * rmin[r]
-    F = sp.csr_matrix((s[strong], (r[strong], c[strong])), shape=(n, n))
+    F = _csr_in_order(r[strong], c[strong], s[strong], n)
     F = (0.5 * (F + F.T)).tocsr()
     F.eliminate_zeros()
     # to nodes: the smallest distance over each node block (the diagonal: 1, a node to itself)
@@ -225,6 +225,18 @@ def evolution_strength(A: Any, B: np.ndarray, *, node_of: np.ndarray | None = No
     top = np.maximum.reduceat(C.data, C.indptr[:-1]) if C.nnz else np.ones(num_nodes)
     C.data /= np.repeat(top, np.diff(C.indptr))
     return C
+
+
+def _csr_in_order(rows, cols, vals, n):
+    """An ``n × n`` CSR matrix of entries already in CSR order (rows non-decreasing, sorted columns in each row,
+    no repeats): the index arrays are used as they are, without a COO conversion."""
+    import scipy.sparse as sp
+
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    M = sp.csr_matrix((vals, cols, indptr), shape=(n, n))
+    M.has_sorted_indices = True
+    return M
 
 
 def _constrained_fit(Z, zr, zii, B):
