@@ -284,5 +284,5 @@ def test_grans_loss_strategies_and_deprecated_flags(small, net):
     assert float(loss(net, op, r, z, z)) < 0
     with pytest.raises(ValueError, match="outer"):
         grans_loss(net, op, r, z, z, outer=FlexibleGCR(memory=8))
-    with pytest.raises(ValueError, match="outer"):
-        grans_loss(net, op, r, z, z, outer=ThreeTermStep(norm="energy"))
+    # the energy-norm 3-term step is trained through on an SPD-like matrix (refused off it: test_solvers_train.py)
+    assert np.isfinite(float(loss(net, op, r, z, z, outer=ThreeTermStep(norm="energy"))))
