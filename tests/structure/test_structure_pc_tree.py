@@ -214,3 +214,25 @@ def test_pc_tree_bad_input():
     bad = x.at[3, 1].set(jnp.nan)
     with pytest.raises(Exception, match="NaN"):
         jax.block_until_ready(pc_tree(bad).graph)
+
+
+@pytest.mark.parametrize("tester", ["fisherz", "bernoulli"])
+def test_host_sample_is_not_uploaded_whole(tester, monkeypatch):
+    # Fisher-z needs only the correlation matrix and Bernoulli a zero-padded copy: the (n, d) NumPy sample itself
+    # must not be put on the device (it used to be uploaded, then read back for those statistics)
+    rng = np.random.default_rng(1)
+    n, d = 300, 5
+    x = rng.standard_normal((n, d)) if tester == "fisherz" else (rng.random((n, d)) < 0.5).astype(np.int64)
+    x[:, 1] = x[:, 0] + 0.5 * rng.standard_normal(n) if tester == "fisherz" else x[:, 0] ^ (rng.random(n) < 0.1)
+    ref = pc_tree(jnp.asarray(x), ci_test=tester, alpha=0.01)  # device input: the other path
+    shapes = []
+    put = jax.device_put
+
+    def spy(v, *a, **k):
+        shapes.append(np.shape(v))
+        return put(v, *a, **k)
+
+    monkeypatch.setattr(jax, "device_put", spy)
+    res = pc_tree(x, ci_test=tester, alpha=0.01)
+    assert (n, d) not in shapes, shapes
+    np.testing.assert_array_equal(np.asarray(res.graph), np.asarray(ref.graph))

@@ -159,6 +159,11 @@ def encode_discrete(
       >>> encode_discrete(np.array([["no", "b"], ["yes", "a"], ["no", "a"]])).tolist()
       [[0, 1], [1, 0], [0, 0]]
     """
+    return to_device(_encode_discrete_host(data), np.int32)
+
+
+def _encode_discrete_host(data) -> np.ndarray:
+    """:func:`encode_discrete`'s codes as a NumPy ``(n, d)`` int array (same checks and messages)."""
     values, names = table_values(data)
     arr = np.asarray(values)
     if arr.ndim != 2:
@@ -178,7 +183,7 @@ def encode_discrete(
     elif arr.dtype.kind not in "iubOUS":
         raise TypeError(f"discrete CI tests need integer or categorical data, got {arr.dtype=}")
     cols = [_codes(arr[:, j], names[j]) for j in range(arr.shape[1])]
-    return to_device(np.stack(cols, axis=1), np.int32)
+    return np.stack(cols, axis=1)
 
 
 _FEW = 5

@@ -26,7 +26,7 @@ from ._ci_tests import _float_dtype
 from ._contingency import _pad_samples
 from ._dag import check_dag
 from ._fisher_padded import correlation_matrix
-from ._inputs import TableLike, encode_discrete, prepare_data, resolve_names
+from ._inputs import TableLike, _encode_discrete_host, prepare_data, resolve_names
 from ._polyforest_kernels import _scores, np_pvalue_scores
 from ._testers import AbstractCITest, Nonparametric, _as_ci_test
 
@@ -283,8 +283,16 @@ def _check_threshold(threshold, name: str) -> None:
         raise ValueError(f"threshold must be a positive finite cut on the statistic, got {threshold=}")
 
 
+def _host(arr, dtype=None) -> np.ndarray:
+    """``arr`` cast on the host to the dtype :func:`to_device` would give it (canonicalised), still in NumPy."""
+    arr = np.asarray(arr)
+    return np.asarray(arr, jax.dtypes.canonicalize_dtype(arr.dtype if dtype is None else dtype))
+
+
 def _prepare(data, name: str, alpha, threshold, names):
-    """Host-side checks of ``pc_tree``'s inputs (as :func:`icmlx.structure.pc`'s); ``(data, names)``."""
+    """Host-side checks of ``pc_tree``'s inputs (as :func:`icmlx.structure.pc`'s); ``(data, names)``. Host input
+    stays on the host, cast as it will be used (:func:`_scores_of` uploads it once, or only the statistics it
+    needs), so that the sample does not travel to the device and back."""
     if threshold is None and name != "d_separation":
         if alpha is None or not (0.0 < float(alpha) < 1.0):
             raise ValueError(f"alpha must lie in (0, 1), got {alpha=}")
@@ -297,25 +305,26 @@ def _prepare(data, name: str, alpha, threshold, names):
     if name == "bernoulli":
         if arr.dtype.kind == "f":
             raise TypeError(f"ci_test='bernoulli' needs 0/1 integer data, got {arr.dtype=}")
-        codes = np.asarray(encode_discrete(arr))
+        codes = _host(_encode_discrete_host(arr), np.int32)  # as encode_discrete's, never on the device
         shown = names or [f"X{j + 1}" for j in range(arr.shape[1])]
         many = [shown[j] for j in range(arr.shape[1]) if codes[:, j].max() > 1]
         if many:
             raise ValueError(f"ci_test='bernoulli' needs binary data; columns {many} have more than two values. "
                              "Use ci_test='chisq' with pc, or recode them")
-        return to_device(codes), names
+        return _host(codes), names
     if name == "fisherz" and arr.shape[0] <= 4:
         raise ValueError(f"pc_tree's fisherz tests given one separator need n > 4 samples, got n={arr.shape[0]}")
     if isinstance(data, jax.Array):
         return jnp.asarray(arr), names
     if np.asarray(data).dtype.kind == "f":  # float input keeps JAX's default float dtype
-        return to_device(arr), names
-    return to_device(arr, _float_dtype()), names
+        return _host(arr), names
+    return _host(arr, _float_dtype()), names
 
 
 def _scores_of(data, test, alpha, threshold, chunk_size, progress=False):
     name = test.name
-    data = jnp.asarray(data)
+    if not isinstance(data, np.ndarray):  # host data from _prepare is already cast; uploaded below where needed
+        data = jnp.asarray(data)
     if isinstance(test, Nonparametric):
         num_bins = test.num_bins
         cond_bins = default_cond_bins(data.shape[0], num_bins) if test.cond_bins is None else test.cond_bins
@@ -353,10 +362,12 @@ def _scores_of(data, test, alpha, threshold, chunk_size, progress=False):
         if name == "fisherz":
             data = correlation_matrix(data, d, fdt)
         else:
-            host = np.asarray(data)  # one device-to-host copy
+            host = np.asarray(data)  # a device-to-host copy only for device input
             padded = np.zeros((_pad_samples(n, d), d), host.dtype)
             padded[:n] = host
             data = jax.device_put(padded)
+    if isinstance(data, np.ndarray):
+        data = to_device(data)  # the testers below take the sample itself
     if name == "nonparametric" and threshold is None:
         # two programs, so that a new n (new strata sizes) compiles no p-value code
         out = np_pvalue_scores(data, to_device(np.asarray(alpha), fdt) if not is_traced(alpha) else alpha,
