@@ -131,7 +131,59 @@ def _pow2_at_least(k):
     return 1 << max(0, int(math.ceil(math.log2(max(k, 1)))))
 
 
-def speed(refine=7, equations=("poisson", "reaction"), rtol=1e-5, seed=20_000, repeats=2):
+def _ell(pb):
+    """The system as the CG baselines take it: ELL rows padded with identity rows to a multiple of 128 (b is 0
+    there, so x is too)."""
+    import jax.numpy as jnp
+
+    from icmlx.solvers import EllMatrix
+
+    n = pb.A.shape[0]
+    m = -(-n // 128) * 128
+    bp = jnp.zeros(m, pb.b.dtype).at[:n].set(pb.b)
+    return EllMatrix.from_sparse(pb.A, num_rows=m, num_cols=m, pad_identity=True), bp
+
+
+def _aot(fn, *args):
+    t0 = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    return compiled, time.perf_counter() - t0
+
+
+def _cg_fn(rtol, max_steps, jacobi):
+    from icmlx.solvers import cg
+
+    pre = "jacobi" if jacobi else None
+    return lambda A, b: cg(A, b, rtol=rtol, max_steps=max_steps, preconditioner=pre, throw=False)
+
+
+def speed_prepare(refine=7, equations=("poisson", "reaction"), rtol=1e-5, seed=20_000):
+    """The untimed part of :func:`speed`: the held-out problems, a first G-RANS set-up of each (it compiles the
+    set-up's jitted pieces; its time goes into the reported compile time), the G-RANS solve and CG+Jacobi
+    programs compiled ahead of time."""
+    from icmlx.solvers import GRANS
+    from icmlx.solvers.fem import make_problem, unit_square_mesh
+
+    mesh = unit_square_mesh(refine)
+    solver = GRANS.pretrained(rtol=rtol, max_steps=300)
+    problems = {eq: make_problem(jax.random.key(seed + i), mesh, eq) for i, eq in enumerate(equations)}
+    programs, first_setup, gkeys = {}, {}, {}
+    for eq, pb in problems.items():
+        t0 = time.perf_counter()
+        op = solver.setup(pb.A)
+        first_setup[eq] = time.perf_counter() - t0
+        key = ("grans", jax.tree_util.tree_structure(op), tuple(np.shape(x) for x in jax.tree.leaves(op)))
+        if key not in programs:
+            programs[key] = _aot(lambda op, b: solver.solve(op, b, throw=False), op, pb.b)
+        gkeys[eq] = key
+        E, bp = _ell(pb)
+        if ("cgj", E.val.shape) not in programs:
+            programs[("cgj", E.val.shape)] = _aot(_cg_fn(rtol, 6000, True), E, bp)
+    return {"args": (refine, tuple(equations), rtol, seed), "solver": solver, "problems": problems,
+            "programs": programs, "first_setup": first_setup, "gkeys": gkeys}
+
+
+def speed(refine=7, equations=("poisson", "reaction"), rtol=1e-5, seed=20_000, repeats=2, prepared=None):
     """Wall-clock of the default G-RANS (set-up + solve) against the JAX CG variants on one held-out system
     per equation at ``refine`` (7: n = 65,025, the size of the paper's speed claim). Compilation is done
     ahead of time (``jit(...).lower(...).compile()``) and reported apart; every timed run includes its own
@@ -145,54 +197,34 @@ def speed(refine=7, equations=("poisson", "reaction"), rtol=1e-5, seed=20_000, r
     cost. A capped run that stops unconverged after at least the best time cannot be the fastest (its full run
     is longer);
     one that stops earlier is run again without the cap.
+
+    ``prepared`` (what :func:`speed_prepare` returns for the same arguments) holds the problems, the first
+    set-ups and the programs compiled ahead of time, so that they can be built while something else runs; the
+    timed runs happen here, either way.
     """
-    import jax.numpy as jnp
-
-    from icmlx.solvers import GRANS, EllMatrix, cg
-    from icmlx.solvers.fem import make_problem, unit_square_mesh
-
-    mesh = unit_square_mesh(refine)
-    solver = GRANS.pretrained(rtol=rtol, max_steps=300)
-    problems = {eq: make_problem(jax.random.key(seed + i), mesh, eq) for i, eq in enumerate(equations)}
-
-    def ell(pb):
-        n = pb.A.shape[0]
-        m = -(-n // 128) * 128  # identity rows up to a multiple of 128 (b is 0 there, so x is too)
-        bp = jnp.zeros(m, pb.b.dtype).at[:n].set(pb.b)
-        return EllMatrix.from_sparse(pb.A, num_rows=m, num_cols=m, pad_identity=True), bp
-
-    def aot(fn, *args):
-        t0 = time.perf_counter()
-        compiled = jax.jit(fn).lower(*args).compile()
-        return compiled, time.perf_counter() - t0
+    st = speed_prepare(refine, equations, rtol, seed) if prepared is None else prepared
+    if st["args"] != (refine, tuple(equations), rtol, seed):
+        raise ValueError(f"speed: prepared for {st['args']}, called with {(refine, tuple(equations), rtol, seed)}")
+    solver, problems, programs = st["solver"], st["problems"], st["programs"]
 
     def timed_cg(key, max_steps, jacobi, pb):
         """One timed CG run (ELL conversion included) with the program compiled once per key; returns
         ``(solution, seconds, compile seconds, true relres)``."""
         if key not in programs:
-            programs[key] = aot(cg_fn(max_steps, jacobi), *ell(pb))
+            programs[key] = _aot(_cg_fn(rtol, max_steps, jacobi), *_ell(pb))
         f, comp = programs[key]
         t0 = time.perf_counter()
-        E, bp = ell(pb)
+        E, bp = _ell(pb)
         ks = jax.block_until_ready(f(E, bp))
         t = time.perf_counter() - t0
         return ks, t, comp, _relres(pb, ks.value[: pb.A.shape[0]])
 
-    def cg_fn(max_steps, jacobi):
-        pre = "jacobi" if jacobi else None
-        return lambda A, b: cg(A, b, rtol=rtol, max_steps=max_steps, preconditioner=pre, throw=False)
-
-    rows, programs = [], {}
+    rows = []
     for eq, pb in problems.items():
         n = pb.A.shape[0]
-        # G-RANS: a first set-up compiles its jitted pieces; the solve is compiled ahead of time
-        t0 = time.perf_counter()
-        op = solver.setup(pb.A)
-        first_setup = time.perf_counter() - t0
-        key = ("grans", jax.tree_util.tree_structure(op), tuple(np.shape(x) for x in jax.tree.leaves(op)))
-        if key not in programs:
-            programs[key] = aot(lambda op, b: solver.solve(op, b, throw=False), op, pb.b)
-        gsolve, gcomp = programs[key]
+        # G-RANS: the first set-up (in speed_prepare) compiled its jitted pieces; the solve is compiled ahead of time
+        first_setup = st["first_setup"][eq]
+        gsolve, gcomp = programs[st["gkeys"][eq]]
         ts = []
         for _ in range(repeats):
             t0 = time.perf_counter()
@@ -204,7 +236,7 @@ def speed(refine=7, equations=("poisson", "reaction"), rtol=1e-5, seed=20_000, r
                      "time_s": tg, "compile_s": gcomp + max(0.0, first_setup - tg), "relres": rr,
                      "ok": rr <= rtol * 1.0001, "capped": False})
         # CG+Jacobi (ELL) to the tolerance
-        E, bp = ell(pb)
+        E, bp = _ell(pb)
         ks, t, comp, rr = timed_cg(("cgj", E.val.shape), 6000, True, pb)
         rows.append({"n": n, "equation": eq, "solver": "CG+Jacobi (ELL)", "iters": int(ks.num_steps),
                      "time_s": t, "compile_s": comp, "relres": rr, "ok": rr <= rtol * 1.0001, "capped": False})
@@ -367,9 +399,15 @@ def tour_solves(outdir: pathlib.Path, recycle: int = 300, refresh: int = 1, pape
     return _summary(rows)[:3]
 
 
-def tour_speed(outdir: pathlib.Path) -> list[dict]:
+def tour_speed_prepare(outdir: pathlib.Path):
+    """:func:`speed_prepare` for :func:`tour_speed` (``examples/tour.py`` runs it while other parts run: nothing
+    in it is timed for a claim)."""
+    return _with_x64(speed_prepare)
+
+
+def tour_speed(outdir: pathlib.Path, prepared=None) -> list[dict]:
     """The tour's wall-clock claim at n = 65,025 (``examples/tour.py`` runs it with nothing beside it)."""
-    fast = _with_x64(speed)
+    fast = _with_x64(speed, prepared=prepared)
     _print_speed(fast)
     return [_speed_claim(fast)]
 

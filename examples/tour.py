@@ -8,8 +8,10 @@ example crashes; claims that are not met are results and appear in the table wit
 Parts run two at a time in worker processes (``--jobs``, default 2 where the machine has two cores or more): each
 part is independent of the others, and on a 2-core machine one part alone leaves the second core mostly idle (its
 compilations and host work run on one thread). A part whose claim is a wall-clock comparison (``ALONE``:
-``grans_fem``'s speed claim) runs afterwards with nothing beside it. A part's ``seconds`` is its own wall time, two
-parts sharing the machine; ``--jobs 1`` runs everything one after the other in this process, as before.
+``grans_fem``'s speed claim) runs afterwards with nothing beside it; its untimed preparation (problems, first
+set-ups, programs compiled ahead of time) is done in this process while the others run. A part's ``seconds`` is
+its own wall time, two parts sharing the machine; ``--jobs 1`` runs everything one after the other in this
+process, as before.
 
 Usage::
 
@@ -43,8 +45,11 @@ ORDER = [
 # With --jobs > 1 an example may run as separate parts (``module:function``, each returning rows like ``tour``):
 # grans_fem's solves have no timing in their claims, its speed claim compares wall-clock times.
 SPLIT = {"grans_fem": ["grans_fem:tour_solves", "grans_fem:tour_speed"]}
-# Parts whose claim compares wall-clock times: they run last, alone, never beside another part.
+# Parts whose claim compares wall-clock times: they run last, alone, never beside another part. Their untimed
+# preparation (problems, first set-ups, programs compiled ahead of time) may run here while the others run; the
+# part then gets it as ``prepared=``.
 ALONE = {"grans_fem:tour_speed"}
+PREPARE = {"grans_fem:tour_speed": "tour_speed_prepare"}
 # Two at a time, the longest parts start first (so that the short ones fill in behind them).
 PARALLEL_ORDER = ["dash_lm", "langevin_sparse", "polyforest_rates", "grans_fem:tour_solves", "annealing_robustness",
                   "relative_belief_abos"]
@@ -55,7 +60,7 @@ def _modules() -> list[str]:
     return [m for m in ORDER if m in found] + [m for m in found if m not in ORDER]
 
 
-def _run_part(name: str, outdir: Path, capture: bool = False) -> dict:
+def _run_part(name: str, outdir: Path, capture: bool = False, prepared=None) -> dict:
     """Import and run one example's ``tour``; its rows, wall seconds, printed output (``capture``) and whether it
     crashed. Runs in this process or in a worker process."""
     import contextlib
@@ -82,7 +87,7 @@ def _run_part(name: str, outdir: Path, capture: bool = False) -> dict:
         if not capture:
             print(f"== {name}", flush=True)
         try:
-            out = getattr(mod, fn)(outdir)
+            out = getattr(mod, fn)(outdir) if prepared is None else getattr(mod, fn)(outdir, prepared=prepared)
             crashed = False
         except Exception:  # keep going: the table says which example broke
             traceback.print_exc()
@@ -136,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     failures = 0
     start = time.perf_counter()
     parts: dict[str, dict] = {}
+    prepared: dict[str, object] = {}
     if side:
         import concurrent.futures
         import multiprocessing
@@ -144,6 +150,18 @@ def main(argv: list[str] | None = None) -> int:
         ctx = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
             futures = {pool.submit(_run_part, m, args.outdir, True): m for m in side}
+            # JAX started here before any example is imported, as when earlier parts ran in this process (an
+            # example's import-time thread settings then apply to its own script only, as in the one-process tour)
+            import jax
+
+            jax.devices()
+            for m in names:  # the alone parts' untimed preparation, while the workers run
+                if m in PREPARE:
+                    module = m.partition(":")[0]
+                    try:
+                        prepared[m] = getattr(importlib.import_module(module), PREPARE[m])(args.outdir)
+                    except Exception:  # the part prepares itself again when it runs
+                        traceback.print_exc()
             for fut in concurrent.futures.as_completed(futures):
                 try:
                     part = fut.result()
@@ -154,15 +172,9 @@ def main(argv: list[str] | None = None) -> int:
                             "seconds": 0.0, "cpu_seconds": 0.0, "output": "", "crashed": True, "has_tour": True}
                 parts[part["name"]] = part
                 _report(part, concurrent=True)
-    if side:
-        # the rest in this process, one at a time, with JAX started first as when the earlier parts ran here (an
-        # example's import-time thread settings then apply to its own script only, as in the one-process tour)
-        import jax
-
-        jax.devices()
-    for name in names:
+    for name in names:  # the rest in this process, one at a time
         if name not in parts:
-            parts[name] = _run_part(name, args.outdir)
+            parts[name] = _run_part(name, args.outdir, prepared=prepared.get(name))
             _report(parts[name], concurrent=False)
     for name in names:  # the table in the tour's order
         failures += parts[name]["crashed"]
