@@ -13,7 +13,7 @@ They were trained with the Chebyshev smoother (the paper's configuration,
 (``MultilevelSmoother()``), the outer step ``ThreeTermStep(norm="auto")`` (energy norm on the SPD-like matrices,
 residual norm on Helmholtz) and the energy-norm loss on SPD-like matrices (``grans_loss(loss="auto")``), on the
 classes where multigrid struggles (``--classes``: high contrast, rotated anisotropy, Helmholtz; the generators of
-``benchmarks/solvers_grans_ablation.py``), and writes ``src/icmlx/solvers/grans_multilevel.eqx``::
+``benchmarks/solvers_grans_ablation.py``), and writes ``benchmarks/results/grans_multilevel.eqx``::
 
     XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
     JAX_ENABLE_X64=1 nice -n 10 python scripts/train_grans.py --multilevel --seed 1
@@ -49,7 +49,7 @@ from icmlx.solvers.fem import EQUATIONS, make_problem, unit_square_mesh
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "icmlx" / "solvers" / "grans_pretrained.eqx"
-OUT_MULTILEVEL = ROOT / "src" / "icmlx" / "solvers" / "grans_multilevel.eqx"
+OUT_MULTILEVEL = ROOT / "benchmarks" / "results" / "grans_multilevel.eqx"
 HARD = ("high_contrast", "anisotropic", "helmholtz")
 HELD_OUT_EVAL = 40_000
 
