@@ -148,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
 
         # fresh interpreters (spawn): a forked copy of a process that has started JAX's threads is not safe
         ctx = multiprocessing.get_context("spawn")
+        later = [m for m in names if m not in side]
+        print(f"running {len(side)} parts {jobs} at a time (each part's output when it is done)"
+              + (f", then {', '.join(later)} alone" if later else ""), flush=True)
         with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
             futures = {pool.submit(_run_part, m, args.outdir, True): m for m in side}
             # JAX started here before any example is imported, as when earlier parts ran in this process (an
