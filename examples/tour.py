@@ -5,7 +5,8 @@ has the keys ``example``, ``claim``, ``measured``, ``expected`` and ``ok`` (bool
 dependencies are missing is reported as skipped, not as a failure. The exit code is non-zero only when an
 example crashes; claims that are not met are results and appear in the table with ``ok = False``.
 
-Parts run two at a time in worker processes (``--jobs``, default 2 where the machine has two cores or more): each
+Parts run two at a time in worker processes (``--jobs``, default 2 where the machine has two cores or more and JAX
+has no GPU or TPU plugin to pick up: processes cannot share a TPU, and each takes most of a GPU's memory): each
 part is independent of the others, and on a 2-core machine one part alone leaves the second core mostly idle (its
 compilations and host work run on one thread). A part whose claim is a wall-clock comparison (``ALONE``:
 ``grans_fem``'s speed claim) runs afterwards with nothing beside it; its untimed preparation (problems, first
@@ -112,6 +113,22 @@ def _report(part: dict, concurrent: bool) -> None:
         print(f"-- {part['name']}: {part['seconds']:.1f} s (CPU {part['cpu_seconds']:.1f} s)", flush=True)
 
 
+def _accelerator() -> bool:
+    """Whether JAX may pick a GPU or TPU here, asked without starting JAX: processes cannot share a TPU, and each
+    would take most of a GPU's memory up front, so the tour then runs one part at a time unless ``--jobs`` says
+    otherwise."""
+    import importlib.metadata
+    import importlib.util
+    import os
+
+    platforms = os.environ.get("JAX_PLATFORMS", os.environ.get("JAX_PLATFORM_NAME", ""))
+    if platforms and set(platforms.lower().split(",")) <= {"cpu"}:
+        return False
+    if importlib.util.find_spec("libtpu") is not None:
+        return True
+    return any(True for _ in importlib.metadata.entry_points(group="jax_plugins"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", default=True, help="quick scale (default)")
@@ -125,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))
     import os
 
-    jobs = args.jobs if args.jobs is not None else (2 if (os.cpu_count() or 1) >= 2 else 1)
+    jobs = args.jobs if args.jobs is not None else (2 if (os.cpu_count() or 1) >= 2 and not _accelerator() else 1)
     if jobs < 1:
         parser.error(f"--jobs must be a positive integer, got {jobs}")
     names = [m for m in _modules() if not args.only or m in args.only]
