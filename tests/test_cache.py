@@ -88,8 +88,8 @@ def test_enable_by_hand_validates(tmp_path):
 
 _ONE_SHOT = {
     "benjamini_hochberg": (
-        "import numpy as np\nfrom icmlx.stats import benjamini_hochberg\n"
-        "benjamini_hochberg(np.random.default_rng(0).random(1000), 0.1).reject.block_until_ready()\n"
+        "import numpy as np, jax\nfrom icmlx.stats import benjamini_hochberg\n"  # a device array: NumPy compiles none
+        "benjamini_hochberg(jax.device_put(np.random.default_rng(0).random(1000)), 0.1).reject.block_until_ready()\n"
     ),
     "pc_tree": (
         "import numpy as np\nfrom icmlx.structure import pc_tree\n"

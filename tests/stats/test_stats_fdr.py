@@ -165,12 +165,13 @@ def test_bh_slow_fixed_point_falls_back_to_the_histogram():
     _, converged = _bh_fixed_point_decisions(jnp.asarray(p), jnp.asarray(alpha, FLOAT), np.int32(n))
     assert not bool(converged) and n > _BH_FIXED_POINT_STEPS
     ref, *_ = multitest.multipletests(p.astype(np.float64), alpha=alpha, method="fdr_bh")
-    for res in (benjamini_hochberg(p, alpha), jax.jit(lambda q: benjamini_hochberg(q, alpha))(jnp.asarray(p))):
+    for res in (benjamini_hochberg(jnp.asarray(p), alpha), jax.jit(lambda q: benjamini_hochberg(q, alpha))(p),
+                benjamini_hochberg(p, alpha)):
         assert np.array_equal(np.asarray(res.reject), ref) and int(res.num_rejected) == ref.sum() >= 5
 
 
 def test_bh_new_size_reuses_the_compiled_program():
-    # concrete input is padded to a power-of-two bucket with n traced: sizes 1025..2048 share one program
+    # a concrete JAX array is padded to a power-of-two bucket with n traced: sizes 1025..2048 share one program
     from icmlx.stats._fdr import _bh_fixed_point_decisions
 
     rng = np.random.default_rng(3)
@@ -178,7 +179,7 @@ def test_bh_new_size_reuses_the_compiled_program():
     for n in (1025, 1700, 2048):
         p = rng.uniform(size=(2, n)) ** 3
         p[:, : n // 40] *= 1e-4
-        res = benjamini_hochberg(p, 0.1)
+        res = benjamini_hochberg(jnp.asarray(p, FLOAT), 0.1)
         if before is None:
             before = _bh_fixed_point_decisions._cache_size()
         assert res.reject.shape == (2, n)
@@ -188,3 +189,34 @@ def test_bh_new_size_reuses_the_compiled_program():
             assert np.array_equal(np.asarray(res.reject[row]), ref) and int(res.num_rejected[row]) == ref.sum() > 0
             assert float(res.threshold[row]) == pp[row][ref].max()
     assert _bh_fixed_point_decisions._cache_size() == before
+
+
+def test_bh_on_host_pvalues_compiles_nothing_and_matches_the_device_paths():
+    # NumPy p-values are sorted on the host in the working dtype: the decisions must be those of the device paths
+    # (sort and bucket, same critical values) and of statsmodels, ties and values on the BH line included
+    from jax import monitoring
+
+    rng = np.random.default_rng(11)
+    n, alpha = 3000, 0.1
+    p = rng.uniform(size=(3, n)) ** 4
+    p[0, :40] = (np.arange(1, 41) / n) * alpha  # exactly on the line
+    p[1, :50] = p[1, 50]  # ties
+    p[2] = 1.0  # nothing rejected
+    p = p.astype(np.dtype(FLOAT))
+    compiled, active = [], [True]
+    monitoring.register_event_listener(  # stays registered, inert once this check is done
+        lambda e, **k: compiled.append(e) if active[0] and e.endswith("compile_requests_use_cache") else None)
+    host = benjamini_hochberg(p, alpha)
+    host_sort = benjamini_hochberg(p, alpha, method="sort")
+    active[0] = False
+    assert not compiled, compiled
+    assert isinstance(host.reject, jax.Array) and host.reject.shape == (3, n)
+    for dev in (benjamini_hochberg(jnp.asarray(p), alpha), benjamini_hochberg(jnp.asarray(p), alpha, method="sort"),
+                host_sort):
+        assert np.array_equal(np.asarray(host.reject), np.asarray(dev.reject))
+        assert np.array_equal(np.asarray(host.num_rejected), np.asarray(dev.num_rejected))
+        assert np.array_equal(np.asarray(host.threshold), np.asarray(dev.threshold))
+    for row in range(3):
+        ref, *_ = multitest.multipletests(p[row].astype(np.float64), alpha=alpha, method="fdr_bh")
+        assert np.array_equal(np.asarray(host.reject[row]), ref) and int(host.num_rejected[row]) == ref.sum()
+    assert int(host.num_rejected[2]) == 0 and float(host.threshold[2]) == 0.0 and int(host.num_rejected[0]) >= 40

@@ -192,7 +192,7 @@ def benjamini_hochberg(
 
     (nothing if no such :math:`k`). ``method="sort"`` sorts each row. ``method="bucket"`` (default) is an exact
     equivalent without sorting. With :math:`C(k)=\#\{i: p_i\le k\alpha/n\}`, :math:`k^*=\max\{k: C(k)\ge k\}` is
-    the largest fixed point of the nondecreasing :math:`C`; for concrete input the iteration
+    the largest fixed point of the nondecreasing :math:`C`; for a concrete JAX array the iteration
     :math:`k\leftarrow C(k)` from :math:`k=n` reaches it exactly in a few passes over the tests (at most 40 on
     simulated two-groups data), and a histogram takes over if 64 passes were not enough. The histogram (also the
     path under ``jit``) places each :math:`p_i` in the bucket :math:`j_i=\min\{j: p_i\le j\alpha/n\}` (a float
@@ -200,6 +200,8 @@ def benjamini_hochberg(
     :math:`k^*=\max\{k: \#\{j_i\le k\}\ge k\}`. Every path rejects :math:`p_i\le k^*\alpha/n` and gives identical
     decisions (same critical values :math:`(k/n)\alpha` as ``statsmodels``); XLA's CPU sort is slow, so "bucket" is
     the faster one for large ``n``.
+    P-values held on the host (NumPy, a list, a pandas Series) are sorted in NumPy, in the same dtype and with
+    the same critical values, and the record is put on the device: no program is compiled, whatever ``n``.
 
     Args:
       pvalues: p-values in [0, 1], shape ``(*batch, n)``: list, NumPy, JAX or pandas Series (its index comes back
@@ -234,8 +236,10 @@ def benjamini_hochberg(
     if a.ndim != 0:
         raise ValueError(f"alpha must be a scalar, got shape {a.shape}")
     n = p.shape[-1]
-    if method == "sort":
-        res = _bh_sort_decisions(jax.device_put(p) if isinstance(p, np.ndarray) else p, a)
+    if isinstance(p, np.ndarray):  # host data: the same decisions in NumPy, no program to compile
+        res = _bh_host(p, np.asarray(a), n)
+    elif method == "sort":
+        res = _bh_sort_decisions(p, a)
     elif is_traced(p):
         res = _bh_bucket_decisions(p, a, n)  # inside the user's jit the shape is theirs: no padding
     else:
@@ -272,6 +276,24 @@ def _bh_bucket_padded(p, a, n):
         return res
     # the slice back to n on the host: an eager slice would be one more program for every new n
     return dataclasses.replace(res, reject=jax.device_put(np.asarray(res.reject)[..., :n]))
+
+
+def _bh_host(p: np.ndarray, a: np.ndarray, n: int) -> MultipleTestResult:
+    """:func:`_bh_sort_decisions` in NumPy for p-values held on the host, in the same dtype and with the same
+    critical values, so the decisions are those of every device path; the record's arrays are put on the device.
+
+    A one-shot script with NumPy p-values then compiles nothing: the sort is cheaper than the compilation of
+    any device program, and its cost, O(n log n) per row, is small beside reading the data.
+    """
+    ks = np.arange(1, n + 1, dtype=np.int32)
+    ps = np.sort(p, axis=-1)
+    ok = ps <= _line(ks, n, a, p.dtype)
+    kstar = np.max(np.where(ok, ks, 0), axis=-1).astype(np.int32)
+    idx = np.maximum(kstar - 1, 0)[..., None]
+    thr = np.where(kstar > 0, np.take_along_axis(ps, idx, axis=-1)[..., 0], 0.0).astype(p.dtype)
+    reject = (p <= thr[..., None]) & (kstar > 0)[..., None]
+    return MultipleTestResult(reject=jax.device_put(reject), num_rejected=jax.device_put(kstar),
+                              threshold=jax.device_put(thr))
 
 
 @jax.jit
