@@ -86,6 +86,10 @@ class GRANS(lx.AbstractLinearSolver):
     ``w = [1, r̂]`` — Poisson 8 / 8, high contrast 9 / 9, rotated anisotropy 108.5 / 111, Helmholtz 30 / 30 —
     and at best 15% fewer when it re-reads every residual (anisotropy 94.5 / 111), short of the 25% the
     issue asked for; leaving the projection out altogether needs fewer still (6, 7, 93.5, 23) and is faster.
+    Networks retrained through this solver's own step (V-cycle smoother, energy-norm step, on high contrast,
+    anisotropy and Helmholtz; ``scripts/train_grans.py --multilevel``) save at most 7.7% (anisotropy) and 23%
+    (Helmholtz, against a zero head that re-reads every residual and is itself worse than one built once) of the
+    matched zero head's iterations, at more time: still short, so no network runs by default.
     The network and the projection stay available: ``GRANS.pretrained(network=True)`` (shipped weights, with
     the projection), ``GRANS(None, projection=True)`` (the zero head), and the paper's configuration by name,
     ``GRANS.pretrained(smoother="chebyshev")`` (Chebyshev smoother, network every iteration; with it
