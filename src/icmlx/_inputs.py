@@ -11,7 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
-__all__ = ["is_dataframe", "is_series", "column_names", "table_values", "to_device"]
+__all__ = ["is_dataframe", "is_series", "column_names", "table_values", "to_device", "to_host"]
 
 
 def to_device(x: Any, dtype: Any = None) -> jax.Array:
@@ -27,8 +27,14 @@ def to_device(x: Any, dtype: Any = None) -> jax.Array:
         target = jax.dtypes.canonicalize_dtype(x.dtype if dtype is None else dtype)
         if x.dtype == target:
             return x
+    return jax.device_put(to_host(x, dtype))
+
+
+def to_host(x: Any, dtype: Any = None) -> np.ndarray:
+    """:func:`to_device`'s conversion without the upload: a NumPy array in ``dtype`` (``None``: its own), canonicalised
+    as JAX would store it. For data that a caller reads on the host first and uploads later, or only in part."""
     arr = np.asarray(x)
-    return jax.device_put(np.asarray(arr, jax.dtypes.canonicalize_dtype(arr.dtype if dtype is None else dtype)))
+    return np.asarray(arr, jax.dtypes.canonicalize_dtype(arr.dtype if dtype is None else dtype))
 
 
 def is_dataframe(x: Any) -> bool:

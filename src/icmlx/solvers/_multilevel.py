@@ -300,12 +300,14 @@ def _mis2_from_ell(ell: "EllMatrix", n: int) -> np.ndarray:
     return np.asarray(_mis2_ell_jit(*(jax.device_put(a) for a in (nbr, prio, real))))[:n].astype(np.int64)
 
 
-def _spectral_radius(M: Any, d: np.ndarray, iters: int = 12) -> float:
+def _spectral_radius(M: Any, d: np.ndarray, iters: int = 12, stop_at_cap: bool = False) -> float:
     """Upper estimate of ρ(D⁻¹M) for symmetric ``M`` with positive diagonal ``d``.
 
     ``1.1 ×`` the Rayleigh quotient of ``D^{-1/2} M D^{-1/2}`` after ``iters`` power steps (from a fixed
     pseudo-random start), capped by the Gershgorin bound ``max_i Σ_j |m_ij| / d_i``, which it can never
-    exceed. An underestimate would make the Chebyshev smoother amplify the top of the spectrum."""
+    exceed. An underestimate would make the Chebyshev smoother amplify the top of the spectrum. With
+    ``stop_at_cap`` the steps stop once ``1.1 ×`` the quotient reaches the cap (the result is the cap then; for
+    a positive semi-definite ``M`` later quotients could not lower it, see :func:`._sa_setup.rho_dinv_a`)."""
     import scipy.sparse as sp
 
     M = sp.csr_matrix(M)
@@ -319,6 +321,8 @@ def _spectral_radius(M: Any, d: np.ndarray, iters: int = 12) -> float:
     for _ in range(iters):
         y = Ms @ x
         lam = float(x @ y / max(x @ x, 1e-300))
+        if stop_at_cap and 1.1 * lam >= gersh:
+            break
         x = y / max(np.linalg.norm(y), 1e-300)
     return min(1.1 * lam, gersh)
 

@@ -132,25 +132,7 @@ def rho_dinv_a(A: Any, d: np.ndarray, iters: int = 20, symmetric: bool = False) 
     semi-definite ``D^{-1/2} A D^{-1/2}`` the quotients of the power iterates never decrease (the moments
     ``x₀ᵀ S^j x₀`` are log-convex in ``j``), so the remaining steps could not move the result off the cap. (A
     symmetric indefinite ``A`` then also gets the cap, still an upper bound of ``ρ``.)"""
-    import scipy.sparse as sp
-
-    if not symmetric:
-        upper = _spectral_radius(A, np.abs(d), iters=iters)
-        return upper / 1.1, upper
-    d = np.abs(d)
-    s = 1.0 / np.sqrt(d)
-    row = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
-    gersh = float(np.max(np.bincount(row, weights=np.abs(A.data), minlength=A.shape[0]) / d))
-    Ms = sp.csr_matrix((A.data * s[row] * s[A.indices], A.indices, A.indptr), shape=A.shape)
-    x = np.random.default_rng(0).standard_normal(A.shape[0])  # (the start of _multilevel._spectral_radius)
-    lam = gersh
-    for _ in range(iters):
-        y = Ms @ x
-        lam = float(x @ y / max(x @ x, 1e-300))
-        if 1.1 * lam >= gersh:
-            break
-        x = y / max(np.linalg.norm(y), 1e-300)
-    upper = min(1.1 * lam, gersh)
+    upper = _spectral_radius(A, np.abs(d), iters=iters, stop_at_cap=symmetric)
     return upper / 1.1, upper
 
 

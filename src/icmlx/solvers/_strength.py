@@ -6,6 +6,7 @@ A strategy's :meth:`AbstractStrength.strong_graph` turns one level's operator in
 evolution measure's small constrained least-squares problems (one per row) are solved as one batch.
 """
 
+import abc
 from typing import Any
 
 import equinox as eqx
@@ -23,6 +24,7 @@ class AbstractStrength(eqx.Module):
     implement :meth:`strong_graph` (host side, called once per level of the set-up).
     """
 
+    @abc.abstractmethod
     def strong_graph(self, A: Any, *, B: np.ndarray, node_of: np.ndarray, num_nodes: int, rho: float) -> Any:
         """The strong pattern of one level: a symmetric ``num_nodes × num_nodes`` SciPy CSR matrix of ones with
         sorted columns and no diagonal.
@@ -34,7 +36,6 @@ class AbstractStrength(eqx.Module):
           num_nodes: the number of nodes.
           rho: an estimate of ``ρ(D⁻¹A)``.
         """
-        raise NotImplementedError
 
     @property
     def is_graph_of_a(self) -> bool:
@@ -146,8 +147,8 @@ def _component(node_of: np.ndarray) -> np.ndarray:
     return np.arange(n) - start
 
 
-def evolution_strength(A: Any, B: np.ndarray, *, node_of: np.ndarray | None = None, num_nodes: int | None = None,
-                       rho: float | None = None, k: int = 2, epsilon: float = 4.0) -> Any:
+def evolution_strength(A: Any, B: np.ndarray, *, rho: float, node_of: np.ndarray | None = None,
+                       num_nodes: int | None = None, k: int = 2, epsilon: float = 4.0) -> Any:
     """The evolution strength matrix of :class:`EvolutionStrength` (host NumPy/SciPy): a node-level CSR matrix
     with ones on the diagonal and the inverted distances of the strong couplings, each row scaled by its largest
     entry (PyAMG's ``evolution_strength_of_connection`` convention).
@@ -157,7 +158,7 @@ def evolution_strength(A: Any, B: np.ndarray, *, node_of: np.ndarray | None = No
       B: ``float[n]`` or ``float[n, k]`` candidates.
       node_of: the node of each dof (default: one dof per node).
       num_nodes: their number.
-      rho: ``ρ(D⁻¹A)`` (default: a dense eigenvalue for small ``A``, else 50 power steps).
+      rho: an estimate of ``ρ(D⁻¹A)`` (the set-up's :func:`._sa_setup.rho_dinv_a`).
       k, epsilon: as :class:`EvolutionStrength`.
     """
     import scipy.sparse as sp
@@ -171,8 +172,6 @@ def evolution_strength(A: Any, B: np.ndarray, *, node_of: np.ndarray | None = No
         node_of, num_nodes = np.arange(n), n
     d = A.diagonal()
     dinv = np.where(d != 0, 1.0 / np.where(d != 0, d, 1.0), 1.0)
-    if rho is None:
-        rho = _rho(A, dinv)
     # Mᵀ with M = I − D⁻¹A/ρ: row i of (Mᵀ)^k is z⁽ⁱ⁾, the evolved impulse at i
     DA = A.copy()
     DA.data *= np.repeat(dinv / rho, np.diff(A.indptr))
@@ -277,20 +276,3 @@ def _constrained_fit(Z, zr, zii, B):
     x = sol[:, :nb]
     return np.einsum("ek,ek->e", B[Z.indices], x[zr])
 
-
-def _rho(A, dinv) -> float:
-    """``ρ(D⁻¹A)``: dense for small ``A``, else power steps on ``D^{-1/2} A D^{-1/2}``."""
-    import scipy.sparse as sp
-
-    n = A.shape[0]
-    if n <= 2000:
-        return float(np.max(np.abs(np.linalg.eigvals((sp.diags(dinv) @ A).toarray()))))
-    s = np.sqrt(np.abs(dinv))
-    S = sp.diags(s) @ A @ sp.diags(s)
-    x = np.random.default_rng(0).standard_normal(n)
-    lam = 0.0
-    for _ in range(50):
-        y = S @ x
-        lam = float(np.linalg.norm(y) / np.linalg.norm(x))
-        x = y / np.linalg.norm(y)
-    return lam

@@ -210,6 +210,14 @@ def _loss(net: GRANSNet, op: GRANSOperator, r, p, Ap, degree: int, step: str, no
     return jnp.mean(jax.vmap(one)(r, p, Ap))
 
 
+def _accepted(step: str, dx, r, rn):
+    """The solver's safeguard for one proposed step ``dx`` (residual ``r`` → ``rn``): with the energy-norm step the
+    error energy may not grow (``‖e‖²_A − ‖e'‖²_A = dxᵀ(r + r') ≥ 0``), otherwise the residual norm may not."""
+    if step == "energy":
+        return jnp.vdot(dx, r + rn) >= 0
+    return jnp.linalg.norm(rn) <= jnp.linalg.norm(r)
+
+
 def _unrolled(net, op: GRANSOperator, r, p, Ap, degree: int, step: str, norm: str, unroll: int):
     """Mean log reduction per iteration over ``unroll`` safeguarded iterations with one basis (from ``r``)."""
     galerkin = op.spd_like
@@ -223,8 +231,7 @@ def _unrolled(net, op: GRANSOperator, r, p, Ap, degree: int, step: str, norm: st
         else:
             dx, Adx = _outer3(u, Au, e1, Ae1, p, Ap, r, energy=step == "energy")
         rn = r - Adx
-        # the solver's safeguard: a step that raises the error energy (or the residual norm) is rejected
-        ok = jnp.vdot(dx, r + rn) >= 0 if step == "energy" else jnp.linalg.norm(rn) <= jnp.linalg.norm(r)
+        ok = _accepted(step, dx, r, rn)
         return (jnp.where(ok, rn, r), jnp.where(ok, dx, p), jnp.where(ok, Adx, Ap)), None
 
     (rk, _, _), _ = jax.lax.scan(body, (r, p, Ap), None, length=unroll)
@@ -311,10 +318,7 @@ def _rollout(net: GRANSNet, op: GRANSOperator, r0, steps, degree: int, step: str
             dx, Adx = _iterate(net, op, r, z, r, p, Ap, degree=degree, galerkin=op.spd_like,
                                outer=step)
             rn = r - Adx
-            if step == "energy":
-                ok = jnp.vdot(dx, r + rn) >= 0
-            else:
-                ok = jnp.linalg.norm(rn) <= jnp.linalg.norm(r)
+            ok = _accepted(step, dx, r, rn)
             rn = jnp.where(ok, rn, r)
             dx = jnp.where(ok, dx, p)
             Adx = jnp.where(ok, Adx, Ap)

@@ -18,7 +18,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from icmlx._checks import check_values, is_traced
 from icmlx._deprecation import deprecated_attribute, renamed_kwargs, warn_renamed
-from icmlx._inputs import to_device
+from icmlx._inputs import to_device, to_host
 from icmlx._progress import resolve_progress
 
 from . import _graph_io
@@ -283,12 +283,6 @@ def _check_threshold(threshold, name: str) -> None:
         raise ValueError(f"threshold must be a positive finite cut on the statistic, got {threshold=}")
 
 
-def _host(arr, dtype=None) -> np.ndarray:
-    """``arr`` cast on the host to the dtype :func:`to_device` would give it (canonicalised), still in NumPy."""
-    arr = np.asarray(arr)
-    return np.asarray(arr, jax.dtypes.canonicalize_dtype(arr.dtype if dtype is None else dtype))
-
-
 def _prepare(data, name: str, alpha, threshold, names):
     """Host-side checks of ``pc_tree``'s inputs (as :func:`icmlx.structure.pc`'s); ``(data, names)``. Host input
     stays on the host, cast as it will be used (:func:`_scores_of` uploads it once, or only the statistics it
@@ -305,20 +299,20 @@ def _prepare(data, name: str, alpha, threshold, names):
     if name == "bernoulli":
         if arr.dtype.kind == "f":
             raise TypeError(f"ci_test='bernoulli' needs 0/1 integer data, got {arr.dtype=}")
-        codes = _host(_encode_discrete_host(arr), np.int32)  # as encode_discrete's, never on the device
+        codes = to_host(_encode_discrete_host(arr), np.int32)  # as encode_discrete's, never on the device
         shown = names or [f"X{j + 1}" for j in range(arr.shape[1])]
         many = [shown[j] for j in range(arr.shape[1]) if codes[:, j].max() > 1]
         if many:
             raise ValueError(f"ci_test='bernoulli' needs binary data; columns {many} have more than two values. "
                              "Use ci_test='chisq' with pc, or recode them")
-        return _host(codes), names
+        return codes, names
     if name == "fisherz" and arr.shape[0] <= 4:
         raise ValueError(f"pc_tree's fisherz tests given one separator need n > 4 samples, got n={arr.shape[0]}")
     if isinstance(data, jax.Array):
         return jnp.asarray(arr), names
     if np.asarray(data).dtype.kind == "f":  # float input keeps JAX's default float dtype
-        return _host(arr), names
-    return _host(arr, _float_dtype()), names
+        return to_host(arr), names
+    return to_host(arr, _float_dtype()), names
 
 
 def _scores_of(data, test, alpha, threshold, chunk_size, progress=False):
