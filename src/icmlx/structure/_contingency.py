@@ -1,9 +1,10 @@
 """The contingency-table engine of the discrete CI tests: counting plans and kernels for X² and G².
 
-A batch of tests is planned on the host (:func:`_chi_square_groups`): small flat tables are counted by AND +
-popcount of per-category bitsets, medium ones by one scatter of the samples into a dense ``(strata, K, K)`` table,
-and large products of cardinalities by re-coding the strata observed in the sample and counting per sample, so the
-full product is never allocated. :func:`icmlx.structure.chi_square` and PC's tester both dispatch through
+A batch of tests is planned on the host (:func:`_chi_square_groups`): small and medium tables are counted by one
+scatter of the samples into a dense ``(strata, K, K)`` table (AND + popcount of per-category bitsets is an opt-in
+alternative for the smallest, :data:`BITS_MIN_TESTS`), and large products of cardinalities by re-coding the strata
+observed in the sample and counting per sample, so the full product is never allocated.
+:func:`icmlx.structure.chi_square` and PC's tester both dispatch through
 :func:`_chi_square_plan`.
 
 Compile once: every static size is a coarse bucket. The sample axis is padded to a power of four with headroom,
@@ -89,10 +90,12 @@ def _chi2_pvalue_host(stat, dof) -> np.ndarray:
 
 
 BITS_CELLS = 64  # largest flat table (pow2 of prod card(S) * card x * card y) counted with bitsets
-# Bitset counting needs two programs of its own (packing and counting) and saves about 40 us per test over the
-# dense kernel (bnlearn child, n = 10^4), about 1.3 s of compilation in all: a batch takes it only from this many
-# tests, so that either way a fresh process loses at most about one compilation (the break-even rule).
-BITS_MIN_TESTS = 32768
+# Bitset counting is off by default (None); a number turns it on for batches with at least that many qualifying
+# tests. Since the dense kernel zeroes its table in place, the two plans count these small tables at about the same
+# speed on CPU (benchmarks/structure_chi2_plans.py, the results beside it), while bitsets compile two programs of
+# their own, so a fresh process is better off without them. It stays as a tested alternative kernel; whether it
+# pays on a GPU, where scatters contend and popcounts are cheap, has not been measured.
+BITS_MIN_TESTS: int | None = None
 DENSE_CELLS = 2**17  # largest dense (strata, kmax, kmax) table of one test (else strata are re-ranked)
 
 
@@ -472,8 +475,9 @@ def _pad_sets(s: np.ndarray, const: int, width: int | None = None) -> np.ndarray
 def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = False):
     """Host-side plan of a batch of χ² tests: ``[(indices, plan), ...]`` (``n`` the padded sample count).
 
-    Bitset counting when the flat table ``C = pow2(prod card(S) * card x * card y) <= BITS_CELLS``
-    (``("bits", C)``) and at least :data:`BITS_MIN_TESTS` tests of the batch qualify; else a dense table of
+    Bitset counting (when :data:`BITS_MIN_TESTS` turns it on) when the flat table
+    ``C = pow2(prod card(S) * card x * card y) <= BITS_CELLS`` (``("bits", C)``) and at least
+    :data:`BITS_MIN_TESTS` tests of the batch qualify; else a dense table of
     ``R = pow2(prod card(S))`` strata filled by scatters of the samples when ``R * kmax^2 <= DENSE_CELLS``
     (``("dense1", R)``); else the per-sample strata plans of :func:`_strata_plan` by ``R`` (also used for
     every test of a sharded batch, whose kernel is vectorised).
@@ -483,7 +487,7 @@ def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = Fal
     lc = np.ceil(lr + np.log2(cards_np[x] * cards_np[y]) - 1e-9).astype(np.int64)
     lr = np.ceil(lr - 1e-9).astype(np.int64)
     bits = (lc <= int(math.log2(BITS_CELLS))) & (not sharded)
-    if bits.sum() < BITS_MIN_TESTS:  # too few to repay the bitset kernel's compilation: the dense kernel counts them
+    if BITS_MIN_TESTS is None or bits.sum() < BITS_MIN_TESTS:  # off, or too few to repay its compilation
         bits[:] = False
     dense = (lr + 2 * int(math.log2(kmax)) <= int(math.log2(DENSE_CELLS))) & (not sharded) & ~bits
     key = np.where(bits, lc, np.where(dense, 64 + lr, -1 - lr))

@@ -62,9 +62,8 @@ def chi_square(
     where :math:`r_s, c_s` count the non-empty rows/columns of stratum ``s`` (= causal-learn's
     ``K_x - 1 - #zero rows``). Categories must be coded ``0..K-1`` (see :func:`icmlx.structure.encode_discrete`).
     Strata get mixed-radix codes from the true cardinalities. Each test's table is counted on its own (one test
-    per step of a compiled loop, so its working set stays in cache): by AND + popcount of per-category bitsets of
-    the samples when ``prod card(S) * card x * card y`` is at most 64 cells, else by one scatter-add of the samples
-    into a dense ``(strata, K, K)`` table when that has at most ``2^17`` cells; larger products are re-coded to at
+    per step of a compiled loop, so its working set stays in cache): by one scatter-add of the samples into a
+    dense ``(strata, K, K)`` table when that has at most ``2^17`` cells; larger products are re-coded to at
     most ``n`` observed strata (by a rank scatter, or by sorting past ``2^16``) and accumulated per sample, so
     the full product of cardinalities is never allocated.
 
