@@ -31,8 +31,8 @@ N = 10_000
 CASES = [(2, 2), (3, 1), (2, 3), (4, 0)]  # (categories, |S|): flat tables of 16-64 cells, all bitset-eligible
 
 
-def use(plan: str, defaults: tuple) -> None:
-    ct.BITS_CELLS, ct.BITS_MIN_TESTS = (defaults[0], 0) if plan == "bits" else (1, None)
+def use(plan: str) -> None:
+    ct.BITS_MIN_TESTS = 0 if plan == "bits" else None  # every qualifying test takes bitsets / none does
 
 
 def triples(num: int, k: int, seed: int):
@@ -47,12 +47,12 @@ def timed(x, tr):
     return out, time.perf_counter() - t
 
 
-def run_case(card: int, k: int, num: int, repeats: int, defaults: tuple) -> dict:
+def run_case(card: int, k: int, num: int, repeats: int) -> dict:
     x = jnp.asarray(np.random.default_rng(0).integers(0, card, size=(N, D)), jnp.int32)
     tr = triples(num, k, 1)
     first, outs = {}, {}
     for plan in ("dense", "bits"):
-        use(plan, defaults)
+        use(plan)
         outs[plan], first[plan] = timed(x, tr)
     np.testing.assert_array_equal(np.asarray(outs["bits"].dof), np.asarray(outs["dense"].dof))
     np.testing.assert_allclose(np.asarray(outs["bits"].statistic), np.asarray(outs["dense"].statistic), rtol=1e-4)
@@ -60,7 +60,7 @@ def run_case(card: int, k: int, num: int, repeats: int, defaults: tuple) -> dict
     for r in range(repeats):
         tr = triples(num, k, 2 + r)
         for plan in (("bits", "dense") if r % 2 else ("dense", "bits")):
-            use(plan, defaults)
+            use(plan)
             ts[plan].append(timed(x, tr)[1])
     st = {p: float(np.median(v)) for p, v in ts.items()}
     return dict(card=card, cond_size=k, tests=num, dense_us_per_test=st["dense"] / num * 1e6,
@@ -74,11 +74,11 @@ def main():
     ap.add_argument("--repeats", type=int, default=6)
     ap.add_argument("--tag", default="")
     args = ap.parse_args()
-    defaults = (ct.BITS_CELLS, ct.BITS_MIN_TESTS)
+    default = ct.BITS_MIN_TESTS
     try:
-        rows = [run_case(c, k, args.tests, args.repeats, defaults) for c, k in CASES]
+        rows = [run_case(c, k, args.tests, args.repeats) for c, k in CASES]
     finally:
-        ct.BITS_CELLS, ct.BITS_MIN_TESTS = defaults
+        ct.BITS_MIN_TESTS = default
     print_table(rows, title=f"chi_square counting plans, n = {N}, {args.tests} tests per batch (steady medians)")
     name = "structure_chi2_plans" + (f"_{args.tag}" if args.tag else "")
     print("wrote", write_results(name, rows, extra={"n": N, "num_variables": D}))

@@ -116,6 +116,25 @@ def test_chi_square_counting_plans_agree():
         np.testing.assert_allclose(np.asarray(o.statistic), np.asarray(outs[0].statistic), rtol=1e-5)
 
 
+def test_small_tables_take_the_dense_plan_unless_bitsets_are_turned_on():
+    # host planning only: a batch large enough for the old bitset rule (>= 32,768 tests of <= 64-cell tables)
+    import icmlx.structure._contingency as ct
+
+    rng = np.random.default_rng(0)
+    m, d = 40_000, 30
+    a = np.argsort(rng.random((m, d)), axis=1)[:, :4]  # |S| = 2, binary: 16-cell tables
+    cards = np.full(d, 2)
+    kinds = {plan[0] for _, plan in ct._chi_square_groups(cards, a[:, 0], a[:, 1], a[:, 2:], 1 << 14, 2)}
+    assert "bits" not in kinds
+    old = ct.BITS_MIN_TESTS
+    ct.BITS_MIN_TESTS = 32768
+    try:
+        groups = ct._chi_square_groups(cards, a[:, 0], a[:, 1], a[:, 2:], 1 << 14, 2)
+    finally:
+        ct.BITS_MIN_TESTS = old
+    assert {plan[0] for _, plan in groups} == {"bits"}
+
+
 @pytest.mark.x64
 @pytest.mark.x64_only
 def test_bernoulli_pvalue_equals_pearson_chi_square():
