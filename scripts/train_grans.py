@@ -13,7 +13,8 @@ They were trained with the Chebyshev smoother (the paper's configuration,
 (``MultilevelSmoother()``), the outer step ``ThreeTermStep(norm="auto")`` (energy norm on the SPD-like matrices,
 residual norm on Helmholtz) and the energy-norm loss on SPD-like matrices (``grans_loss(loss="auto")``), on the
 classes where multigrid struggles (``--classes``: high contrast, rotated anisotropy, Helmholtz; the generators of
-``benchmarks/solvers_grans_ablation.py``), and writes ``benchmarks/results/grans_multilevel.eqx`` (not kept in the repository: binary)::
+``benchmarks/solvers_grans_ablation.py``), and writes ``benchmarks/results/grans_multilevel.eqx`` (not kept in
+the repository: binary)::
 
     XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
     JAX_ENABLE_X64=1 nice -n 10 python scripts/train_grans.py --multilevel --seed 1
