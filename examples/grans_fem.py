@@ -24,7 +24,7 @@ Writes ``grans_fem.png`` (residual vs iteration and vs time) and prints a table.
 import os
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
-for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # LAPACK thread thrash: see notes
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # docs/design/cpu-threads.md
     os.environ.setdefault(_v, "1")
 
 import argparse  # noqa: E402
