@@ -6,7 +6,9 @@ Every benchmark script:
 2. times the first call separately (trace + compile + run) from the steady state;
 3. reports the median and spread of ``repeats`` steady-state calls, each ended by ``jax.block_until_ready``;
 4. runs the named baseline in the same process and quotes the ratio;
-5. prints a table and writes ``benchmarks/results/<name>.json`` with versions, backend, devices and dtype.
+5. prints a table and writes ``benchmarks/results/<script>.json``: one file per script, overwritten by its latest
+   run (git keeps the history), with the command, versions, date and the machine in one line (cores, backend).
+   A script that measures several distinct things (parts, sizes) writes each as a part of that one file.
 
 Usage::
 
@@ -20,7 +22,9 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -85,11 +89,38 @@ def time_fn(
     }
 
 
+def script_name(default: str = "benchmark") -> str:
+    """The running benchmark script's file stem (``solvers_amg`` for ``python benchmarks/solvers_amg.py``)."""
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if main_file and Path(main_file).resolve().parent == RESULTS_DIR.parent:
+        return Path(main_file).stem
+    return default
+
+
+def command_line() -> str:
+    """The command that reproduces this run, from the repository root."""
+    args = " ".join(shlex.quote(a) for a in sys.argv[1:])
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if main_file and Path(main_file).resolve().parent == RESULTS_DIR.parent:
+        return f"python benchmarks/{Path(main_file).name}" + (f" {args}" if args else "")
+    return f"python {shlex.quote(sys.argv[0])}" + (f" {args}" if args else "")
+
+
+def machine_line(backend: str | None = None, device_count: int | None = None) -> str:
+    """The machine in one line: architecture, cores, backend and device count."""
+    backend = backend or jax.default_backend()
+    device_count = jax.device_count() if device_count is None else device_count
+    return f"{platform.machine()}, {os.cpu_count()} cores, {backend} backend, {device_count} device(s)"
+
+
 def environment(dtype: str | None = None) -> dict[str, Any]:
-    """Versions, backend, device count and dtype for the JSON record."""
+    """Command, date, machine line, versions, backend, device count and dtype for the JSON record."""
     import numpy as np
 
     env: dict[str, Any] = {
+        "command": command_line(),
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "machine": machine_line(),
         "jax": jax.__version__,
         "numpy": np.__version__,
         "python": platform.python_version(),
@@ -98,7 +129,6 @@ def environment(dtype: str | None = None) -> dict[str, Any]:
         "device_count": jax.device_count(),
         "x64": bool(jax.config.jax_enable_x64),
         "cpu_count": os.cpu_count(),
-        "machine": platform.machine(),
         "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if dtype is not None:
@@ -112,14 +142,38 @@ def environment(dtype: str | None = None) -> dict[str, Any]:
     return env
 
 
-def write_results(name: str, rows: Sequence[dict[str, Any]], *, dtype: str | None = None,
-                  extra: dict[str, Any] | None = None) -> Path:
-    """Write ``benchmarks/results/<name>.json`` and return its path."""
+def results_path(name: str | None = None) -> Path:
+    """``benchmarks/results/<script>.json`` for the running script (``name`` only outside a benchmark script)."""
+    return RESULTS_DIR / f"{script_name(name or 'benchmark')}.json"
+
+
+def write_results(name: str | None = None, rows: Sequence[dict[str, Any]] = (), *, dtype: str | None = None,
+                  extra: dict[str, Any] | None = None, part: str | None = None) -> Path:
+    """Write the running script's ``benchmarks/results/<script>.json`` and return its path.
+
+    The file is named after the script, never after a run: ``name`` is recorded as the run's configuration when it
+    adds a suffix to the script's name (``solvers_fem_quick``), and names the file only when no benchmark script is
+    running. Without ``part`` the file is replaced by this run. With ``part`` (a distinct measurement of the same
+    script, e.g. ``"state"`` or a problem size) only that entry of the file's ``parts`` is replaced, each part with
+    its own environment.
+    """
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    record = {"benchmark": name, "environment": environment(dtype), "rows": list(rows)}
+    path = results_path(name)
+    script = path.stem
+    record: dict[str, Any] = {"benchmark": script, "environment": environment(dtype)}
+    if name and name != script and name.startswith(script + "_"):
+        record["configuration"] = name[len(script) + 1:]
+    record["rows"] = list(rows)
     if extra:
         record.update(extra)
-    path = RESULTS_DIR / f"{name}.json"
+    if part is not None:
+        try:
+            existing = json.loads(path.read_text())
+        except (OSError, ValueError):
+            existing = {}
+        parts = existing.get("parts", {}) if isinstance(existing, dict) else {}
+        parts[part] = {k: v for k, v in record.items() if k != "benchmark"}
+        record = {"benchmark": script, "parts": parts}
     path.write_text(json.dumps(record, indent=2, default=float) + "\n")
     return path
 

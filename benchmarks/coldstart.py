@@ -54,7 +54,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bn_networks as bn  # noqa: E402
-from _harness import environment, print_table  # noqa: E402
+from _harness import print_table, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "causal-learn"
@@ -590,7 +590,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", nargs="*", default=list(CASES))
     ap.add_argument("--networks", type=Path, default=os.environ.get("ICMLX_BN_NETWORKS") or None,
                     help="folder with the bnlearn BIF files (alarm.bif, insurance.bif); default $ICMLX_BN_NETWORKS")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "coldstart.json")
     args = ap.parse_args(argv)
     networks = None if args.networks is None else Path(args.networks)
     unknown = [c for c in args.cases if c not in CASES]
@@ -610,9 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows, ["case", "mode", "icmlx_s", "peer_s", "icmlx/peer", "icmlx_one_call/peer_one_call",
                        "icmlx_import_s", "icmlx_first_call_s", "icmlx_second_call_new_n_s",
                        "icmlx_programs_compiled", "peer_import_s", "peer_call_s", "peer_second_call_new_n_s"])
-    out = args.out
-    out.write_text(json.dumps({"environment": environment(), "rows": rows, "skipped": skipped}, indent=2) + "\n")
-    print(f"wrote {out}")
+    print(f"wrote {write_results(rows=rows, extra={'skipped': skipped})}")
     return 0
 
 

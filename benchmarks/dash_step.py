@@ -281,7 +281,7 @@ def main(argv=None) -> None:
         print_table(shampoo[1], title="paired: both steps timed alternately, median of per-pair ratios "
                                       "(>1: DASH faster)")
     if args.shampoo_only:
-        path = write_results(f"dash_step_shampoo_{size}", shampoo[0] if shampoo else [], dtype="float32",
+        path = write_results(rows=shampoo[0] if shampoo else [], part=f"shampoo_{size}", dtype="float32",
                              extra={"paired_ratios": shampoo[1] if shampoo else [], "size": size})
         print(f"wrote {path}")
         return
@@ -319,7 +319,7 @@ def main(argv=None) -> None:
                            "loop_same/stacked": ms("per-block loop", "newton_db", block, freq) / st})
     print_table(ratios, title="ratios of min ms/step (>1 means the stacked DASH step is faster)")
     print_table(paired, title="paired ratios: baseline and stacked timed alternately, median of per-pair ratios")
-    path = write_results("dash_step", step_rows + root_rows, dtype="float32",
+    path = write_results(rows=step_rows + root_rows, part="step", dtype="float32",
                          extra={"ratios": ratios, "paired_ratios": paired, "size": size,
                                 "distributed_shampoo": None if shampoo is None else
                                 {"rows": shampoo[0], "paired_ratios": shampoo[1]}})

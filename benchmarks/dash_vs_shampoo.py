@@ -221,11 +221,11 @@ def main(argv=None) -> None:
     parser.add_argument("--part", choices=("all", "step", "quality", "state"), default="all")
     args = parser.parse_args(argv)
     extra = {"quick": args.quick}
-    rows = []
+    written = []
     if args.part in ("all", "state"):
         state_rows = bench_state_bytes()
         print_table(state_rows, title="optimizer state, embedding-heavy model (50,000 x 64 embedding + conv + dense)")
-        extra["state_bytes"] = state_rows
+        written.append(write_results(rows=state_rows, part="state", extra=extra))
     if args.part in ("all", "quality"):
         grid = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0]
         settings = [(1e2, 10)] if args.quick else [(1e2, 10), (1e3, 10), (1e2, 1)]
@@ -234,7 +234,7 @@ def main(argv=None) -> None:
         print_table(q_rows, ["optimizer", "kappa", "freq", "steps", "best_lr", "final_loss", "best_lr_at_grid_edge",
                              "seconds"],
                     title="ill-conditioned matrix regression, kappa(A)=kappa(B)=kappa: final loss at the best lr")
-        extra["quality"] = q_rows
+        written.append(write_results(rows=q_rows, part="quality", extra=extra))
     if args.part in ("all", "step"):
         d, layers, vocab = (128, 1, 256) if args.quick else (256, 2, 512)
         step_rows, paired = bench_step(d, layers, vocab, 128, repeats=5 if args.quick else 9,
@@ -242,11 +242,9 @@ def main(argv=None) -> None:
         print_table(step_rows, title=f"optimizer step, transformer-shaped tree d={d}, block 128, "
                                      f"{jax.default_backend()}")
         print_table(paired, title="paired: both steps timed alternately, median of per-pair ratios (>1: DASH faster)")
-        rows = step_rows
-        extra["paired_ratios"] = paired
-    name = "dash_vs_shampoo" + ("_quick" if args.quick else "") + ("" if args.part == "all" else f"_{args.part}")
-    path = write_results(name, rows, dtype="float32", extra=extra)
-    print(f"wrote {path}")
+        written.append(write_results(rows=step_rows, part="step", dtype="float32",
+                                     extra={**extra, "paired_ratios": paired}))
+    print("wrote", *sorted({str(p) for p in written}))
 
 
 if __name__ == "__main__":
