@@ -190,7 +190,7 @@ def speed(refine=7, equations=("poisson", "reaction"), rtol=1e-5, seed=20_000, r
     set-up (G-RANS: ``setup``; CG: the ELL conversion).
 
     CG variants: CG+Jacobi and plain CG on the ELL product (the layout G-RANS's own products use; in
-    ``benchmarks/results/solvers_fem_n65k_default.json`` the COO product was 1.4-2.3x slower for both at this
+    ``benchmarks/results/solvers_fem.json`` the COO product was 1.4-2.3x slower for both at this
     size with threads pinned as here; ``python benchmarks/solvers_fem.py --refines 7`` runs every layout).
     CG+Jacobi runs to the tolerance. Plain CG needs 1.4-4.3x more iterations of the same per-step cost, so it
     runs with a cap: a power of two above 1.5x the steps the best converged time buys at the measured per-step
