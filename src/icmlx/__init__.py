@@ -2,14 +2,14 @@
 
 Subpackages (import them explicitly; each pulls in only what it needs):
 
-- :mod:`icmlx.optim` — DASH (batched Shampoo) and annealed learning-rate schedules.
-- :mod:`icmlx.stats` — relative-belief multiple testing and the two-groups framework.
-- :mod:`icmlx.structure` — PC and the optimal poly-forest learner with CI tests.
-- :mod:`icmlx.sde` — drift inference for overdamped Langevin systems from sparse paths.
-- :mod:`icmlx.solvers` — G-RANS neural subspace-correction solver for sparse FEM systems.
+- `icmlx.optim` — DASH (batched Shampoo) and annealed learning-rate schedules.
+- `icmlx.stats` — relative-belief multiple testing and the two-groups framework.
+- `icmlx.structure` — PC and the optimal poly-forest learner with CI tests.
+- `icmlx.sde` — drift inference for overdamped Langevin systems from sparse paths.
+- `icmlx.solvers` — G-RANS neural subspace-correction solver for sparse FEM systems.
 
-Shared across them: :class:`icmlx.RESULTS`, the one status enumeration (it extends ``lineax.RESULTS``), and
-:class:`icmlx.Solution`, the ``value``/``result``/``stats`` record every iterative routine returns.
+Shared across them: `icmlx.RESULTS`, the one status enumeration (it extends ``lineax.RESULTS``), and
+`icmlx.Solution`, the ``value``/``result``/``stats`` record every iterative routine returns.
 
 On import, icmlx turns on JAX's persistent compilation cache (in ``$ICMLX_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/icmlx/jax``, else ``~/.cache/icmlx/jax``) unless the user set their own JAX cache directory;

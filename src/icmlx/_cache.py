@@ -15,7 +15,7 @@ Policy, checked in this order when ``icmlx`` is imported:
    icmlx's procedures run many small programs, and recompiling those is what a warm process would otherwise still
    pay. JAX's minimum is changed only when the user has not changed it.
 
-:func:`compilation_cache_dir` tells which directory is in use; :func:`enable_compilation_cache` turns it on by
+`compilation_cache_dir` tells which directory is in use; `enable_compilation_cache` turns it on by
 hand (for instance after ``ICMLX_CACHE=0``). Delete the directory to empty it.
 """
 

@@ -1,10 +1,10 @@
 """Value checks at the public boundary that stay out of compiled programs when the input is concrete.
 
-A check written as :func:`equinox.error_if` puts a host callback into the compiled program, and JAX does not store
+A check written as `equinox.error_if` puts a host callback into the compiled program, and JAX does not store
 programs with host callbacks in its persistent compilation cache, so every new process compiles them again. It also
-reports a failure as a long runtime error. :func:`check_values` therefore checks a concrete input (a NumPy array,
+reports a failure as a long runtime error. `check_values` therefore checks a concrete input (a NumPy array,
 a Python number, a JAX array outside ``jit``) on the host with NumPy and raises a plain ``ValueError`` carrying
-the message; only a traced input (inside the user's ``jit``/``vmap``) gets :func:`equinox.error_if`.
+the message; only a traced input (inside the user's ``jit``/``vmap``) gets `equinox.error_if`.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def check_values(x: Any, bad: Callable[[Any, Any], Any], message: str) -> Any:
 
     Args:
       x: the array to check (returned unchanged, as a JAX array when it was traced).
-      bad: ``bad(xp, x)`` -> boolean array; ``xp`` is :mod:`numpy` for a concrete ``x`` (checked on the host) and
-        :mod:`jax.numpy` for a traced one, so one predicate serves both.
+      bad: ``bad(xp, x)`` -> boolean array; ``xp`` is `numpy` for a concrete ``x`` (checked on the host) and
+        `jax.numpy` for a traced one, so one predicate serves both.
       message: what is wrong and what to do, in one or two lines.
 
     Raises:

@@ -14,7 +14,7 @@ __all__ = ["deprecated_attribute", "deprecated_names", "renamed_kwargs", "warn_r
 
 @typing.no_type_check  # keep the jaxtyping test hook's frames out of the stacklevel count
 def warn_renamed(old: str, new: str, where: str, *, stacklevel: int = 3) -> None:
-    """Emit the one :class:`DeprecationWarning` text used across icmlx for a rename."""
+    """Emit the one `DeprecationWarning` text used across icmlx for a rename."""
     warnings.warn(
         f"{where}: {old!r} is deprecated and will be removed in the next release; use {new!r} instead.",
         DeprecationWarning,
@@ -25,8 +25,8 @@ def warn_renamed(old: str, new: str, where: str, *, stacklevel: int = 3) -> None
 def renamed_kwargs(**old_to_new: str) -> Callable[[Callable], Callable]:
     """Decorator: accept old keyword names for one release, warn, and pass them on under the new name.
 
-    Passing both the old and the new name is a :class:`TypeError`. The wrapped function's signature (as shown by
-    :func:`inspect.signature`) is the new one.
+    Passing both the old and the new name is a `TypeError`. The wrapped function's signature (as shown by
+    `inspect.signature`) is the new one.
     """
 
     def decorate(fn: Callable) -> Callable:

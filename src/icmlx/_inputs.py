@@ -31,7 +31,7 @@ def to_device(x: Any, dtype: Any = None) -> jax.Array:
 
 
 def to_host(x: Any, dtype: Any = None) -> np.ndarray:
-    """:func:`to_device`'s conversion without the upload: a NumPy array in ``dtype`` (``None``: its own), canonicalised
+    """`to_device`'s conversion without the upload: a NumPy array in ``dtype`` (``None``: its own), canonicalised
     as JAX would store it. For data that a caller reads on the host first and uploads later, or only in part."""
     arr = np.asarray(x)
     return np.asarray(arr, jax.dtypes.canonicalize_dtype(arr.dtype if dtype is None else dtype))

@@ -2,7 +2,7 @@
 
 matplotlib is optional (the ``plot`` extra); it is imported only when a plot helper is called, and a missing
 install gives a two-line error saying what to install. Every helper takes ``ax=None`` (draw on the user's axes,
-else a new figure) and returns the :class:`matplotlib.axes.Axes` it drew on, so users can restyle and save it.
+else a new figure) and returns the `matplotlib.axes.Axes` it drew on, so users can restyle and save it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ __all__ = ["require_matplotlib", "axes_or_new"]
 
 
 def require_matplotlib():
-    """Return :mod:`matplotlib.pyplot`, or raise an ImportError that says how to install it."""
+    """Return `matplotlib.pyplot`, or raise an ImportError that says how to install it."""
     try:
         import matplotlib.pyplot as plt
     except ImportError as err:  # pragma: no cover - exercised only without matplotlib

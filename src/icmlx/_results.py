@@ -1,7 +1,7 @@
 """The library's one status vocabulary and the record every iterative routine returns.
 
-:class:`RESULTS` extends :class:`lineax.RESULTS` (the diffrax/optimistix anchor pattern), so a lineax status
-promotes into it and ``lineax.linear_solve`` results compare against it. :class:`Solution` is lineax's
+`RESULTS` extends `lineax.RESULTS` (the diffrax/optimistix anchor pattern), so a lineax status
+promotes into it and ``lineax.linear_solve`` results compare against it. `Solution` is lineax's
 ``Solution`` shape (``value``, ``result``, ``stats``) for icmlx's own iterative routines; subpackages subclass it
 to add named fields.
 """
@@ -29,10 +29,10 @@ with warnings.catch_warnings():
     class RESULTS(lx.RESULTS):
         """Status codes shared by every iterative routine in icmlx.
 
-        It extends :class:`lineax.RESULTS` (``successful``, ``max_steps_reached``, ``singular``, ``breakdown``,
+        It extends `lineax.RESULTS` (``successful``, ``max_steps_reached``, ``singular``, ``breakdown``,
         ``stagnation``, ``conlim``, ``nonfinite_input``) with the outcomes the techniques need (``diverged``,
         ``nonfinite``, ``accuracy_limit``, ``inaccurate``, ``degenerate_bridges``). Compare with ``==`` (works
-        under ``jit``); :func:`result_name` gives the item's name on the host.
+        under ``jit``); `result_name` gives the item's name on the host.
 
         Examples:
           >>> import icmlx
@@ -68,7 +68,7 @@ with warnings.catch_warnings():
 
 
 def result_name(result: Any) -> str | np.ndarray:
-    """The name of a concrete :class:`RESULTS` item (``"successful"``, ``"max_steps_reached"``, ...).
+    """The name of a concrete `RESULTS` item (``"successful"``, ``"max_steps_reached"``, ...).
 
     A batched (vmapped) item gives an array of names. Not for use on traced values.
     """
@@ -85,7 +85,7 @@ def raise_if_failed(token: Any, result: RESULTS, throw: bool) -> Any:
 
     A concrete ``result`` (an eager call) is checked on the host and raises a ``RuntimeError`` whose text is the
     item's message: what happened and what to do, without the traceback of a compiled program. A traced
-    ``result`` (inside the user's ``jit``) threads :func:`equinox.error_if` onto ``token`` instead, which raises
+    ``result`` (inside the user's ``jit``) threads `equinox.error_if` onto ``token`` instead, which raises
     with the same message when the program runs.
     """
     if not throw:
@@ -110,7 +110,7 @@ class Solution(eqx.Module):
 
     Attributes:
       value: the answer (a solution vector, an inverse root, a fitted drift, ...).
-      result: a :class:`RESULTS` item, ``RESULTS.successful`` exactly when the routine's accuracy criterion held.
+      result: a `RESULTS` item, ``RESULTS.successful`` exactly when the routine's accuracy criterion held.
       stats: diagnostics as a dict of arrays; ``stats["num_steps"]`` is always present.
     """
 
