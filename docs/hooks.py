@@ -56,9 +56,12 @@ def _fmt(value) -> str:
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 3] + "..."
 
 
-def _grid(rows: list[dict], cols: list[str]) -> str:
+def _grid(rows: list[dict], cols: list[str], cut: bool = True) -> str:
+    def cell(v):
+        return _fmt(v) if cut else str(v).replace("|", "\\|").replace("\n", " ")
+
     lines = ["| " + " | ".join(c.replace("|", "\\|") for c in cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
+    lines += ["| " + " | ".join(cell(r.get(c, "")) for c in cols) + " |" for r in rows]
     return "\n".join(lines)
 
 
@@ -247,9 +250,11 @@ def _tour(example: str) -> str:
     data = json.loads(TOUR.read_text())
     rows = [{k: r.get(k) for k in ("claim", "measured", "expected", "ok")} for r in data["rows"]
             if r.get("example") == example]
-    head = (f"Measured by `python examples/tour.py --quick` on {data.get('date', '?')} "
-            f"({data.get('cpu_count', '?')} CPU cores, {data.get('machine', '?')}).\n\n")
-    return head + _table(rows)
+    meta = data.get("examples", {}).get(example, {})
+    date = meta.get("date", data.get("date", "?"))
+    machine = meta.get("machine") or f"{data.get('cpu_count', '?')} CPU cores, {data.get('machine', '?')}"
+    head = f"Measured by `python examples/tour.py --quick` on {date} ({machine}).\n\n"
+    return head + (_grid(rows, ["claim", "measured", "expected", "ok"], cut=False) if rows else "_(no rows)_")
 
 
 def on_files(files, config):

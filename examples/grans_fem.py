@@ -107,7 +107,7 @@ def run(refines=(5,), shifts=(-0.7, 0.0, 0.7), rtol=1e-5, krylov=True, seed=10_0
                 rows.append(row)
                 if shift == 0.0:
                     curves.append((f"{eq} n={pb.A.shape[0]}", hist,
-                                   np.linspace(0, t_setup + t_solve, hist.size)))
+                                   np.linspace(0, t_setup + t_solve, hist.size), norm))
                 if krylov and shift == 0.0:
                     cands = [("CG", lambda A, b: cg(A, b, rtol=rtol, max_steps=6000, throw=False)),
                              ("CG+Jacobi", lambda A, b: cg(A, b, rtol=rtol, max_steps=6000,
@@ -284,18 +284,24 @@ def _speed_claim(rows):
 
 
 def _figure(curves, path):
+    """Residual histories. A solve whose outer step minimises the residual (solid) never lets it rise; on SPD-like
+    systems the step minimises the error's energy norm ‖x* − x‖_A instead (dashed), which the safeguard keeps
+    monotone while the residual itself may rise for an iteration."""
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-    for label, h, t in curves:
-        ax[0].semilogy(h, label=label)
-        ax[1].semilogy(t, h, label=label)
+    for label, h, t, norm in curves:
+        style = "-" if norm == "residual" else "--"
+        name = f"{label} ({'residual' if norm == 'residual' else 'energy'}-norm step)"
+        ax[0].semilogy(h, style, label=name)
+        ax[1].semilogy(t, h, style, label=name)
     for a in ax:
-        a.axhline(1e-5, color="k", lw=0.8, ls="--")
+        a.axhline(1e-5, color="k", lw=0.8, ls=":")
         a.set_ylabel("true relative residual")
         a.grid(alpha=0.3)
     ax[0].set_xlabel("iteration")
     ax[1].set_xlabel("wall-clock (setup + solve, s; linear within a solve)")
     ax[0].legend(fontsize=7)
-    ax[0].set_title("G-RANS, held-out systems")
+    ax[0].set_title("G-RANS, held-out systems", fontsize=10)
+    ax[1].set_title("dashed: the error's A-norm is kept monotone, not the residual", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -330,10 +336,12 @@ def _summary(rows):
         {"claim": "robust to ±70% parameter shifts",
          "measured": f"{sum(r['ok'] for r in shifted)}/{len(shifted)} converged",
          "expected": f"{len(shifted)}/{len(shifted)}", "ok": all(r["ok"] for r in shifted)},
-        {"claim": "residual never increases (safeguard)",
-         "measured": f"{sum(r['monotone'] for r in gres)}/{len(gres)} monotone (+{len(g) - len(gres)} "
-                     "energy-norm solves, A-norm monotone: see tests)",
-         "expected": "all", "ok": all(r["monotone"] for r in gres)},
+        # The safeguard keeps the step's own norm monotone: the residual for residual-norm steps, the error's
+        # A-norm for the energy-norm step on SPD-like systems (whose residual may rise; tested in tests/solvers).
+        {"claim": "safeguard: the residual never increases in residual-norm solves",
+         "measured": f"{sum(r['monotone'] for r in gres)}/{len(gres)} monotone ({len(g) - len(gres)} energy-norm "
+                     "solves keep the A-norm monotone instead)",
+         "expected": "all", "ok": bool(gres) and all(r["monotone"] for r in gres)},
         {"claim": ">= 2x faster than best JAX CG variant (Poisson, reaction; setup incl.)",
          "measured": "speedups " + ", ".join(f"{x:.2f}x" for x in ratios),
          "expected": ">= 2x", "ok": bool(ratios) and min(ratios) >= 2.0},

@@ -114,22 +114,33 @@ def _on_grid(fn, grid):
     return jax.vmap(fn)(grid)
 
 
+PANEL_NAMES = {"naive": "naive (finite differences)", "conservative": "conservative (gradient field)",
+               "em_plain": "EM, plain bridges", "em_geodesic": "EM, geodesic-guided bridges"}
+
+
 def _plot_fields(path, f, drifts, obs, title):
+    from matplotlib.lines import Line2D
+
     pts = np.asarray(obs).reshape(-1, 2)
     lo, hi = pts.min(0), pts.max(0)
     gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], 18), np.linspace(lo[1], hi[1], 18))
     grid = jax.device_put(np.stack([gx.ravel(), gy.ravel()], -1).astype(np.float32))
-    panels = [("true drift", f)] + [(k, v) for k, v in drifts.items()]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.2))
+    panels = [("true drift", f)] + [(PANEL_NAMES.get(k, k), v) for k, v in drifts.items()]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.6), sharex=True, sharey=True)
     for ax, (name, fn) in zip(axes, panels):
         v = np.asarray(_on_grid(fn, grid))
         ax.quiver(gx, gy, v[:, 0].reshape(gx.shape), v[:, 1].reshape(gx.shape), color="k", width=0.004)
         ax.plot(pts[:, 0], pts[:, 1], ".", ms=2, color="tab:orange", alpha=0.6)
         ax.set_title(name, fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.set_xlabel("$x_1$")
+        ax.tick_params(labelsize=7)
+    axes[0].set_ylabel("$x_2$")
+    handles = [Line2D([], [], color="k", marker=r"$\rightarrow$", ls="none", ms=12,
+                      label="drift b(x) on a grid (arrow length ∝ |b|)"),
+               Line2D([], [], color="tab:orange", marker=".", ls="none", ms=6, label="observations")]
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

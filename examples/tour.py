@@ -19,12 +19,23 @@ Usage::
     python examples/tour.py --quick          # the README's demo command (quick is the default)
     python examples/tour.py --only annealing_robustness
     python examples/tour.py --jobs 1         # one part at a time
+    python examples/tour.py --only grans_fem --merge-into benchmarks/results/tour/tour.json
+
+``tour.json`` (in ``--outdir``) records every row whole, and per example the date it ran and a hash of the
+example's source (its syntax tree, so comments and formatting do not count): ``tests/test_examples_tour.py``
+compares that hash with the example as it is now, so rows measured on an older example are caught.
+``--merge-into FILE`` replaces the rows (and copies the figures) of the examples just run in the committed record
+``FILE`` (the one the documentation's paper pages are built from), leaving the other examples' rows as they were.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import hashlib
 import importlib
+import json
+import shutil
 import sys
 import time
 import traceback
@@ -54,6 +65,36 @@ PREPARE = {"grans_fem:tour_speed": "tour_speed_prepare"}
 # Two at a time, the longest parts start first (so that the short ones fill in behind them).
 PARALLEL_ORDER = ["dash_lm", "langevin_sparse", "polyforest_rates", "grans_fem:tour_solves", "annealing_robustness",
                   "relative_belief_abos"]
+
+
+def source_hash(module: str) -> str:
+    """sha256 of an example's syntax tree without docstrings: a change that can move a claim changes it, a comment
+    or a reformatting does not."""
+    tree = ast.parse((HERE / f"{module}.py").read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
+
+
+def merge_record(record: dict, path: Path, figures_from: Path) -> dict:
+    """``record`` (this run) merged into the tour record at ``path``: the examples run here replace their rows,
+    metadata and figures; the others keep theirs."""
+    old = json.loads(path.read_text()) if path.exists() else {"rows": [], "examples": {}}
+    ran = set(record["examples"])
+    order = {m: i for i, m in enumerate(ORDER)}
+    rows = [r for r in old.get("rows", []) if r.get("example") not in ran] + record["rows"]
+    rows.sort(key=lambda r: order.get(r.get("example"), len(order)))  # stable: claim order kept per example
+    merged = {**old, **{k: v for k, v in record.items() if k not in ("rows", "examples")}, "rows": rows,
+              "examples": {**old.get("examples", {}), **record["examples"]}}
+    for module in ran:
+        for png in figures_from.glob(f"{module}*.png"):
+            shutil.copyfile(png, path.parent / png.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(merged, indent=1) + "\n")
+    return merged
 
 
 def _modules() -> list[str]:
@@ -103,6 +144,35 @@ def _run_part(name: str, outdir: Path, capture: bool = False, prepared=None) -> 
             "crashed": crashed, "has_tour": True}
 
 
+# The printed summary fits 120 columns: ok, example, claim, measured, seconds, long text cut with "…"
+# (tour.json keeps every row whole, with the expected values).
+SUMMARY_WIDTHS = {"ok": 4, "example": 20, "claim": 42, "measured": 38, "seconds": 6}
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def summary_table(rows: list[dict]) -> str:
+    """The tour's printed table: one line per claim, at most 120 characters wide."""
+    def cell(r, c):
+        if c == "ok":
+            return {True: "yes", False: "NO"}.get(r.get("ok"), str(r.get("ok", "")))
+        if c == "seconds":
+            return f"{float(r.get('seconds', 0.0)):.0f}"
+        return " ".join(str(r.get(c, "")).split())
+
+    cols = list(SUMMARY_WIDTHS)
+    lines = ["icmlx tour, quick scale",
+             "  ".join(c.ljust(SUMMARY_WIDTHS[c]) if c != "seconds" else "s".rjust(SUMMARY_WIDTHS[c]) for c in cols),
+             "  ".join("-" * SUMMARY_WIDTHS[c] for c in cols)]
+    for r in rows:
+        cells = [_cut(cell(r, c), SUMMARY_WIDTHS[c]) for c in cols]
+        lines.append("  ".join(x.rjust(SUMMARY_WIDTHS[c]) if c == "seconds" else x.ljust(SUMMARY_WIDTHS[c])
+                               for x, c in zip(cells, cols)).rstrip())
+    return "\n".join(lines)
+
+
 def _report(part: dict, concurrent: bool) -> None:
     if not part["has_tour"]:
         return
@@ -134,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", default=True, help="quick scale (default)")
     parser.add_argument("--only", nargs="*", default=None, help="run only these example modules")
     parser.add_argument("--outdir", type=Path, default=HERE / "out")
+    parser.add_argument("--merge-into", type=Path, default=None,
+                        help="also merge this run's rows and figures into this tour.json (e.g. the committed "
+                             "benchmarks/results/tour/tour.json)")
     parser.add_argument("--jobs", type=int, default=None,
                         help="parts run at a time in worker processes (default 2 with two or more cores; 1: in order, "
                              "in this process)")
@@ -201,20 +274,13 @@ def main(argv: list[str] | None = None) -> int:
         rows += parts[name]["rows"]
 
     cols = ["example", "claim", "measured", "expected", "ok", "seconds"]
-    cells = [[(f"{r[c]:.1f}" if c == "seconds" else str(r.get(c, ""))) for c in cols] for r in rows]
-    widths = [max(len(c), *(len(x[i]) for x in cells)) if cells else len(c) for i, c in enumerate(cols)]
     print()
-    print("icmlx tour — quick scale")
-    print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
-    print("  ".join("-" * w for w in widths))
-    for x in cells:
-        print("  ".join(v.ljust(w) for v, w in zip(x, widths)))
+    print(summary_table(rows))
     missed = sum(r.get("ok") is False for r in rows)
     print(f"\n{len(rows) - missed} of {len(rows)} claims met at quick scale ({missed} reported as not met); "
           f"{failures} example(s) crashed")
-    print(f"figures in {args.outdir}")
+    print(f"figures in {args.outdir}; every row in full (claim, measured, expected) in {args.outdir / 'tour.json'}")
     # The table also goes to tour.json (the documentation's paper pages are built from it and the figures).
-    import json
     import platform
 
     record = {
@@ -225,8 +291,16 @@ def main(argv: list[str] | None = None) -> int:
         "total_seconds": round(time.perf_counter() - start, 1),
         "rows": [{c: (r.get(c) if isinstance(r.get(c), (bool, int, float)) else str(r.get(c, ""))) for c in cols}
                  for r in rows],
+        "examples": {m: {"date": time.strftime("%Y-%m-%d", time.gmtime()), "source_sha256": source_hash(m),
+                         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+                         "seconds": round(sum(r.get("seconds", 0.0) for r in rows if r.get("example") == m
+                                              ) / max(1, sum(r.get("example") == m for r in rows)), 1)}
+                     for m in dict.fromkeys(r.get("example") for r in rows) if (HERE / f"{m}.py").exists()},
     }
-    (args.outdir / "tour.json").write_text(json.dumps(record, indent=1))
+    (args.outdir / "tour.json").write_text(json.dumps(record, indent=1) + "\n")
+    if args.merge_into is not None:
+        merge_record(record, args.merge_into, args.outdir)
+        print(f"merged into {args.merge_into}")
     # A claim that is not met is a result, reported above; only a crashing example fails the demo.
     return 1 if failures else 0
 
