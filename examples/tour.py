@@ -84,11 +84,16 @@ def merge_record(record: dict, path: Path, figures_from: Path) -> dict:
     metadata and figures; the others keep theirs."""
     old = json.loads(path.read_text()) if path.exists() else {"rows": [], "examples": {}}
     ran = set(record["examples"])
+    kept = dict(old.get("examples", {}))
+    for r in old.get("rows", []):  # rows from before per-example records: they keep the old run's date and machine
+        if r.get("example") not in ran and r.get("example") not in kept:
+            kept[r.get("example")] = {"date": old.get("date", "?"),
+                                      "machine": f"{old.get('machine', '?')}, {old.get('cpu_count', '?')} cores"}
     order = {m: i for i, m in enumerate(ORDER)}
     rows = [r for r in old.get("rows", []) if r.get("example") not in ran] + record["rows"]
     rows.sort(key=lambda r: order.get(r.get("example"), len(order)))  # stable: claim order kept per example
     merged = {**old, **{k: v for k, v in record.items() if k not in ("rows", "examples")}, "rows": rows,
-              "examples": {**old.get("examples", {}), **record["examples"]}}
+              "examples": {**kept, **record["examples"]}}
     for module in ran:
         for png in figures_from.glob(f"{module}*.png"):
             shutil.copyfile(png, path.parent / png.name)

@@ -92,16 +92,19 @@ def test_source_hash_ignores_comments_and_docstrings_but_not_code(tmp_path, monk
 
 def test_merge_replaces_only_the_examples_run(tmp_path):
     path = tmp_path / "tour.json"
-    path.write_text(json.dumps({"date": "old", "rows": [
-        {"example": "dash_lm", "claim": "a", "ok": True}, {"example": "grans_fem", "claim": "b", "ok": False}],
+    path.write_text(json.dumps({"date": "old", "machine": "m", "cpu_count": 2, "rows": [
+        {"example": "dash_lm", "claim": "a", "ok": True}, {"example": "grans_fem", "claim": "b", "ok": False},
+        {"example": "annealing_robustness", "claim": "c", "ok": True}],
         "examples": {"dash_lm": {"date": "old"}}}))
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "grans_fem.png").write_bytes(b"png")
     new = {"date": "new", "rows": [{"example": "grans_fem", "claim": "b", "ok": True}],
            "examples": {"grans_fem": {"date": "new", "source_sha256": "x"}}}
     merged = tour.merge_record(new, path, tmp_path / "out")
-    assert [(r["example"], r["ok"]) for r in merged["rows"]] == [("dash_lm", True), ("grans_fem", True)]
-    assert merged["examples"] == {"dash_lm": {"date": "old"}, "grans_fem": {"date": "new", "source_sha256": "x"}}
+    assert [(r["example"], r["ok"]) for r in merged["rows"]] == [
+        ("annealing_robustness", True), ("dash_lm", True), ("grans_fem", True)]
+    assert merged["examples"] == {"dash_lm": {"date": "old"}, "grans_fem": {"date": "new", "source_sha256": "x"},
+                                  "annealing_robustness": {"date": "old", "machine": "m, 2 cores"}}
     assert (tmp_path / "grans_fem.png").read_bytes() == b"png"
     assert json.loads(path.read_text()) == merged
 
