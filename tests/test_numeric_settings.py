@@ -44,7 +44,7 @@ def test_check_int_accepts_integers_and_checks_the_range():
     assert check_int(0, "k", minimum=0, maximum=0) == 0
     with pytest.raises(ValueError, match=r"g: k must be an integer in \[1, inf\), got k=0"):
         check_int(0, "k", where="g", minimum=1)
-    with pytest.raises(ValueError, match=r"k must be an integer in \[-inf, 4\], got k=5"):
+    with pytest.raises(ValueError, match=r"k must be an integer in \(-inf, 4\], got k=5"):
         check_int(5, "k", maximum=4)
 
 
@@ -68,8 +68,8 @@ def test_check_number_returns_a_real_scalar_unchanged(good):
 @pytest.mark.parametrize(("value", "kw", "shown"), [
     (0.0, dict(minimum=0, open_minimum=True), r"\(0, inf\)"),
     (1.5, dict(minimum=0, maximum=1), r"\[0, 1\]"),
-    (1.0, dict(maximum=1, open_maximum=True), r"\[-inf, 1\)"),
-    (float("nan"), {}, r"\[-inf, inf\), finite"),
+    (1.0, dict(maximum=1, open_maximum=True), r"\(-inf, 1\)"),
+    (float("nan"), {}, r"\(-inf, inf\), finite"),
     (float("inf"), {}, r"finite"),
 ])
 def test_check_number_range_errors_show_the_range_and_the_value(value, kw, shown):
@@ -103,8 +103,61 @@ def test_default_float_dtype_is_the_dtype_jax_gives_new_float_arrays():
 
 # Functions whose subpackage answers a string with its own validator (see the module docstring). Keyed by the
 # public name; the reason names the validator that must move to icmlx._checks.
+OPTIM = ("optim checks with its own validators: optim/_schedules.py _check_int, _check_nonneg, _as_value "
+         "(float() parses strings); optim/_dash_settings.py _check_settings, _check_unit, _check_nonnegative, "
+         "_check_static; optim/_root_methods.py _check_count, _check_nonneg; optim/_inverse_root.py "
+         "matrix_inverse_root, power_iteration, _check_chunk_size; optim/_tail.py robustness_exponent")
+STATS = ("stats checks with its own validators: stats/_checks.py check_scalar (np.asarray parses strings), positive, "
+         "static_int; stats/_simulate.py and stats/_gamma2.py inline count checks")
+STRUCTURE = ("structure checks with its own validators: structure/_data.py _check_size, _check_range, _check_weights; "
+             "structure/_pc.py pc's alpha/max_depth/max_batch checks; structure/_pc_tree.py default_cond_bins, "
+             "_check_threshold and the chunk_size/alpha checks; structure/_testers.py _check_bins")
+SDE = ("sde checks with its own validators: sde/_data.py check_count, check_scale, as_sigma; sde/_guidance.py "
+       "GeodesicGuidance.__check_init__, _check_observations; sde/_basis.py the bases' __check_init__, box_grid; "
+       "sde/_systems.py ring_drift, van_der_pol_drift (no check); sde/_estimators.py, sde/_metrics.py")
+SOLVERS = ("solvers checks with its own validators: solvers/_convert.py positive_int (ValueError), check_tolerances "
+           "(a NumPy TypeError that names no argument); solvers/_smoothers.py _positive_int; solvers/_amg_relax.py "
+           "_check_int, _check_range; solvers/_relaxation.py _positive; solvers/_grans.py GRANS.__check_init__; "
+           "solvers/_sparse.py bucket_size; solvers/_outer.py FlexibleGCR; solvers/_amg.py, solvers/_sa_setup.py")
 OWN_VALIDATORS = {
-    # filled below
+    **dict.fromkeys([
+        "icmlx.optim.Chebyshev", "icmlx.optim.CoupledNewton", "icmlx.optim.Eigh", "icmlx.optim.NewtonDB",
+        "icmlx.optim.PowerScaling", "icmlx.optim.constant", "icmlx.optim.cosine_decay", "icmlx.optim.dash",
+        "icmlx.optim.inverse_sqrt", "icmlx.optim.linear_decay", "icmlx.optim.matrix_inverse_root",
+        "icmlx.optim.polynomial_decay", "icmlx.optim.power_iteration", "icmlx.optim.robustness_exponent",
+        "icmlx.optim.scale_by_dash", "icmlx.optim.warmup_cosine_decay", "icmlx.optim.wsd",
+    ], OPTIM),
+    **dict.fromkeys([
+        "icmlx.stats.EBMMLEGamma2", "icmlx.stats.abos_risk_ratio", "icmlx.stats.bayes_oracle_test",
+        "icmlx.stats.bayes_oracle_threshold", "icmlx.stats.benjamini_hochberg", "icmlx.stats.bfdr_threshold",
+        "icmlx.stats.bonferroni", "icmlx.stats.bonferroni_threshold", "icmlx.stats.calibrate_tau2",
+        "icmlx.stats.horseshoe_nuts", "icmlx.stats.horseshoe_shrinkage", "icmlx.stats.horseshoe_threshold",
+        "icmlx.stats.log_relative_belief_ratio", "icmlx.stats.rb_strength", "icmlx.stats.relative_belief_ratio",
+        "icmlx.stats.relative_belief_test", "icmlx.stats.relative_belief_threshold",
+        "icmlx.stats.simulate_two_groups", "icmlx.stats.threshold_risk", "icmlx.stats.two_groups_em",
+    ], STATS),
+    **dict.fromkeys([
+        "icmlx.structure.default_cond_bins", "icmlx.structure.pc", "icmlx.structure.pc_tree",
+        "icmlx.structure.polyforest_scores", "icmlx.structure.random_er_dag", "icmlx.structure.random_polyforest",
+        "icmlx.structure.sample_bernoulli", "icmlx.structure.sample_linear_gaussian",
+        "icmlx.structure.sample_nonlinear",
+    ], STRUCTURE),
+    **dict.fromkeys([
+        "icmlx.sde.GeodesicGuidance", "icmlx.sde.PolynomialBasis", "icmlx.sde.RBFBasis", "icmlx.sde.RidgeRegression",
+        "icmlx.sde.SparseGP", "icmlx.sde.box_grid", "icmlx.sde.conservative_drift",
+        "icmlx.sde.default_function_class", "icmlx.sde.geodesic_targets", "icmlx.sde.infer_drift",
+        "icmlx.sde.kde_weights", "icmlx.sde.naive_drift", "icmlx.sde.observation_metric",
+        "icmlx.sde.ou_stationary_covariance", "icmlx.sde.ring_drift", "icmlx.sde.rmse", "icmlx.sde.simulate",
+        "icmlx.sde.smc_bridges", "icmlx.sde.van_der_pol_drift", "icmlx.sde.weighted_rmse",
+    ], SDE),
+    **dict.fromkeys([
+        "icmlx.solvers.ChebyshevRelaxation", "icmlx.solvers.ChebyshevSmoother", "icmlx.solvers.EvolutionStrength",
+        "icmlx.solvers.FlexibleGCR", "icmlx.solvers.GRANS", "icmlx.solvers.GaussSeidelRelaxation",
+        "icmlx.solvers.JacobiRelaxation", "icmlx.solvers.MultilevelSmoother", "icmlx.solvers.SymmetricStrength",
+        "icmlx.solvers.amg_setup", "icmlx.solvers.bicgstab", "icmlx.solvers.bucket_size", "icmlx.solvers.cg",
+        "icmlx.solvers.chebyshev_smoother", "icmlx.solvers.estimate_lambda_max", "icmlx.solvers.gmres",
+        "icmlx.solvers.jacobi_smoother", "icmlx.solvers.smoothed_aggregation", "icmlx.solvers.solve",
+    ], SOLVERS),
 }
 
 FAST = ["icmlx.stats.benjamini_hochberg(alpha)", "icmlx.optim.dash(learning_rate)", "icmlx.structure.pc(alpha)",
