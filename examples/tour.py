@@ -92,7 +92,9 @@ def merge_record(record: dict, path: Path, figures_from: Path) -> dict:
     order = {m: i for i, m in enumerate(ORDER)}
     rows = [r for r in old.get("rows", []) if r.get("example") not in ran] + record["rows"]
     rows.sort(key=lambda r: order.get(r.get("example"), len(order)))  # stable: claim order kept per example
-    merged = {**old, **{k: v for k, v in record.items() if k not in ("rows", "examples")}, "rows": rows,
+    # the merged record spans several runs: no single run's total time describes it
+    merged = {**{k: v for k, v in old.items() if k != "total_seconds"},
+              **{k: v for k, v in record.items() if k not in ("rows", "examples", "total_seconds")}, "rows": rows,
               "examples": {**kept, **record["examples"]}}
     for module in ran:
         for png in figures_from.glob(f"{module}*.png"):
