@@ -324,7 +324,7 @@ def test_sigma_mad_with_a_numeric_gamma2_and_an_oracle_rule():
     rule = stats.OracleGamma2(p=0.02, tau2=36.0)
     res = relative_belief_test(x, gamma2=rule, sigma="mad")
     np.testing.assert_allclose(float(np.ravel(res.gamma2)[0]), 36.0 * (0.98 / 0.02) ** 2, rtol=1e-4)
-    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="estimated sigma"):
+    with pytest.raises(TypeError, match="unexpected keyword"):  # the removed flags are errors
         relative_belief_test(x, gamma2="oracle", p=0.02, tau2=36.0, sigma="mad")
 
 

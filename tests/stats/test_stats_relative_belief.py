@@ -122,7 +122,7 @@ def test_bad_inputs():
         relative_belief_ratio(x, -1.0)
     with pytest.raises(ValueError, match="sigma"):
         relative_belief_test(x, gamma2=1.0, sigma=0.0)
-    with pytest.raises(ValueError, match="unknown gamma2 preset"):
+    with pytest.raises(ValueError, match="unknown gamma2"):
         relative_belief_test(x, gamma2="nope")
     with pytest.raises(ValueError, match="needs the data x"):
         relative_belief_gamma2(EBSparsityGamma2())

@@ -19,7 +19,6 @@ lazily, so ``import icmlx.stats`` stays light.
 
 from typing import TYPE_CHECKING
 
-from .._deprecation import deprecated_names as _deprecated_names
 from .._lazy import lazy_attributes as _lazy_attributes
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time each module loads on first use (_LAZY below)
@@ -45,6 +44,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time each module loads o
     from ._horseshoe import horseshoe_threshold as horseshoe_threshold
     from ._horseshoe_mcmc import HorseshoeMCMCResult as HorseshoeMCMCResult
     from ._horseshoe_mcmc import horseshoe_nuts as horseshoe_nuts
+    from ._multitest import METHODS as METHODS
+    from ._multitest import MultipleTestsResult as MultipleTestsResult
+    from ._multitest import multipletests as multipletests
     from ._oracle import OracleResult as OracleResult
     from ._oracle import ThresholdRisk as ThresholdRisk
     from ._oracle import abos_risk_ratio as abos_risk_ratio
@@ -81,6 +83,9 @@ _LAZY = {
     "bonferroni_threshold": "_fdr",
     "two_sided_pvalues": "_fdr",
     "PRESETS": "_gamma2",
+    "METHODS": "_multitest",
+    "MultipleTestsResult": "_multitest",
+    "multipletests": "_multitest",
     "AbstractGamma2": "_gamma2",
     "EBMMLEGamma2": "_gamma2",
     "EBSparsityGamma2": "_gamma2",
@@ -118,6 +123,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "METHODS",
     "PRESETS",
     "AbstractGamma2",
     "AbstractSigma",
@@ -127,6 +133,7 @@ __all__ = [
     "HorseshoeResult",
     "MADSigma",
     "MultipleTestResult",
+    "MultipleTestsResult",
     "OracleGamma2",
     "OracleResult",
     "RelativeBeliefResult",
@@ -151,6 +158,7 @@ __all__ = [
     "horseshoe_test",
     "horseshoe_threshold",
     "log_relative_belief_ratio",
+    "multipletests",
     "plot_rejections",
     "rb_strength",
     "relative_belief_gamma2",
@@ -164,11 +172,7 @@ __all__ = [
     "two_sided_pvalues",
 ]
 
-#: Renamed public names, importable for one release with a DeprecationWarning.
-_renamed = _deprecated_names(__name__, {"TwoGroupsEM": ("TwoGroupsSolution", lambda: __getattr__("TwoGroupsSolution"))})
-
-
-__getattr__ = _lazy_attributes(__name__, globals(), _LAZY, fallback=_renamed)
+__getattr__ = _lazy_attributes(__name__, globals(), _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -14,7 +14,6 @@ prescription is not public.
 """
 
 import abc
-import warnings
 from typing import Any
 
 import equinox as eqx
@@ -23,7 +22,6 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._checks import check_values
-from .._deprecation import renamed_kwargs
 from .._types import RealScalarLike
 from ._checks import as_input_array, check_finite, check_scalar, float_dtype, positive
 from ._empirical_bayes import _sparsity_core, fit_two_groups
@@ -38,9 +36,9 @@ __all__ = [
     "relative_belief_gamma2",
 ]
 
-#: Names of the gamma^2 rules (the string forms of :class:`OracleGamma2`, :class:`SparsityGamma2`,
-#: :class:`EBSparsityGamma2` and :class:`EBMMLEGamma2`).
-PRESETS = ("oracle", "sparsity", "eb_sparsity", "eb_mmle")
+#: The strings accepted for ``gamma2``: shorthands of the rules without settings, :class:`EBSparsityGamma2` and
+#: :class:`EBMMLEGamma2` (the rules with settings are passed as objects).
+PRESETS = ("eb_sparsity", "eb_mmle")
 
 ScalarOrBatch = RealScalarLike | Float[Array, "..."]
 
@@ -257,89 +255,32 @@ def _eb_mmle(x, sigma, num_em_steps):
     return (fit.tau2 * ((1.0 - fit.p) / fit.p) ** 2)[..., None]
 
 
-def _legacy_preset(preset, x, p, tau2, sigma, delta, num_em_steps):
-    """The string presets with their old flag arguments (arrays allowed), exactly as before the strategy objects."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown gamma2 preset {preset!r}; use one of {PRESETS}, a rule object or a number")
-    if preset in ("oracle", "sparsity"):
-        if p is None or (preset == "oracle" and tau2 is None):
-            need = "p and tau2" if preset == "oracle" else "p"
-            raise ValueError(f"gamma2 preset {preset!r} needs {need}")
-        if preset == "oracle":
-            return _oracle(x, p, tau2, sigma, delta)
-        return _sparsity(x, p, sigma)
-    if preset == "eb_sparsity":
-        return _eb_sparsity(x, sigma)
-    return _eb_mmle(x, sigma, num_em_steps)
+def resolve_rule(gamma2: Any, where: str) -> AbstractGamma2 | None:
+    """Map the public ``gamma2`` argument to a rule object (``None`` for a number or array).
 
-
-_LEGACY = ("p", "tau2", "delta", "em_steps", "num_em_steps")
-
-
-def resolve_rule(
-    gamma2: Any, legacy: dict[str, Any], where: str, stacklevel: int
-) -> tuple[AbstractGamma2 | None, Any]:
-    """Map the public ``gamma2`` argument (+ deprecated flags) to a rule object or a legacy preset closure.
-
-    Returns ``(rule, legacy_fn)``: exactly one is not None, unless ``gamma2`` is a number/array (both None).
+    ``None`` is the default rule; the strings of :data:`PRESETS` are shorthands for the parameter-free rules.
     """
-    unknown = set(legacy) - set(_LEGACY)
-    if unknown:
-        raise TypeError(f"{where}() got unexpected keyword arguments {sorted(unknown)}")
-    if "em_steps" in legacy and "num_em_steps" in legacy:
-        raise TypeError(f"{where}() got both 'em_steps' (deprecated) and 'num_em_steps'; pass EBMMLEGamma2(...)")
-    num_em_steps = legacy.get("num_em_steps", legacy.get("em_steps"))
-    flags = {k: v for k, v in legacy.items() if v is not None}
     if gamma2 is None:
-        if "p" not in flags:
-            return EBSparsityGamma2(), None  # the default rule: it needs the data only
-        gamma2 = "sparsity"  # the old default preset, with the deprecated p= flag
+        return EBSparsityGamma2()  # the default rule: it needs the data only
     if isinstance(gamma2, AbstractGamma2):
-        if flags:
-            raise TypeError(f"{where}(): {sorted(flags)} cannot be combined with a gamma2 rule object; set them on it")
-        return gamma2, None
-    if not isinstance(gamma2, str):
-        if flags:  # ignored before, as now; say so once more before they go
-            warnings.warn(
-                f"{where}(): {sorted(flags)} have no effect with a numeric gamma2 and are deprecated; drop them.",
-                DeprecationWarning,
-                stacklevel=stacklevel,
-            )
-        return None, None
-    if gamma2 == "eb_sparsity" and not flags:
-        return EBSparsityGamma2(), None
-    if gamma2 == "eb_mmle" and not flags:
-        return EBMMLEGamma2(), None
-    new = {
-        "oracle": "OracleGamma2(p=..., tau2=..., delta=...)",
-        "sparsity": "SparsityGamma2(p=...)",
-        "eb_sparsity": "EBSparsityGamma2()",
-        "eb_mmle": "EBMMLEGamma2(num_em_steps=...)",
-    }.get(gamma2)
-    if new is not None:
-        warnings.warn(
-            f"{where}(): gamma2={gamma2!r} with {', '.join(f'{k}=' for k in sorted(flags)) or 'no parameters'} is "
-            f"deprecated and will be removed in the next release; pass gamma2={new} instead.",
-            DeprecationWarning,
-            stacklevel=stacklevel,
+        return gamma2
+    if isinstance(gamma2, str):
+        if gamma2 == "eb_sparsity":
+            return EBSparsityGamma2()
+        if gamma2 == "eb_mmle":
+            return EBMMLEGamma2()
+        raise ValueError(
+            f"{where}(): unknown gamma2 {gamma2!r}; use one of {PRESETS}, a rule object (OracleGamma2(p=..., "
+            "tau2=...), SparsityGamma2(p=...), EBSparsityGamma2(), EBMMLEGamma2()) or a number"
         )
-    steps = 40 if num_em_steps is None else num_em_steps
-    delta = legacy.get("delta")
-    delta = 1.0 if delta is None else delta
-
-    def legacy_fn(x, sigma):
-        return _legacy_preset(gamma2, x, legacy.get("p"), legacy.get("tau2"), sigma, delta, steps)
-
-    return None, legacy_fn
+    return None
 
 
-@renamed_kwargs(preset="rule")
 def relative_belief_gamma2(
     rule: AbstractGamma2 | str,
     *,
     x: Any = None,
     sigma: RealScalarLike = 1.0,
-    **deprecated: Any,
 ) -> Float[Array, "..."]:
     r"""The hyperparameter :math:`\gamma^2` that a rule (:class:`AbstractGamma2`) gives, for data ``x`` if it needs it.
 
@@ -360,24 +301,20 @@ def relative_belief_gamma2(
     ``EBMMLEGamma2()``. :func:`relative_belief_test` uses ``EBSparsityGamma2()`` when ``gamma2`` is omitted (its
     docstring gives the measured FDR, power and risk behind that choice).
 
-    Deprecated (one release): ``rule="oracle"``/``"sparsity"`` with the flags ``p=``, ``tau2=``, ``delta=``, and
-    ``em_steps=``/``num_em_steps=`` with ``"eb_mmle"``, warn and give the same numbers as before (arrays allowed);
-    ``preset=`` is the old name of ``rule``. For a per-row or traced :math:`p`, compute :math:`\gamma^2` as an array
-    (e.g. ``tau2 * ((1 - p) / p * delta) ** 2``) and pass it to :func:`relative_belief_test`.
+    For a per-row or traced :math:`p`, compute :math:`\gamma^2` as an array (e.g.
+    ``tau2 * ((1 - p) / p * delta) ** 2``) and pass it to :func:`relative_belief_test`.
 
     Args:
       rule: an :class:`AbstractGamma2` (or the string shorthand ``"eb_sparsity"``/``"eb_mmle"``).
       x: data, shape ``(*batch, n)`` (list, NumPy, JAX or pandas Series; finite), for the data-driven rules H3, H4.
       sigma: noise standard deviation (> 0).
-      **deprecated: the old flags ``p``, ``tau2``, ``delta``, ``em_steps``, ``num_em_steps``.
 
     Returns:
       :math:`\gamma^2`: a scalar for H1/H2 (the broadcast shape of the old array flags), or ``(*batch, 1)`` for the
       data-driven rules (ready to broadcast against ``x``).
 
     Raises:
-      ValueError: an unknown preset, a missing ``x``, or a parameter out of range.
-      TypeError: flags combined with a rule object.
+      ValueError: an unknown string, a missing ``x``, or a parameter out of range.
 
     References:
       Bogdan, Chakrabarti, Frommlet & Ghosh (2011), Ann. Statist. 39(3), arXiv:1002.3501 (the ABOS characterisation
@@ -393,10 +330,8 @@ def relative_belief_gamma2(
       >>> round(float(relative_belief_threshold(g2)), 3)   # ~ log v, the ABOS threshold
       11.645
     """
-    r, legacy_fn = resolve_rule(rule, deprecated, "relative_belief_gamma2", stacklevel=4)
-    if r is not None:
-        return r._gamma2(x, sigma)
-    if legacy_fn is not None:
-        return legacy_fn(x, sigma)
-    raise ValueError(f"relative_belief_gamma2(): rule must be a gamma2 rule object or one of {PRESETS}, got {rule!r}")
-
+    r = resolve_rule(rule, "relative_belief_gamma2") if isinstance(rule, (str, AbstractGamma2)) else None
+    if r is None:
+        raise ValueError(f"relative_belief_gamma2(): rule must be a gamma2 rule object or one of {PRESETS}, got "
+                         f"{rule!r}")
+    return r._gamma2(x, sigma)

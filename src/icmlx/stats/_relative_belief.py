@@ -18,7 +18,6 @@ from jax.scipy.special import ndtr
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._checks import check_values
-from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
 from ._checks import Labels, as_input_array, check_no_nan, float_dtype, positive, prepare_scores, warn_if_pvalues
 from ._gamma2 import AbstractGamma2, EBSparsityGamma2, OracleGamma2, SparsityGamma2, resolve_rule
@@ -260,7 +259,6 @@ class RelativeBeliefResult(TestDecisions):
 
     _repr_fields = ("gamma2", "threshold", "k", "sigma",)
 
-    n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 
 
 def relative_belief_test(
@@ -269,7 +267,6 @@ def relative_belief_test(
     gamma2: ScalarOrBatch | AbstractGamma2 | str | None = None,
     k: RealScalarLike = 1.0,
     sigma: RealScalarLike | AbstractSigma | str = 1.0,
-    **deprecated,
 ) -> RelativeBeliefResult:
     r"""Relative-belief multiple test: reject :math:`H_{0i}:\mu_i=0` iff :math:`RB(0\mid x_i) < k`.
 
@@ -309,9 +306,6 @@ def relative_belief_test(
       k: evidence cutoff (> 0), default 1 (Evans's principle of evidence).
       sigma: noise standard deviation: a known number (> 0), or ``"mad"``/:class:`MADSigma` to estimate it per row
         from the data (:func:`estimate_sigma`).
-      **deprecated: one release only, with a ``DeprecationWarning`` and the old numbers: the flags ``p``, ``tau2``,
-        ``delta`` with ``gamma2="oracle"``/``"sparsity"`` (``gamma2`` omitted with ``p`` given means
-        ``"sparsity"``), and ``em_steps``/``num_em_steps`` with ``"eb_mmle"``.
 
     Returns:
       :class:`RelativeBeliefResult` (``reject``, ``log_rb``, ``strength``, ``threshold``, ``gamma2``, ``k``,
@@ -320,7 +314,6 @@ def relative_belief_test(
     Raises:
       ValueError: an unknown preset or out-of-range values; NaN or infinite values in ``x`` (a concrete ``x`` at
         once; under ``jit`` at run time); a data-driven rule that gave a non-finite :math:`\gamma^2`.
-      TypeError: deprecated flags combined with a rule object or an estimated ``sigma``.
 
     References:
       "An Evidential Route to Asymptotic Bayes Optimality under Sparsity", ICML 2026. Evans & Tomal (2018),
@@ -338,16 +331,13 @@ def relative_belief_test(
       >>> relative_belief_test(z)   # the default gamma2: EBSparsityGamma2()
       RelativeBeliefResult(num_tests=10000, num_rejected=56, gamma2=[9.703e+04], threshold=[11.48], k=1, sigma=1)
     """
-    rule, legacy_fn = resolve_rule(gamma2, deprecated, "relative_belief_test", stacklevel=3)
+    rule = resolve_rule(gamma2, "relative_belief_test")
     x, labels = prepare_scores(x, "relative_belief_test")
     dt = x.dtype
     kk = positive("k", k, dt)
     s, estimated = resolve_sigma(sigma, x, "relative_belief_test")
     warn_if_pvalues(x, None if estimated else s, "relative_belief_test", stacklevel=2)
     if estimated:
-        if legacy_fn is not None:
-            raise TypeError("relative_belief_test(): the deprecated gamma2 flags cannot be combined with an estimated "
-                            "sigma; pass a gamma2 rule object")
         z = x / s
         if rule is not None:
             g2_z = rule._gamma2_standardised(z, s).astype(dt)
@@ -358,8 +348,6 @@ def relative_belief_test(
     else:
         if rule is not None:
             g2 = rule._gamma2(x, sigma).astype(dt)
-        elif legacy_fn is not None:
-            g2 = legacy_fn(x, sigma).astype(dt)
         else:
             g2 = positive("gamma2", gamma2, dt)
         reject, log_rb, strength, c2 = _rb_test_core(x, g2, s, kk)
