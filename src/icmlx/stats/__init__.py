@@ -56,6 +56,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time each module loads o
     from ._oracle import calibrate_tau2 as calibrate_tau2
     from ._oracle import threshold_risk as threshold_risk
     from ._plots import plot_rejections as plot_rejections
+    from ._qvalues import QValuesResult as QValuesResult
+    from ._qvalues import estimate_pi0 as estimate_pi0
+    from ._qvalues import qvalues as qvalues
     from ._relative_belief import RelativeBeliefResult as RelativeBeliefResult
     from ._relative_belief import log_relative_belief_ratio as log_relative_belief_ratio
     from ._relative_belief import rb_strength as rb_strength
@@ -99,6 +102,9 @@ _LAZY = {
     "HorseshoeMCMCResult": "_horseshoe_mcmc",
     "horseshoe_nuts": "_horseshoe_mcmc",
     "OracleResult": "_oracle",
+    "QValuesResult": "_qvalues",
+    "estimate_pi0": "_qvalues",
+    "qvalues": "_qvalues",
     "ThresholdRisk": "_oracle",
     "abos_risk_ratio": "_oracle",
     "bayes_oracle_test": "_oracle",
@@ -136,6 +142,7 @@ __all__ = [
     "MultipleTestsResult",
     "OracleGamma2",
     "OracleResult",
+    "QValuesResult",
     "RelativeBeliefResult",
     "RiskComparison",
     "SparsityGamma2",
@@ -151,6 +158,7 @@ __all__ = [
     "bonferroni",
     "bonferroni_threshold",
     "calibrate_tau2",
+    "estimate_pi0",
     "estimate_sigma",
     "estimate_sparsity",
     "horseshoe_nuts",
@@ -161,6 +169,7 @@ __all__ = [
     "multipletests",
     "plot_rejections",
     "rb_strength",
+    "qvalues",
     "relative_belief_gamma2",
     "relative_belief_ratio",
     "relative_belief_test",
