@@ -44,6 +44,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time each module loads o
     from ._horseshoe import horseshoe_threshold as horseshoe_threshold
     from ._horseshoe_mcmc import HorseshoeMCMCResult as HorseshoeMCMCResult
     from ._horseshoe_mcmc import horseshoe_nuts as horseshoe_nuts
+    from ._local_fdr import LocalFDRResult as LocalFDRResult
+    from ._local_fdr import local_fdr as local_fdr
     from ._multitest import METHODS as METHODS
     from ._multitest import MultipleTestsResult as MultipleTestsResult
     from ._multitest import multipletests as multipletests
@@ -86,6 +88,8 @@ _LAZY = {
     "bonferroni_threshold": "_fdr",
     "two_sided_pvalues": "_fdr",
     "PRESETS": "_gamma2",
+    "LocalFDRResult": "_local_fdr",
+    "local_fdr": "_local_fdr",
     "METHODS": "_multitest",
     "MultipleTestsResult": "_multitest",
     "multipletests": "_multitest",
@@ -137,6 +141,7 @@ __all__ = [
     "EBSparsityGamma2",
     "HorseshoeMCMCResult",
     "HorseshoeResult",
+    "LocalFDRResult",
     "MADSigma",
     "MultipleTestResult",
     "MultipleTestsResult",
@@ -165,6 +170,7 @@ __all__ = [
     "horseshoe_shrinkage",
     "horseshoe_test",
     "horseshoe_threshold",
+    "local_fdr",
     "log_relative_belief_ratio",
     "multipletests",
     "plot_rejections",
