@@ -18,6 +18,7 @@ from icmlx import stats
 from icmlx.stats import (
     EBMMLEGamma2,
     EBSparsityGamma2,
+    EBStoreyGamma2,
     MADSigma,
     benjamini_hochberg,
     bh_adjusted_pvalues,
@@ -52,9 +53,12 @@ def _eb_sparsity_reference(z):
 # --- the default gamma2 --------------------------------------------------------------------------------------
 
 
-def test_relative_belief_test_runs_with_its_defaults_and_is_eb_sparsity():
+def test_relative_belief_test_runs_with_its_defaults_and_is_eb_storey():
     z = _z().x[0]
     res = relative_belief_test(z)  # raised "needs gamma2" before
+    default = relative_belief_test(z, gamma2=EBStoreyGamma2())
+    assert np.array_equal(np.asarray(res.reject), np.asarray(default.reject))
+    res = relative_belief_test(z, gamma2=EBSparsityGamma2())
     reject, g, c2 = _eb_sparsity_reference(z)
     assert np.array_equal(np.asarray(res.reject), reject)
     np.testing.assert_allclose(float(res.gamma2[0]), g, rtol=1e-5)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time each module loads o
     from ._gamma2 import AbstractGamma2 as AbstractGamma2
     from ._gamma2 import EBMMLEGamma2 as EBMMLEGamma2
     from ._gamma2 import EBSparsityGamma2 as EBSparsityGamma2
+    from ._gamma2 import EBStoreyGamma2 as EBStoreyGamma2
     from ._gamma2 import OracleGamma2 as OracleGamma2
     from ._gamma2 import SparsityGamma2 as SparsityGamma2
     from ._gamma2 import relative_belief_gamma2 as relative_belief_gamma2
@@ -42,6 +43,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time each module loads o
     from ._horseshoe import horseshoe_shrinkage as horseshoe_shrinkage
     from ._horseshoe import horseshoe_test as horseshoe_test
     from ._horseshoe import horseshoe_threshold as horseshoe_threshold
+    from ._horseshoe_intervals import HorseshoeIntervals as HorseshoeIntervals
+    from ._horseshoe_intervals import horseshoe_intervals as horseshoe_intervals
+    from ._horseshoe_intervals import horseshoe_mmle_tau as horseshoe_mmle_tau
     from ._horseshoe_mcmc import HorseshoeMCMCResult as HorseshoeMCMCResult
     from ._horseshoe_mcmc import horseshoe_nuts as horseshoe_nuts
     from ._local_fdr import LocalFDRResult as LocalFDRResult
@@ -96,6 +100,7 @@ _LAZY = {
     "AbstractGamma2": "_gamma2",
     "EBMMLEGamma2": "_gamma2",
     "EBSparsityGamma2": "_gamma2",
+    "EBStoreyGamma2": "_gamma2",
     "OracleGamma2": "_gamma2",
     "SparsityGamma2": "_gamma2",
     "relative_belief_gamma2": "_gamma2",
@@ -103,6 +108,9 @@ _LAZY = {
     "horseshoe_shrinkage": "_horseshoe",
     "horseshoe_test": "_horseshoe",
     "horseshoe_threshold": "_horseshoe",
+    "HorseshoeIntervals": "_horseshoe_intervals",
+    "horseshoe_intervals": "_horseshoe_intervals",
+    "horseshoe_mmle_tau": "_horseshoe_intervals",
     "HorseshoeMCMCResult": "_horseshoe_mcmc",
     "horseshoe_nuts": "_horseshoe_mcmc",
     "OracleResult": "_oracle",
@@ -139,6 +147,8 @@ __all__ = [
     "AbstractSigma",
     "EBMMLEGamma2",
     "EBSparsityGamma2",
+    "EBStoreyGamma2",
+    "HorseshoeIntervals",
     "HorseshoeMCMCResult",
     "HorseshoeResult",
     "LocalFDRResult",
@@ -166,6 +176,8 @@ __all__ = [
     "estimate_pi0",
     "estimate_sigma",
     "estimate_sparsity",
+    "horseshoe_intervals",
+    "horseshoe_mmle_tau",
     "horseshoe_nuts",
     "horseshoe_shrinkage",
     "horseshoe_test",
