@@ -119,8 +119,8 @@ def horseshoe_intervals(
       >>> import jax.numpy as jnp
       >>> from icmlx.stats import horseshoe_intervals
       >>> ci = horseshoe_intervals(jnp.array([0.0, 6.0]), tau=0.05)
-      >>> print(jnp.round(ci.lower, 2), jnp.round(ci.upper, 2))
-      [-0.33  3.58] [0.33 7.65]
+      >>> [round(v, 2) for v in ci.lower.tolist()], [round(v, 2) for v in ci.upper.tolist()]
+      ([-0.33, 3.58], [0.33, 7.65])
     """
     if isinstance(level, (bool, str)) or not isinstance(level, (int, float)) or not 0.0 < level < 1.0:
         raise ValueError(f"horseshoe_intervals: level must be a number in (0, 1), got {level=!r}")
