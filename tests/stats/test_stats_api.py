@@ -137,13 +137,9 @@ def test_rules_reject_traced_and_non_numeric_settings():
     with pytest.raises((TypeError, ValueError), match="num_em_steps"):
         EBMMLEGamma2(num_em_steps=2.5)
     x = jnp.array([0.0, 3.0])
-    with pytest.raises(TypeError, match="cannot be combined"):
-        relative_belief_test(x, gamma2=SparsityGamma2(p=0.1), p=0.2)
-    with pytest.raises(TypeError, match="unexpected keyword"):
-        relative_belief_test(x, gamma2=2.0, tau=1.0)
-    with pytest.warns(DeprecationWarning, match="no effect"):
-        old = relative_belief_test(x, gamma2=2.0, p=0.1)  # ignored, as before
-    _same(old, relative_belief_test(x, gamma2=2.0))
+    for kwargs in (dict(gamma2=SparsityGamma2(p=0.1), p=0.2), dict(gamma2=2.0, tau=1.0), dict(gamma2=2.0, p=0.1)):
+        with pytest.raises(TypeError, match="unexpected keyword"):
+            relative_belief_test(x, **kwargs)
 
 
 def test_rules_give_the_closed_forms():
@@ -157,7 +153,7 @@ def test_rules_give_the_closed_forms():
     np.testing.assert_allclose(np.asarray(relative_belief_gamma2(EBMMLEGamma2(num_em_steps=7), x=x)), ref, rtol=1e-6)
 
 
-# --- deprecated aliases: warn, same answer ------------------------------------------------------------------
+# --- removed aliases: the old spellings are errors -----------------------------------------------------------
 
 
 def _same(a, b):
@@ -165,35 +161,20 @@ def _same(a, b):
         np.testing.assert_array_equal(np.asarray(getattr(a, f)), np.asarray(getattr(b, f)))
 
 
-def test_deprecated_gamma2_flags_warn_and_agree():
+def test_removed_gamma2_flags_are_errors():
     x = _x()
-    with DEPRECATED:
-        old = relative_belief_test(x, gamma2="sparsity", p=0.01)
-    _same(old, relative_belief_test(x, gamma2=SparsityGamma2(p=0.01)))
-    with DEPRECATED:
-        old = relative_belief_test(x, p=0.01)  # the old default preset was "sparsity"
-    _same(old, relative_belief_test(x, gamma2=SparsityGamma2(p=0.01)))
-    with DEPRECATED:
-        old = relative_belief_test(x, gamma2="oracle", p=0.01, tau2=9.0, delta=2.0)
-    _same(old, relative_belief_test(x, gamma2=OracleGamma2(p=0.01, tau2=9.0, delta=2.0)))
-    for steps in ("em_steps", "num_em_steps"):
-        with DEPRECATED:
-            old = relative_belief_test(x, gamma2="eb_mmle", **{steps: 9})
-        _same(old, relative_belief_test(x, gamma2=EBMMLEGamma2(num_em_steps=9)))
-    with DEPRECATED:
-        old = relative_belief_gamma2("oracle", p=0.01, tau2=9.0)
-    assert float(old) == float(relative_belief_gamma2(OracleGamma2(p=0.01, tau2=9.0)))
-    with pytest.warns(DeprecationWarning, match="'preset' is deprecated"):
-        old = relative_belief_gamma2(preset="eb_sparsity", x=x)
-    np.testing.assert_array_equal(np.asarray(old), np.asarray(relative_belief_gamma2(EBSparsityGamma2(), x=x)))
-
-
-def test_deprecated_array_flags_still_work_for_one_release():
-    p = jnp.asarray([0.01, 0.1])
-    tau2 = jnp.asarray([9.0, 4.0])
-    with DEPRECATED:
-        g2 = relative_belief_gamma2("oracle", p=p, tau2=tau2)
-    np.testing.assert_allclose(np.asarray(g2), np.asarray(tau2 * ((1 - p) / p) ** 2), rtol=1e-6)
+    for kwargs in (dict(gamma2="sparsity", p=0.01), dict(p=0.01), dict(gamma2="eb_mmle", em_steps=9),
+                   dict(gamma2="eb_mmle", num_em_steps=9)):
+        with pytest.raises(TypeError, match="unexpected keyword"):
+            relative_belief_test(x, **kwargs)
+    for name in ("oracle", "sparsity"):
+        with pytest.raises(ValueError, match="rule object"):
+            relative_belief_test(x, gamma2=name)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        relative_belief_gamma2("oracle", p=0.01, tau2=9.0)
+    with pytest.raises(TypeError):  # the old keyword name of rule
+        relative_belief_gamma2(preset="eb_sparsity", x=x)
+    assert stats.PRESETS == ("eb_sparsity", "eb_mmle", "eb_storey")
 
 
 def test_shorthand_strings_do_not_warn():
@@ -204,21 +185,15 @@ def test_shorthand_strings_do_not_warn():
         _same(relative_belief_test(x, gamma2="eb_mmle"), relative_belief_test(x, gamma2=EBMMLEGamma2()))
 
 
-def test_deprecated_n_rep_warns_and_agrees():
+def test_removed_n_rep_is_an_error():
     key = jax.random.key(5)
-    with pytest.warns(DeprecationWarning, match="'n_rep' is deprecated.*'num_replicates'"):
-        old = simulate_two_groups(key, 50, 0.1, 4.0, n_rep=3)
-    new = simulate_two_groups(key, 50, 0.1, 4.0, num_replicates=3)
-    np.testing.assert_array_equal(np.asarray(old.x), np.asarray(new.x))
-    rules = {"cut": lambda v: jnp.abs(v) > 3.0}  # the alias is under test: a rule that compiles fast
-    kw = dict(n=20, p=0.1, tau2=4.0, shard=False)
-    with pytest.warns(DeprecationWarning, match="'n_rep' is deprecated"):
-        old = simulate_risk_ratios(key, rules, n_rep=2, **kw)
-    np.testing.assert_array_equal(np.asarray(old.loss), np.asarray(simulate_risk_ratios(key, rules, num_replicates=2,
-                                                                                        **kw).loss))
+    with pytest.raises(TypeError, match="n_rep|num_replicates"):
+        simulate_two_groups(key, 50, 0.1, 4.0, n_rep=3)
+    with pytest.raises(TypeError, match="n_rep|num_replicates"):
+        simulate_risk_ratios(key, {"cut": lambda v: jnp.abs(v) > 3.0}, n_rep=2, n=20, p=0.1, tau2=4.0)
 
 
-def test_deprecated_n_rejected_properties_warn_and_agree():
+def test_num_rejected_only():
     x = _x()
     results = [
         benjamini_hochberg(stats.two_sided_pvalues(x), 0.1),
@@ -228,16 +203,19 @@ def test_deprecated_n_rejected_properties_warn_and_agree():
         stats.horseshoe_test(x, 0.05),
     ]
     for res in results:
-        with pytest.warns(DeprecationWarning, match="'n_rejected' is deprecated.*'num_rejected'"):
-            old = res.n_rejected
-        np.testing.assert_array_equal(np.asarray(old), np.asarray(res.num_rejected))
+        assert not hasattr(res, "n_rejected")
         np.testing.assert_array_equal(np.asarray(res.num_rejected), np.asarray(res.reject).sum(-1))
 
 
-def test_two_groups_em_old_name_is_importable_with_a_warning():
-    with pytest.warns(DeprecationWarning, match="'TwoGroupsEM' is deprecated.*'TwoGroupsSolution'"):
-        cls = stats.TwoGroupsEM
-    assert cls is TwoGroupsSolution
-    assert "TwoGroupsEM" not in stats.__all__
+def test_removed_names_are_gone():
+    with pytest.raises(AttributeError):
+        stats.TwoGroupsEM  # noqa: B018
     with pytest.raises(AttributeError):
         stats.NoSuchName  # noqa: B018
+
+
+def test_string_alpha_is_a_type_error():
+    p = [0.01, 0.2, 0.03]
+    for fn in (benjamini_hochberg, stats.bonferroni, stats.multipletests):
+        with pytest.raises(TypeError, match="alpha"):
+            fn(p, alpha="0.05")

@@ -18,6 +18,7 @@ from icmlx import stats
 from icmlx.stats import (
     EBMMLEGamma2,
     EBSparsityGamma2,
+    EBStoreyGamma2,
     MADSigma,
     benjamini_hochberg,
     bh_adjusted_pvalues,
@@ -52,9 +53,12 @@ def _eb_sparsity_reference(z):
 # --- the default gamma2 --------------------------------------------------------------------------------------
 
 
-def test_relative_belief_test_runs_with_its_defaults_and_is_eb_sparsity():
+def test_relative_belief_test_runs_with_its_defaults_and_is_eb_storey():
     z = _z().x[0]
     res = relative_belief_test(z)  # raised "needs gamma2" before
+    default = relative_belief_test(z, gamma2=EBStoreyGamma2())
+    assert np.array_equal(np.asarray(res.reject), np.asarray(default.reject))
+    res = relative_belief_test(z, gamma2=EBSparsityGamma2())
     reject, g, c2 = _eb_sparsity_reference(z)
     assert np.array_equal(np.asarray(res.reject), reject)
     np.testing.assert_allclose(float(res.gamma2[0]), g, rtol=1e-5)
@@ -218,7 +222,8 @@ def test_lists_numpy_jax_and_series_give_the_same_decisions():
     z = np.asarray(_z(n=3000, p=0.05, tau2=9.0).x[0], np.float64)
     ref, _, _ = _eb_sparsity_reference(z)
     for form in (z.tolist(), z, jnp.asarray(z, jnp.result_type(float)), pd.Series(z), pd.DataFrame({"z": z})):
-        assert np.array_equal(np.asarray(relative_belief_test(form).reject), ref), type(form)
+        assert np.array_equal(np.asarray(relative_belief_test(form, gamma2=EBSparsityGamma2()).reject), ref), \
+            type(form)
     pv = two_sided_pvalues(z.tolist())
     np.testing.assert_allclose(np.asarray(pv), 2 * scipy.stats.norm.sf(np.abs(z)), rtol=2e-5, atol=1e-30)
     with pytest.raises(TypeError, match="one column"):
@@ -230,7 +235,7 @@ def test_lists_numpy_jax_and_series_give_the_same_decisions():
 def test_series_labels_come_back_on_the_result():
     z = np.asarray(_z(n=2000, p=0.02, tau2=16.0).x[0], np.float64)
     s = pd.Series(z, index=[f"h{i:04d}" for i in range(z.size)], name="z")
-    res = relative_belief_test(s)
+    res = relative_belief_test(s, gamma2=EBSparsityGamma2())
     _, _, c2 = _eb_sparsity_reference(z)
     expected = s[s.abs() > math.sqrt(c2)].index  # pandas' own selection
     assert list(res.rejected_labels) == list(expected) and len(expected) > 10
@@ -241,7 +246,8 @@ def test_series_labels_come_back_on_the_result():
     sm = multipletests(pv.to_numpy(), alpha=0.05, method="fdr_bh")[0]
     assert list(bh.rejected_labels) == list(pv.index[sm])
     # without labels: positions; horseshoe and the oracle carry labels too
-    assert np.array_equal(relative_belief_test(z).rejected_labels, np.flatnonzero(np.abs(z) > math.sqrt(c2)))
+    assert np.array_equal(relative_belief_test(z, gamma2=EBSparsityGamma2()).rejected_labels,
+                          np.flatnonzero(np.abs(z) > math.sqrt(c2)))
     hs = horseshoe_test(s, tau=0.02)
     assert list(hs.rejected_labels) == list(s[s.abs() > float(hs.threshold)].index)
     orc = stats.bayes_oracle_test(s, p=0.02, tau2=16.0)
@@ -287,7 +293,7 @@ def test_sigma_mad_recovers_a_known_sigma_in_every_z_test():
     x = np.asarray(s.x, np.float64)
     mad = scipy.stats.median_abs_deviation(x, axis=-1, scale="normal")  # independent sigma-hat
     assert np.all(np.abs(mad / sigma - 1) < 0.05)  # (biased up by at most ~1.25 p)
-    res = relative_belief_test(s.x, sigma="mad")
+    res = relative_belief_test(s.x, sigma="mad", gamma2=EBSparsityGamma2())
     np.testing.assert_allclose(np.asarray(res.sigma)[:, 0], mad, rtol=1e-5)
     for r in range(2):
         ref, g, _ = _eb_sparsity_reference(x[r] / mad[r])
@@ -324,7 +330,7 @@ def test_sigma_mad_with_a_numeric_gamma2_and_an_oracle_rule():
     rule = stats.OracleGamma2(p=0.02, tau2=36.0)
     res = relative_belief_test(x, gamma2=rule, sigma="mad")
     np.testing.assert_allclose(float(np.ravel(res.gamma2)[0]), 36.0 * (0.98 / 0.02) ** 2, rtol=1e-4)
-    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="estimated sigma"):
+    with pytest.raises(TypeError, match="unexpected keyword"):  # the removed flags are errors
         relative_belief_test(x, gamma2="oracle", p=0.02, tau2=36.0, sigma="mad")
 
 
@@ -335,7 +341,7 @@ def test_results_print_counts_not_array_placeholders():
     s = _z(n=100_000, p=0.005, tau2=16.0)
     z = s.x[0]
     n_rej_rb = int(np.sum(_eb_sparsity_reference(z)[0]))
-    text = repr(relative_belief_test(z))
+    text = repr(relative_belief_test(z, gamma2=EBSparsityGamma2()))
     assert text.startswith(f"RelativeBeliefResult(num_tests=100000, num_rejected={n_rej_rb}, gamma2=[")
     assert "k=1, sigma=1)" in text and len(text) < 160
     pv = np.asarray(two_sided_pvalues(z), np.float64)

@@ -122,7 +122,7 @@ def test_bad_inputs():
         relative_belief_ratio(x, -1.0)
     with pytest.raises(ValueError, match="sigma"):
         relative_belief_test(x, gamma2=1.0, sigma=0.0)
-    with pytest.raises(ValueError, match="unknown gamma2 preset"):
+    with pytest.raises(ValueError, match="unknown gamma2"):
         relative_belief_test(x, gamma2="nope")
     with pytest.raises(ValueError, match="needs the data x"):
         relative_belief_gamma2(EBSparsityGamma2())
@@ -196,3 +196,34 @@ def test_import_stays_light():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.x64
+def test_eb_storey_rule_is_the_plug_in_oracle():
+    # independent NumPy/SciPy: Storey's closed-form bootstrap pi0 (R qvalue's formula), the moment slab variance, the
+    # Bayes oracle's threshold; the RB test with EBStoreyGamma2 must reject exactly where z^2 exceeds it
+    from scipy import stats as sps
+
+    from icmlx.stats import EBStoreyGamma2, simulate_two_groups
+
+    dt = jnp.result_type(float)
+    x = simulate_two_groups(jax.random.key(3), 5000, 0.05, 9.0, 3, dtype=dt).x
+    z = np.asarray(x, np.float64)
+    res = relative_belief_test(x, gamma2=EBStoreyGamma2())
+    lam = np.arange(1, 20) * 0.05
+    for r in range(3):
+        p = 2.0 * sps.norm.sf(np.abs(z[r]))
+        n = p.size
+        w = np.array([(p >= v).sum() for v in lam], np.float64)
+        curve = w / (n * (1.0 - lam))
+        mse = w / (n**2 * (1.0 - lam) ** 2) * (1.0 - w / n) + (curve - np.quantile(curve, 0.1)) ** 2
+        pi0 = min(curve[mse == mse.min()].min(), 1.0)
+        ph = np.clip(1.0 - pi0, 1.0 / n, 1.0 - 1.0 / n)
+        u = max(np.mean(z[r] ** 2) - 1.0, 1e-3) / ph
+        c2 = (1.0 + 1.0 / u) * (np.log1p(u) + 2.0 * np.log((1.0 - ph) / ph))
+        got = np.asarray(res.reject[r])
+        want = z[r] ** 2 > c2
+        near = np.abs(z[r] ** 2 - c2) < (1e-9 if X64 else 1e-3) * c2  # rounding at the cutoff itself
+        assert np.array_equal(got[~near], want[~near])
+        assert float(res.threshold[r, 0]) == pytest.approx(c2, rel=1e-9 if X64 else 1e-4)
+    assert relative_belief_test(x, gamma2="eb_storey").reject.sum() == res.reject.sum()

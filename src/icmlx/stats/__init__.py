@@ -19,7 +19,6 @@ lazily, so ``import icmlx.stats`` stays light.
 
 from typing import TYPE_CHECKING
 
-from .._deprecation import deprecated_names as _deprecated_names
 from .._lazy import lazy_attributes as _lazy_attributes
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time each module loads on first use (_LAZY below)
@@ -36,6 +35,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time each module loads o
     from ._gamma2 import AbstractGamma2 as AbstractGamma2
     from ._gamma2 import EBMMLEGamma2 as EBMMLEGamma2
     from ._gamma2 import EBSparsityGamma2 as EBSparsityGamma2
+    from ._gamma2 import EBStoreyGamma2 as EBStoreyGamma2
     from ._gamma2 import OracleGamma2 as OracleGamma2
     from ._gamma2 import SparsityGamma2 as SparsityGamma2
     from ._gamma2 import relative_belief_gamma2 as relative_belief_gamma2
@@ -43,8 +43,16 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time each module loads o
     from ._horseshoe import horseshoe_shrinkage as horseshoe_shrinkage
     from ._horseshoe import horseshoe_test as horseshoe_test
     from ._horseshoe import horseshoe_threshold as horseshoe_threshold
+    from ._horseshoe_intervals import HorseshoeIntervals as HorseshoeIntervals
+    from ._horseshoe_intervals import horseshoe_intervals as horseshoe_intervals
+    from ._horseshoe_intervals import horseshoe_mmle_tau as horseshoe_mmle_tau
     from ._horseshoe_mcmc import HorseshoeMCMCResult as HorseshoeMCMCResult
     from ._horseshoe_mcmc import horseshoe_nuts as horseshoe_nuts
+    from ._local_fdr import LocalFDRResult as LocalFDRResult
+    from ._local_fdr import local_fdr as local_fdr
+    from ._multitest import METHODS as METHODS
+    from ._multitest import MultipleTestsResult as MultipleTestsResult
+    from ._multitest import multipletests as multipletests
     from ._oracle import OracleResult as OracleResult
     from ._oracle import ThresholdRisk as ThresholdRisk
     from ._oracle import abos_risk_ratio as abos_risk_ratio
@@ -54,6 +62,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time each module loads o
     from ._oracle import calibrate_tau2 as calibrate_tau2
     from ._oracle import threshold_risk as threshold_risk
     from ._plots import plot_rejections as plot_rejections
+    from ._qvalues import QValuesResult as QValuesResult
+    from ._qvalues import estimate_pi0 as estimate_pi0
+    from ._qvalues import qvalues as qvalues
     from ._relative_belief import RelativeBeliefResult as RelativeBeliefResult
     from ._relative_belief import log_relative_belief_ratio as log_relative_belief_ratio
     from ._relative_belief import rb_strength as rb_strength
@@ -81,9 +92,15 @@ _LAZY = {
     "bonferroni_threshold": "_fdr",
     "two_sided_pvalues": "_fdr",
     "PRESETS": "_gamma2",
+    "LocalFDRResult": "_local_fdr",
+    "local_fdr": "_local_fdr",
+    "METHODS": "_multitest",
+    "MultipleTestsResult": "_multitest",
+    "multipletests": "_multitest",
     "AbstractGamma2": "_gamma2",
     "EBMMLEGamma2": "_gamma2",
     "EBSparsityGamma2": "_gamma2",
+    "EBStoreyGamma2": "_gamma2",
     "OracleGamma2": "_gamma2",
     "SparsityGamma2": "_gamma2",
     "relative_belief_gamma2": "_gamma2",
@@ -91,9 +108,15 @@ _LAZY = {
     "horseshoe_shrinkage": "_horseshoe",
     "horseshoe_test": "_horseshoe",
     "horseshoe_threshold": "_horseshoe",
+    "HorseshoeIntervals": "_horseshoe_intervals",
+    "horseshoe_intervals": "_horseshoe_intervals",
+    "horseshoe_mmle_tau": "_horseshoe_intervals",
     "HorseshoeMCMCResult": "_horseshoe_mcmc",
     "horseshoe_nuts": "_horseshoe_mcmc",
     "OracleResult": "_oracle",
+    "QValuesResult": "_qvalues",
+    "estimate_pi0": "_qvalues",
+    "qvalues": "_qvalues",
     "ThresholdRisk": "_oracle",
     "abos_risk_ratio": "_oracle",
     "bayes_oracle_test": "_oracle",
@@ -118,17 +141,23 @@ _LAZY = {
 }
 
 __all__ = [
+    "METHODS",
     "PRESETS",
     "AbstractGamma2",
     "AbstractSigma",
     "EBMMLEGamma2",
     "EBSparsityGamma2",
+    "EBStoreyGamma2",
+    "HorseshoeIntervals",
     "HorseshoeMCMCResult",
     "HorseshoeResult",
+    "LocalFDRResult",
     "MADSigma",
     "MultipleTestResult",
+    "MultipleTestsResult",
     "OracleGamma2",
     "OracleResult",
+    "QValuesResult",
     "RelativeBeliefResult",
     "RiskComparison",
     "SparsityGamma2",
@@ -144,15 +173,21 @@ __all__ = [
     "bonferroni",
     "bonferroni_threshold",
     "calibrate_tau2",
+    "estimate_pi0",
     "estimate_sigma",
     "estimate_sparsity",
+    "horseshoe_intervals",
+    "horseshoe_mmle_tau",
     "horseshoe_nuts",
     "horseshoe_shrinkage",
     "horseshoe_test",
     "horseshoe_threshold",
+    "local_fdr",
     "log_relative_belief_ratio",
+    "multipletests",
     "plot_rejections",
     "rb_strength",
+    "qvalues",
     "relative_belief_gamma2",
     "relative_belief_ratio",
     "relative_belief_test",
@@ -164,11 +199,7 @@ __all__ = [
     "two_sided_pvalues",
 ]
 
-#: Renamed public names, importable for one release with a DeprecationWarning.
-_renamed = _deprecated_names(__name__, {"TwoGroupsEM": ("TwoGroupsSolution", lambda: __getattr__("TwoGroupsSolution"))})
-
-
-__getattr__ = _lazy_attributes(__name__, globals(), _LAZY, fallback=_renamed)
+__getattr__ = _lazy_attributes(__name__, globals(), _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -11,7 +11,6 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._checks import check_values, is_traced
-from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
 from ._checks import (
     Labels,
@@ -23,6 +22,7 @@ from ._checks import (
     warn_float32_tails,
     warn_if_pvalues,
 )
+from ._multitest import check_alpha, run_method
 from ._records import TestDecisions
 from ._sigma import AbstractSigma, resolve_sigma
 
@@ -102,7 +102,6 @@ class MultipleTestResult(TestDecisions):
 
     _repr_fields = ("threshold",)
 
-    n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 
 
 def _check_pvalues(pvalues, where):
@@ -232,9 +231,7 @@ def benjamini_hochberg(
         raise ValueError(f"method must be 'bucket' or 'sort', got {method=!r}")
     p, labels = _check_pvalues_host(pvalues, "benjamini_hochberg")
     dt = p.dtype
-    a = check_scalar("alpha", alpha, dt, lo=0.0, hi=1.0)
-    if a.ndim != 0:
-        raise ValueError(f"alpha must be a scalar, got shape {a.shape}")
+    a = check_alpha(alpha, dt)
     n = p.shape[-1]
     if isinstance(p, np.ndarray):  # host data: the same decisions in NumPy, no program to compile
         res = _bh_host(p, np.asarray(a), n)
@@ -296,18 +293,15 @@ def _bh_host(p: np.ndarray, a: np.ndarray, n: int) -> MultipleTestResult:
                               threshold=jax.device_put(thr))
 
 
-@jax.jit
 def _bh_sort_decisions(p, a):
-    dt = p.dtype
-    n = p.shape[-1]
-    ks = jnp.arange(1, n + 1, dtype=jnp.int32)
-    ps = jnp.sort(p, axis=-1)
-    ok = ps <= _line(ks, n, a, dt)
-    kstar = jnp.max(jnp.where(ok, ks, 0), axis=-1)
-    idx = jnp.maximum(kstar - 1, 0)[..., None]
-    thr = jnp.where(kstar > 0, jnp.take_along_axis(ps, idx, axis=-1)[..., 0], 0.0)
-    reject = (p <= thr[..., None]) & (kstar > 0)[..., None]
-    return MultipleTestResult(reject=reject, num_rejected=kstar, threshold=thr)
+    """BH by the sort-based engine of :func:`multipletests` (``method="fdr_bh"``), as a :class:`MultipleTestResult`."""
+    reject, _, _, _, _ = run_method(p, a, "fdr_bh")
+    return _decisions(p, reject)
+
+
+def _decisions(p, reject):
+    thr = jnp.max(jnp.where(reject, p, 0.0), axis=-1)
+    return MultipleTestResult(reject=reject, num_rejected=jnp.sum(reject, axis=-1, dtype=jnp.int32), threshold=thr)
 
 
 # Passes of the fixed-point iteration before the histogram takes over: simulated two-groups data (normal z-scores,
@@ -399,15 +393,8 @@ def bh_adjusted_pvalues(pvalues: Any) -> Float[Array, "*batch n"]:
     return _bh_adjusted(_check_pvalues(pvalues, "bh_adjusted_pvalues")[0])
 
 
-@jax.jit
 def _bh_adjusted(p):
-    n = p.shape[-1]
-    order = jnp.argsort(p, axis=-1)
-    ps = jnp.take_along_axis(p, order, axis=-1)
-    scaled = ps * (n / jnp.arange(1, n + 1, dtype=p.dtype))
-    adj = jnp.minimum(jax.lax.cummin(scaled, axis=p.ndim - 1, reverse=True), 1.0)
-    inv = jnp.argsort(order, axis=-1)
-    return jnp.take_along_axis(adj, inv, axis=-1)
+    return run_method(p, jnp.asarray(0.05, p.dtype), "fdr_bh")[1]
 
 
 def bonferroni(
@@ -439,19 +426,16 @@ def bonferroni(
     """
     p, labels = _check_pvalues(pvalues, "bonferroni")
     dt = p.dtype
-    a = check_scalar("alpha", alpha, dt, lo=0.0, hi=1.0)
+    a = check_alpha(alpha, dt)
     n = p.shape[-1]
     warn_float32_tails(dt, n, "bonferroni")
     res = _bonf(p, a)
     return res if labels is None else dataclasses.replace(res, _labels=labels)
 
 
-@jax.jit
 def _bonf(p, a):
-    n = p.shape[-1]
-    thr = jnp.broadcast_to(a / n, p.shape[:-1])
-    reject = p <= thr[..., None]
-    return MultipleTestResult(reject=reject, num_rejected=jnp.sum(reject, axis=-1, dtype=jnp.int32), threshold=thr)
+    reject, _, _, a_bonf, _ = run_method(p, a, "bonferroni")
+    return MultipleTestResult(reject=reject, num_rejected=jnp.sum(reject, axis=-1, dtype=jnp.int32), threshold=a_bonf)
 
 
 def bonferroni_threshold(

@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
-from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
 from ._checks import (
     Labels,
@@ -230,7 +229,6 @@ class HorseshoeResult(TestDecisions):
 
     _repr_fields = ("threshold", "tau", "sigma",)
 
-    n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 
 
 def horseshoe_test(

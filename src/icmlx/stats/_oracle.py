@@ -11,7 +11,6 @@ from jax.scipy.special import ndtr
 from jaxtyping import Array, Bool, Float
 
 from .._checks import is_traced
-from .._deprecation import deprecated_attribute
 from .._types import RealScalarLike
 from ._checks import Labels, check_scalar, float_dtype, positive, prepare_scores, static_int, warn_if_pvalues
 from ._records import TestDecisions
@@ -134,7 +133,6 @@ class OracleResult(TestDecisions):
 
     _repr_fields = ("threshold",)
 
-    n_rejected = deprecated_attribute("num_rejected")  # deprecated alias, one release
 
 
 def bayes_oracle_test(

@@ -14,7 +14,6 @@ from jax.sharding import PartitionSpec as P
 from jaxtyping import Array, Bool, Float
 
 from .. import _memory
-from .._deprecation import renamed_kwargs
 from .._progress import ProgressBar, resolve_progress
 from .._repr import record_repr, summarise
 from .._types import PRNGKey, RealScalarLike
@@ -118,7 +117,6 @@ def _rep_keys(key, num_replicates):
     return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(num_replicates, dtype=jnp.uint32))
 
 
-@renamed_kwargs(n_rep="num_replicates")
 def simulate_two_groups(
     key: PRNGKey,
     n: int,
@@ -142,7 +140,7 @@ def simulate_two_groups(
       n: number of tests (static int >= 1).
       p: non-null proportion in (0, 1).
       tau2: slab variance > 0.
-      num_replicates: number of replicates (static int >= 1); ``n_rep`` is its deprecated alias.
+      num_replicates: number of replicates (static int >= 1).
       sigma: noise standard deviation (> 0).
       dtype: floating dtype of the draws (default: the default float dtype).
 
@@ -203,7 +201,6 @@ class RiskComparison(eqx.Module):
         return {k: (float(r[i]), float(se[i])) for i, k in enumerate(self.names)}
 
 
-@renamed_kwargs(n_rep="num_replicates")
 def simulate_risk_ratios(
     key: PRNGKey,
     rules: Mapping[str, Rule],
@@ -251,7 +248,7 @@ def simulate_risk_ratios(
       p: two-groups parameters (Python floats).
       tau2: two-groups parameters (Python floats).
       sigma: two-groups parameters (Python floats).
-      num_replicates: replicates R (static int >= 2); ``n_rep`` is its deprecated alias.
+      num_replicates: replicates R (static int >= 2).
       delta0: loss of a type I error.
       deltaA: loss of a type II error.
       dtype: dtype of the draws (default float dtype).

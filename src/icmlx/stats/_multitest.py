@@ -1,0 +1,411 @@
+r"""``multipletests``: every p-value adjustment of ``statsmodels.stats.multitest.multipletests`` on one engine.
+
+Each method is a :class:`_Procedure` (a strategy object) that maps one family of p-values, sorted ascending when it
+needs them sorted, to its decisions and adjusted p-values. The engine around it does what all methods share: the
+sort and its inverse (one ``lax.sort`` carrying the permutation), the NaN policy, the per-row family size, the clip
+at 1 and the vectorisation over rows. :func:`benjamini_hochberg`'s ``"sort"`` path, :func:`bh_adjusted_pvalues`
+and :func:`bonferroni` call the same engine.
+
+Every formula follows the operation order of statsmodels 0.14/0.15 (for instance ``(m * p) / j`` in Hommel's
+Simes minima and ``p / ((k / n))`` in the BH adjustment), so the adjusted p-values agree to rounding of the
+transcendental functions (Šidák) and exactly elsewhere, and the decisions agree test for test.
+"""
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from .._checks import check_values, is_traced
+from .._types import RealScalarLike
+from ._checks import Labels, _where_first, check_scalar, host_input_array
+from ._records import rejected_labels
+
+__all__ = ["METHODS", "MultipleTestsResult", "multipletests"]
+
+
+class MultipleTestsResult(eqx.Module):
+    """Result of :func:`multipletests` (the four outputs of statsmodels' ``multipletests``, per row).
+
+    Attributes:
+      rejected: decisions, shape ``(*batch, n)`` (``False`` for a NaN p-value under ``nan_policy="omit"`` and for
+        every test of a row with a NaN under ``"propagate"``).
+      pvalues_adjusted: adjusted p-values, shape ``(*batch, n)``, clipped at 1 (NaN where the input was NaN under
+        ``"omit"``, and for the whole row under ``"propagate"``).
+      alpha_sidak: the Šidák per-test level :math:`1-(1-\\alpha)^{1/m}` of each row's family size ``m``, shape
+        ``(*batch,)``.
+      alpha_bonferroni: the Bonferroni per-test level :math:`\\alpha/m`, shape ``(*batch,)``.
+      num_tests: the family size ``m`` per row (the non-NaN p-values), shape ``(*batch,)``.
+      method: the method name.
+    """
+
+    rejected: Bool[Array, "*batch n"]
+    pvalues_adjusted: Float[Array, "*batch n"]
+    alpha_sidak: Float[Array, "*batch"]
+    alpha_bonferroni: Float[Array, "*batch"]
+    num_tests: Int[Array, "*batch"]
+    method: str = eqx.field(static=True)
+    _labels: Labels | None = eqx.field(static=True, default=None)
+
+    @property
+    def num_rejected(self) -> Array:
+        """Number of rejections per row."""
+        return jnp.sum(self.rejected, axis=-1)
+
+    @property
+    def labels(self) -> Any:
+        """The pandas index of the Series passed in, or ``None``."""
+        return None if self._labels is None else self._labels.index
+
+    @property
+    def rejected_labels(self) -> Any:
+        """Labels of the rejected tests (a pandas Index for Series input), else their positions (per row)."""
+        return rejected_labels(self.rejected, self._labels)
+
+    def __repr__(self) -> str:
+        if isinstance(self.rejected, jax.core.Tracer):
+            return f"MultipleTestsResult(method={self.method!r})"
+        nrej = np.asarray(self.num_rejected)
+        nrej = int(nrej) if nrej.ndim == 0 else nrej.tolist()
+        return f"MultipleTestsResult(method={self.method!r}, num_tests={self.rejected.shape[-1]}, num_rejected={nrej})"
+
+
+# --- the procedures -------------------------------------------------------------------------------------------------
+#
+# Each works on one row: ``p`` (sorted ascending with the NaN/padding entries last when ``needs_sort``), ``valid``
+# (which entries belong to the family), ``n`` (the family size as a float of p's dtype, traced) and ``alpha``. It
+# returns (reject, adjusted) before the clip at 1; the engine masks the invalid entries.
+
+
+@dataclasses.dataclass(frozen=True)
+class _Procedure:
+    """One multiple-testing method: ``run(p, valid, n, alpha) -> (reject, adjusted)`` on one row."""
+
+    needs_sort: bool
+    run: Callable[..., tuple[Array, Array]]
+    summary: str
+
+
+def _ranks(p, n):
+    """``(i, k)``: 0-based positions and the step-down counts ``k = n - i`` (n, n-1, ..., 1 over the family)."""
+    i = jnp.arange(p.shape[-1], dtype=p.dtype)
+    return i, n - i
+
+
+def _step_down(p, crit, valid):
+    """Reject the sorted p-values before the first one above its critical value (statsmodels' ``notrejectmin``)."""
+    notreject = ~(p <= crit) | ~valid
+    return jnp.cumsum(notreject.astype(jnp.int32)) == 0
+
+
+def _step_up(p, crit, valid):
+    """Reject every sorted p-value up to the last one at or below its critical value."""
+    hit = (p <= crit) & valid
+    return jax.lax.cummax(hit.astype(jnp.int32), reverse=True) > 0
+
+
+def _cummax(raw, valid):
+    return jax.lax.cummax(jnp.where(valid, raw, -jnp.inf))
+
+
+def _rev_cummin(raw, valid):
+    return jax.lax.cummin(jnp.where(valid, raw, jnp.inf), reverse=True)
+
+
+def _sidak_alpha(alpha, k):
+    return 1.0 - jnp.power(1.0 - alpha, 1.0 / k)
+
+
+def _bonferroni(p, valid, n, alpha):
+    return p <= alpha / n, p * n
+
+
+def _sidak(p, valid, n, alpha):
+    return p <= _sidak_alpha(alpha, n), -jnp.expm1(n * jnp.log1p(-p))
+
+
+def _holm_sidak(p, valid, n, alpha):
+    _, k = _ranks(p, n)
+    reject = _step_down(p, _sidak_alpha(alpha, k), valid)
+    return reject, _cummax(-jnp.expm1(k * jnp.log1p(-p)), valid)
+
+
+def _holm(p, valid, n, alpha):
+    _, k = _ranks(p, n)
+    return _step_down(p, alpha / k, valid), _cummax(p * k, valid)
+
+
+def _simes_hochberg(p, valid, n, alpha):
+    _, k = _ranks(p, n)
+    return _step_up(p, alpha / k, valid), _rev_cummin(k * p, valid)
+
+
+def _bh_core(p, valid, n, alpha, scale=None):
+    """BH (``scale=None``) or BY (``scale`` = the harmonic sum): step-up on ``ecdf * alpha``, ``p / ecdf`` adjusted."""
+    i, _ = _ranks(p, n)
+    ecdf = (i + 1.0) / n
+    if scale is not None:
+        ecdf = ecdf / scale
+    return _step_up(p, ecdf * alpha, valid), _rev_cummin(p / ecdf, valid)
+
+
+def _fdr_bh(p, valid, n, alpha):
+    return _bh_core(p, valid, n, alpha)
+
+
+def _fdr_by(p, valid, n, alpha):
+    i, _ = _ranks(p, n)
+    cm = jnp.sum(jnp.where(valid, 1.0 / (i + 1.0), 0.0))
+    return _bh_core(p, valid, n, alpha, cm)
+
+
+def _two_stage(p, valid, n, alpha, bky):
+    """Two-stage linear step-up (statsmodels' ``fdrcorrection_twostage`` with ``maxiter=1``)."""
+    fact = 1.0 + alpha if bky else jnp.ones_like(alpha)
+    alpha1 = alpha / fact if bky else alpha
+    rej1, adj = _bh_core(p, valid, n, alpha1)
+    adj = jnp.minimum(adj, 1.0)
+    r1 = jnp.sum(rej1).astype(p.dtype)
+    n0 = n - r1  # the estimated number of true nulls
+    alpha_star = alpha1 * n / n0
+    rej2, _ = _bh_core(p, valid, n, alpha_star)
+    second = adj * (n0 / n)
+    if bky:
+        second = second * (1.0 + alpha)
+    one_stage = (r1 == 0) | (r1 == n)
+    return jnp.where(one_stage, rej1, rej2), jnp.where(one_stage, adj * fact, second)
+
+
+def _fdr_tsbh(p, valid, n, alpha):
+    return _two_stage(p, valid, n, alpha, bky=False)
+
+
+def _fdr_tsbky(p, valid, n, alpha):
+    return _two_stage(p, valid, n, alpha, bky=True)
+
+
+def _hommel(p, valid, n, alpha):
+    r"""Hommel's adjusted p-values on sorted ``p`` (statsmodels' formula, vectorised).
+
+    With ``q = n - m`` the number of p-values left out, statsmodels' loop over ``m = n, ..., 2`` takes the Simes
+    minimum of the largest ``m``, ``c_q = min_{j=1..m} (m p_{(q+j)}) / j``, raises the adjusted p-values of those
+    ``m`` to ``c_q`` and the others to ``min(m p_i, c_q)``. After the loop,
+
+    ``a_i = max(p_i, max_{q <= min(i, n-2)} c_q, max_{i < q <= n-2} min((n - q) p_i, c_q))``
+
+    (0-based ``i``): a prefix maximum and one more maximum over ``q``. Both ``c`` and the last term are one pass of
+    ``n`` vector steps each (``lax.fori_loop``), ``O(n^2)`` work in ``O(n)`` memory, the cost of statsmodels' loop
+    without its Python overhead.
+    """
+    size = p.shape[-1]
+    dt = p.dtype
+    q = jnp.arange(size, dtype=jnp.int32)
+    m = n - q.astype(dt)  # family size left when the q smallest are dropped
+    padded = jnp.concatenate([jnp.where(valid, p, jnp.inf), jnp.full((size,), jnp.inf, dt)])
+
+    def simes(j, c):
+        # term j (1-based) of every q's Simes minimum: (m p_(q+j)) / j, over the family only
+        pj = jax.lax.dynamic_slice(padded, (j - 1,), (size,))
+        return jnp.minimum(c, (m * pj) / j.astype(dt))
+
+    c = jax.lax.fori_loop(1, size + 1, simes, jnp.full((size,), jnp.inf, dt))
+    in_loop = q.astype(dt) <= n - 2.0  # statsmodels' loop covers m = n..2
+    c = jnp.where(in_loop, c, -jnp.inf)
+    a = jnp.maximum(p, jax.lax.cummax(c))
+
+    def partial(qq, a):
+        mq = n - qq.astype(dt)
+        t = jnp.minimum(mq * p, c[qq])
+        return jnp.where(q < qq, jnp.maximum(a, t), a)
+
+    a = jax.lax.fori_loop(0, size, partial, a)
+    return a <= alpha, a
+
+
+#: The methods by statsmodels name (the aliases statsmodels accepts map to the same procedures).
+_PROCEDURES: dict[str, _Procedure] = {
+    "bonferroni": _Procedure(False, _bonferroni, "one-step Bonferroni (FWER)"),
+    "sidak": _Procedure(False, _sidak, "one-step Šidák (FWER, independent tests)"),
+    "holm-sidak": _Procedure(True, _holm_sidak, "step-down with Šidák levels (FWER, independent tests)"),
+    "holm": _Procedure(True, _holm, "step-down Holm (FWER)"),
+    "simes-hochberg": _Procedure(True, _simes_hochberg, "step-up Hochberg (FWER, independent tests)"),
+    "hommel": _Procedure(True, _hommel, "closed Simes tests (FWER, independent or positively dependent)"),
+    "fdr_bh": _Procedure(True, _fdr_bh, "Benjamini-Hochberg (FDR, independent or positively dependent)"),
+    "fdr_by": _Procedure(True, _fdr_by, "Benjamini-Yekutieli (FDR, any dependence)"),
+    "fdr_tsbh": _Procedure(True, _fdr_tsbh, "two-stage BH (FDR, adaptive)"),
+    "fdr_tsbky": _Procedure(True, _fdr_tsbky, "two-stage Benjamini-Krieger-Yekutieli (FDR, adaptive)"),
+}
+
+_ALIASES = {
+    "b": "bonferroni", "bonf": "bonferroni", "s": "sidak", "hs": "holm-sidak", "h": "holm",
+    "sh": "simes-hochberg", "ho": "hommel", "fdr_i": "fdr_bh", "fdr_p": "fdr_bh", "fdri": "fdr_bh",
+    "fdrp": "fdr_bh", "fdr_n": "fdr_by", "fdr_c": "fdr_by", "fdrn": "fdr_by", "fdrcorr": "fdr_by",
+    "fdr_2sbh": "fdr_tsbh", "fdr_2sbky": "fdr_tsbky", "fdr_twostage": "fdr_tsbky",
+}
+
+#: The method names :func:`multipletests` accepts (statsmodels' names; its short aliases are accepted too).
+METHODS = tuple(_PROCEDURES)
+
+_NAN_POLICIES = ("raise", "omit", "propagate")
+
+
+def _resolve_method(method: Any) -> str:
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a string such as 'fdr_bh', got {method=!r}")
+    name = _ALIASES.get(method.lower(), method.lower())
+    if name not in _PROCEDURES:
+        raise ValueError(f"unknown method {method!r}; use one of {METHODS}")
+    return name
+
+
+def _row(p, alpha, procedure):
+    """One family: sort (if needed), run the procedure, clip, unsort."""
+    size = p.shape[-1]
+    valid = ~jnp.isnan(p)
+    n_int = jnp.sum(valid, dtype=jnp.int32)
+    n = n_int.astype(p.dtype)
+    if procedure.needs_sort:
+        key = jnp.where(valid, p, jnp.inf)  # the family first, NaN entries last
+        ps, perm = jax.lax.sort((key, jnp.arange(size, dtype=jnp.int32)), num_keys=1)
+        vs = jnp.arange(size, dtype=jnp.int32) < n_int
+        rej, adj = procedure.run(ps, vs, n, alpha)
+        rej = jnp.zeros(size, bool).at[perm].set(rej & vs)
+        adj = jnp.zeros(size, p.dtype).at[perm].set(adj)
+    else:
+        rej, adj = procedure.run(jnp.where(valid, p, 0.0), valid, n, alpha)
+        rej = rej & valid
+    adj = jnp.where(valid, jnp.minimum(adj, 1.0), jnp.nan)
+    return rej, adj, _sidak_alpha(alpha, n), alpha / n, n_int
+
+
+@functools.partial(jax.jit, static_argnames=("method", "propagate"))
+def _engine(p, alpha, method, propagate):
+    procedure = _PROCEDURES[method]
+    batch, size = p.shape[:-1], p.shape[-1]
+    flat = p.reshape(-1, size)
+    rej, adj, a_sidak, a_bonf, n = jax.vmap(lambda r: _row(r, alpha, procedure))(flat)
+    if propagate:
+        bad = jnp.any(jnp.isnan(flat), axis=-1, keepdims=True)
+        rej = rej & ~bad
+        adj = jnp.where(bad, jnp.nan, adj)
+    return (rej.reshape(p.shape), adj.reshape(p.shape), a_sidak.reshape(batch), a_bonf.reshape(batch),
+            n.reshape(batch))
+
+
+def check_alpha(alpha: Any, dtype: Any) -> jax.Array:
+    """``alpha`` as a scalar of ``dtype`` in (0, 1); a string or other non-number is a ``TypeError`` naming it."""
+    if isinstance(alpha, str):
+        raise TypeError(f"alpha must be a real number, got the string alpha={alpha!r}")
+    a = check_scalar("alpha", alpha, dtype, lo=0.0, hi=1.0)
+    if a.ndim != 0:
+        raise ValueError(f"alpha must be a scalar, got shape {a.shape}")
+    return a
+
+
+def prepare_pvalues(pvalues: Any, where: str, nan_policy: str) -> tuple[Any, Labels | None]:
+    """P-values as a floating array with a non-empty tests axis, checked for ``[0, 1]`` (NaN per ``nan_policy``)."""
+    if nan_policy not in _NAN_POLICIES:
+        raise ValueError(f"{where}: nan_policy must be one of {_NAN_POLICIES}, got {nan_policy=!r}")
+    p, labels = host_input_array(pvalues, "pvalues")
+    if p.ndim < 1 or p.shape[-1] < 1:
+        raise ValueError(f"{where}: pvalues must have a non-empty last (tests) axis, got {p.shape=}")
+    allow_nan = nan_policy != "raise"
+    hint = "; pass nan_policy='omit' to leave them out of the family" if not allow_nan else ""
+    if is_traced(p):
+        p = check_values(
+            p, lambda xp, v: ((xp.isnan(v) & (not allow_nan)) | (v < 0.0) | (v > 1.0)),
+            f"{where}: pvalues must lie in [0, 1] (NaN or out-of-range value found{hint})",
+        )
+        return p, labels
+    v = np.asarray(p)
+    if not allow_nan and np.isnan(v).any():
+        found = _where_first(np.isnan(v), labels).format(what="NaN value")
+        raise ValueError(f"{where}: pvalues contains {found}{hint}")
+    out = (v < 0.0) | (v > 1.0)
+    if out.any():
+        found = _where_first(out, labels).format(what="value")
+        raise ValueError(f"{where}: pvalues must lie in [0, 1], but {found} lie outside; for z-scores pass "
+                         "two_sided_pvalues(z)")
+    return (jax.device_put(p) if isinstance(p, np.ndarray) else p), labels
+
+
+def run_method(p: Array, alpha: Array, method: str, nan_policy: str = "raise") -> tuple[Array, ...]:
+    """The engine on checked p-values: ``(rejected, adjusted, alpha_sidak, alpha_bonferroni, num_tests)``."""
+    return _engine(p, alpha, _resolve_method(method), nan_policy == "propagate")
+
+
+def multipletests(
+    pvalues: Any,
+    alpha: RealScalarLike = 0.05,
+    method: str = "fdr_bh",
+    *,
+    nan_policy: str = "raise",
+) -> MultipleTestsResult:
+    r"""Multiple-testing adjustment of p-values: every method of statsmodels' ``multipletests``, batched.
+
+    With the sorted p-values :math:`p_{(1)}\le\dots\le p_{(m)}` of one family:
+
+    - ``"bonferroni"``: :math:`\tilde p_i=\min(1, m p_i)`; ``"sidak"``: :math:`\tilde p_i=1-(1-p_i)^m`.
+    - ``"holm"``: step-down, :math:`\tilde p_{(i)}=\max_{j\le i}(m-j+1)p_{(j)}`; ``"holm-sidak"`` the same with
+      :math:`1-(1-p_{(j)})^{m-j+1}`.
+    - ``"simes-hochberg"``: step-up, :math:`\tilde p_{(i)}=\min_{j\ge i}(m-j+1)p_{(j)}`.
+    - ``"hommel"``: the closure of Simes tests, :math:`\tilde p_i=\max_{I\ni i}\min_{j}|I|\,p_{(j:I)}/j`
+      (the maximum over the worst index set of each size).
+    - ``"fdr_bh"``: :math:`\tilde p_{(i)}=\min_{j\ge i} m p_{(j)}/j`; ``"fdr_by"`` multiplies by
+      :math:`\sum_{k=1}^m 1/k`.
+    - ``"fdr_tsbh"``, ``"fdr_tsbky"``: two-stage adaptive BH (Benjamini, Krieger & Yekutieli 2006): BH at
+      :math:`\alpha'` (:math:`\alpha` for tsbh, :math:`\alpha/(1+\alpha)` for tsbky) gives :math:`r_1`
+      rejections, then BH at :math:`\alpha' m/(m-r_1)`; the adjusted p-values are the BH ones times
+      :math:`(m-r_1)/m` (and :math:`1+\alpha` for tsbky), so they depend on :math:`\alpha`.
+
+    The decisions and the ``rejected``/``pvalues_adjusted`` arrays are those of
+    ``statsmodels.stats.multitest.multipletests(row, alpha, method)`` for each row (statsmodels' operation order,
+    ``maxiter=1`` for the two-stage methods). The sort is one ``lax.sort`` per row; Hommel costs :math:`O(m^2)`
+    work (as statsmodels' loop) in :math:`O(m)` memory, so keep it to families of up to about :math:`10^5`.
+
+    Args:
+      pvalues: p-values in [0, 1], shape ``(*batch, m)``: a list, NumPy or JAX array or pandas Series; one family
+        per row (leading axes are batch axes).
+      alpha: the FWER or FDR level in (0, 1) (a number; a string is a ``TypeError``).
+      method: one of :data:`METHODS` (statsmodels' names; its short aliases such as ``"hs"`` also work). Static
+        under ``jax.jit``.
+      nan_policy: ``"raise"`` (default): NaN is an error; ``"omit"``: NaN p-values leave the family (its size
+        ``m`` counts the others) and come back not rejected with a NaN adjusted p-value; ``"propagate"``: a row
+        with a NaN comes back all NaN and not rejected, the other rows as usual.
+
+    Returns:
+      :class:`MultipleTestsResult` (``rejected``, ``pvalues_adjusted``, ``alpha_sidak``, ``alpha_bonferroni``,
+      ``num_tests``).
+
+    Raises:
+      TypeError: a non-numeric ``alpha`` or a non-string ``method``.
+      ValueError: an unknown ``method`` or ``nan_policy``, ``alpha`` outside (0, 1), p-values outside [0, 1] or
+        NaN under ``nan_policy="raise"`` (concrete input at once, under ``jit`` at run time).
+
+    References:
+      Holm (1979), Scand. J. Statist. 6. Hochberg (1988), Biometrika 75. Hommel (1988), Biometrika 75.
+      Šidák (1967), J. Amer. Statist. Assoc. 62. Benjamini & Hochberg (1995), J. R. Stat. Soc. B 57.
+      Benjamini & Yekutieli (2001), Ann. Statist. 29. Benjamini, Krieger & Yekutieli (2006), Biometrika 93.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.stats import multipletests
+      >>> p = jnp.array([0.01, 0.02, 0.03, 0.04, 0.5])
+      >>> res = multipletests(p, alpha=0.05, method="holm")
+      >>> print(res.rejected, jnp.round(res.pvalues_adjusted, 3))
+      [ True False False False False] [0.05 0.08 0.09 0.09 0.5 ]
+      >>> print(multipletests(jnp.array([0.01, jnp.nan, 0.04]), method="fdr_bh", nan_policy="omit").rejected)
+      [ True False  True]
+    """
+    name = _resolve_method(method)
+    p, labels = prepare_pvalues(pvalues, "multipletests", nan_policy)
+    a = check_alpha(alpha, p.dtype)
+    rej, adj, a_sidak, a_bonf, n = _engine(p, a, name, nan_policy == "propagate")
+    return MultipleTestsResult(rejected=rej, pvalues_adjusted=adj, alpha_sidak=a_sidak, alpha_bonferroni=a_bonf,
+                               num_tests=n, method=name, _labels=labels)

@@ -1,0 +1,120 @@
+"""``multipletests`` against ``statsmodels.stats.multitest.multipletests``, row by row, for every method."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from icmlx.stats import METHODS, benjamini_hochberg, bh_adjusted_pvalues, bonferroni, multipletests
+
+multitest = pytest.importorskip("statsmodels.stats.multitest")
+
+
+def _families(n, rng):
+    """Rows of p-values with ties, exact zeros and ones, strong signals and none."""
+    p = rng.uniform(size=(5, n)) ** 3
+    p[0, : n // 3] = 0.0  # exact zeros
+    p[0, n // 3 : n // 3 + max(1, n // 10)] = 1.0  # exact ones
+    p[1] = np.round(p[1], 2)  # many ties
+    p[2, : max(1, n // 2)] *= 1e-4  # strong signals
+    p[3] = rng.uniform(0.3, 1.0, size=n)  # nothing to reject
+    rng.shuffle(p, axis=1)
+    return p
+
+
+def _check_rows(p, res, method, alpha):
+    for i in range(p.shape[0]):
+        with np.errstate(divide="ignore"):
+            rej, adj, a_sidak, a_bonf = multitest.multipletests(p[i], alpha, method)
+        assert np.array_equal(np.asarray(res.rejected[i]), rej), (method, p.shape, i)
+        np.testing.assert_allclose(np.asarray(res.pvalues_adjusted[i]), adj, rtol=0, atol=1e-12,
+                                   err_msg=f"{method} {p.shape} row {i}")
+        assert float(res.alpha_sidak[i]) == pytest.approx(a_sidak, rel=1e-14)
+        assert float(res.alpha_bonferroni[i]) == pytest.approx(a_bonf, rel=1e-15)
+
+
+@pytest.mark.x64_only
+@pytest.mark.x64
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_matches_statsmodels_row_by_row(method):
+    # float64 throughout: rejected identical, adjusted p-values to 1e-12 (the issue's bar)
+    rng = np.random.default_rng(abs(hash(method)) % 2**32)
+    # (Hommel is O(n^2) here and in statsmodels: its largest family is 3000)
+    sizes = [1, 2, 7, 300, 3000] if method == "hommel" else [1, 2, 7, 300, 20_000, 100_000]
+    saw = set()
+    for n in sizes:
+        p = _families(n, rng)
+        if n == 100_000:
+            p = p[[0, 2]]  # one family with zeros, ones and ties, one with strong signals
+        for alpha in (0.05, 0.25):
+            res = multipletests(p, alpha, method)
+            _check_rows(p, res, method, alpha)
+            saw.update(np.asarray(res.num_rejected > 0).tolist())
+    assert saw == {True, False}
+
+
+def test_batch_axes_and_jit_agree_with_rows():
+    rng = np.random.default_rng(3)
+    p = jnp.asarray(rng.uniform(size=(2, 3, 40)) ** 3, jnp.result_type(float))
+    for method in ("holm", "fdr_tsbky", "hommel"):
+        full = multipletests(p, 0.1, method)
+        jitted = jax.jit(lambda q, m=method: multipletests(q, 0.1, m))(p)
+        for b in range(2):
+            for r in range(3):
+                row = multipletests(p[b, r], 0.1, method)
+                assert np.array_equal(np.asarray(full.rejected[b, r]), np.asarray(row.rejected))
+                np.testing.assert_array_equal(np.asarray(full.pvalues_adjusted[b, r]), np.asarray(row.pvalues_adjusted))
+        np.testing.assert_array_equal(np.asarray(jitted.pvalues_adjusted), np.asarray(full.pvalues_adjusted))
+        assert full.alpha_bonferroni.shape == (2, 3)
+
+
+def test_nan_policies():
+    rng = np.random.default_rng(4)
+    p = rng.uniform(size=(3, 30)) ** 4
+    p[0, [2, 7]] = np.nan
+    p[2, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        multipletests(p)
+    for method in METHODS:
+        omit = multipletests(p, 0.1, method, nan_policy="omit")
+        for i in range(3):
+            keep = ~np.isnan(p[i])
+            with np.errstate(divide="ignore"):
+                rej, adj, *_ = multitest.multipletests(p[i][keep], 0.1, method)
+            got_adj = np.asarray(omit.pvalues_adjusted[i], np.float64)
+            assert np.array_equal(np.asarray(omit.rejected[i])[keep], rej), (method, i)
+            assert not np.asarray(omit.rejected[i])[~keep].any()
+            assert np.isnan(got_adj[~keep]).all()
+            np.testing.assert_allclose(got_adj[keep], adj, rtol=1e-5, atol=1e-6)
+            assert int(omit.num_tests[i]) == keep.sum()
+        if method not in ("holm", "fdr_bh", "sidak"):  # propagate shares the engine; three methods suffice
+            continue
+        prop = multipletests(p, 0.1, method, nan_policy="propagate")
+        assert np.isnan(np.asarray(prop.pvalues_adjusted)[[0, 2]]).all()
+        assert not np.asarray(prop.rejected)[[0, 2]].any()
+        np.testing.assert_array_equal(np.asarray(prop.pvalues_adjusted[1]), np.asarray(omit.pvalues_adjusted[1]))
+
+
+def test_bh_and_bonferroni_share_the_engine():
+    rng = np.random.default_rng(5)
+    p = jnp.asarray(rng.uniform(size=(4, 500)) ** 4, jnp.result_type(float))
+    for method, fn in (("fdr_bh", benjamini_hochberg), ("bonferroni", bonferroni)):
+        ref = multipletests(p, 0.1, method)
+        got = fn(p, 0.1)
+        assert np.array_equal(np.asarray(got.reject), np.asarray(ref.rejected))
+    np.testing.assert_array_equal(np.asarray(bh_adjusted_pvalues(p)),
+                                  np.asarray(multipletests(p, method="fdr_bh").pvalues_adjusted))
+    assert np.array_equal(np.asarray(benjamini_hochberg(p, 0.1, method="sort").reject),
+                          np.asarray(multipletests(p, 0.1).rejected))
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="unknown method"):
+        multipletests([0.1, 0.2], method="fdr_gbs")
+    with pytest.raises(TypeError, match="alpha"):
+        multipletests([0.1, 0.2], alpha="0.05")
+    with pytest.raises(ValueError, match="nan_policy"):
+        multipletests([0.1, 0.2], nan_policy="drop")
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        multipletests([0.1, 1.5], nan_policy="omit")
+    assert multipletests([0.01, 0.02], method="hs").method == "holm-sidak"  # statsmodels' aliases
