@@ -24,7 +24,6 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._checks import check_values, is_traced
-from .._deprecation import renamed_kwargs
 from .._inputs import is_dataframe
 from .._repr import summarise
 from .._types import PRNGKey, RealScalarLike
@@ -466,7 +465,6 @@ def _fit_inputs(basis, states, increments, dt, sigma, weights, fn):
 MAX_GRID_POINTS = 2**22
 
 
-@renamed_kwargs(n_per_dim="num_per_dim")
 def box_grid(points: ArrayOrFrame, num_per_dim: int, pad: RealScalarLike = 0.0) -> Float[Array, "m d"]:
     """Regular grid of ``num_per_dim ** d`` points over the bounding box of ``points`` widened by ``pad``.
 

@@ -1,7 +1,6 @@
 """EM drift inference with SMC bridges between consecutive observations, guided by observation geodesics
 (Maoutsa, arXiv:2512.23566)."""
 
-import functools
 
 import equinox as eqx
 import jax
@@ -10,7 +9,6 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._checks import check_values, is_traced
-from .._deprecation import deprecated_attribute, renamed_kwargs, warn_renamed
 from .._progress import in_program_reporter, resolve_progress
 from .._repr import record_repr, summarise
 from .._results import RESULTS, Solution, raise_if_failed
@@ -19,6 +17,7 @@ from .._types import PRNGKey, RealScalarLike
 from ._basis import LinearDrift
 from ._bridges import _smc_bridges_jit
 from ._data import ArrayOrFrame, as_observations
+from ._diffusion import estimate_diffusion
 from ._estimators import _intervals, _named, check_function_class, default_function_class, fit_drift
 from ._guidance import AbstractGuidance, GeodesicGuidance, NoGuidance
 
@@ -38,6 +37,7 @@ class EMHistory(eqx.Module):
       drift_change: RMS change of the drift on the observations, ``sqrt(mean ||f_new(y) - f_old(y)||^2)``.
       num_degenerate: number of collapsed bridges.
       weights: drift weights after each iteration, shape ``(num_steps, m, d)``.
+      sigma: the diffusion scale after each iteration (constant when ``sigma`` was given).
     """
 
     loss: Float[Array, " num_steps"]
@@ -46,8 +46,7 @@ class EMHistory(eqx.Module):
     drift_change: Float[Array, " num_steps"]
     num_degenerate: Int[Array, " num_steps"]
     weights: Float[Array, "num_steps m d"]
-
-    n_degenerate = deprecated_attribute("num_degenerate")  # deprecated alias, one release
+    sigma: Float[Array, " num_steps"]
 
     def __repr__(self) -> str:
         return record_repr(self)
@@ -67,12 +66,16 @@ class DriftSolution(Solution):
       history: :class:`EMHistory` (the stats above plus the drift weights after each iteration).
       ess: final-iteration ESS fraction per interval, shape ``(n_intervals,)``.
       degenerate: final-iteration collapsed-bridge flags per interval, shape ``(n_intervals,)``.
+      sigma: the diffusion scale of the final drift: the given one, or with ``sigma=None`` the EM's estimate.
+      initial_sigma: the EM's starting diffusion scale (the given one, or :func:`estimate_diffusion`'s).
     """
 
     initial_drift: LinearDrift
     history: EMHistory
     ess: Float[Array, " n_intervals"]
     degenerate: Bool[Array, " n_intervals"]
+    sigma: Float[Array, ""]
+    initial_sigma: Float[Array, ""]
 
     @property
     def drift(self) -> LinearDrift:
@@ -100,48 +103,6 @@ class DriftSolution(Solution):
                 f"value={self.value!r})")
 
 
-# --------------------------------------------------------------------------- deprecated guidance flags
-
-_GUIDANCE_FLAGS = {
-    "strength": "strength",
-    "n_nodes": "num_nodes",
-    "num_nodes": "num_nodes",
-    "k_neighbors": "num_neighbors",
-    "num_neighbors": "num_neighbors",
-    "orientation_eps": "orientation_eps",
-}
-
-
-def _guidance_from_flags(fn):
-    """Accept the flag-style guidance settings (``strength=``, ``n_nodes=``, ...) for one release: warn and build
-    the :class:`GeodesicGuidance` they describe (they have no effect with ``guidance="none"``, as before)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        flags = {k: kwargs.pop(k) for k in list(kwargs) if k in _GUIDANCE_FLAGS}
-        if flags:
-            guidance = kwargs.get("guidance", "geodesic")
-            if isinstance(guidance, AbstractGuidance):
-                raise TypeError(
-                    f"infer_drift() got guidance={guidance!r} and the deprecated flags {sorted(flags)}; "
-                    "pass the settings inside the guidance object, e.g. GeodesicGuidance(strength=...)"
-                )
-            settings = {_GUIDANCE_FLAGS[k]: v for k, v in flags.items()}
-            if len(settings) != len(flags):
-                raise TypeError(f"infer_drift() got both a deprecated and a new name for one setting: {sorted(flags)}")
-            call = ", ".join(f"{k}={v!r}" for k, v in settings.items())
-            if guidance == "geodesic":
-                warn_renamed(", ".join(sorted(flags)), f"guidance=GeodesicGuidance({call})", "infer_drift()",
-                             stacklevel=4)
-                kwargs["guidance"] = GeodesicGuidance(**settings)
-            else:
-                warn_renamed(", ".join(sorted(flags)), "guidance=NoGuidance() (the flags have no effect there)",
-                             "infer_drift()", stacklevel=4)
-        return fn(*args, **kwargs)
-
-    return wrapper
-
-
 _DEFAULT_GUIDANCE = GeodesicGuidance()
 
 
@@ -152,13 +113,11 @@ def _as_guidance(guidance) -> AbstractGuidance:
 # --------------------------------------------------------------------------- EM
 
 
-@renamed_kwargs(n_iters="num_steps", n_particles="num_particles", n_steps="num_time_steps", n_paths="num_paths")
-@_guidance_from_flags
 def infer_drift(
     key: PRNGKey,
     observations: ArrayOrFrame,
     ts: ArrayOrFrame,
-    sigma: RealScalarLike,
+    sigma: RealScalarLike | None = None,
     *,
     guidance: AbstractGuidance | str = _DEFAULT_GUIDANCE,
     num_steps: int = 8,
@@ -186,6 +145,18 @@ def infer_drift(
     likelihood (M-step, no divergence term needed because the paths are stochastic). Uneven observation
     intervals are supported (each bridge uses ``tau_k / num_time_steps``).
 
+    With ``sigma=None`` the M-step also updates $\sigma$ from the augmented paths. Their fine-scale quadratic
+    variation only returns the $\sigma$ the bridges were drawn with (a bridge of $K$ steps has $K - 1$ free
+    increments and one pinned by the observations; Roberts & Stramer 2001), so plain data-augmentation EM moves
+    $\sigma^2$ by a fraction $1/K$ of its error per iteration. The update takes the informative part, the
+    interval-scale residual of each path $x$ of interval $k$, and jumps to the fixed point of that iteration:
+
+    $$\sigma^2 \leftarrow \frac{\sum_{k, x} w_{k,x} \lVert y_{k+1} - y_k - \sum_j \hat f(x_j)\,h_k \rVert^2}
+    {d \sum_{k, x} w_{k,x}\, \tau_k}$$
+
+    (at the true drift and $\sigma$ its expectation is exactly $\sigma^2$, since the residual of the true path
+    is $\sigma(W_{t_{k+1}} - W_{t_k})$).
+
     Args:
       key: PRNG key.
       observations: shape ``(n_obs, d)`` or ``(n_traj, n_obs, d)``: NumPy, JAX, lists, a DataFrame (columns =
@@ -193,7 +164,9 @@ def infer_drift(
         :class:`SamplePaths` (as in :func:`naive_drift`; ragged trajectories are rejected).
       ts: strictly increasing observation times, shape ``(n_obs,)`` or ``(n_traj, n_obs)`` (one grid per
         trajectory); ``None`` with a :class:`SamplePaths`.
-      sigma: known positive diffusion scale.
+      sigma: a known positive diffusion scale, or ``None`` (default) to estimate it jointly with the drift:
+        it starts from :func:`estimate_diffusion` of the observations and each EM iteration updates it from the
+        augmented paths (see above); the final value is ``sigma`` of the result.
       guidance: a guidance strategy, :class:`GeodesicGuidance` (default, ``strength=5``) or
         :class:`NoGuidance`; the strings ``"geodesic"`` and ``"none"`` mean their defaults.
       num_steps: EM iterations (a fixed count).
@@ -222,15 +195,11 @@ def infer_drift(
         a ``function_class`` or ``init`` for another ``d``, or an ``init`` with non-finite weights.
       RuntimeError: with ``throw=True``, degenerate bridges in the final iteration or a non-finite drift.
 
-    Deprecated:
-      ``n_iters``, ``n_particles``, ``n_steps``, ``n_paths`` (now ``num_steps``, ``num_particles``,
-      ``num_time_steps``, ``num_paths``) and the flags ``strength``, ``n_nodes``, ``k_neighbors``,
-      ``orientation_eps`` (now fields of :class:`GeodesicGuidance`) still work for one release with a
-      ``DeprecationWarning``.
-
     References:
       Maoutsa, "From Geometry to Dynamics: Learning Overdamped Langevin Dynamics from Sparse Observations
-      with Geometric Constraints", ICML 2026, arXiv:2512.23566.
+      with Geometric Constraints", ICML 2026, arXiv:2512.23566; Roberts & Stramer, "On inference for
+      partially observed nonlinear diffusion models using the Metropolis–Hastings algorithm", Biometrika 88
+      (2001).
 
     Examples:
       >>> import jax, jax.numpy as jnp
@@ -249,7 +218,10 @@ def infer_drift(
             raise ValueError(f"{name} must be a positive integer, got {name}={v!r}")
     if isinstance(num_time_steps, bool) or not isinstance(num_time_steps, int) or num_time_steps < 2:
         raise ValueError(f"num_time_steps must be an integer >= 2, got {num_time_steps=}")
-    obs, ts, sig, names = as_observations(observations, ts, sigma, fn="infer_drift")
+    obs, ts, sig, names = as_observations(observations, ts, sigma, fn="infer_drift", allow_none=True)
+    learn_sigma = sig is None
+    if learn_sigma:
+        sig = estimate_diffusion(obs, ts).sigma
     show = resolve_progress(progress, in_program=True)
     fc = default_function_class(obs) if function_class is None else function_class
     n_traj, n_obs, d = obs.shape
@@ -271,7 +243,7 @@ def infer_drift(
     targets, beta = guidance._padded_targets(obs_p, num_time_steps, n_obs)
     sol = _infer_core(
         key, obs_p, ts_p, n_valid, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps,
-        num_paths, lookahead, show,
+        num_paths, lookahead, show, learn_sigma=learn_sigma,
     )
     # The per-interval diagnostics of the real intervals (host slicing for concrete results: no program).
     ess, degenerate = (_real_intervals(x, n_traj, n_obs) for x in (sol.ess, sol.degenerate))
@@ -331,7 +303,7 @@ def _real_intervals(x, n_traj: int, n_obs: int):
 @eqx.filter_jit
 def _infer_core(
     key, obs, ts, n_obs, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps, num_paths,
-    lookahead, progress,
+    lookahead, progress, learn_sigma=False,
 ):
     n_traj, n_pad, d = obs.shape
     targets = targets.reshape(n_traj * (n_pad - 1), num_time_steps + 1, d)
@@ -347,8 +319,10 @@ def _infer_core(
     ypts = obs.reshape(-1, d)
     report = in_program_reporter("infer_drift", total=num_steps) if progress else None
 
+    sig0 = sig
+
     def em_step(carry, it):
-        key, W = carry
+        key, W, sig = carry
         key, kb = jax.random.split(key)
         drift = LinearDrift(basis, W)
         # the validated inputs go straight to the kernel: the public checks would put eqx.error_if into the loop
@@ -365,6 +339,14 @@ def _infer_core(
         dx = jnp.where(real_row, dx, jnp.zeros_like(dx))
         new = fit_drift(fc, x, dx, h, sig, weights=w)
         Wn = new.weights
+        if learn_sigma:  # static
+            # interval-scale residual of each augmented path under the new drift (see the docstring)
+            fh = (jax.vmap(new)(x) * h[:, None]).reshape(p.shape[:2] + (num_time_steps, d)).sum(2)
+            resid = (p[:, :, -1] - p[:, :, 0]) - fh  # (B, R, d)
+            wr = jnp.broadcast_to(wint[:, None], p.shape[:2])
+            num = jnp.sum(wr * jnp.sum(jnp.where(real_int[:, None, None], resid, 0.0) ** 2, -1))
+            den = d * jnp.sum(wr * dts[:, None])
+            sig = jnp.where(den > 0, jnp.sqrt(num / jnp.maximum(den, jnp.finfo(obs.dtype).tiny)), sig)
         sq = jnp.sum((jax.vmap(new)(ypts) - jax.vmap(drift)(ypts)) ** 2, -1)
         change = jnp.sqrt(jnp.sum(jnp.where(real_pt, sq, 0.0)) / (n_traj * n_obs).astype(obs.dtype))
         valid = ~bs.degenerate & real_int
@@ -376,12 +358,12 @@ def _infer_core(
         ndeg = jnp.sum(bs.degenerate & real_int)
         if progress:  # static: the default program holds no host callback
             report(it + 1, loss=loss, ess_median=ess_med, drift_change=change, num_degenerate=ndeg)
-        out = (loss, ess_med, ess_low, change, ndeg, Wn, ess_frac, bs.degenerate & real_int)
-        return (key, Wn), out
+        out = (loss, ess_med, ess_low, change, ndeg, Wn, ess_frac, bs.degenerate & real_int, sig)
+        return (key, Wn, sig), out
 
-    (_, W), outs = jax.lax.scan(em_step, (key, init.weights), jnp.arange(num_steps))
-    loss, ess_med, ess_min, change, ndeg, Ws, ess_all, deg_all = outs
-    history = EMHistory(loss, ess_med, ess_min, change, ndeg, Ws)
+    (_, W, sig), outs = jax.lax.scan(em_step, (key, init.weights, sig0), jnp.arange(num_steps))
+    loss, ess_med, ess_min, change, ndeg, Ws, ess_all, deg_all, sigs = outs
+    history = EMHistory(loss, ess_med, ess_min, change, ndeg, Ws, sigs)
     finite = jnp.all(jnp.isfinite(W))
     result = RESULTS.where(finite, RESULTS.successful, RESULTS.nonfinite)
     result = RESULTS.where(finite & (ndeg[-1] > 0), RESULTS.degenerate_bridges, result)
@@ -401,4 +383,6 @@ def _infer_core(
         history=history,
         ess=ess_all[-1],
         degenerate=deg_all[-1],
+        sigma=sig,
+        initial_sigma=sig0,
     )

@@ -23,7 +23,6 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from .._deprecation import renamed_kwargs
 from ._data import as_real, check_count, check_finite, check_scale
 
 __all__ = ["observation_metric", "geodesic_targets"]
@@ -122,7 +121,6 @@ def _dijkstra_path(W, src, dst, blocked):
     return dist[dst], rev[::-1]
 
 
-@renamed_kwargs(n_steps="num_time_steps", n_nodes="num_nodes", k_neighbors="num_neighbors")
 def geodesic_targets(
     observations: ArrayLike,
     num_time_steps: int,
