@@ -16,7 +16,7 @@ from .._strategy import as_strategy
 from .._types import PRNGKey, RealScalarLike
 from ._basis import LinearDrift
 from ._bridges import _smc_bridges_jit
-from ._data import ArrayOrFrame, as_observations
+from ._data import ArrayOrFrame, as_observations, as_sigma, as_trajectories, is_ragged
 from ._diffusion import estimate_diffusion
 from ._estimators import _intervals, _named, check_function_class, default_function_class, fit_drift
 from ._guidance import AbstractGuidance, GeodesicGuidance, NoGuidance
@@ -161,9 +161,10 @@ def infer_drift(
       key: PRNG key.
       observations: shape ``(n_obs, d)`` or ``(n_traj, n_obs, d)``: NumPy, JAX, lists, a DataFrame (columns =
         coordinates, names kept in ``drift.names``), a list of equal-length trajectories or a
-        :class:`SamplePaths` (as in :func:`naive_drift`; ragged trajectories are rejected).
+        :class:`SamplePaths` (as in :func:`naive_drift`), or a list of trajectories of different lengths
+        ``(n_i, d)`` (ragged; each is padded to the longest and its padding intervals are masked out).
       ts: strictly increasing observation times, shape ``(n_obs,)`` or ``(n_traj, n_obs)`` (one grid per
-        trajectory); ``None`` with a :class:`SamplePaths`.
+        trajectory), or a list of grids for ragged observations; ``None`` with a :class:`SamplePaths`.
       sigma: a known positive diffusion scale, or ``None`` (default) to estimate it jointly with the drift:
         it starts from :func:`estimate_diffusion` of the observations and each EM iteration updates it from the
         augmented paths (see above); the final value is ``sigma`` of the result.
@@ -218,10 +219,23 @@ def infer_drift(
             raise ValueError(f"{name} must be a positive integer, got {name}={v!r}")
     if isinstance(num_time_steps, bool) or not isinstance(num_time_steps, int) or num_time_steps < 2:
         raise ValueError(f"num_time_steps must be an integer >= 2, got {num_time_steps=}")
-    obs, ts, sig, names = as_observations(observations, ts, sigma, fn="infer_drift", allow_none=True)
+    if is_ragged(observations):
+        # each trajectory padded to the longest on the host, its true length entering the program as data
+        trajs, names = as_trajectories(observations, ts, fn="infer_drift")
+        lengths = np.array([len(t) for _, t in trajs])
+        n_max = int(lengths.max())
+        padded = [_pad_observations(np.asarray(o)[None], np.asarray(t), n_max) for o, t in trajs]
+        obs = jax.device_put(np.concatenate([np.asarray(o) for o, _ in padded]))
+        ts = jax.device_put(np.stack([np.asarray(t) for _, t in padded]))
+        sig = as_sigma(sigma, obs.dtype, "infer_drift", allow_none=True)
+        sigma_data = (observations, [t for _, t in trajs])
+    else:
+        obs, ts, sig, names = as_observations(observations, ts, sigma, fn="infer_drift", allow_none=True)
+        lengths = np.full(obs.shape[0], obs.shape[1])
+        sigma_data = (obs, ts)
     learn_sigma = sig is None
     if learn_sigma:
-        sig = estimate_diffusion(obs, ts).sigma
+        sig = estimate_diffusion(*sigma_data).sigma
     show = resolve_progress(progress, in_program=True)
     fc = default_function_class(obs) if function_class is None else function_class
     n_traj, n_obs, d = obs.shape
@@ -237,7 +251,7 @@ def infer_drift(
     # the true count enters the programs as data, masking the padding intervals. The bucket is a function of the
     # count alone, so a call's result never depends on what the process ran before.
     obs_p, ts_p = _pad_observations(obs, ts, _bucket_obs(n_obs))
-    n_valid = _as_device_int(n_obs)
+    n_valid = jax.device_put(lengths.astype(np.int32))
     # The guidance enters the compiled EM loop only as data (targets, beta): plain and geodesic runs of the
     # same size share one compiled function (beta = 0 makes the path cost vanish).
     targets, beta = guidance._padded_targets(obs_p, num_time_steps, n_obs)
@@ -246,7 +260,7 @@ def infer_drift(
         num_paths, lookahead, show, learn_sigma=learn_sigma,
     )
     # The per-interval diagnostics of the real intervals (host slicing for concrete results: no program).
-    ess, degenerate = (_real_intervals(x, n_traj, n_obs) for x in (sol.ess, sol.degenerate))
+    ess, degenerate = (_real_intervals(x, n_traj, n_obs, lengths) for x in (sol.ess, sol.degenerate))
     sol = eqx.tree_at(lambda s: (s.ess, s.degenerate), sol, (ess, degenerate))
     # Outside the compiled loop, so that throw=True and throw=False share one compilation.
     weights = raise_if_failed(sol.value.weights, sol.result, throw)
@@ -289,15 +303,12 @@ def _pad_observations(obs, ts, n_pad: int):
     return o, t
 
 
-def _as_device_int(n: int):
-    return jax.device_put(np.asarray(n, np.int32))
-
-
-def _real_intervals(x, n_traj: int, n_obs: int):
-    """The first ``n_obs - 1`` intervals per trajectory of a flat padded per-interval array."""
-    if is_traced(x):
+def _real_intervals(x, n_traj: int, n_obs: int, lengths):
+    """The first ``lengths[i] - 1`` intervals of trajectory ``i`` of a flat padded per-interval array."""
+    if is_traced(x):  # traced input is never ragged: every trajectory has n_obs observations
         return x.reshape(n_traj, -1)[:, : n_obs - 1].reshape(-1)
-    return jax.device_put(np.asarray(x).reshape(n_traj, -1)[:, : n_obs - 1].reshape(-1))
+    host = np.asarray(x).reshape(n_traj, -1)
+    return jax.device_put(np.concatenate([host[i, : n - 1] for i, n in enumerate(lengths)]))
 
 
 @eqx.filter_jit
@@ -309,8 +320,10 @@ def _infer_core(
     targets = targets.reshape(n_traj * (n_pad - 1), num_time_steps + 1, d)
     states, incs, dts = _intervals(obs, ts)
     # padding intervals and points (bucketed sizes): weight 0 in every fit and statistic
-    real_int = jnp.broadcast_to(jnp.arange(n_pad - 1) < n_obs - 1, (n_traj, n_pad - 1)).reshape(-1)
-    real_pt = jnp.broadcast_to(jnp.arange(n_pad) < n_obs, (n_traj, n_pad)).reshape(-1)
+    # n_obs: the real observations per trajectory, shape (n_traj,) (or one count for all)
+    n_obs = jnp.broadcast_to(jnp.reshape(n_obs, (-1,)), (n_traj,))
+    real_int = (jnp.arange(n_pad - 1)[None] < n_obs[:, None] - 1).reshape(-1)
+    real_pt = (jnp.arange(n_pad)[None] < n_obs[:, None]).reshape(-1)
     if init is None:
         init = fit_drift(fc, states, incs, dts, sig, weights=real_int.astype(obs.dtype))
     basis = init.basis
@@ -348,7 +361,7 @@ def _infer_core(
             den = d * jnp.sum(wr * dts[:, None])
             sig = jnp.where(den > 0, jnp.sqrt(num / jnp.maximum(den, jnp.finfo(obs.dtype).tiny)), sig)
         sq = jnp.sum((jax.vmap(new)(ypts) - jax.vmap(drift)(ypts)) ** 2, -1)
-        change = jnp.sqrt(jnp.sum(jnp.where(real_pt, sq, 0.0)) / (n_traj * n_obs).astype(obs.dtype))
+        change = jnp.sqrt(jnp.sum(jnp.where(real_pt, sq, 0.0)) / jnp.sum(n_obs).astype(obs.dtype))
         valid = ~bs.degenerate & real_int
         n_valid = jnp.maximum(jnp.sum(valid), 1).astype(obs.dtype)
         loss = -jnp.sum(jnp.where(valid, bs.log_evidence, 0.0)) / n_valid
