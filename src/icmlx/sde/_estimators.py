@@ -85,7 +85,7 @@ def fit_drift(fc, states, increments, dt, sigma, weights=None) -> LinearDrift:
 def _named(drift: LinearDrift, names) -> LinearDrift:
     if names is None or len(names) != drift.weights.shape[-1]:
         return drift
-    return LinearDrift(drift.basis, drift.weights, names=tuple(names))
+    return LinearDrift(drift.basis, drift.weights, names=tuple(names), covariance=drift.covariance)
 
 
 #: Most inducing points of the automatic default class (``num_per_dim=None``).
