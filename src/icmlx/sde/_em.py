@@ -129,6 +129,7 @@ def infer_drift(
     lookahead: bool = False,
     progress: bool | None = None,
     throw: bool = True,
+    mesh: jax.sharding.Mesh | None = None,
 ) -> DriftSolution:
     r"""EM drift inference with SMC bridges between every pair of consecutive observations.
 
@@ -183,6 +184,11 @@ def infer_drift(
         (unless ``ICMLX_PROGRESS=1``) and the default program holds no host callback.
       throw: raise at run time (``eqx.error_if``) exactly when ``result`` is not successful; with
         ``throw=False`` inspect ``result``.
+      mesh: a ``jax.sharding.Mesh`` to split the bridges over: the intervals (each with its ``num_particles``
+        particles) are sharded over all the mesh's axes, and the M-step's sums are reduced across devices. The
+        result equals the one-device run up to the order of floating-point sums (random numbers do not depend
+        on the sharding). The padded interval count (``n_traj`` times a power of two >= 8) must be divisible by
+        the mesh size.
 
     Returns:
       :class:`DriftSolution` with the final drift (``value``, also ``drift``), the EM history and per-interval
@@ -255,9 +261,21 @@ def infer_drift(
     # The guidance enters the compiled EM loop only as data (targets, beta): plain and geodesic runs of the
     # same size share one compiled function (beta = 0 makes the path cost vanish).
     targets, beta = guidance._padded_targets(obs_p, num_time_steps, n_obs)
+    sharding = None
+    if mesh is not None:
+        if not isinstance(mesh, jax.sharding.Mesh):
+            raise TypeError(f"infer_drift: mesh must be a jax.sharding.Mesh or None, got {type(mesh).__name__}")
+        n_int = obs_p.shape[0] * (obs_p.shape[1] - 1)
+        if n_int % mesh.size:
+            raise ValueError(f"infer_drift: the {n_int} padded intervals do not divide over the mesh's {mesh.size} "
+                             "devices; use a mesh whose size is a power of two (or divides the interval count)")
+        # the same devices with automatic axes: the constraint inside the program is a hint to the partitioner
+        auto = jax.sharding.Mesh(mesh.devices, mesh.axis_names,
+                                 axis_types=(jax.sharding.AxisType.Auto,) * len(mesh.axis_names))
+        sharding = jax.sharding.NamedSharding(auto, jax.sharding.PartitionSpec(tuple(mesh.axis_names)))
     sol = _infer_core(
         key, obs_p, ts_p, n_valid, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps,
-        num_paths, lookahead, show, learn_sigma=learn_sigma,
+        num_paths, lookahead, show, learn_sigma=learn_sigma, sharding=sharding,
     )
     # The per-interval diagnostics of the real intervals (host slicing for concrete results: no program).
     ess, degenerate = (_real_intervals(x, n_traj, n_obs, lengths) for x in (sol.ess, sol.degenerate))
@@ -314,7 +332,7 @@ def _real_intervals(x, n_traj: int, n_obs: int, lengths):
 @eqx.filter_jit
 def _infer_core(
     key, obs, ts, n_obs, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps, num_paths,
-    lookahead, progress, learn_sigma=False,
+    lookahead, progress, learn_sigma=False, sharding=None,
 ):
     n_traj, n_pad, d = obs.shape
     targets = targets.reshape(n_traj * (n_pad - 1), num_time_steps + 1, d)
@@ -329,6 +347,11 @@ def _infer_core(
     basis = init.basis
     starts = states
     ends = states + incs
+    if sharding is not None:  # static: the bridges' interval axis split over the mesh
+        shard = lambda a: jax.lax.with_sharding_constraint(  # noqa: E731
+            a, jax.sharding.NamedSharding(sharding.mesh, jax.sharding.PartitionSpec(
+                sharding.spec[0], *([None] * (a.ndim - 1)))))
+        starts, ends, dts, targets = shard(starts), shard(ends), shard(dts), shard(targets)
     ypts = obs.reshape(-1, d)
     report = in_program_reporter("infer_drift", total=num_steps) if progress else None
 
