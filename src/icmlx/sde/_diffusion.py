@@ -56,19 +56,26 @@ def _poly_degree(d: int, n: int) -> int:
     return 0
 
 
-def _features(states, degree: int):
-    """Monomials of the standardized states up to total degree ``degree``, shape ``(N, m)``."""
+def _feature_map(states, degree: int):
+    """Monomials of the states standardized by their mean and spread, up to total degree ``degree``: a map
+    ``(d,) -> (m,)``."""
     mu = jnp.mean(states, 0)
     sd = jnp.std(states, 0)
-    z = (states - mu) / jnp.where(sd > 0, sd, 1.0)
-    feats = []
-    for e in _exponents(states.shape[-1], degree):
-        v = jnp.ones(states.shape[:-1], states.dtype)
-        for k, p in enumerate(e):
-            if p:
-                v = v * jax.lax.integer_pow(z[..., k], p)
-        feats.append(v)
-    return jnp.stack(feats, -1)
+    sd = jnp.where(sd > 0, sd, 1.0)
+    exps = list(_exponents(states.shape[-1], degree))
+
+    def phi(x):
+        z = (x - mu) / sd
+        feats = []
+        for e in exps:
+            v = jnp.ones((), x.dtype)
+            for k, p in enumerate(e):
+                if p:
+                    v = v * jax.lax.integer_pow(z[k], p)
+            feats.append(v)
+        return jnp.stack(feats)
+
+    return phi
 
 
 def _reduce(cov, model: str):
@@ -122,7 +129,8 @@ def _estimate(states, incs, dts, follows, drift, model: str, noise: bool, degree
     n, d = states.shape
     dtype = states.dtype
     if drift is None:
-        phi = _features(states, degree)  # (N, m)
+        feature = _feature_map(states, degree)
+        phi = jax.vmap(feature)(states)  # (N, m)
         m = phi.shape[-1]
         if noise:
             # instrumental variables: the previous state's features are independent of this interval's
@@ -137,9 +145,11 @@ def _estimate(states, incs, dts, follows, drift, model: str, noise: bool, degree
         ridge = 1e-10 * jnp.trace(jnp.abs(G)) / m
         W = jnp.linalg.solve(G + ridge * jnp.eye(m, dtype=dtype), B)
         fx = phi @ W
+        f_hat = lambda x: feature(x) @ W  # noqa: E731
     else:
         fx = jax.vmap(drift)(states).astype(dtype)
         m = 0
+        f_hat = lambda x: drift(x).astype(dtype)  # noqa: E731
     r = incs - fx * dts[:, None]  # (N, d)
     rr = r[:, :, None] * r[:, None, :]
     if noise:
@@ -162,6 +172,15 @@ def _estimate(states, incs, dts, follows, drift, model: str, noise: bool, degree
         scale = n / max(n - m, 1)  # the least-squares fit takes m of the n noise dimensions per coordinate
     total_dt = jnp.sum(dts * mask)
     cov = scale * jnp.sum(q, 0) / total_dt
+    # first order in tau: the residual r = sigma dW + J sigma int W ds has covariance S tau + (J S + S J^T) tau^2 / 2
+    # (J the drift's Jacobian), so S = M - (A M + M A^T) with A = sum tau_k^2 J_k / (2 sum tau_k)
+    jac = jax.vmap(jax.jacfwd(f_hat))(states)  # (N, d, d)
+    A = jnp.sum(jac * (mask * dts**2)[:, None, None], 0) / (2.0 * total_dt)
+    corrected = cov - (A @ cov + cov @ A.T)
+    # outside the first-order regime (tau |J| of order one: coarse intervals, where infer_drift estimates sigma
+    # jointly) the correction is not trusted beyond doubling or halving the variance
+    ratio = jnp.trace(corrected) / jnp.trace(cov)
+    cov = jnp.where((ratio > 0.5) & (ratio < 2.0), corrected, cov)
     cov_m = _model_cov(cov, model)
     sigma = _reduce(cov, model)
     # delta method: the ratio estimator's influence terms, then the Jacobian of the reduction
@@ -189,7 +208,11 @@ def estimate_diffusion(
 
     $$\widehat{\sigma\sigma^\top} = \frac{n}{n - m}\,\frac{\sum_k r_k r_k^\top}{\sum_k \tau_k}$$
 
-    ($m$ fitted features). Localization noise $\epsilon_k \sim (0, A)$ on every observation adds $2A$ to
+    ($m$ fitted features), corrected to first order in $\tau$ for the drift's variation within an interval:
+    the residual $\sigma\Delta W + J\sigma\int W\,ds$ ($J$ the drift's Jacobian) has covariance
+    $\Sigma\tau + (J\Sigma + \Sigma J^\top)\tau^2/2$, so $\Sigma = M - (AM + MA^\top)$ with
+    $A = \sum_k \tau_k^2 J(y_k) / (2\sum_k\tau_k)$ (applied while it changes the variance by less than a factor
+    two). Localization noise $\epsilon_k \sim (0, A)$ on every observation adds $2A$ to
     $E[r_k r_k^\top]$ and $-A$ to $E[r_k r_{k+1}^\top]$, so with ``measurement_noise=True`` the covariance-based
     estimator (Vestergaard, Blainey & Flyvbjerg 2014, per axis and for cross terms)
 
