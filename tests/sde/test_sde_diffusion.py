@@ -57,7 +57,7 @@ def test_scalar_sigma_double_well_and_within_its_standard_error(double_well):
 def test_scalar_sigma_2d_ou():
     A = np.array([[-1.0, 0.8], [-0.8, -1.0]])
     sigma = 0.5
-    xs, ts = _ou_with_diffusion(jax.random.key(2), A, sigma * np.eye(2), 10, 20.0)
+    xs, ts = _ou_with_diffusion(jax.random.key(2), A, sigma * np.eye(2), 10, 10.0)
     est = estimate_diffusion(xs, ts)
     assert abs(float(est.sigma) / sigma - 1) < 0.03
     # the same with the known drift removed instead of the fitted one
@@ -68,13 +68,13 @@ def test_scalar_sigma_2d_ou():
 def test_diagonal_and_full_models():
     A = np.array([[-1.0, 0.5], [-0.5, -2.0]])
     sig = np.array([0.3, 0.8])
-    xs, ts = _ou_with_diffusion(jax.random.key(3), A, np.diag(sig), 10, 20.0)
+    xs, ts = _ou_with_diffusion(jax.random.key(3), A, np.diag(sig), 10, 10.0)
     est = estimate_diffusion(xs, ts, model="diagonal")
     assert est.sigma.shape == (2,)
     np.testing.assert_array_less(np.abs(np.asarray(est.sigma) / sig - 1), 0.05)
     # a correlated noise: sigma sigma^T = L L^T with L lower triangular
     L = np.array([[0.5, 0.0], [0.3, 0.4]])
-    xs, ts = _ou_with_diffusion(jax.random.key(4), A, L, 10, 20.0)
+    xs, ts = _ou_with_diffusion(jax.random.key(4), A, L, 10, 10.0)
     full = estimate_diffusion(xs, ts, model="full")
     np.testing.assert_allclose(np.asarray(full.sigma), L, atol=0.03)
     assert float(full.sigma[0, 1]) == 0.0

@@ -340,8 +340,8 @@ def _infer_core(
     # padding intervals and points (bucketed sizes): weight 0 in every fit and statistic
     # n_obs: the real observations per trajectory, shape (n_traj,) (or one count for all)
     n_obs = jnp.broadcast_to(jnp.reshape(n_obs, (-1,)), (n_traj,))
-    real_int = (jnp.arange(n_pad - 1)[None] < n_obs[:, None] - 1).reshape(-1)
-    real_pt = (jnp.arange(n_pad)[None] < n_obs[:, None]).reshape(-1)
+    real_int = (jnp.arange(n_pad - 1, dtype=n_obs.dtype)[None] < n_obs[:, None] - 1).reshape(-1)
+    real_pt = (jnp.arange(n_pad, dtype=n_obs.dtype)[None] < n_obs[:, None]).reshape(-1)
     if init is None:
         init = fit_drift(fc, states, incs, dts, sig, weights=real_int.astype(obs.dtype))
     basis = init.basis

@@ -200,7 +200,7 @@ def _strided(n_traj: int, n_pad: int, n_obs, cap: int):
     n_pts = n_traj * n_obs
     stride = jnp.maximum(1, -(-n_pts // cap))
     count = -(-n_pts // stride)
-    i = jnp.arange(min(cap, n_traj * n_pad))
+    i = jnp.arange(min(cap, n_traj * n_pad), dtype=n_obs.dtype)  # the count's dtype (int32 under x64 too)
     valid = i < count
     r = jnp.where(valid, i * stride, 0)
     return (r // n_obs) * n_pad + r % n_obs, valid
