@@ -16,8 +16,16 @@ gave wRMSE 233 on these observations in our run (not investigated further).
 Compile time is reported apart from steady state for icmlx; SFI is timed end-to-end (its own JAX compiles
 included, as a user would see it) on the first call and the steady state of a second call.
 
-    python benchmarks/sde_inference.py --quick      # tau = 2.8 only
-    python benchmarks/sde_inference.py              # tau in {2.0, 2.8}
+SFI's own demo systems with sigma unknown to both libraries (``examples/gallery`` of the SFI repository, at the
+demos' parameters: the 2-D limit cycle, omega = 2, D = 0.1, dt = 0.05, 4000 steps; the 3-D Lorenz system
+(20, 8, 2), D = 5, dt = 0.005, 2000 steps; both simulated here with icmlx at dt / 20 and dt / 10 after the demos'
+burn-in): SFI ``compute_diffusion_constant`` + ``infer_force_linear`` (the demos' bases and modes) against
+icmlx ``estimate_diffusion`` + ``naive_drift(sigma=None)`` on the same monomial basis and on the default class.
+The rows give the weighted RMSE (grid 20 per axis in 2-D, 10 in 3-D) and the relative error of sigma
+(SFI: sigma = sqrt(2 tr(D) / d)).
+
+    python benchmarks/sde_inference.py --quick      # tau = 2.8 only (and the SFI demos)
+    python benchmarks/sde_inference.py              # tau in {2.0, 2.8} (and the SFI demos)
 """
 
 import argparse
@@ -32,6 +40,7 @@ from icmlx.sde import (
     NoGuidance,
     PolynomialBasis,
     RidgeRegression,
+    estimate_diffusion,
     infer_drift,
     naive_drift,
     simulate,
@@ -136,6 +145,83 @@ def run(tau, repeats):
     return rows
 
 
+def _limit_cycle(x):
+    r2 = jnp.sum(x**2)
+    return (1.0 - r2) * x + 2.0 * jnp.array([-x[1], x[0]])
+
+
+def _lorenz(x):
+    return jnp.array([20.0 * (x[1] - x[0]), x[0] * (8.0 - x[2]) - x[1], x[0] * x[1] - 2.0 * x[2]])
+
+
+#: name, drift, d, D0, dt, steps, oversampling, burn-in steps, x0, SFI monomial degree, SFI linear-fit options
+SFI_DEMOS = (
+    ("SFI demo: limit cycle 2-D", _limit_cycle, 2, 0.1, 0.05, 4000, 20, 5000, (0.5, 0.0), 3, {}),
+    ("SFI demo: Lorenz 3-D", _lorenz, 3, 5.0, 0.005, 2000, 10, 2000, (1.0, 1.0, 1.0), 2, {"G_mode": "trapeze"}),
+)
+
+
+def _sfi_drift_d(F, d):
+    def f(x):
+        return jax.pure_callback(
+            lambda z: np.asarray(F(np.asarray(z, np.float64)[None]), np.float32).reshape(d),
+            jax.ShapeDtypeStruct((d,), jnp.float32), x, vmap_method="sequential")
+
+    return f
+
+
+def _sfi_demo(name, f, d, D0, dt, steps, over, burn, x0, degree, opts, repeats):
+    rows = []
+    sigma = float(np.sqrt(2 * D0))
+    dense = simulate(jax.random.key(0), f, sigma, jnp.array([x0]), dt * (burn + steps), dt / over,
+                     save_every=over)
+    obs, ts = dense.xs[:, burn:], dense.ts[burn:]
+    grid = 20 if d == 2 else 10
+
+    def add(method, drift, sig_hat, timing):
+        e = float(weighted_rmse(f, drift, obs, grid_size=grid))
+        assert np.isfinite(e) and np.isfinite(sig_hat), method
+        rows.append(dict(tau=dt, system=name, method=method, wrmse=e, sigma_true=sigma, sigma_hat=sig_hat,
+                         sigma_rel_error=abs(sig_hat / sigma - 1), steady_s=timing["median_s"]))
+        print(f"  {name} {method}: wRMSE={e:.3f} sigma={sig_hat:.4f} (true {sigma:.4f}) "
+              f"steady={timing['median_s']:.2f}s", flush=True)
+
+    poly = RidgeRegression(PolynomialBasis(d, degree), 1e-6)
+    for label, fc in ((f"icmlx naive, sigma=None (monomials<={degree})", poly),
+                      ("icmlx naive, sigma=None (default class)", None)):
+        t = time_fn(lambda fc=fc: naive_drift(obs, ts, function_class=fc).drift.weights, repeats=repeats)
+        est = naive_drift(obs, ts, function_class=fc)
+        add(label, est.drift, float(est.sigma), t)
+    t = time_fn(lambda: estimate_diffusion(obs, ts).sigma, repeats=repeats)
+    print(f"  {name} estimate_diffusion alone: {t['median_s']:.3f}s", flush=True)
+    try:
+        from SFI import OverdampedLangevinInference
+        from SFI.bases import monomials_up_to
+        from SFI.trajectory import TrajectoryCollection
+    except ImportError as err:
+        print(f"  SFI skipped: {err}")
+        return rows
+    X = np.asarray(obs[0], np.float64)
+    keep = {}
+
+    def sfi_fit():
+        B = monomials_up_to(order=degree, dim=d, rank="vector")
+        inf = OverdampedLangevinInference(TrajectoryCollection.from_arrays(X=X, dt=dt))
+        inf.compute_diffusion_constant()
+        inf.infer_force_linear(B, M_mode="Ito", **opts)
+        keep["inf"] = inf
+        return inf.force_inferred
+
+    t = time_fn(sfi_fit, repeats=1, warmup=0, is_jax=False)
+    D = np.asarray(keep["inf"].diffusion_average, np.float64)
+    add(f"SFI infer_force_linear (monomials<={degree}, Ito)", _sfi_drift_d(keep["inf"].force_inferred, d),
+        float(np.sqrt(2 * np.trace(D) / d)), t)
+    return rows
+
+
+def run_sfi_demos(repeats):
+    return [r for demo in SFI_DEMOS for r in _sfi_demo(*demo, repeats)]
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -154,7 +240,19 @@ def main():
         print(f"tau={tau}: EM wRMSE {em['wrmse']:.3f} vs best SFI {best:.3f} -> "
               f"{'EM more accurate' if em['wrmse'] < best else 'EM NOT more accurate'}; "
               f"per EM iteration {em['per_iter_s']:.2f} s (target <= 10 s)")
-    path = write_results("sde_inference", rows, dtype="float32", extra={"quick": args.quick})
+    demos = run_sfi_demos(repeats=1 if args.quick else 3)
+    print_table(demos, ["system", "method", "wrmse", "sigma_hat", "sigma_rel_error", "steady_s"],
+                title="SFI's demo systems, sigma unknown to both libraries (dense data, SFI's home ground)")
+    for name, *_ in SFI_DEMOS:
+        sub = [r for r in demos if r["system"] == name]
+        sfi = [r for r in sub if r["method"].startswith("SFI")]
+        ours = [r for r in sub if r["method"].startswith("icmlx")]
+        if sfi and ours:
+            best = min(ours, key=lambda r: r["wrmse"])
+            print(f"{name}: best icmlx wRMSE {best['wrmse']:.3f} ({best['method']}) vs SFI {sfi[0]['wrmse']:.3f} "
+                  f"-> {'SFI wins' if sfi[0]['wrmse'] < best['wrmse'] else 'icmlx wins'} on the drift; sigma error "
+                  f"icmlx {best['sigma_rel_error']:.2%} vs SFI {sfi[0]['sigma_rel_error']:.2%}")
+    path = write_results("sde_inference", rows + demos, dtype="float32", extra={"quick": args.quick})
     print(f"wrote {path}")
 
 

@@ -168,9 +168,15 @@ def test_list_of_trajectories_samplepaths_and_per_trajectory_time_grids(walk):
     total_dx = (y[:, -1] - y[:, 0]).sum(0)
     total_dt = (ts2[:, -1] - ts2[:, 0]).sum()
     np.testing.assert_allclose(np.asarray(est.drift.weights[0]), total_dx / total_dt, rtol=1e-4)
-    # ragged trajectories: rejected, saying what to do
-    with pytest.raises(ValueError, match="ragged trajectories are not supported: cut or split"):
+    # ragged trajectories: a list of time grids, one per trajectory (closed form again)
+    with pytest.raises(ValueError, match="ragged observations .* need ts as a list of 2 time grids"):
         naive_drift([y[0], y[1][:7]], ts, 0.3)
+    est = naive_drift([y[0], y[1][:7]], [ts2[0], ts2[1][:7]], 0.3, function_class=const)
+    total_dx = (y[0, -1] - y[0, 0]) + (y[1, 6] - y[1, 0])
+    total_dt = (ts2[0, -1] - ts2[0, 0]) + (ts2[1, 6] - ts2[1, 0])
+    np.testing.assert_allclose(np.asarray(est.drift.weights[0]), total_dx / total_dt, rtol=1e-4)
+    with pytest.raises(ValueError, match="different columns"):
+        naive_drift([frames[0], frames[1].iloc[:7].rename(columns={"a": "z"})], [ts, ts[:7]], 0.3)
     with pytest.raises(ValueError, match="different columns"):
         naive_drift([frames[0], frames[1].rename(columns={"a": "z"})], ts, 0.3)
 
@@ -338,7 +344,7 @@ def test_infer_drift_progress_follows_the_shared_rule(walk, capfd, monkeypatch):
     class _Stop(Exception):
         pass
 
-    def spy(*args):
+    def spy(*args, **kwargs):
         seen.append(args[-1])
         raise _Stop
 
@@ -370,11 +376,12 @@ def _fake_solution(init, num_steps=3):
     m, d = init.weights.shape
     per = jnp.linspace(2.0, 1.0, num_steps)
     hist = EMHistory(per, per / 4, per / 8, per / 10, jnp.zeros(num_steps, jnp.int32),
-                     jnp.broadcast_to(init.weights, (num_steps, m, d)))
+                     jnp.broadcast_to(init.weights, (num_steps, m, d)), jnp.full(num_steps, 0.3))
     stats = {"num_steps": jnp.asarray(num_steps), "loss": per, "ess_median": per / 4, "ess_min": per / 8,
              "drift_change": per / 10, "num_degenerate": jnp.zeros(num_steps, jnp.int32)}
     return DriftSolution(value=init, result=icmlx.RESULTS.successful, stats=stats, initial_drift=init,
-                         history=hist, ess=jnp.ones(20), degenerate=jnp.zeros(20, bool))
+                         history=hist, ess=jnp.ones(20), degenerate=jnp.zeros(20, bool), sigma=jnp.asarray(0.3),
+                         initial_sigma=jnp.asarray(0.3))
 
 
 def test_drift_solution_repr_and_names_from_dataframes(walk, monkeypatch):
@@ -388,7 +395,7 @@ def test_drift_solution_repr_and_names_from_dataframes(walk, monkeypatch):
                     f"num_centers=144, d=2, lengthscale={float(init.basis.lengthscale):.4g}, variance=1), "
                     "weights=f32[144, 2]))")
     # names of DataFrame columns reach the returned drift (the compiled loop is replaced by a stub here)
-    monkeypatch.setattr(em, "_infer_core", lambda *args: _fake_solution(args[6]))
+    monkeypatch.setattr(em, "_infer_core", lambda *args, **kwargs: _fake_solution(args[6]))
     frames = [pd.DataFrame(t, columns=["p", "q"]) for t in y]
     sol = infer_drift(jax.random.key(1), frames, ts, 0.3, guidance=NoGuidance(), init=init)
     assert sol.drift.names == ("p", "q") and sol.drift_at(0).names == ("p", "q")

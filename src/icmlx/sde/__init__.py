@@ -4,7 +4,6 @@ by geometry-guided path augmentation (Maoutsa, arXiv:2512.23566). Requires the `
 
 from typing import TYPE_CHECKING
 
-from .._deprecation import deprecated_names as _deprecated_names
 from .._lazy import lazy_attributes as _lazy_attributes
 
 if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each name loads on first use
@@ -18,6 +17,8 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._basis import box_grid as box_grid
     from ._bridges import BridgeSamples as BridgeSamples
     from ._bridges import smc_bridges as smc_bridges
+    from ._diffusion import DiffusionEstimate as DiffusionEstimate
+    from ._diffusion import estimate_diffusion as estimate_diffusion
     from ._em import DriftSolution as DriftSolution
     from ._em import EMHistory as EMHistory
     from ._em import infer_drift as infer_drift
@@ -56,6 +57,8 @@ _LAZY = {
     "box_grid": "_basis",
     "BridgeSamples": "_bridges",
     "smc_bridges": "_bridges",
+    "DiffusionEstimate": "_diffusion",
+    "estimate_diffusion": "_diffusion",
     "DriftSolution": "_em",
     "EMHistory": "_em",
     "infer_drift": "_em",
@@ -85,6 +88,7 @@ _LAZY = {
 __all__ = [
     "AbstractGuidance",
     "BridgeSamples",
+    "DiffusionEstimate",
     "DriftEstimate",
     "DriftSolution",
     "EMHistory",
@@ -101,6 +105,7 @@ __all__ = [
     "box_grid",
     "conservative_drift",
     "default_function_class",
+    "estimate_diffusion",
     "geodesic_targets",
     "infer_drift",
     "kde_weights",
@@ -119,9 +124,7 @@ __all__ = [
     "weighted_rmse",
 ]
 
-_renamed = _deprecated_names(__name__, {"DriftInference": ("DriftSolution", lambda: __getattr__("DriftSolution"))})
-
-__getattr__ = _lazy_attributes(__name__, globals(), _LAZY, fallback=_renamed)
+__getattr__ = _lazy_attributes(__name__, globals(), _LAZY)
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))

@@ -24,7 +24,6 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._checks import check_values, is_traced
-from .._deprecation import renamed_kwargs
 from .._inputs import is_dataframe
 from .._repr import summarise
 from .._types import PRNGKey, RealScalarLike
@@ -224,6 +223,8 @@ class LinearDrift(eqx.Module):
       basis: the feature map.
       weights: shape ``(m, d)``.
       names: coordinate names (from a DataFrame the drift was fitted on), or ``None``.
+      covariance: the posterior covariance $C$ of each column of ``weights``, shape ``(m, m)``, for a drift fitted
+        by :meth:`SparseGP.fit` / :meth:`RidgeRegression.fit` (``None`` otherwise); see :meth:`std`.
 
     Raises:
       ValueError: if the last axis of ``x`` is not ``d``.
@@ -241,6 +242,7 @@ class LinearDrift(eqx.Module):
     basis: eqx.Module
     weights: Float[Array, "m d"]
     names: tuple[str, ...] | None = eqx.field(static=True, default=None)
+    covariance: Float[Array, "m m"] | None = None
 
     def __check_init__(self):
         m = _num_features(self.basis)
@@ -269,6 +271,48 @@ class LinearDrift(eqx.Module):
 
             return type(frame)(np.asarray(out), index=frame.index, columns=frame.columns)
         return out
+
+    def std(self, x: ArrayOrFrame) -> Float[Array, "*batch d"]:
+        r"""Pointwise posterior standard error of the drift, $\sqrt{\phi(x)^\top C\,\phi(x)}$ per coordinate.
+
+        For the Euler path likelihood with isotropic noise and the class's Gaussian prior, every column of the
+        weights has posterior covariance $C = \sigma^2 (\sum_i w_i \Delta t_i \phi_i\phi_i^\top + \sigma^2 P)^{-1}$,
+        so all coordinates share one standard error. It is the spread of the estimate given the class (not its
+        bias at a coarse interval, nor the EM's missing information).
+
+        Args:
+          x: states of shape ``(..., d)``.
+
+        Returns:
+          Shape ``(..., d)``, like ``drift(x)``.
+
+        Raises:
+          ValueError: the drift has no ``covariance`` (it was not fitted by a library class), or ``x`` of the
+            wrong shape.
+
+        Examples:
+          >>> import jax, jax.numpy as jnp
+          >>> from icmlx.sde import PolynomialBasis, RidgeRegression
+          >>> x = jax.random.normal(jax.random.key(0), (400, 1))
+          >>> f = RidgeRegression(PolynomialBasis(1, 1), 1e-6).fit(x, 0.1 * jax.random.normal(
+          ...     jax.random.key(1), (400, 1)), 0.01, 1.0)    # drift 0, sigma 1, dt 0.01
+          >>> round(float(f.std(jnp.zeros(1))[0]), 1)          # about sigma / sqrt(sum dt) = 1 / 2
+          0.5
+        """
+        if self.covariance is None:
+            raise ValueError("std: this drift carries no weight covariance; fit it with a library class "
+                             "(SparseGP, RidgeRegression, or naive_drift) to get standard errors")
+        x = as_real(x, "x", "drift.std", None if _floating(x) else self.weights.dtype)
+        d = self.weights.shape[-1]
+        if x.ndim == 0 or x.shape[-1] != d:
+            raise ValueError(f"drift.std: x must be states of shape (..., d) with d = {d}, got shape {x.shape}")
+        C = self.covariance.astype(x.dtype)
+        if x.ndim == 1 or isinstance(self.basis, _BROADCASTING):
+            phi = self.basis(x)
+        else:
+            phi = jax.vmap(self.basis)(x.reshape(-1, d)).reshape(x.shape[:-1] + (-1,))
+        var = jnp.sum((phi @ C) * phi, -1)
+        return jnp.broadcast_to(jnp.sqrt(jnp.maximum(var, 0.0))[..., None], x.shape)
 
     def __repr__(self) -> str:
         tail = f", names={self.names!r}" if self.names is not None else ""
@@ -312,8 +356,14 @@ def _fit_linear(basis, penalty, states, increments, dt, sigma, weights):
     G = (phi * (w * dt)[:, None]).T @ phi
     b = (phi * w[:, None]).T @ increments
     s2 = jnp.asarray(sigma, states.dtype) ** 2
-    W = _solve_psd(G + s2 * penalty.astype(states.dtype), b)
-    return LinearDrift(basis, W)
+    A = G + s2 * penalty.astype(states.dtype)
+    A = 0.5 * (A + A.T)
+    lam, Q = jnp.linalg.eigh(A)
+    lam = jnp.maximum(lam, 10.0 * jnp.finfo(A.dtype).eps * jnp.max(jnp.abs(lam)))  # as in _solve_psd
+    W = Q @ ((Q.T @ b) / lam[:, None])
+    # posterior covariance of each weight column (unused results are dropped by XLA inside the EM loop)
+    C = s2 * (Q / lam) @ Q.T
+    return LinearDrift(basis, W, covariance=C)
 
 
 class RidgeRegression(eqx.Module):
@@ -466,7 +516,6 @@ def _fit_inputs(basis, states, increments, dt, sigma, weights, fn):
 MAX_GRID_POINTS = 2**22
 
 
-@renamed_kwargs(n_per_dim="num_per_dim")
 def box_grid(points: ArrayOrFrame, num_per_dim: int, pad: RealScalarLike = 0.0) -> Float[Array, "m d"]:
     """Regular grid of ``num_per_dim ** d`` points over the bounding box of ``points`` widened by ``pad``.
 

@@ -27,7 +27,6 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._checks import check_values
-from .._deprecation import renamed_kwargs
 from .._repr import record_repr
 from .._types import PRNGKey, RealScalarLike
 from ._data import as_real, as_sigma, check_count, check_finite
@@ -139,7 +138,6 @@ def _one_bridge(key, drift, sigma, a, b, tau, targets, strength, num_particles, 
     return paths, ess, jnp.minimum(min_ess, ess), logz, degenerate
 
 
-@renamed_kwargs(n_particles="num_particles", n_steps="num_time_steps", n_paths="num_paths")
 def smc_bridges(
     key: PRNGKey,
     drift,

@@ -3,8 +3,9 @@
 Accepted observations: NumPy or JAX arrays, nested lists, a pandas DataFrame (rows = times, columns =
 coordinates; the column names are kept), a list of equal-length trajectories (arrays or DataFrames), and a
 :class:`~icmlx.sde.SamplePaths` (whose ``ts`` is used when ``ts`` is ``None``). Integer data is cast to the
-default floating dtype. Ragged trajectories (different lengths) are rejected with an error saying what to do;
-uneven time steps and a separate time grid per trajectory (``ts`` of shape ``(n_traj, n_obs)``) are supported.
+default floating dtype. Uneven time steps, a separate time grid per trajectory (``ts`` of shape
+``(n_traj, n_obs)``) and ragged trajectories (a list of trajectories of different lengths with a list of their time
+grids, :func:`interval_data`) are supported.
 
 Value checks (finite data, increasing times, positive ``sigma``, no constant coordinate) run on the host for
 concrete input (a ``ValueError`` at call time) and as ``eqx.error_if`` only for input traced by the user's
@@ -90,8 +91,21 @@ def _host(x):
     return None if is_traced(x) else np.asarray(x)
 
 
-def as_sigma(sigma: Any, dtype, fn: str):
-    """A positive finite scalar ``sigma`` of ``dtype`` (host check when concrete)."""
+def as_sigma(sigma: Any, dtype, fn: str, *, allow_none: bool = False):
+    """A positive finite scalar ``sigma`` of ``dtype`` (host check when concrete); ``None`` passes through when
+    ``allow_none`` (the estimators then estimate it from the data)."""
+    accepted = "a positive number or None (estimate it from the data)" if allow_none else "a positive number"
+    if sigma is None:
+        if allow_none:
+            return None
+        raise TypeError(f"{fn}: sigma must be {accepted}, got sigma=None")
+    if isinstance(sigma, str | bytes) or isinstance(sigma, bool | np.bool_):
+        raise TypeError(f"{fn}: sigma must be {accepted} (the diffusion scale), got sigma={sigma!r}")
+    if not is_traced(sigma) and not hasattr(sigma, "dtype"):
+        try:
+            float(sigma)
+        except (TypeError, ValueError):
+            raise TypeError(f"{fn}: sigma must be {accepted} (the diffusion scale), got sigma={sigma!r}") from None
     if isinstance(sigma, int | float) and not (np.isfinite(sigma) and sigma > 0):
         raise ValueError(f"{fn}: sigma must be a positive number (the diffusion scale), got {sigma=}")
     sig = jnp.asarray(sigma, dtype)
@@ -178,8 +192,9 @@ def _as_times(ts: Any, n_traj: int, n_obs: int, dtype, fn: str):
     return check_values(ts, lambda xp, v: ~(xp.diff(v, axis=-1) > 0), msg)
 
 
-def as_observations(observations: Any, ts: Any, sigma: Any, *, fn: str):
-    """``(obs (n_traj, n_obs, d), ts (n_obs,) or (n_traj, n_obs), sigma (), names)`` for the path estimators."""
+def as_observations(observations: Any, ts: Any, sigma: Any, *, fn: str, allow_none: bool = False):
+    """``(obs (n_traj, n_obs, d), ts (n_obs,) or (n_traj, n_obs), sigma (), names)`` for the path estimators
+    (``sigma`` ``None`` when ``allow_none`` and not given)."""
     if _is_paths(observations):
         if ts is None:
             ts = observations.ts
@@ -197,7 +212,7 @@ def as_observations(observations: Any, ts: Any, sigma: Any, *, fn: str):
         raise ValueError(f"{fn}: ts is None; pass the observation times (shape ({obs.shape[1]},)), or a "
                          "SamplePaths, which carries them")
     ts = _as_times(ts, obs.shape[0], obs.shape[1], obs.dtype, fn)
-    sig = as_sigma(sigma, obs.dtype, fn)
+    sig = as_sigma(sigma, obs.dtype, fn, allow_none=allow_none)
     obs = _check_finite(obs, fn, names)
     obs = _check_not_constant(obs, fn, names)
     return obs, ts, sig, names
@@ -254,3 +269,78 @@ def check_last_axis(x, d: int, name: str, fn: str):
     """A ``ValueError`` unless ``x`` has shape ``(..., d)``."""
     if jnp.ndim(x) == 0 or jnp.shape(x)[-1] != d:
         raise ValueError(f"{fn}: {name} must have shape (..., d) with d = {d}, got shape {jnp.shape(x)}")
+
+
+# --------------------------------------------------------------------------- ragged data and intervals
+
+
+def is_ragged(observations: Any) -> bool:
+    """Whether ``observations`` is a list of trajectories (arrays or DataFrames ``(n_i, d)``) of unequal lengths."""
+    if not isinstance(observations, list | tuple) or not observations:
+        return False
+    lengths = [np.shape(v)[0] if (is_dataframe(v) or np.ndim(v) >= 2) else None for v in observations]
+    return all(n is not None for n in lengths) and len(set(lengths)) > 1
+
+
+def as_trajectories(observations: Any, ts: Any, *, fn: str):
+    """``([(obs (n_i, d), ts (n_i,)), ...], names)``: each trajectory checked as in :func:`as_observations`.
+
+    Ragged input is a list of trajectories with its own list of time grids; regular input (an array, a list of
+    equal-length trajectories, a :class:`SamplePaths`) gives one pair per trajectory.
+    """
+    if not is_ragged(observations):
+        obs, t, _, names = as_observations(observations, ts, None, fn=fn, allow_none=True)
+        if t.ndim == 1:
+            return [(obs[i], t) for i in range(obs.shape[0])], names
+        return [(obs[i], t[i]) for i in range(obs.shape[0])], names
+    lengths = [np.shape(v)[0] for v in observations]
+    if not isinstance(ts, list | tuple) or len(ts) != len(observations):
+        got = f"a list of {len(ts)}" if isinstance(ts, list | tuple) else f"{type(ts).__name__}"
+        raise ValueError(f"{fn}: ragged observations ({len(lengths)} trajectories of lengths {lengths}) need ts as a "
+                         f"list of {len(lengths)} time grids, one per trajectory, got {got}")
+    out, names, d = [], None, None
+    for i, (o, t) in enumerate(zip(observations, ts, strict=True)):
+        obs, tt, _, nm = as_observations(o, t, None, fn=f"{fn} (trajectory {i})", allow_none=True)
+        if obs.shape[0] != 1:
+            raise ValueError(f"{fn}: trajectory {i} of the ragged observations must have shape (n_obs, d), got "
+                             f"shape {obs.shape[1:] if obs.shape[0] == 1 else obs.shape}")
+        if d is not None and obs.shape[-1] != d:
+            raise ValueError(f"{fn}: trajectory {i} has d = {obs.shape[-1]} coordinates, trajectory 0 has d = {d}")
+        d = obs.shape[-1]
+        if i and nm != names:
+            raise ValueError(f"{fn}: the DataFrames in observations have different columns ({names} and {nm} in "
+                             f"trajectory {i}); give every trajectory the same columns in the same order")
+        names = nm
+        out.append((obs[0], tt.reshape(-1)))
+    return out, names
+
+
+def interval_data(observations: Any, ts: Any, *, fn: str):
+    """The intervals of regular or ragged trajectories, flattened in trajectory order.
+
+    Returns ``(states (N, d), increments (N, d), dts (N,), follows (N,), names, n_states)``: ``follows[k]`` says
+    that interval ``k + 1`` continues interval ``k`` in the same trajectory (for lag-1 statistics).
+    """
+    if not is_ragged(observations):
+        obs, t, _, names = as_observations(observations, ts, None, fn=fn, allow_none=True)
+        n_traj, n_obs, d = obs.shape
+        follows = np.broadcast_to(np.arange(n_obs - 1) < n_obs - 2, (n_traj, n_obs - 1)).reshape(-1)
+        xp = jnp if is_traced((obs, t)) else np
+        o, tt = xp.asarray(obs), xp.asarray(t)
+        dts = xp.broadcast_to(xp.diff(tt, axis=-1), (n_traj, n_obs - 1)).reshape(-1)
+        states, incs = o[:, :-1].reshape(-1, d), (o[:, 1:] - o[:, :-1]).reshape(-1, d)
+        out = (states, incs, dts)
+        if xp is np:
+            out = tuple(jax.device_put(v) for v in out)
+        return (*out, jax.device_put(follows), names, n_traj * n_obs)
+    trajs, names = as_trajectories(observations, ts, fn=fn)
+    if any(is_traced(v) for pair in trajs for v in pair):
+        raise TypeError(f"{fn}: ragged observations must be concrete arrays (a list of trajectories cannot be traced "
+                        "by jit); pad them yourself or call outside jit")
+    host = [(np.asarray(o), np.asarray(t)) for o, t in trajs]
+    states = np.concatenate([o[:-1] for o, _ in host])
+    incs = np.concatenate([np.diff(o, axis=0) for o, _ in host])
+    dts = np.concatenate([np.diff(t) for _, t in host])
+    follows = np.concatenate([np.arange(len(t) - 1) < len(t) - 2 for _, t in host])
+    n_states = sum(len(t) for _, t in host)
+    return (*(jax.device_put(v) for v in (states, incs, dts, follows)), names, n_states)

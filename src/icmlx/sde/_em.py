@@ -1,7 +1,6 @@
 """EM drift inference with SMC bridges between consecutive observations, guided by observation geodesics
 (Maoutsa, arXiv:2512.23566)."""
 
-import functools
 
 import equinox as eqx
 import jax
@@ -10,7 +9,6 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._checks import check_values, is_traced
-from .._deprecation import deprecated_attribute, renamed_kwargs, warn_renamed
 from .._progress import in_program_reporter, resolve_progress
 from .._repr import record_repr, summarise
 from .._results import RESULTS, Solution, raise_if_failed
@@ -18,7 +16,8 @@ from .._strategy import as_strategy
 from .._types import PRNGKey, RealScalarLike
 from ._basis import LinearDrift
 from ._bridges import _smc_bridges_jit
-from ._data import ArrayOrFrame, as_observations
+from ._data import ArrayOrFrame, as_observations, as_sigma, as_trajectories, is_ragged
+from ._diffusion import estimate_diffusion
 from ._estimators import _intervals, _named, check_function_class, default_function_class, fit_drift
 from ._guidance import AbstractGuidance, GeodesicGuidance, NoGuidance
 
@@ -38,6 +37,7 @@ class EMHistory(eqx.Module):
       drift_change: RMS change of the drift on the observations, ``sqrt(mean ||f_new(y) - f_old(y)||^2)``.
       num_degenerate: number of collapsed bridges.
       weights: drift weights after each iteration, shape ``(num_steps, m, d)``.
+      sigma: the diffusion scale after each iteration (constant when ``sigma`` was given).
     """
 
     loss: Float[Array, " num_steps"]
@@ -46,8 +46,7 @@ class EMHistory(eqx.Module):
     drift_change: Float[Array, " num_steps"]
     num_degenerate: Int[Array, " num_steps"]
     weights: Float[Array, "num_steps m d"]
-
-    n_degenerate = deprecated_attribute("num_degenerate")  # deprecated alias, one release
+    sigma: Float[Array, " num_steps"]
 
     def __repr__(self) -> str:
         return record_repr(self)
@@ -67,12 +66,16 @@ class DriftSolution(Solution):
       history: :class:`EMHistory` (the stats above plus the drift weights after each iteration).
       ess: final-iteration ESS fraction per interval, shape ``(n_intervals,)``.
       degenerate: final-iteration collapsed-bridge flags per interval, shape ``(n_intervals,)``.
+      sigma: the diffusion scale of the final drift: the given one, or with ``sigma=None`` the EM's estimate.
+      initial_sigma: the EM's starting diffusion scale (the given one, or :func:`estimate_diffusion`'s).
     """
 
     initial_drift: LinearDrift
     history: EMHistory
     ess: Float[Array, " n_intervals"]
     degenerate: Bool[Array, " n_intervals"]
+    sigma: Float[Array, ""]
+    initial_sigma: Float[Array, ""]
 
     @property
     def drift(self) -> LinearDrift:
@@ -100,48 +103,6 @@ class DriftSolution(Solution):
                 f"value={self.value!r})")
 
 
-# --------------------------------------------------------------------------- deprecated guidance flags
-
-_GUIDANCE_FLAGS = {
-    "strength": "strength",
-    "n_nodes": "num_nodes",
-    "num_nodes": "num_nodes",
-    "k_neighbors": "num_neighbors",
-    "num_neighbors": "num_neighbors",
-    "orientation_eps": "orientation_eps",
-}
-
-
-def _guidance_from_flags(fn):
-    """Accept the flag-style guidance settings (``strength=``, ``n_nodes=``, ...) for one release: warn and build
-    the :class:`GeodesicGuidance` they describe (they have no effect with ``guidance="none"``, as before)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        flags = {k: kwargs.pop(k) for k in list(kwargs) if k in _GUIDANCE_FLAGS}
-        if flags:
-            guidance = kwargs.get("guidance", "geodesic")
-            if isinstance(guidance, AbstractGuidance):
-                raise TypeError(
-                    f"infer_drift() got guidance={guidance!r} and the deprecated flags {sorted(flags)}; "
-                    "pass the settings inside the guidance object, e.g. GeodesicGuidance(strength=...)"
-                )
-            settings = {_GUIDANCE_FLAGS[k]: v for k, v in flags.items()}
-            if len(settings) != len(flags):
-                raise TypeError(f"infer_drift() got both a deprecated and a new name for one setting: {sorted(flags)}")
-            call = ", ".join(f"{k}={v!r}" for k, v in settings.items())
-            if guidance == "geodesic":
-                warn_renamed(", ".join(sorted(flags)), f"guidance=GeodesicGuidance({call})", "infer_drift()",
-                             stacklevel=4)
-                kwargs["guidance"] = GeodesicGuidance(**settings)
-            else:
-                warn_renamed(", ".join(sorted(flags)), "guidance=NoGuidance() (the flags have no effect there)",
-                             "infer_drift()", stacklevel=4)
-        return fn(*args, **kwargs)
-
-    return wrapper
-
-
 _DEFAULT_GUIDANCE = GeodesicGuidance()
 
 
@@ -152,13 +113,11 @@ def _as_guidance(guidance) -> AbstractGuidance:
 # --------------------------------------------------------------------------- EM
 
 
-@renamed_kwargs(n_iters="num_steps", n_particles="num_particles", n_steps="num_time_steps", n_paths="num_paths")
-@_guidance_from_flags
 def infer_drift(
     key: PRNGKey,
     observations: ArrayOrFrame,
     ts: ArrayOrFrame,
-    sigma: RealScalarLike,
+    sigma: RealScalarLike | None = None,
     *,
     guidance: AbstractGuidance | str = _DEFAULT_GUIDANCE,
     num_steps: int = 8,
@@ -170,6 +129,7 @@ def infer_drift(
     lookahead: bool = False,
     progress: bool | None = None,
     throw: bool = True,
+    mesh: jax.sharding.Mesh | None = None,
 ) -> DriftSolution:
     r"""EM drift inference with SMC bridges between every pair of consecutive observations.
 
@@ -186,14 +146,29 @@ def infer_drift(
     likelihood (M-step, no divergence term needed because the paths are stochastic). Uneven observation
     intervals are supported (each bridge uses ``tau_k / num_time_steps``).
 
+    With ``sigma=None`` the M-step also updates $\sigma$ from the augmented paths. Their fine-scale quadratic
+    variation only returns the $\sigma$ the bridges were drawn with (a bridge of $K$ steps has $K - 1$ free
+    increments and one pinned by the observations; Roberts & Stramer 2001), so plain data-augmentation EM moves
+    $\sigma^2$ by a fraction $1/K$ of its error per iteration. The update takes the informative part, the
+    interval-scale residual of each path $x$ of interval $k$, and jumps to the fixed point of that iteration:
+
+    $$\sigma^2 \leftarrow \frac{\sum_{k, x} w_{k,x} \lVert y_{k+1} - y_k - \sum_j \hat f(x_j)\,h_k \rVert^2}
+    {d \sum_{k, x} w_{k,x}\, \tau_k}$$
+
+    (at the true drift and $\sigma$ its expectation is exactly $\sigma^2$, since the residual of the true path
+    is $\sigma(W_{t_{k+1}} - W_{t_k})$).
+
     Args:
       key: PRNG key.
       observations: shape ``(n_obs, d)`` or ``(n_traj, n_obs, d)``: NumPy, JAX, lists, a DataFrame (columns =
         coordinates, names kept in ``drift.names``), a list of equal-length trajectories or a
-        :class:`SamplePaths` (as in :func:`naive_drift`; ragged trajectories are rejected).
+        :class:`SamplePaths` (as in :func:`naive_drift`), or a list of trajectories of different lengths
+        ``(n_i, d)`` (ragged; each is padded to the longest and its padding intervals are masked out).
       ts: strictly increasing observation times, shape ``(n_obs,)`` or ``(n_traj, n_obs)`` (one grid per
-        trajectory); ``None`` with a :class:`SamplePaths`.
-      sigma: known positive diffusion scale.
+        trajectory), or a list of grids for ragged observations; ``None`` with a :class:`SamplePaths`.
+      sigma: a known positive diffusion scale, or ``None`` (default) to estimate it jointly with the drift:
+        it starts from :func:`estimate_diffusion` of the observations and each EM iteration updates it from the
+        augmented paths (see above); the final value is ``sigma`` of the result.
       guidance: a guidance strategy, :class:`GeodesicGuidance` (default, ``strength=5``) or
         :class:`NoGuidance`; the strings ``"geodesic"`` and ``"none"`` mean their defaults.
       num_steps: EM iterations (a fixed count).
@@ -209,6 +184,11 @@ def infer_drift(
         (unless ``ICMLX_PROGRESS=1``) and the default program holds no host callback.
       throw: raise at run time (``eqx.error_if``) exactly when ``result`` is not successful; with
         ``throw=False`` inspect ``result``.
+      mesh: a ``jax.sharding.Mesh`` to split the bridges over: the intervals (each with its ``num_particles``
+        particles) are sharded over all the mesh's axes, and the M-step's sums are reduced across devices. The
+        result equals the one-device run up to the order of floating-point sums (random numbers do not depend
+        on the sharding). The padded interval count (``n_traj`` times a power of two >= 8) must be divisible by
+        the mesh size.
 
     Returns:
       :class:`DriftSolution` with the final drift (``value``, also ``drift``), the EM history and per-interval
@@ -222,15 +202,11 @@ def infer_drift(
         a ``function_class`` or ``init`` for another ``d``, or an ``init`` with non-finite weights.
       RuntimeError: with ``throw=True``, degenerate bridges in the final iteration or a non-finite drift.
 
-    Deprecated:
-      ``n_iters``, ``n_particles``, ``n_steps``, ``n_paths`` (now ``num_steps``, ``num_particles``,
-      ``num_time_steps``, ``num_paths``) and the flags ``strength``, ``n_nodes``, ``k_neighbors``,
-      ``orientation_eps`` (now fields of :class:`GeodesicGuidance`) still work for one release with a
-      ``DeprecationWarning``.
-
     References:
       Maoutsa, "From Geometry to Dynamics: Learning Overdamped Langevin Dynamics from Sparse Observations
-      with Geometric Constraints", ICML 2026, arXiv:2512.23566.
+      with Geometric Constraints", ICML 2026, arXiv:2512.23566; Roberts & Stramer, "On inference for
+      partially observed nonlinear diffusion models using the Metropolis–Hastings algorithm", Biometrika 88
+      (2001).
 
     Examples:
       >>> import jax, jax.numpy as jnp
@@ -249,7 +225,23 @@ def infer_drift(
             raise ValueError(f"{name} must be a positive integer, got {name}={v!r}")
     if isinstance(num_time_steps, bool) or not isinstance(num_time_steps, int) or num_time_steps < 2:
         raise ValueError(f"num_time_steps must be an integer >= 2, got {num_time_steps=}")
-    obs, ts, sig, names = as_observations(observations, ts, sigma, fn="infer_drift")
+    if is_ragged(observations):
+        # each trajectory padded to the longest on the host, its true length entering the program as data
+        trajs, names = as_trajectories(observations, ts, fn="infer_drift")
+        lengths = np.array([len(t) for _, t in trajs])
+        n_max = int(lengths.max())
+        padded = [_pad_observations(np.asarray(o)[None], np.asarray(t), n_max) for o, t in trajs]
+        obs = jax.device_put(np.concatenate([np.asarray(o) for o, _ in padded]))
+        ts = jax.device_put(np.stack([np.asarray(t) for _, t in padded]))
+        sig = as_sigma(sigma, obs.dtype, "infer_drift", allow_none=True)
+        sigma_data = (observations, [t for _, t in trajs])
+    else:
+        obs, ts, sig, names = as_observations(observations, ts, sigma, fn="infer_drift", allow_none=True)
+        lengths = np.full(obs.shape[0], obs.shape[1])
+        sigma_data = (obs, ts)
+    learn_sigma = sig is None
+    if learn_sigma:
+        sig = estimate_diffusion(*sigma_data).sigma
     show = resolve_progress(progress, in_program=True)
     fc = default_function_class(obs) if function_class is None else function_class
     n_traj, n_obs, d = obs.shape
@@ -265,16 +257,28 @@ def infer_drift(
     # the true count enters the programs as data, masking the padding intervals. The bucket is a function of the
     # count alone, so a call's result never depends on what the process ran before.
     obs_p, ts_p = _pad_observations(obs, ts, _bucket_obs(n_obs))
-    n_valid = _as_device_int(n_obs)
+    n_valid = jax.device_put(lengths.astype(np.int32))
     # The guidance enters the compiled EM loop only as data (targets, beta): plain and geodesic runs of the
     # same size share one compiled function (beta = 0 makes the path cost vanish).
     targets, beta = guidance._padded_targets(obs_p, num_time_steps, n_obs)
+    sharding = None
+    if mesh is not None:
+        if not isinstance(mesh, jax.sharding.Mesh):
+            raise TypeError(f"infer_drift: mesh must be a jax.sharding.Mesh or None, got {type(mesh).__name__}")
+        n_int = obs_p.shape[0] * (obs_p.shape[1] - 1)
+        if n_int % mesh.size:
+            raise ValueError(f"infer_drift: the {n_int} padded intervals do not divide over the mesh's {mesh.size} "
+                             "devices; use a mesh whose size is a power of two (or divides the interval count)")
+        # the same devices with automatic axes: the constraint inside the program is a hint to the partitioner
+        auto = jax.sharding.Mesh(mesh.devices, mesh.axis_names,
+                                 axis_types=(jax.sharding.AxisType.Auto,) * len(mesh.axis_names))
+        sharding = jax.sharding.NamedSharding(auto, jax.sharding.PartitionSpec(tuple(mesh.axis_names)))
     sol = _infer_core(
         key, obs_p, ts_p, n_valid, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps,
-        num_paths, lookahead, show,
+        num_paths, lookahead, show, learn_sigma=learn_sigma, sharding=sharding,
     )
     # The per-interval diagnostics of the real intervals (host slicing for concrete results: no program).
-    ess, degenerate = (_real_intervals(x, n_traj, n_obs) for x in (sol.ess, sol.degenerate))
+    ess, degenerate = (_real_intervals(x, n_traj, n_obs, lengths) for x in (sol.ess, sol.degenerate))
     sol = eqx.tree_at(lambda s: (s.ess, s.degenerate), sol, (ess, degenerate))
     # Outside the compiled loop, so that throw=True and throw=False share one compilation.
     weights = raise_if_failed(sol.value.weights, sol.result, throw)
@@ -317,38 +321,44 @@ def _pad_observations(obs, ts, n_pad: int):
     return o, t
 
 
-def _as_device_int(n: int):
-    return jax.device_put(np.asarray(n, np.int32))
-
-
-def _real_intervals(x, n_traj: int, n_obs: int):
-    """The first ``n_obs - 1`` intervals per trajectory of a flat padded per-interval array."""
-    if is_traced(x):
+def _real_intervals(x, n_traj: int, n_obs: int, lengths):
+    """The first ``lengths[i] - 1`` intervals of trajectory ``i`` of a flat padded per-interval array."""
+    if is_traced(x):  # traced input is never ragged: every trajectory has n_obs observations
         return x.reshape(n_traj, -1)[:, : n_obs - 1].reshape(-1)
-    return jax.device_put(np.asarray(x).reshape(n_traj, -1)[:, : n_obs - 1].reshape(-1))
+    host = np.asarray(x).reshape(n_traj, -1)
+    return jax.device_put(np.concatenate([host[i, : n - 1] for i, n in enumerate(lengths)]))
 
 
 @eqx.filter_jit
 def _infer_core(
     key, obs, ts, n_obs, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps, num_paths,
-    lookahead, progress,
+    lookahead, progress, learn_sigma=False, sharding=None,
 ):
     n_traj, n_pad, d = obs.shape
     targets = targets.reshape(n_traj * (n_pad - 1), num_time_steps + 1, d)
     states, incs, dts = _intervals(obs, ts)
     # padding intervals and points (bucketed sizes): weight 0 in every fit and statistic
-    real_int = jnp.broadcast_to(jnp.arange(n_pad - 1) < n_obs - 1, (n_traj, n_pad - 1)).reshape(-1)
-    real_pt = jnp.broadcast_to(jnp.arange(n_pad) < n_obs, (n_traj, n_pad)).reshape(-1)
+    # n_obs: the real observations per trajectory, shape (n_traj,) (or one count for all)
+    n_obs = jnp.broadcast_to(jnp.reshape(n_obs, (-1,)), (n_traj,))
+    real_int = (jnp.arange(n_pad - 1, dtype=n_obs.dtype)[None] < n_obs[:, None] - 1).reshape(-1)
+    real_pt = (jnp.arange(n_pad, dtype=n_obs.dtype)[None] < n_obs[:, None]).reshape(-1)
     if init is None:
         init = fit_drift(fc, states, incs, dts, sig, weights=real_int.astype(obs.dtype))
     basis = init.basis
     starts = states
     ends = states + incs
+    if sharding is not None:  # static: the bridges' interval axis split over the mesh
+        shard = lambda a: jax.lax.with_sharding_constraint(  # noqa: E731
+            a, jax.sharding.NamedSharding(sharding.mesh, jax.sharding.PartitionSpec(
+                sharding.spec[0], *([None] * (a.ndim - 1)))))
+        starts, ends, dts, targets = shard(starts), shard(ends), shard(dts), shard(targets)
     ypts = obs.reshape(-1, d)
     report = in_program_reporter("infer_drift", total=num_steps) if progress else None
 
+    sig0 = sig
+
     def em_step(carry, it):
-        key, W = carry
+        key, W, sig = carry
         key, kb = jax.random.split(key)
         drift = LinearDrift(basis, W)
         # the validated inputs go straight to the kernel: the public checks would put eqx.error_if into the loop
@@ -365,8 +375,16 @@ def _infer_core(
         dx = jnp.where(real_row, dx, jnp.zeros_like(dx))
         new = fit_drift(fc, x, dx, h, sig, weights=w)
         Wn = new.weights
+        if learn_sigma:  # static
+            # interval-scale residual of each augmented path under the new drift (see the docstring)
+            fh = (jax.vmap(new)(x) * h[:, None]).reshape(p.shape[:2] + (num_time_steps, d)).sum(2)
+            resid = (p[:, :, -1] - p[:, :, 0]) - fh  # (B, R, d)
+            wr = jnp.broadcast_to(wint[:, None], p.shape[:2])
+            num = jnp.sum(wr * jnp.sum(jnp.where(real_int[:, None, None], resid, 0.0) ** 2, -1))
+            den = d * jnp.sum(wr * dts[:, None])
+            sig = jnp.where(den > 0, jnp.sqrt(num / jnp.maximum(den, jnp.finfo(obs.dtype).tiny)), sig)
         sq = jnp.sum((jax.vmap(new)(ypts) - jax.vmap(drift)(ypts)) ** 2, -1)
-        change = jnp.sqrt(jnp.sum(jnp.where(real_pt, sq, 0.0)) / (n_traj * n_obs).astype(obs.dtype))
+        change = jnp.sqrt(jnp.sum(jnp.where(real_pt, sq, 0.0)) / jnp.sum(n_obs).astype(obs.dtype))
         valid = ~bs.degenerate & real_int
         n_valid = jnp.maximum(jnp.sum(valid), 1).astype(obs.dtype)
         loss = -jnp.sum(jnp.where(valid, bs.log_evidence, 0.0)) / n_valid
@@ -376,12 +394,12 @@ def _infer_core(
         ndeg = jnp.sum(bs.degenerate & real_int)
         if progress:  # static: the default program holds no host callback
             report(it + 1, loss=loss, ess_median=ess_med, drift_change=change, num_degenerate=ndeg)
-        out = (loss, ess_med, ess_low, change, ndeg, Wn, ess_frac, bs.degenerate & real_int)
-        return (key, Wn), out
+        out = (loss, ess_med, ess_low, change, ndeg, Wn, ess_frac, bs.degenerate & real_int, sig)
+        return (key, Wn, sig), out
 
-    (_, W), outs = jax.lax.scan(em_step, (key, init.weights), jnp.arange(num_steps))
-    loss, ess_med, ess_min, change, ndeg, Ws, ess_all, deg_all = outs
-    history = EMHistory(loss, ess_med, ess_min, change, ndeg, Ws)
+    (_, W, sig), outs = jax.lax.scan(em_step, (key, init.weights, sig0), jnp.arange(num_steps))
+    loss, ess_med, ess_min, change, ndeg, Ws, ess_all, deg_all, sigs = outs
+    history = EMHistory(loss, ess_med, ess_min, change, ndeg, Ws, sigs)
     finite = jnp.all(jnp.isfinite(W))
     result = RESULTS.where(finite, RESULTS.successful, RESULTS.nonfinite)
     result = RESULTS.where(finite & (ndeg[-1] > 0), RESULTS.degenerate_bridges, result)
@@ -401,4 +419,6 @@ def _infer_core(
         history=history,
         ess=ess_all[-1],
         degenerate=deg_all[-1],
+        sigma=sig,
+        initial_sigma=sig0,
     )

@@ -1,19 +1,26 @@
 """Drift estimators from sparse observations: naive increment regression, the conservative (score)
 estimator, and EM with SMC bridges guided by observation geodesics (Maoutsa, arXiv:2512.23566)."""
 
-import functools
-import warnings
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Float
 
 from .._checks import is_traced
-from .._deprecation import deprecated_attribute, renamed_kwargs
 from .._types import RealScalarLike
 from ._basis import LinearDrift, RBFBasis, SparseGP, _input_dim, _solve_psd, box_grid
-from ._data import ArrayOrFrame, as_observations, as_sigma, as_states, check_scale
+from ._data import (
+    ArrayOrFrame,
+    as_observations,
+    as_sigma,
+    as_states,
+    as_trajectories,
+    check_scale,
+    interval_data,
+    is_ragged,
+)
+from ._diffusion import estimate_diffusion
 
 __all__ = [
     "DriftEstimate",
@@ -30,13 +37,14 @@ class DriftEstimate(eqx.Module):
       drift: the fitted drift, a callable ``(d,) -> (d,)``.
       method: ``"naive"`` or ``"conservative"``.
       num_samples: number of increments (naive) or states (conservative) used.
+      sigma: the diffusion scale used: the given one, or with ``sigma=None`` the estimate of
+        :func:`estimate_diffusion` (scalar model).
     """
 
     drift: LinearDrift
     method: str = eqx.field(static=True)
     num_samples: int = eqx.field(static=True)
-
-    n_samples = deprecated_attribute("num_samples")  # deprecated alias, one release
+    sigma: Float[Array, ""]
 
     @property
     def names(self) -> tuple[str, ...] | None:
@@ -77,7 +85,7 @@ def fit_drift(fc, states, increments, dt, sigma, weights=None) -> LinearDrift:
 def _named(drift: LinearDrift, names) -> LinearDrift:
     if names is None or len(names) != drift.weights.shape[-1]:
         return drift
-    return LinearDrift(drift.basis, drift.weights, names=tuple(names))
+    return LinearDrift(drift.basis, drift.weights, names=tuple(names), covariance=drift.covariance)
 
 
 #: Most inducing points of the automatic default class (``num_per_dim=None``).
@@ -94,7 +102,6 @@ def _auto_num_per_dim(d: int) -> int:
     return k if k >= 3 else 0
 
 
-@renamed_kwargs(n_per_dim="num_per_dim")
 def default_function_class(
     observations: ArrayOrFrame, num_per_dim: int | None = None, lengthscale_factor: float = 0.2
 ) -> SparseGP:
@@ -199,7 +206,7 @@ def _intervals(obs, ts):
 def naive_drift(
     observations: ArrayOrFrame,
     ts: ArrayOrFrame,
-    sigma: RealScalarLike,
+    sigma: RealScalarLike | None = None,
     *,
     function_class: eqx.Module | None = None,
 ) -> DriftEstimate:
@@ -212,11 +219,13 @@ def naive_drift(
     Args:
       observations: shape ``(n_obs, d)`` (one trajectory) or ``(n_traj, n_obs, d)``: NumPy, JAX, nested
         lists, a pandas DataFrame (rows = times, columns = coordinates; the names are kept in
-        ``drift.names``), a list of equal-length trajectories, or a :class:`SamplePaths`. Ragged trajectories
-        are rejected (cut them to one length or fit them separately).
+        ``drift.names``), a list of equal-length trajectories, a :class:`SamplePaths`, or a list of
+        trajectories of different lengths ``(n_i, d)`` (ragged, with a list of time grids as ``ts``).
       ts: strictly increasing observation times, shape ``(n_obs,)`` (shared) or ``(n_traj, n_obs)`` (one grid
-        per trajectory); NumPy, JAX, a pandas Series/Index; ``None`` with a :class:`SamplePaths`.
-      sigma: positive diffusion scale.
+        per trajectory), or a list of grids for ragged observations; NumPy, JAX, a pandas Series/Index;
+        ``None`` with a :class:`SamplePaths`.
+      sigma: positive diffusion scale, or ``None`` (default) to estimate it from the increments with
+        :func:`estimate_diffusion` (scalar model; reported in ``sigma`` of the result).
       function_class: a :class:`SparseGP` or :class:`RidgeRegression`; default :func:`default_function_class`.
 
     Returns:
@@ -239,44 +248,27 @@ def naive_drift(
       >>> est.method, est.drift(jnp.zeros(2)).shape
       ('naive', (2,))
     """
-    obs, ts, sig, names = as_observations(observations, ts, sigma, fn="naive_drift")
-    fc = default_function_class(obs) if function_class is None else function_class
-    check_function_class(fc, obs.shape[-1], "naive_drift")
-    states, incs, dts = _intervals(obs, ts)
-    return DriftEstimate(_named(fit_drift(fc, states, incs, dts, sig), names), "naive", int(states.shape[0]))
+    fn = "naive_drift"
+    if is_ragged(observations):
+        states, incs, dts, _, names, _ = interval_data(observations, ts, fn=fn)
+        sig = as_sigma(sigma, states.dtype, fn, allow_none=True)
+        pts = states
+    else:
+        obs, ts, sig, names = as_observations(observations, ts, sigma, fn=fn, allow_none=True)
+        states, incs, dts = _intervals(obs, ts)
+        pts = obs
+    if sig is None:
+        sig = estimate_diffusion(observations, ts).sigma
+    fc = default_function_class(pts) if function_class is None else function_class
+    check_function_class(fc, states.shape[-1], fn)
+    drift = _named(fit_drift(fc, states, incs, dts, sig), names)
+    return DriftEstimate(drift, "naive", int(states.shape[0]), sig)
 
 
-def _is_scalar(x) -> bool:
-    return isinstance(x, int | float | np.number) or (hasattr(x, "shape") and jnp.ndim(x) == 0)
-
-
-def _old_conservative_call(fn):
-    """Accept the pre-``ts`` call ``conservative_drift(observations, sigma)`` for one release, with a warning."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        old = (len(args) == 2 and "sigma" not in kwargs and "ts" not in kwargs and _is_scalar(args[1])) or (
-            len(args) == 1 and "sigma" in kwargs and "ts" not in kwargs
-        )
-        if old:
-            warnings.warn(
-                "conservative_drift(observations, sigma) is deprecated and will be removed in the next release; "
-                "call conservative_drift(observations, ts, sigma) (ts may be None: this estimator ignores time).",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            sigma = kwargs.pop("sigma") if "sigma" in kwargs else args[1]
-            return fn(args[0], None, sigma, **kwargs)
-        return fn(*args, **kwargs)
-
-    return wrapper
-
-
-@_old_conservative_call
 def conservative_drift(
     observations: ArrayOrFrame,
     ts: ArrayOrFrame | None,
-    sigma: RealScalarLike,
+    sigma: RealScalarLike | None = None,
     *,
     function_class: eqx.Module | None = None,
     regularization: float = 1e-3,
@@ -294,7 +286,8 @@ def conservative_drift(
         ``None``. Time order is ignored. NumPy, JAX, lists or a DataFrame, as in :func:`naive_drift`.
       ts: the observation times, shape ``(n_obs,)`` (checked like :func:`naive_drift`'s, then unused: the
         estimator reads only the states' density), or ``None``.
-      sigma: positive diffusion scale.
+      sigma: positive diffusion scale, or ``None`` (default) to estimate it with :func:`estimate_diffusion`
+        (needs ``ts``). The drift scales with $\sigma^2$, so a coarse interval's biased estimate biases it.
       function_class: feature class providing ``basis`` and ``penalty`` (default :func:`default_function_class`).
       regularization: ``C`` above.
 
@@ -305,10 +298,6 @@ def conservative_drift(
       ValueError: ``sigma <= 0``, fewer than two states, ``ts`` of the wrong shape, NaN states, a constant
         coordinate or non-increasing ``ts`` (host checks for concrete input, as in :func:`naive_drift`);
         ``regularization`` not finite and positive; a ``function_class`` for another ``d``.
-
-    Deprecated:
-      The two-argument call ``conservative_drift(observations, sigma)`` still works for one release with a
-      ``DeprecationWarning`` (it means ``ts=None``).
 
     References:
       Hyvärinen, JMLR 6 (2005); Maoutsa, Reich & Opper, Entropy 22:802 (2020), arXiv:2005.06400.
@@ -321,17 +310,31 @@ def conservative_drift(
       >>> [round(v, 1) for v in est.drift(jnp.array([0.5, 0.0])).tolist()]
       [-1.0, 0.0]
     """
-    check_scale(regularization, "regularization", "conservative_drift")
-    if ts is not None:
-        obs, _, sig, names = as_observations(observations, ts, sigma, fn="conservative_drift")
+    fn = "conservative_drift"
+    check_scale(regularization, "regularization", fn)
+    if is_ragged(observations) and ts is not None:
+        trajs, names = as_trajectories(observations, ts, fn=fn)
+        pts = jnp.concatenate([o for o, _ in trajs])
+        sig = as_sigma(sigma, pts.dtype, fn, allow_none=True)
+    elif ts is not None:
+        obs, _, sig, names = as_observations(observations, ts, sigma, fn=fn, allow_none=True)
+        pts = obs.reshape(-1, obs.shape[-1])
     else:
-        obs, names = as_states(observations, fn="conservative_drift")
-        sig = as_sigma(sigma, obs.dtype, "conservative_drift")
-    pts = obs.reshape(-1, obs.shape[-1])
+        if is_ragged(observations):
+            observations = [np.asarray(v) for v in observations]
+            observations = np.concatenate(observations)
+        obs, names = as_states(observations, fn=fn)
+        sig = as_sigma(sigma, obs.dtype, fn, allow_none=True)
+        if sig is None:
+            raise ValueError(f"{fn}: sigma=None estimates sigma from the increments, which needs the observation "
+                             "times: pass ts, or a number for sigma")
+        pts = obs.reshape(-1, obs.shape[-1])
+    if sig is None:
+        sig = estimate_diffusion(observations, ts).sigma
     fc = default_function_class(pts) if function_class is None else function_class
     check_function_class(fc, pts.shape[-1], "conservative_drift", needs=("penalty",))
     drift = _score_fit(fc.basis, fc.penalty(pts.dtype), pts, sig, regularization)
-    return DriftEstimate(_named(drift, names), "conservative", int(pts.shape[0]))
+    return DriftEstimate(_named(drift, names), "conservative", int(pts.shape[0]), sig)
 
 
 @eqx.filter_jit

@@ -23,7 +23,6 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from .._deprecation import renamed_kwargs
 from ._data import as_real, check_count, check_finite, check_scale
 
 __all__ = ["observation_metric", "geodesic_targets"]
@@ -122,7 +121,6 @@ def _dijkstra_path(W, src, dst, blocked):
     return dist[dst], rev[::-1]
 
 
-@renamed_kwargs(n_steps="num_time_steps", n_nodes="num_nodes", k_neighbors="num_neighbors")
 def geodesic_targets(
     observations: ArrayLike,
     num_time_steps: int,
@@ -202,7 +200,7 @@ def _strided(n_traj: int, n_pad: int, n_obs, cap: int):
     n_pts = n_traj * n_obs
     stride = jnp.maximum(1, -(-n_pts // cap))
     count = -(-n_pts // stride)
-    i = jnp.arange(min(cap, n_traj * n_pad))
+    i = jnp.arange(min(cap, n_traj * n_pad), dtype=n_obs.dtype)  # the count's dtype (int32 under x64 too)
     valid = i < count
     r = jnp.where(valid, i * stride, 0)
     return (r // n_obs) * n_pad + r % n_obs, valid

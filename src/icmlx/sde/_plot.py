@@ -48,6 +48,7 @@ def plot_drift(
     bounds: Any = None,
     true_drift: Any = None,
     num_points: int = 20,
+    band: float | None = None,
     **kwargs: Any,
 ):
     """Draw a 1-D or 2-D drift: arrows (``quiver``) on a ``num_points``-per-axis grid in 2-D, a curve in 1-D.
@@ -60,6 +61,8 @@ def plot_drift(
         inducing points of a fitted :class:`SparseGP`/RBF drift (required for other callables).
       true_drift: optional reference drift, drawn in a second colour (2-D) or dashed (1-D).
       num_points: grid points per axis.
+      band: in 1-D, shade ``drift(x) ± band * drift.std(x)`` (e.g. ``1.645`` for a 90% band); the drift must
+        carry its weight covariance (:meth:`LinearDrift.std`). ``None`` (default): no band.
       **kwargs: passed to ``ax.quiver`` (2-D) or ``ax.plot`` (1-D) for the estimate.
 
     Returns:
@@ -67,7 +70,8 @@ def plot_drift(
       ``x_1, x_2``.
 
     Raises:
-      ValueError: ``d`` not 1 or 2, bad ``bounds``, or no ``bounds`` for a callable without inducing points.
+      ValueError: ``d`` not 1 or 2, bad ``bounds``, or no ``bounds`` for a callable without inducing points;
+        ``band`` not positive, given in 2-D, or for a drift without standard errors.
       ImportError: matplotlib is not installed (``pip install 'icmlx[plot]'``).
 
     Examples:
@@ -85,6 +89,14 @@ def plot_drift(
         raise ValueError(f"{fn}: num_points must be an integer >= 2, got {num_points=}")
     b = _bounds(drift, bounds, fn)
     d = b.shape[0]
+    if band is not None:
+        if isinstance(band, bool) or not isinstance(band, int | float) or not (np.isfinite(band) and band > 0):
+            raise ValueError(f"{fn}: band must be a positive number of standard errors (e.g. 1.645), got {band=}")
+        if d != 1:
+            raise ValueError(f"{fn}: band is drawn in 1-D only, got d={d}")
+        if getattr(drift, "covariance", None) is None:
+            raise ValueError(f"{fn}: band needs a drift with standard errors (a LinearDrift fitted by a library "
+                             f"class, see LinearDrift.std), got {type(drift).__name__} without them")
     if isinstance(drift, LinearDrift) and drift.weights.shape[-1] != d:
         raise ValueError(f"{fn}: bounds describe d={d} but the drift has d={drift.weights.shape[-1]}")
     if d not in (1, 2):
@@ -98,7 +110,11 @@ def plot_drift(
     ref = None if true_drift is None else np.asarray(_evaluate(true_drift, grid_j, "true_drift", fn))
     ax = axes_or_new(ax)
     if d == 1:
-        ax.plot(grid[:, 0], est[:, 0], **{"label": "estimate", **kwargs})
+        line = ax.plot(grid[:, 0], est[:, 0], **{"label": "estimate", **kwargs})[0]
+        if band is not None:
+            sd = np.asarray(drift.std(grid_j))[:, 0]
+            ax.fill_between(grid[:, 0], est[:, 0] - band * sd, est[:, 0] + band * sd, color=line.get_color(),
+                            alpha=0.25, label=f"± {band:g} s.e.")
         if ref is not None:
             ax.plot(grid[:, 0], ref[:, 0], "--", color="k", label="true")
         ax.set_xlabel(names[0])
@@ -109,7 +125,7 @@ def plot_drift(
             ax.quiver(grid[:, 0], grid[:, 1], ref[:, 0], ref[:, 1], color="C1", alpha=0.6, label="true")
         ax.set_xlabel(names[0])
         ax.set_ylabel(names[1])
-    if ref is not None:
+    if ref is not None or band is not None:
         ax.legend()
     return ax
 
