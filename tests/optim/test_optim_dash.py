@@ -15,14 +15,11 @@ from icmlx.optim import (
     CoupledNewton,
     DashState,
     Eigh,
-    FrobeniusScaling,
     NewtonDB,
-    _dash,
     dash,
     scale_by_dash,
 )
 from icmlx.optim._blocking import blockify, make_block_plan, unblockify
-from icmlx.optim._root_methods import pop_legacy_settings
 
 DT = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
 
@@ -651,35 +648,25 @@ def test_dash_beats_adam_on_ill_conditioned_regression():
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_deprecated_root_flags_warn_and_match():
-    params = {"w": jnp.ones((8, 8), DT)}
-    g = {"w": 0.1 * jnp.arange(64, dtype=DT).reshape(8, 8) ** 0.5}
-    cases = [
-        (dict(inverse_root="newton_db", newton_steps=14), NewtonDB(num_steps=14), "newton_steps"),
-        (dict(inverse_root="chebyshev", chebyshev_degree=30, scaling="frobenius"),
-         Chebyshev(degree=30, scaling=FrobeniusScaling()), "chebyshev_degree"),
-        (dict(root_relative_epsilon=1e-4), NewtonDB(relative_epsilon=1e-4), "root_relative_epsilon"),
-    ]
-    for k, (old_kw, solver, name) in enumerate(cases):
-        # Every flag maps onto an equal solver object (so the transformation is the same program) ...
-        kwargs = dict(old_kw)
-        with pytest.warns(DeprecationWarning, match=name):
-            pop_legacy_settings(kwargs, _dash._LEGACY_ROOT_SETTINGS, "scale_by_dash", "inverse_root", "")
-        assert kwargs == {"inverse_root": solver}
-        with pytest.warns(DeprecationWarning, match=name):
-            old = scale_by_dash(4, precondition_frequency=1, **old_kw)
-        if k:
-            continue
-        # ... and, for one of them, the updates are bit-identical through the public path.
-        new = scale_by_dash(4, precondition_frequency=1, inverse_root=solver)
-        un, _ = jax.jit(new.update)(g, new.init(params), params)
-        uo, _ = jax.jit(old.update)(g, old.init(params), params)
-        np.testing.assert_array_equal(np.asarray(uo["w"]), np.asarray(un["w"]))
-    with pytest.warns(DeprecationWarning, match="newton_steps"):
-        opt = dash(1e-2, block_size=4, newton_steps=12)
-    ref = dash(1e-2, block_size=4, inverse_root=NewtonDB(num_steps=12))
-    np.testing.assert_array_equal(np.asarray(jax.jit(opt.update)(g, opt.init(params), params)[0]["w"]),
-                                  np.asarray(jax.jit(ref.update)(g, ref.init(params), params)[0]["w"]))
+def test_removed_root_flags_are_errors():
+    # the flag-style solver settings of the first release are gone: the solver object carries them
+    for kw in (dict(newton_steps=14), dict(chebyshev_degree=30), dict(root_relative_epsilon=1e-4),
+               dict(scaling="frobenius"), dict(matmul_dtype=jnp.bfloat16)):
+        with pytest.raises(TypeError, match=next(iter(kw))):
+            scale_by_dash(4, **kw)
+        with pytest.raises(TypeError, match=next(iter(kw))):
+            dash(1e-2, block_size=4, **kw)
+
+
+def test_string_hyperparameters_are_type_errors():
+    for kw, name in ((dict(learning_rate="1e-3"), "learning_rate"), (dict(learning_rate=1e-3, b1="0.9"), "b1"),
+                     (dict(learning_rate=1e-3, factor_decay="0.9"), "factor_decay"),
+                     (dict(learning_rate=1e-3, weight_decay="0"), "weight_decay"),
+                     (dict(learning_rate=1e-3, eps=None), "eps")):
+        with pytest.raises(TypeError, match=name):
+            dash(**kw)
+    with pytest.raises(TypeError, match="b2"):
+        scale_by_dash(4, b2="0.95")
 
 
 def test_solver_object_under_inject_hyperparams():

@@ -10,7 +10,6 @@ arXiv:2602.02016) lives here as optax transformations, with its inverse-root sol
 
 from typing import TYPE_CHECKING
 
-from .._deprecation import deprecated_names as _deprecated_names
 from .._lazy import lazy_attributes as _lazy_attributes
 
 # DASH (_dash, _inverse_root, _root_methods) and annealed schedules (_schedules, _warmup_schedules, _tail,
@@ -132,13 +131,7 @@ __all__ = [
     "RESULTS",
 ]
 
-
-# Renamed public names, importable for one release with a DeprecationWarning.
-_renamed = _deprecated_names(
-    __name__, {"InverseRootInfo": ("InverseRootSolution", lambda: __getattr__("InverseRootSolution"))}
-)
-
-__getattr__ = _lazy_attributes(__name__, globals(), _LAZY, fallback=_renamed)
+__getattr__ = _lazy_attributes(__name__, globals(), _LAZY)
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))

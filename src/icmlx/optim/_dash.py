@@ -15,6 +15,7 @@ from jaxtyping import Array, Int
 from ._blocking import ADAM, VECTOR, BlockPlan, blockify, make_block_plan, unblockify
 from ._dash_settings import (
     _check_nonnegative,
+    _check_numeric,
     _check_settings,
     _check_static,
     _concrete,
@@ -23,7 +24,7 @@ from ._dash_settings import (
 )
 from ._grafting import moments_and_graft
 from ._inverse_root import _inverse_root_impl
-from ._root_methods import DEFAULT_INVERSE_ROOT, AbstractInverseRoot, as_inverse_root, pop_legacy_settings
+from ._root_methods import DEFAULT_INVERSE_ROOT, AbstractInverseRoot, as_inverse_root
 from ._warn import warn_user
 
 __all__ = ["DashState", "scale_by_dash", "dash", "DASH_STATIC_ARGS"]
@@ -90,29 +91,16 @@ def _warn_large_cpu_blocks(plan: BlockPlan, fn_name: str, block_size: int) -> No
     )
 
 
-#: Deprecated flag-style arguments of scale_by_dash/dash -> the solver-object setting they now are.
-_LEGACY_ROOT_SETTINGS = {
-    "newton_steps": "num_steps", "chebyshev_degree": "degree", "scaling": "scaling",
-    "root_relative_epsilon": "relative_epsilon", "matmul_dtype": "matmul_dtype",
-}
+def _check_static_args(fn):
+    """Check that the structural arguments (:data:`DASH_STATIC_ARGS`) are Python values before the call.
 
-
-def _accept_legacy_root_settings(fn):
-    """Accept the previous release's ``newton_steps=``, ``chebyshev_degree=``, ... with a warning.
-
-    Also checks that the structural arguments (:data:`DASH_STATIC_ARGS`) are Python values before the call
-    reaches ``fn``'s annotations, so that ``optax.inject_hyperparams`` without ``static_args`` gets the message
-    that says what to do.
+    This runs before ``fn``'s annotations are checked, so that ``optax.inject_hyperparams`` without
+    ``static_args`` gets the message that says what to do.
     """
     params = list(inspect.signature(fn).parameters)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any):
-        pop_legacy_settings(
-            kwargs, _LEGACY_ROOT_SETTINGS, fn.__name__, "inverse_root",
-            "pass a solver object instead, e.g. inverse_root=NewtonDB(num_steps=12) or "
-            "inverse_root=Chebyshev(degree=40)",
-        )
         given = {**dict(zip(params, args)), **kwargs}
         _check_static(fn.__name__, **{k: given[k] for k in DASH_STATIC_ARGS if k in given})
         return fn(*args, **kwargs)
@@ -228,7 +216,7 @@ def _with_momentum(direction, buffer, momentum, nesterov: bool, use_momentum: bo
 # ------------------------------------------------------------------------------------------------- transforms
 
 
-@_accept_legacy_root_settings
+@_check_static_args
 def scale_by_dash(
     block_size: int | None = None,
     b1: float | Array = 0.9,
@@ -370,10 +358,6 @@ def scale_by_dash(
       nonfinite: ``"skip"``, ``"raise"`` or ``"ignore"``.
       mesh: optional ``jax.sharding.Mesh`` to shard the stacks over.
       mesh_axis: the mesh axis name (required with ``mesh``).
-
-    The flag-style arguments of the previous release (``newton_steps``, ``chebyshev_degree``, ``scaling``,
-    ``root_relative_epsilon``, ``matmul_dtype``) still work for one release with a ``DeprecationWarning``
-    and build the ``inverse_root`` object.
 
     Returns:
       An ``optax.GradientTransformation`` whose state is a :class:`DashState`.
@@ -526,7 +510,7 @@ def scale_by_dash(
     return optax.GradientTransformation(init_fn, update_fn)
 
 
-@_accept_legacy_root_settings
+@_check_static_args
 def dash(
     learning_rate: optax.ScalarOrSchedule,
     block_size: int | None = None,
@@ -594,8 +578,6 @@ def dash(
       mesh: as in :func:`scale_by_dash`.
       mesh_axis: as in :func:`scale_by_dash`.
 
-    The deprecated flag-style arguments listed by :func:`scale_by_dash` still work here for one release.
-
     Returns:
       An ``optax.GradientTransformation``.
 
@@ -621,6 +603,8 @@ def dash(
       >>> print(round(float(params[0, 0]), 3))
       1.03
     """
+    _check_numeric("learning_rate", learning_rate, schedule=True)
+    _check_numeric("weight_decay", weight_decay)
     if not callable(learning_rate):
         lr = _concrete(learning_rate)
         descent = " (dash already descends: pass the step size, not its negative)"

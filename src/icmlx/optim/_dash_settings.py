@@ -32,6 +32,18 @@ def _concrete(x) -> np.ndarray | None:
     return None
 
 
+def _check_numeric(name: str, value, *, schedule: bool = False) -> None:
+    """``value`` must be a number or a numeric array (or, with ``schedule``, a callable): else a TypeError."""
+    if schedule and callable(value):
+        return
+    if _is_number(value) or isinstance(value, jax.core.Tracer):
+        return
+    if isinstance(value, (np.ndarray, jax.Array, np.generic)) and np.issubdtype(value.dtype, np.number):
+        return
+    what = "a number, an array or a schedule (callable)" if schedule else "a number or an array"
+    raise TypeError(f"{name} must be {what}, got {name}={value!r} of type {type(value).__name__}")
+
+
 def _check_unit(name: str, value, *, closed: bool = False) -> None:
     v = _concrete(value)
     if v is not None:
@@ -64,6 +76,9 @@ def _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, o
                     mesh_axis, max_precondition_dim=None, merge_small_dims=True) -> None:
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None (chosen by backend), got {block_size=}")
+    for name, val in (("b1", b1), ("b2", b2), ("factor_decay", factor_decay), ("eps", eps),
+                      ("momentum", momentum)):
+        _check_numeric(name, val)
     for name, val in (("b1", b1), ("b2", b2)):
         _check_unit(name, val)
     _check_unit("factor_decay", factor_decay, closed=True)
