@@ -59,7 +59,7 @@ def _check_nonnegative(name: str, value, hint: str = "") -> None:
         raise ValueError(f"{name} must be finite and >= 0, got {name}={value!r}{hint}")
 
 
-def _check_static(fn_name: str, **values) -> None:
+def _check_static(fn_name: str, static_name: str = "DASH_STATIC_ARGS", **values) -> None:
     """The structural settings must be Python values; ``optax.inject_hyperparams`` turns numbers into arrays."""
     for name, value in values.items():
         if isinstance(value, (jax.Array, np.ndarray)):
@@ -67,7 +67,7 @@ def _check_static(fn_name: str, **values) -> None:
                 f"{fn_name}: {name} arrived as an array (optax.inject_hyperparams injects every number), but it "
                 f"is structural (block layout, refresh steps) and must be a Python value.\nMark the structural "
                 f"arguments static: "
-                f"optax.inject_hyperparams({fn_name}, static_args=DASH_STATIC_ARGS)(...)"
+                f"optax.inject_hyperparams({fn_name}, static_args={static_name})(...)"
             )
 
 
