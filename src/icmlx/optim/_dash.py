@@ -12,7 +12,7 @@ import optax
 from jax import lax
 from jaxtyping import Array, Int
 
-from ._blocking import ADAM, VECTOR, BlockPlan, blockify, make_block_plan, unblockify
+from ._blocking import ADAM, BlockPlan, blockify, make_block_plan, unblockify
 from ._dash_settings import (
     _check_nonnegative,
     _check_numeric,
@@ -32,7 +32,7 @@ __all__ = ["DashState", "scale_by_dash", "dash", "DASH_STATIC_ARGS"]
 #: Arguments of :func:`dash` that must stay Python values under ``optax.inject_hyperparams``.
 DASH_STATIC_ARGS = (
     "block_size", "nesterov", "precondition_frequency", "start_preconditioning_step", "root_epsilon",
-    "root_chunk_size", "max_precondition_dim", "merge_small_dims", "statistics_dtype",
+    "root_chunk_size", "max_precondition_dim", "merge_small_dims", "statistics_dtype", "inverse_exponent_override",
 )
 
 
@@ -50,6 +50,8 @@ class DashState(NamedTuple):
       root_failures: int32 scalar, the number of block refreshes rejected so far (summed over blocks and
         stacks): a block whose refreshed inverse root had a non-finite entry, or whose solver reported
         divergence (coupled Newton), kept its previous root. 0 in a healthy run.
+      graft_mu: with ``grafting="adam_normalized"``, the EMA of the normalized gradient (parameter-shaped);
+        else ``()``.
     """
 
     count: Int[Array, ""]
@@ -59,6 +61,7 @@ class DashState(NamedTuple):
     factors: tuple[Array, ...]
     roots: tuple[Array, ...]
     root_failures: Int[Array, ""]
+    graft_mu: Any = ()
 
 
 # --------------------------------------------------------------------------------------------- configuration
@@ -127,9 +130,47 @@ def _check_leaf_dtypes(fn_name: str, leaves, what: str) -> None:
             )
 
 
-def _plan_for(leaves, block_size, one_dim, num_shards, max_dim, merge) -> BlockPlan:
+def _plan_for(leaves, block_size, one_dim, num_shards, max_dim, merge, roots=(4, 4, 2)) -> BlockPlan:
     shapes = tuple(tuple(int(d) for d in x.shape) for x in leaves)
-    return make_block_plan(shapes, block_size, one_dim, num_shards, max_dim, merge)
+    return make_block_plan(shapes, block_size, one_dim, num_shards, max_dim, merge, roots)
+
+
+def _override_roots(override, solver: AbstractInverseRoot) -> tuple[int, int, int]:
+    """``inverse_exponent_override`` -> the roots ``p`` (matrix left, matrix right, vector); 0 skips a side.
+
+    Keys are the order of the block's view (2: matrix blocks, dims 0 = rows/left and 1 = columns/right; 1: the
+    vector blocks of ``one_dim="shampoo"``, dim 0), values an exponent for every dim of that order or a
+    ``{dim: exponent}`` dict; the exponent ``e`` preconditions that side by ``F^{-e}``, so ``1/e`` must be a
+    positive integer, or ``e = 0`` for no preconditioner on that side.
+    """
+    roots = {2: [4, 4], 1: [2]}
+    if override is None:
+        return 4, 4, 2
+    if not isinstance(override, dict):
+        raise TypeError(f"inverse_exponent_override must be a dict {{order: exponent or {{dim: exponent}}}}, got "
+                        f"inverse_exponent_override={override!r}")
+    for order, spec in override.items():
+        if order not in roots:
+            raise ValueError(f"inverse_exponent_override: keys are the order of a block's view, 1 (vectors) or 2 "
+                             f"(matrices), got order={order!r}")
+        per_dim = spec if isinstance(spec, dict) else dict.fromkeys(range(order), spec)
+        for dim, e in per_dim.items():
+            if dim not in range(order):
+                raise ValueError(f"inverse_exponent_override[{order}]: dims of an order-{order} block are "
+                                 f"{tuple(range(order))}, got dim={dim!r}")
+            if not _is_number(e) or not np.isfinite(e) or e < 0:
+                raise ValueError(f"inverse_exponent_override[{order}][{dim}] must be a finite exponent >= 0, got {e!r}")
+            p = 0 if e == 0 else int(round(1.0 / e))
+            if e != 0 and (p < 1 or abs(p * e - 1.0) > 1e-9):
+                raise ValueError(f"inverse_exponent_override[{order}][{dim}]: 1/exponent must be a positive integer "
+                                 f"(the inverse root p), got exponent {e!r}")
+            allowed = type(solver).supported_roots
+            if p and allowed is not None and p not in allowed:
+                raise ValueError(f"inverse_exponent_override[{order}][{dim}] = {e!r} needs the root p = {p}, which "
+                                 f"{type(solver).__name__} does not support (p in {allowed}); use CoupledNewton() or "
+                                 "Eigh()")
+            roots[order][dim] = p
+    return roots[2][0], roots[2][1], roots[1][0]
 
 
 def _on_host_ok(x) -> bool:
@@ -188,9 +229,11 @@ def _shampoo_direction(plan: BlockPlan, roots, mu_leaves, graft_leaves, grafting
     pg_blocks = blockify(plan, graft_leaves, fdt)
     p_blocks = []
     for gi, grp in enumerate(plan.groups):
-        lbar = roots[grp.left_stack][grp.left_offset : grp.left_offset + grp.count]
-        u = jnp.matmul(lbar, mt_blocks[gi])
-        if grp.kind != VECTOR:
+        u = mt_blocks[gi]
+        if grp.left_stack >= 0:
+            lbar = roots[grp.left_stack][grp.left_offset : grp.left_offset + grp.count]
+            u = jnp.matmul(lbar, u)
+        if grp.right_stack >= 0:
             rbar = roots[grp.right_stack][grp.right_offset : grp.right_offset + grp.count]
             u = jnp.matmul(u, rbar)
         if grafting != "none":
@@ -239,6 +282,7 @@ def scale_by_dash(
     nonfinite: str = "skip",
     mesh: jax.sharding.Mesh | None = None,
     mesh_axis: str | None = None,
+    inverse_exponent_override: dict | None = None,
 ) -> optax.GradientTransformation:
     r"""DASH: block Shampoo with all same-shaped blocks stacked and inverted in one batched call.
 
@@ -257,7 +301,9 @@ def scale_by_dash(
 
     Before :math:`t_0` (``start_preconditioning_step``) :math:`P = P^{graft}`. With ``grafting="adam"``,
     :math:`P^{graft} = \hat{\tilde G} / (\sqrt{\hat A} + \epsilon)` with :math:`A` the ``b2``-EMA of
-    :math:`G^2`, i.e. exactly ``optax.adam(b1, b2, eps)``'s direction; ``"rmsprop"`` uses
+    :math:`G^2`, i.e. exactly ``optax.adam(b1, b2, eps)``'s direction; ``"adam_normalized"`` is Adam run on
+    the normalized gradient :math:`S = G / (\|G\|_F + 10^{-25})` (both moments of :math:`S`, bias-corrected;
+    the Shampoo numerator :math:`\tilde G` stays the EMA of :math:`G`); ``"rmsprop"`` uses
     :math:`G/(\sqrt{\hat A}+\epsilon)`, ``"adagrad"`` :math:`G/(\sqrt{\sum G^2}+\epsilon)`, ``"sgd"`` :math:`G`,
     ``"none"`` no rescaling. ``"rmsprop_normalized"`` and ``"adagrad_normalized"`` (Distributed Shampoo's
     ``RMSPROP_NORMALIZED``/``ADAGRAD_NORMALIZED``) are rmsprop and adagrad with :math:`G` replaced, in the
@@ -326,8 +372,8 @@ def scale_by_dash(
       b2: grafting second-moment EMA :math:`\beta_{graft}`.
       factor_decay: Kronecker-factor EMA :math:`\beta_{LR}`; 1.0 gives a plain sum (AdaGrad-style).
       eps: grafting epsilon.
-      grafting: ``"adam"``, ``"adagrad"``, ``"rmsprop"``, ``"adagrad_normalized"``, ``"rmsprop_normalized"``,
-        ``"sgd"`` or ``"none"``.
+      grafting: ``"adam"``, ``"adam_normalized"``, ``"adagrad"``, ``"rmsprop"``, ``"adagrad_normalized"``,
+        ``"rmsprop_normalized"``, ``"sgd"`` or ``"none"``.
       momentum: heavy-ball :math:`\mu` (0 disables the buffer).
       nesterov: Nesterov form of the momentum.
       precondition_frequency: refresh period :math:`f` of the inverse roots (static).
@@ -358,6 +404,13 @@ def scale_by_dash(
       nonfinite: ``"skip"``, ``"raise"`` or ``"ignore"``.
       mesh: optional ``jax.sharding.Mesh`` to shard the stacks over.
       mesh_axis: the mesh axis name (required with ``mesh``).
+      inverse_exponent_override: per-dimension exponents, as Distributed Shampoo's: ``{order: e}`` or
+        ``{order: {dim: e}}`` with ``order`` 2 for matrix blocks (dim 0 the left factor :math:`L`, dim 1 the
+        right factor :math:`R`) and 1 for the vector blocks of ``one_dim="shampoo"``; that side is
+        preconditioned by :math:`F^{-e}` instead of the default :math:`F^{-1/4}` (matrices) or
+        :math:`F^{-1/2}` (vectors). ``1/e`` must be a positive integer the solver supports (``NewtonDB``: 2 or
+        4), or ``e = 0`` for no factor on that side (e.g. ``{2: {1: 0}}`` preconditions rows only, and
+        ``{2: {0: 0.5, 1: 0}}`` is one-sided Shampoo :math:`L^{-1/2}G`). Static.
 
     Returns:
       An ``optax.GradientTransformation`` whose state is a :class:`DashState`.
@@ -395,8 +448,10 @@ def scale_by_dash(
                     mesh_axis, max_precondition_dim, merge_small_dims)
     sdt_setting = _statistics_dtype(statistics_dtype, factor_decay, "scale_by_dash")
     solver = as_inverse_root(inverse_root, "inverse_root")
+    plan_roots = _override_roots(inverse_exponent_override, solver)
     num_shards = 1 if mesh is None else int(mesh.shape[mesh_axis])
     use_momentum = not (_is_number(momentum) and momentum == 0.0)
+    graft_moment = grafting == "adam_normalized"
 
     def _constrain(x: Array) -> Array:
         if mesh is None:
@@ -426,7 +481,8 @@ def scale_by_dash(
     def init_fn(params):
         leaves, _ = jax.tree.flatten(params)
         _check_leaf_dtypes("scale_by_dash", leaves, "params")
-        plan = _plan_for(leaves, block_size, one_dim, num_shards, max_precondition_dim, merge_small_dims)
+        plan = _plan_for(leaves, block_size, one_dim, num_shards, max_precondition_dim, merge_small_dims,
+                         plan_roots)
         if explicit_block:
             _warn_large_cpu_blocks(plan, "scale_by_dash", block_size)
         fdt = _factor_dtype(leaves)
@@ -441,7 +497,8 @@ def scale_by_dash(
             roots = tuple(jax.device_put(np.tile(np.eye(z, dtype=fdt), (npad, 1, 1)))
                           for z, _, _, npad in plan.stacks)
             zero = jax.device_put(np.zeros((), np.int32))
-            return DashState(zero, mu, nu, mom, factors, roots, jax.device_put(np.zeros((), np.int32)))
+            gmu = jax.tree.map(_host_zeros_like, params) if graft_moment else ()
+            return DashState(zero, mu, nu, mom, factors, roots, jax.device_put(np.zeros((), np.int32)), gmu)
         mu = jax.tree.map(jnp.zeros_like, params)
         nu = jax.tree.map(jnp.zeros_like, params)
         mom = jax.tree.map(jnp.zeros_like, params) if use_momentum else ()
@@ -449,13 +506,15 @@ def scale_by_dash(
         roots = tuple(
             _constrain(jnp.broadcast_to(jnp.eye(z, dtype=fdt), (npad, z, z))) for z, _, _, npad in plan.stacks
         )
-        return DashState(jnp.zeros([], jnp.int32), mu, nu, mom, factors, roots, jnp.zeros([], jnp.int32))
+        gmu = jax.tree.map(jnp.zeros_like, params) if graft_moment else ()
+        return DashState(jnp.zeros([], jnp.int32), mu, nu, mom, factors, roots, jnp.zeros([], jnp.int32), gmu)
 
     def update_fn(updates, state, params=None):
         del params
         leaves, treedef = jax.tree.flatten(updates)
         _check_leaf_dtypes("scale_by_dash", leaves, "updates")
-        plan = _plan_for(leaves, block_size, one_dim, num_shards, max_precondition_dim, merge_small_dims)
+        plan = _plan_for(leaves, block_size, one_dim, num_shards, max_precondition_dim, merge_small_dims,
+                         plan_roots)
         fdt = _factor_dtype(leaves)
         if nonfinite == "raise":
             bad = ~_all_finite(leaves)
@@ -465,10 +524,12 @@ def scale_by_dash(
         t = count  # 1-based step of this update
         t0 = start_preconditioning_step
 
-        mu, nu, graft_leaves, adam_leaves = moments_and_graft(
+        gmu_in = treedef.flatten_up_to(state.graft_mu) if graft_moment else None
+        mu, nu, graft_leaves, adam_leaves, gmu = moments_and_graft(
             leaves, treedef.flatten_up_to(state.mu), treedef.flatten_up_to(state.nu), t, b1, b2, eps, grafting,
-            fdt, [lp.kind != ADAM for lp in plan.leaves])
+            fdt, [lp.kind != ADAM for lp in plan.leaves], gmu_in)
         mu, nu = jax.tree.unflatten(treedef, mu), jax.tree.unflatten(treedef, nu)
+        gmu = jax.tree.unflatten(treedef, [m.astype(g.dtype) for m, g in zip(gmu, leaves)]) if graft_moment else ()
         factors = _update_factors(plan, leaves, state.factors, factor_decay, fdt, _constrain)
 
         # Inverse roots, refreshed only on refresh steps (one batched solve per stack).
@@ -492,7 +553,7 @@ def scale_by_dash(
         out = jax.tree.map(lambda o, g: o.astype(g.dtype), out, updates)
         mu = jax.tree.map(lambda m, g: m.astype(g.dtype), mu, state.mu)
         nu = jax.tree.map(lambda m, g: m.astype(g.dtype), nu, state.nu)
-        new_state = DashState(count, mu, nu, mom, factors, tuple(roots), state.root_failures + n_failed)
+        new_state = DashState(count, mu, nu, mom, factors, tuple(roots), state.root_failures + n_failed, gmu)
         if nonfinite != "ignore":
             # A finite gradient can still overflow the statistics (G G^T, G^2 past the float max for entries
             # past ~1e19 in float32); such a step is treated as a non-finite gradient, so the state stays finite.
@@ -536,6 +597,7 @@ def dash(
     nonfinite: str = "skip",
     mesh: jax.sharding.Mesh | None = None,
     mesh_axis: str | None = None,
+    inverse_exponent_override: dict | None = None,
 ) -> optax.GradientTransformation:
     r"""DASH optimizer: :func:`scale_by_dash`, decoupled weight decay, then the learning rate.
 
@@ -577,6 +639,7 @@ def dash(
       nonfinite: as in :func:`scale_by_dash`.
       mesh: as in :func:`scale_by_dash`.
       mesh_axis: as in :func:`scale_by_dash`.
+      inverse_exponent_override: as in :func:`scale_by_dash`.
 
     Returns:
       An ``optax.GradientTransformation``.
@@ -620,6 +683,7 @@ def dash(
             root_epsilon=root_epsilon, root_chunk_size=root_chunk_size, one_dim=one_dim, nonfinite=nonfinite,
             max_precondition_dim=max_precondition_dim, merge_small_dims=merge_small_dims,
             statistics_dtype=statistics_dtype, mesh=mesh, mesh_axis=mesh_axis,
+            inverse_exponent_override=inverse_exponent_override,
         ),
         optax.add_decayed_weights(weight_decay, weight_decay_mask),
         optax.scale_by_learning_rate(learning_rate),
