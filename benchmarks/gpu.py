@@ -39,7 +39,6 @@ import optax
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import RESULTS_DIR, environment, time_fn  # noqa: E402
 from dash_step import transformer_params  # noqa: E402
-
 from icmlx.optim import NewtonDB, scale_by_dash, scale_by_soap  # noqa: E402
 
 FULL = dict(d=1024, layers=2, vocab=8192, block=1024, repeats=5, freqs=(1, 10), ds_precisions=("HIGHEST", "DEFAULT"),
