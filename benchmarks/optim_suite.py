@@ -22,8 +22,9 @@ Optimizers, each at the learning rate of one shared grid that gives it the lowes
   (``preconditioning_compute_steps=10``), ``graft_type=RMSPROP_NORMALIZED``, ``start_preconditioning_step=1``,
   its default ``matrix_epsilon=1e-6`` (relative);
 * ``optax.adam``;
-* with ``--variants``, DASH with one default changed at a time (``factor_decay=0.999``, ``b2=0.999``,
-  ``grafting="rmsprop_normalized"``, ``start_preconditioning_step=5``): the ablation of the defaults.
+* with ``--variants``, DASH with its grafting changed (``"rmsprop_normalized"``, ``"adam_normalized"``, and
+  ``"rmsprop_normalized"`` with Distributed Shampoo's ``factor_decay = b2 = 0.999``); with ``--ablation``, DASH
+  with one other default changed (``factor_decay=0.999``, ``b2=0.999``, ``start_preconditioning_step=5``).
 
 Each run is one compiled ``lax.scan`` (the learning rate and the problem data are arguments, so a shape compiles
 once per optimizer). Reported per problem and optimizer: the best learning rate, the mean final loss over seeds
@@ -33,7 +34,9 @@ starting loss (``null`` when a seed never reaches it), and the ratio of DASH's m
 Usage::
 
     python benchmarks/optim_suite.py --quick            # 2 seeds, 200 steps -> results/optim_suite.json
-    python benchmarks/optim_suite.py --full --variants  # 3 seeds, 400 steps, block 128 too, DASH ablation
+    python benchmarks/optim_suite.py --quick --variants                  # and DASH's other graftings
+    python benchmarks/optim_suite.py --quick --ablation --out benchmarks/results/optim_suite_ablation.json
+    python benchmarks/optim_suite.py --full --variants                   # 3 seeds, 400 steps, block 128 too
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from icmlx.optim import dash, soap  # noqa: E402
 
 DS = load_distributed_shampoo(required=False)
 #: peak learning rates; every run decays linearly from the peak to 0 over its steps
-LRS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
+LRS = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 3.0, 10.0)
 
 
 def _ds(lr, block):
@@ -65,7 +68,7 @@ def _ds(lr, block):
                                   generate_training_metrics=False)
 
 
-def optimizers(variants: bool) -> dict:
+def optimizers(variants: bool, ablation: bool = False) -> dict:
     out = {
         "icmlx DASH (defaults)": lambda lr, b: dash(lr, block_size=b),
         "icmlx SOAP": lambda lr, b: soap(lr, b, weight_decay=0.0),
@@ -75,9 +78,15 @@ def optimizers(variants: bool) -> dict:
     out["optax.adam"] = lambda lr, b: optax.adam(lr)
     if variants:
         out |= {
+            "DASH grafting=rmsprop_normalized": lambda lr, b: dash(lr, block_size=b, grafting="rmsprop_normalized"),
+            "DASH grafting=adam_normalized": lambda lr, b: dash(lr, block_size=b, grafting="adam_normalized"),
+            "DASH rmsprop_normalized, factor_decay=0.999, b2=0.999": lambda lr, b: dash(
+                lr, block_size=b, grafting="rmsprop_normalized", factor_decay=0.999, b2=0.999),
+        }
+    if ablation:
+        out |= {
             "DASH factor_decay=0.999": lambda lr, b: dash(lr, block_size=b, factor_decay=0.999),
             "DASH b2=0.999": lambda lr, b: dash(lr, block_size=b, b2=0.999),
-            "DASH grafting=rmsprop_normalized": lambda lr, b: dash(lr, block_size=b, grafting="rmsprop_normalized"),
             "DASH start_preconditioning_step=5": lambda lr, b: dash(lr, block_size=b, start_preconditioning_step=5),
         }
     return out
@@ -200,13 +209,14 @@ def main(argv=None) -> dict:
     size = ap.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="2 seeds, 200 steps (default)")
     size.add_argument("--full", action="store_true", help="3 seeds, 400 steps, block 128 too")
-    ap.add_argument("--variants", action="store_true", help="also DASH with one default changed at a time")
+    ap.add_argument("--variants", action="store_true", help="also DASH with other graftings")
+    ap.add_argument("--ablation", action="store_true", help="also DASH with factor_decay, b2 or the start changed")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "optim_suite.json")
     args = ap.parse_args(argv)
     seeds, steps = ((0, 1, 2), 400) if args.full else ((0, 1), 200)
     cases = [((64, 48), 32), ((96, 64), 64)] + ([((160, 100), 128)] if args.full else [])
     kappas = (10.0, 1e2, 1e3)
-    opts = optimizers(args.variants)
+    opts = optimizers(args.variants, args.ablation)
     t_start = time.perf_counter()
     rows = []
     with jax.numpy_dtype_promotion("standard"):  # optax and Distributed Shampoo mix int32 and float
