@@ -356,20 +356,20 @@ def scale_by_dash(
 
     Defaults, measured: ``benchmarks/optim_suite.py --quick --variants`` (``benchmarks/results/optim_suite.json``)
     runs every optimizer at its best peak learning rate of one grid (linear decay to 0, 200 steps, mean over 2
-    seeds) on matrix regressions :math:`\min \|AWB - C\|^2` (Hessian condition :math:`\kappa^2`,
-    :math:`\kappa \in \{10, 10^2, 10^3\}`, ragged shapes at blocks 32 and 64) and a 64-64-10 MLP on
-    scikit-learn's digits. With these defaults DASH ends below JAX Distributed Shampoo at its recommended settings
-    (:math:`\beta_2 = 0.999`, roots every 10 steps, RMSprop-normalized grafting) on all six regressions (0.05-0.87x
-    its final loss, the seeds' ranges apart) and loses on the MLP (885x its final training loss; test accuracy
+    seeds) on matrix regressions $\min_W \|AWB - C\|^2$ (Hessian condition $\kappa^2$,
+    $\kappa \in \{10, 10^2, 10^3\}$, ragged shapes at blocks 32 and 64) and a 64-64-10 MLP on scikit-learn's
+    digits. With these defaults DASH ends below JAX Distributed Shampoo at its recommended settings
+    ($\beta_2 = 0.999$, roots every 10 steps, RMSprop-normalized grafting) on all six regressions (0.05-0.87x its
+    final loss, the seeds' ranges apart) and above it on the MLP (885x its final training loss; test accuracy
     0.967 vs 0.980). The ablation (``--ablation``, ``benchmarks/results/optim_suite_ablation.json``):
-    ``factor_decay=0.999`` is mixed (17x lower on one :math:`\kappa = 10^2` regression, 1.2-1.3x higher at
-    :math:`\kappa = 10^3`), ``b2=0.999`` is 2-3x better at :math:`\kappa = 10` and 2-50x worse at
-    :math:`\kappa \ge 10^2`, ``start_preconditioning_step=5`` stays within about the seeds' spread, and none of
-    them moves the MLP (2.1e-3 to 5.7e-3), so they stay as they are; the grafting decides. ``grafting="adam_normalized"`` wins the MLP (2.6e-7 vs 2.7e-6)
-    and the :math:`\kappa \ge 10^2` regressions but ends 8x above Distributed Shampoo at :math:`\kappa = 10`
-    (1.3e-8 vs 1.6e-9, both near float32 rounding of the initial loss 0.5); ``"rmsprop_normalized"`` is best at
-    :math:`\kappa = 10^3` and worst at :math:`\kappa = 10`. No grafting wins every problem of the suite, so the
-    default stays ``"adam"``; try ``"adam_normalized"`` on networks trained full-batch.
+    ``factor_decay=0.999`` is mixed (17x lower on one $\kappa = 10^2$ regression, 1.2-1.3x higher at
+    $\kappa = 10^3$), ``b2=0.999`` is 2-3x better at $\kappa = 10$ and 2-50x worse at $\kappa \ge 10^2$,
+    ``start_preconditioning_step=5`` stays within about the seeds' spread, and none of them moves the MLP
+    (2.1e-3 to 5.7e-3), so they stay as they are: the grafting decides. ``grafting="adam_normalized"`` wins the
+    MLP (2.6e-7 vs 2.7e-6) and the $\kappa \ge 10^2$ regressions against Distributed Shampoo but ends 8x above
+    it at $\kappa = 10$ (1.3e-8 vs 1.6e-9); ``"rmsprop_normalized"`` is the best at $\kappa = 10^3$ and the
+    worst at $\kappa = 10$. No grafting wins every problem of the suite, so the default stays ``"adam"``; try
+    ``"adam_normalized"`` on networks trained full-batch.
 
     Failed refreshes: when a block's refreshed inverse root has a non-finite entry (e.g. its statistic
     overflowed, or came from non-finite gradients under ``nonfinite="ignore"``) or its solver reports
