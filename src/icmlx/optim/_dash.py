@@ -1,7 +1,5 @@
 """DASH: batched block Shampoo with fast inverse roots, as optax transformations."""
 
-import functools
-import inspect
 from typing import Any, Literal, NamedTuple
 
 import equinox as eqx
@@ -17,13 +15,15 @@ from ._dash_settings import (
     _check_nonnegative,
     _check_numeric,
     _check_settings,
-    _check_static,
     _concrete,
     _is_number,
+    _override_roots,
     _statistics_dtype,
+    static_args_checked,
 )
 from ._grafting import moments_and_graft
 from ._inverse_root import _inverse_root_impl
+from ._leaf_utils import _all_finite, _check_leaf_dtypes, _factor_dtype, _host_zeros_like, _on_host_ok
 from ._root_methods import DEFAULT_INVERSE_ROOT, AbstractInverseRoot, as_inverse_root
 from ._warn import warn_user
 
@@ -94,106 +94,15 @@ def _warn_large_cpu_blocks(plan: BlockPlan, fn_name: str, block_size: int) -> No
     )
 
 
-def _check_static_args(fn):
-    """Check that the structural arguments (:data:`DASH_STATIC_ARGS`) are Python values before the call.
-
-    This runs before ``fn``'s annotations are checked, so that ``optax.inject_hyperparams`` without
-    ``static_args`` gets the message that says what to do.
-    """
-    params = list(inspect.signature(fn).parameters)
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any):
-        given = {**dict(zip(params, args)), **kwargs}
-        _check_static(fn.__name__, **{k: given[k] for k in DASH_STATIC_ARGS if k in given})
-        return fn(*args, **kwargs)
-
-    return wrapper
+_check_static_args = static_args_checked(DASH_STATIC_ARGS, "DASH_STATIC_ARGS")
 
 
 # ----------------------------------------------------------------------------------------------- update steps
 
 
-def _factor_dtype(leaves: list[Array]):
-    if any(jnp.dtype(x.dtype) == jnp.float64 for x in leaves):
-        return jnp.float64
-    return jnp.float32
-
-
-def _check_leaf_dtypes(fn_name: str, leaves, what: str) -> None:
-    for x in leaves:
-        dt = jnp.result_type(x)
-        if not jnp.issubdtype(dt, jnp.floating):
-            raise TypeError(
-                f"{fn_name}: every leaf of {what} must have a real floating dtype (float32, float64, bfloat16, "
-                f"float16), got dtype={dt} for a leaf of shape {jnp.shape(x)}"
-            )
-
-
 def _plan_for(leaves, block_size, one_dim, num_shards, max_dim, merge, roots=(4, 4, 2)) -> BlockPlan:
     shapes = tuple(tuple(int(d) for d in x.shape) for x in leaves)
     return make_block_plan(shapes, block_size, one_dim, num_shards, max_dim, merge, roots)
-
-
-def _override_roots(override, solver: AbstractInverseRoot) -> tuple[int, int, int]:
-    """``inverse_exponent_override`` -> the roots ``p`` (matrix left, matrix right, vector); 0 skips a side.
-
-    Keys are the order of the block's view (2: matrix blocks, dims 0 = rows/left and 1 = columns/right; 1: the
-    vector blocks of ``one_dim="shampoo"``, dim 0), values an exponent for every dim of that order or a
-    ``{dim: exponent}`` dict; the exponent ``e`` preconditions that side by ``F^{-e}``, so ``1/e`` must be a
-    positive integer, or ``e = 0`` for no preconditioner on that side.
-    """
-    roots = {2: [4, 4], 1: [2]}
-    if override is None:
-        return 4, 4, 2
-    if not isinstance(override, dict):
-        raise TypeError(f"inverse_exponent_override must be a dict {{order: exponent or {{dim: exponent}}}}, got "
-                        f"inverse_exponent_override={override!r}")
-    for order, spec in override.items():
-        if order not in roots:
-            raise ValueError(f"inverse_exponent_override: keys are the order of a block's view, 1 (vectors) or 2 "
-                             f"(matrices), got order={order!r}")
-        per_dim = spec if isinstance(spec, dict) else dict.fromkeys(range(order), spec)
-        for dim, e in per_dim.items():
-            if dim not in range(order):
-                raise ValueError(f"inverse_exponent_override[{order}]: dims of an order-{order} block are "
-                                 f"{tuple(range(order))}, got dim={dim!r}")
-            if not _is_number(e) or not np.isfinite(e) or e < 0:
-                raise ValueError(f"inverse_exponent_override[{order}][{dim}] must be a finite exponent >= 0, got {e!r}")
-            p = 0 if e == 0 else int(round(1.0 / e))
-            if e != 0 and (p < 1 or abs(p * e - 1.0) > 1e-9):
-                raise ValueError(f"inverse_exponent_override[{order}][{dim}]: 1/exponent must be a positive integer "
-                                 f"(the inverse root p), got exponent {e!r}")
-            allowed = type(solver).supported_roots
-            if p and allowed is not None and p not in allowed:
-                raise ValueError(f"inverse_exponent_override[{order}][{dim}] = {e!r} needs the root p = {p}, which "
-                                 f"{type(solver).__name__} does not support (p in {allowed}); use CoupledNewton() or "
-                                 "Eigh()")
-            roots[order][dim] = p
-    return roots[2][0], roots[2][1], roots[1][0]
-
-
-def _on_host_ok(x) -> bool:
-    """Whether ``jnp.zeros_like(x)`` can be built on the host: a concrete, strongly typed, addressable array."""
-    return (isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer) and not x.weak_type
-            and x.is_fully_addressable)
-
-
-def _host_zeros_like(x: Array) -> Array:
-    """``jnp.zeros_like(x)`` made in NumPy and transferred: no compiled program.
-
-    Same dtype, sharding and commitment as ``jnp.zeros_like`` (an uncommitted input gives an uncommitted
-    array, so the first update's arguments carry the same placement as every later one's).
-    """
-    z = np.zeros(x.shape, x.dtype)
-    return jax.device_put(z, x.sharding) if x.committed else jax.device_put(z)
-
-
-def _all_finite(leaves) -> Array:
-    finite = jnp.ones([], bool)
-    for g in leaves:
-        finite = finite & jnp.all(jnp.isfinite(g))
-    return finite
 
 
 def _update_factors(plan: BlockPlan, leaves, factors, factor_decay, fdt, constrain) -> tuple[Array, ...]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 
 import jax
@@ -130,3 +132,62 @@ def _statistics_dtype(statistics_dtype, factor_decay, fn_name: str):
             "once one step adds less than ~1/256 of it.\nUse factor_decay < 1 (an EMA) or statistics_dtype=None."
         )
     return jnp.dtype(dt)
+
+
+def static_args_checked(names: tuple[str, ...], static_name: str):
+    """A decorator checking that the structural arguments ``names`` are Python values before the call.
+
+    It runs before the function's annotations are checked, so that ``optax.inject_hyperparams`` without
+    ``static_args`` gets the message that says what to do (``static_args=<static_name>``).
+    """
+
+    def decorate(fn):
+        params = list(inspect.signature(fn).parameters)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            given = {**dict(zip(params, args)), **kwargs}
+            _check_static(fn.__name__, static_name, **{k: given[k] for k in names if k in given})
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def _override_roots(override, solver) -> tuple[int, int, int]:
+    """``inverse_exponent_override`` -> the roots ``p`` (matrix left, matrix right, vector); 0 skips a side.
+
+    Keys are the order of the block's view (2: matrix blocks, dims 0 = rows/left and 1 = columns/right; 1: the
+    vector blocks of ``one_dim="shampoo"``, dim 0), values an exponent for every dim of that order or a
+    ``{dim: exponent}`` dict; the exponent ``e`` preconditions that side by ``F^{-e}``, so ``1/e`` must be a
+    positive integer, or ``e = 0`` for no preconditioner on that side.
+    """
+    roots = {2: [4, 4], 1: [2]}
+    if override is None:
+        return 4, 4, 2
+    if not isinstance(override, dict):
+        raise TypeError(f"inverse_exponent_override must be a dict {{order: exponent or {{dim: exponent}}}}, got "
+                        f"inverse_exponent_override={override!r}")
+    for order, spec in override.items():
+        if order not in roots:
+            raise ValueError(f"inverse_exponent_override: keys are the order of a block's view, 1 (vectors) or 2 "
+                             f"(matrices), got order={order!r}")
+        per_dim = spec if isinstance(spec, dict) else dict.fromkeys(range(order), spec)
+        for dim, e in per_dim.items():
+            if dim not in range(order):
+                raise ValueError(f"inverse_exponent_override[{order}]: dims of an order-{order} block are "
+                                 f"{tuple(range(order))}, got dim={dim!r}")
+            if not _is_number(e) or not np.isfinite(e) or e < 0:
+                raise ValueError(f"inverse_exponent_override[{order}][{dim}] must be a finite exponent >= 0, got {e!r}")
+            p = 0 if e == 0 else int(round(1.0 / e))
+            if e != 0 and (p < 1 or abs(p * e - 1.0) > 1e-9):
+                raise ValueError(f"inverse_exponent_override[{order}][{dim}]: 1/exponent must be a positive integer "
+                                 f"(the inverse root p), got exponent {e!r}")
+            allowed = type(solver).supported_roots
+            if p and allowed is not None and p not in allowed:
+                raise ValueError(f"inverse_exponent_override[{order}][{dim}] = {e!r} needs the root p = {p}, which "
+                                 f"{type(solver).__name__} does not support (p in {allowed}); use CoupledNewton() or "
+                                 "Eigh()")
+            roots[order][dim] = p
+    return roots[2][0], roots[2][1], roots[1][0]

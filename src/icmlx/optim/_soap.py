@@ -1,7 +1,5 @@
 """SOAP: Adam in the eigenbasis of Shampoo's Kronecker factors, on DASH's stacked block layout."""
 
-import functools
-import inspect
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -13,17 +11,9 @@ from jax import lax
 from jaxtyping import Array, Int
 
 from ._blocking import VECTOR, BlockPlan, blockify, unblockify
-from ._dash import (
-    _all_finite,
-    _check_leaf_dtypes,
-    _default_block_size,
-    _factor_dtype,
-    _host_zeros_like,
-    _on_host_ok,
-    _plan_for,
-    _update_factors,
-)
-from ._dash_settings import _check_nonnegative, _check_numeric, _check_settings, _check_static, _concrete
+from ._dash import _default_block_size, _plan_for, _update_factors
+from ._dash_settings import _check_nonnegative, _check_numeric, _check_settings, _concrete, static_args_checked
+from ._leaf_utils import _all_finite, _check_leaf_dtypes, _factor_dtype, _host_zeros_like, _on_host_ok
 
 __all__ = ["SoapState", "scale_by_soap", "soap", "SOAP_STATIC_ARGS"]
 
@@ -58,16 +48,7 @@ class SoapState(NamedTuple):
     basis_failures: Int[Array, ""]
 
 
-def _check_static_args(fn):
-    params = list(inspect.signature(fn).parameters)
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any):
-        given = {**dict(zip(params, args)), **kwargs}
-        _check_static(fn.__name__, "SOAP_STATIC_ARGS", **{k: given[k] for k in SOAP_STATIC_ARGS if k in given})
-        return fn(*args, **kwargs)
-
-    return wrapper
+_check_static_args = static_args_checked(SOAP_STATIC_ARGS, "SOAP_STATIC_ARGS")
 
 
 def _eigh_basis(f: Array) -> Array:
