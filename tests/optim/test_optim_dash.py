@@ -15,14 +15,11 @@ from icmlx.optim import (
     CoupledNewton,
     DashState,
     Eigh,
-    FrobeniusScaling,
     NewtonDB,
-    _dash,
     dash,
     scale_by_dash,
 )
 from icmlx.optim._blocking import blockify, make_block_plan, unblockify
-from icmlx.optim._root_methods import pop_legacy_settings
 
 DT = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
 
@@ -60,7 +57,7 @@ def _view(shape, B=None):
 
 
 def reference_dash(grads_seq, *, B, b1=0.9, b2=0.95, beta=0.95, eps=1e-8, freq=10, t0=1, mu=0.0,
-                   nesterov=True, one_dim="adam", grafting="adam", merge=True):
+                   nesterov=True, one_dim="adam", grafting="adam", merge=True, exponents=(0.25, 0.25, 0.5)):
     """Return the list of update dicts (direction before learning rate) for a sequence of grad dicts."""
     st = {}
     outs = []
@@ -69,7 +66,8 @@ def reference_dash(grads_seq, *, B, b1=0.9, b2=0.95, beta=0.95, eps=1e-8, freq=1
         for name, g in grads.items():
             g = np.asarray(g, np.float64)
             s = st.setdefault(name, {"m": np.zeros_like(g), "v": np.zeros_like(g), "M": np.zeros_like(g),
-                                     "vg": np.zeros_like(g), "L": {}, "R": {}, "Lb": {}, "Rb": {}})
+                                     "vg": np.zeros_like(g), "mg": np.zeros_like(g), "L": {}, "R": {}, "Lb": {},
+                                     "Rb": {}})
             s["m"] = b1 * s["m"] + (1 - b1) * g
             s["v"] = b2 * s["v"] + (1 - b2) * g * g
             adam = (s["m"] / (1 - b1**t)) / (np.sqrt(s["v"] / (1 - b2**t)) + eps)
@@ -81,6 +79,10 @@ def reference_dash(grads_seq, *, B, b1=0.9, b2=0.95, beta=0.95, eps=1e-8, freq=1
             elif grafting.startswith("rmsprop"):
                 s["vg"] = b2 * s["vg"] + (1 - b2) * sg * sg
                 graft = sg / (np.sqrt(s["vg"] / (1 - b2**t)) + eps)
+            elif grafting == "adam_normalized":
+                s["mg"] = b1 * s["mg"] + (1 - b1) * sg
+                s["vg"] = b2 * s["vg"] + (1 - b2) * sg * sg
+                graft = (s["mg"] / (1 - b1**t)) / (np.sqrt(s["vg"] / (1 - b2**t)) + eps)
             else:
                 graft = adam
             view = _view(g.shape, B if merge else None)
@@ -101,9 +103,11 @@ def reference_dash(grads_seq, *, B, b1=0.9, b2=0.95, beta=0.95, eps=1e-8, freq=1
                             R = s["R"].get(key, np.zeros((G.shape[1],) * 2))
                             s["R"][key] = beta * R + (1 - beta) * G.T @ G
                         if refresh:
-                            s["Lb"][key] = _np_root(s["L"][key], 2 if vec else 4)
+                            el, er = (exponents[2], 0.0) if vec else exponents[:2]
+                            eye_l, eye_r = np.eye(G.shape[0]), np.eye(G.shape[1])
+                            s["Lb"][key] = _np_root(s["L"][key], 1 / el) if el else eye_l
                             if not vec:
-                                s["Rb"][key] = _np_root(s["R"][key], 4)
+                                s["Rb"][key] = _np_root(s["R"][key], 1 / er) if er else eye_r
                         if t >= t0:
                             U = s["Lb"][key] @ mt2[sl]
                             if not vec:
@@ -311,7 +315,7 @@ def test_grafting_choices():
                                        np.linalg.norm(g[i : i + 8, j : j + 8]), rtol=1e-5)
 
 
-@pytest.mark.parametrize("grafting", ["rmsprop_normalized", "adagrad_normalized"])
+@pytest.mark.parametrize("grafting", ["rmsprop_normalized", "adagrad_normalized", "adam_normalized"])
 def test_normalized_grafting_matches_numpy(grafting):
     # gradient scales 1e-2 ... 1e2 across steps, so the per-leaf normalization changes the grafting norms
     shapes = {"w": (16, 12), "b": (12,)}
@@ -325,6 +329,35 @@ def test_normalized_grafting_matches_numpy(grafting):
     assert _max_rel(outs, refs) <= tol  # "b" (Adam-routed) keeps the raw-gradient Adam update
     plain = reference_dash(grads, B=8, freq=2, t0=2, grafting=grafting.removesuffix("_normalized"))
     assert _max_rel(outs, plain, keys=["w"]) > 0.1  # the normalization is not a no-op here
+
+
+@pytest.mark.parametrize("override, exponents, solver", [
+    ({2: {1: 0}}, (0.25, 0.0, 0.5), "eigh"),  # rows only
+    ({2: {0: 0.5, 1: 0}}, (0.5, 0.0, 0.5), "newton_db"),  # one-sided Shampoo L^{-1/2} G
+    ({2: 0.5, 1: 1.0}, (0.5, 0.5, 1.0), "eigh"),  # p = 2 on both sides, p = 1 for vectors
+    ({2: {0: 1 / 3}}, (1 / 3, 0.25, 0.5), "coupled_newton"),
+])
+def test_inverse_exponent_override_matches_numpy(ref_setup, override, exponents, solver):
+    # B = 4 and t0 = 5: every factor (4 x 4 matrix sides, and the vectors' 4 x 4 left factors after 5 rank-one
+    # steps) is full rank when it is first inverted, so the roots are well determined in float32
+    grads, params = ref_setup
+    tx = scale_by_dash(4, inverse_root=solver, precondition_frequency=2, start_preconditioning_step=5,
+                       one_dim="shampoo", inverse_exponent_override=override)
+    outs, _ = _run(tx, grads, params)
+    refs = reference_dash(grads, B=4, freq=2, t0=5, one_dim="shampoo", exponents=exponents)
+    tol = 1e-8 if DT == jnp.float64 and solver == "eigh" else 2e-3
+    assert _max_rel(outs, refs) <= tol
+    default = reference_dash(grads, B=4, freq=2, t0=5, one_dim="shampoo")
+    assert _max_rel(outs, default, keys=["w"]) > 1e-2  # the override changes the update
+
+
+def test_inverse_exponent_override_errors():
+    for bad, match in (({3: 0.5}, "order"), ({2: {2: 0.5}}, "dim"), ({2: 0.3}, "positive integer"),
+                       ({2: -0.25}, ">= 0"), ({2: {0: 1 / 3}}, "NewtonDB")):
+        with pytest.raises(ValueError, match=match):
+            scale_by_dash(8, inverse_exponent_override=bad)
+    with pytest.raises(TypeError, match="inverse_exponent_override"):
+        scale_by_dash(8, inverse_exponent_override=0.5)
 
 
 def test_merged_view_shapes_follow_the_documented_rule():
@@ -651,35 +684,25 @@ def test_dash_beats_adam_on_ill_conditioned_regression():
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_deprecated_root_flags_warn_and_match():
-    params = {"w": jnp.ones((8, 8), DT)}
-    g = {"w": 0.1 * jnp.arange(64, dtype=DT).reshape(8, 8) ** 0.5}
-    cases = [
-        (dict(inverse_root="newton_db", newton_steps=14), NewtonDB(num_steps=14), "newton_steps"),
-        (dict(inverse_root="chebyshev", chebyshev_degree=30, scaling="frobenius"),
-         Chebyshev(degree=30, scaling=FrobeniusScaling()), "chebyshev_degree"),
-        (dict(root_relative_epsilon=1e-4), NewtonDB(relative_epsilon=1e-4), "root_relative_epsilon"),
-    ]
-    for k, (old_kw, solver, name) in enumerate(cases):
-        # Every flag maps onto an equal solver object (so the transformation is the same program) ...
-        kwargs = dict(old_kw)
-        with pytest.warns(DeprecationWarning, match=name):
-            pop_legacy_settings(kwargs, _dash._LEGACY_ROOT_SETTINGS, "scale_by_dash", "inverse_root", "")
-        assert kwargs == {"inverse_root": solver}
-        with pytest.warns(DeprecationWarning, match=name):
-            old = scale_by_dash(4, precondition_frequency=1, **old_kw)
-        if k:
-            continue
-        # ... and, for one of them, the updates are bit-identical through the public path.
-        new = scale_by_dash(4, precondition_frequency=1, inverse_root=solver)
-        un, _ = jax.jit(new.update)(g, new.init(params), params)
-        uo, _ = jax.jit(old.update)(g, old.init(params), params)
-        np.testing.assert_array_equal(np.asarray(uo["w"]), np.asarray(un["w"]))
-    with pytest.warns(DeprecationWarning, match="newton_steps"):
-        opt = dash(1e-2, block_size=4, newton_steps=12)
-    ref = dash(1e-2, block_size=4, inverse_root=NewtonDB(num_steps=12))
-    np.testing.assert_array_equal(np.asarray(jax.jit(opt.update)(g, opt.init(params), params)[0]["w"]),
-                                  np.asarray(jax.jit(ref.update)(g, ref.init(params), params)[0]["w"]))
+def test_removed_root_flags_are_errors():
+    # the flag-style solver settings of the first release are gone: the solver object carries them
+    for kw in (dict(newton_steps=14), dict(chebyshev_degree=30), dict(root_relative_epsilon=1e-4),
+               dict(scaling="frobenius"), dict(matmul_dtype=jnp.bfloat16)):
+        with pytest.raises(TypeError, match=next(iter(kw))):
+            scale_by_dash(4, **kw)
+        with pytest.raises(TypeError, match=next(iter(kw))):
+            dash(1e-2, block_size=4, **kw)
+
+
+def test_string_hyperparameters_are_type_errors():
+    for kw, name in ((dict(learning_rate="1e-3"), "learning_rate"), (dict(learning_rate=1e-3, b1="0.9"), "b1"),
+                     (dict(learning_rate=1e-3, factor_decay="0.9"), "factor_decay"),
+                     (dict(learning_rate=1e-3, weight_decay="0"), "weight_decay"),
+                     (dict(learning_rate=1e-3, eps=None), "eps")):
+        with pytest.raises(TypeError, match=name):
+            dash(**kw)
+    with pytest.raises(TypeError, match="b2"):
+        scale_by_dash(4, b2="0.95")
 
 
 def test_solver_object_under_inject_hyperparams():

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import icmlx
 from icmlx.optim import (
     RESULTS,
+    AbstractInverseRoot,
     Chebyshev,
     CoupledNewton,
     Eigh,
@@ -411,38 +412,40 @@ def test_string_shorthand_is_the_default_object(wellcond):
         np.testing.assert_array_equal(x_str, x_obj)
 
 
-def test_deprecated_flag_arguments_warn_and_match(wellcond):
-    _, a = wellcond
-    new = matrix_inverse_root(a, 4, method=NewtonDB(num_steps=12, scaling=FrobeniusScaling()))
-    with pytest.warns(DeprecationWarning, match="num_iters"):
-        old = matrix_inverse_root(a, 4, method="newton_db", num_iters=12, scaling="frobenius")
-    np.testing.assert_array_equal(np.asarray(old.value), np.asarray(new.value))
-    # return_info=True: the previous (X, info) pair; the info has the old attribute names
-    with pytest.warns(DeprecationWarning, match="return_info"), pytest.warns(DeprecationWarning, match="max_iters"):
-        x, info = matrix_inverse_root(a, 4, method="coupled_newton", max_iters=2, return_info=True, throw=False)
-    ref = matrix_inverse_root(a, 4, method=CoupledNewton(max_steps=2), throw=False)
-    np.testing.assert_array_equal(np.asarray(x), np.asarray(ref.value))
-    assert info.result == RESULTS.max_steps_reached and int(info.num_steps) == 2
-    np.testing.assert_array_equal(np.asarray(info.residual), np.asarray(ref.residual))
-    # return_info=False: the bare root
-    with pytest.warns(DeprecationWarning, match="return_info"), pytest.warns(DeprecationWarning, match="eigh_heur"):
-        bare = matrix_inverse_root(a, 2, method="eigh", eigh_heuristic="abs", return_info=False)
-    np.testing.assert_array_equal(np.asarray(bare), np.asarray(matrix_inverse_root(a, 2, method=Eigh("abs")).value))
-    # the flag-style settings only go with a method name
-    with pytest.raises(TypeError, match="solver object"), pytest.warns(DeprecationWarning):
-        matrix_inverse_root(a, 4, method=NewtonDB(), num_iters=3)
-
-
-def test_deprecated_names_and_power_iteration_kwarg():
+def test_removed_flag_arguments_and_names(wellcond):
     import icmlx.optim as optim
 
-    with pytest.warns(DeprecationWarning, match="InverseRootInfo"):
-        assert optim.InverseRootInfo is InverseRootSolution
-    assert "InverseRootInfo" not in optim.__all__
-    a = jnp.asarray(np.stack([spd(16, 1e2, seed=s)[2] for s in range(2)]), DT)
-    with pytest.warns(DeprecationWarning, match="num_iters"):
-        old = power_iteration(a, num_iters=5)
-    np.testing.assert_array_equal(np.asarray(old), np.asarray(power_iteration(a, num_steps=5)))
+    _, a = wellcond
+    for kw in (dict(num_iters=12), dict(max_iters=2), dict(return_info=True), dict(eigh_heuristic="abs"),
+               dict(scaling="frobenius")):
+        with pytest.raises(TypeError, match=next(iter(kw))):
+            matrix_inverse_root(a, 4, method="newton_db", **kw)
+    with pytest.raises(AttributeError, match="InverseRootInfo"):
+        optim.InverseRootInfo  # noqa: B018
+    with pytest.raises(TypeError, match="num_iters"):
+        power_iteration(a, num_iters=5)
+
+
+class _EighToy(AbstractInverseRoot):
+    """A toy solver outside the library: X = (A + eps I)^{-1/p} by eigh, reporting 3 steps."""
+
+    def solve(self, a, p, epsilon):
+        w, q = jnp.linalg.eigh(a)
+        x = (q * (w + epsilon)[..., None, :] ** (-1.0 / p)) @ jnp.swapaxes(q, -1, -2)
+        ridge = jnp.full(a.shape[:1], epsilon, a.dtype)
+        return x, ridge, jnp.full([], 3, jnp.int32), jnp.zeros(a.shape[:1], jnp.int32)
+
+
+def test_solver_objects_carry_their_iteration(wellcond):
+    # matrix_inverse_root calls the object's solve(): a user-defined solver works without any registration
+    _, a = wellcond
+    sol = matrix_inverse_root(a, 4, method=_EighToy(), epsilon=1e-3)
+    w, q = np.linalg.eigh(np.asarray(a, np.float64))
+    ref = (q * (w + 1e-3)[..., None, :] ** -0.25) @ np.swapaxes(q, -1, -2)
+    np.testing.assert_allclose(np.asarray(sol.value), ref, rtol=2e-4, atol=2e-5)
+    assert int(sol.num_steps) == 3 and sol.result == RESULTS.successful
+    for m in (NewtonDB(), CoupledNewton(), Chebyshev(), Eigh()):
+        assert type(m).solve is not AbstractInverseRoot.solve
 
 
 def test_coupled_newton_diverged_raises_by_default():

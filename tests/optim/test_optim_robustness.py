@@ -93,25 +93,18 @@ def test_sweep_compiles_once():
     assert _robustness._sweep._cached._cache_size() == n
 
 
-def test_deprecated_names_warn_and_match():
-    """n_replicates, n_boot and the old (result, key) order of fit_slopes still work for one release."""
+def test_removed_names_are_errors():
+    """n_replicates, n_boot and the (result, key) order of fit_slopes are gone."""
     table = schedule_table([constant(0.1), linear_decay(0.1, 32)], 32)
     rhos = jnp.array([1.0, 2.0, 4.0, 8.0])
     key = jax.random.key(3)
+    with pytest.raises(TypeError, match="n_replicates"):
+        misspecification_sweep(key, table, rhos, n_replicates=6)
     new = misspecification_sweep(key, table, rhos, num_replicates=6)
-    with pytest.warns(DeprecationWarning, match="n_replicates"):
-        old = misspecification_sweep(key, table, rhos, n_replicates=6)
-    np.testing.assert_array_equal(np.asarray(old.errors), np.asarray(new.errors))
-    fit = fit_slopes(jax.random.key(4), new, fit_range=(1.0, 8.0), num_resamples=12)
-    with pytest.warns(DeprecationWarning, match="n_boot"):
-        fit_kw = fit_slopes(jax.random.key(4), new, fit_range=(1.0, 8.0), n_boot=12)
-    with pytest.warns(DeprecationWarning, match="key comes first"):
-        fit_pos = fit_slopes(new, jax.random.key(4), fit_range=(1.0, 8.0), num_resamples=12)
-    with pytest.warns(DeprecationWarning, match="key comes first"):
-        fit_key_kw = fit_slopes(new, key=jax.random.key(4), fit_range=(1.0, 8.0), num_resamples=12)
-    for other in (fit_kw, fit_pos, fit_key_kw):
-        np.testing.assert_array_equal(np.asarray(other.boot), np.asarray(fit.boot))
-        np.testing.assert_array_equal(np.asarray(other.slope), np.asarray(fit.slope))
+    with pytest.raises(TypeError, match="n_boot"):
+        fit_slopes(jax.random.key(4), new, fit_range=(1.0, 8.0), n_boot=12)
+    with pytest.raises(TypeError, match="SweepResult"):
+        fit_slopes(new, jax.random.key(4), fit_range=(1.0, 8.0), num_resamples=12)
     with pytest.raises(ValueError, match="num_resamples"):
         fit_slopes(jax.random.key(4), new, fit_range=(1.0, 8.0), num_resamples=0)
 

@@ -350,17 +350,16 @@ def test_public_exports():
         assert name in optim.__all__
 
 
-def test_tail_degree_renamed_kwargs():
+def test_tail_degree_removed_kwargs():
     sched = cosine_decay(1.0, 1000)
-    with pytest.warns(DeprecationWarning, match="'num' is deprecated"):
-        old = tail_degree(sched, num=8)
-    assert old == tail_degree(sched, num_points=8)
+    with pytest.raises(TypeError, match="'num'"):
+        tail_degree(sched, num=8)
+    with pytest.raises(TypeError, match="zero_tol"):
+        tail_degree(sched, zero_tol=1e-3)
     floored = linear_decay(1.0, 100, end_value=1e-4)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert tail_degree(floored, rtol=1e-3) > 0.9  # 1e-4 of the peak counts as zero at rtol=1e-3
-    with pytest.warns(DeprecationWarning, match="'zero_tol' is deprecated"):
-        assert tail_degree(floored, zero_tol=1e-3) == tail_degree(floored, rtol=1e-3)
 
 
 def test_no_warning_for_annealed():

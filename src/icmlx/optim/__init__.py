@@ -10,7 +10,6 @@ arXiv:2602.02016) lives here as optax transformations, with its inverse-root sol
 
 from typing import TYPE_CHECKING
 
-from .._deprecation import deprecated_names as _deprecated_names
 from .._lazy import lazy_attributes as _lazy_attributes
 
 # DASH (_dash, _inverse_root, _root_methods) and annealed schedules (_schedules, _warmup_schedules, _tail,
@@ -45,6 +44,10 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._schedules import inverse_sqrt as inverse_sqrt
     from ._schedules import linear_decay as linear_decay
     from ._schedules import polynomial_decay as polynomial_decay
+    from ._soap import SOAP_STATIC_ARGS as SOAP_STATIC_ARGS
+    from ._soap import SoapState as SoapState
+    from ._soap import scale_by_soap as scale_by_soap
+    from ._soap import soap as soap
     from ._tail import robustness_exponent as robustness_exponent
     from ._tail import tail_degree as tail_degree
     from ._warmup_schedules import join as join
@@ -79,6 +82,10 @@ _LAZY = {
     "NewtonDB": "_root_methods",
     "PowerScaling": "_root_methods",
     "Schedule": "_schedules",
+    "SOAP_STATIC_ARGS": "_soap",
+    "SoapState": "_soap",
+    "scale_by_soap": "_soap",
+    "soap": "_soap",
     "constant": "_schedules",
     "cosine_decay": "_schedules",
     "inverse_sqrt": "_schedules",
@@ -118,6 +125,11 @@ __all__ = [
     "DashState",
     "dash",
     "scale_by_dash",
+    # SOAP
+    "SOAP_STATIC_ARGS",
+    "SoapState",
+    "soap",
+    "scale_by_soap",
     "matrix_inverse_root",
     "power_iteration",
     "InverseRootSolution",
@@ -132,13 +144,7 @@ __all__ = [
     "RESULTS",
 ]
 
-
-# Renamed public names, importable for one release with a DeprecationWarning.
-_renamed = _deprecated_names(
-    __name__, {"InverseRootInfo": ("InverseRootSolution", lambda: __getattr__("InverseRootSolution"))}
-)
-
-__getattr__ = _lazy_attributes(__name__, globals(), _LAZY, fallback=_renamed)
+__getattr__ = _lazy_attributes(__name__, globals(), _LAZY)
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))

@@ -127,6 +127,7 @@ def make_block_plan(
     num_shards: int = 1,
     max_dim: int | None = None,
     merge_small_dims: bool = False,
+    roots: tuple[int, int, int] = (4, 4, 2),
 ) -> BlockPlan:
     """Build the static plan for leaves with the given shapes.
 
@@ -139,6 +140,8 @@ def make_block_plan(
       max_dim: leaves whose (viewed) side exceeds this go to Adam (the diagonal fallback); ``None``: no limit.
       merge_small_dims: view >=3-D leaves by :func:`matrix_view_shape`'s merge rule with ``merge_block =
         block_size`` (``False``: the ``(d0, prod(rest))`` view).
+      roots: the inverse root ``p`` of a matrix block's left and right factors and of a vector block's factor;
+        ``0`` leaves that side unpreconditioned (no factor: its stack index is ``-1``).
 
     Returns:
       The :class:`BlockPlan`.
@@ -198,12 +201,9 @@ def make_block_plan(
     groups = []
     for gi, (kind, r, c) in enumerate(group_keys):
         count = group_counts[gi]
-        if kind == MATRIX:
-            ls, lo = _add(r, 4, count, gi, "L")
-            rs, ro = _add(c, 4, count, gi, "R")
-        else:
-            ls, lo = _add(r, 2, count, gi, "L")
-            rs, ro = -1, 0
+        left_root, right_root = roots[:2] if kind == MATRIX else (roots[2], 0)
+        ls, lo = _add(r, left_root, count, gi, "L") if left_root else (-1, 0)
+        rs, ro = _add(c, right_root, count, gi, "R") if right_root else (-1, 0)
         groups.append(Group(kind, r, c, count, ls, lo, rs, ro))
 
     stacks = tuple(

@@ -12,7 +12,7 @@ from jaxtyping import Array
 __all__ = ["GRAFTINGS", "moments_and_graft"]
 
 #: The ``grafting`` choices of :func:`~icmlx.optim.scale_by_dash`.
-GRAFTINGS = ("adam", "adagrad", "rmsprop", "adagrad_normalized", "rmsprop_normalized", "sgd", "none")
+GRAFTINGS = ("adam", "adam_normalized", "adagrad", "rmsprop", "adagrad_normalized", "rmsprop_normalized", "sgd", "none")
 
 #: Added to a leaf's gradient norm before dividing by it (Distributed Shampoo's ``_EPSILON``).
 NORM_EPSILON = 1e-25
@@ -25,7 +25,7 @@ def _normalized(g: Array, fdt) -> Array:
 
 
 def moments_and_graft(grads: list[Array], mu: list[Array], nu: list[Array], t: Array, b1, b2, eps,
-                      grafting: str, fdt, preconditioned: list[bool]):
+                      grafting: str, fdt, preconditioned: list[bool], graft_mu: list[Array] | None = None):
     r"""One step of the diagonal statistics, on flat lists of leaves.
 
     With :math:`g` the gradient of a leaf, :math:`s = g` except for the normalized graftings, where
@@ -39,7 +39,9 @@ def moments_and_graft(grads: list[Array], mu: list[Array], nu: list[Array], t: A
         b_2 v + (1-b_2) s^2 & \text{otherwise} \end{cases} \\
         \hat m &= m / (1-b_1^t), \quad \hat v = v / (1-b_2^t), \quad
         P^{adam} = \hat m / (\sqrt{\hat v} + \epsilon) \\
-        P^{graft} &= P^{adam} \text{ (adam)}, \quad s / (\sqrt{\hat v} + \epsilon) \text{ (rmsprop[\_normalized])},
+        P^{graft} &= P^{adam} \text{ (adam)}, \quad \hat m_s / (\sqrt{\hat v} + \epsilon)
+        \text{ (adam\_normalized, } m_s \leftarrow b_1 m_s + (1-b_1) s), \\
+        &\quad s / (\sqrt{\hat v} + \epsilon) \text{ (rmsprop[\_normalized])},
         \quad s / (\sqrt{v} + \epsilon) \text{ (adagrad[\_normalized])}, \quad g \text{ (sgd)}, \quad m
         \text{ (none)}
 
@@ -53,9 +55,10 @@ def moments_and_graft(grads: list[Array], mu: list[Array], nu: list[Array], t: A
       grafting: one of :data:`GRAFTINGS`.
       fdt: the factor dtype (bias corrections and norms are computed in it).
       preconditioned: per leaf, whether it gets Kronecker factors.
+      graft_mu: ``adam_normalized`` only: the EMA :math:`m_s` of :math:`s`, one array per leaf.
 
     Returns:
-      ``(mu, nu, graft, adam)``, lists of leaves.
+      ``(mu, nu, graft, adam, graft_mu)``, lists of leaves (``graft_mu`` ``None`` unless ``adam_normalized``).
     """
     normalize = grafting.endswith("_normalized")
     scaled = [_normalized(g, fdt) if normalize and pre else g for g, pre in zip(grads, preconditioned)]
@@ -72,6 +75,9 @@ def moments_and_graft(grads: list[Array], mu: list[Array], nu: list[Array], t: A
     adam = [m / (jnp.sqrt(v) + eps) for m, v in zip(mu_hat, nu_hat)]
     if grafting == "adam":
         graft = adam
+    elif grafting == "adam_normalized":
+        graft_mu = [optax.tree.update_moment(x, m, b1, 1) for x, m in zip(scaled, graft_mu)]
+        graft = [(m / bc1.astype(m.dtype)) / (jnp.sqrt(v) + eps) for m, v in zip(graft_mu, nu_hat)]
     elif grafting.startswith("rmsprop"):
         graft = [s / (jnp.sqrt(v) + eps) for s, v in zip(scaled, nu_hat)]
     elif grafting.startswith("adagrad"):
@@ -80,4 +86,4 @@ def moments_and_graft(grads: list[Array], mu: list[Array], nu: list[Array], t: A
         graft = list(grads)
     else:
         graft = mu
-    return mu, nu, graft, adam
+    return mu, nu, graft, adam, graft_mu

@@ -6,9 +6,8 @@ cost one kernel launch per iteration rather than ``N``. The methods are the solv
 :mod:`._root_methods`; their kernels live in :mod:`._root_kernels`.
 """
 
-import functools
 import math
-from typing import Any, Literal
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
@@ -17,33 +16,9 @@ from jax import lax
 from jaxtyping import Array, ArrayLike, Float
 
 from .._checks import check_values
-from .._deprecation import renamed_kwargs, warn_renamed
 from .._results import RESULTS, Solution, raise_if_failed
-from ._root_kernels import (
-    _chebyshev,
-    _coupled_newton,
-    _eigh_root,
-    _eye_like,
-    _floor,
-    _matpow,
-    _newton_db,
-    _power_iteration,
-    _resolve_matmul_dtype,
-    _symmetrize,
-)
-from ._root_methods import (
-    DEFAULT_FIXED_RTOL,
-    DEFAULT_INVERSE_ROOT,
-    AbstractInverseRoot,
-    AbstractScaling,
-    Chebyshev,
-    CoupledNewton,
-    Eigh,
-    NewtonDB,
-    PowerScaling,
-    as_inverse_root,
-    pop_legacy_settings,
-)
+from ._root_kernels import _eye_like, _floor, _matpow, _power_iteration, _symmetrize
+from ._root_methods import DEFAULT_INVERSE_ROOT, AbstractInverseRoot, as_inverse_root
 
 __all__ = ["InverseRootSolution", "matrix_inverse_root", "power_iteration"]
 
@@ -72,7 +47,6 @@ def _check_finite(A, where: str) -> Array:
     )
 
 
-@renamed_kwargs(num_iters="num_steps")
 def power_iteration(
     A: ArrayLike,  # (*batch, n, n) floating: checked by _check_square with a message naming A
     *,
@@ -90,7 +64,7 @@ def power_iteration(
 
     Args:
       A: symmetric PSD matrices, shape ``(..., n, n)``, floating dtype, NumPy or JAX.
-      num_steps: power steps (static). ``num_iters`` is its deprecated name.
+      num_steps: power steps (static).
       num_vectors: starting vectors, capped at ``n`` (static).
       damping: relative diagonal damping (see above).
 
@@ -132,59 +106,13 @@ def power_iteration(
 # ---------------------------------------------------------------------------------------------------- dispatch
 
 
-def _relative_epsilon(method: AbstractInverseRoot, mdt, dtype) -> float:
-    if method.relative_epsilon is not None:
-        return float(method.relative_epsilon)
-    rel = type(method).default_relative_epsilon
-    if mdt is not None and jnp.finfo(mdt).eps > jnp.finfo(dtype).eps:
-        # Low-precision matmuls: rounding at eps(mdt) breaks the coupled iterations on eigenvalues below
-        # ~eps(mdt) * lam_max (bf16 Newton-DB blows up at kappa = 1e4), so regularise there.
-        rel = max(rel, float(jnp.finfo(mdt).eps) / 8)
-    return rel
-
-
-def _scale_estimate(a: Array, scaling: AbstractScaling, mdt) -> tuple[Array, float]:
-    """Top-eigenvalue estimate (N,) and the multiplier c of the scale s = c * estimate."""
-    if isinstance(scaling, PowerScaling):
-        return _power_iteration(a, scaling.num_steps, scaling.num_vectors, 1e-6, mdt), scaling.multiplier
-    # Frobenius norm without overflow: c * ||A / c||_F with c = max|A_ij| (A ~ 1e30 in float32 is fine).
-    c = jnp.maximum(jnp.max(jnp.abs(a), axis=(-2, -1)), _floor(a.dtype))
-    return c * jnp.sqrt(jnp.sum(jnp.square(a / c[:, None, None]), axis=(-2, -1))), 1.0
-
-
 def _inverse_root_core(a: Array, p: int, method: AbstractInverseRoot, epsilon: float) -> tuple[Array, ...]:
-    """Unchecked core on a stack (N, n, n) -> (X, ridge (N,), steps (), status (N,)).
+    """Unchecked core on a stack (N, n, n) -> (X, ridge (N,), steps (), status (N,)): the solver's own ``solve``.
 
     ``ridge`` is the diagonal shift the method effectively inverts (X ~ (A + ridge I)^{-1/p}); ``steps`` the
-    iteration count; ``status`` per matrix: 0 ok, 1 max_steps reached, 2 diverged (coupled Newton only).
+    iteration count; ``status`` per matrix: 0 ok, 1 max_steps reached, 2 diverged, 5 accuracy limit.
     """
-    a = _symmetrize(a)
-    ok = jnp.zeros(a.shape[:1], jnp.int32)
-    if isinstance(method, Eigh):
-        x, ridge, limited = _eigh_root(a, p, epsilon, float(method.relative_epsilon), method.heuristic)
-        return x, ridge, jnp.zeros([], jnp.int32), jnp.where(limited, 5, 0).astype(jnp.int32)
-    mdt = _resolve_matmul_dtype(method.matmul_dtype, a.dtype)
-    rel = _relative_epsilon(method, mdt, a.dtype)
-    eye = _eye_like(a)
-    lam, const = _scale_estimate(a, method.scaling, mdt)
-    lam = jnp.where(lam > 0, lam, _floor(a.dtype))[:, None, None]
-    if isinstance(method, Chebyshev):
-        # The interval offset of the polynomial plays the role of the ridge: result ~ (A + eps + rel*lam)^{-1/p}.
-        a_reg = a + epsilon * eye
-        s = const * (lam + epsilon)
-        x = _symmetrize(_chebyshev(a_reg, s, p, method.degree, rel / const, mdt))
-        ridge = epsilon + (rel / const) * s[:, 0, 0]
-        return x, ridge, jnp.full([], method.degree, jnp.int32), ok
-    ridge = epsilon + rel * lam
-    a_reg = a + ridge * eye
-    s = const * (lam + ridge)
-    if isinstance(method, NewtonDB):
-        x = _symmetrize(_newton_db(a_reg, s, p, method.num_steps, mdt))
-        return x, ridge[:, 0, 0], jnp.full([], method.num_steps * (1 if p == 2 else 2), jnp.int32), ok
-    if isinstance(method, CoupledNewton):
-        x, steps, status = _coupled_newton(a_reg, s, p, method.max_steps, method.rtol, mdt)
-        return _symmetrize(x), ridge[:, 0, 0], steps, status
-    raise TypeError(f"no inverse-root kernel for {type(method).__name__}")
+    return method.solve(_symmetrize(a), p, epsilon)
 
 
 #: Bytes of one chunk of matrices (chunk * n * n * itemsize) that ``chunk_size="auto"`` aims for on CPU.
@@ -209,7 +137,7 @@ def _resolve_chunk_size(chunk_size, method: AbstractInverseRoot | str, n: int, d
     """
     if not (isinstance(chunk_size, str) and chunk_size == "auto"):
         return chunk_size
-    if isinstance(as_inverse_root(method), Eigh) or jax.default_backend() != "cpu":
+    if not as_inverse_root(method).cache_chunks or jax.default_backend() != "cpu":
         return None
     return max(1, _CPU_CHUNK_BYTES // (n * n * jnp.dtype(dtype).itemsize))
 
@@ -300,10 +228,7 @@ def _solve_impl(a: Array, p: int, method: AbstractInverseRoot, epsilon: float, c
     c = jnp.maximum(jnp.max(jnp.abs(a_eps), axis=(-2, -1)), _floor(a.dtype))[:, None, None]
     xs = x * c ** (1.0 / p)
     residual = jnp.max(jnp.abs(_matpow(xs, p, None) @ (a_eps / c) - _eye_like(a)), axis=(-2, -1))
-    if isinstance(method, (NewtonDB, Chebyshev)):
-        # A fixed-work method is successful only when its true residual meets its rtol.
-        rtol = DEFAULT_FIXED_RTOL if method.rtol is None else method.rtol
-        status = jnp.where((status == 0) & ~(residual <= rtol), 4, status)
+    status = method.check_accuracy(status, residual)
     finite = jnp.all(jnp.isfinite(x))
     worst = jnp.zeros([], jnp.int32)
     for c in (5, 4, 1, 2):  # later codes take precedence: diverged > max_steps > inaccurate > accuracy_limit
@@ -324,37 +249,6 @@ def _code_to_result(code: Array) -> RESULTS:
     return res
 
 
-#: Deprecated flag-style arguments of matrix_inverse_root -> the solver-object setting they now are.
-_LEGACY_SETTINGS = {
-    "num_iters": "num_steps", "max_iters": "max_steps", "tol": "rtol", "degree": "degree",
-    "power_iters": "power_steps", "num_vectors": "num_vectors", "scaling_const": "multiplier",
-    "eigh_heuristic": "heuristic", "scaling": "scaling", "relative_epsilon": "relative_epsilon",
-    "matmul_dtype": "matmul_dtype",
-}
-_UNSET = object()
-
-
-def _accept_legacy_settings(fn):
-    """Accept the flag-style settings and ``return_info`` of the previous release, with a warning."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any):
-        return_info = kwargs.pop("return_info", _UNSET)
-        pop_legacy_settings(
-            kwargs, _LEGACY_SETTINGS, "matrix_inverse_root", "method",
-            "put the settings on the solver object instead, e.g. method=NewtonDB(num_steps=12) or "
-            "method=CoupledNewton(max_steps=50, rtol=1e-6)",
-        )
-        sol = fn(*args, **kwargs)
-        if return_info is _UNSET:
-            return sol
-        warn_renamed("return_info", "the returned InverseRootSolution", "matrix_inverse_root()")
-        return (sol.value, sol) if return_info else sol.value
-
-    return wrapper
-
-
-@_accept_legacy_settings
 def matrix_inverse_root(
     A: ArrayLike,  # (*batch, n, n) floating: checked by _check_square with a message naming A
     p: int,
@@ -408,11 +302,6 @@ def matrix_inverse_root(
         ``eqx.error_if`` when traced): non-finite output for every method; for ``CoupledNewton`` also
         ``max_steps`` reached or divergence; for ``NewtonDB``/``Chebyshev`` a residual above their ``rtol``.
         With ``throw=False`` the best iterate is returned and the caller inspects ``result``.
-
-    The flag-style arguments of the previous release (``num_iters``, ``max_iters``, ``tol``, ``degree``,
-    ``scaling``, ``power_iters``, ``num_vectors``, ``scaling_const``, ``eigh_heuristic``, ``relative_epsilon``,
-    ``matmul_dtype``) still work for one release with a ``DeprecationWarning`` and build the solver object;
-    ``return_info=True``/``False`` (deprecated) returns the old ``(X, solution)`` pair / bare ``X``.
 
     Returns:
       An :class:`InverseRootSolution`: ``value`` :math:`\approx A^{-1/p}` (per the method), same shape and

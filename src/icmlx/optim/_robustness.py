@@ -14,7 +14,6 @@ schedule annealed to zero with tail degree ``p`` and like :math:`\rho` for const
 :func:`fit_slopes` fits the exponent by least squares on a log–log scale with a bootstrap interval.
 """
 
-import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 
@@ -25,7 +24,6 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from .._checks import check_values
-from .._deprecation import renamed_kwargs
 from .._progress import ProgressBar, resolve_progress
 from .._repr import record_repr
 from .._types import PRNGKey
@@ -291,7 +289,6 @@ def _as_table(table, labels, total_steps):
     return jnp.asarray(table), labels, ()
 
 
-@renamed_kwargs(n_replicates="num_replicates")
 def misspecification_sweep(
     key: PRNGKey,
     table: Float[ArrayLike, "S T"] | Sequence[Callable] | Mapping[str, Callable],
@@ -322,7 +319,7 @@ def misspecification_sweep(
         covers :func:`fit_slopes`' default ``fit_range=(4, 64)`` with five points.
       eps: ``(E,)`` positive problem scales (array or list); default a 17-point log grid on
         :math:`[\sigma/\sqrt T, \sigma]`.
-      num_replicates: ``R`` independent runs per cell (``n_replicates`` is its deprecated name).
+      num_replicates: ``R`` independent runs per cell.
       diameter: half-width ``D`` of the domain; the start is ``x_1 = D``.
       noise: gradient noise standard deviation :math:`\sigma`.
       labels: ``S`` schedule names for the result's printout and plots (default: the mapping's keys).
@@ -403,29 +400,6 @@ def _ols_slope(logx, logy, mask):
     return cov / var
 
 
-def _accept_old_argument_order(fn):
-    """``fit_slopes(result, key, ...)``, the previous release's order, still works for one release (warns)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if len(args) >= 1 and isinstance(args[0], SweepResult):
-            warnings.warn(
-                "fit_slopes(result, key, ...) is deprecated and will be removed in the next release; the key comes "
-                "first: fit_slopes(key, result, ...).",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            if len(args) >= 2:
-                args = (args[1], args[0], *args[2:])
-            else:
-                args = (kwargs.pop("key"), args[0])
-        return fn(*args, **kwargs)
-
-    return wrapper
-
-
-@_accept_old_argument_order
-@renamed_kwargs(n_boot="num_resamples")
 def fit_slopes(
     key: PRNGKey,
     result: SweepResult,
@@ -443,11 +417,8 @@ def fit_slopes(
       key: PRNG key for the bootstrap.
       result: a :class:`SweepResult`.
       fit_range: inclusive range of :math:`\rho` used in the fit (fix it before looking at the data).
-      num_resamples: number of bootstrap resamples ``B`` (``n_boot`` is its deprecated name).
+      num_resamples: number of bootstrap resamples ``B``.
       level: coverage of the percentile interval.
-
-    The previous release's order ``fit_slopes(result, key, ...)`` still works for one release, with a
-    ``DeprecationWarning``.
 
     Returns:
       A :class:`SlopeFitResult`.

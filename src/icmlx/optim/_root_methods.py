@@ -7,14 +7,24 @@ method uses (lineax style: ``method=NewtonDB(num_steps=12)`` as ``lx.CG(rtol=...
 the argument at construction.
 """
 
-import warnings
 from typing import Any, ClassVar, Literal
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array
 
 from .._strategy import as_strategy
+from ._root_kernels import (
+    _chebyshev,
+    _coupled_newton,
+    _eigh_root,
+    _eye_like,
+    _floor,
+    _newton_db,
+    _power_iteration,
+    _resolve_matmul_dtype,
+)
 
 __all__ = [
     "AbstractScaling",
@@ -54,6 +64,10 @@ def _check_matmul_dtype(owner: str, value: Any) -> None:
         raise TypeError(f"{owner}: matmul_dtype must be a floating dtype, got matmul_dtype={value!r}")
 
 
+def _sym(a: Array) -> Array:
+    return 0.5 * (a + jnp.swapaxes(a, -1, -2))
+
+
 # ---------------------------------------------------------------------------------------------------- scalings
 
 
@@ -61,8 +75,13 @@ class AbstractScaling(eqx.Module):
     r"""How the matmul solvers estimate the top eigenvalue :math:`\hat\lambda` that sets the scale :math:`s`.
 
     The solvers iterate on :math:`A/s` with :math:`s = c\,\hat\lambda`, so that the scaled spectrum lies in
-    their convergence region. Subclasses: :class:`PowerScaling` (default), :class:`FrobeniusScaling`.
+    their convergence region. Subclasses: :class:`PowerScaling` (default), :class:`FrobeniusScaling`; each
+    carries its estimate as :meth:`estimate`.
     """
+
+    def estimate(self, a: Array, matmul_dtype: Any) -> tuple[Array, float]:
+        """The top-eigenvalue estimate ``(N,)`` of a stack ``a`` ``(N, n, n)`` and the multiplier ``c``."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement estimate()")
 
 
 class PowerScaling(AbstractScaling):
@@ -99,6 +118,10 @@ class PowerScaling(AbstractScaling):
         if self.multiplier == 0:
             raise ValueError(f"PowerScaling: multiplier must be > 0, got multiplier={self.multiplier!r}")
 
+    def estimate(self, a: Array, matmul_dtype: Any) -> tuple[Array, float]:
+        """Multi-vector power-iteration estimate of each matrix's top eigenvalue, and ``multiplier``."""
+        return _power_iteration(a, self.num_steps, self.num_vectors, 1e-6, matmul_dtype), self.multiplier
+
 
 class FrobeniusScaling(AbstractScaling):
     r"""Frobenius-norm scale :math:`s = \|A\|_F \ge \lambda_{\max}`: no iteration, but an over-estimate.
@@ -111,6 +134,12 @@ class FrobeniusScaling(AbstractScaling):
       FrobeniusScaling()
     """
 
+    def estimate(self, a: Array, matmul_dtype: Any) -> tuple[Array, float]:
+        """``||A||_F`` per matrix (no overflow: ``c ||A / c||_F`` with ``c = max|A_ij|``), and 1."""
+        del matmul_dtype
+        c = jnp.maximum(jnp.max(jnp.abs(a), axis=(-2, -1)), _floor(a.dtype))
+        return c * jnp.sqrt(jnp.sum(jnp.square(a / c[:, None, None]), axis=(-2, -1))), 1.0
+
 
 # ----------------------------------------------------------------------------------------------------- solvers
 
@@ -118,14 +147,60 @@ class FrobeniusScaling(AbstractScaling):
 class AbstractInverseRoot(eqx.Module):
     r"""Base class of the inverse-root solvers of :func:`~icmlx.optim.matrix_inverse_root`.
 
-    A solver is pure configuration (static fields only); ``matrix_inverse_root(A, p, method=solver)`` runs it.
-    Subclasses: :class:`NewtonDB` (default), :class:`CoupledNewton`, :class:`Chebyshev`, :class:`Eigh`.
+    A solver is configuration (static fields only) plus its iteration, :meth:`solve`, which
+    ``matrix_inverse_root(A, p, method=solver)`` and DASH call; :meth:`check_accuracy` is the solver's own
+    verdict on the true residual. Subclasses: :class:`NewtonDB` (default), :class:`CoupledNewton`,
+    :class:`Chebyshev`, :class:`Eigh`; a new solver subclasses this and implements :meth:`solve`.
     """
 
     #: Relative ridge used when ``relative_epsilon`` is ``None``.
     default_relative_epsilon: ClassVar[float] = 0.0
     #: The roots ``p`` the solver supports (``None``: every positive integer).
     supported_roots: ClassVar[tuple[int, ...] | None] = None
+    #: Whether ``chunk_size="auto"`` chunks the stack on CPU (matmul iterations reuse a cached chunk; a
+    #: per-matrix LAPACK ``eigh`` gains nothing from it).
+    cache_chunks: ClassVar[bool] = True
+
+    def solve(self, a: Array, p: int, epsilon: float) -> tuple[Array, Array, Array, Array]:
+        """Inverse ``p``-th roots of a symmetric stack ``a`` ``(N, n, n)`` with absolute ridge ``epsilon``.
+
+        Returns:
+          ``(X, ridge, num_steps, status)``: the roots ``(N, n, n)``; the diagonal shift each one effectively
+          inverts, ``X ~ (A + ridge I)^{-1/p}``, ``(N,)``; the iteration count, int32 scalar; and a status per
+          matrix, int32 ``(N,)``: 0 ok, 1 ``max_steps`` reached, 2 diverged, 5 accuracy limit of the dtype.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement solve()")
+
+    def check_accuracy(self, status: Array, residual: Array) -> Array:
+        """The status after the true residual ``(N,)`` is known (default: unchanged)."""
+        del residual
+        return status
+
+    def _ridge_fraction(self, mdt: Any, dtype: Any) -> float:
+        """Relative ridge: ``relative_epsilon``, or the class default raised to ``eps(mdt) / 8``."""
+        if self.relative_epsilon is not None:
+            return float(self.relative_epsilon)
+        rel = type(self).default_relative_epsilon
+        if mdt is not None and jnp.finfo(mdt).eps > jnp.finfo(dtype).eps:
+            # Low-precision matmuls: rounding at eps(mdt) breaks the coupled iterations on eigenvalues below
+            # ~eps(mdt) * lam_max (bf16 Newton-DB blows up at kappa = 1e4), so regularise there.
+            rel = max(rel, float(jnp.finfo(mdt).eps) / 8)
+        return rel
+
+    def _scaled(self, a: Array, epsilon: float):
+        """Common set-up of the matmul solvers: ``(mdt, rel, ridge (N,1,1), a_reg, s (N,1,1), lam, const)``."""
+        mdt = _resolve_matmul_dtype(self.matmul_dtype, a.dtype)
+        rel = self._ridge_fraction(mdt, a.dtype)
+        lam, const = self.scaling.estimate(a, mdt)
+        lam = jnp.where(lam > 0, lam, _floor(a.dtype))[:, None, None]
+        ridge = epsilon + rel * lam
+        return mdt, rel, ridge, lam, const
+
+
+def _fixed_work_accuracy(method, status: Array, residual: Array) -> Array:
+    """A fixed-work solver is successful only when its true residual meets its ``rtol`` (else 4, inaccurate)."""
+    rtol = DEFAULT_FIXED_RTOL if method.rtol is None else method.rtol
+    return jnp.where((status == 0) & ~(residual <= rtol), 4, status)
 
 
 def _check_matmul_solver(self) -> None:
@@ -184,6 +259,17 @@ class NewtonDB(AbstractInverseRoot):
         _check_matmul_solver(self)
         _check_nonneg("NewtonDB", "rtol", self.rtol)
 
+    def solve(self, a: Array, p: int, epsilon: float) -> tuple[Array, Array, Array, Array]:
+        """Newton–DB on :math:`(A + rI)/s` (one pass for :math:`p = 2`, two for :math:`p = 4`)."""
+        mdt, _, ridge, lam, const = self._scaled(a, epsilon)
+        x = _newton_db(a + ridge * _eye_like(a), const * (lam + ridge), p, self.num_steps, mdt)
+        steps = jnp.full([], self.num_steps * (1 if p == 2 else 2), jnp.int32)
+        return _sym(x), ridge[:, 0, 0], steps, jnp.zeros(a.shape[:1], jnp.int32)
+
+    def check_accuracy(self, status: Array, residual: Array) -> Array:
+        """``4`` (inaccurate) where the true residual exceeds ``rtol``."""
+        return _fixed_work_accuracy(self, status, residual)
+
 
 class CoupledNewton(AbstractInverseRoot):
     r"""Higham's coupled Newton iteration for :math:`A^{-1/p}`, stopping per matrix on its residual.
@@ -225,6 +311,13 @@ class CoupledNewton(AbstractInverseRoot):
             raise ValueError("CoupledNewton: rtol must be a finite Python float >= 0, got rtol=None")
         _check_nonneg("CoupledNewton", "rtol", self.rtol)
         _check_matmul_solver(self)
+
+    def solve(self, a: Array, p: int, epsilon: float) -> tuple[Array, Array, Array, Array]:
+        """Coupled Newton on :math:`A + rI`, each matrix stopping on its own criterion."""
+        mdt, _, ridge, lam, const = self._scaled(a, epsilon)
+        x, steps, status = _coupled_newton(a + ridge * _eye_like(a), const * (lam + ridge), p, self.max_steps,
+                                           self.rtol, mdt)
+        return _sym(x), ridge[:, 0, 0], steps, status
 
 
 class Chebyshev(AbstractInverseRoot):
@@ -268,6 +361,19 @@ class Chebyshev(AbstractInverseRoot):
         _check_matmul_solver(self)
         _check_nonneg("Chebyshev", "rtol", self.rtol)
 
+    def solve(self, a: Array, p: int, epsilon: float) -> tuple[Array, Array, Array, Array]:
+        """Clenshaw evaluation of the expansion; the interval offset plays the ridge."""
+        mdt, rel, _, lam, const = self._scaled(a, epsilon)
+        # result ~ (A + eps + rel * lam)^{-1/p}
+        s = const * (lam + epsilon)
+        x = _sym(_chebyshev(a + epsilon * _eye_like(a), s, p, self.degree, rel / const, mdt))
+        ridge = epsilon + (rel / const) * s[:, 0, 0]
+        return x, ridge, jnp.full([], self.degree, jnp.int32), jnp.zeros(a.shape[:1], jnp.int32)
+
+    def check_accuracy(self, status: Array, residual: Array) -> Array:
+        """``4`` (inaccurate) where the true residual exceeds ``rtol``."""
+        return _fixed_work_accuracy(self, status, residual)
+
 
 class Eigh(AbstractInverseRoot):
     r"""Eigendecomposition :math:`Q\,\mathrm{diag}(\tilde\lambda^{-1/p})Q^\top` with a Shampoo spectrum heuristic.
@@ -292,10 +398,17 @@ class Eigh(AbstractInverseRoot):
     heuristic: Literal["shampoo", "abs", "relu"] = eqx.field(static=True, default="shampoo")
     relative_epsilon: float = eqx.field(static=True, default=0.0)
 
+    cache_chunks: ClassVar[bool] = False
+
     def __check_init__(self):
         if self.heuristic not in ("shampoo", "abs", "relu"):
             raise ValueError(f"Eigh: heuristic must be 'shampoo', 'abs' or 'relu', got heuristic={self.heuristic!r}")
         _check_nonneg("Eigh", "relative_epsilon", self.relative_epsilon)
+
+    def solve(self, a: Array, p: int, epsilon: float) -> tuple[Array, Array, Array, Array]:
+        """One batched ``eigh``; status 5 where the spectrum spans more than the dtype resolves."""
+        x, ridge, limited = _eigh_root(a, p, epsilon, float(self.relative_epsilon), self.heuristic)
+        return x, ridge, jnp.zeros([], jnp.int32), jnp.where(limited, 5, 0).astype(jnp.int32)
 
 
 #: Default tolerance of the accuracy check of the fixed-work solvers (``rtol=None``).
@@ -316,72 +429,3 @@ SHORTHANDS: dict[str, type[AbstractInverseRoot]] = {
 def as_inverse_root(method: Any, name: str = "method") -> AbstractInverseRoot:
     """A solver object from ``method``: an :class:`AbstractInverseRoot`, or a shorthand such as ``"eigh"``."""
     return as_strategy(method, AbstractInverseRoot, SHORTHANDS, name)
-
-
-def legacy_inverse_root(
-    method: Any,
-    *,
-    num_steps: int | None = None,
-    max_steps: int | None = None,
-    rtol: float | None = None,
-    degree: int | None = None,
-    scaling: str | None = None,
-    power_steps: int | None = None,
-    num_vectors: int | None = None,
-    multiplier: float | None = None,
-    relative_epsilon: float | None = None,
-    heuristic: str | None = None,
-    matmul_dtype: Any = None,
-) -> AbstractInverseRoot:
-    """Build a solver object from the deprecated flag-style settings (each ``None`` keeps the old default).
-
-    Settings the method does not use are ignored, as they were before.
-    """
-    cls = as_inverse_root(method).__class__ if isinstance(method, str) else None
-    if cls is None:
-        raise TypeError(
-            f"the deprecated flag-style settings only go with a method name; put them on the solver object "
-            f"instead, got method={method!r}"
-        )
-    if cls is Eigh:
-        return Eigh(
-            heuristic="shampoo" if heuristic is None else heuristic,
-            relative_epsilon=0.0 if relative_epsilon is None else relative_epsilon,
-        )
-    if scaling is None or scaling == "power_iteration":
-        scale: AbstractScaling = PowerScaling(
-            num_steps=10 if power_steps is None else power_steps,
-            num_vectors=16 if num_vectors is None else num_vectors,
-            multiplier=2.0 if multiplier is None else multiplier,
-        )
-    elif scaling == "frobenius":
-        scale = FrobeniusScaling()
-    else:
-        raise ValueError(f"scaling must be 'power_iteration' or 'frobenius', got scaling={scaling!r}")
-    common = dict(scaling=scale, relative_epsilon=relative_epsilon, matmul_dtype=matmul_dtype)
-    if cls is NewtonDB:
-        return NewtonDB(num_steps=10 if num_steps is None else num_steps, **common)
-    if cls is Chebyshev:
-        return Chebyshev(degree=64 if degree is None else degree, **common)
-    return CoupledNewton(
-        max_steps=100 if max_steps is None else max_steps, rtol=1e-6 if rtol is None else rtol, **common
-    )
-
-
-def pop_legacy_settings(kwargs: dict, mapping: dict[str, str], where: str, argname: str, example: str) -> None:
-    """Move the previous release's flag-style solver settings in ``kwargs`` onto the solver object, with a warning.
-
-    ``mapping`` maps each old keyword to the solver-object setting it now is; the object built from them replaces
-    ``kwargs[argname]`` (via :func:`legacy_inverse_root`). Shared by ``matrix_inverse_root`` and ``scale_by_dash``.
-    """
-    legacy = {k: kwargs.pop(k) for k in list(kwargs) if k in mapping}
-    if not legacy:
-        return
-    warnings.warn(
-        f"{where}(): the arguments {', '.join(sorted(legacy))} are deprecated and will be removed in the next "
-        f"release; {example}.",
-        DeprecationWarning,
-        stacklevel=3,  # here -> the deprecation wrapper -> the user's call
-    )
-    settings = {mapping[k]: v for k, v in legacy.items()}
-    kwargs[argname] = legacy_inverse_root(kwargs.get(argname, "newton_db"), **settings)

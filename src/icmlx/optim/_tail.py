@@ -9,13 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike
 
-from .._deprecation import renamed_kwargs
 from ._schedules import _check_int
 
 __all__ = ["tail_degree", "robustness_exponent"]
 
 
-@renamed_kwargs(num="num_points", zero_tol="rtol")
 def tail_degree(
     schedule: Callable,
     total_steps: int | None = None,
@@ -38,9 +36,8 @@ def tail_degree(
       schedule: a ``count -> value`` callable.
       total_steps: the horizon ``T``; defaults to ``schedule.horizon`` for icmlx schedules.
       v_range: the window of remaining fractions used for the fit.
-      num_points: number of fit points (``num`` is its deprecated name).
-      rtol: the final value counts as zero when it is at most ``rtol`` times the peak (``zero_tol`` is its
-        deprecated name; the threshold is relative to the peak, hence ``rtol``).
+      num_points: number of fit points.
+      rtol: the final value counts as zero when it is at most ``rtol`` times the peak.
 
     Returns:
       The fitted degree ``p`` as a Python float.

@@ -1,0 +1,277 @@
+"""Quality at the defaults: DASH, SOAP, JAX Distributed Shampoo and Adam, each at its best learning rate.
+
+Problems:
+
+* **Matrix regressions** ``min_W mean((A W B - C)^2) / 2`` with square ``A``, ``B`` of condition number
+  ``sqrt(kappa)`` each (singular values geometric, random orthogonal vectors), so that the Hessian
+  ``(B B^T) x (A^T A)`` has condition number ``kappa^2``, and ``C`` standard normal (every singular direction
+  carries loss); the reported loss is the *excess* over the float64 optimum (0 up to rounding: ``A`` and ``B``
+  are invertible). ``kappa`` in {10, 1e2, 1e3}; shapes with ragged edges for the block size: ``W`` 64 x 48 at
+  block 32 and 96 x 64 at block 64 (``--full`` adds 160 x 100 at block 128).
+* **MLP on scikit-learn's digits** (64-64-10, tanh, full-batch cross-entropy on 1,347 training images for half
+  the regressions' steps; test accuracy on the other 450), block 32; skipped when scikit-learn is not installed.
+
+Every run decays its learning rate linearly from the peak (the grid value) to 0, so the final loss measures
+convergence rather than the noise floor of a constant step.
+
+Optimizers, each at the learning rate of one shared grid that gives it the lowest mean final loss:
+
+* ``icmlx DASH (defaults)``: ``dash(lr, block_size=B)``;
+* ``icmlx SOAP``: ``soap(lr, B, weight_decay=0)`` (its other settings the reference's);
+* ``JAX Distributed Shampoo``: its recommended settings, ``beta1=0.9, beta2=0.999``, roots every 10 steps
+  (``preconditioning_compute_steps=10``), ``graft_type=RMSPROP_NORMALIZED``, ``start_preconditioning_step=1``,
+  its default ``matrix_epsilon=1e-6`` (relative);
+* ``optax.adam``;
+* with ``--variants``, DASH with its grafting changed (``"rmsprop_normalized"``, ``"adam_normalized"``, and
+  ``"rmsprop_normalized"`` with Distributed Shampoo's ``factor_decay = b2 = 0.999``); with ``--ablation``, DASH
+  with one other default changed (``factor_decay=0.999``, ``b2=0.999``, ``start_preconditioning_step=5``).
+
+Each run is one compiled ``lax.scan`` (the learning rate and the problem data are arguments, so a shape compiles
+once per optimizer). Reported per problem and optimizer: the best learning rate, the mean final loss over seeds
+with its min and max, the mean number of steps to reach ``1e-3`` (regressions) or ``1e-2`` (MLP) times the
+starting loss (``null`` when a seed never reaches it), and the ratio of DASH's mean final loss to Distributed Shampoo's.
+
+Usage::
+
+    python benchmarks/optim_suite.py --quick            # 2 seeds, 200 steps -> results/optim_suite.json
+    python benchmarks/optim_suite.py --quick --variants                  # and DASH's other graftings
+    python benchmarks/optim_suite.py --quick --ablation --out benchmarks/results/optim_suite_ablation.json
+    python benchmarks/optim_suite.py --full --variants                   # 3 seeds, 400 steps, block 128 too
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import RESULTS_DIR, environment  # noqa: E402
+from dash_vs_shampoo import load_distributed_shampoo  # noqa: E402
+from icmlx.optim import dash, soap  # noqa: E402
+
+DS = load_distributed_shampoo(required=False)
+#: peak learning rates; every run decays linearly from the peak to 0 over its steps
+LRS = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 3.0, 10.0)
+
+
+def _ds(lr, block):
+    return DS.distributed_shampoo(lr, block, beta1=0.9, beta2=0.999, preconditioning_compute_steps=10,
+                                  start_preconditioning_step=1, graft_type=DS.GraftingType.RMSPROP_NORMALIZED,
+                                  generate_training_metrics=False)
+
+
+def optimizers(variants: bool, ablation: bool = False) -> dict:
+    out = {
+        "icmlx DASH (defaults)": lambda lr, b: dash(lr, block_size=b),
+        "icmlx SOAP": lambda lr, b: soap(lr, b, weight_decay=0.0),
+    }
+    if DS is not None:
+        out["JAX Distributed Shampoo"] = _ds
+    out["optax.adam"] = lambda lr, b: optax.adam(lr)
+    if variants:
+        out |= {
+            "DASH grafting=rmsprop_normalized": lambda lr, b: dash(lr, block_size=b, grafting="rmsprop_normalized"),
+            "DASH grafting=adam_normalized": lambda lr, b: dash(lr, block_size=b, grafting="adam_normalized"),
+            "DASH rmsprop_normalized, factor_decay=0.999, b2=0.999": lambda lr, b: dash(
+                lr, block_size=b, grafting="rmsprop_normalized", factor_decay=0.999, b2=0.999),
+        }
+    if ablation:
+        out |= {
+            "DASH factor_decay=0.999": lambda lr, b: dash(lr, block_size=b, factor_decay=0.999),
+            "DASH b2=0.999": lambda lr, b: dash(lr, block_size=b, b2=0.999),
+            "DASH start_preconditioning_step=5": lambda lr, b: dash(lr, block_size=b, start_preconditioning_step=5),
+        }
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- problems
+
+
+def _orth(rng, n):
+    q, r = np.linalg.qr(rng.normal(size=(n, n)))
+    return q * np.sign(np.diag(r))
+
+
+def regression(shape, kappa, seed):
+    """(A, B, C) in float32 and the float64 optimum of mean((A W B - C)^2) / 2."""
+    rng = np.random.default_rng(seed)
+    m, n = shape
+    root = np.sqrt(kappa)  # cond(A) = cond(B) = sqrt(kappa): the Hessian (B B^T) x (A^T A) has cond kappa^2
+    sa, sb = np.geomspace(1.0, 1.0 / root, m), np.geomspace(1.0, 1.0 / root, n)
+    A = _orth(rng, m) @ np.diag(sa) @ _orth(rng, m)
+    B = _orth(rng, n) @ np.diag(sb) @ _orth(rng, n)
+    C = rng.normal(size=(m, n))  # every singular direction carries loss: the small ones are the hard ones
+    w_opt = np.linalg.solve(A, C) @ np.linalg.inv(B)  # square, invertible: the optimum interpolates C
+    opt = 0.5 * np.mean((A @ w_opt @ B - C) ** 2)
+    return tuple(jnp.asarray(x, jnp.float32) for x in (A, B, C)), float(opt)
+
+
+def regression_runner(make, block, shape, steps):
+    """``run(peak_lr, A, B, C)``: the loss before each step and after the last, one compiled scan."""
+    def loss(w, A, B, C):
+        return 0.5 * jnp.mean((A @ w @ B - C) ** 2)
+
+    @jax.jit
+    def run(lr, A, B, C):
+        opt = make(optax.linear_schedule(lr, 0.0, steps), block)
+        w = jnp.zeros(shape, jnp.float32)
+        s = opt.init(w)
+
+        def body(carry, _):
+            w, s = carry
+            val, g = jax.value_and_grad(loss)(w, A, B, C)
+            u, s = opt.update(g, s, w)
+            return (optax.apply_updates(w, u), s), val
+
+        (w, _), hist = jax.lax.scan(body, (w, s), None, length=steps)
+        return jnp.append(hist, loss(w, A, B, C))
+
+    return run
+
+
+def digits_data(seed):
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    x, y = load_digits(return_X_y=True)
+    x = x / 16.0
+    xtr, xte, ytr, yte = train_test_split(x, y, test_size=450, random_state=seed, stratify=y)
+    return tuple(jnp.asarray(a, jnp.float32) for a in (xtr, xte)) + (jnp.asarray(ytr), jnp.asarray(yte))
+
+
+def mlp_runner(make, block, steps):
+    def forward(p, x):
+        return jnp.tanh(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+    def loss(p, x, y):
+        return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(forward(p, x), y))
+
+    @jax.jit
+    def run(lr, key, xtr, ytr, xte, yte):
+        lr = optax.linear_schedule(lr, 0.0, steps)
+        k1, k2 = jax.random.split(key)
+        p = {"w1": jax.random.normal(k1, (64, 64)) / 8.0, "b1": jnp.zeros(64),
+             "w2": jax.random.normal(k2, (64, 10)) / 8.0, "b2": jnp.zeros(10)}
+        opt = make(lr, block)
+        s = opt.init(p)
+
+        def body(carry, _):
+            p, s = carry
+            val, g = jax.value_and_grad(loss)(p, xtr, ytr)
+            u, s = opt.update(g, s, p)
+            return (optax.apply_updates(p, u), s), val
+
+        (p, _), hist = jax.lax.scan(body, (p, s), None, length=steps)
+        acc = jnp.mean(jnp.argmax(forward(p, xte), -1) == yte)
+        return jnp.append(hist, loss(p, xtr, ytr)), acc
+
+    return run
+
+
+# --------------------------------------------------------------------------------------------------- report
+
+
+def _summarize(per_lr: dict, target_frac: float) -> dict:
+    """per_lr: lr -> list over seeds of (loss history incl. final, extra metric or None)."""
+    best_lr, best = None, np.inf
+    for lr, runs in per_lr.items():
+        finals = [h[-1] for h, _ in runs]
+        mean = float(np.mean(finals)) if all(np.isfinite(finals)) else np.inf
+        if mean < best:
+            best_lr, best = lr, mean
+    if best_lr is None:
+        return {"best_lr": None, "final_mean": None, "diverged_everywhere": True}
+    runs = per_lr[best_lr]
+    finals = np.array([h[-1] for h, _ in runs])
+    to_target = []
+    for h, _ in runs:
+        hit = np.nonzero(h <= target_frac * h[0])[0]
+        to_target.append(int(hit[0]) if hit.size else None)
+    row = {"best_lr": best_lr, "final_mean": float(finals.mean()), "final_min": float(finals.min()),
+           "final_max": float(finals.max()),
+           "steps_to_target_mean": (float(np.mean(to_target)) if all(t is not None for t in to_target) else None)}
+    extra = [e for _, e in runs if e is not None]
+    if extra:
+        row["test_accuracy_mean"] = float(np.mean(extra))
+    return row
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    size = ap.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="2 seeds, 200 steps (default)")
+    size.add_argument("--full", action="store_true", help="3 seeds, 400 steps, block 128 too")
+    ap.add_argument("--variants", action="store_true", help="also DASH with other graftings")
+    ap.add_argument("--ablation", action="store_true", help="also DASH with factor_decay, b2 or the start changed")
+    ap.add_argument("--out", type=Path, default=RESULTS_DIR / "optim_suite.json")
+    args = ap.parse_args(argv)
+    seeds, steps = ((0, 1, 2), 400) if args.full else ((0, 1), 200)
+    cases = [((64, 48), 32), ((96, 64), 64)] + ([((160, 100), 128)] if args.full else [])
+    kappas = (10.0, 1e2, 1e3)
+    opts = optimizers(args.variants, args.ablation)
+    t_start = time.perf_counter()
+    rows = []
+    with jax.numpy_dtype_promotion("standard"):  # optax and Distributed Shampoo mix int32 and float
+        for shape, block in cases:
+            data = {k: [regression(shape, k, s) for s in seeds] for k in kappas}
+            for name, make in opts.items():
+                run = regression_runner(make, block, shape, steps)
+                for kappa in kappas:
+                    per_lr = {}
+                    for lr in LRS:
+                        per_lr[lr] = []
+                        for (abc, opt_loss) in data[kappa]:
+                            h = np.asarray(run(jnp.float32(lr), *abc), np.float64) - opt_loss
+                            per_lr[lr].append((np.where(np.isfinite(h), h, np.inf), None))
+                    rows.append({"problem": f"regression {shape[0]}x{shape[1]} kappa={kappa:g}", "block": block,
+                                 "optimizer": name, **_summarize(per_lr, 1e-3)})
+                    print(rows[-1], flush=True)
+        try:
+            digits = [digits_data(s) for s in seeds]
+        except ImportError:
+            digits = None
+        if digits is not None:
+            for name, make in opts.items():
+                run = mlp_runner(make, 32, steps // 2)
+                per_lr = {}
+                for lr in LRS:
+                    per_lr[lr] = []
+                    for s, (xtr, xte, ytr, yte) in zip(seeds, digits):
+                        h, acc = run(jnp.float32(lr), jax.random.key(s), xtr, ytr, xte, yte)
+                        h = np.asarray(h, np.float64)
+                        per_lr[lr].append((np.where(np.isfinite(h), h, np.inf), float(acc)))
+                rows.append({"problem": "mlp digits 64-64-10", "block": 32, "optimizer": name,
+                             **_summarize(per_lr, 1e-2)})
+                print(rows[-1], flush=True)
+    ratios = []
+    for prob in dict.fromkeys(r["problem"] for r in rows):
+        by = {r["optimizer"]: r for r in rows if r["problem"] == prob}
+        d, s = by.get("icmlx DASH (defaults)"), by.get("JAX Distributed Shampoo")
+        if d and s and d.get("final_mean") is not None and s.get("final_mean") is not None:
+            ratios.append({"problem": prob, "dash_over_shampoo": d["final_mean"] / s["final_mean"],
+                           "dash_max_over_shampoo_min": d["final_max"] / s["final_min"],
+                           "soap_over_shampoo": (by["icmlx SOAP"]["final_mean"] / s["final_mean"]
+                                                 if by.get("icmlx SOAP", {}).get("final_mean") else None),
+                           "dash_over_adam": d["final_mean"] / by["optax.adam"]["final_mean"]})
+    record = {"benchmark": "optim_suite", "command": "python benchmarks/optim_suite.py "
+              + " ".join(argv if argv is not None else sys.argv[1:]), "seeds": list(seeds), "steps": steps,
+              "learning_rates": list(LRS), "environment": environment("float32"),
+              "total_s": time.perf_counter() - t_start, "rows": rows, "ratios": ratios}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=2))
+    for r in ratios:
+        print(r)
+    print(f"wrote {args.out} ({record['total_s']:.0f} s)")
+    return record
+
+
+if __name__ == "__main__":
+    main()
