@@ -465,10 +465,48 @@ class GRANS(lx.AbstractLinearSolver):
 @eqx.filter_jit
 def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
            ) -> tuple[Array, lx.RESULTS, dict[str, Array]]:
-    """The solve loop: ``(x, lineax status, stats)``; the status is promoted to ``icmlx.RESULTS`` by ``solve``.
+    r"""The solve: ``(x, lineax status, stats)``; the status is promoted to ``icmlx.RESULTS`` by ``solve``.
+
+    Differentiable by the implicit function theorem (``jax.lax.custom_linear_solve``), in ``b`` and in the values
+    of ``op.ell`` (the matrix the iteration runs on): the adjoint system $A^\top \lambda = \bar x$ is solved by
+    the same G-RANS iteration on ``op`` when ``A`` is symmetric, else by GMRES(30) on $A^\top$. A failed adjoint
+    solve raises like a failed solve (it is NaN with ``throw=False``, through lineax).
 
     Values are checked by the callers (``icmlx._checks.check_values``), so the default program holds no host
     callback; ``progress`` (static) adds one that reports each iteration."""
+    n, npad, dt = op.n, op.padded_size, op.A.dtype
+
+    def matvec(v):
+        vp = jnp.zeros((npad,), dt).at[:n].set(v.astype(dt))
+        return op.ell.mv(vp)[:n].astype(v.dtype)
+
+    def forward(_, rhs):
+        x, result, stats = _iterate(solver, op, rhs, x0, progress)
+        return x.astype(rhs.dtype), (result, stats)
+
+    def adjoint(vecmat, g):
+        if op.symmetric:
+            lam, result, _ = _iterate(solver, op, g, None, False)
+            result = RESULTS.promote(result)
+        else:
+            from ._krylov import gmres  # (the Krylov module is loaded only for a nonsymmetric adjoint)
+
+            sol = gmres(vecmat, g, rtol=solver.rtol, atol=solver.atol, throw=False)
+            lam, result = sol.value, sol.result
+        lam = jnp.where(result == RESULTS.successful, lam.astype(g.dtype), jnp.nan)
+        return lam, (lx.RESULTS.successful, jax.tree.map(jnp.zeros_like, _stats_like(solver, op, g)))
+
+    x, (result, stats) = jax.lax.custom_linear_solve(matvec, b, forward, adjoint, has_aux=True)
+    return x, result, jax.lax.stop_gradient(stats)
+
+
+def _stats_like(solver: GRANS, op: GRANSOperator, b):
+    return jax.eval_shape(lambda: _iterate(solver, op, b, None, False)[2])
+
+
+def _iterate(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
+             ) -> tuple[Array, lx.RESULTS, dict[str, Array]]:
+    """The G-RANS loop on ``op`` for one right-hand side: ``(x, lineax status, stats)``."""
     dt = op.A.dtype
     report = in_program_reporter("G-RANS", total=solver.max_steps) if progress else None
     npad = op.padded_size

@@ -177,17 +177,45 @@ def _run(loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress,
     M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
     show = resolve_progress(progress, in_program=True)
     x, result, stats = _scaled_solve(loop, mv, M, _matrix_entries(A), b, x, _tol(rtol, b), _tol(atol, b), static,
-                                     max_steps, show)
+                                     max_steps, show, loop is _cg_loop, throw)
     return raise_if_failed(LinearSolution(x, result, stats), result, throw)
 
 
 @eqx.filter_jit
-def _scaled_solve(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_steps: int, show: bool):
-    """Solve ``(A / 2^ka) x' = b / 2^kb`` and return ``x = 2^(kb − ka) x'`` (exact scalings; ``ka`` from the
-    matrix entries when they are known, else 0), in one compiled program with the loop."""
+def _scaled_solve(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_steps: int, show: bool,
+                  symmetric: bool = False, throw: bool = True):
+    r"""Solve ``A x = b`` with ``loop`` in one compiled program, differentiable by the implicit function theorem.
+
+    The solve is a ``jax.lax.custom_linear_solve``: a tangent or cotangent of ``b`` or of the arrays ``mv`` closes
+    over (the matrix values) never enters the iteration. Forward mode solves $A\,\dot x = \dot b - \dot A x$ and
+    reverse mode the adjoint system $A^\top \lambda = \bar x$, giving $\bar b = \lambda$ and
+    $\bar A_{rc} = -\lambda_r x_c$, each with the same ``loop`` (``symmetric``: ``A`` and ``M`` are their own
+    transposes, as for CG; otherwise the adjoint runs on the transposed product and preconditioner). A failed
+    adjoint solve raises like a failed solve with ``throw``, and is NaN otherwise.
+    """
+    def forward(matvec, rhs):
+        return _power_scaled(loop, matvec, M, entries, rhs, x, rtol, atol, static, max_steps, show)
+
+    def adjoint(vecmat, g):
+        Mt = M if symmetric else _transposed(M, g)
+        lam, (result, stats) = _power_scaled(loop, vecmat, Mt, entries, g, jnp.zeros_like(g), rtol, atol, static,
+                                             max_steps, False)
+        if throw:
+            lam = raise_if_failed(lam, result, True)
+        else:
+            lam = jnp.where(result == RESULTS.successful, lam, jnp.nan)
+        return lam, (result, stats)
+
+    x, (result, stats) = jax.lax.custom_linear_solve(mv, b, forward, adjoint, symmetric=symmetric, has_aux=True)
+    return x, result, jax.lax.stop_gradient(stats)
+
+
+def _power_scaled(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_steps: int, show: bool):
+    """Solve ``(A / 2^ka) x' = b / 2^kb`` and return ``(2^(kb − ka) x', (result, stats))`` (exact scalings; ``ka``
+    from the matrix entries when they are known, else 0)."""
     kb = power_of_two_exponent(b)
     if entries is not None:
-        ka = power_of_two_exponent(entries)
+        ka = power_of_two_exponent(jax.lax.stop_gradient(entries))
         mv = jax.tree_util.Partial(_ldexp_after, mv, -ka)
         M = M if M is _identity else jax.tree_util.Partial(_ldexp_after, M, ka)
     else:
@@ -196,7 +224,24 @@ def _scaled_solve(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_ste
     x, result, stats = loop(mv, M, b / s, x / s, rtol, atol / s, *static, max_steps, show)
     x = jnp.ldexp(x, kb - ka)
     result = RESULTS.where(jnp.all(jnp.isfinite(x)), result, RESULTS.nonfinite)
-    return x, result, {**stats, "residual_norm": stats["residual_norm"] * s}
+    return x, (result, {**stats, "residual_norm": stats["residual_norm"] * s})
+
+
+def _transposed(M, like):
+    """The transpose ``r ↦ Mᵀ r`` of a linear preconditioner (``M`` itself when its transpose cannot be traced, as
+    for a preconditioner with a data-dependent loop: any fixed preconditioner keeps the adjoint iteration exact,
+    only its speed depends on it)."""
+    if M is _identity:
+        return M
+    try:
+        Mt = jax.linear_transpose(M, like)
+    except (NotImplementedError, TypeError, ValueError):
+        return M
+    return jax.tree_util.Partial(_first, Mt)
+
+
+def _first(f, v):
+    return f(v)[0]
 
 
 def _matrix_entries(A: Any) -> Any:
