@@ -12,11 +12,11 @@ import numpy as np
 from .._checks import is_traced
 from .._inputs import to_device
 from .._results import RESULTS, raise_if_failed
-from ._amg import build_hierarchy
+from ._amg._build import build_hierarchy
+from ._amg._hierarchy import EllMatrix, MultilevelHierarchy
+from ._amg._numeric import numeric_setup_jit
 from ._convert import as_scipy_csr, as_vector, check_square, check_tolerances, positive_int
-from ._krylov import _bicgstab_loop, _cg_loop, _gmres_loop, _scaled_solve, _transposed
-from ._multilevel import EllMatrix, MultilevelHierarchy
-from ._sa_numeric import numeric_setup_jit
+from ._krylov._methods import bicgstab_loop, cg_loop, gmres_loop, implicit_solve, transposed_preconditioner
 from ._solution import LinearSolution
 from ._sparse import SparseMatrix
 
@@ -26,7 +26,7 @@ METHODS = ("auto", "cg", "gmres", "bicgstab")
 _RESTART = 30  # GMRES cycle length
 
 
-_LOOPS = {"cg": (_cg_loop, ()), "bicgstab": (_bicgstab_loop, ()), "gmres": (_gmres_loop, (_RESTART,))}
+_LOOPS = {"cg": (cg_loop, ()), "bicgstab": (bicgstab_loop, ()), "gmres": (gmres_loop, (_RESTART,))}
 
 
 def default_rtol(dtype: Any) -> float:
@@ -105,12 +105,12 @@ class AMGSolver(lx.AbstractLinearSolver):
     def compute(self, state: tuple, vector: jax.Array, options: dict[str, Any]):
         operator, cycle, transposed = state
         dtype = self.A.val.dtype
-        M = _transposed(cycle, vector) if transposed and self.method != "cg" else cycle
+        M = transposed_preconditioner(cycle, vector) if transposed and self.method != "cg" else cycle
         loop, static = _LOOPS[self.method]
         rtol = jnp.asarray(options.get("rtol", default_rtol(dtype)), vector.dtype)
         atol = jnp.asarray(options.get("atol", 0.0), vector.dtype)
         y0 = options.get("y0", jnp.zeros_like(vector))
-        x, result, stats = _scaled_solve(loop, operator.mv, M, None, vector, y0, rtol, atol, static,
+        x, result, stats = implicit_solve(loop, operator.mv, M, None, vector, y0, rtol, atol, static,
                                          int(options.get("max_steps", 1000)), False, self.method == "cg", False)
         ok = result == RESULTS.successful
         lx_result = lx.RESULTS.where(ok, lx.RESULTS.successful, lx.RESULTS.where(
@@ -252,7 +252,7 @@ def _amg_solve(method: str, A: EllMatrix, H: MultilevelHierarchy, b, x, rtol, at
     n = b.shape[0]
     b = jnp.zeros((A.shape[0],), b.dtype).at[:n].set(b)  # padded with identity rows: zeros there
     x = jnp.zeros_like(b) if x is None else jnp.zeros_like(b).at[:n].set(x)
-    x, result, stats = _scaled_solve(loop, A.mv, H, A.val, b, x, rtol, atol, static, max_steps, False,
+    x, result, stats = implicit_solve(loop, A.mv, H, A.val, b, x, rtol, atol, static, max_steps, False,
                                      method == "cg", throw)
     # ε‖|A||x| + |b|‖₂ bounds the rounding error of evaluating b − A x itself in the working precision: a residual
     # below it is as small as that precision can certify (Arioli, Demmel & Duff 1989, the normwise form)

@@ -10,11 +10,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._checks import check_values
-from .._deprecation import renamed_kwargs
-from .._types import PRNGKey
-from ._convert import positive_int
-from ._sparse import SparseMatrix
+from ..._checks import check_values
+from ..._deprecation import renamed_kwargs
+from ..._types import PRNGKey
+from .._convert import positive_int
+from .._sparse import SparseMatrix
 
 __all__ = [
     "Mesh",

@@ -1,5 +1,6 @@
 """Relaxation: Jacobi and Chebyshev smoothers and the power-iteration bound they need (public, checked) and
-their unchecked kernels (``_jacobi``, ``_chebyshev``, ``_lambda_max``) used inside the solvers' compiled loops."""
+their unchecked kernels (``jacobi_sweep``, ``chebyshev_sweep``, ``lambda_max_bound``) used inside the solvers'
+compiled loops (the multigrid relaxations and the G-RANS smoothers)."""
 
 from typing import Any
 
@@ -7,10 +8,10 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._checks import check_values, is_traced
-from .._deprecation import renamed_kwargs
-from ._convert import as_sparse_matrix, check_square, positive_int
-from ._sparse import SparseMatrix
+from ..._checks import check_values, is_traced
+from ..._deprecation import renamed_kwargs
+from .._convert import as_sparse_matrix, check_square, positive_int
+from .._sparse import SparseMatrix
 
 __all__ = ["jacobi_smoother", "chebyshev_smoother", "estimate_lambda_max"]
 
@@ -88,7 +89,7 @@ def jacobi_smoother(
     omega = _positive(omega, "omega", "jacobi_smoother", upper=2.0)
     num_steps = positive_int(num_steps, "num_steps", "jacobi_smoother")
     d = _nonzero(_l1_rows(A) if l1 else A.diagonal(), "l1 row sum" if l1 else "diagonal entry")
-    return _jacobi(A, r, omega=omega, num_steps=num_steps, l1=l1, d=d)
+    return jacobi_sweep(A, r, omega=omega, num_steps=num_steps, l1=l1, d=d)
 
 
 def _l1_rows(A: Any) -> jax.Array:
@@ -97,7 +98,7 @@ def _l1_rows(A: Any) -> jax.Array:
     return jax.ops.segment_sum(jnp.abs(A.vals), A.rows, num_segments=A.shape[0])
 
 
-def _jacobi(A, r, *, omega, num_steps: int, l1: bool, d=None, dinv=None):  # A: SparseMatrix or EllMatrix
+def jacobi_sweep(A, r, *, omega, num_steps: int, l1: bool, d=None, dinv=None):  # A: SparseMatrix or EllMatrix
     # ``dinv``: the inverse diagonal itself (a padded hierarchy level stores it, with 0 on padding rows)
     if dinv is None:
         if d is None:
@@ -136,10 +137,10 @@ def estimate_lambda_max(A: Any, *, num_steps: int = 15) -> Float[Array, ""]:
     if A.shape[0] == 0:  # (an empty power iteration divides 0 by 0)
         raise ValueError("estimate_lambda_max: A is empty (0 × 0); there is no spectrum to estimate")
     d = _nonzero(A.diagonal(), "diagonal entry")
-    return _lambda_max(A, num_steps=num_steps, d=d)
+    return lambda_max_bound(A, num_steps=num_steps, d=d)
 
 
-def _lambda_max(A: SparseMatrix, *, num_steps: int = 15, d=None):
+def lambda_max_bound(A: SparseMatrix, *, num_steps: int = 15, d=None):
     dinv = 1.0 / (A.diagonal() if d is None else d)
     n = A.shape[0]
     v = 1.0 + jnp.sin(jnp.arange(n, dtype=A.dtype) * 1.618)
@@ -203,10 +204,10 @@ def chebyshev_smoother(
         dinv = 1.0 / _nonzero(A.diagonal(), "diagonal entry")
     else:
         dinv = _vector(dinv, A, "dinv")
-    return _chebyshev(A, r, lambda_max=lambda_max, degree=degree, ratio=ratio, dinv=dinv)
+    return chebyshev_sweep(A, r, lambda_max=lambda_max, degree=degree, ratio=ratio, dinv=dinv)
 
 
-def _chebyshev(A, r, *, lambda_max, degree: int = 3, ratio: float = 30.0, dinv=None):
+def chebyshev_sweep(A, r, *, lambda_max, degree: int = 3, ratio: float = 30.0, dinv=None):
     if dinv is None:
         dinv = 1.0 / A.diagonal()
     lmax = jnp.asarray(lambda_max, r.dtype)

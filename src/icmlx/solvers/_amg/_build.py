@@ -6,21 +6,21 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from .._inputs import to_device
-from .._strategy import as_strategy
-from ._amg_relax import (
+from ..._inputs import to_device
+from ..._strategy import as_strategy
+from .._classify import classify, input_eps
+from .._convert import as_scipy_csr, positive_int
+from .._sparse import bucket_size
+from ._hierarchy import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, _ell_host, m_matrix_envelope
+from ._levels import multicolor, sa_levels
+from ._numeric import build_pattern, numeric_setup_jit
+from ._relax import (
     AbstractRelaxation,
     ChebyshevRelaxation,
     ColorBlocks,
     GaussSeidelRelaxation,
     JacobiRelaxation,
 )
-from ._classify import classify, input_eps
-from ._convert import as_scipy_csr, positive_int
-from ._multilevel import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, _ell_host, m_matrix_envelope
-from ._sa_numeric import build_pattern, numeric_setup_jit
-from ._sa_setup import multicolor, sa_levels
-from ._sparse import bucket_size
 from ._strength import AbstractStrength, EvolutionStrength, SymmetricStrength
 
 __all__ = ["rigid_body_modes"]

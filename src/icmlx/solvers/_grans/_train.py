@@ -12,14 +12,14 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
-from .._checks import check_values
-from .._deprecation import warn_renamed
-from .._progress import ProgressBar, resolve_progress
-from .._repr import record_repr
-from .._types import PRNGKey
-from ._convert import as_vector
-from ._grans_net import GRANSNet
-from ._grans_operator import GRANSOperator
+from ..._checks import check_values
+from ..._deprecation import warn_renamed
+from ..._progress import ProgressBar, resolve_progress
+from ..._repr import record_repr
+from ..._types import PRNGKey
+from .._convert import as_vector
+from ._network import GRANSNet
+from ._operator import GRANSOperator
 from ._outer import AbstractOuterStep, NoOuterStep, ThreeTermStep, _outer3
 from ._precondition import _basis, _iterate, _precondition_with, _smooth
 from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother

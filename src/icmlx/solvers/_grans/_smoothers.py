@@ -4,7 +4,7 @@ from typing import Any
 
 import equinox as eqx
 
-from .._strategy import as_strategy
+from ..._strategy import as_strategy
 
 __all__ = ["AbstractSmoother", "ChebyshevSmoother", "MultilevelSmoother"]
 

@@ -12,11 +12,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from .._deprecation import renamed_kwargs
-from .._inputs import to_device
-from ._amg_relax import relax
-from ._convert import as_scipy_csr, positive_int
-from ._sparse import SparseMatrix, bucket_size
+from ..._deprecation import renamed_kwargs
+from ..._inputs import to_device
+from .._convert import as_scipy_csr, positive_int
+from .._sparse import SparseMatrix, bucket_size
+from ._relax import relax
 
 __all__ = ["EllMatrix", "MultilevelHierarchy", "smoothed_aggregation", "mis2_aggregation",
            "m_matrix_envelope"]
@@ -491,11 +491,11 @@ def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10,
       >>> int(sol.num_steps) < 15, bool(np.linalg.norm(np.ones(900) - A @ np.asarray(sol.value)) < 1e-3 * 30)
       (True, True)
     """
-    return _sa_build(A, max_coarse=max_coarse, max_levels=max_levels, degree=degree, envelope=envelope,
+    return build_sa_hierarchy(A, max_coarse=max_coarse, max_levels=max_levels, degree=degree, envelope=envelope,
                      pad_to=pad_to, dtype=dtype)[0]
 
 
-def _sa_build(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: int = 2,
+def build_sa_hierarchy(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: int = 2,
               envelope: bool = True, pad_to: int | None = None, dtype: Any = None, tight: bool = False):
     """:func:`smoothed_aggregation`, also returning the aggregate maps and the coarsest operator. With ``tight``
     each ELL matrix is packed at its longest row's width instead of the width rounded up to a multiple of 4:

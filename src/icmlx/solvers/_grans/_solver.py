@@ -10,15 +10,17 @@ import jax.numpy as jnp
 import lineax as lx
 from jaxtyping import Array
 
-from .._checks import check_values
-from .._deprecation import warn_renamed
-from .._progress import in_program_reporter, resolve_progress
-from .._repr import summarise
-from .._results import RESULTS, raise_if_failed
-from ._convert import as_sparse_matrix, as_vector, power_of_two_scale
-from ._dtype import working_dtype
-from ._grans_net import GRANSNet, _ZeroHead
-from ._grans_operator import GRANSOperator, _setup
+from ..._checks import check_values
+from ..._deprecation import warn_renamed
+from ..._progress import in_program_reporter, resolve_progress
+from ..._repr import summarise
+from ..._results import RESULTS, raise_if_failed
+from .._convert import as_sparse_matrix, as_vector, power_of_two_scale
+from .._dtype import working_dtype
+from .._solution import LinearSolution
+from .._sparse import SparseMatrix
+from ._network import GRANSNet, _ZeroHead
+from ._operator import GRANSOperator, _setup
 from ._outer import (
     AbstractOuterStep,
     FlexibleGCR,
@@ -29,8 +31,6 @@ from ._outer import (
 )
 from ._precondition import _basis, _precondition_with, _smooth
 from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother, _as_smoother
-from ._solution import LinearSolution
-from ._sparse import SparseMatrix
 
 __all__ = ["GRANS"]
 
@@ -489,7 +489,7 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
             lam, result, _ = _iterate(solver, op, g, None, False)
             result = RESULTS.promote(result)
         else:
-            from ._krylov import gmres  # (the Krylov module is loaded only for a nonsymmetric adjoint)
+            from .._krylov._methods import gmres  # (the Krylov module is loaded only for a nonsymmetric adjoint)
 
             sol = gmres(vecmat, g, rtol=solver.rtol, atol=solver.atol, throw=False)
             lam, result = sol.value, sol.result

@@ -7,8 +7,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._types import PRNGKey
-from ._grans_operator import N_LEVELS, GRANSOperator
+from ..._types import PRNGKey
+from ._operator import N_LEVELS, GRANSOperator
 
 __all__ = ["GRANSNet"]
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ._multilevel import _mis2_priorities, _nbr_max, _spectral_radius
-from ._sa_aggregate import standard_aggregate
+from ._hierarchy import _mis2_priorities, _nbr_max, _spectral_radius
+from ._standard_aggregate import standard_aggregate
 from ._wavefront import MAX_DEGREE, closed_table, greedy_colors
 
 __all__: list[str] = []

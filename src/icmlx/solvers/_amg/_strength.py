@@ -12,7 +12,7 @@ from typing import Any
 import equinox as eqx
 import numpy as np
 
-from ._sa_setup import node_matrix, symmetric_pattern, symmetric_strength
+from ._levels import node_matrix, symmetric_pattern, symmetric_strength
 
 __all__ = ["AbstractStrength", "SymmetricStrength", "EvolutionStrength", "evolution_strength"]
 

@@ -16,11 +16,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._inputs import to_device
-from ._amg_relax import ColorBlocks, GaussSeidelRelaxation
-from ._multilevel import EllMatrix, MultilevelHierarchy
-from ._sa_pattern import NUM_POWER_STEPS, coo_of, ell_slots, host_levels, level_pattern, structural
-from ._sparse import bucket_size
+from ..._inputs import to_device
+from .._sparse import bucket_size
+from ._hierarchy import EllMatrix, MultilevelHierarchy
+from ._pattern import NUM_POWER_STEPS, coo_of, ell_slots, host_levels, level_pattern, structural
+from ._relax import ColorBlocks, GaussSeidelRelaxation
 
 __all__: list[str] = []
 

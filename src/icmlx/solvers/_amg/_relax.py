@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .._inputs import to_device
-from ._relaxation import _chebyshev, _jacobi
+from ..._inputs import to_device
+from ._relaxation import chebyshev_sweep, jacobi_sweep
 
 __all__ = ["AbstractRelaxation", "JacobiRelaxation", "ChebyshevRelaxation", "GaussSeidelRelaxation"]
 
@@ -168,11 +168,11 @@ def relax(strategy: AbstractRelaxation | None, A, dinv, lam, colors, b, x, zero:
         # a polynomial smoother from x equals x + (the same smoother from 0 applied to the residual)
         r = b if zero else b - A.mv(x)
         if isinstance(strategy, JacobiRelaxation):
-            e = _jacobi(A, r, omega=strategy.omega / lam, num_steps=strategy.num_steps, l1=False, dinv=dinv)
+            e = jacobi_sweep(A, r, omega=strategy.omega / lam, num_steps=strategy.num_steps, l1=False, dinv=dinv)
         else:
             deg = degree if strategy is None else strategy.degree
             ratio = 30.0 if strategy is None else strategy.ratio
-            e = _chebyshev(A, r, lambda_max=lam, degree=deg, ratio=ratio, dinv=dinv)
+            e = chebyshev_sweep(A, r, lambda_max=lam, degree=deg, ratio=ratio, dinv=dinv)
         return e if zero else x + e
     if isinstance(strategy, GaussSeidelRelaxation):
         for _ in range(strategy.num_sweeps):  # static, small

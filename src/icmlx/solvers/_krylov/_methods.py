@@ -10,10 +10,10 @@ import lineax as lx
 import numpy as np
 from jaxtyping import Array
 
-from .._checks import check_values, is_traced
-from .._progress import in_program_reporter, resolve_progress
-from .._results import RESULTS, raise_if_failed
-from ._convert import (
+from ..._checks import check_values, is_traced
+from ..._progress import in_program_reporter, resolve_progress
+from ..._results import RESULTS, raise_if_failed
+from .._convert import (
     as_sparse_matrix,
     as_vector,
     check_square,
@@ -23,8 +23,8 @@ from ._convert import (
     positive_int,
     power_of_two_exponent,
 )
-from ._solution import LinearSolution
-from ._sparse import SparseMatrix, bucket_size
+from .._solution import LinearSolution
+from .._sparse import SparseMatrix, bucket_size
 
 __all__ = ["cg", "gmres", "bicgstab"]
 
@@ -176,13 +176,13 @@ def _run(loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress,
         return LinearSolution(b, RESULTS.successful, stats)
     M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
     show = resolve_progress(progress, in_program=True)
-    x, result, stats = _scaled_solve(loop, mv, M, _matrix_entries(A), b, x, _tol(rtol, b), _tol(atol, b), static,
-                                     max_steps, show, loop is _cg_loop, throw)
+    x, result, stats = implicit_solve(loop, mv, M, _matrix_entries(A), b, x, _tol(rtol, b), _tol(atol, b), static,
+                                     max_steps, show, loop is cg_loop, throw)
     return raise_if_failed(LinearSolution(x, result, stats), result, throw)
 
 
 @eqx.filter_jit
-def _scaled_solve(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_steps: int, show: bool,
+def implicit_solve(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_steps: int, show: bool,
                   symmetric: bool = False, throw: bool = True):
     r"""Solve ``A x = b`` with ``loop`` in one compiled program, differentiable by the implicit function theorem.
 
@@ -197,7 +197,7 @@ def _scaled_solve(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_ste
         return _power_scaled(loop, matvec, M, entries, rhs, x, rtol, atol, static, max_steps, show)
 
     def adjoint(vecmat, g):
-        Mt = M if symmetric else _transposed(M, g)
+        Mt = M if symmetric else transposed_preconditioner(M, g)
         lam, (result, stats) = _power_scaled(loop, vecmat, Mt, entries, g, jnp.zeros_like(g), rtol, atol, static,
                                              max_steps, False)
         if throw:
@@ -227,7 +227,7 @@ def _power_scaled(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_ste
     return x, (result, {**stats, "residual_norm": stats["residual_norm"] * s})
 
 
-def _transposed(M, like):
+def transposed_preconditioner(M, like):
     """The transpose ``r ↦ Mᵀ r`` of a linear preconditioner (``M`` itself when its transpose cannot be traced, as
     for a preconditioner with a data-dependent loop: any fixed preconditioner keeps the adjoint iteration exact,
     only its speed depends on it)."""
@@ -344,11 +344,11 @@ def cg(
       >>> [round(float(v), 4) for v in sol.value]
       [0.0909, 0.6364]
     """
-    return _run(_cg_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "cg")
+    return _run(cg_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "cg")
 
 
 @eqx.filter_jit
-def _cg_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
+def cg_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
     """The CG iteration, compiled once per operator structure, size and ``max_steps``."""
     report = _reporter(show, "cg", max_steps)
     r = b - mv(x)
@@ -429,11 +429,11 @@ def bicgstab(
       >>> [round(float(v), 4) for v in bicgstab(A, jnp.array([1.0, 2.0]), rtol=1e-6).value]
       [0.0769, 0.6923]
     """
-    return _run(_bicgstab_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "bicgstab")
+    return _run(bicgstab_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "bicgstab")
 
 
 @eqx.filter_jit
-def _bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
+def bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
     """The BiCGStab iteration, compiled once per operator structure, size and ``max_steps``."""
     report = _reporter(show, "bicgstab", max_steps)
     r = b - mv(x)
@@ -531,11 +531,11 @@ def gmres(
       [0.0769, 0.6923]
     """
     restart = positive_int(restart, "restart", "gmres")
-    return _run(_gmres_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "gmres", restart)
+    return _run(gmres_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "gmres", restart)
 
 
 @eqx.filter_jit
-def _gmres_loop(mv, M, b, x, rtol, atol, restart: int, max_steps: int, show: bool):
+def gmres_loop(mv, M, b, x, rtol, atol, restart: int, max_steps: int, show: bool):
     """The restarted GMRES iteration, compiled once per operator structure, size, ``restart`` and ``max_steps``."""
     m = restart
     tol = jnp.maximum(rtol * jnp.linalg.norm(b), atol)
