@@ -8,8 +8,8 @@ finite-element problems, every solve differentiable and composable with lineax.
   ``preconditioner="jacobi"``, a ``MultilevelHierarchy`` or a callable.
 - Differentiation: ``jax.grad``/``jax.jvp`` through every solve, in ``b`` and in the matrix values
   (``SparseMatrix.vals``, the values given to ``AMGSolver.update``), by implicit differentiation: the adjoint
-  system $A^\top \lambda = \bar x$ is solved with the same method and set-up, and
-  $\partial L / \partial A_{rc} = -\lambda_r x_c$.
+  system $A^\top \\lambda = \bar x$ is solved with the same method and set-up, and
+  $\\partial L / \\partial A_{rc} = -\\lambda_r x_c$.
 - lineax: ``SparseMatrix`` is a lineax operator, ``AMGSolver`` a lineax solver
   (``lx.linear_solve(op, b, amg_setup(A))``) and ``AMGSolver.as_preconditioner()`` a lineax preconditioner for
   ``lx.CG``/``lx.GMRES``.

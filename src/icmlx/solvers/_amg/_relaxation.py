@@ -9,7 +9,6 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ..._checks import check_values, is_traced
-from ..._deprecation import renamed_kwargs
 from .._convert import as_sparse_matrix, check_square, positive_int
 from .._sparse import SparseMatrix
 
@@ -49,7 +48,6 @@ def _positive(value: Any, name: str, where: str, upper: float | None = None) -> 
                         f"got {shown}")
 
 
-@renamed_kwargs(steps="num_steps")
 def jacobi_smoother(
     A: Any,
     r: Float[Array, " n"],
@@ -67,7 +65,7 @@ def jacobi_smoother(
       A: the n × n matrix (a ``SparseMatrix``, SciPy sparse, BCOO or dense).
       r: residual ``float[n]``.
       omega: damping in ``(0, 2]`` (use 1 with ``l1=True``).
-      num_steps: number of sweeps (static, ``>= 1``; ``steps=`` is a deprecated alias).
+      num_steps: number of sweeps (static, ``>= 1``).
       l1: use the ℓ1 row sums, which make the sweep convergent for any SPD ``A``.
 
     Returns:
@@ -111,13 +109,12 @@ def jacobi_sweep(A, r, *, omega, num_steps: int, l1: bool, d=None, dinv=None):  
     return e
 
 
-@renamed_kwargs(steps="num_steps")
 def estimate_lambda_max(A: Any, *, num_steps: int = 15) -> Float[Array, ""]:
     r"""Power-iteration estimate of :math:`\lambda_{\max}(D^{-1}A)` (deterministic start vector).
 
     Args:
       A: the n × n matrix with a nonzero diagonal (a ``SparseMatrix``, SciPy sparse, BCOO or dense).
-      num_steps: power iterations (static, ``>= 0``; ``steps=`` is a deprecated alias).
+      num_steps: power iterations (static, ``>= 0``).
 
     Returns:
       The Rayleigh-quotient estimate (a scalar of ``A``'s dtype).

@@ -11,7 +11,6 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ..._checks import check_values
-from ..._deprecation import renamed_kwargs
 from ..._types import PRNGKey
 from .._convert import positive_int
 from .._sparse import SparseMatrix
@@ -284,7 +283,6 @@ def assemble_p1(
     return A, b
 
 
-@renamed_kwargs(n_modes="num_modes")
 def random_field(key: PRNGKey, x: Float[Array, "... 2"], *, num_modes: int = 6,
                  decay: float = 2.0) -> Float[Array, "..."]:
     r"""A smooth random Fourier field with unit variance (in expectation).
@@ -297,7 +295,7 @@ def random_field(key: PRNGKey, x: Float[Array, "... 2"], *, num_modes: int = 6,
     Args:
       key: a JAX PRNG key.
       x: points ``[..., 2]``.
-      num_modes: modes per axis (static; ``n_modes=`` is a deprecated alias).
+      num_modes: modes per axis (static).
       decay: spectral decay exponent.
 
     Returns:

@@ -9,7 +9,6 @@ import lineax as lx
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from ..._deprecation import deprecated_attribute
 from ..._inputs import to_device
 from .._amg._aggregation import aggregation_hierarchy
 from .._amg._hierarchy import EllMatrix, MultilevelHierarchy, build_sa_hierarchy, mis2_aggregation
@@ -72,10 +71,6 @@ class GRANSOperator(lx.AbstractLinearOperator):
         """``"spd_like"`` (symmetric, positive diagonal, non-negative row sums), ``"symmetric"`` (otherwise
         symmetric, e.g. indefinite) or ``"nonsymmetric"``: what ``GRANS(outer="auto")`` chooses by."""
         return "spd_like" if self.spd_like else ("symmetric" if self.symmetric else "nonsymmetric")
-
-    n_pad = deprecated_attribute("padded_size")  # deprecated alias, one release
-
-    n_agg = deprecated_attribute("num_aggregates")  # deprecated alias, one release
 
     @property
     def pool_segments(self) -> int:

@@ -5,7 +5,6 @@ norm on SPD-like matrices, CG-like); :class:`FlexibleGCR` keeps a window of past
 ``M_θ`` a variable right preconditioner); :class:`NoOuterStep` is the ablation ``x ← x + M_θ(r)``.
 """
 
-from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -97,27 +96,6 @@ class NoOuterStep(AbstractOuterStep):
       >>> NoOuterStep()
       NoOuterStep()
     """
-
-
-def _outer_from_flags(outer: Any, recycle: Any, norm: Any) -> AbstractOuterStep:
-    """The outer-step object that the deprecated ``outer=<bool>``, ``recycle=`` and ``norm=`` flags described."""
-    outer = True if outer is None else outer
-    recycle = 0 if recycle is None else recycle
-    norm = "auto" if norm is None else norm
-    if norm not in _NORMS:
-        raise ValueError(f"norm must be 'auto', 'residual' or 'energy', got {norm!r}")
-    if not (isinstance(recycle, int) and recycle >= 0):
-        raise ValueError(f"recycle must be a non-negative int, got {recycle=}")
-    if norm == "energy" and (recycle or not outer):
-        raise ValueError("norm='energy' is the 3-term outer step: it needs recycle=0 and outer=True, "
-                         f"got {recycle=}, {outer=}")
-    if recycle and not outer:
-        raise ValueError("recycle > 0 is an outer Krylov method: it needs outer=True")
-    if not outer:
-        return NoOuterStep()
-    if recycle:
-        return FlexibleGCR(memory=recycle)
-    return ThreeTermStep(norm=norm)
 
 
 def _outer3(u, Au, e1, Ae1, p, Ap, r, energy: bool = False):

@@ -11,7 +11,6 @@ import lineax as lx
 from jaxtyping import Array
 
 from ..._checks import check_values
-from ..._deprecation import warn_renamed
 from ..._progress import in_program_reporter, resolve_progress
 from ..._repr import summarise
 from ..._results import RESULTS, raise_if_failed
@@ -27,7 +26,6 @@ from ._outer import (
     ThreeTermStep,
     _gcr_update,
     _outer3,
-    _outer_from_flags,
 )
 from ._precondition import _basis, _precondition_with, _smooth
 from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother, _as_smoother
@@ -35,7 +33,6 @@ from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother,
 __all__ = ["GRANS"]
 
 _DEFAULT_SMOOTHER = MultilevelSmoother()
-_DEPRECATED_FLAGS = ("degree", "recycle", "norm")
 # outer="auto" off SPD-like matrices with the V-cycle smoother: flexible GCR memory per matrix class (Helmholtz
 # k = 12 needs about twice its iteration count in memory; advection-diffusion converges with 40)
 _GCR_MEMORY_SYMMETRIC = 100
@@ -122,15 +119,9 @@ class GRANS(lx.AbstractLinearSolver):
       stall_tol: stagnation rule (residual norm: the residual drops by less than
         ``stall_tol`` relative; energy norm: ``‖e‖²_A`` drops by less than ``stall_tol · rᵀM_θ r``).
       dtype: ``"auto"`` | ``"float64"`` | ``"float32"`` — see ``working_dtype``.
-      **deprecated: ``degree=`` (use ``smoother=ChebyshevSmoother(degree=...)``; without ``smoother=`` it
-        still selects the Chebyshev smoother, the default when it was a keyword), ``recycle=`` (use
-        ``outer=FlexibleGCR(memory=...)``), ``norm=`` (use ``outer=ThreeTermStep(norm=...)``) and a
-        boolean ``outer=`` (``False``: ``NoOuterStep()``) still work for one release, with a
-        ``DeprecationWarning``.
-
     Raises:
-      ValueError: a setting out of range, naming it; a deprecated flag combination that was invalid.
-      TypeError: an unknown keyword, or ``outer=<object>`` together with ``recycle=``/``norm=``.
+      ValueError: a setting out of range, naming it.
+      TypeError: an unknown keyword.
 
     References:
       G-RANS (ICML 2026), reconstruction in ``notes/solvers.md``; Vaněk et al. (1996) for aggregation;
@@ -171,38 +162,15 @@ class GRANS(lx.AbstractLinearSolver):
         max_steps: int = 200,
         *,
         smoother: AbstractSmoother | str = _DEFAULT_SMOOTHER,
-        outer: AbstractOuterStep | str | bool = "auto",
+        outer: AbstractOuterStep | str = "auto",
         projection: bool | None = None,
         max_columns: int = 512,
         refresh: int | None = None,
         stall_patience: int = 10,
         stall_tol: float = 1e-3,
         dtype: str = "auto",
-        **deprecated: Any,
     ):
-        unknown = sorted(set(deprecated) - set(_DEPRECATED_FLAGS))
-        if unknown:
-            raise TypeError(f"GRANS() got unexpected keyword argument(s) {unknown}")
-        if "degree" in deprecated:
-            warn_renamed("degree", "smoother=ChebyshevSmoother(degree=...)", "GRANS()", stacklevel=4)
-            # degree= was the Chebyshev degree when Chebyshev was the default smoother: it still selects it
-            # (with an explicit V-cycle smoother the old degree was unused)
-            if smoother is _DEFAULT_SMOOTHER or isinstance(_as_smoother(smoother), ChebyshevSmoother):
-                smoother = ChebyshevSmoother(degree=deprecated["degree"])
         smoother = _as_smoother(smoother)
-        flags = {k: deprecated[k] for k in ("recycle", "norm") if k in deprecated}
-        if isinstance(outer, bool) or flags:
-            if isinstance(outer, bool):
-                warn_renamed("outer=<bool>", "outer=ThreeTermStep() / FlexibleGCR(memory) / NoOuterStep()",
-                             "GRANS()", stacklevel=4)
-            elif not (isinstance(outer, str) and outer == "auto"):
-                raise TypeError(f"GRANS(): pass the outer step either as outer={outer!r} or with the deprecated "
-                                f"{sorted(flags)}, not both")
-            for k in flags:
-                new = "outer=FlexibleGCR(memory=...)" if k == "recycle" else "outer=ThreeTermStep(norm=...)"
-                warn_renamed(k, new, "GRANS()", stacklevel=4)
-            outer = _outer_from_flags(outer if isinstance(outer, bool) else None, flags.get("recycle"),
-                                      flags.get("norm"))
         self.net = net
         self.rtol = rtol
         self.atol = atol
@@ -295,25 +263,6 @@ class GRANS(lx.AbstractLinearSolver):
                 "norm": self.outer_norm(op), "refresh": self.refresh_for(),
                 "network": ("trained" if self.net is not None else "zero head") if self.uses_projection else "none",
                 "projection": self.uses_projection}
-
-    # -- deprecated attribute names ------------------------------------------------------------------
-    @property
-    def degree(self) -> int:
-        """Deprecated: ``smoother.degree`` of a ``ChebyshevSmoother``."""
-        warn_renamed("GRANS.degree", "GRANS.smoother.degree", "GRANS")
-        return self.smoother.degree if isinstance(self.smoother, ChebyshevSmoother) else 3
-
-    @property
-    def recycle(self) -> int:
-        """Deprecated: ``outer.memory`` of a ``FlexibleGCR`` (0 for the other outer steps)."""
-        warn_renamed("GRANS.recycle", "GRANS.outer.memory", "GRANS")
-        return self.outer.memory if isinstance(self.outer, FlexibleGCR) else 0
-
-    @property
-    def norm(self) -> str:
-        """Deprecated: ``outer.norm`` of a ``ThreeTermStep`` (``"residual"`` for the other outer steps)."""
-        warn_renamed("GRANS.norm", "GRANS.outer.norm", "GRANS")
-        return self.outer.norm if isinstance(self.outer, ThreeTermStep) else "residual"
 
     # -- construction ------------------------------------------------------------------------------
     @classmethod

@@ -13,7 +13,6 @@ import optax
 from jaxtyping import Array, Float
 
 from ..._checks import check_values
-from ..._deprecation import warn_renamed
 from ..._progress import ProgressBar, resolve_progress
 from ..._repr import record_repr
 from ..._types import PRNGKey
@@ -65,17 +64,9 @@ def _smoother_of(op: GRANSOperator | None, smoother: Any) -> Any:
 _LOSSES = ("auto", "residual", "energy")
 
 
-def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, deprecated: dict, where: str):
-    """``(degree, outer)`` for :func:`_iterate` from the strategy objects (and the deprecated flags); ``outer`` is
-    a ``NoOuterStep`` or a ``ThreeTermStep`` (resolved per operator by :func:`_step_mode`)."""
-    unknown = sorted(set(deprecated) - {"degree"})
-    if unknown:
-        raise TypeError(f"{where} got unexpected keyword argument(s) {unknown}")
-    if "degree" in deprecated:
-        if smoother is not None:
-            raise TypeError(f"{where}: pass either smoother=... or the deprecated degree=, not both")
-        warn_renamed("degree", "smoother=ChebyshevSmoother(degree=...)", where, stacklevel=4)
-        smoother = ChebyshevSmoother(degree=deprecated["degree"])
+def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, where: str):
+    """``(degree, outer)`` for :func:`_iterate` from the strategy objects; ``outer`` is a ``NoOuterStep`` or a
+    ``ThreeTermStep`` (resolved per operator by :func:`_step_mode`)."""
     smoother = _smoother_of(op, smoother)
     if not isinstance(smoother, AbstractSmoother):
         raise ValueError(f"{where}: smoother must be a ChebyshevSmoother(...) or MultilevelSmoother(...), "
@@ -83,9 +74,6 @@ def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, depreca
     if op is not None and isinstance(smoother, MultilevelSmoother) != (op.hierarchy is not None):
         raise ValueError(f"{where}: smoother={smoother!r} does not match the operator, which was set up "
                          f"{'with' if op.hierarchy is not None else 'without'} a multilevel hierarchy")
-    if isinstance(outer, bool):
-        warn_renamed("outer=<bool>", "outer=ThreeTermStep(norm='residual') / NoOuterStep()", where, stacklevel=4)
-        outer = _TRAIN_OUTER if outer else NoOuterStep()
     if not isinstance(outer, (NoOuterStep, ThreeTermStep)):
         raise ValueError(f"{where}: the loss trains through ThreeTermStep(norm='residual'|'energy'|'auto') or "
                          f"NoOuterStep(), got outer={outer!r}")
@@ -116,8 +104,8 @@ def _step_mode(op: GRANSOperator, outer: AbstractOuterStep, loss: str, where: st
 def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
                p: Float[Array, "batch npad"], Ap: Float[Array, "batch npad"], *,
                smoother: AbstractSmoother | None = None,
-               outer: AbstractOuterStep | bool = _TRAIN_OUTER, loss: str = "auto", unroll: int = 1,
-               **deprecated: Any) -> Float[Array, ""]:
+               outer: AbstractOuterStep = _TRAIN_OUTER, loss: str = "auto", unroll: int = 1
+               ) -> Float[Array, ""]:
     r"""Self-supervised loss: mean log reduction of one G-RANS iteration (no solutions used).
 
     Residual norm (``loss="residual"``, and ``"auto"`` with a residual-norm or no outer step):
@@ -162,8 +150,6 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
       loss: ``"auto"`` (default: the energy norm with the energy-norm step, else the residual norm),
         ``"residual"`` or ``"energy"`` (SPD-like only), as above.
       unroll: iterations per state sharing one basis (a positive int, static; 1: the fresh-basis one-step loss).
-      **deprecated: ``degree=`` (use ``smoother=ChebyshevSmoother(degree=...)``) and a boolean ``outer=``
-        still work for one release, with a ``DeprecationWarning``.
 
     Returns:
       The scalar loss.
@@ -176,7 +162,7 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
     """
     if not isinstance(op, GRANSOperator):
         raise TypeError(f"grans_loss: op must be a GRANSOperator (GRANS.setup(A)), got {type(op).__name__}")
-    degree, outer = _training_modes(op, smoother, outer, deprecated, "grans_loss()")
+    degree, outer = _training_modes(op, smoother, outer, "grans_loss()")
     step, norm = _step_mode(op, outer, loss, "grans_loss()")
     _check_unroll(unroll, "grans_loss")
     r, p, Ap = _states(op, r, p, Ap)
@@ -351,7 +337,6 @@ def train_grans(
     unroll: int = 1,
     progress: bool | None = None,
     checkpoint_dir: str | Path | None = None,
-    **deprecated: Any,
 ) -> TrainResult:
     r"""Train the G-RANS basis generator without reference solutions (progressive bootstrap).
 
@@ -378,8 +363,7 @@ def train_grans(
       learning_rate: peak Adam learning rate.
       smoother: the solver's smoother; ``None`` (default): the one the operators were set up for (a
         ``MultilevelSmoother`` when they carry a V-cycle hierarchy, else ``ChebyshevSmoother(degree=3)``, with
-        which the shipped weights were trained); ``degree=`` is a deprecated alias for
-        ``smoother=ChebyshevSmoother(degree=...)``.
+        which the shipped weights were trained).
       outer: the outer step trained through and rolled out: ``ThreeTermStep(norm="residual")`` (default; the
         shipped weights'), ``ThreeTermStep(norm="auto")`` (the solver's with the V-cycle: energy norm on the
         SPD-like operators, residual norm on the others), ``ThreeTermStep(norm="energy")`` or ``NoOuterStep()``.
@@ -399,12 +383,9 @@ def train_grans(
         or a smoother that does not match the operators.
       TypeError: an operator that is not a ``GRANSOperator``.
     """
-    if "degree" in deprecated:
-        degree, _ = _training_modes(None, smoother, _TRAIN_OUTER, deprecated, "train_grans()")
-        smoother = ChebyshevSmoother(degree=degree)
     smoother = _smoother_of(operators[0] if len(operators) and isinstance(operators[0], GRANSOperator)
                             else None, smoother)
-    degree, outer = _training_modes(None, smoother, outer, {}, "train_grans()")
+    degree, outer = _training_modes(None, smoother, outer, "train_grans()")
     rhs = _check_training(operators, rhs, learning_rate, stages, states_per_operator)
     _check_unroll(unroll, "train_grans")
     modes = [(*_step_mode(op, outer, loss, f"train_grans(): operators[{i}]"), int(unroll))
@@ -417,7 +398,7 @@ def train_grans(
     for op in operators:
         if op.colidx.shape[1] != 2 * net.channels:
             raise ValueError("operator was set up for a different number of channels")
-        _training_modes(op, smoother, _TRAIN_OUTER, {}, "train_grans()")
+        _training_modes(op, smoother, _TRAIN_OUTER, "train_grans()")
     initial = net
     total = steps_per_stage * len(stages)
     sched = optax.cosine_decay_schedule(learning_rate, total, alpha=0.01)
