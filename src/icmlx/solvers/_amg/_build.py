@@ -221,7 +221,7 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None):
         ress.append(_ell(R, pad_c, pad, dtype))
         lams.append(upper)
         sizes.append(pad)
-        if isinstance(relaxation, GaussSeidelRelaxation):
+        if relaxation is not None and relaxation.needs_coloring:
             colors.append(ColorBlocks.from_ell(idx, val, d, multicolor(cur, table), dtype))
         pad = pad_c
     if A is not None and K is None:  # (no level: A is solved by the coarsest dense inverse alone)

@@ -1,7 +1,8 @@
 """Relaxation inside a multigrid cycle, as strategy objects: damped Jacobi, Chebyshev and a multicolour symmetric
 Gauss–Seidel, with their jittable kernels on one padded level of a :class:`~icmlx.solvers.MultilevelHierarchy`."""
 
-from typing import Any
+import abc
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
@@ -29,13 +30,36 @@ def _check_range(value: Any, name: str, owner: str, lo: float, hi: float) -> Non
 class AbstractRelaxation(eqx.Module):
     """The smoother applied before and after each coarse correction of a multigrid cycle.
 
-    A strategy object (static settings only, hashable, not callable): pass one as ``relaxation=`` to
+    A strategy object (static settings only, hashable): pass one as ``relaxation=`` to
     :func:`~icmlx.solvers.amg_setup` or :func:`~icmlx.solvers.solve`. Subclasses: :class:`JacobiRelaxation`,
-    :class:`ChebyshevRelaxation` and :class:`GaussSeidelRelaxation` (the default).
+    :class:`ChebyshevRelaxation` (the default for symmetric ``A``) and :class:`GaussSeidelRelaxation`. Each
+    carries its behaviour: :meth:`relax` smooths one level, :attr:`needs_coloring` asks the set-up for a colouring.
     """
 
+    needs_coloring: ClassVar[bool] = False
 
-class JacobiRelaxation(AbstractRelaxation):
+    @abc.abstractmethod
+    def relax(self, A, dinv, lam, colors, b, x, zero: bool):
+        """One pre- or post-smoothing of ``A x = b`` from ``x`` on one padded level (``zero``: ``x = 0``, skipping
+        a product); ``dinv`` the inverse diagonal, ``lam`` the bound of ``ρ(D⁻¹A)``, ``colors`` the
+        :class:`ColorBlocks` of the level (``None`` unless :attr:`needs_coloring`)."""
+
+
+class _PolynomialRelaxation(AbstractRelaxation):
+    """A polynomial smoother in ``D⁻¹A``: from ``x`` it equals ``x`` plus the same smoother from 0 applied to the
+    residual."""
+
+    @abc.abstractmethod
+    def correction(self, A, dinv, lam, r):
+        """The smoother from a zero guess applied to ``r``."""
+
+    def relax(self, A, dinv, lam, colors, b, x, zero: bool):
+        r = b if zero else b - A.mv(x)
+        e = self.correction(A, dinv, lam, r)
+        return e if zero else x + e
+
+
+class JacobiRelaxation(_PolynomialRelaxation):
     r"""Damped Jacobi sweeps :math:`x \leftarrow x + \frac{\omega}{\rho} D^{-1}(b - A x)`, ``ρ ≥ ρ(D⁻¹A)``.
 
     Attributes:
@@ -56,8 +80,11 @@ class JacobiRelaxation(AbstractRelaxation):
         _check_range(self.omega, "omega", "JacobiRelaxation", 0.0, 2.0)
         _check_int(self.num_steps, "num_steps", "JacobiRelaxation")
 
+    def correction(self, A, dinv, lam, r):
+        return jacobi_sweep(A, r, omega=self.omega / lam, num_steps=self.num_steps, l1=False, dinv=dinv)
 
-class ChebyshevRelaxation(AbstractRelaxation):
+
+class ChebyshevRelaxation(_PolynomialRelaxation):
     r"""Chebyshev polynomial smoothing on :math:`D^{-1}A` for :math:`[\rho/\mathrm{ratio}, \rho]`.
 
     ``degree`` matrix-vector products per smoothing; ``ρ`` is a safe upper bound of ``ρ(D⁻¹A)`` from the set-up.
@@ -81,6 +108,9 @@ class ChebyshevRelaxation(AbstractRelaxation):
     def __check_init__(self):
         _check_int(self.degree, "degree", "ChebyshevRelaxation")
         _check_range(self.ratio, "ratio", "ChebyshevRelaxation", 1.0, float("inf"))
+
+    def correction(self, A, dinv, lam, r):
+        return chebyshev_sweep(A, r, lambda_max=lam, degree=self.degree, ratio=self.ratio, dinv=dinv)
 
 
 class GaussSeidelRelaxation(AbstractRelaxation):
@@ -107,6 +137,14 @@ class GaussSeidelRelaxation(AbstractRelaxation):
 
     def __check_init__(self):
         _check_int(self.num_sweeps, "num_sweeps", "GaussSeidelRelaxation")
+
+    needs_coloring: ClassVar[bool] = True
+
+    def relax(self, A, dinv, lam, colors, b, x, zero: bool):
+        for _ in range(self.num_sweeps):  # static, small
+            x = _gs_sweep(colors, b, x, reverse=False)
+            x = _gs_sweep(colors, b, x, reverse=True)
+        return x
 
 
 class ColorBlocks(eqx.Module):
@@ -163,20 +201,8 @@ def _gs_sweep(cb: ColorBlocks, b, x, reverse: bool):
 
 
 def relax(strategy: AbstractRelaxation | None, A, dinv, lam, colors, b, x, zero: bool, degree: int):
-    """One pre- or post-smoothing of ``A x = b`` from ``x`` (``zero``: ``x = 0``, skipping a product)."""
-    if strategy is None or isinstance(strategy, (ChebyshevRelaxation, JacobiRelaxation)):
-        # a polynomial smoother from x equals x + (the same smoother from 0 applied to the residual)
-        r = b if zero else b - A.mv(x)
-        if isinstance(strategy, JacobiRelaxation):
-            e = jacobi_sweep(A, r, omega=strategy.omega / lam, num_steps=strategy.num_steps, l1=False, dinv=dinv)
-        else:
-            deg = degree if strategy is None else strategy.degree
-            ratio = 30.0 if strategy is None else strategy.ratio
-            e = chebyshev_sweep(A, r, lambda_max=lam, degree=deg, ratio=ratio, dinv=dinv)
-        return e if zero else x + e
-    if isinstance(strategy, GaussSeidelRelaxation):
-        for _ in range(strategy.num_sweeps):  # static, small
-            x = _gs_sweep(colors, b, x, reverse=False)
-            x = _gs_sweep(colors, b, x, reverse=True)
-        return x
-    raise TypeError(f"relaxation must be an AbstractRelaxation, got {type(strategy).__name__}")
+    """One pre- or post-smoothing by ``strategy`` (``None``: Chebyshev of ``degree`` for ``[λ/30, λ]``, the
+    smoother of :func:`~icmlx.solvers.smoothed_aggregation`)."""
+    if strategy is None:
+        strategy = ChebyshevRelaxation(degree=degree)
+    return strategy.relax(A, dinv, lam, colors, b, x, zero)

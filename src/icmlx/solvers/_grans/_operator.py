@@ -203,7 +203,7 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     # hierarchy and basis levels
     n_pad = bucket_size(n)
     hierarchy = None
-    if isinstance(smoother, MultilevelSmoother):  # SA V-cycle; its (vectorised MIS-2) aggregates also carry V
+    if smoother.uses_hierarchy:  # SA V-cycle; its (vectorised MIS-2) aggregates also carry V
         hierarchy, maps, coarse = build_sa_hierarchy(csr, max_coarse=smoother.max_coarse,
                                                      max_levels=smoother.max_levels, degree=smoother.degree,
                                                      pad_to=n_pad, dtype=hierarchy_dtype(smoother, dtype), tight=True)

@@ -6,6 +6,9 @@ norm on SPD-like matrices, CG-like); :class:`FlexibleGCR` keeps a window of past
 """
 
 
+import abc
+from typing import ClassVar
+
 import equinox as eqx
 import jax.numpy as jnp
 
@@ -19,8 +22,30 @@ class AbstractOuterStep(eqx.Module):
 
     A strategy object (static settings only, hashable, not callable): pass one as ``GRANS(outer=...)``.
     Subclasses are :class:`ThreeTermStep` (the default), :class:`FlexibleGCR` and :class:`NoOuterStep`.
-    Each carries exactly the settings its step uses, so no combination is invalid.
+    Each carries exactly the settings its step uses, so no combination is invalid, and its behaviour as
+    methods: :meth:`norm_on` (the norm the step minimises on a matrix class), :meth:`stored_directions` and
+    :meth:`step` (the update of ``x``).
     """
+
+    trainable: ClassVar[bool] = True  # grans_loss trains through this step
+
+    def stored_directions(self) -> int:
+        """Past directions the step keeps (0: none)."""
+        return 0
+
+    def norm_on(self, spd_like: bool) -> str:
+        """``"energy"`` or ``"residual"``: the norm the step minimises (and the safeguard keeps monotone)."""
+        return "residual"
+
+    def trained_step(self, spd_like: bool) -> str:
+        """The step ``grans_loss`` trains through: ``"none"``, ``"residual"`` or ``"energy"``."""
+        return self.norm_on(spd_like)
+
+    @abc.abstractmethod
+    def step(self, u, Au, e1, Ae1, p, Ap, r, window, energy: bool):
+        """``(dx, window)``: the update of ``x`` from the correction ``u = M_θ(r)`` (with ``A u``), the smoother's
+        first correction ``e1`` (with ``A e1``), the previous update ``p`` (with ``A p``) and the residual ``r``;
+        ``window`` the stored directions ``(Z, AZ, ptr)`` (only :class:`FlexibleGCR` uses it)."""
 
 
 class ThreeTermStep(AbstractOuterStep):
@@ -53,6 +78,14 @@ class ThreeTermStep(AbstractOuterStep):
     def __check_init__(self):
         if self.norm not in _NORMS:
             raise ValueError(f"ThreeTermStep: norm must be 'auto', 'energy' or 'residual', got norm={self.norm!r}")
+
+    def norm_on(self, spd_like: bool) -> str:
+        if self.norm == "auto":
+            return "energy" if spd_like else "residual"
+        return self.norm
+
+    def step(self, u, Au, e1, Ae1, p, Ap, r, window, energy: bool):
+        return _outer3(u, Au, e1, Ae1, p, Ap, r, energy=energy)[0], window
 
 
 class FlexibleGCR(AbstractOuterStep):
@@ -87,6 +120,15 @@ class FlexibleGCR(AbstractOuterStep):
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise ValueError(f"FlexibleGCR: memory must be a positive int, got memory={m!r}")
 
+    trainable: ClassVar[bool] = False
+
+    def stored_directions(self) -> int:
+        return self.memory
+
+    def step(self, u, Au, e1, Ae1, p, Ap, r, window, energy: bool):
+        dx, *window = _gcr_update(((u, Au), (e1, Ae1)), r, *window)
+        return dx, tuple(window)
+
 
 class NoOuterStep(AbstractOuterStep):
     """No outer step: ``x ← x + M_θ(r)``, with the residual-monotone safeguard (the ablation).
@@ -96,6 +138,12 @@ class NoOuterStep(AbstractOuterStep):
       >>> NoOuterStep()
       NoOuterStep()
     """
+
+    def trained_step(self, spd_like: bool) -> str:
+        return "none"
+
+    def step(self, u, Au, e1, Ae1, p, Ap, r, window, energy: bool):
+        return u, window
 
 
 def _outer3(u, Au, e1, Ae1, p, Ap, r, energy: bool = False):

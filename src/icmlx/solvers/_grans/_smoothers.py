@@ -1,12 +1,18 @@
 """The smoother ``S`` of a G-RANS iteration, as a strategy object: a polynomial smoother or one V-cycle."""
 
-from typing import Any
+import abc
+from typing import Any, ClassVar
 
 import equinox as eqx
 
 from ..._strategy import as_strategy
 
 __all__ = ["AbstractSmoother", "ChebyshevSmoother", "MultilevelSmoother"]
+
+# outer="auto" off SPD-like matrices with the V-cycle smoother: flexible GCR memory per matrix class (Helmholtz
+# k = 12 needs about twice its iteration count in memory; advection-diffusion converges with 40)
+GCR_MEMORY_SYMMETRIC = 100
+GCR_MEMORY_NONSYMMETRIC = 40
 
 
 def _positive_int(value: Any, name: str, owner: str) -> None:
@@ -18,8 +24,27 @@ class AbstractSmoother(eqx.Module):
     """The smoother ``S`` that a G-RANS iteration applies before and after the learned projection.
 
     A strategy object (static settings only, hashable, not callable): pass one as ``GRANS(smoother=...)``.
-    Subclasses are :class:`MultilevelSmoother` (the default) and :class:`ChebyshevSmoother` (the paper's).
+    Subclasses are :class:`MultilevelSmoother` (the default) and :class:`ChebyshevSmoother` (the paper's). Each
+    carries what the solver asks of it: :attr:`uses_hierarchy` (the set-up builds a multigrid hierarchy),
+    :attr:`polynomial_degree`, :meth:`default_refresh` and :meth:`auto_outer` (the outer step of
+    ``GRANS(outer="auto")``).
     """
+
+    uses_hierarchy: ClassVar[bool] = False
+    pretrained_network: ClassVar[bool] = False  # GRANS.pretrained() loads the shipped network with it
+
+    @property
+    def polynomial_degree(self) -> int:
+        """The degree of the polynomial smoothing in the G-RANS loop (a V-cycle smoother ignores it)."""
+        return 3
+
+    @abc.abstractmethod
+    def default_refresh(self, max_steps: int) -> int:
+        """The basis refresh period of ``GRANS(refresh=None)``."""
+
+    @abc.abstractmethod
+    def auto_outer(self, spd_like: bool, symmetric: bool) -> Any:
+        """The outer step of ``GRANS(outer="auto")`` on a matrix of this class."""
 
 
 class ChebyshevSmoother(AbstractSmoother):
@@ -53,6 +78,20 @@ class ChebyshevSmoother(AbstractSmoother):
 
     def __check_init__(self):
         _positive_int(self.degree, "degree", "ChebyshevSmoother")
+
+    pretrained_network: ClassVar[bool] = True
+
+    @property
+    def polynomial_degree(self) -> int:
+        return self.degree
+
+    def default_refresh(self, max_steps: int) -> int:
+        return 1  # the paper's residual-aware basis, every iteration
+
+    def auto_outer(self, spd_like: bool, symmetric: bool) -> Any:
+        from ._outer import ThreeTermStep
+
+        return ThreeTermStep()
 
 
 class MultilevelSmoother(AbstractSmoother):
@@ -104,6 +143,18 @@ class MultilevelSmoother(AbstractSmoother):
         if self.dtype not in ("float32", "auto"):
             raise ValueError("MultilevelSmoother: dtype must be 'float32' or 'auto' (the solver's working dtype), "
                              f"got dtype={self.dtype!r}")
+
+    uses_hierarchy: ClassVar[bool] = True
+
+    def default_refresh(self, max_steps: int) -> int:
+        return max_steps  # the initial basis throughout
+
+    def auto_outer(self, spd_like: bool, symmetric: bool) -> Any:
+        from ._outer import FlexibleGCR, ThreeTermStep
+
+        if spd_like:
+            return ThreeTermStep(norm="energy")
+        return FlexibleGCR(memory=GCR_MEMORY_SYMMETRIC if symmetric else GCR_MEMORY_NONSYMMETRIC)
 
 
 _SMOOTHER_SHORTHANDS = {"chebyshev": ChebyshevSmoother, "multilevel": MultilevelSmoother}

@@ -22,21 +22,13 @@ from ._network import GRANSNet, _ZeroHead
 from ._operator import GRANSOperator, _setup
 from ._outer import (
     AbstractOuterStep,
-    FlexibleGCR,
-    ThreeTermStep,
-    _gcr_update,
-    _outer3,
 )
 from ._precondition import _basis, _precondition_with, _smooth
-from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother, _as_smoother
+from ._smoothers import AbstractSmoother, MultilevelSmoother, _as_smoother
 
 __all__ = ["GRANS"]
 
 _DEFAULT_SMOOTHER = MultilevelSmoother()
-# outer="auto" off SPD-like matrices with the V-cycle smoother: flexible GCR memory per matrix class (Helmholtz
-# k = 12 needs about twice its iteration count in memory; advection-diffusion converges with 40)
-_GCR_MEMORY_SYMMETRIC = 100
-_GCR_MEMORY_NONSYMMETRIC = 40
 # the ablation's decision (benchmarks/solvers_grans_ablation.py): GRANS.pretrained() runs no network
 _NETWORK_ON_DEFAULT_PATH = False
 
@@ -237,18 +229,14 @@ class GRANS(lx.AbstractLinearSolver):
         """
         if isinstance(self.outer, AbstractOuterStep):
             return self.outer
-        if isinstance(self.smoother, ChebyshevSmoother):
-            return ThreeTermStep()
-        if op.spd_like:
-            return ThreeTermStep(norm="energy")
-        return FlexibleGCR(memory=_GCR_MEMORY_SYMMETRIC if op.symmetric else _GCR_MEMORY_NONSYMMETRIC)
+        return self.smoother.auto_outer(op.spd_like, op.symmetric)
 
     def refresh_for(self) -> int:
         """The basis refresh period this solver runs: ``refresh``, or for ``refresh=None`` 1 with a
         ``ChebyshevSmoother`` and ``max_steps`` (the initial basis throughout) otherwise."""
         if self.refresh is not None:
             return self.refresh
-        return 1 if isinstance(self.smoother, ChebyshevSmoother) else self.max_steps
+        return self.smoother.default_refresh(self.max_steps)
 
     def configuration(self, op: GRANSOperator) -> dict[str, Any]:
         """What this solver runs on ``op`` (host-side record of the choices made at set-up).
@@ -298,7 +286,7 @@ class GRANS(lx.AbstractLinearSolver):
 
         if network is None:
             smoother = _as_smoother(kwargs.get("smoother", _DEFAULT_SMOOTHER))
-            network = isinstance(smoother, ChebyshevSmoother) or _NETWORK_ON_DEFAULT_PATH
+            network = smoother.pretrained_network or _NETWORK_ON_DEFAULT_PATH
         if not isinstance(network, bool):
             raise ValueError(f"GRANS.pretrained: network must be True, False or None, got network={network!r}")
         net = load_weights(Path(__file__).parent / "grans_pretrained.eqx")[0] if network else None
@@ -343,12 +331,7 @@ class GRANS(lx.AbstractLinearSolver):
           >>> g.outer_norm(op), GRANS(outer=FlexibleGCR(memory=8), dtype="float32").outer_norm(op)
           ('energy', 'residual')
         """
-        outer = self.outer_for(op)
-        if isinstance(outer, ThreeTermStep) and (
-            outer.norm == "energy" or (outer.norm == "auto" and op.spd_like)
-        ):
-            return "energy"
-        return "residual"
+        return self.outer_for(op).norm_on(op.spd_like)
 
     # -- solve -------------------------------------------------------------------------------------
     def solve(self, operator: Any, b: Any, x0: Any = None,
@@ -483,19 +466,19 @@ def _iterate(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
     if projection and not op.has_basis:
         raise ValueError("GRANS(projection=True) was given an operator set up without a basis (by a solver with "
                          "projection=False): set it up with this solver's setup()")
-    m = outer.memory if isinstance(outer, FlexibleGCR) else 0
-    if isinstance(outer, ThreeTermStep) and outer.norm == "energy" and not galerkin:
-        raise ValueError("ThreeTermStep(norm='energy') needs a symmetric positive-definite-like matrix "
+    m = outer.stored_directions()
+    if outer.norm_on(galerkin) == "energy" and not galerkin:
+        raise ValueError(f"{outer!r} needs a symmetric positive-definite-like matrix "
                          "(symmetric, positive diagonal, non-negative row sums); this one is not: use "
                          "norm='residual' or 'auto'")
-    if isinstance(solver.smoother, MultilevelSmoother) != (op.hierarchy is not None):
+    if solver.smoother.uses_hierarchy != (op.hierarchy is not None):
         raise ValueError(f"GRANS(smoother={solver.smoother!r}) was given an operator set up "
                          f"{'with' if op.hierarchy is not None else 'without'} a multilevel hierarchy: "
                          "set it up with this solver's setup()")
     energy = solver.outer_norm(op) == "energy"
     slack = 1e3 * jnp.finfo(dt).eps
     # the polynomial smoother's degree (a V-cycle smoother, set up in `op.hierarchy`, ignores it)
-    degree = solver.smoother.degree if isinstance(solver.smoother, ChebyshevSmoother) else 3
+    degree = solver.smoother.polynomial_degree
 
     def cond(c):
         _, r, rn, _, _, it, stall, *_ = c
@@ -516,14 +499,7 @@ def _iterate(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
                 basis = jax.lax.cond((it % refresh == 0) & (it > 0), new_basis, lambda r: basis, r)
             # (refresh >= max_steps: the initial basis throughout, no conditional in the loop)
             u, Au, e1, Ae1 = _precondition_with(op, basis, r, **kw)
-        if m:  # truncated flexible GCR: M_θ is a variable right preconditioner
-            dx, Zb, AZb, ptr = _gcr_update(((u, Au), (e1, Ae1)), r, Zb, AZb, ptr)
-        elif energy:
-            dx, _ = _outer3(u, Au, e1, Ae1, p, Ap, r, energy=True)
-        elif isinstance(outer, ThreeTermStep):
-            dx, _ = _outer3(u, Au, e1, Ae1, p, Ap, r)
-        else:  # NoOuterStep
-            dx = u
+        dx, (Zb, AZb, ptr) = outer.step(u, Au, e1, Ae1, p, Ap, r, (Zb, AZb, ptr), energy)
         xn = x + dx
         rnew = bp - op.ell.mv(xn)
         rnn = jnp.linalg.norm(rnew)

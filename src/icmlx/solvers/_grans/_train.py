@@ -19,7 +19,7 @@ from ..._types import PRNGKey
 from .._convert import as_vector
 from ._network import GRANSNet
 from ._operator import GRANSOperator
-from ._outer import AbstractOuterStep, NoOuterStep, ThreeTermStep, _outer3
+from ._outer import AbstractOuterStep, ThreeTermStep, _outer3
 from ._precondition import _basis, _iterate, _precondition_with, _smooth
 from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother
 from ._weights import save_weights
@@ -71,13 +71,13 @@ def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, where: 
     if not isinstance(smoother, AbstractSmoother):
         raise ValueError(f"{where}: smoother must be a ChebyshevSmoother(...) or MultilevelSmoother(...), "
                          f"got smoother={smoother!r}")
-    if op is not None and isinstance(smoother, MultilevelSmoother) != (op.hierarchy is not None):
+    if op is not None and smoother.uses_hierarchy != (op.hierarchy is not None):
         raise ValueError(f"{where}: smoother={smoother!r} does not match the operator, which was set up "
                          f"{'with' if op.hierarchy is not None else 'without'} a multilevel hierarchy")
-    if not isinstance(outer, (NoOuterStep, ThreeTermStep)):
+    if not (isinstance(outer, AbstractOuterStep) and outer.trainable):
         raise ValueError(f"{where}: the loss trains through ThreeTermStep(norm='residual'|'energy'|'auto') or "
                          f"NoOuterStep(), got outer={outer!r}")
-    degree = smoother.degree if isinstance(smoother, ChebyshevSmoother) else 3  # (a V-cycle ignores it)
+    degree = smoother.polynomial_degree  # (a V-cycle ignores it)
     return degree, outer
 
 
@@ -87,12 +87,7 @@ def _step_mode(op: GRANSOperator, outer: AbstractOuterStep, loss: str, where: st
     with the energy-norm step, else residual)."""
     if loss not in _LOSSES:
         raise ValueError(f"{where}: loss must be 'auto', 'residual' or 'energy', got loss={loss!r}")
-    if isinstance(outer, NoOuterStep):
-        step = "none"
-    elif outer.norm == "auto":
-        step = "energy" if op.spd_like else "residual"
-    else:
-        step = outer.norm
+    step = outer.trained_step(op.spd_like)
     if (step == "energy" or loss == "energy") and not op.spd_like:
         raise ValueError(f"{where}: the energy norm (outer={outer!r}, loss={loss!r}) needs a symmetric "
                          "positive-definite-like matrix (symmetric, positive diagonal, non-negative row sums); "
