@@ -411,8 +411,9 @@ def _traced_setup(A: SparseMatrix, near_nullspace: Any, method: str, setup: dict
     then computed from the traced values by :meth:`AMGSolver.update`, so the solve differentiates in the values."""
     if is_traced((A.rows, A.cols)):
         raise TypeError("solve: A is a SparseMatrix whose indices (rows/cols) are traced; its sparsity pattern must "
-                        "be concrete. Build the SparseMatrix inside the traced function from concrete indices, or "
-                        "call amg_setup(A0, reuse_pattern=True) outside and solver.update(values) inside")
+                        "be concrete. Close over concrete indices (under jit, convert NumPy indices inside "
+                        "`with jax.ensure_compile_time_eval():`), or call amg_setup(A0, reuse_pattern=True) "
+                        "outside and solver.update(values) inside")
     import scipy.sparse as sp  # set-up only
 
     n = check_square(A.shape, "A")

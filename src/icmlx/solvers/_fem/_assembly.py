@@ -279,7 +279,9 @@ def assemble_p1(
     vals = jax.ops.segment_sum(local, jnp.asarray(mesh.slot), num_segments=nnz + 1)[:nnz]
     load = jnp.einsum("eq,q,qi->ei", fq * det[:, None], w, phi).reshape(-1)
     b = jax.ops.segment_sum(load, jnp.asarray(mesh.load_slot), num_segments=mesh.n + 1)[: mesh.n]
-    A = SparseMatrix(jnp.asarray(mesh.rows), jnp.asarray(mesh.cols), vals, (mesh.n, mesh.n))
+    with jax.ensure_compile_time_eval():  # the pattern stays concrete under jit (solve() sets up from it)
+        rows, cols = jnp.asarray(mesh.rows), jnp.asarray(mesh.cols)
+    A = SparseMatrix(rows, cols, vals, (mesh.n, mesh.n))
     return A, b
 
 
