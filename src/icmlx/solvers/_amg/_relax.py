@@ -2,7 +2,7 @@
 Gauss–Seidel, with their jittable kernels on one padded level of a :class:`~icmlx.solvers.MultilevelHierarchy`."""
 
 import abc
-from typing import Any, ClassVar
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -36,7 +36,7 @@ class AbstractRelaxation(eqx.Module):
     carries its behaviour: :meth:`relax` smooths one level, :attr:`needs_coloring` asks the set-up for a colouring.
     """
 
-    needs_coloring: ClassVar[bool] = False
+    needs_coloring = False
 
     @abc.abstractmethod
     def relax(self, A, dinv, lam, colors, b, x, zero: bool):
@@ -138,7 +138,7 @@ class GaussSeidelRelaxation(AbstractRelaxation):
     def __check_init__(self):
         _check_int(self.num_sweeps, "num_sweeps", "GaussSeidelRelaxation")
 
-    needs_coloring: ClassVar[bool] = True
+    needs_coloring = True
 
     def relax(self, A, dinv, lam, colors, b, x, zero: bool):
         for _ in range(self.num_sweeps):  # static, small

@@ -7,7 +7,6 @@ norm on SPD-like matrices, CG-like); :class:`FlexibleGCR` keeps a window of past
 
 
 import abc
-from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -27,7 +26,7 @@ class AbstractOuterStep(eqx.Module):
     :meth:`step` (the update of ``x``).
     """
 
-    trainable: ClassVar[bool] = True  # grans_loss trains through this step
+    trainable = True  # grans_loss trains through this step
 
     def stored_directions(self) -> int:
         """Past directions the step keeps (0: none)."""
@@ -120,7 +119,7 @@ class FlexibleGCR(AbstractOuterStep):
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise ValueError(f"FlexibleGCR: memory must be a positive int, got memory={m!r}")
 
-    trainable: ClassVar[bool] = False
+    trainable = False
 
     def stored_directions(self) -> int:
         return self.memory

@@ -1,7 +1,7 @@
 """The smoother ``S`` of a G-RANS iteration, as a strategy object: a polynomial smoother or one V-cycle."""
 
 import abc
-from typing import Any, ClassVar
+from typing import Any
 
 import equinox as eqx
 
@@ -30,8 +30,8 @@ class AbstractSmoother(eqx.Module):
     ``GRANS(outer="auto")``).
     """
 
-    uses_hierarchy: ClassVar[bool] = False
-    pretrained_network: ClassVar[bool] = False  # GRANS.pretrained() loads the shipped network with it
+    uses_hierarchy = False
+    pretrained_network = False  # GRANS.pretrained() loads the shipped network with it
 
     @property
     def polynomial_degree(self) -> int:
@@ -79,7 +79,7 @@ class ChebyshevSmoother(AbstractSmoother):
     def __check_init__(self):
         _positive_int(self.degree, "degree", "ChebyshevSmoother")
 
-    pretrained_network: ClassVar[bool] = True
+    pretrained_network = True
 
     @property
     def polynomial_degree(self) -> int:
@@ -144,7 +144,7 @@ class MultilevelSmoother(AbstractSmoother):
             raise ValueError("MultilevelSmoother: dtype must be 'float32' or 'auto' (the solver's working dtype), "
                              f"got dtype={self.dtype!r}")
 
-    uses_hierarchy: ClassVar[bool] = True
+    uses_hierarchy = True
 
     def default_refresh(self, max_steps: int) -> int:
         return max_steps  # the initial basis throughout
