@@ -158,8 +158,8 @@ class AMGSolver(lx.AbstractLinearSolver):
 
         Keeps the symbolic set-up of the first matrix (aggregates, candidate columns kept, the patterns of
         ``T``, ``P`` and ``PᵀAP`` and the pair lists of their products) and recomputes, with gathers and segment
-        sums, ``ρ(D⁻¹A)``, the improved candidates and their per-aggregate QR, :math:`P = (I - \omega D^{-1}A)T`,
-        :math:`A_c = P^\top A P` on every level, the relaxation data and the coarsest pseudo-inverse. With a
+        sums, ``ρ(D⁻¹A)``, the improved candidates and their per-aggregate QR, $P = (I - \omega D^{-1}A)T$,
+        $A_c = P^\top A P$ on every level, the relaxation data and the coarsest pseudo-inverse. With a
         values array the call is jittable and differentiable (``jax.jit(lambda s, v: s.update(v))`` compiles
         once for every matrix of the pattern); ``method`` stays that of the first matrix, so the new one must be
         of the same class (symmetric with a positive diagonal for CG). The aggregates do not follow the new
@@ -198,7 +198,7 @@ class AMGSolver(lx.AbstractLinearSolver):
 
     def solve(self, b: Any, x0: Any = None, *, rtol: float | None = None, atol: float = 0.0,
               max_steps: int | None = None, throw: bool = True) -> LinearSolution:
-        r"""Solve ``A x = b`` to :math:`\|b - A x\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})` (true residual;
+        r"""Solve ``A x = b`` to $\|b - A x\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})$ (true residual;
         the default ``rtol=None`` adds the rounding floor below).
 
         Args:
@@ -213,7 +213,9 @@ class AMGSolver(lx.AbstractLinearSolver):
 
         With ``rtol=None`` the stopping rule is
 
-        .. math:: \|b - A x\|_2 \le \max\bigl(r_0 \|b\|_2,\ \mathrm{atol},\ \varepsilon\,\|\,|A|\,|x| + |b|\,\|_2\bigr),
+        $$
+        \|b - A x\|_2 \le \max\bigl(r_0 \|b\|_2,\ \mathrm{atol},\ \varepsilon\,\|\,|A|\,|x| + |b|\,\|_2\bigr),
+        $$
 
         ``r₀`` the dtype's default and ``ε`` its machine epsilon. The last term bounds the rounding error of
         evaluating ``b − A x`` itself, so a residual below it is as small as the precision can certify (``x`` has
@@ -282,7 +284,9 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
     on each aggregate (so ``B`` lies exactly in the range of ``T``, and the coarse candidates are the ``R``
     factors), Jacobi smoothing on ``A`` itself,
 
-    .. math:: P = \bigl(I - \tfrac{4}{3\rho(D^{-1}A)} D^{-1}A\bigr) T, \qquad A_c = P^\top A P,
+    $$
+    P = \bigl(I - \tfrac{4}{3\rho(D^{-1}A)} D^{-1}A\bigr) T, \qquad A_c = P^\top A P,
+    $$
 
     down to at most ``max_coarse`` unknowns, solved by a dense pseudo-inverse. ``method="auto"`` takes CG for a
     symmetric ``A`` with a positive diagonal (the cycle is then symmetric positive definite) and GMRES(30)
@@ -355,7 +359,7 @@ def solve(A: Any, b: Any, *, rtol: float | None = None, atol: float = 0.0, max_s
 
     Like ``pyamg.solve``: CG preconditioned by a symmetric V-cycle for symmetric ``A`` with a positive diagonal,
     GMRES(30) with the cycle otherwise. Stops when the true residual meets
-    :math:`\|b - A x\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})`.
+    $\|b - A x\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})$.
 
     Args:
       A: the n × n matrix (SciPy sparse in any format, BCOO, dense or ``SparseMatrix``; concrete).

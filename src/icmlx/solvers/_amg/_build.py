@@ -33,8 +33,8 @@ RELAXATIONS = {"chebyshev": ChebyshevRelaxation, "jacobi": JacobiRelaxation, "ga
 def rigid_body_modes(coords: Any) -> np.ndarray:
     r"""Rigid-body modes of linear elasticity at the nodes ``coords``: the near-nullspace of the operator.
 
-    2-D: translations :math:`(1, 0)`, :math:`(0, 1)` and the rotation :math:`(-y, x)`; 3-D: three translations
-    and the rotations :math:`(0, -z, y)`, :math:`(z, 0, -x)`, :math:`(-y, x, 0)`. Dofs are interleaved per node
+    2-D: translations $(1, 0)$, $(0, 1)$ and the rotation $(-y, x)$; 3-D: three translations
+    and the rotations $(0, -z, y)$, $(z, 0, -x)$, $(-y, x, 0)$. Dofs are interleaved per node
     (``x₀, y₀, x₁, y₁, …``), the ordering of ``pyamg.gallery.linear_elasticity``.
 
     Args:

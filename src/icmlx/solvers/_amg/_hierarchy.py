@@ -138,8 +138,10 @@ class EllMatrix(eqx.Module):
 def m_matrix_envelope(A: Any) -> Any:
     r"""The symmetric M-matrix envelope of ``A``, on which the hierarchy is built (a SciPy CSR matrix).
 
-    .. math:: \tilde a_{ij} = -\tfrac12(|a_{ij}| + |a_{ji}|)\ (i \ne j), \qquad
-              \tilde a_{ii} = \max\bigl(a_{ii},\ \textstyle\sum_{j\ne i} |\tilde a_{ij}|\bigr).
+    $$
+    \tilde a_{ij} = -\tfrac12(|a_{ij}| + |a_{ji}|)\ (i \ne j), \qquad
+    \tilde a_{ii} = \max\bigl(a_{ii},\ \textstyle\sum_{j\ne i} |\tilde a_{ij}|\bigr).
+    $$
 
     For a symmetric diagonally dominant M-matrix (P1 Poisson, reaction–diffusion with a dominant stiffness)
     ``Ã = A`` exactly; for advection–diffusion it is a diffusion-like symmetrisation and for Helmholtz

@@ -60,7 +60,7 @@ def symmetric_pattern(M: Any, keep: Any) -> Any:
 
 
 def symmetric_strength(N: Any, theta: float) -> Any:
-    r"""Strong connections of the node matrix: :math:`|n_{ij}| \ge \theta \sqrt{|n_{ii} n_{jj}|}` (off-diagonal),
+    r"""Strong connections of the node matrix: $|n_{ij}| \ge \theta \sqrt{|n_{ii} n_{jj}|}$ (off-diagonal),
     symmetrised; the pattern that aggregation reads."""
     d = np.abs(N.diagonal())
 

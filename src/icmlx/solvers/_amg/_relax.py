@@ -60,7 +60,7 @@ class _PolynomialRelaxation(AbstractRelaxation):
 
 
 class JacobiRelaxation(_PolynomialRelaxation):
-    r"""Damped Jacobi sweeps :math:`x \leftarrow x + \frac{\omega}{\rho} D^{-1}(b - A x)`, ``ρ ≥ ρ(D⁻¹A)``.
+    r"""Damped Jacobi sweeps $x \leftarrow x + \frac{\omega}{\rho} D^{-1}(b - A x)$, ``ρ ≥ ρ(D⁻¹A)``.
 
     Attributes:
       omega: damping relative to ``1/ρ(D⁻¹A)`` in ``(0, 2]`` (``4/3`` minimises the largest amplification of the
@@ -85,7 +85,7 @@ class JacobiRelaxation(_PolynomialRelaxation):
 
 
 class ChebyshevRelaxation(_PolynomialRelaxation):
-    r"""Chebyshev polynomial smoothing on :math:`D^{-1}A` for :math:`[\rho/\mathrm{ratio}, \rho]`.
+    r"""Chebyshev polynomial smoothing on $D^{-1}A$ for $[\rho/\mathrm{ratio}, \rho]$.
 
     ``degree`` matrix-vector products per smoothing; ``ρ`` is a safe upper bound of ``ρ(D⁻¹A)`` from the set-up.
 
@@ -115,7 +115,7 @@ class ChebyshevRelaxation(_PolynomialRelaxation):
 
 class GaussSeidelRelaxation(AbstractRelaxation):
     r"""Multicolour symmetric Gauss–Seidel: the rows of one colour (an independent set of the matrix graph)
-    relax at once, :math:`x_c \leftarrow x_c + D_c^{-1}(b - A x)_c`, colours forward then backward.
+    relax at once, $x_c \leftarrow x_c + D_c^{-1}(b - A x)_c$, colours forward then backward.
 
     Every colour sees the updates of the colours before it, as Gauss–Seidel in the colour ordering; one
     symmetric sweep costs about two matrix-vector products. The colouring is made at set-up (Luby independent

@@ -56,10 +56,12 @@ def jacobi_smoother(
     num_steps: int = 2,
     l1: bool = False,
 ) -> Float[Array, " n"]:
-    r"""Damped (or ℓ1) Jacobi sweeps on :math:`A e = r` from :math:`e = 0`.
+    r"""Damped (or ℓ1) Jacobi sweeps on $A e = r$ from $e = 0$.
 
-    .. math:: e \leftarrow e + \omega D^{-1}(r - A e), \qquad D = \mathrm{diag}(A)\ \text{or}\
-        D_{ii} = \textstyle\sum_j |a_{ij}|\ (\ell_1)
+    $$
+    e \leftarrow e + \omega D^{-1}(r - A e), \qquad D = \mathrm{diag}(A)\ \text{or}\
+    D_{ii} = \textstyle\sum_j |a_{ij}|\ (\ell_1)
+    $$
 
     Args:
       A: the n × n matrix (a ``SparseMatrix``, SciPy sparse, BCOO or dense).
@@ -110,7 +112,7 @@ def jacobi_sweep(A, r, *, omega, num_steps: int, l1: bool, d=None, dinv=None):  
 
 
 def estimate_lambda_max(A: Any, *, num_steps: int = 15) -> Float[Array, ""]:
-    r"""Power-iteration estimate of :math:`\lambda_{\max}(D^{-1}A)` (deterministic start vector).
+    r"""Power-iteration estimate of $\lambda_{\max}(D^{-1}A)$ (deterministic start vector).
 
     Args:
       A: the n × n matrix with a nonzero diagonal (a ``SparseMatrix``, SciPy sparse, BCOO or dense).
@@ -160,9 +162,9 @@ def chebyshev_smoother(
     ratio: float = 30.0,
     dinv: Float[Array, " n"] | None = None,
 ) -> Float[Array, " n"]:
-    r"""Chebyshev polynomial smoother on :math:`D^{-1}A e = D^{-1} r` from :math:`e = 0`.
+    r"""Chebyshev polynomial smoother on $D^{-1}A e = D^{-1} r$ from $e = 0$.
 
-    Targets the interval :math:`[\lambda_{\max}/\mathrm{ratio},\ \lambda_{\max}]` with the three-term
+    Targets the interval $[\lambda_{\max}/\mathrm{ratio},\ \lambda_{\max}]$ with the three-term
     recurrence of Saad (Alg. 12.1); ``degree`` matrix-vector products.
 
     Args:

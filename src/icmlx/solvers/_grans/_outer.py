@@ -48,12 +48,12 @@ class AbstractOuterStep(eqx.Module):
 
 
 class ThreeTermStep(AbstractOuterStep):
-    r"""The 3-term outer step over :math:`U = [u,\ p_{k-1},\ e_1]` (``u = e_1 + e_2 + e_3``).
+    r"""The 3-term outer step over $U = [u,\ p_{k-1},\ e_1]$ (``u = e_1 + e_2 + e_3``).
 
-    Residual norm: :math:`\alpha = ((AU)^\top AU)^{-1} (AU)^\top r` minimises :math:`\|r - AU\alpha\|_2`
+    Residual norm: $\alpha = ((AU)^\top AU)^{-1} (AU)^\top r$ minimises $\|r - AU\alpha\|_2$
     and the safeguard keeps the true residual non-increasing. Energy norm (SPD-like ``A``):
-    :math:`\alpha = (U^\top A U)^{-1} U^\top r` minimises :math:`\|x^* - x - U\alpha\|_A` (a Galerkin step,
-    CG-like with a fixed symmetric :math:`M_\theta`) and the safeguard keeps :math:`\|x^* - x\|_A`
+    $\alpha = (U^\top A U)^{-1} U^\top r$ minimises $\|x^* - x - U\alpha\|_A$ (a Galerkin step,
+    CG-like with a fixed symmetric $M_\theta$) and the safeguard keeps $\|x^* - x\|_A$
     non-increasing, checked exactly from the true residuals.
 
     Attributes:
@@ -91,7 +91,7 @@ class FlexibleGCR(AbstractOuterStep):
     r"""Truncated flexible GCR over the last ``memory`` directions (≈ FGMRES with a variable preconditioner).
 
     Each iteration ``A``-orthonormalises its two new directions ``u`` and ``e_1`` against the stored window
-    and minimises :math:`\|r - A d\|_2` over all of them; the new directions overwrite the oldest. This keeps
+    and minimises $\|r - A d\|_2$ over all of them; the new directions overwrite the oldest. This keeps
     the information that restarts lose and is what makes indefinite Helmholtz converge
     (``memory >= 2 × iterations`` is full memory). Costs ``2 · memory · n`` floats. The safeguard keeps the true
     residual non-increasing.

@@ -48,12 +48,12 @@ class AbstractSmoother(eqx.Module):
 
 
 class ChebyshevSmoother(AbstractSmoother):
-    r"""Polynomial smoothing with ``degree`` products: Chebyshev on :math:`D^{-1}A` or ℓ1-Jacobi sweeps.
+    r"""Polynomial smoothing with ``degree`` products: Chebyshev on $D^{-1}A$ or ℓ1-Jacobi sweeps.
 
     On SPD-like matrices (symmetric, positive diagonal, non-negative row sums)
-    :math:`S(r) = p_{\mathrm{degree}}(D^{-1}A) D^{-1} r`, the Chebyshev polynomial for
-    :math:`[\lambda_{\max}/30, \lambda_{\max}]` (:func:`~icmlx.solvers.chebyshev_smoother`, with
-    :math:`\lambda_{\max}` from a power iteration at set-up); otherwise ``degree`` ℓ1-Jacobi sweeps
+    $S(r) = p_{\mathrm{degree}}(D^{-1}A) D^{-1} r$, the Chebyshev polynomial for
+    $[\lambda_{\max}/30, \lambda_{\max}]$ (:func:`~icmlx.solvers.chebyshev_smoother`, with
+    $\lambda_{\max}$ from a power iteration at set-up); otherwise ``degree`` ℓ1-Jacobi sweeps
     (:func:`~icmlx.solvers.jacobi_smoother`). The paper's smoother; the shipped weights were trained with
     ``degree=3``, and ``GRANS.pretrained(smoother="chebyshev")`` runs them with the network every iteration.
 
@@ -100,7 +100,7 @@ class MultilevelSmoother(AbstractSmoother):
     The hierarchy is built at set-up by :func:`~icmlx.solvers.smoothed_aggregation` (vectorised MIS-2
     aggregates, Jacobi-smoothed prolongators, Galerkin coarse operators, Chebyshev pre/post-smoothing of
     ``degree`` on every level, a dense inverse on the coarsest); its aggregates also carry the basis ``V``.
-    :math:`S(r) = B r \approx \tilde A^{-1} r`. Iteration counts stay nearly flat in ``n``. The V-cycle
+    $S(r) = B r \approx \tilde A^{-1} r$. Iteration counts stay nearly flat in ``n``. The V-cycle
     contracts the error in the energy norm: on SPD-like matrices the energy-norm
     :class:`~icmlx.solvers.ThreeTermStep` converges; elsewhere a :class:`~icmlx.solvers.FlexibleGCR`
     with ``memory >= 40`` is needed, since a residual-norm step with a short memory stalls.

@@ -38,20 +38,21 @@ class GRANS(lx.AbstractLinearSolver):
 
     Each iteration (x, r in the working dtype, the network in float32):
 
-    .. math::
-        e_1 = S(r),\ r_1 = r - A e_1,\ V = V_\theta(D^{-1/2} r_1/\|D^{-1/2} r_1\|),\
-        e_2 = V (W^\top A V)^{-1} W^\top r_1,\ e_3 = S(r_1 - A e_2)
+    $$
+    e_1 = S(r),\ r_1 = r - A e_1,\ V = V_\theta(D^{-1/2} r_1/\|D^{-1/2} r_1\|),\
+    e_2 = V (W^\top A V)^{-1} W^\top r_1,\ e_3 = S(r_1 - A e_2)
+    $$
 
-    with :math:`W = V` (Galerkin) when ``A`` is symmetric with non-negative scaled row sums (SPD-like)
-    and :math:`W = AV` (least squares) otherwise. ``V`` has the aggregates of two levels of the aggregation
-    hierarchy as supports, weighted per node by :math:`w = [1, \hat r] + \text{head}_\theta` (``channels``
-    per level); ``S`` is the ``smoother``. The outer step combines :math:`u = e_1+e_2+e_3` into the update:
-    a :class:`~icmlx.solvers.ThreeTermStep` over :math:`U = [u,\ p_{k-1},\ e_1]` minimises the energy norm
-    of the error on SPD-like matrices, :math:`\alpha = (U^\top A U)^{-1} U^\top r` (CG-like), and the
-    residual norm :math:`\|r - A U\alpha\|_2` otherwise; a :class:`~icmlx.solvers.FlexibleGCR` minimises
-    :math:`\|r - A d\|_2` over a window of past directions. The new iterate is accepted only if the
-    safeguarded quantity — :math:`\|x^* - x\|_A` (checked exactly from the true residuals,
-    :math:`\|e\|_A^2 - \|e'\|_A^2 = d^\top (r + r')`) or the *true* residual :math:`\|b - A x\|_2` — does
+    with $W = V$ (Galerkin) when ``A`` is symmetric with non-negative scaled row sums (SPD-like)
+    and $W = AV$ (least squares) otherwise. ``V`` has the aggregates of two levels of the aggregation
+    hierarchy as supports, weighted per node by $w = [1, \hat r] + \text{head}_\theta$ (``channels``
+    per level); ``S`` is the ``smoother``. The outer step combines $u = e_1+e_2+e_3$ into the update:
+    a :class:`~icmlx.solvers.ThreeTermStep` over $U = [u,\ p_{k-1},\ e_1]$ minimises the energy norm
+    of the error on SPD-like matrices, $\alpha = (U^\top A U)^{-1} U^\top r$ (CG-like), and the
+    residual norm $\|r - A U\alpha\|_2$ otherwise; a :class:`~icmlx.solvers.FlexibleGCR` minimises
+    $\|r - A d\|_2$ over a window of past directions. The new iterate is accepted only if the
+    safeguarded quantity — $\|x^* - x\|_A$ (checked exactly from the true residuals,
+    $\|e\|_A^2 - \|e'\|_A^2 = d^\top (r + r')$) or the *true* residual $\|b - A x\|_2$ — does
     not increase, so it is monotone for any weights. Stagnation — the residual failing to drop by
     ``stall_tol`` (relative; for the energy norm, the error energy) for ``stall_patience`` consecutive
     iterations — stops the solve with ``RESULTS.stagnation``; it is never hidden by a fallback solve.

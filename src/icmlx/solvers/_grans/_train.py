@@ -105,25 +105,29 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
 
     Residual norm (``loss="residual"``, and ``"auto"`` with a residual-norm or no outer step):
 
-    .. math:: L(\theta) = \frac1B\sum_b \log\frac{\|r^+_b\|_{D^{-1}}}{\|r_b\|_{D^{-1}}}
+    $$
+    L(\theta) = \frac1B\sum_b \log\frac{\|r^+_b\|_{D^{-1}}}{\|r_b\|_{D^{-1}}}
+    $$
 
     Energy norm (``loss="energy"``, and ``"auto"`` with the energy-norm step ``ThreeTermStep(norm="energy")``,
     or ``norm="auto"`` on an SPD-like matrix — what the solver runs there):
 
-    .. math:: L(\theta) = \frac1B\sum_b \tfrac12\log\frac{r^{+\top}_b S\, r^+_b}{r_b^\top S\, r_b}
+    $$
+    L(\theta) = \frac1B\sum_b \tfrac12\log\frac{r^{+\top}_b S\, r^+_b}{r_b^\top S\, r_b}
+    $$
 
     with ``S`` the smoother (the V-cycle ``B ≈ A⁻¹``; no learned part). The energy-norm step minimises
-    :math:`\|x^* - x\|_A` and the solver's safeguard keeps it monotone, so that is the quantity whose
-    per-iteration reduction sets the iteration count; :math:`r^\top S r` is its computable proxy, since
-    :math:`\lambda_{\min}(SA)\,\|e\|_A^2 \le r^\top S r \le \lambda_{\max}(SA)\,\|e\|_A^2` for
-    :math:`e = A^{-1} r` (a V-cycle has ``eig(SA)`` within a small interval, about ``[0.37, 1]`` on P1 Poisson),
+    $\|x^* - x\|_A$ and the solver's safeguard keeps it monotone, so that is the quantity whose
+    per-iteration reduction sets the iteration count; $r^\top S r$ is its computable proxy, since
+    $\lambda_{\min}(SA)\,\|e\|_A^2 \le r^\top S r \le \lambda_{\max}(SA)\,\|e\|_A^2$ for
+    $e = A^{-1} r$ (a V-cycle has ``eig(SA)`` within a small interval, about ``[0.37, 1]`` on P1 Poisson),
     where the ``D⁻¹``-norm of the residual weights the smooth error the V-cycle leaves (the part a coarse basis
     should remove) by its small eigenvalues and hardly sees it.
 
     With ``unroll=K > 1`` the loss is the mean log reduction per iteration over ``K`` iterations that share one
     basis, built from ``r`` (what the solver runs by default with the V-cycle, ``refresh=None``: the basis of the
     initial residual throughout), each with the outer step and the solver's safeguard,
-    :math:`L = \frac{1}{BK}\sum_b \log(\|r^{(K)}_b\| / \|r_b\|)` in the chosen norm. One iteration rewards
+    $L = \frac{1}{BK}\sum_b \log(\|r^{(K)}_b\| / \|r_b\|)$ in the chosen norm. One iteration rewards
     a basis that helps the next step; ``K`` iterations of the recurrence reward one that helps the accelerated
     solve, whose iteration count depends on the whole spectrum of the preconditioned operator.
 

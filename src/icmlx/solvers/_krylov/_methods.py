@@ -295,8 +295,8 @@ def cg(
 ) -> LinearSolution:
     r"""Preconditioned conjugate gradients for symmetric positive definite ``A``.
 
-    Stops when :math:`\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})` for the true residual
-    :math:`r_k = b - A x_k`: the recursive residual is tracked as in ``scipy.sparse.linalg.cg``, and when it meets
+    Stops when $\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})$ for the true residual
+    $r_k = b - A x_k$: the recursive residual is tracked as in ``scipy.sparse.linalg.cg``, and when it meets
     the tolerance the true one is computed and, if rounding has made them drift apart, the iteration continues
     from it (residual replacement). The iteration always uses ``A`` itself; the preconditioner only shapes the
     search directions.
@@ -397,9 +397,9 @@ def bicgstab(
 ) -> LinearSolution:
     r"""BiCGStab (van der Vorst) for general nonsingular ``A``, optionally right-preconditioned.
 
-    Stops when the true residual meets :math:`\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})`
+    Stops when the true residual meets $\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})$
     (residual replacement as in ``cg``); a zero inner product is reported as ``RESULTS.breakdown``. With a
-    preconditioner ``M`` it iterates on :math:`A M y = b`, :math:`x = M y` (right preconditioning), so ``r_k``
+    preconditioner ``M`` it iterates on $A M y = b$, $x = M y$ (right preconditioning), so ``r_k``
     is the residual of ``A`` itself.
 
     Args:
@@ -496,9 +496,9 @@ def gmres(
 ) -> LinearSolution:
     r"""Restarted GMRES(m) with modified Gram–Schmidt Arnoldi, optionally right-preconditioned.
 
-    Each cycle builds an orthonormal Krylov basis :math:`Q_m` of :math:`\mathcal K_m(A M, r_0)` (``M = I``
-    without a preconditioner) and minimises :math:`\|\beta e_1 - \bar H_m y\|_2`, then sets
-    :math:`x \leftarrow x + M Q_m y`; the true residual of ``A`` is checked after every cycle, so
+    Each cycle builds an orthonormal Krylov basis $Q_m$ of $\mathcal K_m(A M, r_0)$ (``M = I``
+    without a preconditioner) and minimises $\|\beta e_1 - \bar H_m y\|_2$, then sets
+    $x \leftarrow x + M Q_m y$; the true residual of ``A`` is checked after every cycle, so
     ``num_steps`` is a multiple of ``restart`` (capped by ``max_steps`` rounded up to a full cycle).
 
     Args:
