@@ -274,6 +274,8 @@ def test_as_preconditioner_in_lineax_cg_and_gmres(systems):
     x = np.asarray(capped.value, np.float64)
     assert np.linalg.norm(s["b"] - A @ x) <= 1.01 * rtol * np.linalg.norm(s["b"])
     assert int(capped.stats["num_steps"]) <= k
+    # the solver itself as cg's preconditioner: the same cycle, the same iteration
+    assert int(cg(A, b, rtol=rtol, preconditioner=solver).stats["num_steps"]) == k
     # GMRES on the nonsymmetric system with its set-up's cycle
     t = systems["nonsymmetric"]
     An = t["A"].tocsr()

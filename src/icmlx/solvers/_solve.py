@@ -71,11 +71,15 @@ class AMGSolver(lx.AbstractLinearSolver):
         return (f"AMGSolver(n={self.n}, method={self.method!r}, num_levels={H.num_levels}, "
                 f"relaxation={H.relaxation!r}, cycle={H.cycle!r}, hierarchy_on={self.hierarchy_on!r})")
 
-    def as_preconditioner(self) -> lx.FunctionLinearOperator:
+    def as_preconditioner(self, n: int | None = None) -> lx.FunctionLinearOperator:
         r"""One multigrid cycle $r \mapsto B r \approx A^{-1} r$ as a lineax operator on ``float[n]`` vectors.
 
         For ``options={"preconditioner": ...}`` of ``lx.CG`` (the operator is tagged symmetric positive
-        semidefinite when the set-up chose CG, whose cycle is symmetric), ``lx.GMRES`` or ``lx.BiCGStab``.
+        semidefinite when the set-up chose CG, whose cycle is symmetric), ``lx.GMRES`` or ``lx.BiCGStab``. The
+        solver itself is accepted as ``preconditioner=`` by :func:`~icmlx.solvers.cg`, ``gmres`` and ``bicgstab``.
+
+        Args:
+          n: the vector length (default and only accepted value: the size of ``A``).
 
         Examples:
           >>> import numpy as np, scipy.sparse as sp, jax.numpy as jnp, lineax as lx
@@ -88,6 +92,8 @@ class AMGSolver(lx.AbstractLinearSolver):
           >>> int(sol.stats["num_steps"]) < 10
           True
         """
+        if n is not None and n != self.n:
+            raise ValueError(f"AMGSolver.as_preconditioner: this set-up is for {self.n}-vectors, got n={n}")
         dtype = self.A.val.dtype
         tags = (lx.symmetric_tag, lx.positive_semidefinite_tag) if self.method == "cg" else ()
         return lx.FunctionLinearOperator(self.hierarchy.as_preconditioner(self.n),

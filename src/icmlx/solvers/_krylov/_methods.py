@@ -61,7 +61,7 @@ def _operator(A: Operator) -> tuple[Operator, Callable[[Array], Array], int | No
         return A, A.mv, n_in, A.in_structure().dtype
     if hasattr(A, "mv") and hasattr(A, "shape"):  # EllMatrix and friends
         n = check_square(A.shape, "A")
-        if hasattr(A, "idx") and hasattr(A, "val"):  # (EllMatrix: importing it here would cycle)
+        if hasattr(A, "idx") and hasattr(A, "val"):  # an EllMatrix (duck-typed: cg does not load the multigrid)
             idx = check_values(A.idx, lambda xp, i: (i < 0) | (i >= n), f"A: EllMatrix indices (idx) out of "
                                f"range: they must lie in [0, {n}); rebuild it with EllMatrix.from_scipy")
             val = check_values(A.val, lambda xp, v: ~xp.isfinite(v), "A has NaN or Inf entries; fix them first")
@@ -113,8 +113,9 @@ def _preconditioner(P: Any, A: Operator, n: int, name: str) -> Callable[[Array],
         d = check_values(d, lambda xp, v: v == 0, f"{name}='jacobi' needs a nonzero diagonal, but A has a zero "
                          "diagonal entry; use another preconditioner (smoothed_aggregation(A)) or None")
         return jax.tree_util.Partial(_scale, 1.0 / d)  # a pytree: the compiled loop is reused
-    if hasattr(P, "as_preconditioner"):  # a MultilevelHierarchy: pads to its size, cycles, slices back
-        return P.as_preconditioner(n)
+    if hasattr(P, "as_preconditioner"):  # a MultilevelHierarchy or an AMGSolver: its cycle on n-vectors
+        M = P.as_preconditioner(n)
+        return M.mv if isinstance(M, lx.AbstractLinearOperator) else M
     if isinstance(P, lx.AbstractLinearOperator):
         return P.mv
     if callable(P):
