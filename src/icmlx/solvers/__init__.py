@@ -38,10 +38,10 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._amg._hierarchy import m_matrix_envelope as m_matrix_envelope
     from ._amg._hierarchy import mis2_aggregation as mis2_aggregation
     from ._amg._hierarchy import smoothed_aggregation as smoothed_aggregation
-    from ._amg._relax import AbstractRelaxation as AbstractRelaxation
-    from ._amg._relax import ChebyshevRelaxation as ChebyshevRelaxation
-    from ._amg._relax import GaussSeidelRelaxation as GaussSeidelRelaxation
-    from ._amg._relax import JacobiRelaxation as JacobiRelaxation
+    from ._amg._relaxation import AbstractRelaxation as AbstractRelaxation
+    from ._amg._relaxation import ChebyshevRelaxation as ChebyshevRelaxation
+    from ._amg._relaxation import GaussSeidelRelaxation as GaussSeidelRelaxation
+    from ._amg._relaxation import JacobiRelaxation as JacobiRelaxation
     from ._amg._relaxation import chebyshev_smoother as chebyshev_smoother
     from ._amg._relaxation import estimate_lambda_max as estimate_lambda_max
     from ._amg._relaxation import jacobi_smoother as jacobi_smoother
@@ -84,10 +84,10 @@ _LAZY = {
     "EvolutionStrength": "_amg._strength",
     "SymmetricStrength": "_amg._strength",
     "rigid_body_modes": "_amg._build",
-    "AbstractRelaxation": "_amg._relax",
-    "ChebyshevRelaxation": "_amg._relax",
-    "GaussSeidelRelaxation": "_amg._relax",
-    "JacobiRelaxation": "_amg._relax",
+    "AbstractRelaxation": "_amg._relaxation",
+    "ChebyshevRelaxation": "_amg._relaxation",
+    "GaussSeidelRelaxation": "_amg._relaxation",
+    "JacobiRelaxation": "_amg._relaxation",
     "working_dtype": "_dtype",
     "GRANS": "_grans._solver",
     "GRANSNet": "_grans._network",

@@ -14,7 +14,7 @@ from .._sparse import bucket_size
 from ._hierarchy import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, _ell_host, m_matrix_envelope
 from ._levels import multicolor, sa_levels
 from ._numeric import build_pattern, numeric_setup_jit
-from ._relax import (
+from ._relaxation import (
     AbstractRelaxation,
     ChebyshevRelaxation,
     ColorBlocks,

@@ -15,7 +15,7 @@ from jaxtyping import Array, Bool, Float, Int
 from ..._inputs import to_device
 from .._convert import as_scipy_csr, positive_int
 from .._sparse import SparseMatrix, bucket_size
-from ._relax import relax
+from ._relaxation import relax
 
 __all__ = ["EllMatrix", "MultilevelHierarchy", "smoothed_aggregation", "mis2_aggregation",
            "m_matrix_envelope"]

@@ -20,7 +20,7 @@ from ..._inputs import to_device
 from .._sparse import bucket_size
 from ._hierarchy import EllMatrix, MultilevelHierarchy
 from ._pattern import NUM_POWER_STEPS, coo_of, ell_slots, host_levels, level_pattern, structural
-from ._relax import ColorBlocks
+from ._relaxation import ColorBlocks
 
 __all__: list[str] = []
 
