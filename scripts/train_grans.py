@@ -67,8 +67,8 @@ def held_out_loss(nets, solver, class_problem, classes, refine, seeds, outer, un
 
     States: the problem's b, white noise and smooth residuals (``_initial_states``), and the states after 4
     iterations of the *zero-head* solver from them (the same states for every net)."""
-    from icmlx.solvers._grans_net import _ZeroHead
-    from icmlx.solvers._train import _initial_states, _rollout, _step_mode
+    from icmlx.solvers._grans._network import _ZeroHead
+    from icmlx.solvers._grans._train import _initial_states, _rollout, _step_mode
 
     out = {name: {} for name in nets}
     for j, cls in enumerate(classes):

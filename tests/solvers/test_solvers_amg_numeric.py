@@ -96,7 +96,7 @@ def _dense(E, num_rows, num_cols):
 
 def _host_reference(A):
     # SciPy's smoothed prolongator on standard aggregates of A and its Galerkin product P.T @ A @ P
-    from icmlx.solvers._sa_setup import (
+    from icmlx.solvers._amg._levels import (
         fit_candidates,
         node_matrix,
         rho_dinv_a,

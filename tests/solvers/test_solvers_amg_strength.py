@@ -8,7 +8,7 @@ import pytest
 
 import icmlx
 from icmlx.solvers import EvolutionStrength, SymmetricStrength, amg_setup, solve
-from icmlx.solvers._strength import evolution_strength
+from icmlx.solvers._amg._strength import evolution_strength
 
 sp = pytest.importorskip("scipy.sparse")
 pyamg = pytest.importorskip("pyamg")

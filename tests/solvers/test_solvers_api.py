@@ -1,5 +1,5 @@
 """The icmlx.solvers API: one record (LinearSolution, an icmlx.Solution) with icmlx.RESULTS, throw=True,
-strategy objects for G-RANS's modes, and the deprecated aliases of renamed names (warn, same answer).
+strategy objects for G-RANS's modes, and the removed old names (errors, no aliases).
 
 References are independent of the code under test where numbers are compared: SciPy float64 residuals, or
 the same computation through the new name (the aliases must give bit-identical answers).
@@ -138,8 +138,9 @@ def test_grans_rejects_what_is_not_a_strategy(net):
         GRANS(net, outer="gcr")
     with pytest.raises(TypeError, match="unexpected"):
         GRANS(net, degre=3)
-    with pytest.raises(TypeError, match="not both"):
-        GRANS(net, outer=FlexibleGCR(memory=8), recycle=8)
+    for old in ("recycle", "norm", "degree"):  # the removed flags: the strategy objects replace them
+        with pytest.raises(TypeError):
+            GRANS(net, **{old: 2})
 
 
 def test_string_shorthands_map_to_default_objects(net):
@@ -163,94 +164,35 @@ def test_no_outer_step_keeps_the_residual_monotone(small, net):
     np.testing.assert_allclose(h[-1], _relres(small, sol.value), rtol=1e-9, atol=1e-12 if X64 else 1e-6)
 
 
-# -- deprecated aliases: warn, and give the same answer ---------------------------------------------------
-def test_renamed_records_are_importable_with_a_warning():
+# -- removed names: the old spellings are errors, not aliases --------------------------------------------------
+def test_removed_names_and_keywords_are_errors(small, net):
     import icmlx.solvers as solvers
 
     for old in ("GRANSSolution", "KrylovSolution"):
-        with pytest.warns(DeprecationWarning, match=f"'{old}' is deprecated.*'LinearSolution'"):
-            assert getattr(solvers, old) is LinearSolution
         assert old not in solvers.__all__
-    with pytest.raises(AttributeError):
-        solvers.NoSuchThing  # noqa: B018
-
-
-def test_grans_deprecated_flags_build_the_same_solver(small, net):
-    new = {
-        "recycle": GRANS(net, rtol=1e-4, max_steps=12, outer=FlexibleGCR(memory=8), dtype=DT),
-        "norm": GRANS(net, rtol=1e-4, max_steps=12, outer=ThreeTermStep(norm="residual"), dtype=DT),
-        "outer": GRANS(net, rtol=1e-4, max_steps=12, outer=NoOuterStep(), dtype=DT),
-        "degree": GRANS(net, rtol=1e-4, max_steps=12, smoother=ChebyshevSmoother(degree=2), dtype=DT),
-    }
-    old_kw = {"recycle": {"recycle": 8}, "norm": {"norm": "residual"}, "outer": {"outer": False},
-              "degree": {"degree": 2}}
-    for name, kw in old_kw.items():
-        with pytest.warns(DeprecationWarning, match="deprecated"):
-            old = GRANS(net, rtol=1e-4, max_steps=12, dtype=DT, **kw)
-        # the solve reads only these fields (and net, rtol, ...), so equal objects give equal answers
-        assert old.outer == new[name].outer and old.smoother == new[name].smoother, name
-    # and one of them solved both ways, bit for bit (one compilation: equal static configuration)
-    op = new["recycle"].setup(small.A)
-    with pytest.warns(DeprecationWarning):
-        old = GRANS(net, rtol=1e-4, max_steps=12, recycle=8, dtype=DT)
-    a = old.solve(op, small.b, throw=False)
-    b = new["recycle"].solve(op, small.b, throw=False)
-    np.testing.assert_array_equal(np.asarray(a.value), np.asarray(b.value))
-    assert int(a.num_steps) == int(b.num_steps)
-    # the old read-only attributes still read, with a warning
-    with pytest.warns(DeprecationWarning, match="recycle"):
-        assert new["recycle"].recycle == 8
-    with pytest.warns(DeprecationWarning, match="norm"):
-        assert new["norm"].norm == "residual"
-    with pytest.warns(DeprecationWarning, match="degree"):
-        assert new["degree"].degree == 2
-    # combinations the old flags refused are still refused
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="outer=True"):
-        GRANS(net, recycle=4, outer=False)
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="recycle=0"):
-        GRANS(net, norm="energy", recycle=8)
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="norm"):
-        GRANS(net, norm="l2")
-
-
-def test_operator_renamed_attributes_warn(small, net):
+        with pytest.raises(AttributeError):
+            getattr(solvers, old)
+    g = GRANS(net, outer=FlexibleGCR(memory=8), dtype=DT)
+    for attr in ("recycle", "norm", "degree"):
+        assert not hasattr(g, attr)
     op = GRANS(net, dtype=DT).setup(small.A)
-    with pytest.warns(DeprecationWarning, match="padded_size"):
-        assert op.n_pad == op.padded_size == 64
-    with pytest.warns(DeprecationWarning, match="num_aggregates"):
-        assert op.n_agg == op.num_aggregates
-    assert all(k >= 1 for k in op.num_aggregates)
-
-
-def test_renamed_keywords_warn_and_agree():
+    assert not hasattr(op, "n_pad") and not hasattr(op, "n_agg") and op.padded_size == 64
     A = SparseMatrix.from_dense(jnp.array([[4.0, -1.0, 0.0], [-1.0, 4.0, -1.0], [0.0, -1.0, 4.0]]))
     r = jnp.array([1.0, 2.0, 3.0])
-    with pytest.warns(DeprecationWarning, match="'steps' is deprecated.*'num_steps'"):
-        old = jacobi_smoother(A, r, steps=3)
-    np.testing.assert_array_equal(old, jacobi_smoother(A, r, num_steps=3))
-    with pytest.warns(DeprecationWarning, match="'steps' is deprecated.*'num_steps'"):
-        old = estimate_lambda_max(A, steps=4)
-    np.testing.assert_array_equal(old, estimate_lambda_max(A, num_steps=4))
+    with pytest.raises(TypeError):
+        jacobi_smoother(A, r, steps=3)
+    with pytest.raises(TypeError):
+        estimate_lambda_max(A, steps=4)
     M = sp.random(9, 7, density=0.3, random_state=0, format="csr")
-    with pytest.warns(DeprecationWarning) as record:
-        E_old = EllMatrix.from_scipy(M, n_rows=12, n_cols=8)
-    messages = [str(w.message) for w in record]
-    assert any("'n_rows' is deprecated" in m and "'num_rows'" in m for m in messages), messages
-    assert any("'n_cols' is deprecated" in m and "'num_cols'" in m for m in messages), messages
-    E_new = EllMatrix.from_scipy(M, num_rows=12, num_cols=8)
-    assert E_old.shape == E_new.shape == (12, 8)
-    np.testing.assert_array_equal(E_old.val, E_new.val)
-    with pytest.warns(DeprecationWarning, match="'n_cols' is deprecated"):
-        EllMatrix.from_sparse(SparseMatrix.from_scipy(M), n_cols=8)
+    with pytest.raises(TypeError):
+        EllMatrix.from_scipy(M, n_rows=12)
     T = sp.diags([-np.ones(19), 2 * np.ones(20), -np.ones(19)], [-1, 0, 1]).tocsr()
-    with pytest.warns(DeprecationWarning, match="'n_pad' is deprecated.*'pad_to'"):
-        H_old = smoothed_aggregation(T, max_coarse=5, n_pad=24)
-    H_new = smoothed_aggregation(T, max_coarse=5, pad_to=24)
-    assert H_old.sizes == H_new.sizes and H_new.sizes[0] == 24
+    with pytest.raises(TypeError):
+        smoothed_aggregation(T, max_coarse=5, n_pad=24)
+    assert smoothed_aggregation(T, max_coarse=5, pad_to=24).sizes[0] == 24
     x = jnp.linspace(0.0, 1.0, 10)[:, None] * jnp.ones((1, 2))
-    with pytest.warns(DeprecationWarning, match="'n_modes' is deprecated.*'num_modes'"):
-        g_old = random_field(jax.random.key(1), x, n_modes=4)
-    np.testing.assert_array_equal(g_old, random_field(jax.random.key(1), x, num_modes=4))
+    with pytest.raises(TypeError):
+        random_field(jax.random.key(1), x, n_modes=4)
 
 
 def test_smoother_must_match_the_operator(small, net):
@@ -263,23 +205,21 @@ def test_smoother_must_match_the_operator(small, net):
         grans_loss(net, op, z, z, z, smoother=MultilevelSmoother())
 
 
-def test_grans_loss_strategies_and_deprecated_flags(small, net):
-    """The loss takes the same strategy objects as the solver; the old degree=/outer=<bool> flags warn and give
-    the identical loss; outer steps the loss does not train through are refused."""
+def test_grans_loss_strategies(small, net):
+    """The loss takes the same strategy objects as the solver; the removed degree= flag is an error; outer steps
+    the loss does not train through are refused."""
     op = GRANS(net, smoother=CHEB, dtype=DT).setup(small.A)
     dt = op.A.dtype
     r = jnp.zeros((2, op.padded_size), dt).at[:, : op.n].set(
         jnp.stack([jnp.asarray(small.b, dt), jnp.cos(jnp.arange(op.n, dtype=dt))]))
     z = jnp.zeros_like(r)
-    # compiled (the settings static; the checks and the deprecation warnings run at trace time): one compile
-    # per configuration is cheaper than the first eager call's per-operation compiles
-    loss = jax.jit(grans_loss, static_argnames=("smoother", "outer", "degree"))
+    # compiled (the settings static; the checks run at trace time): one compile per configuration is cheaper
+    # than the first eager call's per-operation compiles
+    loss = jax.jit(grans_loss, static_argnames=("smoother", "outer"))
     new = loss(net, op, r, z, z, smoother=ChebyshevSmoother(degree=2), outer=NoOuterStep())
-    with pytest.warns(DeprecationWarning) as record:
-        old = loss(net, op, r, z, z, degree=2, outer=False)
-    messages = " ".join(str(w.message) for w in record)
-    assert "'degree' is deprecated" in messages and "'outer=<bool>' is deprecated" in messages, messages
-    assert float(old) == float(new) and np.isfinite(float(new))
+    assert np.isfinite(float(new))
+    with pytest.raises(TypeError):
+        grans_loss(net, op, r, z, z, degree=2)
     # one iteration reduces the D^-1-norm of the residual (the loss is a mean log ratio < 0)
     assert float(loss(net, op, r, z, z)) < 0
     with pytest.raises(ValueError, match="outer"):

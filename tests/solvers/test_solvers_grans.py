@@ -23,9 +23,9 @@ from icmlx.solvers import (
     grans_loss,
     train_grans,
 )
-from icmlx.solvers._outer import _gcr_update
-from icmlx.solvers._precondition import _coarse
-from icmlx.solvers._train import _initial_states
+from icmlx.solvers._grans._outer import _gcr_update
+from icmlx.solvers._grans._precondition import _coarse
+from icmlx.solvers._grans._train import _initial_states
 from icmlx.solvers.fem import make_problem, unit_square_mesh
 
 sp = pytest.importorskip("scipy.sparse")
@@ -375,7 +375,7 @@ def test_default_converges_on_all_four_equations(four_equations):
 def test_zero_head_and_no_projection_are_selectable(four_equations):
     """``GRANS(None, projection=True)`` uses exactly the basis of a network with a zero output head (without
     running one), and converges (SciPy); so does the default without the projection."""
-    from icmlx.solvers._grans_net import _ZeroHead
+    from icmlx.solvers._grans._network import _ZeroHead
 
     pb = four_equations["poisson"]
     zero = GRANS(None, projection=True, rtol=RTOL, **DEFAULT_KW)

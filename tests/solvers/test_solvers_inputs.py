@@ -183,12 +183,12 @@ def test_traced_bad_values_fail_at_run_time_concrete_ones_on_the_host(A, b):
     with pytest.raises(ValueError, match="b has NaN or Inf"):  # concrete input: checked on the host at once
         cg(S, bn)
     # the compiled CG loop itself holds no host callback (values are checked before it; progress is off)
-    from icmlx.solvers._krylov import _cg_loop, _identity
+    from icmlx.solvers._krylov._methods import _identity, cg_loop
 
     bj = jnp.asarray(b, S.dtype)
     one = jnp.ones((), S.dtype)
-    assert "callback" not in _cg_loop.lower(S.mv, _identity, bj, bj, one, one, 50, False).as_text()
-    assert "callback" in _cg_loop.lower(S.mv, _identity, bj, bj, one, one, 50, True).as_text()
+    assert "callback" not in cg_loop.lower(S.mv, _identity, bj, bj, one, one, 50, False).as_text()
+    assert "callback" in cg_loop.lower(S.mv, _identity, bj, bj, one, one, 50, True).as_text()
 
 
 # -- preconditioning with a hierarchy ----------------------------------------------------------------------
@@ -279,7 +279,7 @@ def test_grans_solve_program_holds_a_callback_only_with_progress_true(A, b, capf
     jax.effects_barrier()
     err = capfd.readouterr().err
     assert err.count("G-RANS: step") == int(sol.num_steps) > 0
-    from icmlx.solvers._grans import _solve
+    from icmlx.solvers._grans._solver import _solve
 
     bj = jnp.asarray(b, op.A.dtype)
     assert "callback" not in _solve.lower(solver, op, bj, None, False).as_text()

@@ -97,7 +97,7 @@ def test_mis2_aggregation_properties():
 def test_jitted_mis2_equals_numpy_mis2():
     # the jitted ELL version used inside the set-up must give exactly the NumPy aggregates (two independent
     # implementations of the same Luby rounds), on padded rows, on a mesh matrix and on a random pattern
-    from icmlx.solvers._multilevel import _mis2_from_ell
+    from icmlx.solvers._amg._hierarchy import _mis2_from_ell
 
     rng = np.random.default_rng(4)
     R = sp.random(700, 700, density=0.006, random_state=rng)

@@ -22,7 +22,7 @@ from icmlx.solvers import (
     rigid_body_modes,
     solve,
 )
-from icmlx.solvers._sa_setup import fit_candidates, standard_aggregate, symmetric_strength
+from icmlx.solvers._amg._levels import fit_candidates, standard_aggregate, symmetric_strength
 
 sp = pytest.importorskip("scipy.sparse")
 spla = pytest.importorskip("scipy.sparse.linalg")
@@ -128,8 +128,8 @@ def _sequential_mis(G, hops):
 
 
 def test_wavefront_colouring_and_independent_sets_equal_the_node_by_node_loops():
-    from icmlx.solvers._sa_setup import multicolor
-    from icmlx.solvers._wavefront import closed_table, greedy_colors, lexicographic_mis
+    from icmlx.solvers._amg._levels import multicolor
+    from icmlx.solvers._amg._wavefront import closed_table, greedy_colors, lexicographic_mis
 
     for G in _random_graphs(8, 2) + [symmetric_strength(aniso(12), 0.0)]:
         G = sp.csr_matrix(G)
@@ -295,7 +295,7 @@ def test_bad_settings_are_named():
 
 
 def test_colouring_separates_every_coupling():
-    from icmlx.solvers._sa_setup import multicolor
+    from icmlx.solvers._amg._levels import multicolor
 
     for A in (poisson((12, 12), format="csr"), aniso(10), sp.csr_matrix(linear_elasticity((6, 6))[0])):
         A = sp.csr_matrix(A)
@@ -319,7 +319,7 @@ def test_setup_leaves_the_callers_matrix_alone():
 def test_packed_levels_are_scipys_products():
     # the set-up packs each level straight into ELL and colour blocks (no clean-up copies, the Krylov matrix sharing
     # the finest operator's slots): every packed product, evaluated here in NumPy, is SciPy's on the host levels
-    from icmlx.solvers._sa_setup import sa_levels
+    from icmlx.solvers._amg._levels import sa_levels
 
     def ell_mv(E, x):
         idx, val = np.asarray(E.idx), np.asarray(E.val, np.float64)

@@ -20,8 +20,8 @@ from icmlx.solvers import (
     grans_loss,
     train_grans,
 )
-from icmlx.solvers._precondition import _smooth
-from icmlx.solvers._train import _initial_states
+from icmlx.solvers._grans._precondition import _smooth
+from icmlx.solvers._grans._train import _initial_states
 from icmlx.solvers.fem import make_problem, unit_square_mesh
 
 X64 = bool(jax.config.jax_enable_x64)

@@ -31,14 +31,14 @@ def input_eps(A: Any) -> float:
 
 
 def symmetry_tolerance(eps: float) -> float:
-    r"""Relative tolerance :math:`\tau = 10^3 \varepsilon` of :func:`classify`'s symmetry test."""
+    r"""Relative tolerance $\tau = 10^3 \varepsilon$ of :func:`classify`'s symmetry test."""
     return SYMMETRY_EPS_MULTIPLE * eps
 
 
 def classify(A: Any, eps: float) -> MatrixClass:
     r"""Classify a SciPy sparse matrix (float64 values of an input whose dtype had machine epsilon ``eps``).
 
-    Symmetric when :math:`\max_{ij} |a_{ij} - a_{ji}| \le \tau \max_{ij} |a_{ij}|`, ``τ = 1e3 ε`` (a max-norm
+    Symmetric when $\max_{ij} |a_{ij} - a_{ji}| \le \tau \max_{ij} |a_{ij}|$, ``τ = 1e3 ε`` (a max-norm
     test: one asymmetric row is not averaged away, as a Frobenius-norm test over all entries would do); SPD-like
     when moreover every diagonal entry is positive and every row sum is at least ``−τ Σ_j |a_ij|``.
     """

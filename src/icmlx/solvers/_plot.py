@@ -29,7 +29,7 @@ def _curve(solution: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def plot_residuals(solution: Any, *, ax: Any = None, rtol: float | None = None, **kwargs: Any):
-    r"""Draw the relative residual :math:`\|r_k\|_2 / \|b\|_2` of a solve against the step, on a log scale.
+    r"""Draw the relative residual $\|r_k\|_2 / \|b\|_2$ of a solve against the step, on a log scale.
 
     Uses ``stats["residual_history"]``, which every solver of ``icmlx.solvers`` records in a fixed-size buffer
     of its loop state (``max_steps + 1`` entries, NaN after the last step): the true residual for G-RANS and

@@ -12,8 +12,8 @@ class LinearSolution(Solution):
     :meth:`GRANS.solve <icmlx.solvers.GRANS.solve>` return: an :class:`icmlx.Solution`.
 
     ``result`` is ``icmlx.RESULTS.successful`` exactly when the solver's stopping rule
-    :math:`\|r\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})` held for the true residual
-    :math:`r = b - A x` (computed in the working dtype); otherwise ``max_steps_reached``,
+    $\|r\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})$ held for the true residual
+    $r = b - A x$ (computed in the working dtype); otherwise ``max_steps_reached``,
     ``breakdown`` (Krylov), ``accuracy_limit`` (CG/BiCGStab: the precision cannot reach the tolerance),
     ``nonfinite`` (Krylov: the operator or preconditioner produced NaN/Inf) or ``stagnation`` (G-RANS).
 
@@ -21,8 +21,8 @@ class LinearSolution(Solution):
       value: the iterate ``x`` (``float[n]``).
       result: an ``icmlx.RESULTS`` item.
       stats: ``"num_steps"`` (iterations; matrix-vector products for GMRES), ``"residual_norm"`` (the final
-        true residual norm :math:`\|b - A x\|_2`), ``"residual_history"`` (relative residuals
-        :math:`\|r_k\|_2 / \|b\|_2` for ``k = 0..max_steps``, NaN after the last step, kept in a fixed-size
+        true residual norm $\|b - A x\|_2$), ``"residual_history"`` (relative residuals
+        $\|r_k\|_2 / \|b\|_2$ for ``k = 0..max_steps``, NaN after the last step, kept in a fixed-size
         buffer of the loop state: true residuals for G-RANS, one per restart cycle for GMRES, the recursive
         residual for CG and BiCGStab (true at a residual replacement); :func:`~icmlx.solvers.plot_residuals`
         draws it), and for G-RANS also ``"rejected"`` (iterations whose proposal the monotone safeguard

@@ -6,16 +6,19 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import lineax as lx
 import numpy as np
 
+from .._checks import is_traced
 from .._inputs import to_device
 from .._results import RESULTS, raise_if_failed
-from ._amg import build_hierarchy
-from ._convert import as_scipy_csr, as_vector, check_tolerances, positive_int
-from ._krylov import _bicgstab_loop, _cg_loop, _gmres_loop, _scaled_solve
-from ._multilevel import EllMatrix, MultilevelHierarchy
-from ._sa_numeric import numeric_setup_jit
+from ._amg._build import build_hierarchy
+from ._amg._hierarchy import EllMatrix, MultilevelHierarchy
+from ._amg._numeric import numeric_setup_jit
+from ._convert import as_scipy_csr, as_vector, check_square, check_tolerances, positive_int
+from ._krylov._methods import bicgstab_loop, cg_loop, gmres_loop, implicit_solve, transposed_preconditioner
 from ._solution import LinearSolution
+from ._sparse import SparseMatrix
 
 __all__ = ["AMGSolver", "amg_setup", "solve"]
 
@@ -23,17 +26,27 @@ METHODS = ("auto", "cg", "gmres", "bicgstab")
 _RESTART = 30  # GMRES cycle length
 
 
+_LOOPS = {"cg": (cg_loop, ()), "bicgstab": (bicgstab_loop, ()), "gmres": (gmres_loop, (_RESTART,))}
+
+
 def default_rtol(dtype: Any) -> float:
     """The default relative tolerance of a working dtype: ``1e-8`` in float64, ``1e-5`` in float32."""
     return 1e-8 if jnp.dtype(dtype) == jnp.float64 else 1e-5
 
 
-class AMGSolver(eqx.Module):
+class AMGSolver(lx.AbstractLinearSolver):
     r"""A smoothed-aggregation hierarchy of ``A`` and the Krylov method it preconditions; :meth:`solve` solves
     ``A x = b`` for one right-hand side (jit- and vmap-safe: the set-up is done, only arrays remain).
 
     Build with :func:`amg_setup`. The iteration always runs on ``A`` itself (padded with identity rows to the
-    hierarchy's size); one multigrid cycle preconditions each step.
+    hierarchy's size); one multigrid cycle preconditions each step. The solve is differentiable in ``b`` and in
+    the values given to :meth:`update` by implicit differentiation: the adjoint system $A^\top\lambda = \bar x$
+    is solved by the same method, preconditioned by the same hierarchy (its transposed cycle for GMRES/BiCGStab).
+
+    It is a ``lineax.AbstractLinearSolver``: ``lx.linear_solve(op, b, amg_setup(A))`` solves with the
+    hierarchy of ``A`` as the preconditioner of the set-up's Krylov method applied to the lineax operator ``op``
+    (``A`` itself, or a matrix close to it); :meth:`as_preconditioner` gives the cycle as a lineax operator for
+    ``lx.CG``/``lx.GMRES``.
 
     Attributes:
       hierarchy: the :class:`~icmlx.solvers.MultilevelHierarchy` (its ``ops[0]`` is ``A``, or the M-matrix
@@ -57,6 +70,68 @@ class AMGSolver(eqx.Module):
         H = self.hierarchy
         return (f"AMGSolver(n={self.n}, method={self.method!r}, num_levels={H.num_levels}, "
                 f"relaxation={H.relaxation!r}, cycle={H.cycle!r}, hierarchy_on={self.hierarchy_on!r})")
+
+    def as_preconditioner(self, n: int | None = None) -> lx.FunctionLinearOperator:
+        r"""One multigrid cycle $r \mapsto B r \approx A^{-1} r$ as a lineax operator on ``float[n]`` vectors.
+
+        For ``options={"preconditioner": ...}`` of ``lx.CG`` (the operator is tagged symmetric positive
+        semidefinite when the set-up chose CG, whose cycle is symmetric), ``lx.GMRES`` or ``lx.BiCGStab``. The
+        solver itself is accepted as ``preconditioner=`` by :func:`~icmlx.solvers.cg`, ``gmres`` and ``bicgstab``.
+
+        Args:
+          n: the vector length (default and only accepted value: the size of ``A``).
+
+        Examples:
+          >>> import numpy as np, scipy.sparse as sp, jax.numpy as jnp, lineax as lx
+          >>> from icmlx.solvers import SparseMatrix, amg_setup
+          >>> A = sp.diags([-np.ones(99), 2 * np.ones(100), -np.ones(99)], [-1, 0, 1], format="csr")
+          >>> solver = amg_setup(A, max_coarse=10)
+          >>> op = SparseMatrix.from_scipy(A).with_tags(lx.positive_semidefinite_tag)
+          >>> sol = lx.linear_solve(op, jnp.ones(100), lx.CG(rtol=1e-5, atol=0.0),
+          ...                       options={"preconditioner": solver.as_preconditioner()})
+          >>> int(sol.stats["num_steps"]) < 10
+          True
+        """
+        if n is not None and n != self.n:
+            raise ValueError(f"AMGSolver.as_preconditioner: this set-up is for {self.n}-vectors, got n={n}")
+        dtype = self.A.val.dtype
+        tags = (lx.symmetric_tag, lx.positive_semidefinite_tag) if self.method == "cg" else ()
+        return lx.FunctionLinearOperator(self.hierarchy.as_preconditioner(self.n),
+                                         jax.ShapeDtypeStruct((self.n,), dtype), tags=tags)
+
+    # -- lineax interface --------------------------------------------------------------------------------------
+    def init(self, operator: lx.AbstractLinearOperator, options: dict[str, Any]) -> tuple:
+        if not isinstance(operator, lx.AbstractLinearOperator):
+            raise TypeError(f"AMGSolver.init: operator must be a lineax operator, got {type(operator).__name__}")
+        if operator.in_size() != self.n or operator.out_size() != self.n:
+            raise ValueError(f"AMGSolver: this set-up is for {self.n} × {self.n} matrices, the operator is "
+                             f"{operator.out_size()} × {operator.in_size()}")
+        return operator, self.hierarchy.as_preconditioner(self.n), False
+
+    def compute(self, state: tuple, vector: jax.Array, options: dict[str, Any]):
+        operator, cycle, transposed = state
+        dtype = self.A.val.dtype
+        M = transposed_preconditioner(cycle, vector) if transposed and self.method != "cg" else cycle
+        loop, static = _LOOPS[self.method]
+        rtol = jnp.asarray(options.get("rtol", default_rtol(dtype)), vector.dtype)
+        atol = jnp.asarray(options.get("atol", 0.0), vector.dtype)
+        y0 = options.get("y0", jnp.zeros_like(vector))
+        x, result, stats = implicit_solve(loop, operator.mv, M, None, vector, y0, rtol, atol, static,
+                                         int(options.get("max_steps", 1000)), False, self.method == "cg", False)
+        ok = result == RESULTS.successful
+        lx_result = lx.RESULTS.where(ok, lx.RESULTS.successful, lx.RESULTS.where(
+            result == RESULTS.breakdown, lx.RESULTS.breakdown, lx.RESULTS.max_steps_reached))
+        return x, lx_result, {**stats, "result": result}
+
+    def transpose(self, state: tuple, options: dict[str, Any]):
+        operator, cycle, transposed = state
+        return (operator.transpose(), cycle, not transposed), options
+
+    def conj(self, state: tuple, options: dict[str, Any]):
+        return state, options
+
+    def assume_full_rank(self) -> bool:
+        return True
 
     def values_of(self, A: Any) -> jax.Array:
         """The values of a concrete matrix on this solver's pattern, in the order :meth:`update` takes (eager).
@@ -89,8 +164,8 @@ class AMGSolver(eqx.Module):
 
         Keeps the symbolic set-up of the first matrix (aggregates, candidate columns kept, the patterns of
         ``T``, ``P`` and ``PᵀAP`` and the pair lists of their products) and recomputes, with gathers and segment
-        sums, ``ρ(D⁻¹A)``, the improved candidates and their per-aggregate QR, :math:`P = (I - \omega D^{-1}A)T`,
-        :math:`A_c = P^\top A P` on every level, the relaxation data and the coarsest pseudo-inverse. With a
+        sums, ``ρ(D⁻¹A)``, the improved candidates and their per-aggregate QR, $P = (I - \omega D^{-1}A)T$,
+        $A_c = P^\top A P$ on every level, the relaxation data and the coarsest pseudo-inverse. With a
         values array the call is jittable and differentiable (``jax.jit(lambda s, v: s.update(v))`` compiles
         once for every matrix of the pattern); ``method`` stays that of the first matrix, so the new one must be
         of the same class (symmetric with a positive diagonal for CG). The aggregates do not follow the new
@@ -129,7 +204,7 @@ class AMGSolver(eqx.Module):
 
     def solve(self, b: Any, x0: Any = None, *, rtol: float | None = None, atol: float = 0.0,
               max_steps: int | None = None, throw: bool = True) -> LinearSolution:
-        r"""Solve ``A x = b`` to :math:`\|b - A x\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})` (true residual;
+        r"""Solve ``A x = b`` to $\|b - A x\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})$ (true residual;
         the default ``rtol=None`` adds the rounding floor below).
 
         Args:
@@ -144,7 +219,9 @@ class AMGSolver(eqx.Module):
 
         With ``rtol=None`` the stopping rule is
 
-        .. math:: \|b - A x\|_2 \le \max\bigl(r_0 \|b\|_2,\ \mathrm{atol},\ \varepsilon\,\|\,|A|\,|x| + |b|\,\|_2\bigr),
+        $$
+        \|b - A x\|_2 \le \max\bigl(r_0 \|b\|_2,\ \mathrm{atol},\ \varepsilon\,\|\,|A|\,|x| + |b|\,\|_2\bigr),
+        $$
 
         ``r₀`` the dtype's default and ``ε`` its machine epsilon. The last term bounds the rounding error of
         evaluating ``b − A x`` itself, so a residual below it is as small as the precision can certify (``x`` has
@@ -170,20 +247,21 @@ class AMGSolver(eqx.Module):
         x0 = None if x0 is None else as_vector(_on_host(x0, dtype), self.n, name="x0", dtype=dtype)
         x, result, stats = _amg_solve(self.method, self.A, self.hierarchy, b, x0, to_device(rtol, dtype),
                                       to_device(atol, dtype),
-                                      max_steps, to_device(floor, bool))
+                                      max_steps, to_device(floor, bool), throw)
         return raise_if_failed(LinearSolution(x, result, stats), result, throw)
 
 
 @eqx.filter_jit
-def _amg_solve(method: str, A: EllMatrix, H: MultilevelHierarchy, b, x, rtol, atol, max_steps: int, floor):
+def _amg_solve(method: str, A: EllMatrix, H: MultilevelHierarchy, b, x, rtol, atol, max_steps: int, floor,
+               throw: bool = True):
     """The preconditioned Krylov loop and, with ``floor``, the default stopping rule's rounding-floor clause, in
     one compiled program (``floor`` a traced flag: a default and an explicit ``rtol`` share the program)."""
-    loop, static = {"cg": (_cg_loop, ()), "bicgstab": (_bicgstab_loop, ()),
-                    "gmres": (_gmres_loop, (_RESTART,))}[method]
+    loop, static = _LOOPS[method]
     n = b.shape[0]
     b = jnp.zeros((A.shape[0],), b.dtype).at[:n].set(b)  # padded with identity rows: zeros there
     x = jnp.zeros_like(b) if x is None else jnp.zeros_like(b).at[:n].set(x)
-    x, result, stats = _scaled_solve(loop, A.mv, H, A.val, b, x, rtol, atol, static, max_steps, False)
+    x, result, stats = implicit_solve(loop, A.mv, H, A.val, b, x, rtol, atol, static, max_steps, False,
+                                     method == "cg", throw)
     # ε‖|A||x| + |b|‖₂ bounds the rounding error of evaluating b − A x itself in the working precision: a residual
     # below it is as small as that precision can certify (Arioli, Demmel & Duff 1989, the normwise form)
     eps = jnp.finfo(b.dtype).eps
@@ -212,7 +290,9 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
     on each aggregate (so ``B`` lies exactly in the range of ``T``, and the coarse candidates are the ``R``
     factors), Jacobi smoothing on ``A`` itself,
 
-    .. math:: P = \bigl(I - \tfrac{4}{3\rho(D^{-1}A)} D^{-1}A\bigr) T, \qquad A_c = P^\top A P,
+    $$
+    P = \bigl(I - \tfrac{4}{3\rho(D^{-1}A)} D^{-1}A\bigr) T, \qquad A_c = P^\top A P,
+    $$
 
     down to at most ``max_coarse`` unknowns, solved by a dense pseudo-inverse. ``method="auto"`` takes CG for a
     symmetric ``A`` with a positive diagonal (the cycle is then symmetric positive definite) and GMRES(30)
@@ -285,7 +365,7 @@ def solve(A: Any, b: Any, *, rtol: float | None = None, atol: float = 0.0, max_s
 
     Like ``pyamg.solve``: CG preconditioned by a symmetric V-cycle for symmetric ``A`` with a positive diagonal,
     GMRES(30) with the cycle otherwise. Stops when the true residual meets
-    :math:`\|b - A x\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})`.
+    $\|b - A x\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})$.
 
     Args:
       A: the n × n matrix (SciPy sparse in any format, BCOO, dense or ``SparseMatrix``; concrete).
@@ -327,6 +407,38 @@ def solve(A: Any, b: Any, *, rtol: float | None = None, atol: float = 0.0, max_s
     if unknown:
         raise TypeError(f"solve() got unexpected keyword arguments {sorted(unknown)}; see amg_setup for the set-up "
                         "options")
-    solver = amg_setup(A, near_nullspace=near_nullspace, method=method, **setup)
+    if isinstance(A, SparseMatrix) and is_traced(A.vals):
+        solver, values = _traced_setup(A, near_nullspace, method, setup)
+        solver = solver.update(values)
+    else:
+        solver = amg_setup(A, near_nullspace=near_nullspace, method=method, **setup)
     return solver.solve(b, rtol=rtol, atol=atol, max_steps=max_steps, throw=throw)
+
+
+def _traced_setup(A: SparseMatrix, near_nullspace: Any, method: str, setup: dict) -> tuple[AMGSolver, jax.Array]:
+    """The symbolic set-up of a ``SparseMatrix`` whose values are traced (under ``jit``/``grad``), and its values
+    in the set-up's order: the hierarchy is built from the pattern (a placeholder M-matrix with that pattern) and
+    then computed from the traced values by :meth:`AMGSolver.update`, so the solve differentiates in the values."""
+    if is_traced((A.rows, A.cols)):
+        raise TypeError("solve: A is a SparseMatrix whose indices (rows/cols) are traced; its sparsity pattern must "
+                        "be concrete. Close over concrete indices (under jit, convert NumPy indices inside "
+                        "`with jax.ensure_compile_time_eval():`), or call amg_setup(A0, reuse_pattern=True) "
+                        "outside and solver.update(values) inside")
+    import scipy.sparse as sp  # set-up only
+
+    n = check_square(A.shape, "A")
+    rows, cols = np.asarray(A.rows, np.int64), np.asarray(A.cols, np.int64)
+    pattern = sp.coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n)).tocsr()
+    pattern.sum_duplicates()
+    pattern.data[:] = -1.0
+    pattern = (pattern + sp.diags(np.asarray(abs(pattern).sum(axis=1)).ravel() + 1.0)).tocsr()
+    if method == "auto":
+        method = "gmres"  # the symmetry of traced values is unknown: GMRES holds for any nonsingular A
+    with jax.ensure_compile_time_eval():  # the set-up of the placeholder runs eagerly, as outside the trace
+        solver = amg_setup(pattern, near_nullspace=near_nullspace, method=method, reuse_pattern=True,
+                           **{"dtype": A.vals.dtype, **setup})
+    keys = np.asarray(solver.pattern.rows, np.int64) * n + np.asarray(solver.pattern.cols, np.int64)
+    pos = np.searchsorted(keys, rows * n + cols)
+    values = jnp.zeros((keys.size,), A.vals.dtype).at[jnp.asarray(pos)].add(A.vals)
+    return solver, values
 

@@ -65,7 +65,9 @@ def _frozen_tags(tags: Any) -> frozenset:
 class SparseMatrix(lx.AbstractLinearOperator):
     r"""A square or rectangular sparse matrix in COO form, usable as a ``lineax`` operator.
 
-    .. math:: (A x)_i = \sum_{e:\ \mathrm{rows}_e = i} \mathrm{vals}_e\, x_{\mathrm{cols}_e}
+    $$
+    (A x)_i = \sum_{e:\ \mathrm{rows}_e = i} \mathrm{vals}_e\, x_{\mathrm{cols}_e}
+    $$
 
     computed with ``jax.ops.segment_sum`` (duplicates are summed, as in COO). Padding entries may use
     value 0 anywhere.

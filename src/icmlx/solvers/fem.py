@@ -5,16 +5,16 @@ advection–diffusion and Helmholtz (with a resonance filter), homogeneous Diric
 Validated against scikit-fem to 1e-12 in float64 (``tests/solvers/test_solvers_fem.py``).
 """
 
-from ._fem import EQUATIONS as EQUATIONS
-from ._fem import FEMProblem as FEMProblem
-from ._fem import Mesh as Mesh
-from ._fem import assemble_p1 as assemble_p1
-from ._fem import make_problem as make_problem
-from ._fem import mesh_from_arrays as mesh_from_arrays
-from ._fem import quadrature_points as quadrature_points
-from ._fem import random_field as random_field
-from ._fem import resonance_gap as resonance_gap
-from ._fem import unit_square_mesh as unit_square_mesh
+from ._fem._assembly import EQUATIONS as EQUATIONS
+from ._fem._assembly import FEMProblem as FEMProblem
+from ._fem._assembly import Mesh as Mesh
+from ._fem._assembly import assemble_p1 as assemble_p1
+from ._fem._assembly import make_problem as make_problem
+from ._fem._assembly import mesh_from_arrays as mesh_from_arrays
+from ._fem._assembly import quadrature_points as quadrature_points
+from ._fem._assembly import random_field as random_field
+from ._fem._assembly import resonance_gap as resonance_gap
+from ._fem._assembly import unit_square_mesh as unit_square_mesh
 
 __all__ = [
     "EQUATIONS",

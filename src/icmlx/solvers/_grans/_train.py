@@ -12,15 +12,14 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
-from .._checks import check_values
-from .._deprecation import warn_renamed
-from .._progress import ProgressBar, resolve_progress
-from .._repr import record_repr
-from .._types import PRNGKey
-from ._convert import as_vector
-from ._grans_net import GRANSNet
-from ._grans_operator import GRANSOperator
-from ._outer import AbstractOuterStep, NoOuterStep, ThreeTermStep, _outer3
+from ..._checks import check_values
+from ..._progress import ProgressBar, resolve_progress
+from ..._repr import record_repr
+from ..._types import PRNGKey
+from .._convert import as_vector
+from ._network import GRANSNet
+from ._operator import GRANSOperator
+from ._outer import AbstractOuterStep, ThreeTermStep, _outer3
 from ._precondition import _basis, _iterate, _precondition_with, _smooth
 from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother
 from ._weights import save_weights
@@ -65,31 +64,20 @@ def _smoother_of(op: GRANSOperator | None, smoother: Any) -> Any:
 _LOSSES = ("auto", "residual", "energy")
 
 
-def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, deprecated: dict, where: str):
-    """``(degree, outer)`` for :func:`_iterate` from the strategy objects (and the deprecated flags); ``outer`` is
-    a ``NoOuterStep`` or a ``ThreeTermStep`` (resolved per operator by :func:`_step_mode`)."""
-    unknown = sorted(set(deprecated) - {"degree"})
-    if unknown:
-        raise TypeError(f"{where} got unexpected keyword argument(s) {unknown}")
-    if "degree" in deprecated:
-        if smoother is not None:
-            raise TypeError(f"{where}: pass either smoother=... or the deprecated degree=, not both")
-        warn_renamed("degree", "smoother=ChebyshevSmoother(degree=...)", where, stacklevel=4)
-        smoother = ChebyshevSmoother(degree=deprecated["degree"])
+def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, where: str):
+    """``(degree, outer)`` for :func:`_iterate` from the strategy objects; ``outer`` is a ``NoOuterStep`` or a
+    ``ThreeTermStep`` (resolved per operator by :func:`_step_mode`)."""
     smoother = _smoother_of(op, smoother)
     if not isinstance(smoother, AbstractSmoother):
         raise ValueError(f"{where}: smoother must be a ChebyshevSmoother(...) or MultilevelSmoother(...), "
                          f"got smoother={smoother!r}")
-    if op is not None and isinstance(smoother, MultilevelSmoother) != (op.hierarchy is not None):
+    if op is not None and smoother.uses_hierarchy != (op.hierarchy is not None):
         raise ValueError(f"{where}: smoother={smoother!r} does not match the operator, which was set up "
                          f"{'with' if op.hierarchy is not None else 'without'} a multilevel hierarchy")
-    if isinstance(outer, bool):
-        warn_renamed("outer=<bool>", "outer=ThreeTermStep(norm='residual') / NoOuterStep()", where, stacklevel=4)
-        outer = _TRAIN_OUTER if outer else NoOuterStep()
-    if not isinstance(outer, (NoOuterStep, ThreeTermStep)):
+    if not (isinstance(outer, AbstractOuterStep) and outer.trainable):
         raise ValueError(f"{where}: the loss trains through ThreeTermStep(norm='residual'|'energy'|'auto') or "
                          f"NoOuterStep(), got outer={outer!r}")
-    degree = smoother.degree if isinstance(smoother, ChebyshevSmoother) else 3  # (a V-cycle ignores it)
+    degree = smoother.polynomial_degree  # (a V-cycle ignores it)
     return degree, outer
 
 
@@ -99,12 +87,7 @@ def _step_mode(op: GRANSOperator, outer: AbstractOuterStep, loss: str, where: st
     with the energy-norm step, else residual)."""
     if loss not in _LOSSES:
         raise ValueError(f"{where}: loss must be 'auto', 'residual' or 'energy', got loss={loss!r}")
-    if isinstance(outer, NoOuterStep):
-        step = "none"
-    elif outer.norm == "auto":
-        step = "energy" if op.spd_like else "residual"
-    else:
-        step = outer.norm
+    step = outer.trained_step(op.spd_like)
     if (step == "energy" or loss == "energy") and not op.spd_like:
         raise ValueError(f"{where}: the energy norm (outer={outer!r}, loss={loss!r}) needs a symmetric "
                          "positive-definite-like matrix (symmetric, positive diagonal, non-negative row sums); "
@@ -116,31 +99,35 @@ def _step_mode(op: GRANSOperator, outer: AbstractOuterStep, loss: str, where: st
 def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
                p: Float[Array, "batch npad"], Ap: Float[Array, "batch npad"], *,
                smoother: AbstractSmoother | None = None,
-               outer: AbstractOuterStep | bool = _TRAIN_OUTER, loss: str = "auto", unroll: int = 1,
-               **deprecated: Any) -> Float[Array, ""]:
+               outer: AbstractOuterStep = _TRAIN_OUTER, loss: str = "auto", unroll: int = 1
+               ) -> Float[Array, ""]:
     r"""Self-supervised loss: mean log reduction of one G-RANS iteration (no solutions used).
 
     Residual norm (``loss="residual"``, and ``"auto"`` with a residual-norm or no outer step):
 
-    .. math:: L(\theta) = \frac1B\sum_b \log\frac{\|r^+_b\|_{D^{-1}}}{\|r_b\|_{D^{-1}}}
+    $$
+    L(\theta) = \frac1B\sum_b \log\frac{\|r^+_b\|_{D^{-1}}}{\|r_b\|_{D^{-1}}}
+    $$
 
     Energy norm (``loss="energy"``, and ``"auto"`` with the energy-norm step ``ThreeTermStep(norm="energy")``,
     or ``norm="auto"`` on an SPD-like matrix — what the solver runs there):
 
-    .. math:: L(\theta) = \frac1B\sum_b \tfrac12\log\frac{r^{+\top}_b S\, r^+_b}{r_b^\top S\, r_b}
+    $$
+    L(\theta) = \frac1B\sum_b \tfrac12\log\frac{r^{+\top}_b S\, r^+_b}{r_b^\top S\, r_b}
+    $$
 
     with ``S`` the smoother (the V-cycle ``B ≈ A⁻¹``; no learned part). The energy-norm step minimises
-    :math:`\|x^* - x\|_A` and the solver's safeguard keeps it monotone, so that is the quantity whose
-    per-iteration reduction sets the iteration count; :math:`r^\top S r` is its computable proxy, since
-    :math:`\lambda_{\min}(SA)\,\|e\|_A^2 \le r^\top S r \le \lambda_{\max}(SA)\,\|e\|_A^2` for
-    :math:`e = A^{-1} r` (a V-cycle has ``eig(SA)`` within a small interval, about ``[0.37, 1]`` on P1 Poisson),
+    $\|x^* - x\|_A$ and the solver's safeguard keeps it monotone, so that is the quantity whose
+    per-iteration reduction sets the iteration count; $r^\top S r$ is its computable proxy, since
+    $\lambda_{\min}(SA)\,\|e\|_A^2 \le r^\top S r \le \lambda_{\max}(SA)\,\|e\|_A^2$ for
+    $e = A^{-1} r$ (a V-cycle has ``eig(SA)`` within a small interval, about ``[0.37, 1]`` on P1 Poisson),
     where the ``D⁻¹``-norm of the residual weights the smooth error the V-cycle leaves (the part a coarse basis
     should remove) by its small eigenvalues and hardly sees it.
 
     With ``unroll=K > 1`` the loss is the mean log reduction per iteration over ``K`` iterations that share one
     basis, built from ``r`` (what the solver runs by default with the V-cycle, ``refresh=None``: the basis of the
     initial residual throughout), each with the outer step and the solver's safeguard,
-    :math:`L = \frac{1}{BK}\sum_b \log(\|r^{(K)}_b\| / \|r_b\|)` in the chosen norm. One iteration rewards
+    $L = \frac{1}{BK}\sum_b \log(\|r^{(K)}_b\| / \|r_b\|)$ in the chosen norm. One iteration rewards
     a basis that helps the next step; ``K`` iterations of the recurrence reward one that helps the accelerated
     solve, whose iteration count depends on the whole spectrum of the preconditioned operator.
 
@@ -162,8 +149,6 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
       loss: ``"auto"`` (default: the energy norm with the energy-norm step, else the residual norm),
         ``"residual"`` or ``"energy"`` (SPD-like only), as above.
       unroll: iterations per state sharing one basis (a positive int, static; 1: the fresh-basis one-step loss).
-      **deprecated: ``degree=`` (use ``smoother=ChebyshevSmoother(degree=...)``) and a boolean ``outer=``
-        still work for one release, with a ``DeprecationWarning``.
 
     Returns:
       The scalar loss.
@@ -176,7 +161,7 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
     """
     if not isinstance(op, GRANSOperator):
         raise TypeError(f"grans_loss: op must be a GRANSOperator (GRANS.setup(A)), got {type(op).__name__}")
-    degree, outer = _training_modes(op, smoother, outer, deprecated, "grans_loss()")
+    degree, outer = _training_modes(op, smoother, outer, "grans_loss()")
     step, norm = _step_mode(op, outer, loss, "grans_loss()")
     _check_unroll(unroll, "grans_loss")
     r, p, Ap = _states(op, r, p, Ap)
@@ -351,7 +336,6 @@ def train_grans(
     unroll: int = 1,
     progress: bool | None = None,
     checkpoint_dir: str | Path | None = None,
-    **deprecated: Any,
 ) -> TrainResult:
     r"""Train the G-RANS basis generator without reference solutions (progressive bootstrap).
 
@@ -378,8 +362,7 @@ def train_grans(
       learning_rate: peak Adam learning rate.
       smoother: the solver's smoother; ``None`` (default): the one the operators were set up for (a
         ``MultilevelSmoother`` when they carry a V-cycle hierarchy, else ``ChebyshevSmoother(degree=3)``, with
-        which the shipped weights were trained); ``degree=`` is a deprecated alias for
-        ``smoother=ChebyshevSmoother(degree=...)``.
+        which the shipped weights were trained).
       outer: the outer step trained through and rolled out: ``ThreeTermStep(norm="residual")`` (default; the
         shipped weights'), ``ThreeTermStep(norm="auto")`` (the solver's with the V-cycle: energy norm on the
         SPD-like operators, residual norm on the others), ``ThreeTermStep(norm="energy")`` or ``NoOuterStep()``.
@@ -399,12 +382,9 @@ def train_grans(
         or a smoother that does not match the operators.
       TypeError: an operator that is not a ``GRANSOperator``.
     """
-    if "degree" in deprecated:
-        degree, _ = _training_modes(None, smoother, _TRAIN_OUTER, deprecated, "train_grans()")
-        smoother = ChebyshevSmoother(degree=degree)
     smoother = _smoother_of(operators[0] if len(operators) and isinstance(operators[0], GRANSOperator)
                             else None, smoother)
-    degree, outer = _training_modes(None, smoother, outer, {}, "train_grans()")
+    degree, outer = _training_modes(None, smoother, outer, "train_grans()")
     rhs = _check_training(operators, rhs, learning_rate, stages, states_per_operator)
     _check_unroll(unroll, "train_grans")
     modes = [(*_step_mode(op, outer, loss, f"train_grans(): operators[{i}]"), int(unroll))
@@ -417,7 +397,7 @@ def train_grans(
     for op in operators:
         if op.colidx.shape[1] != 2 * net.channels:
             raise ValueError("operator was set up for a different number of channels")
-        _training_modes(op, smoother, _TRAIN_OUTER, {}, "train_grans()")
+        _training_modes(op, smoother, _TRAIN_OUTER, "train_grans()")
     initial = net
     total = steps_per_stage * len(stages)
     sched = optax.cosine_decay_schedule(learning_rate, total, alpha=0.01)

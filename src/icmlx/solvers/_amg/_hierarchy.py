@@ -12,11 +12,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from .._deprecation import renamed_kwargs
-from .._inputs import to_device
-from ._amg_relax import relax
-from ._convert import as_scipy_csr, positive_int
-from ._sparse import SparseMatrix, bucket_size
+from ..._inputs import to_device
+from .._convert import as_scipy_csr, positive_int
+from .._sparse import SparseMatrix, bucket_size
+from ._relaxation import relax
 
 __all__ = ["EllMatrix", "MultilevelHierarchy", "smoothed_aggregation", "mis2_aggregation",
            "m_matrix_envelope"]
@@ -87,15 +86,13 @@ class EllMatrix(eqx.Module):
     shape: tuple[int, int] = eqx.field(static=True)
 
     @classmethod
-    @renamed_kwargs(n_rows="num_rows", n_cols="num_cols")
     def from_scipy(cls, M: Any, *, num_rows: int | None = None, num_cols: int | None = None,
                    width: int | None = None, pad_identity: bool = False,
                    dtype: Any = None) -> "EllMatrix":
         """From a SciPy sparse matrix, optionally padded to ``num_rows × num_cols`` and row width ``width``.
 
         Padding slots hold value 0. Padding rows are zero, or with ``pad_identity=True`` carry a 1 on the
-        diagonal (so a padded square system stays nonsingular and Jacobi-preconditionable). ``n_rows=`` and
-        ``n_cols=`` are deprecated aliases."""
+        diagonal (so a padded square system stays nonsingular and Jacobi-preconditionable)."""
         import scipy.sparse as sp  # lazy: set-up only
 
         M = sp.csr_matrix(M, copy=True)  # the in-place clean-up below must not touch the caller's arrays
@@ -109,7 +106,6 @@ class EllMatrix(eqx.Module):
         return cls(to_device(idx, np.int32), to_device(val, dtype), (n_rows, n_cols))
 
     @classmethod
-    @renamed_kwargs(n_rows="num_rows", n_cols="num_cols")
     def from_sparse(cls, A: SparseMatrix, **kwargs: Any) -> "EllMatrix":
         """From a :class:`SparseMatrix` (duplicates summed; eager, not traceable); ``kwargs`` as in
         :meth:`from_scipy`."""
@@ -142,8 +138,10 @@ class EllMatrix(eqx.Module):
 def m_matrix_envelope(A: Any) -> Any:
     r"""The symmetric M-matrix envelope of ``A``, on which the hierarchy is built (a SciPy CSR matrix).
 
-    .. math:: \tilde a_{ij} = -\tfrac12(|a_{ij}| + |a_{ji}|)\ (i \ne j), \qquad
-              \tilde a_{ii} = \max\bigl(a_{ii},\ \textstyle\sum_{j\ne i} |\tilde a_{ij}|\bigr).
+    $$
+    \tilde a_{ij} = -\tfrac12(|a_{ij}| + |a_{ji}|)\ (i \ne j), \qquad
+    \tilde a_{ii} = \max\bigl(a_{ii},\ \textstyle\sum_{j\ne i} |\tilde a_{ij}|\bigr).
+    $$
 
     For a symmetric diagonally dominant M-matrix (P1 Poisson, reaction–diffusion with a dominant stiffness)
     ``Ã = A`` exactly; for advection–diffusion it is a diffusion-like symmetrisation and for Helmholtz
@@ -443,7 +441,6 @@ class _PaddedCycle(eqx.Module):
         return f"V-cycle preconditioner on {self.n}-vectors of {self.hierarchy!r}"
 
 
-@renamed_kwargs(n_pad="pad_to")
 def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: int = 2,
                          envelope: bool = True, pad_to: int | None = None,
                          dtype: Any = None) -> MultilevelHierarchy:
@@ -461,7 +458,7 @@ def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10,
       max_levels: cap on the number of levels.
       degree: Chebyshev smoothing degree (products with ``Ã`` per pre-/post-smoothing).
       envelope: build on ``Ã`` (default). ``False`` uses ``A`` itself (must then be SPD-like).
-      pad_to: padded fine size (default :func:`bucket_size` of ``n``; ``n_pad=`` is a deprecated alias).
+      pad_to: padded fine size (default :func:`bucket_size` of ``n``).
       dtype: floating dtype of the values (default: JAX's default float).
 
     Returns:
@@ -491,11 +488,11 @@ def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10,
       >>> int(sol.num_steps) < 15, bool(np.linalg.norm(np.ones(900) - A @ np.asarray(sol.value)) < 1e-3 * 30)
       (True, True)
     """
-    return _sa_build(A, max_coarse=max_coarse, max_levels=max_levels, degree=degree, envelope=envelope,
+    return build_sa_hierarchy(A, max_coarse=max_coarse, max_levels=max_levels, degree=degree, envelope=envelope,
                      pad_to=pad_to, dtype=dtype)[0]
 
 
-def _sa_build(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: int = 2,
+def build_sa_hierarchy(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: int = 2,
               envelope: bool = True, pad_to: int | None = None, dtype: Any = None, tight: bool = False):
     """:func:`smoothed_aggregation`, also returning the aggregate maps and the coarsest operator. With ``tight``
     each ELL matrix is packed at its longest row's width instead of the width rounded up to a multiple of 4:

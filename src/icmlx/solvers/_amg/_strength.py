@@ -12,7 +12,7 @@ from typing import Any
 import equinox as eqx
 import numpy as np
 
-from ._sa_setup import node_matrix, symmetric_pattern, symmetric_strength
+from ._levels import node_matrix, symmetric_pattern, symmetric_strength
 
 __all__ = ["AbstractStrength", "SymmetricStrength", "EvolutionStrength", "evolution_strength"]
 
@@ -46,7 +46,7 @@ class AbstractStrength(eqx.Module):
 
 class SymmetricStrength(AbstractStrength):
     r"""Symmetric strength of connection: nodes ``i ≠ j`` are strongly coupled when
-    :math:`\|A_{ij}\| \ge \theta \sqrt{\|A_{ii}\|\,\|A_{jj}\|}` (Frobenius norms of the node blocks; entries for
+    $\|A_{ij}\| \ge \theta \sqrt{\|A_{ii}\|\,\|A_{jj}\|}$ (Frobenius norms of the node blocks; entries for
     scalar problems), symmetrised.
 
     Attributes:
@@ -80,22 +80,26 @@ class EvolutionStrength(AbstractStrength):
     r"""Evolution strength of connection (Olson, Schroder & Tuminaro): how well the near-nullspace explains where
     a point source spreads under a few Jacobi steps.
 
-    For each dof ``i`` the impulse :math:`\delta_i` is evolved ``k`` steps of :math:`\dot z = -D^{-1}A z` with the
-    step :math:`1/\rho(D^{-1}A)`,
+    For each dof ``i`` the impulse $\delta_i$ is evolved ``k`` steps of $\dot z = -D^{-1}A z$ with the
+    step $1/\rho(D^{-1}A)$,
 
-    .. math:: z^{(i)} = \bigl(I - \tfrac{1}{\rho(D^{-1}A)} D^{-1}A\bigr)^k \delta_i ,
+    $$
+    z^{(i)} = \bigl(I - \tfrac{1}{\rho(D^{-1}A)} D^{-1}A\bigr)^k \delta_i ,
+    $$
 
-    and read on the pattern :math:`J_i` of row ``i`` of ``A`` (for several dofs per node, only the dofs of the same
+    and read on the pattern $J_i$ of row ``i`` of ``A`` (for several dofs per node, only the dofs of the same
     component as ``i``). The best fit from the candidates ``B`` that is exact at ``i`` solves
 
-    .. math:: \min_x \|z^{(i)}_{J_i} - B_{J_i} x\|_2 \quad\text{s.t.}\quad B_i x = z^{(i)}_i ,
+    $$
+    \min_x \|z^{(i)}_{J_i} - B_{J_i} x\|_2 \quad\text{s.t.}\quad B_i x = z^{(i)}_i ,
+    $$
 
-    and the distance of ``j ∈ J_i`` is the relative error :math:`s_{ij} = |1 - (B_j x)/z^{(i)}_j|` (weak, hence
-    dropped, where the fit has the opposite sign or is below ``1e-4`` of :math:`z^{(i)}_j`; an error under
-    :math:`\sqrt{\varepsilon_{64}}` counts as ``1e-4``). Row by row, ``j`` is strong when
-    :math:`s_{ij} \le \epsilon \min_{l \ne i} s_{il}`; the kept distances are symmetrised, amalgamated to nodes
+    and the distance of ``j ∈ J_i`` is the relative error $s_{ij} = |1 - (B_j x)/z^{(i)}_j|$ (weak, hence
+    dropped, where the fit has the opposite sign or is below ``1e-4`` of $z^{(i)}_j$; an error under
+    $\sqrt{\varepsilon_{64}}$ counts as ``1e-4``). Row by row, ``j`` is strong when
+    $s_{ij} \le \epsilon \min_{l \ne i} s_{il}$; the kept distances are symmetrised, amalgamated to nodes
     (the smallest over a node block) and inverted, so large values are strong. With one candidate the fit is the
-    constraint alone: :math:`B_j x = z^{(i)}_i B_j / B_i`.
+    constraint alone: $B_j x = z^{(i)}_i B_j / B_i$.
 
     The candidates are those of the level: the ``near_nullspace`` of the set-up (before its Jacobi improvement)
     on the finest level, the coarse candidates below. Aggregation reads the strong pattern.

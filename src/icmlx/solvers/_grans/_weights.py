@@ -6,7 +6,7 @@ from pathlib import Path
 import equinox as eqx
 import jax
 
-from ._grans_net import GRANSNet
+from ._network import GRANSNet
 
 __all__ = ["save_weights", "load_weights"]
 

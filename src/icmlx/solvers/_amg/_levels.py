@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ._multilevel import _mis2_priorities, _nbr_max, _spectral_radius
-from ._sa_aggregate import standard_aggregate
+from ._hierarchy import _mis2_priorities, _nbr_max, _spectral_radius
+from ._standard_aggregate import standard_aggregate
 from ._wavefront import MAX_DEGREE, closed_table, greedy_colors
 
 __all__: list[str] = []
@@ -60,7 +60,7 @@ def symmetric_pattern(M: Any, keep: Any) -> Any:
 
 
 def symmetric_strength(N: Any, theta: float) -> Any:
-    r"""Strong connections of the node matrix: :math:`|n_{ij}| \ge \theta \sqrt{|n_{ii} n_{jj}|}` (off-diagonal),
+    r"""Strong connections of the node matrix: $|n_{ij}| \ge \theta \sqrt{|n_{ii} n_{jj}|}$ (off-diagonal),
     symmetrised; the pattern that aggregation reads."""
     d = np.abs(N.diagonal())
 

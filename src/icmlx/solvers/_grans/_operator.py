@@ -9,14 +9,13 @@ import lineax as lx
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from .._deprecation import deprecated_attribute
-from .._inputs import to_device
-from ._aggregation import aggregation_hierarchy
-from ._classify import classify
-from ._multilevel import EllMatrix, MultilevelHierarchy, _sa_build, mis2_aggregation
-from ._relaxation import _lambda_max
+from ..._inputs import to_device
+from .._amg._aggregation import aggregation_hierarchy
+from .._amg._hierarchy import EllMatrix, MultilevelHierarchy, build_sa_hierarchy, mis2_aggregation
+from .._amg._relaxation import lambda_max_bound
+from .._classify import classify
+from .._sparse import SparseMatrix, bucket_size
 from ._smoothers import AbstractSmoother, MultilevelSmoother
-from ._sparse import SparseMatrix, bucket_size
 
 __all__ = ["GRANSOperator"]
 
@@ -72,10 +71,6 @@ class GRANSOperator(lx.AbstractLinearOperator):
         """``"spd_like"`` (symmetric, positive diagonal, non-negative row sums), ``"symmetric"`` (otherwise
         symmetric, e.g. indefinite) or ``"nonsymmetric"``: what ``GRANS(outer="auto")`` chooses by."""
         return "spd_like" if self.spd_like else ("symmetric" if self.symmetric else "nonsymmetric")
-
-    n_pad = deprecated_attribute("padded_size")  # deprecated alias, one release
-
-    n_agg = deprecated_attribute("num_aggregates")  # deprecated alias, one release
 
     @property
     def pool_segments(self) -> int:
@@ -133,7 +128,7 @@ def _select_levels(maps: list[np.ndarray], n: int, budget: int) -> tuple[np.ndar
     return comp[-2], comp[-1]
 
 
-_lambda_max_jit = eqx.filter_jit(_lambda_max)
+_lambda_max_jit = eqx.filter_jit(lambda_max_bound)
 
 
 def _mis2_maps(M: Any, maps: list[np.ndarray], min_size: int = 4) -> list[np.ndarray]:
@@ -208,10 +203,10 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     # hierarchy and basis levels
     n_pad = bucket_size(n)
     hierarchy = None
-    if isinstance(smoother, MultilevelSmoother):  # SA V-cycle; its (vectorised MIS-2) aggregates also carry V
-        hierarchy, maps, coarse = _sa_build(csr, max_coarse=smoother.max_coarse, max_levels=smoother.max_levels,
-                                            degree=smoother.degree, pad_to=n_pad,
-                                            dtype=hierarchy_dtype(smoother, dtype), tight=True)
+    if smoother.uses_hierarchy:  # SA V-cycle; its (vectorised MIS-2) aggregates also carry V
+        hierarchy, maps, coarse = build_sa_hierarchy(csr, max_coarse=smoother.max_coarse,
+                                                     max_levels=smoother.max_levels, degree=smoother.degree,
+                                                     pad_to=n_pad, dtype=hierarchy_dtype(smoother, dtype), tight=True)
         if basis:
             maps = _mis2_maps(coarse, maps)
     elif basis:

@@ -5,10 +5,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ._grans_net import GRANSNet
-from ._grans_operator import GRANSOperator
+from .._amg._relaxation import chebyshev_sweep, jacobi_sweep
+from ._network import GRANSNet
+from ._operator import GRANSOperator
 from ._outer import _outer3
-from ._relaxation import _chebyshev, _jacobi
 
 __all__: list[str] = []
 
@@ -22,8 +22,8 @@ def _smooth(op: GRANSOperator, r, degree: int):
         hdt = op.hierarchy.coarse_inv.dtype
         return op.hierarchy(r.astype(hdt)).astype(r.dtype)
     if op.spd_like:
-        return _chebyshev(op.A, r, lambda_max=op.lambda_max, degree=degree)
-    return _jacobi(op.A, r, omega=1.0, num_steps=degree, l1=True)
+        return chebyshev_sweep(op.A, r, lambda_max=op.lambda_max, degree=degree)
+    return jacobi_sweep(op.A, r, omega=1.0, num_steps=degree, l1=True)
 
 
 def _coarse_factor(op: GRANSOperator, w, galerkin: bool, explicit: bool = False):

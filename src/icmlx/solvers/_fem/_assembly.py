@@ -10,11 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._checks import check_values
-from .._deprecation import renamed_kwargs
-from .._types import PRNGKey
-from ._convert import positive_int
-from ._sparse import SparseMatrix
+from ..._checks import check_values
+from ..._types import PRNGKey
+from .._convert import positive_int
+from .._sparse import SparseMatrix
 
 __all__ = [
     "Mesh",
@@ -227,11 +226,13 @@ def assemble_p1(
     beta: Float[Array, "2"] | tuple[float, float] = (0.0, 0.0),
     source: Float[Array, "n_el 3"] | float = 1.0,
 ) -> tuple[SparseMatrix, Float[Array, " n"]]:
-    r"""Assemble the P1 system of :math:`-\nabla\cdot(\kappa\nabla u) + \beta\cdot\nabla u + c\,u = f`
+    r"""Assemble the P1 system of $-\nabla\cdot(\kappa\nabla u) + \beta\cdot\nabla u + c\,u = f$
     with homogeneous Dirichlet conditions.
 
-    .. math:: A_{ij} = \int \kappa \nabla\phi_j\cdot\nabla\phi_i + (\beta\cdot\nabla\phi_j)\phi_i
-              + c\,\phi_j\phi_i, \qquad b_i = \int f \phi_i
+    $$
+    A_{ij} = \int \kappa \nabla\phi_j\cdot\nabla\phi_i + (\beta\cdot\nabla\phi_j)\phi_i
+    + c\,\phi_j\phi_i, \qquad b_i = \int f \phi_i
+    $$
 
     using the 3-point degree-2 rule (points ``(1/6,1/6), (2/3,1/6), (1/6,2/3)``, the scikit-fem default
     for P1), element matrices in JAX, and a ``segment_sum`` into the condensed COO pattern. A negative
@@ -280,24 +281,27 @@ def assemble_p1(
     vals = jax.ops.segment_sum(local, jnp.asarray(mesh.slot), num_segments=nnz + 1)[:nnz]
     load = jnp.einsum("eq,q,qi->ei", fq * det[:, None], w, phi).reshape(-1)
     b = jax.ops.segment_sum(load, jnp.asarray(mesh.load_slot), num_segments=mesh.n + 1)[: mesh.n]
-    A = SparseMatrix(jnp.asarray(mesh.rows), jnp.asarray(mesh.cols), vals, (mesh.n, mesh.n))
+    with jax.ensure_compile_time_eval():  # the pattern stays concrete under jit (solve() sets up from it)
+        rows, cols = jnp.asarray(mesh.rows), jnp.asarray(mesh.cols)
+    A = SparseMatrix(rows, cols, vals, (mesh.n, mesh.n))
     return A, b
 
 
-@renamed_kwargs(n_modes="num_modes")
 def random_field(key: PRNGKey, x: Float[Array, "... 2"], *, num_modes: int = 6,
                  decay: float = 2.0) -> Float[Array, "..."]:
     r"""A smooth random Fourier field with unit variance (in expectation).
 
-    .. math:: g(x) = \frac{\sum_{k} a_k (1+|k|^2)^{-\mathrm{decay}/2}
-              \cos(\pi k\cdot x + \varphi_k)}{\sqrt{\tfrac12\sum_k (1+|k|^2)^{-\mathrm{decay}}}}
+    $$
+    g(x) = \frac{\sum_{k} a_k (1+|k|^2)^{-\mathrm{decay}/2}
+    \cos(\pi k\cdot x + \varphi_k)}{\sqrt{\tfrac12\sum_k (1+|k|^2)^{-\mathrm{decay}}}}
+    $$
 
     over integer wave vectors ``k ∈ {0..num_modes-1}²``, ``a_k ~ N(0,1)``, ``φ_k ~ U(0, 2π)``.
 
     Args:
       key: a JAX PRNG key.
       x: points ``[..., 2]``.
-      num_modes: modes per axis (static; ``n_modes=`` is a deprecated alias).
+      num_modes: modes per axis (static).
       decay: spectral decay exponent.
 
     Returns:
@@ -328,11 +332,13 @@ def random_field(key: PRNGKey, x: Float[Array, "... 2"], *, num_modes: int = 6,
 
 
 def resonance_gap(k: float) -> float:
-    r"""Relative distance of :math:`k^2` to the Dirichlet Laplacian spectrum of the unit square.
+    r"""Relative distance of $k^2$ to the Dirichlet Laplacian spectrum of the unit square.
 
-    .. math:: \mathrm{gap}(k) = \min_{m,l\ge 1} |\pi^2(m^2+l^2) - k^2| / k^2
+    $$
+    \mathrm{gap}(k) = \min_{m,l\ge 1} |\pi^2(m^2+l^2) - k^2| / k^2
+    $$
 
-    The continuous spectrum; the P1 eigenvalues lie above it by :math:`O(h^2)` relative, so keep a
+    The continuous spectrum; the P1 eigenvalues lie above it by $O(h^2)$ relative, so keep a
     margin (``make_problem`` rejects ``gap < 0.05``).
 
     Args:
@@ -391,16 +397,16 @@ def make_problem(
 ) -> FEMProblem:
     r"""A random instance of one of the four model equations on ``mesh``.
 
-    - ``poisson``: :math:`-\nabla\cdot(e^{\sigma g}\nabla u) = f`, contrast :math:`\sigma` = ``param``
-      (default 2, i.e. :math:`\kappa` spans ~two decades).
-    - ``reaction``: :math:`-\nabla\cdot(e^{g}\nabla u) + c u = f`, ``c = param`` (default 100).
-    - ``advection``: :math:`-\Delta u + \beta\cdot\nabla u = f`, :math:`\|\beta\|` = ``param``
+    - ``poisson``: $-\nabla\cdot(e^{\sigma g}\nabla u) = f$, contrast $\sigma$ = ``param``
+      (default 2, i.e. $\kappa$ spans ~two decades).
+    - ``reaction``: $-\nabla\cdot(e^{g}\nabla u) + c u = f$, ``c = param`` (default 100).
+    - ``advection``: $-\Delta u + \beta\cdot\nabla u = f$, $\|\beta\|$ = ``param``
       (default 40), random direction. Nonsymmetric.
-    - ``helmholtz``: :math:`-\Delta u - k^2 (1 + 0.02 \tanh g) u = f`, ``k = param`` (default 12). Symmetric
+    - ``helmholtz``: $-\Delta u - k^2 (1 + 0.02 \tanh g) u = f$, ``k = param`` (default 12). Symmetric
       indefinite; rejected (ValueError) when ``resonance_gap(k) < min_gap``.
 
     ``shift`` rescales the parameter by ``(1 + shift)`` (the ±70% robustness protocol). The source
-    :math:`f = 1 + g_f` is a random smooth field.
+    $f = 1 + g_f$ is a random smooth field.
 
     Args:
       key: JAX PRNG key.

@@ -5,7 +5,8 @@ norm on SPD-like matrices, CG-like); :class:`FlexibleGCR` keeps a window of past
 ``M_θ`` a variable right preconditioner); :class:`NoOuterStep` is the ablation ``x ← x + M_θ(r)``.
 """
 
-from typing import Any
+
+import abc
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -20,17 +21,39 @@ class AbstractOuterStep(eqx.Module):
 
     A strategy object (static settings only, hashable, not callable): pass one as ``GRANS(outer=...)``.
     Subclasses are :class:`ThreeTermStep` (the default), :class:`FlexibleGCR` and :class:`NoOuterStep`.
-    Each carries exactly the settings its step uses, so no combination is invalid.
+    Each carries exactly the settings its step uses, so no combination is invalid, and its behaviour as
+    methods: :meth:`norm_on` (the norm the step minimises on a matrix class), :meth:`stored_directions` and
+    :meth:`step` (the update of ``x``).
     """
+
+    trainable = True  # grans_loss trains through this step
+
+    def stored_directions(self) -> int:
+        """Past directions the step keeps (0: none)."""
+        return 0
+
+    def norm_on(self, spd_like: bool) -> str:
+        """``"energy"`` or ``"residual"``: the norm the step minimises (and the safeguard keeps monotone)."""
+        return "residual"
+
+    def trained_step(self, spd_like: bool) -> str:
+        """The step ``grans_loss`` trains through: ``"none"``, ``"residual"`` or ``"energy"``."""
+        return self.norm_on(spd_like)
+
+    @abc.abstractmethod
+    def step(self, u, Au, e1, Ae1, p, Ap, r, window, energy: bool):
+        """``(dx, window)``: the update of ``x`` from the correction ``u = M_θ(r)`` (with ``A u``), the smoother's
+        first correction ``e1`` (with ``A e1``), the previous update ``p`` (with ``A p``) and the residual ``r``;
+        ``window`` the stored directions ``(Z, AZ, ptr)`` (only :class:`FlexibleGCR` uses it)."""
 
 
 class ThreeTermStep(AbstractOuterStep):
-    r"""The 3-term outer step over :math:`U = [u,\ p_{k-1},\ e_1]` (``u = e_1 + e_2 + e_3``).
+    r"""The 3-term outer step over $U = [u,\ p_{k-1},\ e_1]$ (``u = e_1 + e_2 + e_3``).
 
-    Residual norm: :math:`\alpha = ((AU)^\top AU)^{-1} (AU)^\top r` minimises :math:`\|r - AU\alpha\|_2`
+    Residual norm: $\alpha = ((AU)^\top AU)^{-1} (AU)^\top r$ minimises $\|r - AU\alpha\|_2$
     and the safeguard keeps the true residual non-increasing. Energy norm (SPD-like ``A``):
-    :math:`\alpha = (U^\top A U)^{-1} U^\top r` minimises :math:`\|x^* - x - U\alpha\|_A` (a Galerkin step,
-    CG-like with a fixed symmetric :math:`M_\theta`) and the safeguard keeps :math:`\|x^* - x\|_A`
+    $\alpha = (U^\top A U)^{-1} U^\top r$ minimises $\|x^* - x - U\alpha\|_A$ (a Galerkin step,
+    CG-like with a fixed symmetric $M_\theta$) and the safeguard keeps $\|x^* - x\|_A$
     non-increasing, checked exactly from the true residuals.
 
     Attributes:
@@ -55,12 +78,20 @@ class ThreeTermStep(AbstractOuterStep):
         if self.norm not in _NORMS:
             raise ValueError(f"ThreeTermStep: norm must be 'auto', 'energy' or 'residual', got norm={self.norm!r}")
 
+    def norm_on(self, spd_like: bool) -> str:
+        if self.norm == "auto":
+            return "energy" if spd_like else "residual"
+        return self.norm
+
+    def step(self, u, Au, e1, Ae1, p, Ap, r, window, energy: bool):
+        return _outer3(u, Au, e1, Ae1, p, Ap, r, energy=energy)[0], window
+
 
 class FlexibleGCR(AbstractOuterStep):
     r"""Truncated flexible GCR over the last ``memory`` directions (≈ FGMRES with a variable preconditioner).
 
     Each iteration ``A``-orthonormalises its two new directions ``u`` and ``e_1`` against the stored window
-    and minimises :math:`\|r - A d\|_2` over all of them; the new directions overwrite the oldest. This keeps
+    and minimises $\|r - A d\|_2$ over all of them; the new directions overwrite the oldest. This keeps
     the information that restarts lose and is what makes indefinite Helmholtz converge
     (``memory >= 2 × iterations`` is full memory). Costs ``2 · memory · n`` floats. The safeguard keeps the true
     residual non-increasing.
@@ -88,6 +119,15 @@ class FlexibleGCR(AbstractOuterStep):
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise ValueError(f"FlexibleGCR: memory must be a positive int, got memory={m!r}")
 
+    trainable = False
+
+    def stored_directions(self) -> int:
+        return self.memory
+
+    def step(self, u, Au, e1, Ae1, p, Ap, r, window, energy: bool):
+        dx, *window = _gcr_update(((u, Au), (e1, Ae1)), r, *window)
+        return dx, tuple(window)
+
 
 class NoOuterStep(AbstractOuterStep):
     """No outer step: ``x ← x + M_θ(r)``, with the residual-monotone safeguard (the ablation).
@@ -98,26 +138,11 @@ class NoOuterStep(AbstractOuterStep):
       NoOuterStep()
     """
 
+    def trained_step(self, spd_like: bool) -> str:
+        return "none"
 
-def _outer_from_flags(outer: Any, recycle: Any, norm: Any) -> AbstractOuterStep:
-    """The outer-step object that the deprecated ``outer=<bool>``, ``recycle=`` and ``norm=`` flags described."""
-    outer = True if outer is None else outer
-    recycle = 0 if recycle is None else recycle
-    norm = "auto" if norm is None else norm
-    if norm not in _NORMS:
-        raise ValueError(f"norm must be 'auto', 'residual' or 'energy', got {norm!r}")
-    if not (isinstance(recycle, int) and recycle >= 0):
-        raise ValueError(f"recycle must be a non-negative int, got {recycle=}")
-    if norm == "energy" and (recycle or not outer):
-        raise ValueError("norm='energy' is the 3-term outer step: it needs recycle=0 and outer=True, "
-                         f"got {recycle=}, {outer=}")
-    if recycle and not outer:
-        raise ValueError("recycle > 0 is an outer Krylov method: it needs outer=True")
-    if not outer:
-        return NoOuterStep()
-    if recycle:
-        return FlexibleGCR(memory=recycle)
-    return ThreeTermStep(norm=norm)
+    def step(self, u, Au, e1, Ae1, p, Ap, r, window, energy: bool):
+        return u, window
 
 
 def _outer3(u, Au, e1, Ae1, p, Ap, r, energy: bool = False):

@@ -1,12 +1,18 @@
 """The smoother ``S`` of a G-RANS iteration, as a strategy object: a polynomial smoother or one V-cycle."""
 
+import abc
 from typing import Any
 
 import equinox as eqx
 
-from .._strategy import as_strategy
+from ..._strategy import as_strategy
 
 __all__ = ["AbstractSmoother", "ChebyshevSmoother", "MultilevelSmoother"]
+
+# outer="auto" off SPD-like matrices with the V-cycle smoother: flexible GCR memory per matrix class (Helmholtz
+# k = 12 needs about twice its iteration count in memory; advection-diffusion converges with 40)
+GCR_MEMORY_SYMMETRIC = 100
+GCR_MEMORY_NONSYMMETRIC = 40
 
 
 def _positive_int(value: Any, name: str, owner: str) -> None:
@@ -18,17 +24,36 @@ class AbstractSmoother(eqx.Module):
     """The smoother ``S`` that a G-RANS iteration applies before and after the learned projection.
 
     A strategy object (static settings only, hashable, not callable): pass one as ``GRANS(smoother=...)``.
-    Subclasses are :class:`MultilevelSmoother` (the default) and :class:`ChebyshevSmoother` (the paper's).
+    Subclasses are :class:`MultilevelSmoother` (the default) and :class:`ChebyshevSmoother` (the paper's). Each
+    carries what the solver asks of it: :attr:`uses_hierarchy` (the set-up builds a multigrid hierarchy),
+    :attr:`polynomial_degree`, :meth:`default_refresh` and :meth:`auto_outer` (the outer step of
+    ``GRANS(outer="auto")``).
     """
+
+    uses_hierarchy = False
+    pretrained_network = False  # GRANS.pretrained() loads the shipped network with it
+
+    @property
+    def polynomial_degree(self) -> int:
+        """The degree of the polynomial smoothing in the G-RANS loop (a V-cycle smoother ignores it)."""
+        return 3
+
+    @abc.abstractmethod
+    def default_refresh(self, max_steps: int) -> int:
+        """The basis refresh period of ``GRANS(refresh=None)``."""
+
+    @abc.abstractmethod
+    def auto_outer(self, spd_like: bool, symmetric: bool) -> Any:
+        """The outer step of ``GRANS(outer="auto")`` on a matrix of this class."""
 
 
 class ChebyshevSmoother(AbstractSmoother):
-    r"""Polynomial smoothing with ``degree`` products: Chebyshev on :math:`D^{-1}A` or ℓ1-Jacobi sweeps.
+    r"""Polynomial smoothing with ``degree`` products: Chebyshev on $D^{-1}A$ or ℓ1-Jacobi sweeps.
 
     On SPD-like matrices (symmetric, positive diagonal, non-negative row sums)
-    :math:`S(r) = p_{\mathrm{degree}}(D^{-1}A) D^{-1} r`, the Chebyshev polynomial for
-    :math:`[\lambda_{\max}/30, \lambda_{\max}]` (:func:`~icmlx.solvers.chebyshev_smoother`, with
-    :math:`\lambda_{\max}` from a power iteration at set-up); otherwise ``degree`` ℓ1-Jacobi sweeps
+    $S(r) = p_{\mathrm{degree}}(D^{-1}A) D^{-1} r$, the Chebyshev polynomial for
+    $[\lambda_{\max}/30, \lambda_{\max}]$ (:func:`~icmlx.solvers.chebyshev_smoother`, with
+    $\lambda_{\max}$ from a power iteration at set-up); otherwise ``degree`` ℓ1-Jacobi sweeps
     (:func:`~icmlx.solvers.jacobi_smoother`). The paper's smoother; the shipped weights were trained with
     ``degree=3``, and ``GRANS.pretrained(smoother="chebyshev")`` runs them with the network every iteration.
 
@@ -54,6 +79,20 @@ class ChebyshevSmoother(AbstractSmoother):
     def __check_init__(self):
         _positive_int(self.degree, "degree", "ChebyshevSmoother")
 
+    pretrained_network = True
+
+    @property
+    def polynomial_degree(self) -> int:
+        return self.degree
+
+    def default_refresh(self, max_steps: int) -> int:
+        return 1  # the paper's residual-aware basis, every iteration
+
+    def auto_outer(self, spd_like: bool, symmetric: bool) -> Any:
+        from ._outer import ThreeTermStep
+
+        return ThreeTermStep()
+
 
 class MultilevelSmoother(AbstractSmoother):
     r"""One smoothed-aggregation V-cycle on the M-matrix envelope of ``A`` as the smoother (the default).
@@ -61,7 +100,7 @@ class MultilevelSmoother(AbstractSmoother):
     The hierarchy is built at set-up by :func:`~icmlx.solvers.smoothed_aggregation` (vectorised MIS-2
     aggregates, Jacobi-smoothed prolongators, Galerkin coarse operators, Chebyshev pre/post-smoothing of
     ``degree`` on every level, a dense inverse on the coarsest); its aggregates also carry the basis ``V``.
-    :math:`S(r) = B r \approx \tilde A^{-1} r`. Iteration counts stay nearly flat in ``n``. The V-cycle
+    $S(r) = B r \approx \tilde A^{-1} r$. Iteration counts stay nearly flat in ``n``. The V-cycle
     contracts the error in the energy norm: on SPD-like matrices the energy-norm
     :class:`~icmlx.solvers.ThreeTermStep` converges; elsewhere a :class:`~icmlx.solvers.FlexibleGCR`
     with ``memory >= 40`` is needed, since a residual-norm step with a short memory stalls.
@@ -104,6 +143,18 @@ class MultilevelSmoother(AbstractSmoother):
         if self.dtype not in ("float32", "auto"):
             raise ValueError("MultilevelSmoother: dtype must be 'float32' or 'auto' (the solver's working dtype), "
                              f"got dtype={self.dtype!r}")
+
+    uses_hierarchy = True
+
+    def default_refresh(self, max_steps: int) -> int:
+        return max_steps  # the initial basis throughout
+
+    def auto_outer(self, spd_like: bool, symmetric: bool) -> Any:
+        from ._outer import FlexibleGCR, ThreeTermStep
+
+        if spd_like:
+            return ThreeTermStep(norm="energy")
+        return FlexibleGCR(memory=GCR_MEMORY_SYMMETRIC if symmetric else GCR_MEMORY_NONSYMMETRIC)
 
 
 _SMOOTHER_SHORTHANDS = {"chebyshev": ChebyshevSmoother, "multilevel": MultilevelSmoother}

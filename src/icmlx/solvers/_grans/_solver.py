@@ -10,36 +10,25 @@ import jax.numpy as jnp
 import lineax as lx
 from jaxtyping import Array
 
-from .._checks import check_values
-from .._deprecation import warn_renamed
-from .._progress import in_program_reporter, resolve_progress
-from .._repr import summarise
-from .._results import RESULTS, raise_if_failed
-from ._convert import as_sparse_matrix, as_vector, power_of_two_scale
-from ._dtype import working_dtype
-from ._grans_net import GRANSNet, _ZeroHead
-from ._grans_operator import GRANSOperator, _setup
+from ..._checks import check_values
+from ..._progress import in_program_reporter, resolve_progress
+from ..._repr import summarise
+from ..._results import RESULTS, raise_if_failed
+from .._convert import as_sparse_matrix, as_vector, power_of_two_scale
+from .._dtype import working_dtype
+from .._solution import LinearSolution
+from .._sparse import SparseMatrix
+from ._network import GRANSNet, _ZeroHead
+from ._operator import GRANSOperator, _setup
 from ._outer import (
     AbstractOuterStep,
-    FlexibleGCR,
-    ThreeTermStep,
-    _gcr_update,
-    _outer3,
-    _outer_from_flags,
 )
 from ._precondition import _basis, _precondition_with, _smooth
-from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother, _as_smoother
-from ._solution import LinearSolution
-from ._sparse import SparseMatrix
+from ._smoothers import AbstractSmoother, MultilevelSmoother, _as_smoother
 
 __all__ = ["GRANS"]
 
 _DEFAULT_SMOOTHER = MultilevelSmoother()
-_DEPRECATED_FLAGS = ("degree", "recycle", "norm")
-# outer="auto" off SPD-like matrices with the V-cycle smoother: flexible GCR memory per matrix class (Helmholtz
-# k = 12 needs about twice its iteration count in memory; advection-diffusion converges with 40)
-_GCR_MEMORY_SYMMETRIC = 100
-_GCR_MEMORY_NONSYMMETRIC = 40
 # the ablation's decision (benchmarks/solvers_grans_ablation.py): GRANS.pretrained() runs no network
 _NETWORK_ON_DEFAULT_PATH = False
 
@@ -49,20 +38,21 @@ class GRANS(lx.AbstractLinearSolver):
 
     Each iteration (x, r in the working dtype, the network in float32):
 
-    .. math::
-        e_1 = S(r),\ r_1 = r - A e_1,\ V = V_\theta(D^{-1/2} r_1/\|D^{-1/2} r_1\|),\
-        e_2 = V (W^\top A V)^{-1} W^\top r_1,\ e_3 = S(r_1 - A e_2)
+    $$
+    e_1 = S(r),\ r_1 = r - A e_1,\ V = V_\theta(D^{-1/2} r_1/\|D^{-1/2} r_1\|),\
+    e_2 = V (W^\top A V)^{-1} W^\top r_1,\ e_3 = S(r_1 - A e_2)
+    $$
 
-    with :math:`W = V` (Galerkin) when ``A`` is symmetric with non-negative scaled row sums (SPD-like)
-    and :math:`W = AV` (least squares) otherwise. ``V`` has the aggregates of two levels of the aggregation
-    hierarchy as supports, weighted per node by :math:`w = [1, \hat r] + \text{head}_\theta` (``channels``
-    per level); ``S`` is the ``smoother``. The outer step combines :math:`u = e_1+e_2+e_3` into the update:
-    a :class:`~icmlx.solvers.ThreeTermStep` over :math:`U = [u,\ p_{k-1},\ e_1]` minimises the energy norm
-    of the error on SPD-like matrices, :math:`\alpha = (U^\top A U)^{-1} U^\top r` (CG-like), and the
-    residual norm :math:`\|r - A U\alpha\|_2` otherwise; a :class:`~icmlx.solvers.FlexibleGCR` minimises
-    :math:`\|r - A d\|_2` over a window of past directions. The new iterate is accepted only if the
-    safeguarded quantity — :math:`\|x^* - x\|_A` (checked exactly from the true residuals,
-    :math:`\|e\|_A^2 - \|e'\|_A^2 = d^\top (r + r')`) or the *true* residual :math:`\|b - A x\|_2` — does
+    with $W = V$ (Galerkin) when ``A`` is symmetric with non-negative scaled row sums (SPD-like)
+    and $W = AV$ (least squares) otherwise. ``V`` has the aggregates of two levels of the aggregation
+    hierarchy as supports, weighted per node by $w = [1, \hat r] + \text{head}_\theta$ (``channels``
+    per level); ``S`` is the ``smoother``. The outer step combines $u = e_1+e_2+e_3$ into the update:
+    a :class:`~icmlx.solvers.ThreeTermStep` over $U = [u,\ p_{k-1},\ e_1]$ minimises the energy norm
+    of the error on SPD-like matrices, $\alpha = (U^\top A U)^{-1} U^\top r$ (CG-like), and the
+    residual norm $\|r - A U\alpha\|_2$ otherwise; a :class:`~icmlx.solvers.FlexibleGCR` minimises
+    $\|r - A d\|_2$ over a window of past directions. The new iterate is accepted only if the
+    safeguarded quantity — $\|x^* - x\|_A$ (checked exactly from the true residuals,
+    $\|e\|_A^2 - \|e'\|_A^2 = d^\top (r + r')$) or the *true* residual $\|b - A x\|_2$ — does
     not increase, so it is monotone for any weights. Stagnation — the residual failing to drop by
     ``stall_tol`` (relative; for the energy norm, the error energy) for ``stall_patience`` consecutive
     iterations — stops the solve with ``RESULTS.stagnation``; it is never hidden by a fallback solve.
@@ -122,15 +112,9 @@ class GRANS(lx.AbstractLinearSolver):
       stall_tol: stagnation rule (residual norm: the residual drops by less than
         ``stall_tol`` relative; energy norm: ``‖e‖²_A`` drops by less than ``stall_tol · rᵀM_θ r``).
       dtype: ``"auto"`` | ``"float64"`` | ``"float32"`` — see ``working_dtype``.
-      **deprecated: ``degree=`` (use ``smoother=ChebyshevSmoother(degree=...)``; without ``smoother=`` it
-        still selects the Chebyshev smoother, the default when it was a keyword), ``recycle=`` (use
-        ``outer=FlexibleGCR(memory=...)``), ``norm=`` (use ``outer=ThreeTermStep(norm=...)``) and a
-        boolean ``outer=`` (``False``: ``NoOuterStep()``) still work for one release, with a
-        ``DeprecationWarning``.
-
     Raises:
-      ValueError: a setting out of range, naming it; a deprecated flag combination that was invalid.
-      TypeError: an unknown keyword, or ``outer=<object>`` together with ``recycle=``/``norm=``.
+      ValueError: a setting out of range, naming it.
+      TypeError: an unknown keyword.
 
     References:
       G-RANS (ICML 2026), reconstruction in ``notes/solvers.md``; Vaněk et al. (1996) for aggregation;
@@ -171,38 +155,15 @@ class GRANS(lx.AbstractLinearSolver):
         max_steps: int = 200,
         *,
         smoother: AbstractSmoother | str = _DEFAULT_SMOOTHER,
-        outer: AbstractOuterStep | str | bool = "auto",
+        outer: AbstractOuterStep | str = "auto",
         projection: bool | None = None,
         max_columns: int = 512,
         refresh: int | None = None,
         stall_patience: int = 10,
         stall_tol: float = 1e-3,
         dtype: str = "auto",
-        **deprecated: Any,
     ):
-        unknown = sorted(set(deprecated) - set(_DEPRECATED_FLAGS))
-        if unknown:
-            raise TypeError(f"GRANS() got unexpected keyword argument(s) {unknown}")
-        if "degree" in deprecated:
-            warn_renamed("degree", "smoother=ChebyshevSmoother(degree=...)", "GRANS()", stacklevel=4)
-            # degree= was the Chebyshev degree when Chebyshev was the default smoother: it still selects it
-            # (with an explicit V-cycle smoother the old degree was unused)
-            if smoother is _DEFAULT_SMOOTHER or isinstance(_as_smoother(smoother), ChebyshevSmoother):
-                smoother = ChebyshevSmoother(degree=deprecated["degree"])
         smoother = _as_smoother(smoother)
-        flags = {k: deprecated[k] for k in ("recycle", "norm") if k in deprecated}
-        if isinstance(outer, bool) or flags:
-            if isinstance(outer, bool):
-                warn_renamed("outer=<bool>", "outer=ThreeTermStep() / FlexibleGCR(memory) / NoOuterStep()",
-                             "GRANS()", stacklevel=4)
-            elif not (isinstance(outer, str) and outer == "auto"):
-                raise TypeError(f"GRANS(): pass the outer step either as outer={outer!r} or with the deprecated "
-                                f"{sorted(flags)}, not both")
-            for k in flags:
-                new = "outer=FlexibleGCR(memory=...)" if k == "recycle" else "outer=ThreeTermStep(norm=...)"
-                warn_renamed(k, new, "GRANS()", stacklevel=4)
-            outer = _outer_from_flags(outer if isinstance(outer, bool) else None, flags.get("recycle"),
-                                      flags.get("norm"))
         self.net = net
         self.rtol = rtol
         self.atol = atol
@@ -269,18 +230,14 @@ class GRANS(lx.AbstractLinearSolver):
         """
         if isinstance(self.outer, AbstractOuterStep):
             return self.outer
-        if isinstance(self.smoother, ChebyshevSmoother):
-            return ThreeTermStep()
-        if op.spd_like:
-            return ThreeTermStep(norm="energy")
-        return FlexibleGCR(memory=_GCR_MEMORY_SYMMETRIC if op.symmetric else _GCR_MEMORY_NONSYMMETRIC)
+        return self.smoother.auto_outer(op.spd_like, op.symmetric)
 
     def refresh_for(self) -> int:
         """The basis refresh period this solver runs: ``refresh``, or for ``refresh=None`` 1 with a
         ``ChebyshevSmoother`` and ``max_steps`` (the initial basis throughout) otherwise."""
         if self.refresh is not None:
             return self.refresh
-        return 1 if isinstance(self.smoother, ChebyshevSmoother) else self.max_steps
+        return self.smoother.default_refresh(self.max_steps)
 
     def configuration(self, op: GRANSOperator) -> dict[str, Any]:
         """What this solver runs on ``op`` (host-side record of the choices made at set-up).
@@ -295,25 +252,6 @@ class GRANS(lx.AbstractLinearSolver):
                 "norm": self.outer_norm(op), "refresh": self.refresh_for(),
                 "network": ("trained" if self.net is not None else "zero head") if self.uses_projection else "none",
                 "projection": self.uses_projection}
-
-    # -- deprecated attribute names ------------------------------------------------------------------
-    @property
-    def degree(self) -> int:
-        """Deprecated: ``smoother.degree`` of a ``ChebyshevSmoother``."""
-        warn_renamed("GRANS.degree", "GRANS.smoother.degree", "GRANS")
-        return self.smoother.degree if isinstance(self.smoother, ChebyshevSmoother) else 3
-
-    @property
-    def recycle(self) -> int:
-        """Deprecated: ``outer.memory`` of a ``FlexibleGCR`` (0 for the other outer steps)."""
-        warn_renamed("GRANS.recycle", "GRANS.outer.memory", "GRANS")
-        return self.outer.memory if isinstance(self.outer, FlexibleGCR) else 0
-
-    @property
-    def norm(self) -> str:
-        """Deprecated: ``outer.norm`` of a ``ThreeTermStep`` (``"residual"`` for the other outer steps)."""
-        warn_renamed("GRANS.norm", "GRANS.outer.norm", "GRANS")
-        return self.outer.norm if isinstance(self.outer, ThreeTermStep) else "residual"
 
     # -- construction ------------------------------------------------------------------------------
     @classmethod
@@ -349,7 +287,7 @@ class GRANS(lx.AbstractLinearSolver):
 
         if network is None:
             smoother = _as_smoother(kwargs.get("smoother", _DEFAULT_SMOOTHER))
-            network = isinstance(smoother, ChebyshevSmoother) or _NETWORK_ON_DEFAULT_PATH
+            network = smoother.pretrained_network or _NETWORK_ON_DEFAULT_PATH
         if not isinstance(network, bool):
             raise ValueError(f"GRANS.pretrained: network must be True, False or None, got network={network!r}")
         net = load_weights(Path(__file__).parent / "grans_pretrained.eqx")[0] if network else None
@@ -394,12 +332,7 @@ class GRANS(lx.AbstractLinearSolver):
           >>> g.outer_norm(op), GRANS(outer=FlexibleGCR(memory=8), dtype="float32").outer_norm(op)
           ('energy', 'residual')
         """
-        outer = self.outer_for(op)
-        if isinstance(outer, ThreeTermStep) and (
-            outer.norm == "energy" or (outer.norm == "auto" and op.spd_like)
-        ):
-            return "energy"
-        return "residual"
+        return self.outer_for(op).norm_on(op.spd_like)
 
     # -- solve -------------------------------------------------------------------------------------
     def solve(self, operator: Any, b: Any, x0: Any = None,
@@ -465,10 +398,48 @@ class GRANS(lx.AbstractLinearSolver):
 @eqx.filter_jit
 def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
            ) -> tuple[Array, lx.RESULTS, dict[str, Array]]:
-    """The solve loop: ``(x, lineax status, stats)``; the status is promoted to ``icmlx.RESULTS`` by ``solve``.
+    r"""The solve: ``(x, lineax status, stats)``; the status is promoted to ``icmlx.RESULTS`` by ``solve``.
+
+    Differentiable by the implicit function theorem (``jax.lax.custom_linear_solve``), in ``b`` and in the values
+    of ``op.ell`` (the matrix the iteration runs on): the adjoint system $A^\top \lambda = \bar x$ is solved by
+    the same G-RANS iteration on ``op`` when ``A`` is symmetric, else by GMRES(30) on $A^\top$. A failed adjoint
+    solve raises like a failed solve (it is NaN with ``throw=False``, through lineax).
 
     Values are checked by the callers (``icmlx._checks.check_values``), so the default program holds no host
     callback; ``progress`` (static) adds one that reports each iteration."""
+    n, npad, dt = op.n, op.padded_size, op.A.dtype
+
+    def matvec(v):
+        vp = jnp.zeros((npad,), dt).at[:n].set(v.astype(dt))
+        return op.ell.mv(vp)[:n].astype(v.dtype)
+
+    def forward(_, rhs):
+        x, result, stats = _iterate(solver, op, rhs, x0, progress)
+        return x.astype(rhs.dtype), (result, stats)
+
+    def adjoint(vecmat, g):
+        if op.symmetric:
+            lam, result, _ = _iterate(solver, op, g, None, False)
+            result = RESULTS.promote(result)
+        else:
+            from .._krylov._methods import gmres  # (the Krylov module is loaded only for a nonsymmetric adjoint)
+
+            sol = gmres(vecmat, g, rtol=solver.rtol, atol=solver.atol, throw=False)
+            lam, result = sol.value, sol.result
+        lam = jnp.where(result == RESULTS.successful, lam.astype(g.dtype), jnp.nan)
+        return lam, (lx.RESULTS.successful, jax.tree.map(jnp.zeros_like, _stats_like(solver, op, g)))
+
+    x, (result, stats) = jax.lax.custom_linear_solve(matvec, b, forward, adjoint, has_aux=True)
+    return x, result, jax.lax.stop_gradient(stats)
+
+
+def _stats_like(solver: GRANS, op: GRANSOperator, b):
+    return jax.eval_shape(lambda: _iterate(solver, op, b, None, False)[2])
+
+
+def _iterate(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
+             ) -> tuple[Array, lx.RESULTS, dict[str, Array]]:
+    """The G-RANS loop on ``op`` for one right-hand side: ``(x, lineax status, stats)``."""
     dt = op.A.dtype
     report = in_program_reporter("G-RANS", total=solver.max_steps) if progress else None
     npad = op.padded_size
@@ -496,19 +467,19 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
     if projection and not op.has_basis:
         raise ValueError("GRANS(projection=True) was given an operator set up without a basis (by a solver with "
                          "projection=False): set it up with this solver's setup()")
-    m = outer.memory if isinstance(outer, FlexibleGCR) else 0
-    if isinstance(outer, ThreeTermStep) and outer.norm == "energy" and not galerkin:
-        raise ValueError("ThreeTermStep(norm='energy') needs a symmetric positive-definite-like matrix "
+    m = outer.stored_directions()
+    if outer.norm_on(galerkin) == "energy" and not galerkin:
+        raise ValueError(f"{outer!r} needs a symmetric positive-definite-like matrix "
                          "(symmetric, positive diagonal, non-negative row sums); this one is not: use "
                          "norm='residual' or 'auto'")
-    if isinstance(solver.smoother, MultilevelSmoother) != (op.hierarchy is not None):
+    if solver.smoother.uses_hierarchy != (op.hierarchy is not None):
         raise ValueError(f"GRANS(smoother={solver.smoother!r}) was given an operator set up "
                          f"{'with' if op.hierarchy is not None else 'without'} a multilevel hierarchy: "
                          "set it up with this solver's setup()")
     energy = solver.outer_norm(op) == "energy"
     slack = 1e3 * jnp.finfo(dt).eps
     # the polynomial smoother's degree (a V-cycle smoother, set up in `op.hierarchy`, ignores it)
-    degree = solver.smoother.degree if isinstance(solver.smoother, ChebyshevSmoother) else 3
+    degree = solver.smoother.polynomial_degree
 
     def cond(c):
         _, r, rn, _, _, it, stall, *_ = c
@@ -529,14 +500,7 @@ def _solve(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
                 basis = jax.lax.cond((it % refresh == 0) & (it > 0), new_basis, lambda r: basis, r)
             # (refresh >= max_steps: the initial basis throughout, no conditional in the loop)
             u, Au, e1, Ae1 = _precondition_with(op, basis, r, **kw)
-        if m:  # truncated flexible GCR: M_θ is a variable right preconditioner
-            dx, Zb, AZb, ptr = _gcr_update(((u, Au), (e1, Ae1)), r, Zb, AZb, ptr)
-        elif energy:
-            dx, _ = _outer3(u, Au, e1, Ae1, p, Ap, r, energy=True)
-        elif isinstance(outer, ThreeTermStep):
-            dx, _ = _outer3(u, Au, e1, Ae1, p, Ap, r)
-        else:  # NoOuterStep
-            dx = u
+        dx, (Zb, AZb, ptr) = outer.step(u, Au, e1, Ae1, p, Ap, r, (Zb, AZb, ptr), energy)
         xn = x + dx
         rnew = bp - op.ell.mv(xn)
         rnn = jnp.linalg.norm(rnew)

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ._multilevel import _ell_width
-from ._sa_setup import multicolor, sa_levels
-from ._sparse import bucket_size
+from .._sparse import bucket_size
+from ._hierarchy import _ell_width
+from ._levels import multicolor, sa_levels
 
 __all__: list[str] = []
 

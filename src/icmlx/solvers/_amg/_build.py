@@ -6,21 +6,21 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from .._inputs import to_device
-from .._strategy import as_strategy
-from ._amg_relax import (
+from ..._inputs import to_device
+from ..._strategy import as_strategy
+from .._classify import classify, input_eps
+from .._convert import as_scipy_csr, positive_int
+from .._sparse import bucket_size
+from ._hierarchy import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, _ell_host, m_matrix_envelope
+from ._levels import multicolor, sa_levels
+from ._numeric import build_pattern, numeric_setup_jit
+from ._relaxation import (
     AbstractRelaxation,
     ChebyshevRelaxation,
     ColorBlocks,
     GaussSeidelRelaxation,
     JacobiRelaxation,
 )
-from ._classify import classify, input_eps
-from ._convert import as_scipy_csr, positive_int
-from ._multilevel import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, _ell_host, m_matrix_envelope
-from ._sa_numeric import build_pattern, numeric_setup_jit
-from ._sa_setup import multicolor, sa_levels
-from ._sparse import bucket_size
 from ._strength import AbstractStrength, EvolutionStrength, SymmetricStrength
 
 __all__ = ["rigid_body_modes"]
@@ -33,8 +33,8 @@ RELAXATIONS = {"chebyshev": ChebyshevRelaxation, "jacobi": JacobiRelaxation, "ga
 def rigid_body_modes(coords: Any) -> np.ndarray:
     r"""Rigid-body modes of linear elasticity at the nodes ``coords``: the near-nullspace of the operator.
 
-    2-D: translations :math:`(1, 0)`, :math:`(0, 1)` and the rotation :math:`(-y, x)`; 3-D: three translations
-    and the rotations :math:`(0, -z, y)`, :math:`(z, 0, -x)`, :math:`(-y, x, 0)`. Dofs are interleaved per node
+    2-D: translations $(1, 0)$, $(0, 1)$ and the rotation $(-y, x)$; 3-D: three translations
+    and the rotations $(0, -z, y)$, $(z, 0, -x)$, $(-y, x, 0)$. Dofs are interleaved per node
     (``x₀, y₀, x₁, y₁, …``), the ordering of ``pyamg.gallery.linear_elasticity``.
 
     Args:
@@ -221,7 +221,7 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None):
         ress.append(_ell(R, pad_c, pad, dtype))
         lams.append(upper)
         sizes.append(pad)
-        if isinstance(relaxation, GaussSeidelRelaxation):
+        if relaxation is not None and relaxation.needs_coloring:
             colors.append(ColorBlocks.from_ell(idx, val, d, multicolor(cur, table), dtype))
         pad = pad_c
     if A is not None and K is None:  # (no level: A is solved by the coarsest dense inverse alone)

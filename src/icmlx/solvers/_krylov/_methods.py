@@ -10,10 +10,10 @@ import lineax as lx
 import numpy as np
 from jaxtyping import Array
 
-from .._checks import check_values, is_traced
-from .._progress import in_program_reporter, resolve_progress
-from .._results import RESULTS, raise_if_failed
-from ._convert import (
+from ..._checks import check_values, is_traced
+from ..._progress import in_program_reporter, resolve_progress
+from ..._results import RESULTS, raise_if_failed
+from .._convert import (
     as_sparse_matrix,
     as_vector,
     check_square,
@@ -23,8 +23,8 @@ from ._convert import (
     positive_int,
     power_of_two_exponent,
 )
-from ._solution import LinearSolution
-from ._sparse import SparseMatrix, bucket_size
+from .._solution import LinearSolution
+from .._sparse import SparseMatrix, bucket_size
 
 __all__ = ["cg", "gmres", "bicgstab"]
 
@@ -61,7 +61,7 @@ def _operator(A: Operator) -> tuple[Operator, Callable[[Array], Array], int | No
         return A, A.mv, n_in, A.in_structure().dtype
     if hasattr(A, "mv") and hasattr(A, "shape"):  # EllMatrix and friends
         n = check_square(A.shape, "A")
-        if hasattr(A, "idx") and hasattr(A, "val"):  # (EllMatrix: importing it here would cycle)
+        if hasattr(A, "idx") and hasattr(A, "val"):  # an EllMatrix (duck-typed: cg does not load the multigrid)
             idx = check_values(A.idx, lambda xp, i: (i < 0) | (i >= n), f"A: EllMatrix indices (idx) out of "
                                f"range: they must lie in [0, {n}); rebuild it with EllMatrix.from_scipy")
             val = check_values(A.val, lambda xp, v: ~xp.isfinite(v), "A has NaN or Inf entries; fix them first")
@@ -113,8 +113,9 @@ def _preconditioner(P: Any, A: Operator, n: int, name: str) -> Callable[[Array],
         d = check_values(d, lambda xp, v: v == 0, f"{name}='jacobi' needs a nonzero diagonal, but A has a zero "
                          "diagonal entry; use another preconditioner (smoothed_aggregation(A)) or None")
         return jax.tree_util.Partial(_scale, 1.0 / d)  # a pytree: the compiled loop is reused
-    if hasattr(P, "as_preconditioner"):  # a MultilevelHierarchy: pads to its size, cycles, slices back
-        return P.as_preconditioner(n)
+    if hasattr(P, "as_preconditioner"):  # a MultilevelHierarchy or an AMGSolver: its cycle on n-vectors
+        M = P.as_preconditioner(n)
+        return M.mv if isinstance(M, lx.AbstractLinearOperator) else M
     if isinstance(P, lx.AbstractLinearOperator):
         return P.mv
     if callable(P):
@@ -176,18 +177,46 @@ def _run(loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress,
         return LinearSolution(b, RESULTS.successful, stats)
     M = _preconditioner(preconditioner, A, b.shape[0], "preconditioner")
     show = resolve_progress(progress, in_program=True)
-    x, result, stats = _scaled_solve(loop, mv, M, _matrix_entries(A), b, x, _tol(rtol, b), _tol(atol, b), static,
-                                     max_steps, show)
+    x, result, stats = implicit_solve(loop, mv, M, _matrix_entries(A), b, x, _tol(rtol, b), _tol(atol, b), static,
+                                     max_steps, show, loop is cg_loop, throw)
     return raise_if_failed(LinearSolution(x, result, stats), result, throw)
 
 
 @eqx.filter_jit
-def _scaled_solve(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_steps: int, show: bool):
-    """Solve ``(A / 2^ka) x' = b / 2^kb`` and return ``x = 2^(kb − ka) x'`` (exact scalings; ``ka`` from the
-    matrix entries when they are known, else 0), in one compiled program with the loop."""
+def implicit_solve(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_steps: int, show: bool,
+                  symmetric: bool = False, throw: bool = True):
+    r"""Solve ``A x = b`` with ``loop`` in one compiled program, differentiable by the implicit function theorem.
+
+    The solve is a ``jax.lax.custom_linear_solve``: a tangent or cotangent of ``b`` or of the arrays ``mv`` closes
+    over (the matrix values) never enters the iteration. Forward mode solves $A\,\dot x = \dot b - \dot A x$ and
+    reverse mode the adjoint system $A^\top \lambda = \bar x$, giving $\bar b = \lambda$ and
+    $\bar A_{rc} = -\lambda_r x_c$, each with the same ``loop`` (``symmetric``: ``A`` and ``M`` are their own
+    transposes, as for CG; otherwise the adjoint runs on the transposed product and preconditioner). A failed
+    adjoint solve raises like a failed solve with ``throw``, and is NaN otherwise.
+    """
+    def forward(matvec, rhs):
+        return _power_scaled(loop, matvec, M, entries, rhs, x, rtol, atol, static, max_steps, show)
+
+    def adjoint(vecmat, g):
+        Mt = M if symmetric else transposed_preconditioner(M, g)
+        lam, (result, stats) = _power_scaled(loop, vecmat, Mt, entries, g, jnp.zeros_like(g), rtol, atol, static,
+                                             max_steps, False)
+        if throw:
+            lam = raise_if_failed(lam, result, True)
+        else:
+            lam = jnp.where(result == RESULTS.successful, lam, jnp.nan)
+        return lam, (result, stats)
+
+    x, (result, stats) = jax.lax.custom_linear_solve(mv, b, forward, adjoint, symmetric=symmetric, has_aux=True)
+    return x, result, jax.lax.stop_gradient(stats)
+
+
+def _power_scaled(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_steps: int, show: bool):
+    """Solve ``(A / 2^ka) x' = b / 2^kb`` and return ``(2^(kb − ka) x', (result, stats))`` (exact scalings; ``ka``
+    from the matrix entries when they are known, else 0)."""
     kb = power_of_two_exponent(b)
     if entries is not None:
-        ka = power_of_two_exponent(entries)
+        ka = power_of_two_exponent(jax.lax.stop_gradient(entries))
         mv = jax.tree_util.Partial(_ldexp_after, mv, -ka)
         M = M if M is _identity else jax.tree_util.Partial(_ldexp_after, M, ka)
     else:
@@ -196,7 +225,24 @@ def _scaled_solve(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_ste
     x, result, stats = loop(mv, M, b / s, x / s, rtol, atol / s, *static, max_steps, show)
     x = jnp.ldexp(x, kb - ka)
     result = RESULTS.where(jnp.all(jnp.isfinite(x)), result, RESULTS.nonfinite)
-    return x, result, {**stats, "residual_norm": stats["residual_norm"] * s}
+    return x, (result, {**stats, "residual_norm": stats["residual_norm"] * s})
+
+
+def transposed_preconditioner(M, like):
+    """The transpose ``r ↦ Mᵀ r`` of a linear preconditioner (``M`` itself when its transpose cannot be traced, as
+    for a preconditioner with a data-dependent loop: any fixed preconditioner keeps the adjoint iteration exact,
+    only its speed depends on it)."""
+    if M is _identity:
+        return M
+    try:
+        Mt = jax.linear_transpose(M, like)
+    except (NotImplementedError, TypeError, ValueError):
+        return M
+    return jax.tree_util.Partial(_first, Mt)
+
+
+def _first(f, v):
+    return f(v)[0]
 
 
 def _matrix_entries(A: Any) -> Any:
@@ -250,8 +296,8 @@ def cg(
 ) -> LinearSolution:
     r"""Preconditioned conjugate gradients for symmetric positive definite ``A``.
 
-    Stops when :math:`\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})` for the true residual
-    :math:`r_k = b - A x_k`: the recursive residual is tracked as in ``scipy.sparse.linalg.cg``, and when it meets
+    Stops when $\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})$ for the true residual
+    $r_k = b - A x_k$: the recursive residual is tracked as in ``scipy.sparse.linalg.cg``, and when it meets
     the tolerance the true one is computed and, if rounding has made them drift apart, the iteration continues
     from it (residual replacement). The iteration always uses ``A`` itself; the preconditioner only shapes the
     search directions.
@@ -299,11 +345,11 @@ def cg(
       >>> [round(float(v), 4) for v in sol.value]
       [0.0909, 0.6364]
     """
-    return _run(_cg_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "cg")
+    return _run(cg_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "cg")
 
 
 @eqx.filter_jit
-def _cg_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
+def cg_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
     """The CG iteration, compiled once per operator structure, size and ``max_steps``."""
     report = _reporter(show, "cg", max_steps)
     r = b - mv(x)
@@ -352,9 +398,9 @@ def bicgstab(
 ) -> LinearSolution:
     r"""BiCGStab (van der Vorst) for general nonsingular ``A``, optionally right-preconditioned.
 
-    Stops when the true residual meets :math:`\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})`
+    Stops when the true residual meets $\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})$
     (residual replacement as in ``cg``); a zero inner product is reported as ``RESULTS.breakdown``. With a
-    preconditioner ``M`` it iterates on :math:`A M y = b`, :math:`x = M y` (right preconditioning), so ``r_k``
+    preconditioner ``M`` it iterates on $A M y = b$, $x = M y$ (right preconditioning), so ``r_k``
     is the residual of ``A`` itself.
 
     Args:
@@ -384,11 +430,11 @@ def bicgstab(
       >>> [round(float(v), 4) for v in bicgstab(A, jnp.array([1.0, 2.0]), rtol=1e-6).value]
       [0.0769, 0.6923]
     """
-    return _run(_bicgstab_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "bicgstab")
+    return _run(bicgstab_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "bicgstab")
 
 
 @eqx.filter_jit
-def _bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
+def bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
     """The BiCGStab iteration, compiled once per operator structure, size and ``max_steps``."""
     report = _reporter(show, "bicgstab", max_steps)
     r = b - mv(x)
@@ -451,9 +497,9 @@ def gmres(
 ) -> LinearSolution:
     r"""Restarted GMRES(m) with modified Gram–Schmidt Arnoldi, optionally right-preconditioned.
 
-    Each cycle builds an orthonormal Krylov basis :math:`Q_m` of :math:`\mathcal K_m(A M, r_0)` (``M = I``
-    without a preconditioner) and minimises :math:`\|\beta e_1 - \bar H_m y\|_2`, then sets
-    :math:`x \leftarrow x + M Q_m y`; the true residual of ``A`` is checked after every cycle, so
+    Each cycle builds an orthonormal Krylov basis $Q_m$ of $\mathcal K_m(A M, r_0)$ (``M = I``
+    without a preconditioner) and minimises $\|\beta e_1 - \bar H_m y\|_2$, then sets
+    $x \leftarrow x + M Q_m y$; the true residual of ``A`` is checked after every cycle, so
     ``num_steps`` is a multiple of ``restart`` (capped by ``max_steps`` rounded up to a full cycle).
 
     Args:
@@ -486,11 +532,11 @@ def gmres(
       [0.0769, 0.6923]
     """
     restart = positive_int(restart, "restart", "gmres")
-    return _run(_gmres_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "gmres", restart)
+    return _run(gmres_loop, A, b, x0, preconditioner, rtol, atol, max_steps, throw, progress, "gmres", restart)
 
 
 @eqx.filter_jit
-def _gmres_loop(mv, M, b, x, rtol, atol, restart: int, max_steps: int, show: bool):
+def gmres_loop(mv, M, b, x, rtol, atol, restart: int, max_steps: int, show: bool):
     """The restarted GMRES iteration, compiled once per operator structure, size, ``restart`` and ``max_steps``."""
     m = restart
     tol = jnp.maximum(rtol * jnp.linalg.norm(b), atol)

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Int
 
-from ._sparse import bucket_size
+from .._sparse import bucket_size
 from ._wavefront import MAX_DEGREE, closed_table, lexicographic_mis
 
 __all__: list[str] = []

@@ -7,8 +7,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._types import PRNGKey
-from ._grans_operator import N_LEVELS, GRANSOperator
+from ..._types import PRNGKey
+from ._operator import N_LEVELS, GRANSOperator
 
 __all__ = ["GRANSNet"]
 
@@ -18,14 +18,15 @@ N_FEATURES = 5  # r̂, Âr̂, Σ_j â_ij, Σ_j |â_ij|, Σ_j |â_ij - â_ji|
 class GRANSNet(eqx.Module):
     r"""Graph network that maps a normalised residual to the basis weights ``w[n, Q]`` (float32).
 
-    .. math::
-        h^0 = \tanh(F W_{in} + b_{in}),\quad
-        h^{l+1} = h^l + \tanh\big(h^l W_s + (\hat A h^l) W_n + [\bar h^l_{agg_0}, \bar h^l_{agg_1}] W_p
-        + b^l\big),\quad w = w_{base} + h^L W_{out} + b_{out}
+    $$
+    h^0 = \tanh(F W_{in} + b_{in}),\quad
+    h^{l+1} = h^l + \tanh\big(h^l W_s + (\hat A h^l) W_n + [\bar h^l_{agg_0}, \bar h^l_{agg_1}] W_p
+    + b^l\big),\quad w = w_{base} + h^L W_{out} + b_{out}
+    $$
 
-    with node features :math:`F = [\hat r, \hat A\hat r, \sum_j \hat a_{ij}, \sum_j|\hat a_{ij}|,
-    \sum_j|\hat a_{ij}-\hat a_{ji}|]` (matrix-only: no coordinates, no PDE label), aggregate means
-    :math:`\bar h` on the two basis levels, and :math:`w_{base} = [1, \hat r]` per level, so a zero head
+    with node features $F = [\hat r, \hat A\hat r, \sum_j \hat a_{ij}, \sum_j|\hat a_{ij}|,
+    \sum_j|\hat a_{ij}-\hat a_{ji}|]$ (matrix-only: no coordinates, no PDE label), aggregate means
+    $\bar h$ on the two basis levels, and $w_{base} = [1, \hat r]$ per level, so a zero head
     gives the fixed two-level aggregation basis. Layers are stacked and run with ``lax.scan``.
 
     Attributes:

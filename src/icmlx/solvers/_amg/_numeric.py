@@ -16,11 +16,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._inputs import to_device
-from ._amg_relax import ColorBlocks, GaussSeidelRelaxation
-from ._multilevel import EllMatrix, MultilevelHierarchy
-from ._sa_pattern import NUM_POWER_STEPS, coo_of, ell_slots, host_levels, level_pattern, structural
-from ._sparse import bucket_size
+from ..._inputs import to_device
+from .._sparse import bucket_size
+from ._hierarchy import EllMatrix, MultilevelHierarchy
+from ._pattern import NUM_POWER_STEPS, coo_of, ell_slots, host_levels, level_pattern, structural
+from ._relaxation import ColorBlocks
 
 __all__: list[str] = []
 
@@ -80,7 +80,7 @@ def build_pattern(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, 
     A = structural(A)
     host, coarse = host_levels(A, B=B, node_of=node_of, strength=strength, max_coarse=max_coarse, max_levels=max_levels,
                                improve_steps=improve_steps, symmetric=symmetric)
-    gs = isinstance(relaxation, GaussSeidelRelaxation)
+    gs = relaxation is not None and relaxation.needs_coloring
     arows, acols = coo_of(A)
     n0 = A.shape[0]
     pad = bucket_size(n0)

@@ -4,7 +4,7 @@ from typing import Any
 
 import numpy as np
 
-from ._convert import as_scipy_csr, positive_int
+from .._convert import as_scipy_csr, positive_int
 
 __all__ = ["standard_aggregation", "aggregation_hierarchy"]
 

@@ -1,0 +1,425 @@
+"""Relaxation, one family: the unchecked kernels (``jacobi_sweep``, ``chebyshev_sweep``, ``lambda_max_bound``)
+used inside the compiled loops (multigrid cycles and the G-RANS smoothers), their checked public forms
+(``jacobi_smoother``, ``chebyshev_smoother``, ``estimate_lambda_max``), and the multigrid relaxation strategies
+(damped Jacobi, Chebyshev, multicolour symmetric Gauss–Seidel) that apply them on one level of a hierarchy."""
+
+import abc
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from ..._checks import check_values, is_traced
+from ..._inputs import to_device
+from .._convert import as_sparse_matrix, check_square, positive_int
+from .._sparse import SparseMatrix
+
+__all__ = ["jacobi_smoother", "chebyshev_smoother", "estimate_lambda_max", "AbstractRelaxation", "JacobiRelaxation",
+           "ChebyshevRelaxation", "GaussSeidelRelaxation"]
+
+
+def _matrix(A: Any) -> Any:
+    """``A`` as a square :class:`SparseMatrix` with finite values; an ``EllMatrix`` is kept (checked alike)."""
+    if hasattr(A, "idx") and hasattr(A, "val") and hasattr(A, "mv"):  # EllMatrix (imported here would cycle)
+        n = check_square(A.shape, "A")
+        check_values(A.idx, lambda xp, i: (i < 0) | (i >= n), f"A: EllMatrix indices must lie in [0, {n})")
+        check_values(A.val, lambda xp, v: ~xp.isfinite(v), "A has NaN or Inf entries; fix them first")
+        return A
+    return as_sparse_matrix(A, name="A")
+
+
+def _vector(r: Any, A: SparseMatrix, name: str = "r") -> jax.Array:
+    r = r if is_traced(r) else jnp.asarray(r)
+    if r.shape != (A.shape[0],):
+        raise ValueError(f"{name} must be a vector of length {A.shape[0]} (A is {A.shape[0]} × {A.shape[1]}), "
+                         f"got shape {r.shape}")
+    if not jnp.issubdtype(r.dtype, jnp.floating):
+        r = r.astype(A.dtype)
+    return check_values(r, lambda xp, v: ~xp.isfinite(v), f"{name} has NaN or Inf entries; fix them first")
+
+
+def _nonzero(d: jax.Array, what: str) -> jax.Array:
+    return check_values(d, lambda xp, v: v == 0, f"A has a zero {what}, and the smoother divides by it; "
+                        "fix the matrix (every row needs a nonzero diagonal)")
+
+
+def _positive(value: Any, name: str, where: str, upper: float | None = None) -> Any:
+    hi = "" if upper is None else f" and <= {upper:g}"
+    shown = "a traced value" if is_traced(value) else f"{name}={value!r}"
+    ok = (lambda xp, t: xp.isfinite(t) & (t > 0)) if upper is None else (lambda xp, t: (t > 0) & (t <= upper))
+    return check_values(value, lambda xp, t: ~ok(xp, t), f"{where}: {name} must be a finite number > 0{hi}, "
+                        f"got {shown}")
+
+
+def jacobi_smoother(
+    A: Any,
+    r: Float[Array, " n"],
+    *,
+    omega: float = 2.0 / 3.0,
+    num_steps: int = 2,
+    l1: bool = False,
+) -> Float[Array, " n"]:
+    r"""Damped (or ℓ1) Jacobi sweeps on $A e = r$ from $e = 0$.
+
+    $$
+    e \leftarrow e + \omega D^{-1}(r - A e), \qquad D = \mathrm{diag}(A)\ \text{or}\
+    D_{ii} = \textstyle\sum_j |a_{ij}|\ (\ell_1)
+    $$
+
+    Args:
+      A: the n × n matrix (a ``SparseMatrix``, SciPy sparse, BCOO or dense).
+      r: residual ``float[n]``.
+      omega: damping in ``(0, 2]`` (use 1 with ``l1=True``).
+      num_steps: number of sweeps (static, ``>= 1``).
+      l1: use the ℓ1 row sums, which make the sweep convergent for any SPD ``A``.
+
+    Returns:
+      The correction ``e`` (``float[n]``).
+
+    Raises:
+      ValueError: ``omega`` outside ``(0, 2]``, ``num_steps < 1``, ``r`` of the wrong length, NaN/Inf in ``A`` or
+        ``r``, or a zero entry of ``D``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.solvers import SparseMatrix, jacobi_smoother
+      >>> A = SparseMatrix.from_dense(jnp.array([[2.0, 0.0], [0.0, 4.0]]))
+      >>> jacobi_smoother(A, jnp.array([2.0, 4.0]), omega=1.0, num_steps=1)
+      Array([1., 1.], dtype=float32)
+    """
+    A = _matrix(A)
+    r = _vector(r, A)
+    omega = _positive(omega, "omega", "jacobi_smoother", upper=2.0)
+    num_steps = positive_int(num_steps, "num_steps", "jacobi_smoother")
+    d = _nonzero(_l1_rows(A) if l1 else A.diagonal(), "l1 row sum" if l1 else "diagonal entry")
+    return jacobi_sweep(A, r, omega=omega, num_steps=num_steps, l1=l1, d=d)
+
+
+def _l1_rows(A: Any) -> jax.Array:
+    if not isinstance(A, SparseMatrix):  # EllMatrix: one row per column of val
+        return jnp.sum(jnp.abs(A.val), axis=0)
+    return jax.ops.segment_sum(jnp.abs(A.vals), A.rows, num_segments=A.shape[0])
+
+
+def jacobi_sweep(A, r, *, omega, num_steps: int, l1: bool, d=None, dinv=None):  # A: SparseMatrix or EllMatrix
+    # ``dinv``: the inverse diagonal itself (a padded hierarchy level stores it, with 0 on padding rows)
+    if dinv is None:
+        if d is None:
+            d = _l1_rows(A) if l1 else A.diagonal()
+        dinv = 1.0 / d
+    dinv = omega * dinv
+    e = dinv * r
+    for _ in range(num_steps - 1):  # static, small
+        e = e + dinv * (r - A.mv(e))
+    return e
+
+
+def estimate_lambda_max(A: Any, *, num_steps: int = 15) -> Float[Array, ""]:
+    r"""Power-iteration estimate of $\lambda_{\max}(D^{-1}A)$ (deterministic start vector).
+
+    Args:
+      A: the n × n matrix with a nonzero diagonal (a ``SparseMatrix``, SciPy sparse, BCOO or dense).
+      num_steps: power iterations (static, ``>= 0``).
+
+    Returns:
+      The Rayleigh-quotient estimate (a scalar of ``A``'s dtype).
+
+    Raises:
+      ValueError: an empty matrix, NaN/Inf entries, a zero diagonal entry, ``num_steps < 0``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.solvers import SparseMatrix, estimate_lambda_max
+      >>> A = SparseMatrix.from_dense(jnp.array([[2.0, -1.0], [-1.0, 2.0]]))
+      >>> round(float(estimate_lambda_max(A)), 3)
+      1.5
+    """
+    A = _matrix(A)
+    num_steps = positive_int(num_steps, "num_steps", "estimate_lambda_max", minimum=0)
+    if A.shape[0] == 0:  # (an empty power iteration divides 0 by 0)
+        raise ValueError("estimate_lambda_max: A is empty (0 × 0); there is no spectrum to estimate")
+    d = _nonzero(A.diagonal(), "diagonal entry")
+    return lambda_max_bound(A, num_steps=num_steps, d=d)
+
+
+def lambda_max_bound(A: SparseMatrix, *, num_steps: int = 15, d=None):
+    dinv = 1.0 / (A.diagonal() if d is None else d)
+    n = A.shape[0]
+    v = 1.0 + jnp.sin(jnp.arange(n, dtype=A.dtype) * 1.618)
+
+    def body(_, v):
+        w = dinv * A.mv(v)
+        return w / jnp.linalg.norm(w)
+
+    v = jax.lax.fori_loop(0, num_steps, body, v / jnp.linalg.norm(v))
+    w = dinv * A.mv(v)
+    return jnp.vdot(v, w) / jnp.vdot(v, v)
+
+
+def chebyshev_smoother(
+    A: Any,
+    r: Float[Array, " n"],
+    *,
+    lambda_max: Float[Array, ""] | float,
+    degree: int = 3,
+    ratio: float = 30.0,
+    dinv: Float[Array, " n"] | None = None,
+) -> Float[Array, " n"]:
+    r"""Chebyshev polynomial smoother on $D^{-1}A e = D^{-1} r$ from $e = 0$.
+
+    Targets the interval $[\lambda_{\max}/\mathrm{ratio},\ \lambda_{\max}]$ with the three-term
+    recurrence of Saad (Alg. 12.1); ``degree`` matrix-vector products.
+
+    Args:
+      A: the n × n matrix, SPD with positive diagonal (a ``SparseMatrix``, SciPy sparse, BCOO or dense).
+      r: residual ``float[n]``.
+      lambda_max: upper bound of the spectrum of ``D⁻¹A`` (e.g. ``1.1 * estimate_lambda_max(A)``), ``> 0``.
+      degree: polynomial degree (static, ≥ 1).
+      ratio: ``lambda_max / lambda_min`` of the targeted interval, ``> 1``.
+      dinv: precomputed ``1 / diag(A)`` (default: from ``A.diagonal()``); 0 on padding rows keeps them 0.
+
+    Returns:
+      The correction ``e`` (``float[n]``).
+
+    Raises:
+      ValueError: ``degree < 1``, ``lambda_max <= 0`` or NaN, ``ratio <= 1``, ``r`` or ``dinv`` of the wrong
+        length, NaN/Inf in ``A`` or ``r``, a zero diagonal entry (without ``dinv``).
+
+    References:
+      Adams, Brezina, Hu & Tuminaro, J. Comput. Phys. 188 (2003).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.solvers import SparseMatrix, chebyshev_smoother
+      >>> A = SparseMatrix.from_dense(jnp.array([[2.0, -1.0], [-1.0, 2.0]]))
+      >>> e = chebyshev_smoother(A, jnp.array([1.0, 1.0]), lambda_max=1.6, degree=3)
+      >>> bool(jnp.linalg.norm(jnp.array([1.0, 1.0]) - A.mv(e)) < 1.0)
+      True
+    """
+    degree = positive_int(degree, "degree", "chebyshev_smoother")
+    A = _matrix(A)
+    r = _vector(r, A)
+    lambda_max = _positive(lambda_max, "lambda_max", "chebyshev_smoother")
+    if not is_traced(ratio) and not ratio > 1:
+        raise ValueError(f"chebyshev_smoother: ratio = lambda_max / lambda_min must be > 1, got {ratio=!r}")
+    if dinv is None:
+        dinv = 1.0 / _nonzero(A.diagonal(), "diagonal entry")
+    else:
+        dinv = _vector(dinv, A, "dinv")
+    return chebyshev_sweep(A, r, lambda_max=lambda_max, degree=degree, ratio=ratio, dinv=dinv)
+
+
+def chebyshev_sweep(A, r, *, lambda_max, degree: int = 3, ratio: float = 30.0, dinv=None):
+    if dinv is None:
+        dinv = 1.0 / A.diagonal()
+    lmax = jnp.asarray(lambda_max, r.dtype)
+    lmin = lmax / ratio
+    theta = 0.5 * (lmax + lmin)
+    delta = 0.5 * (lmax - lmin)
+    sigma = theta / delta
+    rho = 1.0 / sigma
+    d = dinv * r / theta
+    e = d
+    for _ in range(degree - 1):  # static, small
+        r = r - A.mv(d)
+        rho_new = 1.0 / (2.0 * sigma - rho)
+        d = rho_new * rho * d + (2.0 * rho_new / delta) * (dinv * r)
+        e = e + d
+        rho = rho_new
+    return e
+
+
+# -- relaxation strategies of a multigrid cycle ----------------------------------------------------------------------
+def _check_int(value: Any, name: str, owner: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{owner}: {name} must be a positive int, got {name}={value!r}")
+
+
+def _check_range(value: Any, name: str, owner: str, lo: float, hi: float) -> None:
+    ok = isinstance(value, (int, float, np.floating)) and not isinstance(value, bool) and lo < value <= hi
+    if not ok:
+        raise ValueError(f"{owner}: {name} must be a number in ({lo:g}, {hi:g}], got {name}={value!r}")
+
+
+class AbstractRelaxation(eqx.Module):
+    """The smoother applied before and after each coarse correction of a multigrid cycle.
+
+    A strategy object (static settings only, hashable): pass one as ``relaxation=`` to
+    :func:`~icmlx.solvers.amg_setup` or :func:`~icmlx.solvers.solve`. Subclasses: :class:`JacobiRelaxation`,
+    :class:`ChebyshevRelaxation` (the default for symmetric ``A``) and :class:`GaussSeidelRelaxation`. Each
+    carries its behaviour: :meth:`relax` smooths one level, :attr:`needs_coloring` asks the set-up for a colouring.
+    """
+
+    needs_coloring = False
+
+    @abc.abstractmethod
+    def relax(self, A, dinv, lam, colors, b, x, zero: bool):
+        """One pre- or post-smoothing of ``A x = b`` from ``x`` on one padded level (``zero``: ``x = 0``, skipping
+        a product); ``dinv`` the inverse diagonal, ``lam`` the bound of ``ρ(D⁻¹A)``, ``colors`` the
+        :class:`ColorBlocks` of the level (``None`` unless :attr:`needs_coloring`)."""
+
+
+class _PolynomialRelaxation(AbstractRelaxation):
+    """A polynomial smoother in ``D⁻¹A``: from ``x`` it equals ``x`` plus the same smoother from 0 applied to the
+    residual."""
+
+    @abc.abstractmethod
+    def correction(self, A, dinv, lam, r):
+        """The smoother from a zero guess applied to ``r``."""
+
+    def relax(self, A, dinv, lam, colors, b, x, zero: bool):
+        r = b if zero else b - A.mv(x)
+        e = self.correction(A, dinv, lam, r)
+        return e if zero else x + e
+
+
+class JacobiRelaxation(_PolynomialRelaxation):
+    r"""Damped Jacobi sweeps $x \leftarrow x + \frac{\omega}{\rho} D^{-1}(b - A x)$, ``ρ ≥ ρ(D⁻¹A)``.
+
+    Attributes:
+      omega: damping relative to ``1/ρ(D⁻¹A)`` in ``(0, 2]`` (``4/3`` minimises the largest amplification of the
+        upper half of the spectrum).
+      num_steps: sweeps per pre- and post-smoothing.
+
+    Examples:
+      >>> from icmlx.solvers import JacobiRelaxation
+      >>> JacobiRelaxation(num_steps=2)
+      JacobiRelaxation(num_steps=2)
+    """
+
+    omega: float = eqx.field(static=True, default=4.0 / 3.0)
+    num_steps: int = eqx.field(static=True, default=1)
+
+    def __check_init__(self):
+        _check_range(self.omega, "omega", "JacobiRelaxation", 0.0, 2.0)
+        _check_int(self.num_steps, "num_steps", "JacobiRelaxation")
+
+    def correction(self, A, dinv, lam, r):
+        return jacobi_sweep(A, r, omega=self.omega / lam, num_steps=self.num_steps, l1=False, dinv=dinv)
+
+
+class ChebyshevRelaxation(_PolynomialRelaxation):
+    r"""Chebyshev polynomial smoothing on $D^{-1}A$ for $[\rho/\mathrm{ratio}, \rho]$.
+
+    ``degree`` matrix-vector products per smoothing; ``ρ`` is a safe upper bound of ``ρ(D⁻¹A)`` from the set-up.
+
+    Attributes:
+      degree: polynomial degree (a positive int).
+      ratio: ``ρ / λ_min`` of the targeted interval, ``> 1``.
+
+    References:
+      Adams, Brezina, Hu & Tuminaro, J. Comput. Phys. 188 (2003).
+
+    Examples:
+      >>> from icmlx.solvers import ChebyshevRelaxation
+      >>> ChebyshevRelaxation(degree=3)
+      ChebyshevRelaxation(degree=3)
+    """
+
+    degree: int = eqx.field(static=True, default=2)
+    ratio: float = eqx.field(static=True, default=30.0)
+
+    def __check_init__(self):
+        _check_int(self.degree, "degree", "ChebyshevRelaxation")
+        _check_range(self.ratio, "ratio", "ChebyshevRelaxation", 1.0, float("inf"))
+
+    def correction(self, A, dinv, lam, r):
+        return chebyshev_sweep(A, r, lambda_max=lam, degree=self.degree, ratio=self.ratio, dinv=dinv)
+
+
+class GaussSeidelRelaxation(AbstractRelaxation):
+    r"""Multicolour symmetric Gauss–Seidel: the rows of one colour (an independent set of the matrix graph)
+    relax at once, $x_c \leftarrow x_c + D_c^{-1}(b - A x)_c$, colours forward then backward.
+
+    Every colour sees the updates of the colours before it, as Gauss–Seidel in the colour ordering; one
+    symmetric sweep costs about two matrix-vector products. The colouring is made at set-up (Luby independent
+    sets).
+
+    Attributes:
+      num_sweeps: symmetric sweeps per pre- and post-smoothing.
+
+    References:
+      Adams, "A distributed memory unstructured Gauss–Seidel algorithm for multigrid smoothers", SC 2001.
+
+    Examples:
+      >>> from icmlx.solvers import GaussSeidelRelaxation
+      >>> GaussSeidelRelaxation(num_sweeps=2)
+      GaussSeidelRelaxation(num_sweeps=2)
+    """
+
+    num_sweeps: int = eqx.field(static=True, default=1)
+
+    def __check_init__(self):
+        _check_int(self.num_sweeps, "num_sweeps", "GaussSeidelRelaxation")
+
+    needs_coloring = True
+
+    def relax(self, A, dinv, lam, colors, b, x, zero: bool):
+        for _ in range(self.num_sweeps):  # static, small
+            x = _gs_sweep(colors, b, x, reverse=False)
+            x = _gs_sweep(colors, b, x, reverse=True)
+        return x
+
+
+class ColorBlocks(eqx.Module):
+    """The rows of each colour of one level as a padded ELL block (padding rows have ``dinv = 0``)."""
+
+    rows: Int[Array, "c m"]
+    idx: Int[Array, "c k m"]
+    val: Float[Array, "c k m"]
+    dinv: Float[Array, "c m"]
+
+    @classmethod
+    def from_ell(cls, idx: np.ndarray, val: np.ndarray, d: np.ndarray, color: np.ndarray,
+                 dtype: Any) -> "ColorBlocks":
+        """From the host arrays ``(idx, val)`` (``[k, ≥ n]``) of a level's padded ELL operator (no stored zeros),
+        its diagonal ``d`` and a colour per row (the ``n`` real rows)."""
+        nc = int(color.max()) + 1
+        counts = np.bincount(color, minlength=nc)
+        m = max(8, -(-int(counts.max()) // 8) * 8)
+        order = np.argsort(color, kind="stable")
+        start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        slot = np.arange(order.size) - start[color[order]]
+        rows = np.zeros((nc, m), np.int32)
+        rows[color[order], slot] = order
+        dinv = np.zeros((nc, m))
+        dinv[color[order], slot] = 1.0 / d[order]
+        # row r's k slots go to colour block color[r], position where[r]: one flat scatter of the (k, n) arrays
+        n = color.size
+        k = idx.shape[0]
+        where = np.empty(n, np.int64)
+        where[order] = slot
+        dest = (color * (k * m) + where)[None, :] + (np.arange(k, dtype=np.int64) * m)[:, None]
+        cidx = np.zeros((nc, k, m), np.int32)
+        cval = np.zeros((nc, k, m))
+        cidx.ravel()[dest] = idx[:, :n]
+        cval.ravel()[dest] = val[:, :n]
+        return cls(to_device(rows, np.int32), to_device(cidx, np.int32), to_device(cval, dtype),
+                   to_device(dinv, dtype))
+
+
+def _gs_sweep(cb: ColorBlocks, b, x, reverse: bool):
+    nc = cb.rows.shape[0]
+
+    def body(i, x):
+        c = nc - 1 - i if reverse else i
+
+        def slot(j, acc):
+            return acc + cb.val[c, j] * x[cb.idx[c, j]]
+
+        rows = cb.rows[c]
+        ax = jax.lax.fori_loop(0, cb.idx.shape[1], slot, jnp.zeros(rows.shape, x.dtype))
+        return x.at[rows].add(cb.dinv[c] * (b[rows] - ax))
+
+    return jax.lax.fori_loop(0, nc, body, x)
+
+
+def relax(strategy: AbstractRelaxation | None, A, dinv, lam, colors, b, x, zero: bool, degree: int):
+    """One pre- or post-smoothing by ``strategy`` (``None``: Chebyshev of ``degree`` for ``[λ/30, λ]``, the
+    smoother of :func:`~icmlx.solvers.smoothed_aggregation`)."""
+    if strategy is None:
+        strategy = ChebyshevRelaxation(degree=degree)
+    return strategy.relax(A, dinv, lam, colors, b, x, zero)
