@@ -1,11 +1,11 @@
 """Optimisation: annealed learning-rate schedules and DASH (batched Shampoo).
 
 Schedules (Attia & Koren, arXiv:2503.09411) are pure ``count -> value`` functions usable anywhere optax takes
-a learning rate; :func:`tail_degree` and :func:`robustness_exponent` tell how robust a schedule is to an
-overestimated step size, and :func:`misspecification_sweep` measures it. DASH (Modoranu et al.,
+a learning rate; `tail_degree` and `robustness_exponent` tell how robust a schedule is to an
+overestimated step size, and `misspecification_sweep` measures it. DASH (Modoranu et al.,
 arXiv:2602.02016) lives here as optax transformations, with its inverse-root solvers as strategy objects
-(:class:`NewtonDB`, :class:`CoupledNewton`, :class:`Chebyshev`, :class:`Eigh`) for :func:`matrix_inverse_root`.
-:func:`plot_schedule` and :func:`plot_risk_curve` draw a schedule and a sweep (matplotlib, imported on call).
+(`NewtonDB`, `CoupledNewton`, `Chebyshev`, `Eigh`) for `matrix_inverse_root`.
+`plot_schedule` and `plot_risk_curve` draw a schedule and a sweep (matplotlib, imported on call).
 """
 
 from typing import TYPE_CHECKING

@@ -91,7 +91,7 @@ def matrix_view_shape(shape: tuple[int, ...], merge_block: int | None = None) ->
 
     With ``merge_block=None``, a >=3-D leaf is ``(d0, prod(rest))`` (the DASH paper's reshape). With
     ``merge_block=B`` (DASH's ``merge_small_dims=True``): adjacent dims are first merged left to right while
-    their product stays ``<= B`` (:func:`merge_dims`); if more than two dims remain, they are split into
+    their product stays ``<= B`` (`merge_dims`); if more than two dims remain, they are split into
     ``(prod(leading), prod(trailing))`` where the longer side is shortest, ties to the later split (so a conv
     kernel ``(kh, kw, cin, cout)`` becomes ``(kh*kw*cin, cout)``); if merging left one dim (the whole leaf has
     at most ``B`` entries), that split is made over the unmerged dims, so the leaf stays a matrix. 1-D and
@@ -138,13 +138,13 @@ def make_block_plan(
         stacked ``(B, 1)`` blocks and a left factor only (root 2).
       num_shards: pad every factor stack to a multiple of this (for sharding over a mesh axis).
       max_dim: leaves whose (viewed) side exceeds this go to Adam (the diagonal fallback); ``None``: no limit.
-      merge_small_dims: view >=3-D leaves by :func:`matrix_view_shape`'s merge rule with ``merge_block =
+      merge_small_dims: view >=3-D leaves by `matrix_view_shape`'s merge rule with ``merge_block =
         block_size`` (``False``: the ``(d0, prod(rest))`` view).
       roots: the inverse root ``p`` of a matrix block's left and right factors and of a vector block's factor;
         ``0`` leaves that side unpreconditioned (no factor: its stack index is ``-1``).
 
     Returns:
-      The :class:`BlockPlan`.
+      The `BlockPlan`.
     """
     leaves = []
     group_index: dict[tuple[str, int, int], int] = {}
@@ -246,7 +246,7 @@ def blockify(plan: BlockPlan, leaves: list[Array], dtype=None) -> list[Float[Arr
 
 
 def unblockify(plan: BlockPlan, groups: list[Array], like: list[Array]) -> list[Array]:
-    """Inverse of :func:`blockify`: reassemble leaves (Adam-routed leaves are taken from ``like``).
+    """Inverse of `blockify`: reassemble leaves (Adam-routed leaves are taken from ``like``).
 
     Args:
       plan: the static plan.

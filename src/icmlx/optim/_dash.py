@@ -29,7 +29,7 @@ from ._warn import warn_user
 
 __all__ = ["DashState", "scale_by_dash", "dash", "DASH_STATIC_ARGS"]
 
-#: Arguments of :func:`dash` that must stay Python values under ``optax.inject_hyperparams``.
+#: Arguments of `dash` that must stay Python values under ``optax.inject_hyperparams``.
 DASH_STATIC_ARGS = (
     "block_size", "nesterov", "precondition_frequency", "start_preconditioning_step", "root_epsilon",
     "root_chunk_size", "max_precondition_dim", "merge_small_dims", "statistics_dtype", "inverse_exponent_override",
@@ -38,11 +38,11 @@ DASH_STATIC_ARGS = (
 
 
 class DashState(NamedTuple):
-    """State of :func:`scale_by_dash` (a pytree of arrays only).
+    """State of `scale_by_dash` (a pytree of arrays only).
 
     Attributes:
       count: number of applied steps, int32 scalar.
-      mu: EMA of the gradient :math:`\\tilde G` (parameter-shaped).
+      mu: EMA of the gradient $\\tilde G$ (parameter-shaped).
       nu: grafting second-moment accumulator (parameter-shaped; EMA for adam/rmsprop, sum for adagrad).
       momentum: heavy-ball buffer (parameter-shaped), or ``()`` when ``momentum == 0``.
       factors: Kronecker factor EMAs, one ``(N_z, z, z)`` stack per (block side, root).
@@ -195,34 +195,36 @@ def scale_by_dash(
 ) -> optax.GradientTransformation:
     r"""DASH: block Shampoo with all same-shaped blocks stacked and inverted in one batched call.
 
-    For every block :math:`G_i` (a ``block_size`` tile of a matrix-shaped gradient), at step :math:`t`:
+    For every block $G_i$ (a ``block_size`` tile of a matrix-shaped gradient), at step $t$:
 
-    .. math::
+    $$
+    \begin{aligned}
+    L_i &\leftarrow \beta_{LR} L_i + (1-\beta_{LR}) G_i G_i^\top, \quad
+    R_i \leftarrow \beta_{LR} R_i + (1-\beta_{LR}) G_i^\top G_i \\
+    \bar L_i, \bar R_i &= L_i^{-1/4}, R_i^{-1/4} \quad \text{(refreshed when } t = t_0
+    \text{ or } t \bmod f = 0,\ t \ge t_0) \\
+    \tilde G &\leftarrow b_1 \tilde G + (1-b_1) G, \quad P^{graft} = \text{grafting direction} \\
+    P_i &= \bar L_i \tilde G_i \bar R_i \cdot
+    \frac{\|P^{graft}_i\|_F}{\|\bar L_i \tilde G_i \bar R_i\|_F} \quad (0 \text{ when } \bar L_i \tilde G_i \bar R_i
+    = 0)
+    \end{aligned}
+    $$
 
-        L_i &\leftarrow \beta_{LR} L_i + (1-\beta_{LR}) G_i G_i^\top, \quad
-        R_i \leftarrow \beta_{LR} R_i + (1-\beta_{LR}) G_i^\top G_i \\
-        \bar L_i, \bar R_i &= L_i^{-1/4}, R_i^{-1/4} \quad \text{(refreshed when } t = t_0
-        \text{ or } t \bmod f = 0,\ t \ge t_0) \\
-        \tilde G &\leftarrow b_1 \tilde G + (1-b_1) G, \quad P^{graft} = \text{grafting direction} \\
-        P_i &= \bar L_i \tilde G_i \bar R_i \cdot
-        \frac{\|P^{graft}_i\|_F}{\|\bar L_i \tilde G_i \bar R_i\|_F} \quad (0 \text{ when } \bar L_i \tilde G_i \bar R_i
-        = 0)
-
-    Before :math:`t_0` (``start_preconditioning_step``) :math:`P = P^{graft}`. With ``grafting="adam"``,
-    :math:`P^{graft} = \hat{\tilde G} / (\sqrt{\hat A} + \epsilon)` with :math:`A` the ``b2``-EMA of
-    :math:`G^2`, i.e. exactly ``optax.adam(b1, b2, eps)``'s direction; ``"adam_normalized"`` is Adam run on
-    the normalized gradient :math:`S = G / (\|G\|_F + 10^{-25})` (both moments of :math:`S`, bias-corrected;
-    the Shampoo numerator :math:`\tilde G` stays the EMA of :math:`G`); ``"rmsprop"`` uses
-    :math:`G/(\sqrt{\hat A}+\epsilon)`, ``"adagrad"`` :math:`G/(\sqrt{\sum G^2}+\epsilon)`, ``"sgd"`` :math:`G`,
+    Before $t_0$ (``start_preconditioning_step``) $P = P^{graft}$. With ``grafting="adam"``,
+    $P^{graft} = \hat{\tilde G} / (\sqrt{\hat A} + \epsilon)$ with $A$ the ``b2``-EMA of
+    $G^2$, i.e. exactly ``optax.adam(b1, b2, eps)``'s direction; ``"adam_normalized"`` is Adam run on
+    the normalized gradient $S = G / (\|G\|_F + 10^{-25})$ (both moments of $S$, bias-corrected;
+    the Shampoo numerator $\tilde G$ stays the EMA of $G$); ``"rmsprop"`` uses
+    $G/(\sqrt{\hat A}+\epsilon)$, ``"adagrad"`` $G/(\sqrt{\sum G^2}+\epsilon)$, ``"sgd"`` $G$,
     ``"none"`` no rescaling. ``"rmsprop_normalized"`` and ``"adagrad_normalized"`` (Distributed Shampoo's
-    ``RMSPROP_NORMALIZED``/``ADAGRAD_NORMALIZED``) are rmsprop and adagrad with :math:`G` replaced, in the
-    accumulator and the numerator, by :math:`S = G / (\|G\|_F + 10^{-25})`, the leaf's gradient over its own
-    Frobenius norm: :math:`A \leftarrow b_2 A + (1-b_2) S^2`, :math:`P^{graft} = S/(\sqrt{\hat A}+\epsilon)`,
-    resp. :math:`A \leftarrow A + S^2`, :math:`P^{graft} = S/(\sqrt{A}+\epsilon)` (on preconditioned leaves;
+    ``RMSPROP_NORMALIZED``/``ADAGRAD_NORMALIZED``) are rmsprop and adagrad with $G$ replaced, in the
+    accumulator and the numerator, by $S = G / (\|G\|_F + 10^{-25})$, the leaf's gradient over its own
+    Frobenius norm: $A \leftarrow b_2 A + (1-b_2) S^2$, $P^{graft} = S/(\sqrt{\hat A}+\epsilon)$,
+    resp. $A \leftarrow A + S^2$, $P^{graft} = S/(\sqrt{A}+\epsilon)$ (on preconditioned leaves;
     the Adam-routed leaves keep Adam's raw-gradient EMA whatever the grafting, so their update is Adam's).
-    Optional momentum: :math:`M \leftarrow \mu M + P`, then
-    :math:`P + \mu M` (Nesterov) or :math:`M`. The factor EMAs have no bias correction (the grafting rescale
-    makes the scale of :math:`\bar L, \bar R` irrelevant).
+    Optional momentum: $M \leftarrow \mu M + P$, then
+    $P + \mu M$ (Nesterov) or $M$. The factor EMAs have no bias correction (the grafting rescale
+    makes the scale of $\bar L, \bar R$ irrelevant).
 
     Layout: leaves are squeezed (unit dims dropped); ≥3-D leaves are viewed as matrices by the shape rule
     below; a leaf whose (viewed) side
@@ -230,7 +232,7 @@ def scale_by_dash(
     Adam (``one_dim="adam"``) or, for vectors with ``one_dim="shampoo"``, to stacked ``(B, 1)`` blocks with a
     left factor only and root 2. Ragged edges are kept as smaller blocks grouped by shape. The block partition
     is static (from shapes), every factor stack is one ``(N, z, z)`` array and each refresh is one batched
-    inverse-root solve per stack with the ``inverse_root`` solver (as :func:`~icmlx.optim.matrix_inverse_root`,
+    inverse-root solve per stack with the ``inverse_root`` solver (as `matrix_inverse_root`,
     without its residual).
 
     Shape rule for ≥3-D leaves (``merge_small_dims=True``, default; as Distributed Shampoo's
@@ -244,18 +246,18 @@ def scale_by_dash(
     becomes ``(256, 256)``. ``merge_small_dims=False`` keeps the DASH paper's ``(d0, prod(rest))`` view
     (``(3, 12288)`` for that conv, whose 12288 side exceeds ``max_precondition_dim`` and sends it to Adam).
 
-    Statistics dtype: ``statistics_dtype="bfloat16"`` stores the factor stacks :math:`L_i, R_i` in bfloat16
+    Statistics dtype: ``statistics_dtype="bfloat16"`` stores the factor stacks $L_i, R_i$ in bfloat16
     (half their bytes); each EMA step and each inverse root is computed in float32 from the upcast stack and
     the roots stay float32. bfloat16 keeps 8 significant bits, so a stored factor is resolved down to
     eigenvalues of about 1e-2 of its largest: on a small problem the update stays within 1e-2 (relative) of
     the float32-statistics one once the factors average a few steps (tested from step 2 on), while a nearly
-    singular factor (one square gradient block's :math:`G G^\top` at step 1) can get an O(1) different
+    singular factor (one square gradient block's $G G^\top$ at step 1) can get an O(1) different
     root. Not for ``factor_decay=1`` (warns: a bfloat16 sum stops growing).
 
     Non-finite gradients: ``nonfinite="skip"`` (default) leaves the whole state unchanged and returns a zero
     update when any gradient entry is NaN/inf, or when a finite but huge gradient (entries past about
-    :math:`\sqrt{\text{float max}}`, ~1e19 in float32) would overflow the statistics :math:`G G^\top`,
-    :math:`G^2` or the update (the preconditioners are never poisoned, and later steps equal a run without
+    $\sqrt{\text{float max}}$, ~1e19 in float32) would overflow the statistics $G G^\top$,
+    $G^2$ or the update (the preconditioners are never poisoned, and later steps equal a run without
     that step); ``"raise"`` raises through ``eqx.error_if`` in both cases; ``"ignore"`` does nothing.
 
     Sharding: with ``mesh`` and ``mesh_axis``, every factor/root stack is padded to a multiple of the axis
@@ -282,7 +284,7 @@ def scale_by_dash(
 
     Failed refreshes: when a block's refreshed inverse root has a non-finite entry (e.g. its statistic
     overflowed, or came from non-finite gradients under ``nonfinite="ignore"``) or its solver reports
-    divergence (:class:`~icmlx.optim.CoupledNewton`'s ``diverged``; reaching ``max_steps`` is not a failure),
+    divergence (`CoupledNewton`'s ``diverged``; reaching ``max_steps`` is not a failure),
     that block keeps its previous inverse root, as Distributed Shampoo does, and
     ``DashState.root_failures`` (an int32 total over blocks and steps) is incremented by one per such block.
     Other blocks of the same stack are not affected (every solver works per matrix).
@@ -294,17 +296,17 @@ def scale_by_dash(
         with ``B``; on a GPU the batched solve of large blocks fills the device, on a CPU it is a long serial
         computation, so small blocks keep a CPU refresh short (smaller blocks are a coarser, block-diagonal
         preconditioner). An explicit ``block_size`` whose factors exceed 512 on the CPU backend warns once.
-      b1: gradient EMA :math:`\beta_G` (0 disables it).
-      b2: grafting second-moment EMA :math:`\beta_{graft}`.
-      factor_decay: Kronecker-factor EMA :math:`\beta_{LR}`; 1.0 gives a plain sum (AdaGrad-style).
+      b1: gradient EMA $\beta_G$ (0 disables it).
+      b2: grafting second-moment EMA $\beta_{graft}$.
+      factor_decay: Kronecker-factor EMA $\beta_{LR}$; 1.0 gives a plain sum (AdaGrad-style).
       eps: grafting epsilon.
       grafting: ``"adam"``, ``"adam_normalized"``, ``"adagrad"``, ``"rmsprop"``, ``"adagrad_normalized"``,
         ``"rmsprop_normalized"``, ``"sgd"`` or ``"none"``.
-      momentum: heavy-ball :math:`\mu` (0 disables the buffer).
+      momentum: heavy-ball $\mu$ (0 disables the buffer).
       nesterov: Nesterov form of the momentum.
-      precondition_frequency: refresh period :math:`f` of the inverse roots (static).
-      start_preconditioning_step: first preconditioned step :math:`t_0 \ge 1` (static).
-      inverse_root: the solver, an :class:`~icmlx.optim.AbstractInverseRoot` (default
+      precondition_frequency: refresh period $f$ of the inverse roots (static).
+      start_preconditioning_step: first preconditioned step $t_0 \ge 1$ (static).
+      inverse_root: the solver, an `AbstractInverseRoot` (default
         ``NewtonDB(num_steps=10)``; e.g. ``Chebyshev(degree=40)``, ``CoupledNewton(max_steps=100)``, ``Eigh()``)
         carrying its own settings (steps, scaling, relative ridge, matmul dtype), or a shorthand
         ``"newton_db"``, ``"coupled_newton"``, ``"chebyshev"``, ``"eigh"`` for the default object.
@@ -314,7 +316,7 @@ def scale_by_dash(
         one compiled ``lax.map`` loop (same roots up to float rounding); ``"auto"`` picks, at trace time,
         ``k = max(1, 65536 // (z * z * itemsize))`` for a stack of ``z x z`` factors on the CPU backend
         (``k = 1`` for ``z >= 128`` in float32) and ``None`` on GPU/TPU and for ``Eigh`` (rule:
-        ``chunk_size`` of :func:`~icmlx.optim.matrix_inverse_root`). On CPU the chunked refresh is the faster
+        ``chunk_size`` of `matrix_inverse_root`). On CPU the chunked refresh is the faster
         one because a chunk's working set stays in cache (measurements: ``benchmarks/results/dash_step*.json``).
         With ``mesh`` the chunking applies to each device's share.
       one_dim: ``"adam"`` or ``"shampoo"`` for 1-D leaves.
@@ -331,15 +333,15 @@ def scale_by_dash(
       mesh: optional ``jax.sharding.Mesh`` to shard the stacks over.
       mesh_axis: the mesh axis name (required with ``mesh``).
       inverse_exponent_override: per-dimension exponents, as Distributed Shampoo's: ``{order: e}`` or
-        ``{order: {dim: e}}`` with ``order`` 2 for matrix blocks (dim 0 the left factor :math:`L`, dim 1 the
-        right factor :math:`R`) and 1 for the vector blocks of ``one_dim="shampoo"``; that side is
-        preconditioned by :math:`F^{-e}` instead of the default :math:`F^{-1/4}` (matrices) or
-        :math:`F^{-1/2}` (vectors). ``1/e`` must be a positive integer the solver supports (``NewtonDB``: 2 or
+        ``{order: {dim: e}}`` with ``order`` 2 for matrix blocks (dim 0 the left factor $L$, dim 1 the
+        right factor $R$) and 1 for the vector blocks of ``one_dim="shampoo"``; that side is
+        preconditioned by $F^{-e}$ instead of the default $F^{-1/4}$ (matrices) or
+        $F^{-1/2}$ (vectors). ``1/e`` must be a positive integer the solver supports (``NewtonDB``: 2 or
         4), or ``e = 0`` for no factor on that side (e.g. ``{2: {1: 0}}`` preconditions rows only, and
-        ``{2: {0: 0.5, 1: 0}}`` is one-sided Shampoo :math:`L^{-1/2}G`). Static.
+        ``{2: {0: 0.5, 1: 0}}`` is one-sided Shampoo $L^{-1/2}G$). Static.
 
     Returns:
-      An ``optax.GradientTransformation`` whose state is a :class:`DashState`.
+      An ``optax.GradientTransformation`` whose state is a `DashState`.
 
     Raises:
       ValueError: invalid hyperparameters (at construction), naming the argument: out-of-range or NaN
@@ -525,13 +527,13 @@ def dash(
     mesh_axis: str | None = None,
     inverse_exponent_override: dict | None = None,
 ) -> optax.GradientTransformation:
-    r"""DASH optimizer: :func:`scale_by_dash`, decoupled weight decay, then the learning rate.
+    r"""DASH optimizer: `scale_by_dash`, decoupled weight decay, then the learning rate.
 
-    .. math::
+    $$
+    W \leftarrow W - \eta_t\,(P_t + \lambda W)
+    $$
 
-        W \leftarrow W - \eta_t\,(P_t + \lambda W)
-
-    where :math:`P_t` is the :func:`scale_by_dash` direction and :math:`\lambda` = ``weight_decay`` is applied
+    where $P_t$ is the `scale_by_dash` direction and $\lambda$ = ``weight_decay`` is applied
     (by default) only to leaves with ``ndim >= 2`` (DASH decays matrices only).
 
     With ``optax.inject_hyperparams`` (which injects every numeric argument, defaults included), pass the
@@ -541,31 +543,31 @@ def dash(
     ``inverse_root`` solver object is neither a number nor callable, so it passes through unchanged.
 
     Args:
-      learning_rate: a float or an optax schedule (e.g. from :mod:`icmlx.optim`).
+      learning_rate: a float or an optax schedule (e.g. from `icmlx.optim`).
       block_size: block side ``B``, or ``None`` (default) for 128 on CPU and 1024 on GPU/TPU (as in
-        :func:`scale_by_dash`, which explains the choice).
+        `scale_by_dash`, which explains the choice).
       b1: gradient EMA.
       b2: grafting second-moment EMA.
       factor_decay: Kronecker-factor EMA.
       eps: grafting epsilon.
-      weight_decay: decoupled weight decay :math:`\lambda`.
+      weight_decay: decoupled weight decay $\lambda$.
       weight_decay_mask: pytree/callable mask for the decay (default: ``ndim >= 2`` leaves).
-      grafting: as in :func:`scale_by_dash`.
-      momentum: as in :func:`scale_by_dash`.
-      nesterov: as in :func:`scale_by_dash`.
-      precondition_frequency: as in :func:`scale_by_dash`.
-      start_preconditioning_step: as in :func:`scale_by_dash`.
-      inverse_root: as in :func:`scale_by_dash`.
-      root_epsilon: as in :func:`scale_by_dash`.
-      root_chunk_size: as in :func:`scale_by_dash`.
-      one_dim: as in :func:`scale_by_dash`.
-      max_precondition_dim: as in :func:`scale_by_dash`.
-      merge_small_dims: as in :func:`scale_by_dash`.
-      statistics_dtype: as in :func:`scale_by_dash`.
-      nonfinite: as in :func:`scale_by_dash`.
-      mesh: as in :func:`scale_by_dash`.
-      mesh_axis: as in :func:`scale_by_dash`.
-      inverse_exponent_override: as in :func:`scale_by_dash`.
+      grafting: as in `scale_by_dash`.
+      momentum: as in `scale_by_dash`.
+      nesterov: as in `scale_by_dash`.
+      precondition_frequency: as in `scale_by_dash`.
+      start_preconditioning_step: as in `scale_by_dash`.
+      inverse_root: as in `scale_by_dash`.
+      root_epsilon: as in `scale_by_dash`.
+      root_chunk_size: as in `scale_by_dash`.
+      one_dim: as in `scale_by_dash`.
+      max_precondition_dim: as in `scale_by_dash`.
+      merge_small_dims: as in `scale_by_dash`.
+      statistics_dtype: as in `scale_by_dash`.
+      nonfinite: as in `scale_by_dash`.
+      mesh: as in `scale_by_dash`.
+      mesh_axis: as in `scale_by_dash`.
+      inverse_exponent_override: as in `scale_by_dash`.
 
     Returns:
       An ``optax.GradientTransformation``.

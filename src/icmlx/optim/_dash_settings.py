@@ -1,4 +1,4 @@
-"""Checks of :func:`icmlx.optim.scale_by_dash`'s settings: each names the argument and what it must be."""
+"""Checks of `icmlx.optim.scale_by_dash`'s settings: each names the argument and what it must be."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from jaxtyping import Array
 
 __all__ = ["GRAFTINGS", "moments_and_graft"]
 
-#: The ``grafting`` choices of :func:`~icmlx.optim.scale_by_dash`.
+#: The ``grafting`` choices of `scale_by_dash`.
 GRAFTINGS = ("adam", "adam_normalized", "adagrad", "rmsprop", "adagrad_normalized", "rmsprop_normalized", "sgd", "none")
 
 #: Added to a leaf's gradient norm before dividing by it (Distributed Shampoo's ``_EPSILON``).
@@ -28,34 +28,36 @@ def moments_and_graft(grads: list[Array], mu: list[Array], nu: list[Array], t: A
                       grafting: str, fdt, preconditioned: list[bool], graft_mu: list[Array] | None = None):
     r"""One step of the diagonal statistics, on flat lists of leaves.
 
-    With :math:`g` the gradient of a leaf, :math:`s = g` except for the normalized graftings, where
-    :math:`s = g / (\|g\|_F + 10^{-25})` on preconditioned leaves (the leaf's own norm, as Distributed
+    With $g$ the gradient of a leaf, $s = g$ except for the normalized graftings, where
+    $s = g / (\|g\|_F + 10^{-25})$ on preconditioned leaves (the leaf's own norm, as Distributed
     Shampoo's ``RMSPROP_NORMALIZED``/``ADAGRAD_NORMALIZED``):
 
-    .. math::
+    $$
+    \begin{aligned}
+    m &\leftarrow b_1 m + (1-b_1) g, \qquad
+    v \leftarrow \begin{cases} v + s^2 & \text{adagrad[\_normalized], preconditioned leaves} \\
+    b_2 v + (1-b_2) s^2 & \text{otherwise} \end{cases} \\
+    \hat m &= m / (1-b_1^t), \quad \hat v = v / (1-b_2^t), \quad
+    P^{adam} = \hat m / (\sqrt{\hat v} + \epsilon) \\
+    P^{graft} &= P^{adam} \text{ (adam)}, \quad \hat m_s / (\sqrt{\hat v} + \epsilon)
+    \text{ (adam\_normalized, } m_s \leftarrow b_1 m_s + (1-b_1) s), \\
+    &\quad s / (\sqrt{\hat v} + \epsilon) \text{ (rmsprop[\_normalized])},
+    \quad s / (\sqrt{v} + \epsilon) \text{ (adagrad[\_normalized])}, \quad g \text{ (sgd)}, \quad m
+    \text{ (none)}
+    \end{aligned}
+    $$
 
-        m &\leftarrow b_1 m + (1-b_1) g, \qquad
-        v \leftarrow \begin{cases} v + s^2 & \text{adagrad[\_normalized], preconditioned leaves} \\
-        b_2 v + (1-b_2) s^2 & \text{otherwise} \end{cases} \\
-        \hat m &= m / (1-b_1^t), \quad \hat v = v / (1-b_2^t), \quad
-        P^{adam} = \hat m / (\sqrt{\hat v} + \epsilon) \\
-        P^{graft} &= P^{adam} \text{ (adam)}, \quad \hat m_s / (\sqrt{\hat v} + \epsilon)
-        \text{ (adam\_normalized, } m_s \leftarrow b_1 m_s + (1-b_1) s), \\
-        &\quad s / (\sqrt{\hat v} + \epsilon) \text{ (rmsprop[\_normalized])},
-        \quad s / (\sqrt{v} + \epsilon) \text{ (adagrad[\_normalized])}, \quad g \text{ (sgd)}, \quad m
-        \text{ (none)}
-
-    Leaves that are not preconditioned keep :math:`s = g` and the EMA :math:`v`, so their update is Adam's
+    Leaves that are not preconditioned keep $s = g$ and the EMA $v$, so their update is Adam's
     whatever the grafting.
 
     Args:
       grads, mu, nu: the gradient, its EMA and the grafting accumulator, one array per leaf.
       t: the 1-based step, int32 scalar.
       b1, b2, eps: the EMA rates and the epsilon.
-      grafting: one of :data:`GRAFTINGS`.
+      grafting: one of `GRAFTINGS`.
       fdt: the factor dtype (bias corrections and norms are computed in it).
       preconditioned: per leaf, whether it gets Kronecker factors.
-      graft_mu: ``adam_normalized`` only: the EMA :math:`m_s` of :math:`s`, one array per leaf.
+      graft_mu: ``adam_normalized`` only: the EMA $m_s$ of $s$, one array per leaf.
 
     Returns:
       ``(mu, nu, graft, adam, graft_mu)``, lists of leaves (``graft_mu`` ``None`` unless ``adam_normalized``).

@@ -1,9 +1,9 @@
-"""Batched inverse p-th roots of symmetric PSD matrices (the DASH solvers): :func:`matrix_inverse_root`.
+"""Batched inverse p-th roots of symmetric PSD matrices (the DASH solvers): `matrix_inverse_root`.
 
 All methods work on a stack ``(..., n, n)`` in one batched call: leading dimensions are flattened into a single
 batch axis and every iteration is a batched matmul (or one batched ``eigh``), so ``N`` same-shaped Shampoo blocks
 cost one kernel launch per iteration rather than ``N``. The methods are the solver objects of
-:mod:`._root_methods`; their kernels live in :mod:`._root_kernels`.
+`._root_methods`; their kernels live in `._root_kernels`.
 """
 
 import math
@@ -54,12 +54,12 @@ def power_iteration(
     num_vectors: int = 16,
     damping: float = 1e-6,
 ) -> Float[Array, "*batch"]:
-    r"""Multi-vector power-iteration estimate of :math:`\lambda_{\max}` for a batch of PSD matrices.
+    r"""Multi-vector power-iteration estimate of $\lambda_{\max}$ for a batch of PSD matrices.
 
-    Runs :math:`V \leftarrow (A + dI)V` with column normalisation for ``num_steps`` steps from ``num_vectors``
+    Runs $V \leftarrow (A + dI)V$ with column normalisation for ``num_steps`` steps from ``num_vectors``
     fixed random starting vectors and returns the largest Rayleigh quotient
-    :math:`\max_j v_j^\top (A + dI) v_j`. Using several vectors avoids locking onto a non-top eigenvector.
-    The iteration runs on :math:`A/c + dI` with :math:`c = \max_{ij}|A_{ij}|` and :math:`d` = ``damping``, so
+    $\max_j v_j^\top (A + dI) v_j$. Using several vectors avoids locking onto a non-top eigenvector.
+    The iteration runs on $A/c + dI$ with $c = \max_{ij}|A_{ij}|$ and $d$ = ``damping``, so
     an all-zero block gives a tiny finite estimate rather than NaN.
 
     Args:
@@ -69,7 +69,7 @@ def power_iteration(
       damping: relative diagonal damping (see above).
 
     Returns:
-      The estimates, shape ``(...)``, dtype of ``A``. They lie in :math:`[0, \lambda_{\max}(A) + cd]`.
+      The estimates, shape ``(...)``, dtype of ``A``. They lie in $[0, \lambda_{\max}(A) + cd]$.
 
     Raises:
       ValueError: if ``A`` is not a stack of square matrices, is empty (``n = 0``), has non-finite entries
@@ -145,11 +145,11 @@ def _resolve_chunk_size(chunk_size, method: AbstractInverseRoot | str, n: int, d
 def _inverse_root_full(
     a: Array, p: int, method: AbstractInverseRoot, epsilon: float, chunk_size: int | str | None = None
 ) -> tuple[Array, ...]:
-    """:func:`_inverse_root_core`, optionally over chunks of ``chunk_size`` matrices with ``lax.map``.
+    """`_inverse_root_core`, optionally over chunks of ``chunk_size`` matrices with ``lax.map``.
 
     Chunking runs the chunks one after another inside one compiled loop: the same maths per matrix (coupled
     Newton stops per matrix in both layouts), with a working set of ``chunk_size`` blocks that stays in cache.
-    ``"auto"`` picks between the two layouts (:func:`_resolve_chunk_size`). Returns ``(X, ridge (N,),
+    ``"auto"`` picks between the two layouts (`_resolve_chunk_size`). Returns ``(X, ridge (N,),
     steps (), status (N,))``.
     """
     n_batch, n = a.shape[0], a.shape[-1]
@@ -187,26 +187,26 @@ def _inverse_root_impl(
 
 
 class InverseRootSolution(Solution):
-    r"""What :func:`matrix_inverse_root` returns.
+    r"""What `matrix_inverse_root` returns.
 
     Attributes:
-      value: :math:`X \approx A^{-1/p}`, shape ``(..., n, n)``, dtype of ``A``.
-      result: an :class:`icmlx.RESULTS` item for the whole batch (the worst one): ``successful``,
+      value: $X \approx A^{-1/p}$, shape ``(..., n, n)``, dtype of ``A``.
+      result: an `icmlx.RESULTS` item for the whole batch (the worst one): ``successful``,
         ``max_steps_reached`` or ``diverged`` (coupled Newton), ``inaccurate`` (Newton–DB, Chebyshev), or
         ``nonfinite``. The fixed-work solvers (Newton–DB, Chebyshev) are ``successful`` only when every root is
         finite and its true residual ``stats["residual"]`` is at most the solver's ``rtol`` (default 1e-3),
         else ``inaccurate`` (too few steps or too low a degree for the spectrum, or an input that is not PSD);
         eigh is ``successful`` when the root is finite and the spectrum it inverts (after its heuristic) spans
-        less than :math:`1/(n\,\epsilon_{\text{dtype}})`, else ``accuracy_limit`` (a singular or very
+        less than $1/(n\,\epsilon_{\text{dtype}})$, else ``accuracy_limit`` (a singular or very
         ill-conditioned input whose small eigenvalues are rounding noise: raise ``relative_epsilon`` or use
         float64). Coupled Newton is ``successful`` when every matrix met its criterion
-        :math:`\max|M - I| \le` ``rtol`` on the coupled iterate :math:`M` (which equals :math:`X^p A_\epsilon`
+        $\max|M - I| \le$ ``rtol`` on the coupled iterate $M$ (which equals $X^p A_\epsilon$
         up to rounding; ``stats["residual"]`` recomputes that product, whose float32 rounding floor can sit
         above a small ``rtol``).
       stats: ``"num_steps"`` (int32 scalar: coupled Newton's loop count, the maximum over chunks; Newton–DB
         ``num_steps`` per pass times the passes; Chebyshev ``degree``; eigh 0), ``"residual"`` (per matrix,
-        :math:`\max_{ij}|X^p A_\epsilon - I|` with :math:`A_\epsilon = A + rI` the regularised matrix that was
-        inverted, shape ``(...)``) and ``"ridge"`` (the shift :math:`r` per matrix, shape ``(...)``).
+        $\max_{ij}|X^p A_\epsilon - I|$ with $A_\epsilon = A + rI$ the regularised matrix that was
+        inverted, shape ``(...)``) and ``"ridge"`` (the shift $r$ per matrix, shape ``(...)``).
     """
 
     @property
@@ -258,28 +258,28 @@ def matrix_inverse_root(
     chunk_size: int | Literal["auto"] | None = "auto",
     throw: bool = True,
 ) -> InverseRootSolution:
-    r"""Inverse p-th root :math:`A^{-1/p}` of a batch of symmetric PSD matrices, one batched call.
+    r"""Inverse p-th root $A^{-1/p}$ of a batch of symmetric PSD matrices, one batched call.
 
-    The input is symmetrised and regularised, :math:`A_\epsilon = A + (\epsilon + \epsilon_{rel}\hat\lambda)I`
-    with :math:`\hat\lambda` the scale estimate of the solver's ``scaling``, then solved by ``method``:
+    The input is symmetrised and regularised, $A_\epsilon = A + (\epsilon + \epsilon_{rel}\hat\lambda)I$
+    with $\hat\lambda$ the scale estimate of the solver's ``scaling``, then solved by ``method``:
 
-    * :class:`~icmlx.optim.NewtonDB` (default): coupled inverse-free Newton–Denman–Beavers on
-      :math:`\hat A = A_\epsilon/s`, a fixed ``num_steps`` per pass, matmul only (:math:`p \in \{2, 4\}`).
-    * :class:`~icmlx.optim.CoupledNewton`: Higham's coupled Newton iteration
-      :math:`M' = (1+\tfrac1p)I - \tfrac1p M,\ X \leftarrow XM',\ M \leftarrow M'^p M`, each matrix stopping
-      on its own when :math:`\max|M - I| \le` ``rtol`` (at most ``max_steps``).
-    * :class:`~icmlx.optim.Chebyshev`: degree-``degree`` Chebyshev expansion of :math:`x^{-1/p}`, evaluated
+    * `NewtonDB` (default): coupled inverse-free Newton–Denman–Beavers on
+      $\hat A = A_\epsilon/s$, a fixed ``num_steps`` per pass, matmul only ($p \in \{2, 4\}$).
+    * `CoupledNewton`: Higham's coupled Newton iteration
+      $M' = (1+\tfrac1p)I - \tfrac1p M,\ X \leftarrow XM',\ M \leftarrow M'^p M$, each matrix stopping
+      on its own when $\max|M - I| \le$ ``rtol`` (at most ``max_steps``).
+    * `Chebyshev`: degree-``degree`` Chebyshev expansion of $x^{-1/p}$, evaluated
       by the matrix Clenshaw recurrence.
-    * :class:`~icmlx.optim.Eigh`: eigendecomposition with a Shampoo spectrum heuristic.
+    * `Eigh`: eigendecomposition with a Shampoo spectrum heuristic.
 
-    The scale is :math:`s = c\,\hat\lambda_{\max}` (:class:`~icmlx.optim.PowerScaling`, :math:`c = 2`) or
-    :math:`s = \|A\|_F` (:class:`~icmlx.optim.FrobeniusScaling`, which over-estimates and costs extra
+    The scale is $s = c\,\hat\lambda_{\max}$ (`PowerScaling`, $c = 2$) or
+    $s = \|A\|_F$ (`FrobeniusScaling`, which over-estimates and costs extra
     Newton–DB steps).
 
     **Epsilon policy.** A solver's ``relative_epsilon=None`` picks its own ridge (``Eigh`` 0, ``NewtonDB`` and
-    ``CoupledNewton`` 1e-6, ``Chebyshev`` 1e-2, all times :math:`\hat\lambda`; at least
+    ``CoupledNewton`` 1e-6, ``Chebyshev`` 1e-2, all times $\hat\lambda$; at least
     ``eps(matmul_dtype) / 8``, about 1e-3, with bfloat16 matmuls) plus an absolute floor
-    :math:`\sqrt{\text{tiny}}`, so an exactly singular or all-zero input gives a finite, symmetric PSD result
+    $\sqrt{\text{tiny}}$, so an exactly singular or all-zero input gives a finite, symmetric PSD result
     for any iteration count (plain Newton–DB with no ridge goes indefinite and then NaN past ~15 steps).
 
     Args:
@@ -287,7 +287,7 @@ def matrix_inverse_root(
         bfloat16/float16 are solved in float32 and returned in their own dtype; an empty stack or ``n = 0``
         returns the empty answer.
       p: the root, a positive integer (``NewtonDB``: 2 or 4).
-      method: a solver object (an :class:`~icmlx.optim.AbstractInverseRoot`), or the shorthand
+      method: a solver object (an `AbstractInverseRoot`), or the shorthand
         ``"newton_db"``, ``"coupled_newton"``, ``"chebyshev"`` or ``"eigh"`` for its default object.
       epsilon: absolute ridge added to the diagonal (static).
       chunk_size: ``None`` solves the whole flattened batch in one batched call; an integer ``k`` solves it
@@ -304,7 +304,7 @@ def matrix_inverse_root(
         With ``throw=False`` the best iterate is returned and the caller inspects ``result``.
 
     Returns:
-      An :class:`InverseRootSolution`: ``value`` :math:`\approx A^{-1/p}` (per the method), same shape and
+      An `InverseRootSolution`: ``value`` $\approx A^{-1/p}$ (per the method), same shape and
       dtype as ``A``; ``result``; ``stats`` with ``num_steps``, ``residual`` and ``ridge``.
 
     Raises:

@@ -21,15 +21,15 @@ def plot_risk_curve(
     ax: Any = None,
     **kwargs: Any,
 ):
-    r"""Worst-case error :math:`W(\rho)` against the misspecification :math:`\rho` on log–log axes.
+    r"""Worst-case error $W(\rho)$ against the misspecification $\rho$ on log–log axes.
 
     One marked line per schedule (``result.worst[s]`` against ``result.rhos``), labelled with the schedule's
-    name; with ``fit`` (from :func:`~icmlx.optim.fit_slopes`) each label gains the fitted slope and its
-    interval, and a dashed line :math:`e^{a}\rho^{b}` is drawn over the fitted range in the same colour.
+    name; with ``fit`` (from `fit_slopes`) each label gains the fitted slope and its
+    interval, and a dashed line $e^{a}\rho^{b}$ is drawn over the fitted range in the same colour.
 
     Args:
-      result: a :class:`~icmlx.optim.SweepResult`.
-      fit: optional :class:`~icmlx.optim.SlopeFitResult` of the same sweep.
+      result: a `SweepResult`.
+      fit: optional `SlopeFitResult` of the same sweep.
       ax: matplotlib axes to draw on (default: a new figure).
       **kwargs: passed to ``ax.loglog`` for the data lines (e.g. ``marker``, ``lw``).
 
@@ -39,7 +39,7 @@ def plot_risk_curve(
     Raises:
       ImportError: matplotlib is not installed (``pip install 'icmlx[plot]'``).
       ValueError: ``fit`` has a different number of schedules than ``result``.
-      TypeError: ``result`` is not a :class:`~icmlx.optim.SweepResult`.
+      TypeError: ``result`` is not a `SweepResult`.
 
     Examples:
       >>> import matplotlib; matplotlib.use("Agg")

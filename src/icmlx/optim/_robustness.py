@@ -2,16 +2,17 @@ r"""The misspecification experiment of Attia & Koren (arXiv:2503.09411), as one 
 
 Projected SGD on the one-dimensional stochastic convex problem
 
-.. math::
-    f_\varepsilon(x) = \varepsilon |x|, \quad x \in [-D, D], \qquad
-    g_t = \varepsilon\,\mathrm{sign}(x_t) + \sigma \xi_t,\ \xi_t \sim \mathcal N(0, 1),
-    \qquad x_{t+1} = \Pi_{[-D, D]}\left(x_t - \rho\,\eta_t\, g_t\right),\ x_1 = D,
+$$
+f_\varepsilon(x) = \varepsilon |x|, \quad x \in [-D, D], \qquad
+g_t = \varepsilon\,\mathrm{sign}(x_t) + \sigma \xi_t,\ \xi_t \sim \mathcal N(0, 1),
+\qquad x_{t+1} = \Pi_{[-D, D]}\left(x_t - \rho\,\eta_t\, g_t\right),\ x_1 = D,
+$$
 
-is run for every schedule, misspecification factor :math:`\rho`, problem scale :math:`\varepsilon` and
+is run for every schedule, misspecification factor $\rho$, problem scale $\varepsilon$ and
 replicate at once (common random numbers: the same noise for every cell). The worst case over the problem's
-scale, :math:`W(\rho) = \max_\varepsilon \mathbb E[\varepsilon |x_T|]`, grows like :math:`\rho^{1/(2p+1)}` for a
-schedule annealed to zero with tail degree ``p`` and like :math:`\rho` for constant or inverse-sqrt steps.
-:func:`fit_slopes` fits the exponent by least squares on a log–log scale with a bootstrap interval.
+scale, $W(\rho) = \max_\varepsilon \mathbb E[\varepsilon |x_T|]$, grows like $\rho^{1/(2p+1)}$ for a
+schedule annealed to zero with tail degree ``p`` and like $\rho$ for constant or inverse-sqrt steps.
+`fit_slopes` fits the exponent by least squares on a log–log scale with a bootstrap interval.
 """
 
 import warnings
@@ -61,20 +62,20 @@ def _labels_for(labels, num_schedules: int) -> tuple[str, ...]:
 
 
 class SweepResult(eqx.Module):
-    """Outcome of :func:`misspecification_sweep`.
+    """Outcome of `misspecification_sweep`.
 
-    Prints as a table of the worst case :math:`W(\\rho)` with one row per schedule.
+    Prints as a table of the worst case $W(\\rho)$ with one row per schedule.
 
     Attributes:
-      errors: ``(S, K, E, R)`` final suboptimality :math:`\\varepsilon |x_T|` per schedule, rho, scale and
+      errors: ``(S, K, E, R)`` final suboptimality $\\varepsilon |x_T|$ per schedule, rho, scale and
         replicate.
       rhos: ``(K,)`` misspecification factors.
       eps: ``(E,)`` problem scales.
-      worst: ``(S, K)`` worst case over scales of the replicate mean, :math:`W(\\rho)`.
+      worst: ``(S, K)`` worst case over scales of the replicate mean, $W(\\rho)$.
       worst_eps_index: ``(S, K)`` index into ``eps`` of the worst case.
       labels: ``S`` schedule names (static; the mapping's keys when schedules were passed by name, else
         ``()``, printed as ``schedule 0``, ``schedule 1``, ...).
-      tail_degrees: ``S`` tail degrees ``p`` from :func:`~icmlx.optim.tail_degree` when schedules (not a
+      tail_degrees: ``S`` tail degrees ``p`` from `tail_degree` when schedules (not a
         table) were passed, else ``()`` (static).
     """
 
@@ -101,20 +102,20 @@ class SweepResult(eqx.Module):
 
 
 class SlopeFitResult(eqx.Module):
-    """Least-squares slopes of :math:`\\log W` against :math:`\\log\\rho` with a bootstrap interval.
+    """Least-squares slopes of $\\log W$ against $\\log\\rho$ with a bootstrap interval.
 
     Prints as one row per schedule: its label, the slope, the interval and, when the sweep knew the
-    schedules, the tail degree ``p`` and the predicted exponent :math:`1/(2p+1)`.
+    schedules, the tail degree ``p`` and the predicted exponent $1/(2p+1)$.
 
     Attributes:
       slope: ``(S,)`` slope on the full set of replicates.
       ci_low, ci_high: ``(S,)`` percentile bootstrap interval (resampling replicates, redoing the max over
         scales each time).
       boot: ``(B, S)`` bootstrap slopes, ``B = num_resamples``.
-      intercept: ``(S,)`` intercept :math:`a` of the fit :math:`\\log W = a + b \\log \\rho`.
-      labels: ``S`` schedule names carried from the :class:`SweepResult` (static).
-      tail_degrees: ``S`` tail degrees carried from the :class:`SweepResult`, or ``()`` (static).
-      fit_range: the range of :math:`\\rho` that was fitted (static).
+      intercept: ``(S,)`` intercept $a$ of the fit $\\log W = a + b \\log \\rho$.
+      labels: ``S`` schedule names carried from the `SweepResult` (static).
+      tail_degrees: ``S`` tail degrees carried from the `SweepResult`, or ``()`` (static).
+      fit_range: the range of $\\rho$ that was fitted (static).
       level: coverage of the interval (static).
     """
 
@@ -242,7 +243,7 @@ _PROGRESS_PIECES = 20
 
 
 def _sweep_with_progress(key, table, rhos, eps, num_replicates, diameter, noise, bar):
-    """The same steps as :func:`_sweep`, run in equal pieces from Python so that a bar can advance.
+    """The same steps as `_sweep`, run in equal pieces from Python so that a bar can advance.
 
     The table is padded with zero step sizes to a whole number of pieces (one compiled piece); a zero step
     leaves the iterate unchanged, so the result is the one-program result.
@@ -302,26 +303,26 @@ def misspecification_sweep(
     total_steps: int | None = None,
     progress: bool | None = None,
 ) -> SweepResult:
-    r"""Run projected SGD on :math:`f_\varepsilon(x) = \varepsilon|x|` for every schedule, rho, scale, replicate.
+    r"""Run projected SGD on $f_\varepsilon(x) = \varepsilon|x|$ for every schedule, rho, scale, replicate.
 
     One compiled function: a ``lax.scan`` over the ``T`` steps whose state is the ``(S, K, E, R)`` array of
     iterates. The step at count ``t`` for schedule ``s`` is ``rhos[k] * table[s, t]``; build the table with
-    :func:`schedule_table` from schedules scaled by the tuned step (e.g. :math:`D/(\sigma\sqrt T)`), or pass
+    `schedule_table` from schedules scaled by the tuned step (e.g. $D/(\sigma\sqrt T)$), or pass
     the schedules themselves (a mapping ``{name: schedule}`` keeps the names): the table is then built over
     ``total_steps`` (default: the longest horizon) and each schedule's tail degree is recorded, so that
-    :func:`fit_slopes` can print the predicted exponent next to the fitted one.
+    `fit_slopes` can print the predicted exponent next to the fitted one.
 
     Args:
       key: PRNG key; the same noise sequence is shared by every cell (common random numbers).
       table: ``(S, T)`` step sizes before misspecification (NumPy or JAX), or ``S`` schedules as a sequence
         or a ``{name: schedule}`` mapping.
       rhos: ``(K,)`` positive misspecification factors (array or list); default ``1, 2, 4, ..., 64``, which
-        covers :func:`fit_slopes`' default ``fit_range=(4, 64)`` with five points.
+        covers `fit_slopes`' default ``fit_range=(4, 64)`` with five points.
       eps: ``(E,)`` positive problem scales (array or list); default a 17-point log grid on
-        :math:`[\sigma/\sqrt T, \sigma]`.
+        $[\sigma/\sqrt T, \sigma]$.
       num_replicates: ``R`` independent runs per cell.
       diameter: half-width ``D`` of the domain; the start is ``x_1 = D``.
-      noise: gradient noise standard deviation :math:`\sigma`.
+      noise: gradient noise standard deviation $\sigma$.
       labels: ``S`` schedule names for the result's printout and plots (default: the mapping's keys).
       total_steps: horizon ``T`` when schedules are passed (default: their longest horizon).
       progress: show a progress bar. None shows progress in an interactive terminal for loops driven from
@@ -329,7 +330,7 @@ def misspecification_sweep(
         steps run in 20 compiled pieces driven from Python (the same result).
 
     Returns:
-      A :class:`SweepResult`.
+      A `SweepResult`.
 
     Raises:
       ValueError: non-positive sizes, ``labels`` of the wrong length, or (checked on the host for concrete
@@ -408,25 +409,25 @@ def fit_slopes(
     num_resamples: int = 200,
     level: float = 0.95,
 ) -> SlopeFitResult:
-    r"""Fit :math:`\log W(\rho) = a + b \log \rho` per schedule on ``fit_range``, with a bootstrap interval.
+    r"""Fit $\log W(\rho) = a + b \log \rho$ per schedule on ``fit_range``, with a bootstrap interval.
 
     The bootstrap resamples replicates with replacement (the same resample for every cell, as the draws are
     shared), recomputes the replicate means, redoes the max over scales, and refits.
 
     Args:
       key: PRNG key for the bootstrap.
-      result: a :class:`SweepResult`.
-      fit_range: inclusive range of :math:`\rho` used in the fit (fix it before looking at the data).
+      result: a `SweepResult`.
+      fit_range: inclusive range of $\rho$ used in the fit (fix it before looking at the data).
       num_resamples: number of bootstrap resamples ``B``.
       level: coverage of the percentile interval.
 
     Returns:
-      A :class:`SlopeFitResult`.
+      A `SlopeFitResult`.
 
     Raises:
       ValueError: fewer than two rhos in ``fit_range``, ``num_resamples < 1``, ``level`` outside (0, 1), or
         non-finite errors or a zero worst case at the fitted rhos.
-      TypeError: ``result`` is not a :class:`SweepResult`.
+      TypeError: ``result`` is not a `SweepResult`.
 
     References:
       Attia & Koren, arXiv:2503.09411.

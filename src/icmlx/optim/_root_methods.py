@@ -1,6 +1,6 @@
 r"""Inverse-root solvers and scale estimates as strategy objects.
 
-A solver object names the method of :func:`~icmlx.optim.matrix_inverse_root` and carries exactly the settings that
+A solver object names the method of `matrix_inverse_root` and carries exactly the settings that
 method uses (lineax style: ``method=NewtonDB(num_steps=12)`` as ``lx.CG(rtol=...)``). Every object is an
 ``eqx.Module`` with static fields only, so it is hashable, a valid ``jax.jit`` static argument, and left alone by
 ``optax.inject_hyperparams`` (it is not callable and not a number). Invalid settings raise a ``ValueError`` naming
@@ -72,11 +72,11 @@ def _sym(a: Array) -> Array:
 
 
 class AbstractScaling(eqx.Module):
-    r"""How the matmul solvers estimate the top eigenvalue :math:`\hat\lambda` that sets the scale :math:`s`.
+    r"""How the matmul solvers estimate the top eigenvalue $\hat\lambda$ that sets the scale $s$.
 
-    The solvers iterate on :math:`A/s` with :math:`s = c\,\hat\lambda`, so that the scaled spectrum lies in
-    their convergence region. Subclasses: :class:`PowerScaling` (default), :class:`FrobeniusScaling`; each
-    carries its estimate as :meth:`estimate`.
+    The solvers iterate on $A/s$ with $s = c\,\hat\lambda$, so that the scaled spectrum lies in
+    their convergence region. Subclasses: `PowerScaling` (default), `FrobeniusScaling`; each
+    carries its estimate as `estimate`.
     """
 
     def estimate(self, a: Array, matmul_dtype: Any) -> tuple[Array, float]:
@@ -85,16 +85,16 @@ class AbstractScaling(eqx.Module):
 
 
 class PowerScaling(AbstractScaling):
-    r"""Multi-vector power iteration: :math:`s = c\,\hat\lambda_{\max}`, :math:`c` = ``multiplier``.
+    r"""Multi-vector power iteration: $s = c\,\hat\lambda_{\max}$, $c$ = ``multiplier``.
 
-    ``num_steps`` steps of :math:`V \leftarrow (A/m + dI)V` from ``num_vectors`` fixed random columns
-    (:func:`~icmlx.optim.power_iteration`); :math:`c = 2` puts the top scaled eigenvalue near 1/2, well inside
-    Newton–DB's convergence region :math:`(0, 3)`.
+    ``num_steps`` steps of $V \leftarrow (A/m + dI)V$ from ``num_vectors`` fixed random columns
+    (`power_iteration`); $c = 2$ puts the top scaled eigenvalue near 1/2, well inside
+    Newton–DB's convergence region $(0, 3)$.
 
     Attributes:
       num_steps: power steps, ``>= 1``.
       num_vectors: starting vectors (capped at ``n``), ``>= 1``.
-      multiplier: :math:`c > 0`.
+      multiplier: $c > 0$.
 
     References:
       Modoranu et al., DASH, arXiv:2602.02016 (multi-vector power iteration for the scale).
@@ -124,9 +124,9 @@ class PowerScaling(AbstractScaling):
 
 
 class FrobeniusScaling(AbstractScaling):
-    r"""Frobenius-norm scale :math:`s = \|A\|_F \ge \lambda_{\max}`: no iteration, but an over-estimate.
+    r"""Frobenius-norm scale $s = \|A\|_F \ge \lambda_{\max}$: no iteration, but an over-estimate.
 
-    A larger :math:`s` starts the scaled spectrum lower, which costs Newton–DB extra steps for the same accuracy.
+    A larger $s$ starts the scaled spectrum lower, which costs Newton–DB extra steps for the same accuracy.
 
     Examples:
       >>> from icmlx.optim import FrobeniusScaling
@@ -145,12 +145,12 @@ class FrobeniusScaling(AbstractScaling):
 
 
 class AbstractInverseRoot(eqx.Module):
-    r"""Base class of the inverse-root solvers of :func:`~icmlx.optim.matrix_inverse_root`.
+    r"""Base class of the inverse-root solvers of `matrix_inverse_root`.
 
-    A solver is configuration (static fields only) plus its iteration, :meth:`solve`, which
-    ``matrix_inverse_root(A, p, method=solver)`` and DASH call; :meth:`check_accuracy` is the solver's own
-    verdict on the true residual. Subclasses: :class:`NewtonDB` (default), :class:`CoupledNewton`,
-    :class:`Chebyshev`, :class:`Eigh`; a new solver subclasses this and implements :meth:`solve`.
+    A solver is configuration (static fields only) plus its iteration, `solve`, which
+    ``matrix_inverse_root(A, p, method=solver)`` and DASH call; `check_accuracy` is the solver's own
+    verdict on the true residual. Subclasses: `NewtonDB` (default), `CoupledNewton`,
+    `Chebyshev`, `Eigh`; a new solver subclasses this and implements `solve`.
     """
 
     #: Relative ridge used when ``relative_epsilon`` is ``None``.
@@ -216,20 +216,20 @@ def _check_matmul_solver(self) -> None:
 class NewtonDB(AbstractInverseRoot):
     r"""Coupled inverse-free Newton–Denman–Beavers iteration, a fixed number of steps (matmuls only).
 
-    On :math:`\hat A = A_\epsilon/s`: :math:`E = \tfrac32 I - \tfrac12 ZY,\ Y \leftarrow YE,\ Z \leftarrow EZ`
-    from :math:`Y = \hat A E_0, Z = E_0`, so :math:`Y \to \hat A^{1/2}` and :math:`Z \to \hat A^{-1/2}`;
-    :math:`p = 4` is two passes (square root, then inverse square root). ``num_steps`` steps resolve scaled
-    eigenvalues down to about :math:`2.25^{-k}`; below that the result is implicitly regularised.
+    On $\hat A = A_\epsilon/s$: $E = \tfrac32 I - \tfrac12 ZY,\ Y \leftarrow YE,\ Z \leftarrow EZ$
+    from $Y = \hat A E_0, Z = E_0$, so $Y \to \hat A^{1/2}$ and $Z \to \hat A^{-1/2}$;
+    $p = 4$ is two passes (square root, then inverse square root). ``num_steps`` steps resolve scaled
+    eigenvalues down to about $2.25^{-k}$; below that the result is implicitly regularised.
 
     Attributes:
       num_steps: Newton–DB steps per pass, ``>= 1``.
-      scaling: an :class:`AbstractScaling` (default :class:`PowerScaling`).
-      relative_epsilon: ridge relative to :math:`\hat\lambda`; ``None`` means ``1e-6``, raised to
+      scaling: an `AbstractScaling` (default `PowerScaling`).
+      relative_epsilon: ridge relative to $\hat\lambda$; ``None`` means ``1e-6``, raised to
         ``eps(matmul_dtype) / 8`` with low-precision matmuls.
       matmul_dtype: dtype of the matmul operands (e.g. ``jnp.bfloat16``), accumulated in the input dtype;
         ``None`` uses the input dtype.
-      rtol: accuracy check of :func:`~icmlx.optim.matrix_inverse_root`: its ``result`` is ``successful`` only
-        when the true residual :math:`\max|X^p A_\epsilon - I| \le` ``rtol``, else ``RESULTS.inaccurate``;
+      rtol: accuracy check of `matrix_inverse_root`: its ``result`` is ``successful`` only
+        when the true residual $\max|X^p A_\epsilon - I| \le$ ``rtol``, else ``RESULTS.inaccurate``;
         ``None`` means ``1e-3`` (what float32 can verify on a moderately conditioned matrix). DASH does not
         use it.
 
@@ -260,7 +260,7 @@ class NewtonDB(AbstractInverseRoot):
         _check_nonneg("NewtonDB", "rtol", self.rtol)
 
     def solve(self, a: Array, p: int, epsilon: float) -> tuple[Array, Array, Array, Array]:
-        """Newton–DB on :math:`(A + rI)/s` (one pass for :math:`p = 2`, two for :math:`p = 4`)."""
+        """Newton–DB on $(A + rI)/s$ (one pass for $p = 2$, two for $p = 4$)."""
         mdt, _, ridge, lam, const = self._scaled(a, epsilon)
         x = _newton_db(a + ridge * _eye_like(a), const * (lam + ridge), p, self.num_steps, mdt)
         steps = jnp.full([], self.num_steps * (1 if p == 2 else 2), jnp.int32)
@@ -272,19 +272,19 @@ class NewtonDB(AbstractInverseRoot):
 
 
 class CoupledNewton(AbstractInverseRoot):
-    r"""Higham's coupled Newton iteration for :math:`A^{-1/p}`, stopping per matrix on its residual.
+    r"""Higham's coupled Newton iteration for $A^{-1/p}$, stopping per matrix on its residual.
 
-    :math:`M' = (1+\tfrac1p)I - \tfrac1p M,\ X \leftarrow XM',\ M \leftarrow M'^p M` from
-    :math:`X_0 = z^{1/p} I,\ M_0 = zA_\epsilon`, :math:`z = (p+1)/(2\,s)`. Each matrix stops on its own when
-    :math:`\max|M - I| \le` ``rtol``, or when a step would make that error grow by more than 1.2x or go
+    $M' = (1+\tfrac1p)I - \tfrac1p M,\ X \leftarrow XM',\ M \leftarrow M'^p M$ from
+    $X_0 = z^{1/p} I,\ M_0 = zA_\epsilon$, $z = (p+1)/(2\,s)$. Each matrix stops on its own when
+    $\max|M - I| \le$ ``rtol``, or when a step would make that error grow by more than 1.2x or go
     non-finite (the step is rejected and the previous iterate kept: ``RESULTS.diverged``); the batch stops after
     ``max_steps`` (``RESULTS.max_steps_reached`` if a matrix is still iterating).
 
     Attributes:
       max_steps: cap on the iterations, ``>= 1``.
-      rtol: tolerance on :math:`\max|M - I|` (:math:`M \to I`, so it is relative to 1), ``>= 0``.
-      scaling: an :class:`AbstractScaling` (default :class:`PowerScaling`).
-      relative_epsilon: ridge relative to :math:`\hat\lambda`; ``None`` means ``1e-6`` (raised to
+      rtol: tolerance on $\max|M - I|$ ($M \to I$, so it is relative to 1), ``>= 0``.
+      scaling: an `AbstractScaling` (default `PowerScaling`).
+      relative_epsilon: ridge relative to $\hat\lambda$; ``None`` means ``1e-6`` (raised to
         ``eps(matmul_dtype) / 8`` with low-precision matmuls).
       matmul_dtype: matmul operand dtype, or ``None``.
 
@@ -313,7 +313,7 @@ class CoupledNewton(AbstractInverseRoot):
         _check_matmul_solver(self)
 
     def solve(self, a: Array, p: int, epsilon: float) -> tuple[Array, Array, Array, Array]:
-        """Coupled Newton on :math:`A + rI`, each matrix stopping on its own criterion."""
+        """Coupled Newton on $A + rI$, each matrix stopping on its own criterion."""
         mdt, _, ridge, lam, const = self._scaled(a, epsilon)
         x, steps, status = _coupled_newton(a + ridge * _eye_like(a), const * (lam + ridge), p, self.max_steps,
                                            self.rtol, mdt)
@@ -321,22 +321,22 @@ class CoupledNewton(AbstractInverseRoot):
 
 
 class Chebyshev(AbstractInverseRoot):
-    r"""Degree-``degree`` Chebyshev expansion of :math:`x^{-1/p}` on :math:`[\delta, 1+\delta]`.
+    r"""Degree-``degree`` Chebyshev expansion of $x^{-1/p}$ on $[\delta, 1+\delta]$.
 
-    With :math:`\delta = \epsilon_{rel}/c` the expansion is evaluated at :math:`S = 2A/s - I` by the matrix
-    Clenshaw recurrence and rescaled by :math:`s^{-1/p}`: the result approximates
-    :math:`(A + \epsilon_{rel}\hat\lambda I)^{-1/p}` (the interval offset plays the role of the ridge).
+    With $\delta = \epsilon_{rel}/c$ the expansion is evaluated at $S = 2A/s - I$ by the matrix
+    Clenshaw recurrence and rescaled by $s^{-1/p}$: the result approximates
+    $(A + \epsilon_{rel}\hat\lambda I)^{-1/p}$ (the interval offset plays the role of the ridge).
 
     Attributes:
       degree: polynomial degree, ``>= 1``.
-      scaling: an :class:`AbstractScaling` (default :class:`PowerScaling`).
-      relative_epsilon: interval offset relative to :math:`\hat\lambda`; ``None`` means ``1e-2`` (raised to
+      scaling: an `AbstractScaling` (default `PowerScaling`).
+      relative_epsilon: interval offset relative to $\hat\lambda$; ``None`` means ``1e-2`` (raised to
         ``eps(matmul_dtype) / 8`` with low-precision matmuls). ``x^{-1/p}`` is unbounded at 0, so keep it
-        positive: the degree needed for a given accuracy grows like :math:`1/\sqrt{\delta}`. The defaults
-        (degree 64, ``1e-2``) give a relative error of about 3e-5 for :math:`p = 2` and 1e-5 for
-        :math:`p = 4` on the interval; :math:`p = 1` needs ``degree >= 96`` to pass the default ``rtol``.
+        positive: the degree needed for a given accuracy grows like $1/\sqrt{\delta}$. The defaults
+        (degree 64, ``1e-2``) give a relative error of about 3e-5 for $p = 2$ and 1e-5 for
+        $p = 4$ on the interval; $p = 1$ needs ``degree >= 96`` to pass the default ``rtol``.
       matmul_dtype: matmul operand dtype, or ``None``.
-      rtol: accuracy check on the true residual, as for :class:`NewtonDB` (``None`` means ``1e-3``): a degree
+      rtol: accuracy check on the true residual, as for `NewtonDB` (``None`` means ``1e-3``): a degree
         too low for the interval gives ``RESULTS.inaccurate``.
 
     References:
@@ -376,15 +376,15 @@ class Chebyshev(AbstractInverseRoot):
 
 
 class Eigh(AbstractInverseRoot):
-    r"""Eigendecomposition :math:`Q\,\mathrm{diag}(\tilde\lambda^{-1/p})Q^\top` with a Shampoo spectrum heuristic.
+    r"""Eigendecomposition $Q\,\mathrm{diag}(\tilde\lambda^{-1/p})Q^\top$ with a Shampoo spectrum heuristic.
 
-    ``"shampoo"``: :math:`\tilde\lambda = \lambda - \min(\lambda_{\min}, 0) + r`; ``"abs"``:
-    :math:`|\lambda| + r`; ``"relu"``: pseudo-inverse dropping :math:`\lambda \le r`, with the ridge
-    :math:`r = \epsilon + \epsilon_{rel}\max|\lambda|`. Needs no scale estimate.
+    ``"shampoo"``: $\tilde\lambda = \lambda - \min(\lambda_{\min}, 0) + r$; ``"abs"``:
+    $|\lambda| + r$; ``"relu"``: pseudo-inverse dropping $\lambda \le r$, with the ridge
+    $r = \epsilon + \epsilon_{rel}\max|\lambda|$. Needs no scale estimate.
 
     Attributes:
       heuristic: ``"shampoo"``, ``"abs"`` or ``"relu"``.
-      relative_epsilon: ridge relative to :math:`\max|\lambda|`, ``>= 0``.
+      relative_epsilon: ridge relative to $\max|\lambda|$, ``>= 0``.
 
     References:
       Shi et al., Distributed Shampoo, arXiv:2309.06497 (eigenvalue heuristics).
@@ -427,5 +427,5 @@ SHORTHANDS: dict[str, type[AbstractInverseRoot]] = {
 
 
 def as_inverse_root(method: Any, name: str = "method") -> AbstractInverseRoot:
-    """A solver object from ``method``: an :class:`AbstractInverseRoot`, or a shorthand such as ``"eigh"``."""
+    """A solver object from ``method``: an `AbstractInverseRoot`, or a shorthand such as ``"eigh"``."""
     return as_strategy(method, AbstractInverseRoot, SHORTHANDS, name)

@@ -9,11 +9,11 @@ values close to the end of training are accurate to float32 round-off relative t
 cosine, which evaluates ``cos(pi * count / T)``, loses all relative precision in the last few steps).
 
 Why annealing matters (Attia & Koren, arXiv:2503.09411): SGD on a convex Lipschitz problem with a stepsize
-that decays to zero like :math:`(1 - t/T)^p` has error :math:`O(\rho^{1/(2p+1)}/\sqrt{T})` when the initial step
-is overestimated by a factor :math:`\rho`, against :math:`O(\rho/\sqrt{T})` for a constant or inverse-sqrt
+that decays to zero like $(1 - t/T)^p$ has error $O(\rho^{1/(2p+1)}/\sqrt{T})$ when the initial step
+is overestimated by a factor $\rho$, against $O(\rho/\sqrt{T})$ for a constant or inverse-sqrt
 schedule. Only the *tail degree* ``p`` matters, and only if the schedule really reaches zero: see
-:func:`~icmlx.optim.tail_degree` and :func:`~icmlx.optim.robustness_exponent` (:mod:`._tail`). Warmup,
-warmup-stable-decay and joined schedules are in :mod:`._warmup_schedules`.
+`tail_degree` and `robustness_exponent` (`._tail`). Warmup,
+warmup-stable-decay and joined schedules are in `._warmup_schedules`.
 """
 
 import dataclasses
@@ -77,7 +77,7 @@ def _check_nonneg(name: str, value) -> None:
         raise ValueError(f"{name} must be finite and >= 0, got {name}={value!r}")
 
 
-#: A floor of at least this fraction of the peak draws a warning (see :func:`_warn_floor`).
+#: A floor of at least this fraction of the peak draws a warning (see `_warn_floor`).
 FLOOR_WARN_FRACTION = 0.05
 
 
@@ -94,11 +94,11 @@ def _number(x) -> float | None:
 def _warn_floor(fn: str, setting: str, floor, peak, peak_setting: str) -> None:
     """Warn when a decaying schedule keeps a floor of at least 5% of its peak, or does not decay at all.
 
-    Rule: with a floor of ``f`` times the peak, SGD's error under a step overestimated by :math:`\\rho` grows
-    like :math:`\\rho` instead of :math:`\\rho^{1/(2p+1)}` once the floor's term :math:`f\\rho` passes
-    :math:`\\rho^{1/(2p+1)}`, i.e. from :math:`\\rho \\approx f^{-3/2}` for linear decay. A floor of 5% or more
+    Rule: with a floor of ``f`` times the peak, SGD's error under a step overestimated by $\\rho$ grows
+    like $\\rho$ instead of $\\rho^{1/(2p+1)}$ once the floor's term $f\\rho$ passes
+    $\\rho^{1/(2p+1)}$, i.e. from $\\rho \\approx f^{-3/2}$ for linear decay. A floor of 5% or more
     moves that point below 100x (89x at 5%, 32x at 10%), inside the range a step-size search covers; smaller
-    floors only matter past it, so they pass silently (:func:`~icmlx.optim.tail_degree` still reports them).
+    floors only matter past it, so they pass silently (`tail_degree` still reports them).
     """
     f, p = _number(floor), _number(peak)
     if f is None or p is None or p <= 0 or f < FLOOR_WARN_FRACTION * p:
@@ -137,7 +137,7 @@ class Schedule:
 
     Attributes:
       horizon: number of steps after which the schedule is constant (its final value), or ``None`` for a
-        horizon-free schedule such as :func:`inverse_sqrt`.
+        horizon-free schedule such as `inverse_sqrt`.
     """
 
     horizon: int | None = None
@@ -172,9 +172,9 @@ class _Constant(Schedule):
 
 
 def constant(value: float | Float[ArrayLike, ""]) -> Schedule:
-    r"""Constant schedule :math:`\eta_t = \eta`.
+    r"""Constant schedule $\eta_t = \eta$.
 
-    It never anneals, so it has no robustness to an overestimated step size: error grows like :math:`\rho`.
+    It never anneals, so it has no robustness to an overestimated step size: error grows like $\rho$.
 
     Args:
       value: the step size.
@@ -221,12 +221,13 @@ def polynomial_decay(
 ) -> Schedule:
     r"""Polynomial decay to ``end_value`` over ``decay_steps`` steps.
 
-    .. math::
-        \eta_t = \eta_{\mathrm{end}} + (\eta_0 - \eta_{\mathrm{end}})
-                 \left(\frac{T - \min(t, T)}{T}\right)^{p}
+    $$
+    \eta_t = \eta_{\mathrm{end}} + (\eta_0 - \eta_{\mathrm{end}})
+    \left(\frac{T - \min(t, T)}{T}\right)^{p}
+    $$
 
     With ``end_value = 0`` this is the degree-``p`` annealed schedule of Attia & Koren, whose error under a
-    step size overestimated by :math:`\rho` grows only like :math:`\rho^{1/(2p+1)}`. Identical to
+    step size overestimated by $\rho$ grows only like $\rho^{1/(2p+1)}$. Identical to
     ``optax.polynomial_schedule(init_value, end_value, power, decay_steps)`` up to round-off; the tail is
     computed from the remaining steps. ``power = 0`` gives a constant ``init_value``.
 
@@ -235,7 +236,7 @@ def polynomial_decay(
       decay_steps: horizon ``T >= 1``; the value is ``end_value`` for every ``count >= T``.
       power: tail degree ``p >= 0``.
       end_value: final value. A positive floor removes the robustness to misspecification: a floor of at
-        least 5% of ``init_value`` (or one not below it) warns here, any floor warns in :func:`tail_degree`.
+        least 5% of ``init_value`` (or one not below it) warns here, any floor warns in `tail_degree`.
 
     Returns:
       A schedule ``count -> value``.
@@ -245,7 +246,7 @@ def polynomial_decay(
 
     Warns:
       UserWarning: ``end_value`` at least 5% of ``init_value`` (the error then grows linearly in an
-        overestimation :math:`\rho` from about ``(end_value / init_value) ** -1.5``), or not below it.
+        overestimation $\rho$ from about ``(end_value / init_value) ** -1.5``), or not below it.
 
     References:
       Attia & Koren, "Learning Rate Annealing Improves Tuning Robustness in Stochastic Optimization",
@@ -273,9 +274,9 @@ def linear_decay(
     decay_steps: int,
     end_value: float | Float[ArrayLike, ""] = 0.0,
 ) -> Schedule:
-    r"""Linear decay :math:`\eta_t = \eta_{\mathrm{end}} + (\eta_0 - \eta_{\mathrm{end}})(1 - t/T)`.
+    r"""Linear decay $\eta_t = \eta_{\mathrm{end}} + (\eta_0 - \eta_{\mathrm{end}})(1 - t/T)$.
 
-    :func:`polynomial_decay` with ``power = 1``: tail degree 1, robustness exponent 1/3. In the worst case
+    `polynomial_decay` with ``power = 1``: tail degree 1, robustness exponent 1/3. In the worst case
     it is the optimal schedule for the last iterate of SGD (Defazio et al., arXiv:2310.07831).
 
     Args:
@@ -335,21 +336,22 @@ def cosine_decay(
 ) -> Schedule:
     r"""Cosine decay (Loshchilov & Hutter) to ``alpha * init_value``.
 
-    .. math::
-        \eta_t = \eta_0\left[\alpha + (1-\alpha)\left(\tfrac12\left(1 + \cos\frac{\pi \min(t,T)}{T}\right)
-        \right)^{e}\right],
-        \qquad \tfrac12(1+\cos\pi u) = \sin^2\!\left(\tfrac{\pi}{2}(1-u)\right)
+    $$
+    \eta_t = \eta_0\left[\alpha + (1-\alpha)\left(\tfrac12\left(1 + \cos\frac{\pi \min(t,T)}{T}\right)
+    \right)^{e}\right],
+    \qquad \tfrac12(1+\cos\pi u) = \sin^2\!\left(\tfrac{\pi}{2}(1-u)\right)
+    $$
 
     Same arguments and values as ``optax.cosine_decay_schedule`` but evaluated through the sine of the
     remaining fraction, so the tail is accurate in float32. Tail degree ``2 e``: with ``alpha = 0`` the
-    robustness exponent is :math:`1/(4e+1)` (1/5 for the usual cosine). Any ``alpha > 0`` leaves a floor and
-    the error grows linearly in :math:`\rho` again.
+    robustness exponent is $1/(4e+1)$ (1/5 for the usual cosine). Any ``alpha > 0`` leaves a floor and
+    the error grows linearly in $\rho$ again.
 
     Args:
       init_value: value at ``count = 0``.
       decay_steps: horizon ``T >= 1``.
       alpha: final value as a fraction of ``init_value``, in ``[0, 1]``; ``alpha >= 0.05`` warns (a floor:
-        see :func:`polynomial_decay`).
+        see `polynomial_decay`).
       exponent: power ``e > 0`` applied to the cosine factor.
 
     Returns:
@@ -386,14 +388,14 @@ class _InverseSqrt(Schedule):
 
 
 def inverse_sqrt(init_value: float | Float[ArrayLike, ""], timescale: float = 1.0) -> Schedule:
-    r"""Horizon-free inverse square-root decay :math:`\eta_t = \eta_0 / \sqrt{1 + t/\tau}`.
+    r"""Horizon-free inverse square-root decay $\eta_t = \eta_0 / \sqrt{1 + t/\tau}$.
 
     The classical comparator: it does not reach zero at any finite horizon, so its error under an
-    overestimated step grows like :math:`\rho`, as for a constant step (:func:`tail_degree` returns 0).
+    overestimated step grows like $\rho$, as for a constant step (`tail_degree` returns 0).
 
     Args:
       init_value: value at ``count = 0``.
-      timescale: :math:`\tau > 0`; the value halves after :math:`3\tau` steps.
+      timescale: $\tau > 0$; the value halves after $3\tau$ steps.
 
     Returns:
       A schedule ``count -> value`` with ``horizon = None``.

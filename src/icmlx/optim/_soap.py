@@ -17,7 +17,7 @@ from ._leaf_utils import _all_finite, _check_leaf_dtypes, _factor_dtype, _host_z
 
 __all__ = ["SoapState", "scale_by_soap", "soap", "SOAP_STATIC_ARGS"]
 
-#: Arguments of :func:`soap` that must stay Python values under ``optax.inject_hyperparams``.
+#: Arguments of `soap` that must stay Python values under ``optax.inject_hyperparams``.
 SOAP_STATIC_ARGS = (
     "block_size", "precondition_frequency", "eigenbasis", "max_precondition_dim", "merge_small_dims", "one_dim",
 )
@@ -26,16 +26,16 @@ _EIGENBASES = ("qr", "eigh")
 
 
 class SoapState(NamedTuple):
-    """State of :func:`scale_by_soap` (a pytree of arrays only).
+    """State of `scale_by_soap` (a pytree of arrays only).
 
     Attributes:
       count: number of calls so far (the first call only sets up the bases), int32 scalar.
       mu: Adam's first moment, parameter-shaped; on preconditioned leaves it is held in the rotated basis
-        (each block :math:`Q_L^\\top M Q_R`), on the others in the parameter basis.
+        (each block $Q_L^\\top M Q_R$), on the others in the parameter basis.
       nu: Adam's second moment, parameter-shaped, same bases as ``mu``.
       factors: Kronecker factor EMAs, one ``(N_z, z, z)`` stack per (block side, root), as in
-        :class:`~icmlx.optim.DashState`.
-      bases: their eigenbases :math:`Q` (columns by decreasing eigenvalue), same shapes.
+        `DashState`.
+      bases: their eigenbases $Q$ (columns by decreasing eigenvalue), same shapes.
       basis_failures: int32 scalar, blocks whose refreshed basis had a non-finite entry and kept the previous
         one (0 in a healthy run).
     """
@@ -114,8 +114,8 @@ def scale_by_soap(
 ) -> optax.GradientTransformation:
     r"""SOAP's direction: Adam run in the eigenbasis of each block's Shampoo factors.
 
-    For every block :math:`G` (DASH's blocking: the same ``block_size`` tiles, merged views, Adam fallback and
-    stacked ``(N, z, z)`` factors as :func:`~icmlx.optim.scale_by_dash`), with Adam step :math:`t`:
+    For every block $G$ (DASH's blocking: the same ``block_size`` tiles, merged views, Adam fallback and
+    stacked ``(N, z, z)`` factors as `scale_by_dash`), with Adam step $t$:
 
     $$
     \begin{aligned}
@@ -125,27 +125,27 @@ def scale_by_soap(
     \end{aligned}
     $$
 
-    :math:`M` and :math:`V` live in the rotated basis. The first call only accumulates :math:`L, R` and sets
-    :math:`Q_L, Q_R` to their eigenvectors (batched ``eigh``) and returns a zero update, as the reference
-    implementation does; Adam's step :math:`t` counts from the second call. When :math:`t` is a multiple of
+    $M$ and $V$ live in the rotated basis. The first call only accumulates $L, R$ and sets
+    $Q_L, Q_R$ to their eigenvectors (batched ``eigh``) and returns a zero update, as the reference
+    implementation does; Adam's step $t$ counts from the second call. When $t$ is a multiple of
     ``precondition_frequency`` the bases are refreshed after the update, from the factors that include this
-    step's gradient: ``eigenbasis="qr"`` (default, the paper's) sorts the columns of :math:`Q` by
-    :math:`\mathrm{diag}(Q^\top F Q)`, reorders :math:`V`'s rows/columns the same way, and takes one power step
-    :math:`Q \leftarrow \mathrm{qr}(F Q)`; ``"eigh"`` recomputes the eigenvectors (decreasing eigenvalue order).
-    :math:`M` is rotated to the new basis (:math:`Q_L'^\top Q_L M Q_R^\top Q_R'`). Leaves DASH does not
+    step's gradient: ``eigenbasis="qr"`` (default, the paper's) sorts the columns of $Q$ by
+    $\mathrm{diag}(Q^\top F Q)$, reorders $V$'s rows/columns the same way, and takes one power step
+    $Q \leftarrow \mathrm{qr}(F Q)$; ``"eigh"`` recomputes the eigenvectors (decreasing eigenvalue order).
+    $M$ is rotated to the new basis ($Q_L'^\top Q_L M Q_R^\top Q_R'$). Leaves DASH does not
     precondition (1-D, scalars, a side past ``max_precondition_dim``) take Adam's update with the same bias
     correction. Vectors with ``one_dim="shampoo"`` have a left basis only.
 
     Non-finite gradients (``nonfinite``) and sharding (``mesh``, ``mesh_axis``: the factor and basis stacks
     padded and constrained to ``P(mesh_axis)``, each device refreshing its share inside ``jax.shard_map``)
-    behave as in :func:`~icmlx.optim.scale_by_dash`. A block whose refreshed basis has a non-finite entry keeps
+    behave as in `scale_by_dash`. A block whose refreshed basis has a non-finite entry keeps
     its previous basis and is counted in ``SoapState.basis_failures``.
 
     Args:
       block_size: block side (static), ``None`` for 128 on CPU and 1024 on GPU/TPU.
       b1: Adam's first-moment rate (the reference's default 0.95).
       b2: Adam's second-moment rate (0.95).
-      shampoo_beta: the factors' EMA rate :math:`\beta`; ``None`` uses ``b2`` (the reference's
+      shampoo_beta: the factors' EMA rate $\beta$; ``None`` uses ``b2`` (the reference's
         ``shampoo_beta=-1``).
       eps: Adam's epsilon.
       precondition_frequency: refresh period of the bases (static).
@@ -158,7 +158,7 @@ def scale_by_soap(
       mesh_axis: its axis name (with ``mesh``).
 
     Returns:
-      An ``optax.GradientTransformation`` whose state is a :class:`SoapState`.
+      An ``optax.GradientTransformation`` whose state is a `SoapState`.
 
     Raises:
       ValueError: out-of-range hyperparameters, an unknown ``eigenbasis``, or a structural argument given as an
@@ -354,14 +354,14 @@ def soap(
     mesh: jax.sharding.Mesh | None = None,
     mesh_axis: str | None = None,
 ) -> optax.GradientTransformation:
-    r"""SOAP optimizer: :func:`scale_by_soap`, the step, then the reference's decoupled weight decay.
+    r"""SOAP optimizer: `scale_by_soap`, the step, then the reference's decoupled weight decay.
 
     $$
     W \leftarrow W - \eta_t U_t, \qquad W \leftarrow W - \eta_t \lambda W
     $$
 
     in that order (the decay acts on the stepped weights, as in the SOAP reference implementation), with
-    :math:`U_t` the :func:`scale_by_soap` direction and :math:`\lambda` = ``weight_decay`` (default 0.01, the
+    $U_t$ the `scale_by_soap` direction and $\lambda$ = ``weight_decay`` (default 0.01, the
     reference's) on every leaf unless ``weight_decay_mask`` says otherwise.
 
     With ``optax.inject_hyperparams``, pass ``static_args=SOAP_STATIC_ARGS``; ``learning_rate``, ``b1``,
@@ -369,28 +369,28 @@ def soap(
 
     Args:
       learning_rate: a float or an optax schedule.
-      block_size: as in :func:`scale_by_soap`.
-      b1: as in :func:`scale_by_soap`.
-      b2: as in :func:`scale_by_soap`.
-      shampoo_beta: as in :func:`scale_by_soap`.
-      eps: as in :func:`scale_by_soap`.
-      weight_decay: :math:`\lambda \ge 0`.
+      block_size: as in `scale_by_soap`.
+      b1: as in `scale_by_soap`.
+      b2: as in `scale_by_soap`.
+      shampoo_beta: as in `scale_by_soap`.
+      eps: as in `scale_by_soap`.
+      weight_decay: $\lambda \ge 0$.
       weight_decay_mask: pytree or callable mask of the leaves to decay (default: all).
-      precondition_frequency: as in :func:`scale_by_soap`.
-      eigenbasis: as in :func:`scale_by_soap`.
-      one_dim: as in :func:`scale_by_soap`.
-      max_precondition_dim: as in :func:`scale_by_soap`.
-      merge_small_dims: as in :func:`scale_by_soap`.
-      nonfinite: as in :func:`scale_by_soap`.
-      mesh: as in :func:`scale_by_soap`.
-      mesh_axis: as in :func:`scale_by_soap`.
+      precondition_frequency: as in `scale_by_soap`.
+      eigenbasis: as in `scale_by_soap`.
+      one_dim: as in `scale_by_soap`.
+      max_precondition_dim: as in `scale_by_soap`.
+      merge_small_dims: as in `scale_by_soap`.
+      nonfinite: as in `scale_by_soap`.
+      mesh: as in `scale_by_soap`.
+      mesh_axis: as in `scale_by_soap`.
 
     Returns:
       An ``optax.GradientTransformation``; its ``update`` needs ``params``.
 
     Raises:
       TypeError: ``learning_rate`` (or another hyperparameter) that is not a number, array or schedule.
-      ValueError: a negative or NaN ``learning_rate`` or ``weight_decay``, or as :func:`scale_by_soap`.
+      ValueError: a negative or NaN ``learning_rate`` or ``weight_decay``, or as `scale_by_soap`.
 
     References:
       Vyas et al., SOAP: Improving and Stabilizing Shampoo using Adam, arXiv:2409.11321.

@@ -24,7 +24,7 @@ def tail_degree(
 ) -> float:
     r"""Polynomial degree ``p`` of a schedule's decay to zero near the horizon ``T``.
 
-    Fits the slope of :math:`\log \eta(T(1 - v))` against :math:`\log v` for ``v`` log-spaced in
+    Fits the slope of $\log \eta(T(1 - v))$ against $\log v$ for ``v`` log-spaced in
     ``v_range`` (a least-squares fit in float64 on the host; the schedule is evaluated at fractional counts).
     If the schedule does not anneal to zero — its value at ``T`` exceeds ``rtol`` times its peak
     value, as for a constant, inverse-sqrt or floored schedule — the robustness of annealing is lost, a
@@ -105,15 +105,15 @@ def _check_tail_settings(v_range, num_points, rtol) -> None:
 
 
 def robustness_exponent(p: float | ArrayLike) -> float:
-    r"""Exponent of :math:`\rho` in SGD's error for a schedule of tail degree ``p``: :math:`1/(2p+1)`.
+    r"""Exponent of $\rho$ in SGD's error for a schedule of tail degree ``p``: $1/(2p+1)$.
 
-    ``p = 0`` (no annealing) gives 1: error linear in the misspecification factor :math:`\rho`.
+    ``p = 0`` (no annealing) gives 1: error linear in the misspecification factor $\rho$.
 
     Args:
-      p: tail degree, ``p >= 0`` (see :func:`tail_degree`).
+      p: tail degree, ``p >= 0`` (see `tail_degree`).
 
     Returns:
-      :math:`1/(2p+1)`.
+      $1/(2p+1)$.
 
     References:
       Attia & Koren, arXiv:2503.09411.

@@ -1,6 +1,6 @@
 """Schedules with a warmup or made of pieces: warmup-stable-decay, warmup, warmup + cosine, join.
 
-Same conventions as :mod:`._schedules`: pure ``count -> value`` callables, 0-indexed counts, tails computed from
+Same conventions as `._schedules`: pure ``count -> value`` callables, 0-indexed counts, tails computed from
 the remaining steps.
 """
 
@@ -89,16 +89,17 @@ def wsd(
 
     Linear warmup from ``warmup_init_value`` to ``init_value`` over ``warmup_steps``, constant
     ``init_value`` until the last ``C = round(cooldown_fraction * total_steps)`` steps, then a cooldown to
-    ``end_value`` whose shape is a function of the remaining fraction :math:`v = (T - t)/C`:
+    ``end_value`` whose shape is a function of the remaining fraction $v = (T - t)/C$:
 
-    .. math::
-        \eta_t = \eta_{\mathrm{end}} + (\eta_0 - \eta_{\mathrm{end}})\, g(v), \qquad
-        g(v) = v \;(\text{linear}),\quad \sin^2(\pi v/2)\;(\text{cosine}),\quad 1-\sqrt{1-v}\;(\text{1-sqrt}).
+    $$
+    \eta_t = \eta_{\mathrm{end}} + (\eta_0 - \eta_{\mathrm{end}})\, g(v), \qquad
+    g(v) = v \;(\text{linear}),\quad \sin^2(\pi v/2)\;(\text{cosine}),\quad 1-\sqrt{1-v}\;(\text{1-sqrt}).
+    $$
 
     Tail degree: 1 for linear and 1-sqrt, 2 for cosine. In icmlx's own experiment
-    (``examples/annealing_robustness.py``) a linear cooldown of fraction :math:`\delta` behaves like linear
-    decay at misspecification :math:`\rho/\delta`: same slope 1/3, error larger by about
-    :math:`\delta^{-1/3}` (1.7x for 20%). Short cooldowns give up some robustness.
+    (``examples/annealing_robustness.py``) a linear cooldown of fraction $\delta$ behaves like linear
+    decay at misspecification $\rho/\delta$: same slope 1/3, error larger by about
+    $\delta^{-1/3}$ (1.7x for 20%). Short cooldowns give up some robustness.
 
     Args:
       init_value: peak (stable) value.
@@ -175,8 +176,9 @@ class _Warmup(Schedule):
 def warmup(schedule: Callable, warmup_steps: int, init_value: float = 0.0) -> Schedule:
     r"""Prepend a linear warmup to any schedule.
 
-    .. math::
-        \eta_t = \begin{cases} \eta_{w} + (s(0) - \eta_w)\, t / W & t < W \\ s(t - W) & t \ge W \end{cases}
+    $$
+    \eta_t = \begin{cases} \eta_{w} + (s(0) - \eta_w)\, t / W & t < W \\ s(t - W) & t \ge W \end{cases}
+    $$
 
     The wrapped schedule starts after the warmup, so the horizon grows by ``W``. Warmup does not change the
     tail degree, hence not the robustness exponent.

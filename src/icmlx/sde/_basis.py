@@ -1,17 +1,18 @@
 """Drift function classes: linear-in-features models fitted under the path (Girsanov) likelihood.
 
-Both classes share one form, :math:`f(x) = W^\\top \\phi(x)`, and one fit: for increments
-:math:`\\Delta x_i` over steps :math:`\\Delta t_i` from states :math:`x_i`, minimise
+Both classes share one form, $f(x) = W^\\top \\phi(x)$, and one fit: for increments
+$\\Delta x_i$ over steps $\\Delta t_i$ from states $x_i$, minimise
 
-.. math::
-    \\sum_i \\frac{\\lVert \\Delta x_i - f(x_i)\\Delta t_i \\rVert^2}{2\\sigma^2 \\Delta t_i}
-    + \\tfrac12 \\operatorname{tr}(W^\\top P W)
-    \\;\\Rightarrow\\;
-    \\Big(\\sum_i \\Delta t_i\\, \\phi_i\\phi_i^\\top + \\sigma^2 P\\Big) W = \\sum_i \\phi_i \\Delta x_i^\\top .
+$$
+\\sum_i \\frac{\\lVert \\Delta x_i - f(x_i)\\Delta t_i \\rVert^2}{2\\sigma^2 \\Delta t_i}
++ \\tfrac12 \\operatorname{tr}(W^\\top P W)
+\\;\\Rightarrow\\;
+\\Big(\\sum_i \\Delta t_i\\, \\phi_i\\phi_i^\\top + \\sigma^2 P\\Big) W = \\sum_i \\phi_i \\Delta x_i^\\top .
+$$
 
 ``RidgeRegression`` uses ``P = ridge * I`` on RBF or random Fourier features; ``SparseGP`` uses the inducing-point
-kernel features :math:`\\phi = k_S(x)` and ``P = K_SS`` — the DTC posterior mean of a GP prior under the
-path likelihood (Ruttor, Batz & Opper 2013), :math:`f(x) = k_S(x)^\\top(\\sigma^2 K_{SS} + I_1)^{-1} I_2`.
+kernel features $\\phi = k_S(x)$ and ``P = K_SS`` — the DTC posterior mean of a GP prior under the
+path likelihood (Ruttor, Batz & Opper 2013), $f(x) = k_S(x)^\\top(\\sigma^2 K_{SS} + I_1)^{-1} I_2$.
 Regressing on *increments of stochastic paths* needs no divergence term (option (iii) of the notes).
 """
 
@@ -41,7 +42,7 @@ __all__ = [
 
 
 class RBFBasis(eqx.Module):
-    r"""Gaussian RBF features :math:`\phi_j(x) = v\,\exp(-\lVert x - c_j\rVert^2 / (2\ell^2))`.
+    r"""Gaussian RBF features $\phi_j(x) = v\,\exp(-\lVert x - c_j\rVert^2 / (2\ell^2))$.
 
     Attributes:
       centers: feature centres (or GP inducing points), shape ``(m, d)``.
@@ -96,7 +97,7 @@ class RBFBasis(eqx.Module):
 
 
 class FourierBasis(eqx.Module):
-    r"""Random Fourier features :math:`\phi_j(x) = \sqrt{2/m}\cos(\omega_j^\top x + b_j)` (RBF kernel).
+    r"""Random Fourier features $\phi_j(x) = \sqrt{2/m}\cos(\omega_j^\top x + b_j)$ (RBF kernel).
 
     Attributes:
       omegas: frequencies ``~ N(0, I / lengthscale^2)``, shape ``(m, d)``.
@@ -150,7 +151,7 @@ class FourierBasis(eqx.Module):
 
 
 class PolynomialBasis(eqx.Module):
-    """Monomial features :math:`\\prod_k x_k^{e_k}` with total degree ``<= degree`` (constant included).
+    """Monomial features $\\prod_k x_k^{e_k}$ with total degree ``<= degree`` (constant included).
 
     With ``degree = 3`` this contains the Van der Pol drift exactly (the SFI package's default basis);
     with ``degree = 1`` it is the affine basis of the OU pipeline oracle.
@@ -196,7 +197,7 @@ class PolynomialBasis(eqx.Module):
         return f"PolynomialBasis(d={len(self.exponents[0])}, degree={degree}, num_features={len(self.exponents)})"
 
 
-#: Most monomial features :class:`PolynomialBasis` builds.
+#: Most monomial features `PolynomialBasis` builds.
 MAX_FEATURES = 10_000
 
 
@@ -216,7 +217,7 @@ class LinearDrift(eqx.Module):
 
     ``f(x)`` broadcasts over leading axes: a state ``(d,)``, a batch ``(n, d)`` or a grid ``(a, b, d)`` gives
     drifts of the same shape. NumPy arrays and lists are accepted; a pandas DataFrame (columns = coordinates,
-    reordered by :attr:`names` when they are set) gives a DataFrame with the same index and columns. A user
+    reordered by `names` when they are set) gives a DataFrame with the same index and columns. A user
     ``basis`` that takes one state ``(d,)`` is ``vmap``-ped over the leading axes.
 
     Attributes:
@@ -224,7 +225,7 @@ class LinearDrift(eqx.Module):
       weights: shape ``(m, d)``.
       names: coordinate names (from a DataFrame the drift was fitted on), or ``None``.
       covariance: the posterior covariance $C$ of each column of ``weights``, shape ``(m, m)``, for a drift fitted
-        by :meth:`SparseGP.fit` / :meth:`RidgeRegression.fit` (``None`` otherwise); see :meth:`std`.
+        by `SparseGP.fit` / `RidgeRegression.fit` (``None`` otherwise); see `std`.
 
     Raises:
       ValueError: if the last axis of ``x`` is not ``d``.
@@ -370,7 +371,7 @@ class RidgeRegression(eqx.Module):
     """Ridge regression of increments on fixed features (RBF, random Fourier, monomials), penalty ``ridge * ||W||^2``.
 
     Attributes:
-      basis: an :class:`RBFBasis` or :class:`FourierBasis`.
+      basis: an `RBFBasis` or `FourierBasis`.
       ridge: positive penalty (prior precision of each weight).
 
     Examples:
@@ -413,7 +414,7 @@ class RidgeRegression(eqx.Module):
         return self._fit(*_fit_inputs(self.basis, states, increments, dt, sigma, weights, "RidgeRegression.fit"))
 
     def _fit(self, states, increments, dt, sigma, weights=None) -> LinearDrift:
-        """:meth:`fit` without the input checks (for validated or traced-in-a-loop input)."""
+        """`fit` without the input checks (for validated or traced-in-a-loop input)."""
         return _fit_linear(self.basis, self.penalty(states.dtype), states, increments, dt, sigma, weights)
 
 
@@ -421,7 +422,7 @@ class SparseGP(eqx.Module):
     """Sparse (DTC) GP drift: unit-output RBF kernel, inducing points ``basis.centers``, path likelihood.
 
     Attributes:
-      basis: an :class:`RBFBasis` whose centres are the inducing points.
+      basis: an `RBFBasis` whose centres are the inducing points.
       jitter: added to the diagonal of ``K_SS``.
 
     Examples:
@@ -460,12 +461,12 @@ class SparseGP(eqx.Module):
         """Posterior-mean drift under the path likelihood (see module docstring).
 
         Raises:
-          ValueError: as :meth:`RidgeRegression.fit`.
+          ValueError: as `RidgeRegression.fit`.
         """
         return self._fit(*_fit_inputs(self.basis, states, increments, dt, sigma, weights, "SparseGP.fit"))
 
     def _fit(self, states, increments, dt, sigma, weights=None) -> LinearDrift:
-        """:meth:`fit` without the input checks (for validated or traced-in-a-loop input)."""
+        """`fit` without the input checks (for validated or traced-in-a-loop input)."""
         return _fit_linear(self.basis, self.penalty(states.dtype), states, increments, dt, sigma, weights)
 
 
@@ -512,7 +513,7 @@ def _fit_inputs(basis, states, increments, dt, sigma, weights, fn):
     return check_finite(states, "states", fn), check_finite(increments, "increments", fn), dt, sig, weights
 
 
-#: Largest grid :func:`box_grid` builds (a float32 grid of this many points in d = 4 is 64 MiB).
+#: Largest grid `box_grid` builds (a float32 grid of this many points in d = 4 is 64 MiB).
 MAX_GRID_POINTS = 2**22
 
 

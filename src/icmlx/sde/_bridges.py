@@ -3,15 +3,17 @@
 For one interval ``[0, tau]`` from ``a`` to ``b`` with ``K`` steps of ``h = tau / K`` the proposal is the
 modified diffusion bridge (Durham & Gallant 2002)
 
-.. math::
-    x' = x + \\frac{b - x}{\\tau - t} h + \\sigma \\sqrt{\\frac{h(\\tau - t - h)}{\\tau - t}}\\,\\xi ,
+$$
+x' = x + \\frac{b - x}{\\tau - t} h + \\sigma \\sqrt{\\frac{h(\\tau - t - h)}{\\tau - t}}\\,\\xi ,
+$$
 
 and the incremental log-weight is
 
-.. math::
-    \\log \\mathcal N(x'; x + \\hat f(x) h, \\sigma^2 h) - \\log q(x' \\mid x)
-    - \\beta h \\lVert x' - \\gamma(t + h) \\rVert
-    + \\log\\frac{\\tilde p(b \\mid x', \\tau - t - h)}{\\tilde p(b \\mid x, \\tau - t)} ,
+$$
+\\log \\mathcal N(x'; x + \\hat f(x) h, \\sigma^2 h) - \\log q(x' \\mid x)
+- \\beta h \\lVert x' - \\gamma(t + h) \\rVert
++ \\log\\frac{\\tilde p(b \\mid x', \\tau - t - h)}{\\tilde p(b \\mid x, \\tau - t)} ,
+$$
 
 where the last term (``lookahead=True``; ``p~`` the Brownian transition density) is an optional twist
 that makes the weights constant when ``f = 0``; ``gamma`` is the geodesic target and ``beta`` the guidance
@@ -176,7 +178,7 @@ def smc_bridges(
         more accurate at large ``tau`` (``notes/sde.md``).
 
     Returns:
-      :class:`BridgeSamples`.
+      `BridgeSamples`.
 
     Raises:
       ValueError: ``num_time_steps < 2``, ``num_particles``/``num_paths`` not positive, mismatched shapes

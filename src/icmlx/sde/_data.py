@@ -2,14 +2,14 @@
 
 Accepted observations: NumPy or JAX arrays, nested lists, a pandas DataFrame (rows = times, columns =
 coordinates; the column names are kept), a list of equal-length trajectories (arrays or DataFrames), and a
-:class:`~icmlx.sde.SamplePaths` (whose ``ts`` is used when ``ts`` is ``None``). Integer data is cast to the
+`SamplePaths` (whose ``ts`` is used when ``ts`` is ``None``). Integer data is cast to the
 default floating dtype. Uneven time steps, a separate time grid per trajectory (``ts`` of shape
 ``(n_traj, n_obs)``) and ragged trajectories (a list of trajectories of different lengths with a list of their time
-grids, :func:`interval_data`) are supported.
+grids, `interval_data`) are supported.
 
 Value checks (finite data, increasing times, positive ``sigma``, no constant coordinate) run on the host for
 concrete input (a ``ValueError`` at call time) and as ``eqx.error_if`` only for input traced by the user's
-``jit`` (:func:`icmlx._checks.check_values`).
+``jit`` (`icmlx._checks.check_values`).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def _reshaped(x, shape):
 
 
 def _is_paths(x) -> bool:
-    """A :class:`~icmlx.sde.SamplePaths` (duck-typed: ``_simulate`` imports this module)."""
+    """A `SamplePaths` (duck-typed: ``_simulate`` imports this module)."""
     return type(x).__name__ == "SamplePaths" and hasattr(x, "xs") and hasattr(x, "ts")
 
 
@@ -283,10 +283,10 @@ def is_ragged(observations: Any) -> bool:
 
 
 def as_trajectories(observations: Any, ts: Any, *, fn: str):
-    """``([(obs (n_i, d), ts (n_i,)), ...], names)``: each trajectory checked as in :func:`as_observations`.
+    """``([(obs (n_i, d), ts (n_i,)), ...], names)``: each trajectory checked as in `as_observations`.
 
     Ragged input is a list of trajectories with its own list of time grids; regular input (an array, a list of
-    equal-length trajectories, a :class:`SamplePaths`) gives one pair per trajectory.
+    equal-length trajectories, a `SamplePaths`) gives one pair per trajectory.
     """
     if not is_ragged(observations):
         obs, t, _, names = as_observations(observations, ts, None, fn=fn, allow_none=True)

@@ -20,7 +20,7 @@ _MODELS = ("scalar", "diagonal", "full")
 
 
 class DiffusionEstimate(eqx.Module):
-    """What :func:`estimate_diffusion` returns.
+    """What `estimate_diffusion` returns.
 
     Attributes:
       sigma: the diffusion scale: shape ``()`` (``model="scalar"``: $\\sigma\\sigma^\\top = \\sigma^2 I$), ``(d,)``
@@ -222,24 +222,24 @@ def estimate_diffusion(
     is used over consecutive intervals of one trajectory, and the drift is fitted with the previous state's
     features as instruments (the plain regression is biased by the noise it shares with the increments). Both
     are consistent as $\tau \to 0$; at a coarse interval the drift's curvature makes them biased (use
-    :func:`infer_drift` with ``sigma=None`` there). The standard errors come from the delta method with the
+    `infer_drift` with ``sigma=None`` there). The standard errors come from the delta method with the
     within-trajectory dependence of the terms (lags 0, or 0 to 2 with noise).
 
     Args:
       observations: shape ``(n_obs, d)`` or ``(n_traj, n_obs, d)`` (NumPy, JAX, lists, a DataFrame, a list of
-        equal-length trajectories, a :class:`SamplePaths`), or a list of trajectories of different lengths
+        equal-length trajectories, a `SamplePaths`), or a list of trajectories of different lengths
         ``(n_i, d)`` (ragged).
       ts: observation times, shape ``(n_obs,)``, ``(n_traj, n_obs)``, or for ragged observations a list of
-        the trajectories' time grids; ``None`` with a :class:`SamplePaths`.
+        the trajectories' time grids; ``None`` with a `SamplePaths`.
       model: ``"scalar"`` (isotropic), ``"diagonal"`` (per-axis $\sigma_i$) or ``"full"`` (a Cholesky factor).
       measurement_noise: use the noise-robust estimator and return the noise level.
       drift: a known drift ``(d,) -> (d,)`` to remove instead of the fitted one.
 
     Returns:
-      :class:`DiffusionEstimate`.
+      `DiffusionEstimate`.
 
     Raises:
-      ValueError: an unknown ``model``; shapes, NaN data, non-increasing times (as in :func:`naive_drift`);
+      ValueError: an unknown ``model``; shapes, NaN data, non-increasing times (as in `naive_drift`);
         ``measurement_noise=True`` without two consecutive intervals in some trajectory.
       TypeError: non-numeric data; ``measurement_noise`` not a bool; ``drift`` not callable.
 

@@ -25,7 +25,7 @@ __all__ = ["EMHistory", "DriftSolution", "infer_drift"]
 
 
 class EMHistory(eqx.Module):
-    """Per-iteration record of :func:`infer_drift` (leading axis ``num_steps``, one entry per EM iteration).
+    """Per-iteration record of `infer_drift` (leading axis ``num_steps``, one entry per EM iteration).
 
     Attributes:
       loss: ``-mean_k log p_hat(y_{k+1} | y_k)``, the SMC estimate of the per-interval negative log
@@ -53,21 +53,21 @@ class EMHistory(eqx.Module):
 
 
 class DriftSolution(Solution):
-    """What :func:`infer_drift` returns (an :class:`icmlx.Solution`).
+    """What `infer_drift` returns (an `icmlx.Solution`).
 
     Attributes:
-      value: the final drift, a :class:`LinearDrift` (callable ``(d,) -> (d,)``); also :attr:`drift`.
-      result: an :class:`icmlx.RESULTS` item: ``successful`` when the final drift is finite and no bridge of the
+      value: the final drift, a `LinearDrift` (callable ``(d,) -> (d,)``); also `drift`.
+      result: an `icmlx.RESULTS` item: ``successful`` when the final drift is finite and no bridge of the
         final iteration collapsed; ``degenerate_bridges`` when some did (they were left out of the M-step);
         ``nonfinite`` when the drift weights are not finite.
       stats: ``num_steps`` (EM iterations), and per iteration (leading axis ``num_steps``) ``loss``,
-        ``ess_median``, ``ess_min``, ``drift_change`` and ``num_degenerate`` (as in :class:`EMHistory`).
+        ``ess_median``, ``ess_min``, ``drift_change`` and ``num_degenerate`` (as in `EMHistory`).
       initial_drift: the EM starting point (the naive estimate unless ``init`` was given).
-      history: :class:`EMHistory` (the stats above plus the drift weights after each iteration).
+      history: `EMHistory` (the stats above plus the drift weights after each iteration).
       ess: final-iteration ESS fraction per interval, shape ``(n_intervals,)``.
       degenerate: final-iteration collapsed-bridge flags per interval, shape ``(n_intervals,)``.
       sigma: the diffusion scale of the final drift: the given one, or with ``sigma=None`` the EM's estimate.
-      initial_sigma: the EM's starting diffusion scale (the given one, or :func:`estimate_diffusion`'s).
+      initial_sigma: the EM's starting diffusion scale (the given one, or `estimate_diffusion`'s).
     """
 
     initial_drift: LinearDrift
@@ -79,7 +79,7 @@ class DriftSolution(Solution):
 
     @property
     def drift(self) -> LinearDrift:
-        """The final drift (:attr:`value`)."""
+        """The final drift (`value`)."""
         return self.value
 
     def drift_at(self, iteration: int) -> LinearDrift:
@@ -133,16 +133,17 @@ def infer_drift(
 ) -> DriftSolution:
     r"""EM drift inference with SMC bridges between every pair of consecutive observations.
 
-    Start from the naive estimate :math:`\hat f_0`. Each of the ``num_steps`` iterations (a ``lax.scan``
+    Start from the naive estimate $\hat f_0$. Each of the ``num_steps`` iterations (a ``lax.scan``
     step) draws, for all intervals at once (``vmap``), ``num_paths`` bridge paths from an SMC sampler targeting
 
-    .. math::
-        q(x_{[t_k, t_{k+1}]}) \propto p_{\hat f_a}(x \mid y_k, y_{k+1})
-        \exp\!\Big(-\beta \int \lVert x_t - \gamma_k(t)\rVert\,dt\Big),
+    $$
+    q(x_{[t_k, t_{k+1}]}) \propto p_{\hat f_a}(x \mid y_k, y_{k+1})
+    \exp\!\Big(-\beta \int \lVert x_t - \gamma_k(t)\rVert\,dt\Big),
+    $$
 
-    where :math:`\gamma_k` and :math:`\beta` come from ``guidance`` (:class:`GeodesicGuidance`: the geodesic
-    between :math:`y_k` and :math:`y_{k+1}` under the observation metric; :class:`NoGuidance`:
-    :math:`\beta = 0`), then refits the drift to the increments of the augmented paths under the path
+    where $\gamma_k$ and $\beta$ come from ``guidance`` (`GeodesicGuidance`: the geodesic
+    between $y_k$ and $y_{k+1}$ under the observation metric; `NoGuidance`:
+    $\beta = 0$), then refits the drift to the increments of the augmented paths under the path
     likelihood (M-step, no divergence term needed because the paths are stochastic). Uneven observation
     intervals are supported (each bridge uses ``tau_k / num_time_steps``).
 
@@ -162,22 +163,22 @@ def infer_drift(
       key: PRNG key.
       observations: shape ``(n_obs, d)`` or ``(n_traj, n_obs, d)``: NumPy, JAX, lists, a DataFrame (columns =
         coordinates, names kept in ``drift.names``), a list of equal-length trajectories or a
-        :class:`SamplePaths` (as in :func:`naive_drift`), or a list of trajectories of different lengths
+        `SamplePaths` (as in `naive_drift`), or a list of trajectories of different lengths
         ``(n_i, d)`` (ragged; each is padded to the longest and its padding intervals are masked out).
       ts: strictly increasing observation times, shape ``(n_obs,)`` or ``(n_traj, n_obs)`` (one grid per
-        trajectory), or a list of grids for ragged observations; ``None`` with a :class:`SamplePaths`.
+        trajectory), or a list of grids for ragged observations; ``None`` with a `SamplePaths`.
       sigma: a known positive diffusion scale, or ``None`` (default) to estimate it jointly with the drift:
-        it starts from :func:`estimate_diffusion` of the observations and each EM iteration updates it from the
+        it starts from `estimate_diffusion` of the observations and each EM iteration updates it from the
         augmented paths (see above); the final value is ``sigma`` of the result.
-      guidance: a guidance strategy, :class:`GeodesicGuidance` (default, ``strength=5``) or
-        :class:`NoGuidance`; the strings ``"geodesic"`` and ``"none"`` mean their defaults.
+      guidance: a guidance strategy, `GeodesicGuidance` (default, ``strength=5``) or
+        `NoGuidance`; the strings ``"geodesic"`` and ``"none"`` mean their defaults.
       num_steps: EM iterations (a fixed count).
       num_particles: SMC particles per interval.
       num_time_steps: bridge time steps per interval (``>= 2``).
       num_paths: paths drawn per interval for the M-step.
-      function_class: drift class (default :func:`default_function_class`).
+      function_class: drift class (default `default_function_class`).
       init: starting drift (default: the naive estimate in the same class).
-      lookahead: use the look-ahead twisted SMC weights (see :func:`smc_bridges`).
+      lookahead: use the look-ahead twisted SMC weights (see `smc_bridges`).
       progress: report one line per EM iteration on standard error (loss, ESS, drift change). ``None`` shows
         progress in an interactive terminal for loops driven from Python; a loop inside one compiled program
         reports only with ``progress=True`` — the EM loop is one compiled ``lax.scan``, so ``None`` means off
@@ -191,7 +192,7 @@ def infer_drift(
         the mesh size.
 
     Returns:
-      :class:`DriftSolution` with the final drift (``value``, also ``drift``), the EM history and per-interval
+      `DriftSolution` with the final drift (``value``, also ``drift``), the EM history and per-interval
       bridge diagnostics. Collapsed bridges are counted in ``stats["num_degenerate"]``, flagged in
       ``degenerate`` and given zero weight in the M-step; if any bridge of the final iteration collapsed,
       ``result`` is ``RESULTS.degenerate_bridges``.

@@ -31,14 +31,14 @@ __all__ = [
 
 
 class DriftEstimate(eqx.Module):
-    """Result of :func:`naive_drift` / :func:`conservative_drift`.
+    """Result of `naive_drift` / `conservative_drift`.
 
     Attributes:
       drift: the fitted drift, a callable ``(d,) -> (d,)``.
       method: ``"naive"`` or ``"conservative"``.
       num_samples: number of increments (naive) or states (conservative) used.
       sigma: the diffusion scale used: the given one, or with ``sigma=None`` the estimate of
-        :func:`estimate_diffusion` (scalar model).
+        `estimate_diffusion` (scalar model).
     """
 
     drift: LinearDrift
@@ -59,7 +59,7 @@ class DriftEstimate(eqx.Module):
 
 
 def _check_inputs(observations, ts, sigma, fn="naive_drift"):
-    """``(obs (n_traj, n_obs, d), ts, sigma)`` from what the user holds (:mod:`icmlx.sde._data`)."""
+    """``(obs (n_traj, n_obs, d), ts, sigma)`` from what the user holds (`icmlx.sde._data`)."""
     obs, ts, sig, _ = as_observations(observations, ts, sigma, fn=fn)
     return obs, ts, sig
 
@@ -95,7 +95,7 @@ MAX_INDUCING = 20_000
 
 
 def _auto_num_per_dim(d: int) -> int:
-    """12 per axis while ``12 ** d`` fits :data:`DEFAULT_MAX_INDUCING`, else the most that fit (0: use data)."""
+    """12 per axis while ``12 ** d`` fits `DEFAULT_MAX_INDUCING`, else the most that fit (0: use data)."""
     if 12**d <= DEFAULT_MAX_INDUCING:
         return 12
     k = int(DEFAULT_MAX_INDUCING ** (1.0 / d) + 1e-9)
@@ -105,12 +105,12 @@ def _auto_num_per_dim(d: int) -> int:
 def default_function_class(
     observations: ArrayOrFrame, num_per_dim: int | None = None, lengthscale_factor: float = 0.2
 ) -> SparseGP:
-    r"""The default drift class: a :class:`SparseGP` with inducing points over the observations.
+    r"""The default drift class: a `SparseGP` with inducing points over the observations.
 
     The inducing points lie on a regular grid of ``num_per_dim`` points per axis over the bounding box of the
     observations widened by 0.5 on every side (by half the mean box width when that is below 1, so that
-    data on a small scale gets the same class as rescaled data). The RBF lengthscale is :math:`\ell = c\,\bar w\,s` with
-    ``c = lengthscale_factor``, :math:`\bar w` the mean box width and :math:`s = \max(1, 11/(k - 1))` the grid
+    data on a small scale gets the same class as rescaled data). The RBF lengthscale is $\ell = c\,\bar w\,s$ with
+    ``c = lengthscale_factor``, $\bar w$ the mean box width and $s = \max(1, 11/(k - 1))$ the grid
     spacing relative to 12 points per axis (``s = 1`` for an explicit ``num_per_dim``).
 
     The size of the class is what the M-step pays for: an ``(n, m)`` feature matrix and an ``m x m`` kernel
@@ -128,7 +128,7 @@ def default_function_class(
       lengthscale_factor: ``c`` above.
 
     Returns:
-      A :class:`SparseGP` (unfitted; its ``fit`` gives a :class:`LinearDrift`).
+      A `SparseGP` (unfitted; its ``fit`` gives a `LinearDrift`).
 
     Raises:
       ValueError: an explicit ``num_per_dim`` whose grid has more than ``MAX_INDUCING = 20000`` points (the
@@ -212,24 +212,24 @@ def naive_drift(
 ) -> DriftEstimate:
     r"""Increment regression at the observation interval (the "Gaussian likelihood" baseline).
 
-    Fits :math:`f` to :math:`(y_{k+1} - y_k)/\tau_k` on :math:`y_k` under the Euler path likelihood (see
-    :class:`SparseGP`). Consistent as :math:`\tau \to 0`; for linear drift it converges to
-    :math:`(e^{A\tau} - I)/\tau` and is biased for large ``tau``. Uneven intervals are supported.
+    Fits $f$ to $(y_{k+1} - y_k)/\tau_k$ on $y_k$ under the Euler path likelihood (see
+    `SparseGP`). Consistent as $\tau \to 0$; for linear drift it converges to
+    $(e^{A\tau} - I)/\tau$ and is biased for large ``tau``. Uneven intervals are supported.
 
     Args:
       observations: shape ``(n_obs, d)`` (one trajectory) or ``(n_traj, n_obs, d)``: NumPy, JAX, nested
         lists, a pandas DataFrame (rows = times, columns = coordinates; the names are kept in
-        ``drift.names``), a list of equal-length trajectories, a :class:`SamplePaths`, or a list of
+        ``drift.names``), a list of equal-length trajectories, a `SamplePaths`, or a list of
         trajectories of different lengths ``(n_i, d)`` (ragged, with a list of time grids as ``ts``).
       ts: strictly increasing observation times, shape ``(n_obs,)`` (shared) or ``(n_traj, n_obs)`` (one grid
         per trajectory), or a list of grids for ragged observations; NumPy, JAX, a pandas Series/Index;
-        ``None`` with a :class:`SamplePaths`.
+        ``None`` with a `SamplePaths`.
       sigma: positive diffusion scale, or ``None`` (default) to estimate it from the increments with
-        :func:`estimate_diffusion` (scalar model; reported in ``sigma`` of the result).
-      function_class: a :class:`SparseGP` or :class:`RidgeRegression`; default :func:`default_function_class`.
+        `estimate_diffusion` (scalar model; reported in ``sigma`` of the result).
+      function_class: a `SparseGP` or `RidgeRegression`; default `default_function_class`.
 
     Returns:
-      :class:`DriftEstimate`.
+      `DriftEstimate`.
 
     Raises:
       ValueError: fewer than two observations, shape mismatch, ``sigma <= 0``, NaN observations, a constant
@@ -273,30 +273,30 @@ def conservative_drift(
     function_class: eqx.Module | None = None,
     regularization: float = 1e-3,
 ) -> DriftEstimate:
-    r"""Conservative drift :math:`\hat f = (\sigma^2/2)\nabla\log\hat p` from a score estimate of the states.
+    r"""Conservative drift $\hat f = (\sigma^2/2)\nabla\log\hat p$ from a score estimate of the states.
 
-    The score :math:`\psi = W^\top\phi` is fitted by (Hyvärinen) score matching in the same feature space,
-    :math:`\min_W \frac1n\sum_i[\lVert\psi(y_i)\rVert^2 + 2\nabla\cdot\psi(y_i)] + C\,\mathrm{tr}(W^\top P W)`,
-    i.e. :math:`W = -(\Phi^\top\Phi/n + C P)^{-1} \frac1n\sum_i J_\phi(y_i)` with
-    :math:`(J_\phi)_{jk} = \partial_k\phi_j`. It uses only the invariant density, so it is exact for gradient
+    The score $\psi = W^\top\phi$ is fitted by (Hyvärinen) score matching in the same feature space,
+    $\min_W \frac1n\sum_i[\lVert\psi(y_i)\rVert^2 + 2\nabla\cdot\psi(y_i)] + C\,\mathrm{tr}(W^\top P W)$,
+    i.e. $W = -(\Phi^\top\Phi/n + C P)^{-1} \frac1n\sum_i J_\phi(y_i)$ with
+    $(J_\phi)_{jk} = \partial_k\phi_j$. It uses only the invariant density, so it is exact for gradient
     drifts and misses every divergence-free (rotational) part.
 
     Args:
       observations: states, shape ``(n_obs, d)`` or ``(n_traj, n_obs, d)``; any leading shape when ``ts`` is
-        ``None``. Time order is ignored. NumPy, JAX, lists or a DataFrame, as in :func:`naive_drift`.
-      ts: the observation times, shape ``(n_obs,)`` (checked like :func:`naive_drift`'s, then unused: the
+        ``None``. Time order is ignored. NumPy, JAX, lists or a DataFrame, as in `naive_drift`.
+      ts: the observation times, shape ``(n_obs,)`` (checked like `naive_drift`'s, then unused: the
         estimator reads only the states' density), or ``None``.
-      sigma: positive diffusion scale, or ``None`` (default) to estimate it with :func:`estimate_diffusion`
+      sigma: positive diffusion scale, or ``None`` (default) to estimate it with `estimate_diffusion`
         (needs ``ts``). The drift scales with $\sigma^2$, so a coarse interval's biased estimate biases it.
-      function_class: feature class providing ``basis`` and ``penalty`` (default :func:`default_function_class`).
+      function_class: feature class providing ``basis`` and ``penalty`` (default `default_function_class`).
       regularization: ``C`` above.
 
     Returns:
-      :class:`DriftEstimate` with method ``"conservative"``.
+      `DriftEstimate` with method ``"conservative"``.
 
     Raises:
       ValueError: ``sigma <= 0``, fewer than two states, ``ts`` of the wrong shape, NaN states, a constant
-        coordinate or non-increasing ``ts`` (host checks for concrete input, as in :func:`naive_drift`);
+        coordinate or non-increasing ``ts`` (host checks for concrete input, as in `naive_drift`);
         ``regularization`` not finite and positive; a ``function_class`` for another ``d``.
 
     References:

@@ -2,9 +2,10 @@
 
 The metric is the local diagonal metric of Arvanitidis, Hansen & Hauberg (arXiv:1710.11379),
 
-.. math::
-    M(x) = \\operatorname{diag}_k \\Big(\\sum_n w_n(x) (y_{n,k} - x_k)^2 + \\rho\\Big)^{-1},
-    \\qquad w_n(x) = \\exp\\!\\big(-\\lVert y_n - x\\rVert^2 / (2\\sigma_M^2)\\big),
+$$
+M(x) = \\operatorname{diag}_k \\Big(\\sum_n w_n(x) (y_{n,k} - x_k)^2 + \\rho\\Big)^{-1},
+\\qquad w_n(x) = \\exp\\!\\big(-\\lVert y_n - x\\rVert^2 / (2\\sigma_M^2)\\big),
+$$
 
 small where observations are dense and ``1/rho`` far from them, so geodesics hug the support of the
 invariant density. Geodesics are shortest paths on a symmetrised k-nearest-neighbour graph over (a strided
@@ -209,7 +210,7 @@ def _strided(n_traj: int, n_pad: int, n_obs, cap: int):
 @eqx.filter_jit
 def _geodesic_jit(observations, n_obs, num_time_steps, num_nodes, num_neighbors, sigma_m, rho, max_metric_points,
                   orientation_eps):
-    """The geodesics of :func:`geodesic_targets` for ``observations`` ``(n_traj, n_pad, d)`` of which the first
+    """The geodesics of `geodesic_targets` for ``observations`` ``(n_traj, n_pad, d)`` of which the first
     ``n_obs`` (traced) per trajectory are real: one compilation serves every ``n_obs <= n_pad``.
 
     The graph nodes and metric points are exactly the strided subsets of the real points; padding slots are

@@ -1,11 +1,11 @@
-r"""Bridge guidance strategies for :func:`~icmlx.sde.infer_drift`: what the SMC bridges are pulled towards.
+r"""Bridge guidance strategies for `infer_drift`: what the SMC bridges are pulled towards.
 
-A guidance turns the observations into per-interval target curves :math:`\gamma_k` and a strength
-:math:`\beta`; the bridge target of interval ``k`` is then tilted by
-:math:`\exp(-\beta\int\lVert x_t - \gamma_k(t)\rVert\,dt)` (see :func:`~icmlx.sde.smc_bridges`).
+A guidance turns the observations into per-interval target curves $\gamma_k$ and a strength
+$\beta$; the bridge target of interval ``k`` is then tilted by
+$\exp(-\beta\int\lVert x_t - \gamma_k(t)\rVert\,dt)$ (see `smc_bridges`).
 Each strategy is an ``eqx.Module`` with static (hashable) fields only and carries exactly the settings its
-mode uses: :class:`NoGuidance` (plain bridges) has none, :class:`GeodesicGuidance` the strength and the graph
-settings of :func:`~icmlx.sde.geodesic_targets`. Both enter the compiled EM loop only as data (targets and
+mode uses: `NoGuidance` (plain bridges) has none, `GeodesicGuidance` the strength and the graph
+settings of `geodesic_targets`. Both enter the compiled EM loop only as data (targets and
 ``beta``), so plain and guided runs of the same size share one compiled function.
 """
 
@@ -29,9 +29,9 @@ __all__ = ["AbstractGuidance", "NoGuidance", "GeodesicGuidance"]
 
 
 class AbstractGuidance(eqx.Module):
-    """Base class of the bridge guidance strategies accepted by :func:`~icmlx.sde.infer_drift`.
+    """Base class of the bridge guidance strategies accepted by `infer_drift`.
 
-    A subclass implements :meth:`targets`. Strategies are not callable and hold static settings only.
+    A subclass implements `targets`. Strategies are not callable and hold static settings only.
     """
 
     @abc.abstractmethod
@@ -41,10 +41,10 @@ class AbstractGuidance(eqx.Module):
         """Target curves of shape ``(n_traj, n_obs - 1, num_time_steps + 1, d)`` and the strength ``beta``."""
 
     def _padded_targets(self, observations: Array, num_time_steps: int, n_obs: int):
-        """:meth:`targets` for observations padded to ``(n_traj, n_pad, d)`` (the first ``n_obs`` per trajectory
+        """`targets` for observations padded to ``(n_traj, n_pad, d)`` (the first ``n_obs`` per trajectory
         real), shape ``(n_traj, n_pad - 1, num_time_steps + 1, d)``; the padding intervals' curves are unused.
 
-        This generic version calls :meth:`targets` on the real observations (a subclass's own code); the
+        This generic version calls `targets` on the real observations (a subclass's own code); the
         library's strategies override it so that one compilation serves every ``n_obs`` of a size bucket.
         """
         n_pad = observations.shape[1]
@@ -53,7 +53,7 @@ class AbstractGuidance(eqx.Module):
 
 
 class NoGuidance(AbstractGuidance):
-    """Plain bridges: no path cost (:math:`\\beta = 0`).
+    """Plain bridges: no path cost ($\\beta = 0$).
 
     Examples:
       >>> import jax.numpy as jnp
@@ -79,8 +79,8 @@ class NoGuidance(AbstractGuidance):
 class GeodesicGuidance(AbstractGuidance):
     r"""Guide each bridge towards the geodesic between its two observations under the observation metric.
 
-    The bridge target is tilted by :math:`\exp(-\beta\int\lVert x_t - \gamma_k(t)\rVert\,dt)` with
-    :math:`\gamma_k` from :func:`~icmlx.sde.geodesic_targets` (graph shortest paths under the local diagonal
+    The bridge target is tilted by $\exp(-\beta\int\lVert x_t - \gamma_k(t)\rVert\,dt)$ with
+    $\gamma_k$ from `geodesic_targets` (graph shortest paths under the local diagonal
     metric of the observations).
 
     Attributes:
@@ -129,7 +129,7 @@ class GeodesicGuidance(AbstractGuidance):
     def targets(
         self, observations: ArrayLike, num_time_steps: int
     ) -> tuple[Float[Array, "n_traj n_int K1 d"], Float[Array, ""]]:
-        """Geodesic targets (:func:`~icmlx.sde.geodesic_targets`) and ``beta = strength``."""
+        """Geodesic targets (`geodesic_targets`) and ``beta = strength``."""
         _check_observations(observations, num_time_steps, "GeodesicGuidance.targets")
         g = geodesic_targets(
             observations,

@@ -22,7 +22,7 @@ def kde_weights(
 ) -> Float[Array, " g"]:
     r"""Gaussian kernel density estimate of ``points`` evaluated on ``grid`` (normalised to sum to one).
 
-    The bandwidth defaults to Scott's rule per dimension, :math:`h_d = n^{-1/(d+4)} \mathrm{std}_d`.
+    The bandwidth defaults to Scott's rule per dimension, $h_d = n^{-1/(d+4)} \mathrm{std}_d$.
 
     Args:
       points: data, shape ``(n, d)``.
@@ -110,7 +110,7 @@ _NOT_TRACEABLE = (
     jax.errors.TracerIntegerConversionError,
 )
 
-#: Largest KDE evaluation (grid points x observations) :func:`weighted_rmse` attempts.
+#: Largest KDE evaluation (grid points x observations) `weighted_rmse` attempts.
 MAX_KDE_PAIRS = 2**28
 
 
@@ -182,9 +182,10 @@ def weighted_rmse(
 ) -> Float[Array, ""]:
     r"""Density-weighted RMSE, the paper's headline metric, averaged over output dimensions.
 
-    .. math::
-        \mathrm{wRMSE} = \frac1d \sum_{k=1}^d
-        \sqrt{\frac{\sum_g w_g (f_k(x_g) - \hat f_k(x_g))^2}{\sum_g w_g}}
+    $$
+    \mathrm{wRMSE} = \frac1d \sum_{k=1}^d
+    \sqrt{\frac{\sum_g w_g (f_k(x_g) - \hat f_k(x_g))^2}{\sum_g w_g}}
+    $$
 
     on a ``grid_size ** d`` grid over the bounding box of the observations, with ``w`` a Gaussian KDE of
     the observations (Scott bandwidth unless ``bandwidth`` is given; the authors' scripts pick it by
@@ -234,12 +235,12 @@ def weighted_rmse(
 def rmse(
     f_true: DriftFn, f_est: DriftFn, observations: ArrayOrFrame, *, grid_size: int = 20
 ) -> Float[Array, ""]:
-    r"""Plain RMSE :math:`\sqrt{\mathrm{mean}_{g,k}(f_k - \hat f_k)^2}` on the grid of :func:`weighted_rmse`.
+    r"""Plain RMSE $\sqrt{\mathrm{mean}_{g,k}(f_k - \hat f_k)^2}$ on the grid of `weighted_rmse`.
 
-    The drifts may be JAX functions or NumPy-only Python functions, as in :func:`weighted_rmse`.
+    The drifts may be JAX functions or NumPy-only Python functions, as in `weighted_rmse`.
 
     Raises:
-      ValueError: as :func:`weighted_rmse` (a drift of the wrong shape or not finite, ``grid_size < 2`` or a
+      ValueError: as `weighted_rmse` (a drift of the wrong shape or not finite, ``grid_size < 2`` or a
         grid of more than ``2**22`` points).
 
     Examples:

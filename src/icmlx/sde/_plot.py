@@ -1,7 +1,7 @@
 """Plot helpers for what every drift example draws: a drift field against the truth, and sample paths.
 
 matplotlib is imported only when a helper is called (the ``plot`` extra); each helper takes ``ax=None`` and
-returns the :class:`matplotlib.axes.Axes` it drew on.
+returns the `matplotlib.axes.Axes` it drew on.
 """
 
 from __future__ import annotations
@@ -54,19 +54,19 @@ def plot_drift(
     """Draw a 1-D or 2-D drift: arrows (``quiver``) on a ``num_points``-per-axis grid in 2-D, a curve in 1-D.
 
     Args:
-      drift: a drift callable ``(d,) -> (d,)`` (a :class:`LinearDrift`, a JAX or NumPy function), or a
-        :class:`DriftEstimate` / :class:`DriftSolution` (its drift is drawn).
+      drift: a drift callable ``(d,) -> (d,)`` (a `LinearDrift`, a JAX or NumPy function), or a
+        `DriftEstimate` / `DriftSolution` (its drift is drawn).
       ax: axes to draw on (default: a new figure).
       bounds: the box, ``(lo, hi)`` in 1-D or ``((x_lo, x_hi), (y_lo, y_hi))`` in 2-D; default the box of the
-        inducing points of a fitted :class:`SparseGP`/RBF drift (required for other callables).
+        inducing points of a fitted `SparseGP`/RBF drift (required for other callables).
       true_drift: optional reference drift, drawn in a second colour (2-D) or dashed (1-D).
       num_points: grid points per axis.
       band: in 1-D, shade ``drift(x) ± band * drift.std(x)`` (e.g. ``1.645`` for a 90% band); the drift must
-        carry its weight covariance (:meth:`LinearDrift.std`). ``None`` (default): no band.
+        carry its weight covariance (`LinearDrift.std`). ``None`` (default): no band.
       **kwargs: passed to ``ax.quiver`` (2-D) or ``ax.plot`` (1-D) for the estimate.
 
     Returns:
-      The :class:`matplotlib.axes.Axes`. Axis labels are the coordinate names carried from a DataFrame, else
+      The `matplotlib.axes.Axes`. Axis labels are the coordinate names carried from a DataFrame, else
       ``x_1, x_2``.
 
     Raises:
@@ -134,14 +134,14 @@ def plot_paths(paths: Any, ts: Any = None, *, ax: Any = None, max_paths: int = 2
     """Draw sample paths: 2-D paths as curves in the plane (dots at the observations), 1-D paths against time.
 
     Args:
-      paths: a :class:`SamplePaths`, or observations of shape ``(n_obs, d)`` / ``(n_traj, n_obs, d)``.
-      ts: times for a 1-D array input (default ``0, 1, 2, ...``); ignored for :class:`SamplePaths`.
+      paths: a `SamplePaths`, or observations of shape ``(n_obs, d)`` / ``(n_traj, n_obs, d)``.
+      ts: times for a 1-D array input (default ``0, 1, 2, ...``); ignored for `SamplePaths`.
       ax: axes to draw on (default: a new figure).
       max_paths: draw at most this many trajectories (the first ones).
       **kwargs: passed to ``ax.plot`` for every trajectory.
 
     Returns:
-      The :class:`matplotlib.axes.Axes`, with one line per trajectory drawn.
+      The `matplotlib.axes.Axes`, with one line per trajectory drawn.
 
     Raises:
       ValueError: ``d`` not 1 or 2, or ``max_paths < 1``.

@@ -14,9 +14,9 @@ from .._types import PRNGKey, RealScalarLike
 from ._data import ArrayOrFrame, as_real, as_sigma, check_count, check_scale
 from ._systems import DriftFn
 
-#: Most Euler–Maruyama steps :func:`simulate` takes (diffrax counts steps in int32).
+#: Most Euler–Maruyama steps `simulate` takes (diffrax counts steps in int32).
 MAX_STEPS = 2**31 - 2
-#: Most saved state entries (``num_paths * num_saves * d``) :func:`simulate` allocates (4 GiB of float32).
+#: Most saved state entries (``num_paths * num_saves * d``) `simulate` allocates (4 GiB of float32).
 MAX_SAVED = 2**30
 
 __all__ = ["SamplePaths", "simulate", "subsample"]
@@ -61,7 +61,7 @@ def simulate(
     Each trajectory uses its own Brownian path (``diffrax.UnsafeBrownianPath`` with a key folded from
     ``key``); the trajectories are ``vmap``-ped. Steps land exactly on the grid ``0, dt, 2dt, ..., t1``
     (``diffrax.StepTo``), so a path saved every step is the Euler–Maruyama chain
-    :math:`x_{j+1} = x_j + f(x_j)\,dt + \sigma\sqrt{dt}\,\xi_j`.
+    $x_{j+1} = x_j + f(x_j)\,dt + \sigma\sqrt{dt}\,\xi_j$.
 
     Args:
       key: PRNG key.
@@ -75,7 +75,7 @@ def simulate(
       ts: explicit save times (must lie in ``[0, t1]``; saved by linear interpolation between steps).
 
     Returns:
-      :class:`SamplePaths` with ``ts`` of shape ``(n_save,)`` and ``xs`` of shape ``(n_traj, n_save, d)``.
+      `SamplePaths` with ``ts`` of shape ``(n_save,)`` and ``xs`` of shape ``(n_traj, n_save, d)``.
 
     Raises:
       ValueError: if ``sigma`` is not positive, ``dt``/``t1`` are not finite and positive or ``dt > t1``,
@@ -147,7 +147,7 @@ def simulate(
 
 @eqx.filter_jit
 def _paths(keys, drift, sigma_arr, x0, grid, save_ts):
-    """The Euler–Maruyama paths, one compiled program per drift and shapes (a :class:`LinearDrift` is data, so
+    """The Euler–Maruyama paths, one compiled program per drift and shapes (a `LinearDrift` is data, so
     refitted drifts of one size share it)."""
     d = x0.shape[1]
     dtype = x0.dtype
@@ -192,15 +192,15 @@ def subsample(paths: SamplePaths, every: int | np.integer) -> SamplePaths:
     """Keep every ``every``-th observation (the first one included) of every trajectory.
 
     Args:
-      paths: dense :class:`SamplePaths`.
+      paths: dense `SamplePaths`.
       every: positive integer stride; the new interval is ``every`` times the old one.
 
     Returns:
-      The sparse :class:`SamplePaths`.
+      The sparse `SamplePaths`.
 
     Raises:
       ValueError: if ``every`` is not a positive integer, or so large that fewer than two observations remain.
-      TypeError: if ``paths`` is not a :class:`SamplePaths`.
+      TypeError: if ``paths`` is not a `SamplePaths`.
 
     Examples:
       >>> import jax.numpy as jnp

@@ -21,7 +21,7 @@ __all__ = ["DriftFn", "ou_drift", "ring_drift", "van_der_pol_drift", "ou_station
 
 
 def ou_drift(A: ArrayLike) -> DriftFn:
-    r"""Linear Ornstein–Uhlenbeck drift :math:`f(x) = A x`.
+    r"""Linear Ornstein–Uhlenbeck drift $f(x) = A x$.
 
     Args:
       A: drift matrix, shape ``(d, d)``; the process is stationary when every eigenvalue of ``A`` has a
@@ -37,7 +37,7 @@ def ou_drift(A: ArrayLike) -> DriftFn:
 
     References:
       Maoutsa, arXiv:2512.23566 (pipeline oracle: increment regression converges to
-      :math:`(e^{A\tau} - I)/\tau`).
+      $(e^{A\tau} - I)/\tau$).
 
     Examples:
       >>> import jax.numpy as jnp
@@ -92,9 +92,9 @@ def _as_square(A, fn: str):
 
 
 def ring_drift(omega: float = 2.0) -> DriftFn:
-    r"""Rotating ring :math:`f(x) = -x(\lVert x\rVert^2 - 1) + \omega J x`, with :math:`J` the 90° rotation.
+    r"""Rotating ring $f(x) = -x(\lVert x\rVert^2 - 1) + \omega J x$, with $J$ the 90° rotation.
 
-    The invariant density :math:`p_\infty \propto \exp(-(r^2-1)^2 / (2\sigma^2))` does not depend on
+    The invariant density $p_\infty \propto \exp(-(r^2-1)^2 / (2\sigma^2))$ does not depend on
     ``omega`` (``Jx`` is divergence-free and tangent to the level sets of ``p``), so any estimator built from
     the invariant density alone recovers the gradient part and misses exactly ``omega * J x``.
 
@@ -123,7 +123,7 @@ def ring_drift(omega: float = 2.0) -> DriftFn:
 
 
 def van_der_pol_drift(mu: float = 1.0) -> DriftFn:
-    r"""Van der Pol oscillator in Liénard form :math:`f(x, y) = (\mu(x - x^3/3 - y),\ x/\mu)`.
+    r"""Van der Pol oscillator in Liénard form $f(x, y) = (\mu(x - x^3/3 - y),\ x/\mu)$.
 
     With ``mu = 1`` this is the paper's limit-cycle system ``f = (x - x^3/3 - y, x)`` (period about 6.66).
 
@@ -152,7 +152,7 @@ def van_der_pol_drift(mu: float = 1.0) -> DriftFn:
 
 
 def ou_stationary_covariance(A: ArrayLike, sigma: float) -> Float[Array, "d d"]:
-    r"""Stationary covariance of ``dX = A X dt + sigma dW``: the solution of :math:`A S + S A^T + \sigma^2 I = 0`.
+    r"""Stationary covariance of ``dX = A X dt + sigma dW``: the solution of $A S + S A^T + \sigma^2 I = 0$.
 
     Solved as a ``d^2 x d^2`` Kronecker linear system (fine for the small ``d`` of benchmark systems; at most
     ``d = MAX_D = 32``, beyond which ``scipy.linalg.solve_continuous_lyapunov`` is the tool).
@@ -203,6 +203,6 @@ def ou_stationary_covariance(A: ArrayLike, sigma: float) -> Float[Array, "d d"]:
     return check_values(S, lambda xp, v: ~(xp.all(xp.isfinite(v)) & (xp.linalg.eigvalsh(v)[0] > 0)), unstable)
 
 
-#: Largest ``d`` :func:`ou_stationary_covariance` solves (its Kronecker system is ``d^2 x d^2``).
+#: Largest ``d`` `ou_stationary_covariance` solves (its Kronecker system is ``d^2 x d^2``).
 MAX_D = 32
 

@@ -13,7 +13,7 @@ SYMMETRY_EPS_MULTIPLE = 1e3
 
 
 class MatrixClass(NamedTuple):
-    """What the solvers choose by: ``symmetric`` (to :func:`symmetry_tolerance`), ``positive_diagonal`` and
+    """What the solvers choose by: ``symmetric`` (to `symmetry_tolerance`), ``positive_diagonal`` and
     ``spd_like`` (symmetric, positive diagonal, non-negative row sums up to the same rounding allowance)."""
 
     symmetric: bool
@@ -31,7 +31,7 @@ def input_eps(A: Any) -> float:
 
 
 def symmetry_tolerance(eps: float) -> float:
-    r"""Relative tolerance $\tau = 10^3 \varepsilon$ of :func:`classify`'s symmetry test."""
+    r"""Relative tolerance $\tau = 10^3 \varepsilon$ of `classify`'s symmetry test."""
     return SYMMETRY_EPS_MULTIPLE * eps
 
 

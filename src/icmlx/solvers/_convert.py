@@ -1,7 +1,7 @@
 """What users hold, turned into what the solvers use: one conversion for every entry point of ``icmlx.solvers``.
 
 Accepted matrices: SciPy sparse in any format (csr, csc, coo, bsr, lil, dok, dia; ``sparray`` and ``spmatrix``),
-``jax.experimental.sparse`` BCOO/BCSR, dense NumPy/JAX arrays, :class:`~icmlx.solvers.SparseMatrix` and
+``jax.experimental.sparse`` BCOO/BCSR, dense NumPy/JAX arrays, `SparseMatrix` and
 (for the Krylov solvers) lineax operators and callables. SciPy is detected by the object's module or by a
 ``tocoo`` method without BCOO's ``n_batch``, so it is never imported here. The matrix conversion itself lives in
 ``_sparse`` (``SparseMatrix.from_scipy`` & co. use it); this module adds the SciPy-side and vector conversions.
@@ -106,5 +106,5 @@ def power_of_two_exponent(b: jax.Array) -> jax.Array:
 
 
 def power_of_two_scale(b: jax.Array) -> jax.Array:
-    """``s = 2^k`` for the ``k`` of :func:`power_of_two_exponent` (1 for ``b = 0``), in ``b``'s dtype."""
+    """``s = 2^k`` for the ``k`` of `power_of_two_exponent` (1 for ``b = 0``), in ``b``'s dtype."""
     return jnp.ldexp(jnp.ones((), b.dtype), power_of_two_exponent(b))

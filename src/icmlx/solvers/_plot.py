@@ -37,14 +37,14 @@ def plot_residuals(solution: Any, *, ax: Any = None, rtol: float | None = None, 
     (true at the residual replacement that confirms convergence).
 
     Args:
-      solution: a :class:`~icmlx.solvers.LinearSolution`, or a mapping ``{label: solution}`` to compare
+      solution: a `LinearSolution`, or a mapping ``{label: solution}`` to compare
         several solves on one axes.
       ax: the matplotlib axes to draw on (default: a new figure).
       rtol: if given, a dashed horizontal line at this tolerance.
       **kwargs: passed to ``ax.semilogy`` (e.g. ``label=``, ``color=``).
 
     Returns:
-      The :class:`matplotlib.axes.Axes`.
+      The `matplotlib.axes.Axes`.
 
     Raises:
       ImportError: matplotlib is not installed (``pip install 'icmlx[plot]'``).

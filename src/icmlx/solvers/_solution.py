@@ -8,8 +8,8 @@ __all__ = ["LinearSolution"]
 
 
 class LinearSolution(Solution):
-    r"""What :func:`~icmlx.solvers.cg`, :func:`~icmlx.solvers.gmres`, :func:`~icmlx.solvers.bicgstab` and
-    :meth:`GRANS.solve <icmlx.solvers.GRANS.solve>` return: an :class:`icmlx.Solution`.
+    r"""What `cg`, `gmres`, `bicgstab` and
+    `GRANS.solve` return: an `icmlx.Solution`.
 
     ``result`` is ``icmlx.RESULTS.successful`` exactly when the solver's stopping rule
     $\|r\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})$ held for the true residual
@@ -24,7 +24,7 @@ class LinearSolution(Solution):
         true residual norm $\|b - A x\|_2$), ``"residual_history"`` (relative residuals
         $\|r_k\|_2 / \|b\|_2$ for ``k = 0..max_steps``, NaN after the last step, kept in a fixed-size
         buffer of the loop state: true residuals for G-RANS, one per restart cycle for GMRES, the recursive
-        residual for CG and BiCGStab (true at a residual replacement); :func:`~icmlx.solvers.plot_residuals`
+        residual for CG and BiCGStab (true at a residual replacement); `plot_residuals`
         draws it), and for G-RANS also ``"rejected"`` (iterations whose proposal the monotone safeguard
         rejected).
         The same entries read as attributes: ``sol.num_steps``, ``sol.residual_norm``, ...

@@ -1,5 +1,5 @@
 """One call for users: ``solve(A, b)`` (like ``pyamg.solve``), and the set-up/solve split behind it,
-``amg_setup(A)`` → :class:`AMGSolver` → ``solver.solve(b)`` for many right-hand sides."""
+``amg_setup(A)`` → `AMGSolver` → ``solver.solve(b)`` for many right-hand sides."""
 
 from typing import Any
 
@@ -35,27 +35,27 @@ def default_rtol(dtype: Any) -> float:
 
 
 class AMGSolver(lx.AbstractLinearSolver):
-    r"""A smoothed-aggregation hierarchy of ``A`` and the Krylov method it preconditions; :meth:`solve` solves
+    r"""A smoothed-aggregation hierarchy of ``A`` and the Krylov method it preconditions; `solve` solves
     ``A x = b`` for one right-hand side (jit- and vmap-safe: the set-up is done, only arrays remain).
 
-    Build with :func:`amg_setup`. The iteration always runs on ``A`` itself (padded with identity rows to the
+    Build with `amg_setup`. The iteration always runs on ``A`` itself (padded with identity rows to the
     hierarchy's size); one multigrid cycle preconditions each step. The solve is differentiable in ``b`` and in
-    the values given to :meth:`update` by implicit differentiation: the adjoint system $A^\top\lambda = \bar x$
+    the values given to `update` by implicit differentiation: the adjoint system $A^\top\lambda = \bar x$
     is solved by the same method, preconditioned by the same hierarchy (its transposed cycle for GMRES/BiCGStab).
 
     It is a ``lineax.AbstractLinearSolver``: ``lx.linear_solve(op, b, amg_setup(A))`` solves with the
     hierarchy of ``A`` as the preconditioner of the set-up's Krylov method applied to the lineax operator ``op``
-    (``A`` itself, or a matrix close to it); :meth:`as_preconditioner` gives the cycle as a lineax operator for
+    (``A`` itself, or a matrix close to it); `as_preconditioner` gives the cycle as a lineax operator for
     ``lx.CG``/``lx.GMRES``.
 
     Attributes:
-      hierarchy: the :class:`~icmlx.solvers.MultilevelHierarchy` (its ``ops[0]`` is ``A``, or the M-matrix
+      hierarchy: the `MultilevelHierarchy` (its ``ops[0]`` is ``A``, or the M-matrix
         envelope of ``A`` when ``A`` has a non-positive diagonal entry: see ``hierarchy_on``).
-      A: ``A`` as a padded :class:`~icmlx.solvers.EllMatrix`.
+      A: ``A`` as a padded `EllMatrix`.
       method: ``"cg"``, ``"gmres"`` or ``"bicgstab"``.
       n: the size of ``A``.
       hierarchy_on: ``"A"`` or ``"envelope"``.
-      pattern: with ``amg_setup(reuse_pattern=True)``, the symbolic set-up that :meth:`update` reuses (its
+      pattern: with ``amg_setup(reuse_pattern=True)``, the symbolic set-up that `update` reuses (its
         ``rows``/``cols`` give the order of a values array), else ``None``.
     """
 
@@ -76,7 +76,7 @@ class AMGSolver(lx.AbstractLinearSolver):
 
         For ``options={"preconditioner": ...}`` of ``lx.CG`` (the operator is tagged symmetric positive
         semidefinite when the set-up chose CG, whose cycle is symmetric), ``lx.GMRES`` or ``lx.BiCGStab``. The
-        solver itself is accepted as ``preconditioner=`` by :func:`~icmlx.solvers.cg`, ``gmres`` and ``bicgstab``.
+        solver itself is accepted as ``preconditioner=`` by `cg`, ``gmres`` and ``bicgstab``.
 
         Args:
           n: the vector length (default and only accepted value: the size of ``A``).
@@ -134,7 +134,7 @@ class AMGSolver(lx.AbstractLinearSolver):
         return True
 
     def values_of(self, A: Any) -> jax.Array:
-        """The values of a concrete matrix on this solver's pattern, in the order :meth:`update` takes (eager).
+        """The values of a concrete matrix on this solver's pattern, in the order `update` takes (eager).
 
         Raises:
           ValueError: the solver keeps no pattern, ``A`` has the wrong shape, NaN/Inf entries or a nonzero outside
@@ -173,10 +173,10 @@ class AMGSolver(lx.AbstractLinearSolver):
 
         Args:
           A: ``float[nnz]`` values in the order of ``solver.pattern.rows``/``cols`` (a JAX array, traced or not),
-            or a concrete matrix of the same size whose nonzeros lie on the pattern (see :meth:`values_of`).
+            or a concrete matrix of the same size whose nonzeros lie on the pattern (see `values_of`).
 
         Returns:
-          A new :class:`AMGSolver` (same shapes: a jitted ``solve`` does not compile again).
+          A new `AMGSolver` (same shapes: a jitted ``solve`` does not compile again).
 
         Raises:
           ValueError: the solver was set up without ``reuse_pattern=True``; values of the wrong length or (when
@@ -230,8 +230,8 @@ class AMGSolver(lx.AbstractLinearSolver):
         floor rather than with ``accuracy_limit``; ``stats["residual_floor"]`` holds the bound.
 
         Returns:
-          A :class:`~icmlx.solvers.LinearSolution` (``stats``: ``num_steps``, ``residual_norm``,
-          ``residual_history``, ``residual_floor``), as :func:`~icmlx.solvers.cg` returns.
+          A `LinearSolution` (``stats``: ``num_steps``, ``residual_norm``,
+          ``residual_history``, ``residual_floor``), as `cg` returns.
 
         Raises:
           ValueError: ``b`` or ``x0`` of the wrong length or with NaN/Inf, a bad tolerance or ``max_steps``.
@@ -297,17 +297,17 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
     down to at most ``max_coarse`` unknowns, solved by a dense pseudo-inverse. ``method="auto"`` takes CG for a
     symmetric ``A`` with a positive diagonal (the cycle is then symmetric positive definite) and GMRES(30)
     otherwise; a ``A`` with a non-positive diagonal entry gets its hierarchy on the M-matrix envelope
-    (:func:`~icmlx.solvers.m_matrix_envelope`) as the preconditioner of the Krylov iteration on ``A``.
+    (`m_matrix_envelope`) as the preconditioner of the Krylov iteration on ``A``.
 
     Args:
       A: the n × n matrix: SciPy sparse in any format (a BSR matrix gives ``block_size``), BCOO, dense or
-        :class:`~icmlx.solvers.SparseMatrix` (concrete).
+        `SparseMatrix` (concrete).
       near_nullspace: ``float[n, k]`` candidates ``B`` with ``A B ≈ 0`` (default: the constant vector);
-        :func:`~icmlx.solvers.rigid_body_modes` for elasticity.
+        `rigid_body_modes` for elasticity.
       block_size: dofs per node (default: the BSR block size, else 1); strength is measured between nodes.
-      strength: an :class:`~icmlx.solvers.AbstractStrength` (default ``SymmetricStrength(theta=0.0)``;
-        :class:`~icmlx.solvers.EvolutionStrength` for anisotropic problems) or ``"symmetric"``, ``"evolution"``.
-      relaxation: an :class:`~icmlx.solvers.AbstractRelaxation` (default ``ChebyshevRelaxation(degree=3)``
+      strength: an `AbstractStrength` (default ``SymmetricStrength(theta=0.0)``;
+        `EvolutionStrength` for anisotropic problems) or ``"symmetric"``, ``"evolution"``.
+      relaxation: an `AbstractRelaxation` (default ``ChebyshevRelaxation(degree=3)``
         for symmetric ``A``, which needs no colouring; ``JacobiRelaxation()`` otherwise;
         ``GaussSeidelRelaxation()`` is a multicolour symmetric sweep) or ``"chebyshev"``,
         ``"jacobi"``, ``"gauss_seidel"``.
@@ -317,12 +317,12 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
       max_levels: cap on the number of levels.
       improve_candidates: damped-Jacobi sweeps on ``A B = 0`` applied to ``B`` on the finest level.
       dtype: floating dtype of the solve (default: JAX's default float).
-      reuse_pattern: also keep the symbolic set-up, so that :meth:`AMGSolver.update` recomputes the hierarchy
+      reuse_pattern: also keep the symbolic set-up, so that `AMGSolver.update` recomputes the hierarchy
         of another matrix on the same pattern in JAX (jittable); the values of this first hierarchy then come
         from that JAX numeric set-up as well. Needs a positive diagonal.
 
     Returns:
-      An :class:`AMGSolver`; ``solver.solve(b)`` solves for one right-hand side (jit/vmap it for many).
+      An `AMGSolver`; ``solver.solve(b)`` solves for one right-hand side (jit/vmap it for many).
 
     Raises:
       ValueError: ``A`` not square, empty, with NaN/Inf or an empty row; ``near_nullspace`` of the wrong shape,
@@ -372,22 +372,22 @@ def solve(A: Any, b: Any, *, rtol: float | None = None, atol: float = 0.0, max_s
       b: right-hand side ``float[n]``.
       rtol: relative tolerance. ``None`` (the default): ``1e-5`` in float32, ``1e-8`` in float64, or the
         rounding floor ``ε‖|A||x| + |b|‖₂`` of the working precision where that is larger (the rule in
-        :meth:`AMGSolver.solve`), so a default float32 call on a large system succeeds at the accuracy float32
+        `AMGSolver.solve`), so a default float32 call on a large system succeeds at the accuracy float32
         allows; an explicit ``rtol`` is held as given.
       atol: absolute tolerance.
       max_steps: cap on Krylov steps (default 1000).
       near_nullspace: ``float[n, k]`` near-nullspace candidates (default: constants); e.g.
-        :func:`~icmlx.solvers.rigid_body_modes` for elasticity.
+        `rigid_body_modes` for elasticity.
       method: ``"auto"``, ``"cg"``, ``"gmres"`` or ``"bicgstab"``.
       throw: raise unless ``result`` is ``RESULTS.successful``.
-      **setup: further keyword arguments of :func:`amg_setup` (``strength``, ``relaxation``, ``cycle``,
+      **setup: further keyword arguments of `amg_setup` (``strength``, ``relaxation``, ``cycle``,
         ``block_size``, ``max_coarse``, ``max_levels``, ``improve_candidates``, ``dtype``).
 
     Returns:
-      A :class:`~icmlx.solvers.LinearSolution` with ``stats["num_steps"]`` and a true status.
+      A `LinearSolution` with ``stats["num_steps"]`` and a true status.
 
     Raises:
-      ValueError, TypeError: as in :func:`amg_setup` and :meth:`AMGSolver.solve`.
+      ValueError, TypeError: as in `amg_setup` and `AMGSolver.solve`.
       RuntimeError: with ``throw=True``, when the tolerance was not met.
 
     References:
@@ -418,7 +418,7 @@ def solve(A: Any, b: Any, *, rtol: float | None = None, atol: float = 0.0, max_s
 def _traced_setup(A: SparseMatrix, near_nullspace: Any, method: str, setup: dict) -> tuple[AMGSolver, jax.Array]:
     """The symbolic set-up of a ``SparseMatrix`` whose values are traced (under ``jit``/``grad``), and its values
     in the set-up's order: the hierarchy is built from the pattern (a placeholder M-matrix with that pattern) and
-    then computed from the traced values by :meth:`AMGSolver.update`, so the solve differentiates in the values."""
+    then computed from the traced values by `AMGSolver.update`, so the solve differentiates in the values."""
     if is_traced((A.rows, A.cols)):
         raise TypeError("solve: A is a SparseMatrix whose indices (rows/cols) are traced; its sparsity pattern must "
                         "be concrete. Close over concrete indices (under jit, convert NumPy indices inside "

@@ -336,7 +336,7 @@ def _finite(A: SparseMatrix, name: str) -> SparseMatrix:
 
 def as_sparse_matrix(A: Any, *, name: str = "A", dtype: Any = None, square: bool = True,
                      check_finite: bool = True, tags: Any = ()) -> SparseMatrix:
-    """``A`` as a :class:`SparseMatrix` (SciPy any format, BCOO/BCSR, dense, SparseMatrix).
+    """``A`` as a `SparseMatrix` (SciPy any format, BCOO/BCSR, dense, SparseMatrix).
 
     Integer and boolean values become JAX's default float; a given ``dtype`` casts the values.
 

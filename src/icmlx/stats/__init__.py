@@ -1,11 +1,11 @@
 r"""Statistics: relative-belief multiple testing in the two-groups sparsity framework.
 
-The relative belief ratio :math:`RB(0\mid x)` and its test under a one-group normal prior :math:`N(0,\gamma^2)` with
-one hyperparameter, chosen by a rule object (:class:`OracleGamma2`, :class:`SparsityGamma2`,
-:class:`EBSparsityGamma2`, :class:`EBMMLEGamma2`); the Bayes oracle and the exact risks of threshold rules in the
+The relative belief ratio $RB(0\mid x)$ and its test under a one-group normal prior $N(0,\gamma^2)$ with
+one hyperparameter, chosen by a rule object (`OracleGamma2`, `SparsityGamma2`,
+`EBSparsityGamma2`, `EBMMLEGamma2`); the Bayes oracle and the exact risks of threshold rules in the
 two-groups model of Bogdan et al. (2011); Benjamini–Hochberg, Bonferroni and horseshoe rules; empirical-Bayes fits
-(:func:`two_groups_em` returns a :class:`TwoGroupsSolution`); the noise scale estimated from the data
-(``sigma="mad"``, :class:`MADSigma`, :func:`estimate_sigma`); and a common-random-numbers simulation driver for
+(`two_groups_em` returns a `TwoGroupsSolution`); the noise scale estimated from the data
+(``sigma="mad"``, `MADSigma`, `estimate_sigma`); and a common-random-numbers simulation driver for
 asymptotic Bayes optimality under sparsity.
 
 The tests take what users hold: lists, NumPy or JAX arrays, and pandas Series, whose index comes back on the result

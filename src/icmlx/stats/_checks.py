@@ -1,8 +1,8 @@
 """Input validation shared by the ``icmlx.stats`` public functions (private).
 
 Python numbers and concrete arrays are checked eagerly on the host (``ValueError`` naming the value); traced arrays
-(inside a user's ``jax.jit``) are checked with :func:`equinox.error_if`, which raises at run time
-(:func:`icmlx._checks.check_values`).
+(inside a user's ``jax.jit``) are checked with `equinox.error_if`, which raises at run time
+(`icmlx._checks.check_values`).
 """
 
 import math
@@ -41,7 +41,7 @@ def float_dtype(*values: Any) -> Any:
 
 
 def host_float_array(x: np.ndarray, name: str, dtype: Any = None) -> np.ndarray:
-    """A NumPy array as the floating host array :func:`as_float_array` would put on the device.
+    """A NumPy array as the floating host array `as_float_array` would put on the device.
 
     Always a new buffer: ``jax.device_put`` may alias host memory on CPU, and the caller's array must stay theirs
     (writing to it later must not change a JAX array). ``dtype`` defaults to the input's floating dtype (as JAX
@@ -234,9 +234,9 @@ def _series_values(x: Any, name: str) -> tuple[Any, Labels | None]:
 
 
 def host_input_array(x: Any, name: str) -> tuple[Any, Labels | None]:
-    """Like :func:`as_input_array`, but host data (list, NumPy, Series) stays a NumPy array of the final dtype.
+    """Like `as_input_array`, but host data (list, NumPy, Series) stays a NumPy array of the final dtype.
 
-    A caller checks the values there and puts the array on the device once (:func:`jax.device_put`), so a
+    A caller checks the values there and puts the array on the device once (`jax.device_put`), so a
     large input makes one host-to-device copy and no round trip.
     """
     x, labels = _series_values(x, name)
@@ -269,7 +269,7 @@ def _where_first(mask: np.ndarray, labels: Labels | None) -> str:
 def check_finite(x: jax.Array, name: str, labels: Labels | None = None) -> jax.Array:
     """Refuse NaN and infinite entries with a short message that counts them and says where the first one is.
 
-    A concrete ``x`` is checked on the host (``ValueError`` now); a traced one with :func:`equinox.error_if`.
+    A concrete ``x`` is checked on the host (``ValueError`` now); a traced one with `equinox.error_if`.
     """
     if is_traced(x):
         return check_values(
@@ -308,7 +308,7 @@ def looks_like_pvalues(z: np.ndarray) -> bool:
 
 
 def warn_if_pvalues(x: jax.Array, scale: Any, where: str, stacklevel: int) -> None:
-    """Warn when the z-scores ``x / scale`` of a concrete ``x`` look like p-values (:func:`looks_like_pvalues`)."""
+    """Warn when the z-scores ``x / scale`` of a concrete ``x`` look like p-values (`looks_like_pvalues`)."""
     if is_traced(x) or is_traced(scale):
         return
     z = np.asarray(x)

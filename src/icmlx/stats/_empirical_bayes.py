@@ -27,23 +27,23 @@ def estimate_sparsity(
 ) -> Float[Array, "*batch"]:
     r"""Simple empirical-Bayes sparsity estimate (van der Pas et al. / Ghosh et al. type).
 
-    .. math::
-
-        \hat p = \operatorname{clip}\Big(\frac{\#\{i : |x_i| > \sigma\sqrt{c_1 \log n}\}}{c_2\, n},
-        \ \frac1n,\ 1 - \frac1n\Big).
+    $$
+    \hat p = \operatorname{clip}\Big(\frac{\#\{i : |x_i| > \sigma\sqrt{c_1 \log n}\}}{c_2\, n},
+    \ \frac1n,\ 1 - \frac1n\Big).
+    $$
 
     With ``c1=2, c2=1`` this is the two-sided version of ``NormalBetaPrime::est.sparsity``; it is also the
-    empirical-Bayes horseshoe scale :math:`\hat\tau`. The estimate is biased low by the factor
-    :math:`P = 2\bar\Phi(\sqrt{2\log n/(1+\tau^2)})` (the power of the universal threshold).
+    empirical-Bayes horseshoe scale $\hat\tau$. The estimate is biased low by the factor
+    $P = 2\bar\Phi(\sqrt{2\log n/(1+\tau^2)})$ (the power of the universal threshold).
 
     Args:
       x: observations, shape ``(*batch, n)`` (list, NumPy, JAX or pandas Series); tests run along the last axis.
-      sigma: known noise standard deviation (> 0), or ``"mad"``/:class:`MADSigma` to estimate it per row.
+      sigma: known noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row.
       c1: the threshold and normalising constants (Python floats > 0).
       c2: the threshold and normalising constants (Python floats > 0).
 
     Returns:
-      :math:`\hat p`, shape ``(*batch,)``.
+      $\hat p$, shape ``(*batch,)``.
 
     Raises:
       ValueError: non-positive or non-finite ``sigma``/``c1``/``c2``; NaN or infinite values in ``x``; fewer than 2
@@ -79,11 +79,11 @@ def _sparsity_core(x, s, c1, c2):
 
 
 class TwoGroupsSolution(Solution):
-    r"""The fit returned by :func:`two_groups_em` (an :class:`icmlx.Solution`).
+    r"""The fit returned by `two_groups_em` (an `icmlx.Solution`).
 
     Attributes:
       value: the fitted ``(p, tau2)``, each of shape ``(*batch,)``.
-      result: :class:`icmlx.RESULTS` item: ``successful``, or ``nonfinite`` when any fitted ``p``, ``tau2`` or
+      result: `icmlx.RESULTS` item: ``successful``, or ``nonfinite`` when any fitted ``p``, ``tau2`` or
         log-likelihood is NaN or infinite (for instance an infinite observation).
       stats: ``{"num_steps": int32 scalar, "log_likelihood": (num_steps, *batch)}``; the log-likelihood is the
         marginal log-likelihood before each M-step and is non-decreasing (EM's ascent property).
@@ -91,12 +91,12 @@ class TwoGroupsSolution(Solution):
 
     @property
     def p(self) -> Float[Array, "*batch"]:
-        r"""Estimated non-null proportion :math:`\hat p`, shape ``(*batch,)``."""
+        r"""Estimated non-null proportion $\hat p$, shape ``(*batch,)``."""
         return self.value[0]
 
     @property
     def tau2(self) -> Float[Array, "*batch"]:
-        r"""Estimated slab variance :math:`\hat\tau^2` (on the scale of ``x``), shape ``(*batch,)``."""
+        r"""Estimated slab variance $\hat\tau^2$ (on the scale of ``x``), shape ``(*batch,)``."""
         return self.value[1]
 
     @property
@@ -122,29 +122,31 @@ def two_groups_em(
     tau2_init: RealScalarLike | Float[Array, "*batch"] | None = None,
     throw: bool = True,
 ) -> TwoGroupsSolution:
-    r"""Maximum marginal likelihood (EM) for the two-groups model :math:`X\sim(1-p)N(0,\sigma^2)+pN(0,\sigma^2+\tau^2)`.
+    r"""Maximum marginal likelihood (EM) for the two-groups model $X\sim(1-p)N(0,\sigma^2)+pN(0,\sigma^2+\tau^2)$.
 
-    E-step, the posterior probability that test :math:`i` is non-null:
+    E-step, the posterior probability that test $i$ is non-null:
 
-    .. math:: r_i = \frac{p\,\phi(x_i;0,\sigma^2+\tau^2)}{p\,\phi(x_i;0,\sigma^2+\tau^2)+(1-p)\,\phi(x_i;0,\sigma^2)}.
+    $$
+    r_i = \frac{p\,\phi(x_i;0,\sigma^2+\tau^2)}{p\,\phi(x_i;0,\sigma^2+\tau^2)+(1-p)\,\phi(x_i;0,\sigma^2)}.
+    $$
 
-    M-step: :math:`p \leftarrow \bar r` (kept in :math:`[1/n, 1-1/n]`) and
-    :math:`\tau^2 \leftarrow \max(\sum_i r_i x_i^2/\sum_i r_i - \sigma^2,\ 10^{-6}\sigma^2)`, the constrained
+    M-step: $p \leftarrow \bar r$ (kept in $[1/n, 1-1/n]$) and
+    $\tau^2 \leftarrow \max(\sum_i r_i x_i^2/\sum_i r_i - \sigma^2,\ 10^{-6}\sigma^2)$, the constrained
     maximiser. A fixed number of steps runs in ``lax.scan``, batched over the leading axes of ``x``.
 
     Args:
       x: observations, shape ``(*batch, n)`` (list, NumPy, JAX or pandas Series); all finite.
-      sigma: known noise standard deviation (> 0), or ``"mad"``/:class:`MADSigma` to estimate it per row first
+      sigma: known noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row first
         (then the fit is that of ``x / sigma_hat``, with ``tau2`` given back in the units of ``x``).
       num_steps: number of EM steps (static Python int >= 1).
-      p_init: starting p; default :func:`estimate_sparsity` clipped to ``[1/n, 0.5]``.
+      p_init: starting p; default `estimate_sparsity` clipped to ``[1/n, 0.5]``.
       tau2_init: starting tau^2; default ``max(mean of x^2 over the |x| > sigma sqrt(2 log n) tests - sigma^2,
         sigma^2)``.
       throw: raise (at run time, under ``jit`` too) when the fit is non-finite; with ``throw=False`` inspect
         ``result``.
 
     Returns:
-      :class:`TwoGroupsSolution` with ``value = (p, tau2)``, ``result`` and ``stats`` (``num_steps``,
+      `TwoGroupsSolution` with ``value = (p, tau2)``, ``result`` and ``stats`` (``num_steps``,
       ``log_likelihood``, ``sigma``: the noise scale used); ``.p``, ``.tau2`` and ``.log_likelihood`` read them
       by name.
 
@@ -178,7 +180,7 @@ def two_groups_em(
 
 
 def fit_two_groups(x, s, num_steps, p_init, tau2_init, throw, sigma_out=None):
-    """The EM of :func:`two_groups_em` for checked ``x`` and a checked ``s`` (scalar, or ``(*batch, 1)``).
+    """The EM of `two_groups_em` for checked ``x`` and a checked ``s`` (scalar, or ``(*batch, 1)``).
 
     The fit runs on the standardised ``x / s`` (so data of any scale, such as 1e20 with ``sigma=1e20``, give the
     same ``p`` and ``tau2 / s^2``), and ``tau2`` comes back in the units of ``x``. Also used by EBMMLEGamma2.

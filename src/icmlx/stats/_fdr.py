@@ -39,13 +39,13 @@ __all__ = [
 def two_sided_pvalues(
     x: Any, sigma: RealScalarLike | AbstractSigma | str = 1.0
 ) -> Float[Array, "*shape"]:
-    r"""Two-sided normal p-values :math:`p_i = 2\bar\Phi(|x_i|/\sigma)`, computed without cancellation.
+    r"""Two-sided normal p-values $p_i = 2\bar\Phi(|x_i|/\sigma)$, computed without cancellation.
 
     Args:
       x: observations, shape ``(*batch, n)``: list, NumPy, JAX or pandas Series (z-scores when ``sigma=1``). An
         infinite value gives the p-value 0. Values that all lie in ``[0, 1]`` look like p-values and give a
         warning.
-      sigma: noise standard deviation (> 0), or ``"mad"``/:class:`MADSigma` to estimate it per row.
+      sigma: noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row.
 
     Returns:
       p-values, same shape and dtype as ``x``.
@@ -85,13 +85,13 @@ def _pvals(x, s):
 
 
 class MultipleTestResult(TestDecisions):
-    """Decisions of a p-value procedure (:func:`benjamini_hochberg`, :func:`bonferroni`).
+    """Decisions of a p-value procedure (`benjamini_hochberg`, `bonferroni`).
 
     Attributes:
       reject: decisions, shape of the p-values.
       num_rejected: number of rejections per row, shape ``(*batch,)``.
       threshold: the p-value cutoff per row (reject iff ``p <= threshold``; 0 with no rejection for BH).
-      labels: the index of the pandas Series passed as ``pvalues`` (``None`` otherwise); :attr:`rejected_labels`
+      labels: the index of the pandas Series passed as ``pvalues`` (``None`` otherwise); `rejected_labels`
         reads the rejected ones.
     """
 
@@ -111,7 +111,7 @@ def _check_pvalues(pvalues, where):
 
 
 def _check_pvalues_host(pvalues, where):
-    """:func:`_check_pvalues` that leaves host data (list, NumPy, Series) a checked NumPy array."""
+    """`_check_pvalues` that leaves host data (list, NumPy, Series) a checked NumPy array."""
     p, labels = host_input_array(pvalues, "pvalues")
     if p.ndim < 1 or p.shape[-1] < 1:
         raise ValueError(f"{where}: pvalues must have a non-empty last (tests) axis, got {p.shape=}")
@@ -185,19 +185,21 @@ def benjamini_hochberg(
 ) -> MultipleTestResult:
     r"""Benjamini–Hochberg step-up procedure (FDR control at level ``alpha``), vectorised over rows.
 
-    With sorted p-values :math:`p_{(1)}\le\dots\le p_{(n)}`,
+    With sorted p-values $p_{(1)}\le\dots\le p_{(n)}$,
 
-    .. math:: k^* = \max\{k : p_{(k)} \le k\alpha/n\},\qquad \text{reject } H_{0i} \iff p_i \le p_{(k^*)}
+    $$
+    k^* = \max\{k : p_{(k)} \le k\alpha/n\},\qquad \text{reject } H_{0i} \iff p_i \le p_{(k^*)}
+    $$
 
-    (nothing if no such :math:`k`). ``method="sort"`` sorts each row. ``method="bucket"`` (default) is an exact
-    equivalent without sorting. With :math:`C(k)=\#\{i: p_i\le k\alpha/n\}`, :math:`k^*=\max\{k: C(k)\ge k\}` is
-    the largest fixed point of the nondecreasing :math:`C`; for a concrete JAX array the iteration
-    :math:`k\leftarrow C(k)` from :math:`k=n` reaches it exactly in a few passes over the tests (at most 40 on
+    (nothing if no such $k$). ``method="sort"`` sorts each row. ``method="bucket"`` (default) is an exact
+    equivalent without sorting. With $C(k)=\#\{i: p_i\le k\alpha/n\}$, $k^*=\max\{k: C(k)\ge k\}$ is
+    the largest fixed point of the nondecreasing $C$; for a concrete JAX array the iteration
+    $k\leftarrow C(k)$ from $k=n$ reaches it exactly in a few passes over the tests (at most 40 on
     simulated two-groups data), and a histogram takes over if 64 passes were not enough. The histogram (also the
-    path under ``jit``) places each :math:`p_i` in the bucket :math:`j_i=\min\{j: p_i\le j\alpha/n\}` (a float
+    path under ``jit``) places each $p_i$ in the bucket $j_i=\min\{j: p_i\le j\alpha/n\}$ (a float
     guess repaired by bisection on the same critical values) and takes
-    :math:`k^*=\max\{k: \#\{j_i\le k\}\ge k\}`. Every path rejects :math:`p_i\le k^*\alpha/n` and gives identical
-    decisions (same critical values :math:`(k/n)\alpha` as ``statsmodels``); XLA's CPU sort is slow, so "bucket" is
+    $k^*=\max\{k: \#\{j_i\le k\}\ge k\}$. Every path rejects $p_i\le k^*\alpha/n$ and gives identical
+    decisions (same critical values $(k/n)\alpha$ as ``statsmodels``); XLA's CPU sort is slow, so "bucket" is
     the faster one for large ``n``.
     P-values held on the host (NumPy, a list, a pandas Series) are sorted in NumPy, in the same dtype and with
     the same critical values, and the record is put on the device: no program is compiled, whatever ``n``.
@@ -209,8 +211,8 @@ def benjamini_hochberg(
       method: ``"bucket"`` or ``"sort"``.
 
     Returns:
-      :class:`MultipleTestResult` (``reject``, ``num_rejected`` = :math:`k^*`, ``threshold`` =
-      :math:`p_{(k^*)}`, 0 if none).
+      `MultipleTestResult` (``reject``, ``num_rejected`` = $k^*$, ``threshold`` =
+      $p_{(k^*)}$, 0 if none).
 
     Raises:
       ValueError: ``alpha`` outside (0, 1), unknown ``method``; p-values NaN or outside [0, 1] (a concrete input at
@@ -249,7 +251,7 @@ def _size_bucket(n: int, dtype: Any) -> int:
 
     Coarse on purpose: a script that runs BH on 10^6 tests and then on a subset of 0.7 * 10^6 compiles once; the
     price is at most twice the work of a call, which is linear in ``n`` and small beside the compilation saved.
-    A bucket that would cross the size past which :func:`_bh_bucket` needs its bisection (about 2^20 tests in
+    A bucket that would cross the size past which `_bh_bucket` needs its bisection (about 2^20 tests in
     float32) stops just below it, at 2^20 - 1024, so padding never switches a call to the slower repair.
     """
     m = max(1024, 1 << (n - 1).bit_length())
@@ -259,7 +261,7 @@ def _size_bucket(n: int, dtype: Any) -> int:
 
 
 def _bh_bucket_padded(p, a, n):
-    """BH on concrete p-values padded to :func:`_size_bucket` with the true ``n`` traced: a new ``n`` in the same
+    """BH on concrete p-values padded to `_size_bucket` with the true ``n`` traced: a new ``n`` in the same
     bucket reuses the compiled program and compiles nothing else."""
     m = _size_bucket(n, p.dtype)
     pad = [(0, 0)] * (p.ndim - 1) + [(0, m - n)]
@@ -276,7 +278,7 @@ def _bh_bucket_padded(p, a, n):
 
 
 def _bh_host(p: np.ndarray, a: np.ndarray, n: int) -> MultipleTestResult:
-    """:func:`_bh_sort_decisions` in NumPy for p-values held on the host, in the same dtype and with the same
+    """`_bh_sort_decisions` in NumPy for p-values held on the host, in the same dtype and with the same
     critical values, so the decisions are those of every device path; the record's arrays are put on the device.
 
     A one-shot script with NumPy p-values then compiles nothing: the sort is cheaper than the compilation of
@@ -294,7 +296,7 @@ def _bh_host(p: np.ndarray, a: np.ndarray, n: int) -> MultipleTestResult:
 
 
 def _bh_sort_decisions(p, a):
-    """BH by the sort-based engine of :func:`multipletests` (``method="fdr_bh"``), as a :class:`MultipleTestResult`."""
+    """BH by the sort-based engine of `multipletests` (``method="fdr_bh"``), as a `MultipleTestResult`."""
     reject, _, _, _, _ = run_method(p, a, "fdr_bh")
     return _decisions(p, reject)
 
@@ -319,7 +321,7 @@ def _bh_fixed_point_decisions(p, a, n):
     the iterates ``k_{t+1} = C(k_t)`` never increase and never pass below ``k*`` (``C(k_t) >= C(k*) = k*``), so
     they stop at ``k*`` exactly; each pass is one comparison and one sum over the tests. It compiles to a small
     loop, where the bucket histogram needs a scatter and a cumulative sum over ``m`` bins (slower to compile and
-    to run). Capped at :data:`_BH_FIXED_POINT_STEPS` passes; ``converged`` is False if a row had not stopped.
+    to run). Capped at `_BH_FIXED_POINT_STEPS` passes; ``converged`` is False if a row had not stopped.
     """
     m = p.shape[-1]
     dt = p.dtype
@@ -368,7 +370,7 @@ def _bh_bucket_decisions(p, a, n):
 
 
 def bh_adjusted_pvalues(pvalues: Any) -> Float[Array, "*batch n"]:
-    r"""BH-adjusted p-values :math:`\tilde p_{(i)} = \min_{k\ge i}\min(1, n p_{(k)}/k)` (sort-based).
+    r"""BH-adjusted p-values $\tilde p_{(i)} = \min_{k\ge i}\min(1, n p_{(k)}/k)$ (sort-based).
 
     ``benjamini_hochberg(p, alpha).reject == (adjusted <= alpha)`` up to rounding at the boundary.
 
@@ -400,17 +402,17 @@ def _bh_adjusted(p):
 def bonferroni(
     pvalues: Any, alpha: RealScalarLike = 0.05
 ) -> MultipleTestResult:
-    r"""Bonferroni correction (FWER at level ``alpha``): reject :math:`H_{0i}` iff :math:`p_i\le\alpha/n`.
+    r"""Bonferroni correction (FWER at level ``alpha``): reject $H_{0i}$ iff $p_i\le\alpha/n$.
 
-    Warns at trace time for float32 input with :math:`n\ge10^6` (the cutoff :math:`\alpha/n` sits where float32
-    p-values computed as :math:`1-\Phi` are already 0); use float64 there.
+    Warns at trace time for float32 input with $n\ge10^6$ (the cutoff $\alpha/n$ sits where float32
+    p-values computed as $1-\Phi$ are already 0); use float64 there.
 
     Args:
       pvalues: p-values in [0, 1], shape ``(*batch, n)``.
       alpha: FWER level in (0, 1).
 
     Returns:
-      :class:`MultipleTestResult` with ``threshold = alpha / n``.
+      `MultipleTestResult` with ``threshold = alpha / n``.
 
     Raises:
       ValueError: ``alpha`` outside (0, 1); NaN or out-of-range p-values (run time).
@@ -441,17 +443,17 @@ def _bonf(p, a):
 def bonferroni_threshold(
     n: RealScalarLike | Float[Array, "..."], alpha: RealScalarLike = 0.05
 ) -> Float[Array, "..."]:
-    r"""Bonferroni as a threshold on :math:`z^2`: :math:`c^2 = \big(\Phi^{-1}(\alpha/(2n))\big)^2`.
+    r"""Bonferroni as a threshold on $z^2$: $c^2 = \big(\Phi^{-1}(\alpha/(2n))\big)^2$.
 
-    Uses the lower tail :math:`\Phi^{-1}(\alpha/2n)` (accurate in float32 too), never
-    :math:`\Phi^{-1}(1-\alpha/2n)`, which is infinite in float32 for :math:`n\ge10^6`.
+    Uses the lower tail $\Phi^{-1}(\alpha/2n)$ (accurate in float32 too), never
+    $\Phi^{-1}(1-\alpha/2n)$, which is infinite in float32 for $n\ge10^6$.
 
     Args:
       n: number of tests (>= 1), scalar or array (e.g. a grid of n for exact risk tables).
       alpha: FWER level in (0, 1).
 
     Returns:
-      :math:`c^2`, broadcast shape.
+      $c^2$, broadcast shape.
 
     Raises:
       ValueError: ``n < 1`` or ``alpha`` outside (0, 1).

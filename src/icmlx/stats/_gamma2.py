@@ -1,14 +1,14 @@
 
-r"""Rules for the one hyperparameter :math:`\gamma^2` of the relative-belief test, as strategy objects.
+r"""Rules for the one hyperparameter $\gamma^2$ of the relative-belief test, as strategy objects.
 
-The relative-belief rule "reject iff :math:`RB(0\mid x_i)<1`" under the one-group prior :math:`\mu_i\sim
-N(0,\gamma^2)` is the fixed threshold :math:`z_i^2 > c^2_{RB}=(1+1/g)\log(1+g)` with :math:`g=\gamma^2/\sigma^2`, so
-:math:`c^2_{RB}=\log g+o(1)` for large :math:`g`. In the two-groups model (:math:`u=\tau^2/\sigma^2`,
-:math:`f=(1-p)/p`, :math:`\delta=\delta_0/\delta_A`, :math:`v=uf^2\delta^2`) a fixed threshold :math:`c_n^2` is
-asymptotically Bayes optimal under sparsity (ABOS) iff :math:`c_n^2=\log v_n+z_n` with :math:`z_n=o(\log v_n)` and
-:math:`z_n+2\log\log v_n\to\infty` (Bogdan et al. 2011). Hence the RB rule is ABOS iff :math:`\log g_n=\log v_n+z_n`
-with the same two conditions: :math:`\gamma^2` must carry the multiplicity penalty :math:`f^2`, which makes it much
-larger than :math:`\tau^2` (with :math:`\gamma^2=\tau^2`, :math:`c^2\approx\log u\ll\log v`: never ABOS). Each rule
+The relative-belief rule "reject iff $RB(0\mid x_i)<1$" under the one-group prior $\mu_i\sim
+N(0,\gamma^2)$ is the fixed threshold $z_i^2 > c^2_{RB}=(1+1/g)\log(1+g)$ with $g=\gamma^2/\sigma^2$, so
+$c^2_{RB}=\log g+o(1)$ for large $g$. In the two-groups model ($u=\tau^2/\sigma^2$,
+$f=(1-p)/p$, $\delta=\delta_0/\delta_A$, $v=uf^2\delta^2$) a fixed threshold $c_n^2$ is
+asymptotically Bayes optimal under sparsity (ABOS) iff $c_n^2=\log v_n+z_n$ with $z_n=o(\log v_n)$ and
+$z_n+2\log\log v_n\to\infty$ (Bogdan et al. 2011). Hence the RB rule is ABOS iff $\log g_n=\log v_n+z_n$
+with the same two conditions: $\gamma^2$ must carry the multiplicity penalty $f^2$, which makes it much
+larger than $\tau^2$ (with $\gamma^2=\tau^2$, $c^2\approx\log u\ll\log v$: never ABOS). Each rule
 below is one way to meet this; they are derived from those conditions, not quoted from the ICML 2026 paper, whose own
 prescription is not public.
 """
@@ -38,8 +38,8 @@ __all__ = [
     "relative_belief_gamma2",
 ]
 
-#: The strings accepted for ``gamma2``: shorthands of the rules without settings, :class:`EBSparsityGamma2`,
-#: :class:`EBMMLEGamma2` and :class:`EBStoreyGamma2` (the rules with settings are passed as objects).
+#: The strings accepted for ``gamma2``: shorthands of the rules without settings, `EBSparsityGamma2`,
+#: `EBMMLEGamma2` and `EBStoreyGamma2` (the rules with settings are passed as objects).
 PRESETS = ("eb_sparsity", "eb_mmle", "eb_storey")
 
 ScalarOrBatch = RealScalarLike | Float[Array, "..."]
@@ -78,10 +78,10 @@ def _finite_gamma2(g2: Any, rule: str) -> Any:
 
 
 class AbstractGamma2(eqx.Module):
-    """Base class of the rules that choose :math:`\\gamma^2` for :func:`relative_belief_test`.
+    """Base class of the rules that choose $\\gamma^2$ for `relative_belief_test`.
 
     A rule is an ``eqx.Module`` with static, hashable fields only (the settings of that rule and nothing else); it
-    is not callable. :func:`relative_belief_gamma2` evaluates it.
+    is not callable. `relative_belief_gamma2` evaluates it.
     """
 
     @abc.abstractmethod
@@ -94,15 +94,15 @@ class AbstractGamma2(eqx.Module):
 
 
 class OracleGamma2(AbstractGamma2):
-    r"""Rule H1, "oracle": :math:`\gamma^2=\tau^2\,(f\delta)^2`, i.e. :math:`g=v`, from the known two-groups parameters.
+    r"""Rule H1, "oracle": $\gamma^2=\tau^2\,(f\delta)^2$, i.e. $g=v$, from the known two-groups parameters.
 
-    Then :math:`\log g_n=\log v_n` exactly (:math:`z_n=0`), the fastest route to ABOS: the exact risk ratio to the
-    Bayes oracle is 1.0168 at :math:`n=10^2` and 1.0091 at :math:`n=10^4` (design :math:`p=n^{-1/2}`, :math:`C=1`).
+    Then $\log g_n=\log v_n$ exactly ($z_n=0$), the fastest route to ABOS: the exact risk ratio to the
+    Bayes oracle is 1.0168 at $n=10^2$ and 1.0091 at $n=10^4$ (design $p=n^{-1/2}$, $C=1$).
 
     Attributes:
       p: non-null proportion in (0, 1) (a Python number).
-      tau2: slab variance :math:`\tau^2>0`.
-      delta: loss ratio :math:`\delta_0/\delta_A>0`.
+      tau2: slab variance $\tau^2>0$.
+      delta: loss ratio $\delta_0/\delta_A>0$.
 
     Raises:
       ValueError: a setting out of range (the message names it).
@@ -131,10 +131,10 @@ class OracleGamma2(AbstractGamma2):
 
 
 class SparsityGamma2(AbstractGamma2):
-    r"""Rule H2, "sparsity": :math:`\gamma^2=\sigma^2 f^2` with :math:`f=(1-p)/p`; needs only :math:`p`.
+    r"""Rule H2, "sparsity": $\gamma^2=\sigma^2 f^2$ with $f=(1-p)/p$; needs only $p$.
 
-    Here :math:`z_n\approx-\log u_n` and :math:`z_n+2\log\log v_n\approx\log\log v_n+\log C\to\infty`, so the rule is
-    ABOS, but only at a log-log rate (exact risk ratio about 1.18 for :math:`n\le10^8`).
+    Here $z_n\approx-\log u_n$ and $z_n+2\log\log v_n\approx\log\log v_n+\log C\to\infty$, so the rule is
+    ABOS, but only at a log-log rate (exact risk ratio about 1.18 for $n\le10^8$).
 
     Attributes:
       p: non-null proportion in (0, 1) (a Python number).
@@ -159,13 +159,13 @@ class SparsityGamma2(AbstractGamma2):
 
 
 class EBSparsityGamma2(AbstractGamma2):
-    r"""Rule H3, "eb_sparsity": :math:`\gamma^2=\sigma^2\hat f^2` with :math:`\hat p` from :func:`estimate_sparsity`.
+    r"""Rule H3, "eb_sparsity": $\gamma^2=\sigma^2\hat f^2$ with $\hat p$ from `estimate_sparsity`.
 
-    The default of :func:`relative_belief_test` until :class:`EBStoreyGamma2` replaced it (see that docstring).
-    Data-driven, per row of ``x``. The estimate :math:`\hat p=\max(1/n,\#\{|x_i|>\sigma\sqrt{2\log n}\}/n)` is about
-    :math:`pP` with :math:`P=2\bar\Phi(\sqrt{2\log n/(1+u)})`, so :math:`g\approx f^2/P^2`, and :math:`1/P^2` is close
-    to :math:`u` for :math:`n\le10^8`: in practice the rule behaves like H1 (Monte Carlo risk ratio 1.013 at
-    :math:`n=10^2`, 1.003 at :math:`n=10^4`). In the limit :math:`1/P^2` stays bounded while :math:`u\to\infty`, so
+    The default of `relative_belief_test` until `EBStoreyGamma2` replaced it (see that docstring).
+    Data-driven, per row of ``x``. The estimate $\hat p=\max(1/n,\#\{|x_i|>\sigma\sqrt{2\log n}\}/n)$ is about
+    $pP$ with $P=2\bar\Phi(\sqrt{2\log n/(1+u)})$, so $g\approx f^2/P^2$, and $1/P^2$ is close
+    to $u$ for $n\le10^8$: in practice the rule behaves like H1 (Monte Carlo risk ratio 1.013 at
+    $n=10^2$, 1.003 at $n=10^4$). In the limit $1/P^2$ stays bounded while $u\to\infty$, so
     asymptotically it is like H2 (ABOS at a log-log rate). It has no settings.
 
     Examples:
@@ -181,19 +181,19 @@ class EBSparsityGamma2(AbstractGamma2):
 
 
 class EBStoreyGamma2(AbstractGamma2):
-    r"""Rule H5, "eb_storey": the plug-in Bayes oracle's threshold, from Storey's :math:`\hat\pi_0` and a moment
-    :math:`\hat\tau^2`, expressed as :math:`\gamma^2`.
+    r"""Rule H5, "eb_storey": the plug-in Bayes oracle's threshold, from Storey's $\hat\pi_0$ and a moment
+    $\hat\tau^2$, expressed as $\gamma^2$.
 
-    Per row: :math:`\hat p=1-\hat\pi_0` with :math:`\hat\pi_0` Storey's estimate from the two-sided p-values
-    (:func:`estimate_pi0`, ``method="bootstrap"``), kept in :math:`[1/n, 1-1/n]`;
-    :math:`\hat u=\max(\overline{z^2}-1, 10^{-3})/\hat p` (the slab variance from
-    :math:`E z^2=1+p u`); then :math:`g` solves :math:`(1+1/g)\log(1+g)=c^2` with
-    :math:`c^2=(1+1/\hat u)(\log(1+\hat u)+2\log\hat f)` the Bayes oracle's threshold
-    (:func:`bayes_oracle_threshold`) at :math:`(\hat p,\hat u)`, so the RB test at :math:`k=1` rejects exactly
-    where the plug-in oracle does. :class:`EBSparsityGamma2`'s :math:`\hat p` counts the tests past
-    :math:`\sqrt{2\log n}` and so estimates :math:`p\,P(|x|>\sqrt{2\log n}\mid\text{signal})`, far below
-    :math:`p` when the effects are moderate (0.0027 for :math:`p=0.05` on the t-statistic designs of
-    ``benchmarks/stats_default_gamma2.py``); Storey's estimate targets :math:`p` itself. Measured on those designs
+    Per row: $\hat p=1-\hat\pi_0$ with $\hat\pi_0$ Storey's estimate from the two-sided p-values
+    (`estimate_pi0`, ``method="bootstrap"``), kept in $[1/n, 1-1/n]$;
+    $\hat u=\max(\overline{z^2}-1, 10^{-3})/\hat p$ (the slab variance from
+    $E z^2=1+p u$); then $g$ solves $(1+1/g)\log(1+g)=c^2$ with
+    $c^2=(1+1/\hat u)(\log(1+\hat u)+2\log\hat f)$ the Bayes oracle's threshold
+    (`bayes_oracle_threshold`) at $(\hat p,\hat u)$, so the RB test at $k=1$ rejects exactly
+    where the plug-in oracle does. `EBSparsityGamma2`'s $\hat p$ counts the tests past
+    $\sqrt{2\log n}$ and so estimates $p\,P(|x|>\sqrt{2\log n}\mid\text{signal})$, far below
+    $p$ when the effects are moderate (0.0027 for $p=0.05$ on the t-statistic designs of
+    ``benchmarks/stats_default_gamma2.py``); Storey's estimate targets $p$ itself. Measured on those designs
     (10,000 two-sample t-tests with 10 per group, converted to z-scores, 1/5/10% signals with random or fixed
     effects, 50 replicates) its risk was at most BH(0.1)'s; the numbers are in
     ``benchmarks/results/stats_default_gamma2.json``. It has no settings.
@@ -215,18 +215,18 @@ class EBStoreyGamma2(AbstractGamma2):
 
 
 class EBMMLEGamma2(AbstractGamma2):
-    r"""Rule H4, "eb_mmle": :math:`\gamma^2=\hat\tau^2\hat f^2`, :math:`(\hat p,\hat\tau^2)` from :func:`two_groups_em`.
+    r"""Rule H4, "eb_mmle": $\gamma^2=\hat\tau^2\hat f^2$, $(\hat p,\hat\tau^2)$ from `two_groups_em`.
 
-    The two-groups maximum marginal likelihood plug-in of H1, per row of ``x``; :math:`\hat\tau^2` is noisy for small
-    :math:`n` (Monte Carlo risk ratio 1.26 at :math:`n=10^2`, 1.02 at :math:`n=10^4`).
+    The two-groups maximum marginal likelihood plug-in of H1, per row of ``x``; $\hat\tau^2$ is noisy for small
+    $n$ (Monte Carlo risk ratio 1.26 at $n=10^2$, 1.02 at $n=10^4$).
 
-    **It does not control the false discovery rate.** On two-groups data (:func:`simulate_two_groups`,
-    :math:`p` from 0.001 to 0.2, :math:`\tau^2\in\{4,9,25\}` and the :math:`C=1` calibration; the study in
-    :func:`relative_belief_test`) its FDR was 0.08–0.35 at :math:`n=10^4` (0.33 at :math:`p=0.01,\tau^2=4`) and up
-    to 0.61 at :math:`n=10^3`, worst when the effects are weak (:math:`\tau^2\le9`), where :math:`\hat\tau^2` is
-    small and :math:`\gamma^2` with it; Benjamini–Hochberg at 0.05 stayed at 0.04–0.06 on the same data. The
-    default :class:`EBSparsityGamma2` stayed at 0.06–0.15 (0.09–0.18 at :math:`n=10^3`). For FDR control use
-    :func:`benjamini_hochberg`.
+    **It does not control the false discovery rate.** On two-groups data (`simulate_two_groups`,
+    $p$ from 0.001 to 0.2, $\tau^2\in\{4,9,25\}$ and the $C=1$ calibration; the study in
+    `relative_belief_test`) its FDR was 0.08–0.35 at $n=10^4$ (0.33 at $p=0.01,\tau^2=4$) and up
+    to 0.61 at $n=10^3$, worst when the effects are weak ($\tau^2\le9$), where $\hat\tau^2$ is
+    small and $\gamma^2$ with it; Benjamini–Hochberg at 0.05 stayed at 0.04–0.06 on the same data. The
+    default `EBSparsityGamma2` stayed at 0.06–0.15 (0.09–0.18 at $n=10^3$). For FDR control use
+    `benjamini_hochberg`.
 
     Attributes:
       num_em_steps: the number of EM steps (a Python int >= 1).
@@ -330,7 +330,7 @@ def _eb_storey_core(x, s):
 def resolve_rule(gamma2: Any, where: str) -> AbstractGamma2 | None:
     """Map the public ``gamma2`` argument to a rule object (``None`` for a number or array).
 
-    ``None`` is the default rule; the strings of :data:`PRESETS` are shorthands for the parameter-free rules.
+    ``None`` is the default rule; the strings of `PRESETS` are shorthands for the parameter-free rules.
     """
     if gamma2 is None:
         return EBStoreyGamma2()  # the default rule: it needs the data only
@@ -356,36 +356,36 @@ def relative_belief_gamma2(
     x: Any = None,
     sigma: RealScalarLike = 1.0,
 ) -> Float[Array, "..."]:
-    r"""The hyperparameter :math:`\gamma^2` that a rule (:class:`AbstractGamma2`) gives, for data ``x`` if it needs it.
+    r"""The hyperparameter $\gamma^2$ that a rule (`AbstractGamma2`) gives, for data ``x`` if it needs it.
 
-    With :math:`f=(1-p)/p` and :math:`\delta=\delta_0/\delta_A`:
+    With $f=(1-p)/p$ and $\delta=\delta_0/\delta_A$:
 
-    - :class:`OracleGamma2` (H1): :math:`\gamma^2=\tau^2 (f\delta)^2`, i.e. :math:`g=v=u f^2\delta^2`.
-    - :class:`SparsityGamma2` (H2): :math:`\gamma^2=\sigma^2 f^2`.
-    - :class:`EBSparsityGamma2` (H3): :math:`\gamma^2=\sigma^2 \hat f^2` with :math:`\hat p` from
-      :func:`estimate_sparsity`; per row of ``x``.
-    - :class:`EBMMLEGamma2` (H4): :math:`\gamma^2=\hat\tau^2 \hat f^2` with :math:`(\hat p,\hat\tau^2)` from
-      :func:`two_groups_em`; per row of ``x``.
+    - `OracleGamma2` (H1): $\gamma^2=\tau^2 (f\delta)^2$, i.e. $g=v=u f^2\delta^2$.
+    - `SparsityGamma2` (H2): $\gamma^2=\sigma^2 f^2$.
+    - `EBSparsityGamma2` (H3): $\gamma^2=\sigma^2 \hat f^2$ with $\hat p$ from
+      `estimate_sparsity`; per row of ``x``.
+    - `EBMMLEGamma2` (H4): $\gamma^2=\hat\tau^2 \hat f^2$ with $(\hat p,\hat\tau^2)$ from
+      `two_groups_em`; per row of ``x``.
 
-    Why these: the RB rule :math:`RB(0\mid x)<1` thresholds :math:`z^2` at
-    :math:`c^2_{RB}=(1+1/g)\log(1+g)\approx\log g`, and a threshold :math:`c_n^2` is ABOS iff
-    :math:`c_n^2=\log v_n+z_n` with :math:`z_n=o(\log v_n)` and :math:`z_n+2\log\log v_n\to\infty`. H1 sets
-    :math:`g=v` (:math:`z_n=0`); H2 has :math:`z_n\approx-\log u_n`, still ABOS but slowly; H3 and H4 estimate H2's
-    and H1's unknowns; :class:`EBStoreyGamma2` (H5) sets :math:`g` so that the threshold is the plug-in oracle's at
-    Storey's :math:`\hat p`. The strings ``"eb_sparsity"``, ``"eb_mmle"`` and ``"eb_storey"`` are shorthands for
-    those rule objects. :func:`relative_belief_test` uses ``EBStoreyGamma2()`` when ``gamma2`` is omitted (its
+    Why these: the RB rule $RB(0\mid x)<1$ thresholds $z^2$ at
+    $c^2_{RB}=(1+1/g)\log(1+g)\approx\log g$, and a threshold $c_n^2$ is ABOS iff
+    $c_n^2=\log v_n+z_n$ with $z_n=o(\log v_n)$ and $z_n+2\log\log v_n\to\infty$. H1 sets
+    $g=v$ ($z_n=0$); H2 has $z_n\approx-\log u_n$, still ABOS but slowly; H3 and H4 estimate H2's
+    and H1's unknowns; `EBStoreyGamma2` (H5) sets $g$ so that the threshold is the plug-in oracle's at
+    Storey's $\hat p$. The strings ``"eb_sparsity"``, ``"eb_mmle"`` and ``"eb_storey"`` are shorthands for
+    those rule objects. `relative_belief_test` uses ``EBStoreyGamma2()`` when ``gamma2`` is omitted (its
     docstring gives the measured FDR, power and risk behind that choice).
 
-    For a per-row or traced :math:`p`, compute :math:`\gamma^2` as an array (e.g.
-    ``tau2 * ((1 - p) / p * delta) ** 2``) and pass it to :func:`relative_belief_test`.
+    For a per-row or traced $p$, compute $\gamma^2$ as an array (e.g.
+    ``tau2 * ((1 - p) / p * delta) ** 2``) and pass it to `relative_belief_test`.
 
     Args:
-      rule: an :class:`AbstractGamma2` (or the string shorthand ``"eb_sparsity"``/``"eb_mmle"``).
+      rule: an `AbstractGamma2` (or the string shorthand ``"eb_sparsity"``/``"eb_mmle"``).
       x: data, shape ``(*batch, n)`` (list, NumPy, JAX or pandas Series; finite), for the data-driven rules H3, H4.
       sigma: noise standard deviation (> 0).
 
     Returns:
-      :math:`\gamma^2`: a scalar for H1/H2 (the broadcast shape of the old array flags), or ``(*batch, 1)`` for the
+      $\gamma^2$: a scalar for H1/H2 (the broadcast shape of the old array flags), or ``(*batch, 1)`` for the
       data-driven rules (ready to broadcast against ``x``).
 
     Raises:

@@ -87,38 +87,38 @@ def horseshoe_shrinkage(
     *,
     batch_size: int = 8192,
 ) -> Float[Array, "*shape"]:
-    r"""Posterior mean of :math:`1-\kappa` under the horseshoe prior, by quadrature.
+    r"""Posterior mean of $1-\kappa$ under the horseshoe prior, by quadrature.
 
-    Prior :math:`\mu_i\mid\lambda_i\sim N(0,\sigma^2\lambda_i^2\tau^2)`, :math:`\lambda_i\sim C^+(0,1)`,
-    :math:`\kappa_i=1/(1+\lambda_i^2\tau^2)`, so :math:`E[\mu_i\mid x]=E[1-\kappa_i\mid x_i]\,x_i`. The posterior of
-    the shrinkage factor is :math:`\pi(\kappa\mid x)\propto(1-\kappa)^{-1/2}e^{-\kappa z^2/2}/(1-(1-\tau^2)\kappa)`;
-    substituting :math:`s^2=1-\kappa`, :math:`z=x/\sigma`:
+    Prior $\mu_i\mid\lambda_i\sim N(0,\sigma^2\lambda_i^2\tau^2)$, $\lambda_i\sim C^+(0,1)$,
+    $\kappa_i=1/(1+\lambda_i^2\tau^2)$, so $E[\mu_i\mid x]=E[1-\kappa_i\mid x_i]\,x_i$. The posterior of
+    the shrinkage factor is $\pi(\kappa\mid x)\propto(1-\kappa)^{-1/2}e^{-\kappa z^2/2}/(1-(1-\tau^2)\kappa)$;
+    substituting $s^2=1-\kappa$, $z=x/\sigma$:
 
-    .. math::
+    $$
+    E[1-\kappa\mid x] = \frac{\int_0^{1} s^2 w(s)\,ds}{\int_0^{1} w(s)\,ds},\qquad
+    w(s) = \frac{e^{z^2(s^2-1)/2}}{\tau^2 + (1-\tau^2)s^2}.
+    $$
 
-        E[1-\kappa\mid x] = \frac{\int_0^{1} s^2 w(s)\,ds}{\int_0^{1} w(s)\,ds},\qquad
-        w(s) = \frac{e^{z^2(s^2-1)/2}}{\tau^2 + (1-\tau^2)s^2}.
-
-    Integrated in :math:`y=\operatorname{logit}\kappa` by the trapezoid rule (400 nodes) in log space
-    (``logsumexp``), over a range that covers the likelihood cut-off at :math:`\kappa\sim1/z^2` and the prior's
-    bend at :math:`\kappa\sim1/\tau^2` (or :math:`1-\kappa\sim\tau^2`), with the two tails in closed form. Each
-    feature has width :math:`O(1)` in :math:`y` and the integrand is analytic in a strip, so the rule converges
-    geometrically: it agrees with adaptive quadrature (SciPy, float64) to about 1e-8 for every :math:`|z|` and
-    every :math:`\tau` in :math:`[10^{-38}, 10^{38}]` (all normal float32 values; others are refused), and an
-    infinite :math:`|z|` gives exactly 1. Large inputs are processed
+    Integrated in $y=\operatorname{logit}\kappa$ by the trapezoid rule (400 nodes) in log space
+    (``logsumexp``), over a range that covers the likelihood cut-off at $\kappa\sim1/z^2$ and the prior's
+    bend at $\kappa\sim1/\tau^2$ (or $1-\kappa\sim\tau^2$), with the two tails in closed form. Each
+    feature has width $O(1)$ in $y$ and the integrand is analytic in a strip, so the rule converges
+    geometrically: it agrees with adaptive quadrature (SciPy, float64) to about 1e-8 for every $|z|$ and
+    every $\tau$ in $[10^{-38}, 10^{38}]$ (all normal float32 values; others are refused), and an
+    infinite $|z|$ gives exactly 1. Large inputs are processed
     in chunks of ``batch_size`` (``lax.map``).
 
     Args:
       x: observations, any shape.
-      tau: global scale :math:`\tau>0`, scalar or broadcastable against ``x``.
+      tau: global scale $\tau>0$, scalar or broadcastable against ``x``.
       sigma: noise standard deviation (> 0).
       batch_size: chunk size for large inputs (static).
 
     Returns:
-      :math:`E[1-\kappa\mid x]\in(0,1)`, same shape and dtype as ``x``.
+      $E[1-\kappa\mid x]\in(0,1)$, same shape and dtype as ``x``.
 
     Raises:
-      ValueError: ``tau`` outside :math:`[10^{-38}, 10^{38}]`; non-positive or infinite ``sigma``; NaN in ``x``
+      ValueError: ``tau`` outside $[10^{-38}, 10^{38}]$; non-positive or infinite ``sigma``; NaN in ``x``
         (a concrete ``x`` at once, under ``jit`` at run time); ``batch_size`` not a positive int.
 
     References:
@@ -155,23 +155,23 @@ def _shrinkage_nd(x, s, log_tau, batch_size):
 def horseshoe_threshold(
     tau: ScalarOrBatch, *, num_steps: int = 50
 ) -> Float[Array, "..."]:
-    r"""The :math:`|z|` cutoff of the Datta–Ghosh rule: the root of :math:`E[1-\kappa\mid z;\tau]=1/2`.
+    r"""The $|z|$ cutoff of the Datta–Ghosh rule: the root of $E[1-\kappa\mid z;\tau]=1/2$.
 
-    :math:`E[1-\kappa\mid z]` increases in :math:`|z|`, so "reject iff :math:`E[1-\kappa\mid x]>1/2`" is "reject
-    iff :math:`|x|/\sigma >` this cutoff". Found by bisection on :math:`[0, 10+\sqrt{8\log^+(1/\tau)}]`
-    (``num_steps`` steps, elementwise over ``tau``), a bracket that holds the root for every :math:`\tau` (the cutoff
-    grows like :math:`\sqrt{4\log(1/\tau)}`); 0 if :math:`E[1-\kappa\mid 0] \ge 1/2` (:math:`\tau` above about
+    $E[1-\kappa\mid z]$ increases in $|z|$, so "reject iff $E[1-\kappa\mid x]>1/2$" is "reject
+    iff $|x|/\sigma >$ this cutoff". Found by bisection on $[0, 10+\sqrt{8\log^+(1/\tau)}]$
+    (``num_steps`` steps, elementwise over ``tau``), a bracket that holds the root for every $\tau$ (the cutoff
+    grows like $\sqrt{4\log(1/\tau)}$); 0 if $E[1-\kappa\mid 0] \ge 1/2$ ($\tau$ above about
     0.87).
 
     Args:
-      tau: global scale :math:`\tau>0`, scalar or array.
+      tau: global scale $\tau>0$, scalar or array.
       num_steps: bisection steps (static).
 
     Returns:
-      The cutoff on :math:`|x|/\sigma`, shape of ``tau``.
+      The cutoff on $|x|/\sigma$, shape of ``tau``.
 
     Raises:
-      ValueError: ``tau`` outside :math:`[10^{-38}, 10^{38}]`; ``num_steps`` not a positive int.
+      ValueError: ``tau`` outside $[10^{-38}, 10^{38}]$; ``num_steps`` not a positive int.
 
     References:
       Datta & Ghosh (2013), Bayesian Anal. 8(1):111–132.
@@ -206,11 +206,11 @@ def _compare(x, s, thr):
 
 
 class HorseshoeResult(TestDecisions):
-    """Result of :func:`horseshoe_test`.
+    """Result of `horseshoe_test`.
 
     Attributes:
-      reject: decisions :math:`E[1-\\kappa_i\\mid x_i] > 1/2`, shape of ``x``.
-      threshold: the equivalent cutoff on :math:`|x|/\\sigma` per row, shape ``(*batch,)``.
+      reject: decisions $E[1-\\kappa_i\\mid x_i] > 1/2$, shape of ``x``.
+      threshold: the equivalent cutoff on $|x|/\\sigma$ per row, shape ``(*batch,)``.
       tau: the global scale used per row, shape ``(*batch,)``.
       sigma: the noise standard deviation used (the number given, or the estimate per row, ``(*batch, 1)``).
       labels: the index of the pandas Series passed as ``x`` (``None`` otherwise).
@@ -236,21 +236,21 @@ def horseshoe_test(
     tau: ScalarOrBatch | str = "eb",
     sigma: RealScalarLike | AbstractSigma | str = 1.0,
 ) -> HorseshoeResult:
-    r"""Horseshoe multiple test of Datta & Ghosh (2013): reject iff :math:`E[1-\kappa_i\mid x_i] > 1/2`.
+    r"""Horseshoe multiple test of Datta & Ghosh (2013): reject iff $E[1-\kappa_i\mid x_i] > 1/2$.
 
-    For a fixed :math:`\tau` this is the threshold rule :math:`|x_i|/\sigma > c(\tau)` (:func:`horseshoe_threshold`),
+    For a fixed $\tau$ this is the threshold rule $|x_i|/\sigma > c(\tau)$ (`horseshoe_threshold`),
     so decisions cost one comparison per test. ``tau="eb"`` uses the empirical-Bayes
-    :math:`\hat\tau=\max(1/n, \#\{|x_i|>\sigma\sqrt{2\log n}\}/n)` per row (:func:`estimate_sparsity`). With
-    :math:`\tau\asymp p` the risk is within a constant factor of the oracle.
+    $\hat\tau=\max(1/n, \#\{|x_i|>\sigma\sqrt{2\log n}\}/n)$ per row (`estimate_sparsity`). With
+    $\tau\asymp p$ the risk is within a constant factor of the oracle.
 
     Args:
       x: observations, shape ``(*batch, n)``: list, NumPy, JAX or pandas Series (its index comes back as
         ``result.labels``); all finite.
       tau: global scale > 0 (scalar, or shape ``(*batch,)`` per row) or ``"eb"``.
-      sigma: noise standard deviation (> 0), or ``"mad"``/:class:`MADSigma` to estimate it per row.
+      sigma: noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row.
 
     Returns:
-      :class:`HorseshoeResult` (``reject``, ``threshold``, ``tau``, ``sigma``, ``labels``).
+      `HorseshoeResult` (``reject``, ``threshold``, ``tau``, ``sigma``, ``labels``).
 
     Raises:
       ValueError: unknown string for ``tau``; non-positive ``tau``/``sigma``; NaN or infinite values in ``x``.

@@ -19,11 +19,11 @@ _BISECTION_STEPS = 64
 
 
 class HorseshoeIntervals(eqx.Module):
-    r"""Equal-tailed posterior credible intervals of the means under the horseshoe prior (:func:`horseshoe_intervals`).
+    r"""Equal-tailed posterior credible intervals of the means under the horseshoe prior (`horseshoe_intervals`).
 
     Attributes:
-      lower: the :math:`(1-\text{level})/2` posterior quantile of each :math:`\mu_i`, shape of ``x``.
-      upper: the :math:`(1+\text{level})/2` quantile.
+      lower: the $(1-\text{level})/2$ posterior quantile of each $\mu_i$, shape of ``x``.
+      upper: the $(1+\text{level})/2$ quantile.
       median: the posterior median.
       level: the credibility level.
     """
@@ -36,7 +36,7 @@ class HorseshoeIntervals(eqx.Module):
 
 def _kappa_nodes(z2, log_tau):
     """Nodes ``y = logit(kappa)`` and normalised log weights of the posterior of kappa given z (trapezoid rule, the
-    range of :func:`icmlx.stats._horseshoe._shrinkage_z2`; the tails past it hold under e^-18 of the mass)."""
+    range of `icmlx.stats._horseshoe._shrinkage_z2`; the tails past it hold under e^-18 of the mass)."""
     dt = z2.dtype
     b = 2.0 * log_tau
     a = jnp.log1p(0.5 * z2)
@@ -85,28 +85,28 @@ def _quantiles(z, log_tau, qs):
 def horseshoe_intervals(
     x: Any, tau: Any, *, level: float = 0.95, sigma: Any = 1.0
 ) -> HorseshoeIntervals:
-    r"""Equal-tailed posterior credible intervals (and medians) of :math:`\mu_i` under the horseshoe prior.
+    r"""Equal-tailed posterior credible intervals (and medians) of $\mu_i$ under the horseshoe prior.
 
-    With :math:`\kappa_i=1/(1+\lambda_i^2\tau^2)`, :math:`\mu_i\mid\kappa_i,x_i\sim N((1-\kappa_i)x_i,
-    (1-\kappa_i)\sigma^2)`, so the posterior distribution function is the mixture
+    With $\kappa_i=1/(1+\lambda_i^2\tau^2)$, $\mu_i\mid\kappa_i,x_i\sim N((1-\kappa_i)x_i,
+    (1-\kappa_i)\sigma^2)$, so the posterior distribution function is the mixture
 
     $$P(\mu_i\le t\mid x_i)=\int_0^1\Phi\Big(\frac{t/\sigma-(1-\kappa)z_i}{\sqrt{1-\kappa}}\Big)\,
     \pi(\kappa\mid x_i)\,d\kappa,\qquad \pi(\kappa\mid x)\propto\frac{(1-\kappa)^{-1/2}e^{-\kappa z^2/2}}
     {1-(1-\tau^2)\kappa},$$
 
-    integrated by the trapezoid rule in :math:`\operatorname{logit}\kappa` (the nodes of
-    :func:`horseshoe_shrinkage`), and each quantile is found by bisection (64 halvings). Agrees with SciPy's
+    integrated by the trapezoid rule in $\operatorname{logit}\kappa$ (the nodes of
+    `horseshoe_shrinkage`), and each quantile is found by bisection (64 halvings). Agrees with SciPy's
     adaptive quadrature and root finding to 1e-6 in float64 (``tests/stats/test_stats_horseshoe_intervals.py``).
 
     Args:
       x: observations, shape ``(*batch, n)`` or any shape (finite).
-      tau: global scale :math:`\tau>0`, scalar or broadcastable against ``x`` (e.g. :func:`horseshoe_mmle_tau`'s
+      tau: global scale $\tau>0$, scalar or broadcastable against ``x`` (e.g. `horseshoe_mmle_tau`'s
         ``[..., None]``).
       level: credibility in (0, 1) (a Python number), default 0.95.
       sigma: noise standard deviation (> 0).
 
     Returns:
-      :class:`HorseshoeIntervals` (``lower``, ``upper``, ``median``, ``level``).
+      `HorseshoeIntervals` (``lower``, ``upper``, ``median``, ``level``).
 
     Raises:
       ValueError: ``level`` outside (0, 1); ``tau`` or ``sigma`` out of range; NaN or infinite ``x``.
@@ -140,10 +140,10 @@ _MARGINAL_NODES = 1200
 
 
 def _log_marginal(z, log_tau):
-    r"""Sum over tests of :math:`\log m(z_i\mid\tau)`, :math:`m(z\mid\tau)=\int_0^\infty N(z;0,1+\tau^2\lambda^2)
-    \frac{2}{\pi(1+\lambda^2)}d\lambda`, by the trapezoid rule in :math:`v=\log\lambda` (features of width O(1) in
-    v at :math:`v\approx0`, :math:`-\log\tau` and :math:`\log|z|-\log\tau`; the integrand decays like
-    :math:`e^{v}` below and :math:`e^{-2v}/\tau` above the range)."""
+    r"""Sum over tests of $\log m(z_i\mid\tau)$, $m(z\mid\tau)=\int_0^\infty N(z;0,1+\tau^2\lambda^2)
+    \frac{2}{\pi(1+\lambda^2)}d\lambda$, by the trapezoid rule in $v=\log\lambda$ (features of width O(1) in
+    v at $v\approx0$, $-\log\tau$ and $\log|z|-\log\tau$; the integrand decays like
+    $e^{v}$ below and $e^{-2v}/\tau$ above the range)."""
     dt = z.dtype
     v_lo = -30.0
     v_hi = 30.0 - log_tau
@@ -191,24 +191,24 @@ def _mmle(z, lo, hi):
 
 
 def horseshoe_mmle_tau(x: Any, *, sigma: Any = 1.0, lower: Any = None) -> Float[Array, "*batch"]:
-    r"""The horseshoe's global scale :math:`\tau` by maximum marginal likelihood, per row (as R ``horseshoe``'s
+    r"""The horseshoe's global scale $\tau$ by maximum marginal likelihood, per row (as R ``horseshoe``'s
     ``HS.MMLE``).
 
     $$\hat\tau=\arg\max_{\tau\in[\tau_{\min},1]}\sum_i\log\int_0^\infty\varphi\Big(\frac{x_i}{\sigma\sqrt{1+
     \tau^2\lambda^2}}\Big)\frac{1}{\sigma\sqrt{1+\tau^2\lambda^2}}\,\frac{2\,d\lambda}{\pi(1+\lambda^2)}$$
 
-    with :math:`\tau_{\min}=1/n` by default (van der Pas, Szabó & van der Vaart 2017). The integral is a trapezoid
-    rule in :math:`\log\lambda` (1200 nodes), the maximum a golden-section search in :math:`\log\tau` (80 steps),
+    with $\tau_{\min}=1/n$ by default (van der Pas, Szabó & van der Vaart 2017). The integral is a trapezoid
+    rule in $\log\lambda$ (1200 nodes), the maximum a golden-section search in $\log\tau$ (80 steps),
     compared with the end points. Agrees with SciPy's adaptive quadrature and bounded scalar optimiser to 1e-4
     relative in float64.
 
     Args:
       x: observations, shape ``(*batch, n)`` (finite).
       sigma: noise standard deviation (> 0).
-      lower: the smallest :math:`\tau` considered, in (0, 1); default ``1/n``.
+      lower: the smallest $\tau$ considered, in (0, 1); default ``1/n``.
 
     Returns:
-      :math:`\hat\tau`, shape ``(*batch,)``.
+      $\hat\tau$, shape ``(*batch,)``.
 
     Raises:
       ValueError: NaN or infinite ``x``; ``sigma`` or ``lower`` out of range.

@@ -18,14 +18,14 @@ _NUM_BLOCKS = 20  # batch means for the Monte Carlo standard error: 20 blocks of
 
 
 class HorseshoeMCMCResult(eqx.Module):
-    """Posterior summaries from :func:`horseshoe_nuts`.
+    """Posterior summaries from `horseshoe_nuts`.
 
     Attributes:
-      shrinkage: posterior mean of :math:`1-\\kappa_i`, shape ``(n,)``.
+      shrinkage: posterior mean of $1-\\kappa_i$, shape ``(n,)``.
       shrinkage_se: its Monte Carlo standard error (batch means over 20 blocks), shape ``(n,)``.
-      posterior_mean: :math:`E[\\mu_i\\mid x] = E[1-\\kappa_i\\mid x]\\,x_i`, shape ``(n,)``.
-      reject: Datta–Ghosh decisions :math:`E[1-\\kappa_i\\mid x]>1/2`, shape ``(n,)``.
-      tau: posterior draws of :math:`\\tau` (constant if ``tau`` was fixed), shape
+      posterior_mean: $E[\\mu_i\\mid x] = E[1-\\kappa_i\\mid x]\\,x_i$, shape ``(n,)``.
+      reject: Datta–Ghosh decisions $E[1-\\kappa_i\\mid x]>1/2$, shape ``(n,)``.
+      tau: posterior draws of $\\tau$ (constant if ``tau`` was fixed), shape
         ``(num_samples,)``.
     """
 
@@ -64,20 +64,20 @@ def horseshoe_nuts(
     num_samples: int = 1000,
     progress: bool | None = None,
 ) -> HorseshoeMCMCResult:
-    r"""Horseshoe posterior for :math:`X_i\sim N(\mu_i,\sigma^2)` by NUTS (numpyro), with :math:`\mu` integrated out.
+    r"""Horseshoe posterior for $X_i\sim N(\mu_i,\sigma^2)$ by NUTS (numpyro), with $\mu$ integrated out.
 
-    Model: :math:`\lambda_i\sim C^+(0,1)`, :math:`\tau\sim C^+(0,\text{tau\_scale})` (or fixed ``tau``),
-    :math:`X_i\mid\lambda_i,\tau\sim N(0,\sigma^2(1+\lambda_i^2\tau^2))` (the slab mean marginalised, which mixes
+    Model: $\lambda_i\sim C^+(0,1)$, $\tau\sim C^+(0,\text{tau\_scale})$ (or fixed ``tau``),
+    $X_i\mid\lambda_i,\tau\sim N(0,\sigma^2(1+\lambda_i^2\tau^2))$ (the slab mean marginalised, which mixes
     far better than the centred parametrisation). Returns the posterior mean of
-    :math:`1-\kappa_i=\lambda_i^2\tau^2/(1+\lambda_i^2\tau^2)`. With fixed ``tau`` it is a Monte Carlo reference for
-    :func:`horseshoe_shrinkage`. numpyro is imported inside this function, so ``import icmlx.stats`` does not import
+    $1-\kappa_i=\lambda_i^2\tau^2/(1+\lambda_i^2\tau^2)$. With fixed ``tau`` it is a Monte Carlo reference for
+    `horseshoe_shrinkage`. numpyro is imported inside this function, so ``import icmlx.stats`` does not import
     it. Not jit-able as a whole (numpyro's MCMC driver jits itself).
 
     Args:
       key: PRNG key.
       x: observations, shape ``(n,)`` (list, NumPy, JAX or pandas Series); all finite.
       tau: fixed global scale (> 0), or ``None`` for the half-Cauchy hyperprior.
-      tau_scale: scale of the half-Cauchy prior on :math:`\tau` (> 0).
+      tau_scale: scale of the half-Cauchy prior on $\tau$ (> 0).
       sigma: known noise standard deviation (> 0).
       num_warmup: NUTS warm-up draws (an int >= 0; one chain).
       num_samples: kept draws (an int >= 40: the standard error uses 20 batch means of at least 2 draws).
@@ -86,7 +86,7 @@ def horseshoe_nuts(
         with a progress bar is driven from Python (numpyro's own bar), so None shows it in a terminal.
 
     Returns:
-      :class:`HorseshoeMCMCResult`.
+      `HorseshoeMCMCResult`.
 
     Raises:
       ImportError: numpyro is not installed (``pip install icmlx[stats]``).

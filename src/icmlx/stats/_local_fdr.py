@@ -17,13 +17,13 @@ _NULLS = ("empirical", "theoretical")
 
 
 class LocalFDRResult(eqx.Module):
-    r"""Result of :func:`local_fdr`.
+    r"""Result of `local_fdr`.
 
     Attributes:
-      lfdr: :math:`\mathrm{fdr}(z_i)=\pi_0 f_0(z_i)/f(z_i)`, capped at 1, shape ``(*batch, m)``.
-      null_mean: the null's centre :math:`\delta_0` per row, shape ``(*batch,)`` (0 for the theoretical null).
-      null_sd: the null's scale :math:`\sigma_0` per row (1 for the theoretical null).
-      pi0: the null proportion :math:`\pi_0` per row, in :math:`(0, 1]`.
+      lfdr: $\mathrm{fdr}(z_i)=\pi_0 f_0(z_i)/f(z_i)$, capped at 1, shape ``(*batch, m)``.
+      null_mean: the null's centre $\delta_0$ per row, shape ``(*batch,)`` (0 for the theoretical null).
+      null_sd: the null's scale $\sigma_0$ per row (1 for the theoretical null).
+      pi0: the null proportion $\pi_0$ per row, in $(0, 1]$.
     """
 
     lfdr: Float[Array, "*batch m"]
@@ -153,28 +153,28 @@ def local_fdr(
     $$f(z)=\pi_0 f_0(z)+(1-\pi_0)f_1(z),\qquad \mathrm{fdr}(z)=\frac{\pi_0 f_0(z)}{f(z)},\qquad
     f_0=N(\delta_0,\sigma_0^2).$$
 
-    The mixture density :math:`f` is fitted by Lindsey's method: a Poisson regression of the counts of a
+    The mixture density $f$ is fitted by Lindsey's method: a Poisson regression of the counts of a
     ``num_bins``-bin histogram on a natural cubic spline with ``df`` degrees of freedom (Efron's 7), knots at
     quantiles of ``z``.
-    ``null="theoretical"`` takes :math:`\delta_0=0`, :math:`\sigma_0=1` and
-    :math:`\pi_0=\int_A f/\int_A f_0` over the central region :math:`A` (between the ``central`` and
-    ``1 - central`` quantiles of ``z``). ``null="empirical"`` fits :math:`\delta_0, \sigma_0, \pi_0` by central
-    matching (locfdr's ``"CM"``): over :math:`A`, :math:`\log f(z)\approx\beta_0+\beta_1 z+\beta_2 z^2` by least
-    squares, so :math:`\sigma_0^2=-1/(2\beta_2)`, :math:`\delta_0=\beta_1\sigma_0^2` and
-    :math:`\pi_0=\sqrt{2\pi}\,\sigma_0\exp(\beta_0+\delta_0^2/(2\sigma_0^2))` (capped at 1; if the centre of
-    :math:`\log f` is not concave it falls back to the theoretical null). Use the empirical null when the z-scores'
-    null is not :math:`N(0,1)` (correlation, a wrong variance, an overall shift; Efron 2004).
+    ``null="theoretical"`` takes $\delta_0=0$, $\sigma_0=1$ and
+    $\pi_0=\int_A f/\int_A f_0$ over the central region $A$ (between the ``central`` and
+    ``1 - central`` quantiles of ``z``). ``null="empirical"`` fits $\delta_0, \sigma_0, \pi_0$ by central
+    matching (locfdr's ``"CM"``): over $A$, $\log f(z)\approx\beta_0+\beta_1 z+\beta_2 z^2$ by least
+    squares, so $\sigma_0^2=-1/(2\beta_2)$, $\delta_0=\beta_1\sigma_0^2$ and
+    $\pi_0=\sqrt{2\pi}\,\sigma_0\exp(\beta_0+\delta_0^2/(2\sigma_0^2))$ (capped at 1; if the centre of
+    $\log f$ is not concave it falls back to the theoretical null). Use the empirical null when the z-scores'
+    null is not $N(0,1)$ (correlation, a wrong variance, an overall shift; Efron 2004).
 
     Args:
       z: z-scores, shape ``(*batch, m)`` (list, NumPy, JAX, pandas Series; finite); one family per row.
       null: ``"empirical"`` (default) or ``"theoretical"`` (static).
       num_bins: histogram bins (static int >= 10).
-      df: degrees of freedom of the natural spline for :math:`\log f` (static int in 2..15; knots at quantiles of
+      df: degrees of freedom of the natural spline for $\log f$ (static int in 2..15; knots at quantiles of
         ``z``).
       central: the central region's lower quantile in (0, 0.5) (static), default 0.1 (the central 80%).
 
     Returns:
-      :class:`LocalFDRResult` (``lfdr``, ``null_mean``, ``null_sd``, ``pi0``).
+      `LocalFDRResult` (``lfdr``, ``null_mean``, ``null_sd``, ``pi0``).
 
     Raises:
       ValueError: an unknown ``null``, bad settings, NaN or infinite ``z``.

@@ -1,10 +1,10 @@
 r"""``multipletests``: every p-value adjustment of ``statsmodels.stats.multitest.multipletests`` on one engine.
 
-Each method is a :class:`_Procedure` (a strategy object) that maps one family of p-values, sorted ascending when it
+Each method is a `_Procedure` (a strategy object) that maps one family of p-values, sorted ascending when it
 needs them sorted, to its decisions and adjusted p-values. The engine around it does what all methods share: the
 sort and its inverse (one ``lax.sort`` carrying the permutation), the NaN policy, the per-row family size, the clip
-at 1 and the vectorisation over rows. :func:`benjamini_hochberg`'s ``"sort"`` path, :func:`bh_adjusted_pvalues`
-and :func:`bonferroni` call the same engine.
+at 1 and the vectorisation over rows. `benjamini_hochberg`'s ``"sort"`` path, `bh_adjusted_pvalues`
+and `bonferroni` call the same engine.
 
 Every formula follows the operation order of statsmodels 0.14/0.15 (for instance ``(m * p) / j`` in Hommel's
 Simes minima and ``p / ((k / n))`` in the BH adjustment), so the adjusted p-values agree to rounding of the
@@ -31,16 +31,16 @@ __all__ = ["METHODS", "MultipleTestsResult", "multipletests"]
 
 
 class MultipleTestsResult(eqx.Module):
-    """Result of :func:`multipletests` (the four outputs of statsmodels' ``multipletests``, per row).
+    """Result of `multipletests` (the four outputs of statsmodels' ``multipletests``, per row).
 
     Attributes:
       rejected: decisions, shape ``(*batch, n)`` (``False`` for a NaN p-value under ``nan_policy="omit"`` and for
         every test of a row with a NaN under ``"propagate"``).
       pvalues_adjusted: adjusted p-values, shape ``(*batch, n)``, clipped at 1 (NaN where the input was NaN under
         ``"omit"``, and for the whole row under ``"propagate"``).
-      alpha_sidak: the Šidák per-test level :math:`1-(1-\\alpha)^{1/m}` of each row's family size ``m``, shape
+      alpha_sidak: the Šidák per-test level $1-(1-\\alpha)^{1/m}$ of each row's family size ``m``, shape
         ``(*batch,)``.
-      alpha_bonferroni: the Bonferroni per-test level :math:`\\alpha/m`, shape ``(*batch,)``.
+      alpha_bonferroni: the Bonferroni per-test level $\\alpha/m$, shape ``(*batch,)``.
       num_tests: the family size ``m`` per row (the non-NaN p-values), shape ``(*batch,)``.
       method: the method name.
     """
@@ -249,7 +249,7 @@ _ALIASES = {
     "fdr_2sbh": "fdr_tsbh", "fdr_2sbky": "fdr_tsbky", "fdr_twostage": "fdr_tsbky",
 }
 
-#: The method names :func:`multipletests` accepts (statsmodels' names; its short aliases are accepted too).
+#: The method names `multipletests` accepts (statsmodels' names; its short aliases are accepted too).
 METHODS = tuple(_PROCEDURES)
 
 _NAN_POLICIES = ("raise", "omit", "propagate")
@@ -349,38 +349,38 @@ def multipletests(
 ) -> MultipleTestsResult:
     r"""Multiple-testing adjustment of p-values: every method of statsmodels' ``multipletests``, batched.
 
-    With the sorted p-values :math:`p_{(1)}\le\dots\le p_{(m)}` of one family:
+    With the sorted p-values $p_{(1)}\le\dots\le p_{(m)}$ of one family:
 
-    - ``"bonferroni"``: :math:`\tilde p_i=\min(1, m p_i)`; ``"sidak"``: :math:`\tilde p_i=1-(1-p_i)^m`.
-    - ``"holm"``: step-down, :math:`\tilde p_{(i)}=\max_{j\le i}(m-j+1)p_{(j)}`; ``"holm-sidak"`` the same with
-      :math:`1-(1-p_{(j)})^{m-j+1}`.
-    - ``"simes-hochberg"``: step-up, :math:`\tilde p_{(i)}=\min_{j\ge i}(m-j+1)p_{(j)}`.
-    - ``"hommel"``: the closure of Simes tests, :math:`\tilde p_i=\max_{I\ni i}\min_{j}|I|\,p_{(j:I)}/j`
+    - ``"bonferroni"``: $\tilde p_i=\min(1, m p_i)$; ``"sidak"``: $\tilde p_i=1-(1-p_i)^m$.
+    - ``"holm"``: step-down, $\tilde p_{(i)}=\max_{j\le i}(m-j+1)p_{(j)}$; ``"holm-sidak"`` the same with
+      $1-(1-p_{(j)})^{m-j+1}$.
+    - ``"simes-hochberg"``: step-up, $\tilde p_{(i)}=\min_{j\ge i}(m-j+1)p_{(j)}$.
+    - ``"hommel"``: the closure of Simes tests, $\tilde p_i=\max_{I\ni i}\min_{j}|I|\,p_{(j:I)}/j$
       (the maximum over the worst index set of each size).
-    - ``"fdr_bh"``: :math:`\tilde p_{(i)}=\min_{j\ge i} m p_{(j)}/j`; ``"fdr_by"`` multiplies by
-      :math:`\sum_{k=1}^m 1/k`.
+    - ``"fdr_bh"``: $\tilde p_{(i)}=\min_{j\ge i} m p_{(j)}/j$; ``"fdr_by"`` multiplies by
+      $\sum_{k=1}^m 1/k$.
     - ``"fdr_tsbh"``, ``"fdr_tsbky"``: two-stage adaptive BH (Benjamini, Krieger & Yekutieli 2006): BH at
-      :math:`\alpha'` (:math:`\alpha` for tsbh, :math:`\alpha/(1+\alpha)` for tsbky) gives :math:`r_1`
-      rejections, then BH at :math:`\alpha' m/(m-r_1)`; the adjusted p-values are the BH ones times
-      :math:`(m-r_1)/m` (and :math:`1+\alpha` for tsbky), so they depend on :math:`\alpha`.
+      $\alpha'$ ($\alpha$ for tsbh, $\alpha/(1+\alpha)$ for tsbky) gives $r_1$
+      rejections, then BH at $\alpha' m/(m-r_1)$; the adjusted p-values are the BH ones times
+      $(m-r_1)/m$ (and $1+\alpha$ for tsbky), so they depend on $\alpha$.
 
     The decisions and the ``rejected``/``pvalues_adjusted`` arrays are those of
     ``statsmodels.stats.multitest.multipletests(row, alpha, method)`` for each row (statsmodels' operation order,
-    ``maxiter=1`` for the two-stage methods). The sort is one ``lax.sort`` per row; Hommel costs :math:`O(m^2)`
-    work (as statsmodels' loop) in :math:`O(m)` memory, so keep it to families of up to about :math:`10^5`.
+    ``maxiter=1`` for the two-stage methods). The sort is one ``lax.sort`` per row; Hommel costs $O(m^2)$
+    work (as statsmodels' loop) in $O(m)$ memory, so keep it to families of up to about $10^5$.
 
     Args:
       pvalues: p-values in [0, 1], shape ``(*batch, m)``: a list, NumPy or JAX array or pandas Series; one family
         per row (leading axes are batch axes).
       alpha: the FWER or FDR level in (0, 1) (a number; a string is a ``TypeError``).
-      method: one of :data:`METHODS` (statsmodels' names; its short aliases such as ``"hs"`` also work). Static
+      method: one of `METHODS` (statsmodels' names; its short aliases such as ``"hs"`` also work). Static
         under ``jax.jit``.
       nan_policy: ``"raise"`` (default): NaN is an error; ``"omit"``: NaN p-values leave the family (its size
         ``m`` counts the others) and come back not rejected with a NaN adjusted p-value; ``"propagate"``: a row
         with a NaN comes back all NaN and not rejected, the other rows as usual.
 
     Returns:
-      :class:`MultipleTestsResult` (``rejected``, ``pvalues_adjusted``, ``alpha_sidak``, ``alpha_bonferroni``,
+      `MultipleTestsResult` (``rejected``, ``pvalues_adjusted``, ``alpha_sidak``, ``alpha_bonferroni``,
       ``num_tests``).
 
     Raises:

@@ -73,28 +73,30 @@ def bayes_oracle_threshold(
     delta0: RealScalarLike = 1.0,
     deltaA: RealScalarLike = 1.0,
 ) -> Float[Array, "..."]:
-    r"""Threshold :math:`c^2` of the Bayes oracle: reject :math:`H_{0i}` iff :math:`X_i^2/\sigma^2 > c^2`.
+    r"""Threshold $c^2$ of the Bayes oracle: reject $H_{0i}$ iff $X_i^2/\sigma^2 > c^2$.
 
-    Two-groups model :math:`\mu_i\sim(1-p)\delta_0+pN(0,\tau^2)`, :math:`X_i\mid\mu_i\sim N(\mu_i,\sigma^2)`, loss
-    :math:`\delta_0` per false rejection and :math:`\delta_A` per false acceptance. With :math:`u=\tau^2/\sigma^2`,
-    :math:`f=(1-p)/p`, :math:`\delta=\delta_0/\delta_A`:
+    Two-groups model $\mu_i\sim(1-p)\delta_0+pN(0,\tau^2)$, $X_i\mid\mu_i\sim N(\mu_i,\sigma^2)$, loss
+    $\delta_0$ per false rejection and $\delta_A$ per false acceptance. With $u=\tau^2/\sigma^2$,
+    $f=(1-p)/p$, $\delta=\delta_0/\delta_A$:
 
-    .. math:: c^2 = (1 + 1/u)\,\big(\log(1+u) + 2\log(f\delta)\big).
+    $$
+    c^2 = (1 + 1/u)\,\big(\log(1+u) + 2\log(f\delta)\big).
+    $$
 
     It is the rule that minimises the Bayes risk: reject iff
-    :math:`p\,\delta_A\,\phi(x;0,\sigma^2+\tau^2) > (1-p)\,\delta_0\,\phi(x;0,\sigma^2)`; taking logs,
-    :math:`\tfrac12 z^2\,u/(1+u) > \tfrac12\log(1+u) + \log(f\delta)` with :math:`z=x/\sigma`, which is the display.
+    $p\,\delta_A\,\phi(x;0,\sigma^2+\tau^2) > (1-p)\,\delta_0\,\phi(x;0,\sigma^2)$; taking logs,
+    $\tfrac12 z^2\,u/(1+u) > \tfrac12\log(1+u) + \log(f\delta)$ with $z=x/\sigma$, which is the display.
     A negative value means the oracle rejects every test.
 
     Args:
       p: non-null proportion in (0, 1); scalar or array (broadcast elementwise).
-      tau2: slab variance :math:`\tau^2 > 0`.
+      tau2: slab variance $\tau^2 > 0$.
       sigma: noise standard deviation (> 0).
       delta0: loss of a type I error (> 0).
       deltaA: loss of a type II error (> 0).
 
     Returns:
-      :math:`c^2`, the broadcast shape of the arguments.
+      $c^2$, the broadcast shape of the arguments.
 
     Raises:
       ValueError: ``p`` outside (0, 1) or non-positive variances/losses.
@@ -112,12 +114,12 @@ def bayes_oracle_threshold(
 
 
 class OracleResult(TestDecisions):
-    """Result of :func:`bayes_oracle_test`.
+    """Result of `bayes_oracle_test`.
 
     Attributes:
       reject: oracle decisions, shape of ``x``.
-      lfdr: local false discovery rate :math:`P(\\mu_i=0\\mid x_i)`, shape of ``x``.
-      threshold: :math:`c^2` on :math:`(x/\\sigma)^2` (broadcastable to ``x``).
+      lfdr: local false discovery rate $P(\\mu_i=0\\mid x_i)$, shape of ``x``.
+      threshold: $c^2$ on $(x/\\sigma)^2$ (broadcastable to ``x``).
       labels: the index of the pandas Series passed as ``x`` (``None`` otherwise).
     """
 
@@ -144,28 +146,30 @@ def bayes_oracle_test(
     delta0: RealScalarLike = 1.0,
     deltaA: RealScalarLike = 1.0,
 ) -> OracleResult:
-    r"""The Bayes oracle (known :math:`p,\tau^2`): reject iff :math:`p\delta_A\phi_{1+u} > (1-p)\delta_0\phi_1`.
+    r"""The Bayes oracle (known $p,\tau^2$): reject iff $p\delta_A\phi_{1+u} > (1-p)\delta_0\phi_1$.
 
-    Equivalently :math:`z_i^2 > c^2` (:func:`bayes_oracle_threshold`), or
-    :math:`\mathrm{lfdr}_i < \delta_A/(\delta_0+\delta_A)` where
+    Equivalently $z_i^2 > c^2$ (`bayes_oracle_threshold`), or
+    $\mathrm{lfdr}_i < \delta_A/(\delta_0+\delta_A)$ where
 
-    .. math:: \mathrm{lfdr}_i = \frac{(1-p)\phi(z_i)}{(1-p)\phi(z_i) +
-       p\,\phi(z_i/\sqrt{1+u})/\sqrt{1+u}}.
+    $$
+    \mathrm{lfdr}_i = \frac{(1-p)\phi(z_i)}{(1-p)\phi(z_i) +
+    p\,\phi(z_i/\sqrt{1+u})/\sqrt{1+u}}.
+    $$
 
     Args:
       x: observations, shape ``(*batch, n)``: list, NumPy, JAX or pandas Series (its index comes back as
         ``result.labels``); all finite.
-      p: as in :func:`bayes_oracle_threshold`.
-      tau2: as in :func:`bayes_oracle_threshold`.
-      sigma: as in :func:`bayes_oracle_threshold`.
-      delta0: as in :func:`bayes_oracle_threshold`.
-      deltaA: as in :func:`bayes_oracle_threshold`.
+      p: as in `bayes_oracle_threshold`.
+      tau2: as in `bayes_oracle_threshold`.
+      sigma: as in `bayes_oracle_threshold`.
+      delta0: as in `bayes_oracle_threshold`.
+      deltaA: as in `bayes_oracle_threshold`.
 
     Returns:
-      :class:`OracleResult` (``reject``, ``lfdr``, ``threshold``, ``labels``).
+      `OracleResult` (``reject``, ``lfdr``, ``threshold``, ``labels``).
 
     Raises:
-      ValueError: as :func:`bayes_oracle_threshold`; NaN or infinite values in ``x``.
+      ValueError: as `bayes_oracle_threshold`; NaN or infinite values in ``x``.
 
     References:
       Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501.
@@ -184,12 +188,12 @@ def bayes_oracle_test(
 
 
 class ThresholdRisk(eqx.Module):
-    """Exact per-test error rates and Bayes risk of the rule "reject iff :math:`z^2>c^2`" (:func:`threshold_risk`).
+    """Exact per-test error rates and Bayes risk of the rule "reject iff $z^2>c^2$" (`threshold_risk`).
 
     Attributes:
-      type1: :math:`t_1=P(\\text{reject}\\mid\\mu=0)=2\\bar\\Phi(c)`.
-      type2: :math:`t_2=P(\\text{accept}\\mid\\mu\\ne0)=2\\Phi(c/\\sqrt{1+u})-1`.
-      risk: per-test Bayes risk :math:`(1-p)\\delta_0 t_1 + p\\,\\delta_A t_2` (multiply by ``n`` for the total).
+      type1: $t_1=P(\\text{reject}\\mid\\mu=0)=2\\bar\\Phi(c)$.
+      type2: $t_2=P(\\text{accept}\\mid\\mu\\ne0)=2\\Phi(c/\\sqrt{1+u})-1$.
+      risk: per-test Bayes risk $(1-p)\\delta_0 t_1 + p\\,\\delta_A t_2$ (multiply by ``n`` for the total).
     """
 
     type1: Float[Array, "..."]
@@ -205,27 +209,27 @@ def threshold_risk(
     delta0: RealScalarLike = 1.0,
     deltaA: RealScalarLike = 1.0,
 ) -> ThresholdRisk:
-    r"""Exact per-test type I/II errors and Bayes risk of any fixed threshold rule :math:`z^2 > c^2`.
+    r"""Exact per-test type I/II errors and Bayes risk of any fixed threshold rule $z^2 > c^2$.
 
-    .. math::
+    $$
+    t_1 = 2(1-\Phi(c)),\qquad t_2 = 2\Phi\big(c/\sqrt{1+u}\big) - 1,\qquad
+    R/n = (1-p)\,\delta_0\, t_1 + p\,\delta_A\, t_2,
+    $$
 
-        t_1 = 2(1-\Phi(c)),\qquad t_2 = 2\Phi\big(c/\sqrt{1+u}\big) - 1,\qquad
-        R/n = (1-p)\,\delta_0\, t_1 + p\,\delta_A\, t_2,
-
-    with :math:`c=\sqrt{\max(c^2,0)}` and :math:`u=\tau^2/\sigma^2`: under the null :math:`z\sim N(0,1)` and under the
-    alternative :math:`z\sim N(0,1+u)`, so :math:`t_1=P(|z|>c\mid H_0)` and :math:`t_2=P(|z|\le c\mid H_A)`. Computed
-    with :math:`\bar\Phi` directly (no :math:`1-\Phi` cancellation); float64 is still advised for :math:`n\ge10^8`.
+    with $c=\sqrt{\max(c^2,0)}$ and $u=\tau^2/\sigma^2$: under the null $z\sim N(0,1)$ and under the
+    alternative $z\sim N(0,1+u)$, so $t_1=P(|z|>c\mid H_0)$ and $t_2=P(|z|\le c\mid H_A)$. Computed
+    with $\bar\Phi$ directly (no $1-\Phi$ cancellation); float64 is still advised for $n\ge10^8$.
 
     Args:
-      c2: threshold(s) on :math:`(x/\sigma)^2`; any shape, broadcast with the other arguments.
-      p: as in :func:`bayes_oracle_threshold`.
-      tau2: as in :func:`bayes_oracle_threshold`.
-      sigma: as in :func:`bayes_oracle_threshold`.
-      delta0: as in :func:`bayes_oracle_threshold`.
-      deltaA: as in :func:`bayes_oracle_threshold`.
+      c2: threshold(s) on $(x/\sigma)^2$; any shape, broadcast with the other arguments.
+      p: as in `bayes_oracle_threshold`.
+      tau2: as in `bayes_oracle_threshold`.
+      sigma: as in `bayes_oracle_threshold`.
+      delta0: as in `bayes_oracle_threshold`.
+      deltaA: as in `bayes_oracle_threshold`.
 
     Returns:
-      :class:`ThresholdRisk` with ``type1``, ``type2`` and per-test ``risk``.
+      `ThresholdRisk` with ``type1``, ``type2`` and per-test ``risk``.
 
     Raises:
       ValueError: ``p`` outside (0, 1), non-positive variances/losses, NaN threshold.
@@ -254,30 +258,30 @@ def abos_risk_ratio(
     delta0: RealScalarLike = 1.0,
     deltaA: RealScalarLike = 1.0,
 ) -> Float[Array, "..."]:
-    r"""Exact ratio :math:`R_\text{rule}/R_\text{BO}` of a fixed threshold rule to the Bayes oracle.
+    r"""Exact ratio $R_\text{rule}/R_\text{BO}$ of a fixed threshold rule to the Bayes oracle.
 
     A sequence of rules is asymptotically Bayes optimal under sparsity (ABOS) iff this ratio tends to 1 under the
-    asymptotic regime :math:`p\to0`, :math:`u\to\infty`, :math:`\log(v)/u\to C\in(0,\infty)` (:math:`v=uf^2\delta^2`;
-    see :func:`calibrate_tau2`). There :math:`R_\text{BO}=np\,\delta_A(2\Phi(\sqrt C)-1)(1+o(1))`, but the
-    :math:`o(1)` term decays slowly (about 5% at :math:`n=10^4`), so finite-n claims must use this exact ratio, not
-    the limit constant :math:`2\Phi(\sqrt C)-1`. A fixed threshold :math:`c_n^2` is ABOS iff
-    :math:`c_n^2=\log v_n+z_n` with :math:`z_n=o(\log v_n)` and :math:`z_n+2\log\log v_n\to\infty`: the first keeps
-    the type II error at :math:`2\Phi(\sqrt C)-1`, the second makes the type I risk negligible.
+    asymptotic regime $p\to0$, $u\to\infty$, $\log(v)/u\to C\in(0,\infty)$ ($v=uf^2\delta^2$;
+    see `calibrate_tau2`). There $R_\text{BO}=np\,\delta_A(2\Phi(\sqrt C)-1)(1+o(1))$, but the
+    $o(1)$ term decays slowly (about 5% at $n=10^4$), so finite-n claims must use this exact ratio, not
+    the limit constant $2\Phi(\sqrt C)-1$. A fixed threshold $c_n^2$ is ABOS iff
+    $c_n^2=\log v_n+z_n$ with $z_n=o(\log v_n)$ and $z_n+2\log\log v_n\to\infty$: the first keeps
+    the type II error at $2\Phi(\sqrt C)-1$, the second makes the type I risk negligible.
 
     Args:
-      c2: threshold(s) :math:`c^2` of the rule on :math:`(x/\sigma)^2` (e.g. from :func:`relative_belief_threshold`,
-        :func:`bonferroni_threshold`, :func:`bfdr_threshold`, or the square of :func:`horseshoe_threshold`).
-      p: as in :func:`bayes_oracle_threshold`.
-      tau2: as in :func:`bayes_oracle_threshold`.
-      sigma: as in :func:`bayes_oracle_threshold`.
-      delta0: as in :func:`bayes_oracle_threshold`.
-      deltaA: as in :func:`bayes_oracle_threshold`.
+      c2: threshold(s) $c^2$ of the rule on $(x/\sigma)^2$ (e.g. from `relative_belief_threshold`,
+        `bonferroni_threshold`, `bfdr_threshold`, or the square of `horseshoe_threshold`).
+      p: as in `bayes_oracle_threshold`.
+      tau2: as in `bayes_oracle_threshold`.
+      sigma: as in `bayes_oracle_threshold`.
+      delta0: as in `bayes_oracle_threshold`.
+      deltaA: as in `bayes_oracle_threshold`.
 
     Returns:
       The risk ratio (>= 1), broadcast shape of the arguments.
 
     Raises:
-      ValueError: as :func:`threshold_risk`.
+      ValueError: as `threshold_risk`.
 
     References:
       Bogdan, Chakrabarti, Frommlet & Ghosh (2011), arXiv:1002.3501.
@@ -300,23 +304,23 @@ def calibrate_tau2(
     *,
     num_steps: int = 60,
 ) -> Float[Array, "..."]:
-    r"""Slab variance :math:`\tau^2` that puts :math:`(p,\tau^2)` on the asymptotic regime :math:`\log v/u = C`.
+    r"""Slab variance $\tau^2$ that puts $(p,\tau^2)$ on the asymptotic regime $\log v/u = C$.
 
-    Solves :math:`C u = \log u + 2\log(f\delta)` for its larger root (:math:`u=\tau^2/\sigma^2`, :math:`f=(1-p)/p`)
+    Solves $C u = \log u + 2\log(f\delta)$ for its larger root ($u=\tau^2/\sigma^2$, $f=(1-p)/p$)
     by Newton's method from the right (monotone convergence; ``lax.fori_loop``), and returns
-    :math:`\tau^2=\sigma^2 u`. No root exists when :math:`2\log(f\delta) < 1 + \log C`; that is refused (a
+    $\tau^2=\sigma^2 u$. No root exists when $2\log(f\delta) < 1 + \log C$; that is refused (a
     ``ValueError`` for concrete inputs, an ``eqx.error_if`` under ``jit``), as is a root that ``num_steps`` Newton
     steps did not reach.
 
     Args:
       p: non-null proportion in (0, 1); scalar or array.
-      C: the constant :math:`C>0` of the regime (Bogdan et al.'s assumption (A)).
+      C: the constant $C>0$ of the regime (Bogdan et al.'s assumption (A)).
       sigma: noise standard deviation (> 0).
-      delta: loss ratio :math:`\delta_0/\delta_A` (> 0).
+      delta: loss ratio $\delta_0/\delta_A$ (> 0).
       num_steps: Newton steps (static).
 
     Returns:
-      :math:`\tau^2`, the broadcast shape of ``p``/``C``.
+      $\tau^2$, the broadcast shape of ``p``/``C``.
 
     Raises:
       ValueError: out-of-range arguments; ``num_steps`` not a positive int; no root.
@@ -370,14 +374,16 @@ def bfdr_threshold(
     *,
     num_steps: int = 80,
 ) -> Float[Array, "..."]:
-    r"""Fixed threshold :math:`c^2` with Bayesian FDR equal to ``alpha`` (the large-n limit of BH at level alpha).
+    r"""Fixed threshold $c^2$ with Bayesian FDR equal to ``alpha`` (the large-n limit of BH at level alpha).
 
-    .. math:: \mathrm{BFDR}(c)=\frac{(1-p)t_1(c)}{(1-p)t_1(c)+p(1-t_2(c))} = \alpha,
+    $$
+    \mathrm{BFDR}(c)=\frac{(1-p)t_1(c)}{(1-p)t_1(c)+p(1-t_2(c))} = \alpha,
+    $$
 
-    solved by bisection (BFDR decreases in :math:`c`) on :math:`[0, c_{\max}]`, with
-    :math:`c_{\max}=40+\sqrt{2(1+u)/u\,(|\log\frac{1-p}{p}|+|\log\frac{\alpha}{1-\alpha}|+\log(1+u)+1)}`, past
-    which the log BFDR odds, about :math:`\log\frac{1-p}{p}+\tfrac12\log(1+u)-\tfrac{c^2u}{2(1+u)}`, are below
-    the target. If :math:`\mathrm{BFDR}(0)=1-p\le\alpha`, the result is 0 (reject all). A target that the
+    solved by bisection (BFDR decreases in $c$) on $[0, c_{\max}]$, with
+    $c_{\max}=40+\sqrt{2(1+u)/u\,(|\log\frac{1-p}{p}|+|\log\frac{\alpha}{1-\alpha}|+\log(1+u)+1)}$, past
+    which the log BFDR odds, about $\log\frac{1-p}{p}+\tfrac12\log(1+u)-\tfrac{c^2u}{2(1+u)}$, are below
+    the target. If $\mathrm{BFDR}(0)=1-p\le\alpha$, the result is 0 (reject all). A target that the
     bracket does not reach in the working precision is refused.
 
     Args:
@@ -388,7 +394,7 @@ def bfdr_threshold(
       num_steps: bisection steps (static).
 
     Returns:
-      :math:`c^2` on :math:`(x/\sigma)^2`, broadcast shape.
+      $c^2$ on $(x/\sigma)^2$, broadcast shape.
 
     Raises:
       ValueError: out-of-range arguments; ``num_steps`` not a positive int; a level no threshold reaches.

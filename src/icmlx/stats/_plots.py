@@ -32,10 +32,10 @@ def _cutoff(result: Any) -> float:
 
 
 def plot_rejections(result: Any, *, x: Any, ax: Any = None, bins: int = 60, **kwargs: Any) -> Any:
-    r"""Histogram of the z-scores :math:`x/\sigma`, rejected tests in a second colour, and the cutoffs :math:`\pm c`.
+    r"""Histogram of the z-scores $x/\sigma$, rejected tests in a second colour, and the cutoffs $\pm c$.
 
-    Works for one row of tests from :func:`relative_belief_test`, :func:`bayes_oracle_test` or
-    :func:`horseshoe_test` (the ``sigma`` the test used is read from the result when it has one, else 1). Needs
+    Works for one row of tests from `relative_belief_test`, `bayes_oracle_test` or
+    `horseshoe_test` (the ``sigma`` the test used is read from the result when it has one, else 1). Needs
     matplotlib (``pip install 'icmlx[plot]'``), imported only when called.
 
     Args:
@@ -46,7 +46,7 @@ def plot_rejections(result: Any, *, x: Any, ax: Any = None, bins: int = 60, **kw
       **kwargs: passed to ``ax.hist``.
 
     Returns:
-      The :class:`matplotlib.axes.Axes` drawn on.
+      The `matplotlib.axes.Axes` drawn on.
 
     Raises:
       TypeError: a result of another kind. ValueError: a batch of rows, or ``x`` of another length.

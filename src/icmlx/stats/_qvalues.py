@@ -1,4 +1,4 @@
-r"""Storey's q-values with the null proportion :math:`\pi_0` estimated from the p-values, or given."""
+r"""Storey's q-values with the null proportion $\pi_0$ estimated from the p-values, or given."""
 
 import functools
 from typing import Any
@@ -22,14 +22,14 @@ _PI0_METHODS = ("smoother", "bootstrap")
 
 
 class QValuesResult(eqx.Module):
-    r"""Result of :func:`qvalues`.
+    r"""Result of `qvalues`.
 
     Attributes:
-      qvalues: :math:`q_i=\pi_0\,\tilde p_i^{BH}`, shape ``(*batch, m)`` (NaN where the input was NaN under
+      qvalues: $q_i=\pi_0\,\tilde p_i^{BH}$, shape ``(*batch, m)`` (NaN where the input was NaN under
         ``nan_policy="omit"``).
-      pi0: the null proportion used, per row, shape ``(*batch,)``, in :math:`[1/m, 1]`.
-      lambdas: the grid :math:`\lambda_1<\dots<\lambda_L`, shape ``(L,)``.
-      pi0_lambda: the λ-curve :math:`\hat\pi_0(\lambda)=\#\{p_i\ge\lambda\}/(m(1-\lambda))`, shape ``(*batch, L)``
+      pi0: the null proportion used, per row, shape ``(*batch,)``, in $[1/m, 1]$.
+      lambdas: the grid $\lambda_1<\dots<\lambda_L$, shape ``(L,)``.
+      pi0_lambda: the λ-curve $\hat\pi_0(\lambda)=\#\{p_i\ge\lambda\}/(m(1-\lambda))$, shape ``(*batch, L)``
         (NaN when ``pi0`` was given).
     """
 
@@ -50,8 +50,8 @@ def _smoother_row(lambdas: tuple[float, ...], df: float) -> np.ndarray:
     r"""The last row of the natural cubic smoothing spline's hat matrix on the knots ``lambdas`` with ``df`` degrees
     of freedom (as R ``smooth.spline(lambda, pi0, df=3)``, evaluated at the largest lambda).
 
-    Reinsch form: with :math:`K=QR^{-1}Q^\top` the roughness matrix of the knots, the fit of data :math:`y` is
-    :math:`(I+sK)^{-1}y`, and :math:`s` is set so that the trace of that matrix is ``df``. It depends on the knots
+    Reinsch form: with $K=QR^{-1}Q^\top$ the roughness matrix of the knots, the fit of data $y$ is
+    $(I+sK)^{-1}y$, and $s$ is set so that the trace of that matrix is ``df``. It depends on the knots
     only, so the smoother is one fixed linear map of the λ-curve.
     """
     x = np.asarray(lambdas, np.float64)
@@ -125,7 +125,7 @@ def estimate_pi0(
     lambdas: Any = DEFAULT_LAMBDAS,
     nan_policy: str = "raise",
 ) -> Float[Array, "*batch"]:
-    r"""Storey's estimate of the proportion :math:`\pi_0` of true nulls, per row (see :func:`qvalues`).
+    r"""Storey's estimate of the proportion $\pi_0$ of true nulls, per row (see `qvalues`).
 
     Args:
       pvalues: p-values in [0, 1], shape ``(*batch, m)``.
@@ -134,7 +134,7 @@ def estimate_pi0(
       nan_policy: ``"raise"`` or ``"omit"`` (NaN p-values are left out).
 
     Returns:
-      :math:`\hat\pi_0\in[1/m,1]`, shape ``(*batch,)``.
+      $\hat\pi_0\in[1/m,1]$, shape ``(*batch,)``.
 
     Raises:
       ValueError: an unknown ``method``/``nan_policy``, a bad grid, p-values outside [0, 1].
@@ -161,17 +161,17 @@ def qvalues(
     smooth_df: float = 3.0,
     nan_policy: str = "raise",
 ) -> QValuesResult:
-    r"""Storey's q-values: the BH-adjusted p-values times the null proportion :math:`\pi_0`, per row.
+    r"""Storey's q-values: the BH-adjusted p-values times the null proportion $\pi_0$, per row.
 
     $$q_{(i)}=\pi_0\min_{j\ge i}\min\Big(1,\frac{m\,p_{(j)}}{j}\Big),\qquad
     \hat\pi_0(\lambda)=\frac{\#\{p_i\ge\lambda\}}{m(1-\lambda)}.$$
 
-    :math:`\pi_0` is given, or estimated from the λ-curve as R ``qvalue`` does: ``"smoother"`` takes the natural
+    $\pi_0$ is given, or estimated from the λ-curve as R ``qvalue`` does: ``"smoother"`` takes the natural
     cubic smoothing spline of the curve (``smooth_df`` degrees of freedom) at the largest λ (Storey & Tibshirani
     2003); ``"bootstrap"`` takes the curve at the λ of least estimated mean squared error (Storey, Taylor &
     Siegmund 2004; the bootstrap variance in closed form). Where ``qvalue`` stops with an error (an estimate
-    :math:`\le0`, a grid past the largest p-value, p-values piling at 1, tiny :math:`m`), the estimate is kept in
-    :math:`[1/m, 1]` instead, so :math:`q_i\le\tilde p_i^{BH}` always.
+    $\le0$, a grid past the largest p-value, p-values piling at 1, tiny $m$), the estimate is kept in
+    $[1/m, 1]$ instead, so $q_i\le\tilde p_i^{BH}$ always.
 
     Args:
       pvalues: p-values in [0, 1], shape ``(*batch, m)``: list, NumPy, JAX or pandas Series.
@@ -182,7 +182,7 @@ def qvalues(
       nan_policy: ``"raise"`` (default) or ``"omit"``: NaN p-values leave the family and get a NaN q-value.
 
     Returns:
-      :class:`QValuesResult` (``qvalues``, ``pi0``, ``lambdas``, ``pi0_lambda``).
+      `QValuesResult` (``qvalues``, ``pi0``, ``lambdas``, ``pi0_lambda``).
 
     Raises:
       TypeError: a non-numeric ``pi0`` or ``lambdas``.

@@ -1,4 +1,4 @@
-"""What the result records of :mod:`icmlx.stats` share: labels carried from a pandas Series, short reprs (private)."""
+"""What the result records of `icmlx.stats` share: labels carried from a pandas Series, short reprs (private)."""
 
 from typing import Any, ClassVar
 

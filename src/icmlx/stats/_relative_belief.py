@@ -1,12 +1,14 @@
 r"""Relative belief ratio, Evans's strength of evidence, and the relative-belief multiple test.
 
-For :math:`X_i\mid\mu_i\sim N(\mu_i,\sigma^2)` and the one-group prior :math:`\mu_i\sim N(0,\gamma^2)`, write
-:math:`g=\gamma^2/\sigma^2` and :math:`z_i=x_i/\sigma`. The posterior is
-:math:`\mu_i\mid x_i\sim N(g x_i/(1+g),\ \sigma^2 g/(1+g))`, so the relative belief ratio of :math:`\mu_i=0`,
-:math:`RB(0\mid x_i)=\pi(0\mid x_i)/\pi(0)=f(x_i\mid0)/m(x_i)`, is the ratio of the :math:`N(0,\sigma^2)` and
-:math:`N(0,\sigma^2+\gamma^2)` densities at :math:`x_i`:
+For $X_i\mid\mu_i\sim N(\mu_i,\sigma^2)$ and the one-group prior $\mu_i\sim N(0,\gamma^2)$, write
+$g=\gamma^2/\sigma^2$ and $z_i=x_i/\sigma$. The posterior is
+$\mu_i\mid x_i\sim N(g x_i/(1+g),\ \sigma^2 g/(1+g))$, so the relative belief ratio of $\mu_i=0$,
+$RB(0\mid x_i)=\pi(0\mid x_i)/\pi(0)=f(x_i\mid0)/m(x_i)$, is the ratio of the $N(0,\sigma^2)$ and
+$N(0,\sigma^2+\gamma^2)$ densities at $x_i$:
 
-.. math:: RB(0\mid x_i)=\sqrt{1+g}\;\exp\!\Big(-\frac{z_i^2\,g}{2(1+g)}\Big).
+$$
+RB(0\mid x_i)=\sqrt{1+g}\;\exp\!\Big(-\frac{z_i^2\,g}{2(1+g)}\Big).
+$$
 """
 
 from typing import Any
@@ -75,25 +77,25 @@ def _rb_test_core(x, g2, s, kk):
 def log_relative_belief_ratio(
     x: ArrayLike, gamma2: ScalarOrBatch, sigma: RealScalarLike = 1.0
 ) -> Float[Array, "*shape"]:
-    r"""Log relative belief ratio of :math:`\mu_i = 0` under the one-group prior :math:`\mu_i\sim N(0,\gamma^2)`.
+    r"""Log relative belief ratio of $\mu_i = 0$ under the one-group prior $\mu_i\sim N(0,\gamma^2)$.
 
-    With :math:`X_i\mid\mu_i\sim N(\mu_i,\sigma^2)`, :math:`g=\gamma^2/\sigma^2`, :math:`z=x/\sigma`:
+    With $X_i\mid\mu_i\sim N(\mu_i,\sigma^2)$, $g=\gamma^2/\sigma^2$, $z=x/\sigma$:
 
-    .. math::
+    $$
+    \log RB(0\mid x) = \log\frac{\pi(0\mid x)}{\pi(0)} = \tfrac12\log(1+g) - \frac{z^2 g}{2(1+g)}.
+    $$
 
-        \log RB(0\mid x) = \log\frac{\pi(0\mid x)}{\pi(0)} = \tfrac12\log(1+g) - \frac{z^2 g}{2(1+g)}.
-
-    By Bayes' theorem :math:`\pi(0\mid x)/\pi(0)=f(x\mid0)/m(x)` with the marginal :math:`m=N(0,\sigma^2+\gamma^2)`,
-    which gives the display; it equals the Savage–Dickey Bayes factor :math:`BF_{01}`. :math:`RB<1` is evidence
-    against :math:`H_0:\mu=0`, :math:`RB>1` evidence for it (Evans's principle of evidence).
+    By Bayes' theorem $\pi(0\mid x)/\pi(0)=f(x\mid0)/m(x)$ with the marginal $m=N(0,\sigma^2+\gamma^2)$,
+    which gives the display; it equals the Savage–Dickey Bayes factor $BF_{01}$. $RB<1$ is evidence
+    against $H_0:\mu=0$, $RB>1$ evidence for it (Evans's principle of evidence).
 
     Args:
       x: observations, any shape, floating (float64 for extreme thresholds).
-      gamma2: prior variance :math:`\gamma^2>0`; a scalar or an array broadcastable against ``x``.
+      gamma2: prior variance $\gamma^2>0$; a scalar or an array broadcastable against ``x``.
       sigma: known noise standard deviation (> 0).
 
     Returns:
-      :math:`\log RB(0\mid x)`, same shape and dtype as ``x``.
+      $\log RB(0\mid x)$, same shape and dtype as ``x``.
 
     Raises:
       ValueError: non-positive ``gamma2``/``sigma`` (eagerly for Python numbers, at run time for arrays); NaN in
@@ -116,20 +118,20 @@ def log_relative_belief_ratio(
 def relative_belief_ratio(
     x: ArrayLike, gamma2: ScalarOrBatch, sigma: RealScalarLike = 1.0
 ) -> Float[Array, "*shape"]:
-    r"""Relative belief ratio :math:`RB(0\mid x)=\sqrt{1+g}\,\exp(-z^2 g/(2(1+g)))`.
+    r"""Relative belief ratio $RB(0\mid x)=\sqrt{1+g}\,\exp(-z^2 g/(2(1+g)))$.
 
-    See :func:`log_relative_belief_ratio` (prefer the log for large :math:`g` or :math:`|z|`).
+    See `log_relative_belief_ratio` (prefer the log for large $g$ or $|z|$).
 
     Args:
       x: observations, any shape.
-      gamma2: prior variance :math:`\gamma^2>0` (scalar or broadcastable).
+      gamma2: prior variance $\gamma^2>0$ (scalar or broadcastable).
       sigma: noise standard deviation (> 0).
 
     Returns:
-      :math:`RB(0\mid x)`, same shape and dtype as ``x``.
+      $RB(0\mid x)$, same shape and dtype as ``x``.
 
     Raises:
-      ValueError: as :func:`log_relative_belief_ratio`.
+      ValueError: as `log_relative_belief_ratio`.
 
     References:
       Evans (2015), *Measuring Statistical Evidence Using Relative Belief*, CRC.
@@ -147,18 +149,18 @@ def relative_belief_ratio(
 def rb_strength(
     x: ArrayLike, gamma2: ScalarOrBatch, sigma: RealScalarLike = 1.0
 ) -> Float[Array, "*shape"]:
-    r"""Evans's strength of the evidence about :math:`\mu=0`: :math:`\Pi(RB(\mu\mid x)\le RB(0\mid x)\mid x)`.
+    r"""Evans's strength of the evidence about $\mu=0$: $\Pi(RB(\mu\mid x)\le RB(0\mid x)\mid x)$.
 
-    Under the normal model :math:`RB(\mu\mid x)\propto` likelihood, so the set is :math:`|\mu-x|\ge|x|`; under the
-    posterior :math:`N(gx/(1+g),\sigma^2g/(1+g))` its two tails give
+    Under the normal model $RB(\mu\mid x)\propto$ likelihood, so the set is $|\mu-x|\ge|x|$; under the
+    posterior $N(gx/(1+g),\sigma^2g/(1+g))$ its two tails give
 
-    .. math::
+    $$
+    Str(0) = \Phi\!\Big(-|z|\sqrt{\tfrac{g}{1+g}}\Big) +
+    \Phi\!\Big(-|z|\,\tfrac{2+g}{\sqrt{g(1+g)}}\Big),
+    $$
 
-        Str(0) = \Phi\!\Big(-|z|\sqrt{\tfrac{g}{1+g}}\Big) +
-        \Phi\!\Big(-|z|\,\tfrac{2+g}{\sqrt{g(1+g)}}\Big),
-
-    which tends to the two-sided p-value :math:`2\bar\Phi(|z|)` as :math:`g\to\infty`. A small strength with
-    :math:`RB<1` is strong evidence against :math:`H_0`; a large strength with :math:`RB>1`, strong evidence for.
+    which tends to the two-sided p-value $2\bar\Phi(|z|)$ as $g\to\infty$. A small strength with
+    $RB<1$ is strong evidence against $H_0$; a large strength with $RB>1$, strong evidence for.
 
     Args:
       x: observations, any shape.
@@ -166,10 +168,10 @@ def rb_strength(
       sigma: noise standard deviation (> 0).
 
     Returns:
-      The strength in :math:`[0, 1]`, same shape and dtype as ``x``.
+      The strength in $[0, 1]$, same shape and dtype as ``x``.
 
     Raises:
-      ValueError: as :func:`log_relative_belief_ratio`.
+      ValueError: as `log_relative_belief_ratio`.
 
     References:
       Evans (2015), CRC, ch. 4. Al-Labadi, Alzaatreh & Evans (2023), arXiv:2301.08994.
@@ -187,11 +189,13 @@ def rb_strength(
 def relative_belief_threshold(
     gamma2: ScalarOrBatch, k: ScalarOrBatch = 1.0, sigma: RealScalarLike = 1.0
 ) -> Float[Array, "..."]:
-    r"""The threshold on :math:`z^2=(x/\sigma)^2` equivalent to the rule :math:`RB(0\mid x)<k`.
+    r"""The threshold on $z^2=(x/\sigma)^2$ equivalent to the rule $RB(0\mid x)<k$.
 
-    .. math:: RB(0\mid x) < k \iff z^2 > c^2_{RB} = (1 + 1/g)\,(\log(1+g) - 2\log k),\qquad g=\gamma^2/\sigma^2,
+    $$
+    RB(0\mid x) < k \iff z^2 > c^2_{RB} = (1 + 1/g)\,(\log(1+g) - 2\log k),\qquad g=\gamma^2/\sigma^2,
+    $$
 
-    from :math:`\tfrac12\log(1+g)-\tfrac12 z^2 g/(1+g)<\log k`. A negative value means every test is rejected.
+    from $\tfrac12\log(1+g)-\tfrac12 z^2 g/(1+g)<\log k$. A negative value means every test is rejected.
 
     Args:
       gamma2: prior variance (> 0), scalar or array.
@@ -199,7 +203,7 @@ def relative_belief_threshold(
       sigma: noise standard deviation (> 0).
 
     Returns:
-      :math:`c^2_{RB}`, the broadcast shape of the arguments.
+      $c^2_{RB}$, the broadcast shape of the arguments.
 
     Raises:
       ValueError: non-positive arguments.
@@ -221,20 +225,20 @@ def relative_belief_threshold(
 
 
 class RelativeBeliefResult(TestDecisions):
-    r"""Result of :func:`relative_belief_test`.
+    r"""Result of `relative_belief_test`.
 
     Prints as ``RelativeBeliefResult(num_tests=..., num_rejected=..., gamma2=..., threshold=..., k=..., sigma=...)``.
 
     Attributes:
       reject: ``RB(0|x_i) < k``, shape of ``x``.
-      log_rb: :math:`\log RB(0\mid x_i)`, shape of ``x``.
-      strength: Evans's strength :math:`Str(0)`, shape of ``x``.
-      threshold: the equivalent cutoff :math:`c^2_{RB}` on :math:`(x/\sigma)^2` (broadcastable to ``x``).
-      gamma2: the :math:`\gamma^2` used, in the units of ``x`` (broadcastable to ``x``).
+      log_rb: $\log RB(0\mid x_i)$, shape of ``x``.
+      strength: Evans's strength $Str(0)$, shape of ``x``.
+      threshold: the equivalent cutoff $c^2_{RB}$ on $(x/\sigma)^2$ (broadcastable to ``x``).
+      gamma2: the $\gamma^2$ used, in the units of ``x`` (broadcastable to ``x``).
       k: the evidence cutoff.
       sigma: the noise standard deviation used: the number given, or the estimate per row, shape ``(*batch, 1)``,
         for ``sigma="mad"``.
-      labels: the index of the pandas Series passed as ``x`` (``None`` otherwise); :attr:`rejected_labels` reads
+      labels: the index of the pandas Series passed as ``x`` (``None`` otherwise); `rejected_labels` reads
         the rejected ones.
     """
 
@@ -249,7 +253,7 @@ class RelativeBeliefResult(TestDecisions):
 
     @property
     def rb(self) -> Float[Array, "*shape"]:
-        r""":math:`RB(0\mid x_i)`."""
+        r"""$RB(0\mid x_i)$."""
         return jnp.exp(self.log_rb)
 
     @property
@@ -268,33 +272,35 @@ def relative_belief_test(
     k: RealScalarLike = 1.0,
     sigma: RealScalarLike | AbstractSigma | str = 1.0,
 ) -> RelativeBeliefResult:
-    r"""Relative-belief multiple test: reject :math:`H_{0i}:\mu_i=0` iff :math:`RB(0\mid x_i) < k`.
+    r"""Relative-belief multiple test: reject $H_{0i}:\mu_i=0$ iff $RB(0\mid x_i) < k$.
 
-    One-group prior :math:`\mu_i\sim N(0,\gamma^2)` with a single hyperparameter. The rule is the fixed threshold
+    One-group prior $\mu_i\sim N(0,\gamma^2)$ with a single hyperparameter. The rule is the fixed threshold
 
-    .. math:: z_i^2 > c^2_{RB}=(1+1/g)\big(\log(1+g)-2\log k\big),\qquad g=\gamma^2/\sigma^2
+    $$
+    z_i^2 > c^2_{RB}=(1+1/g)\big(\log(1+g)-2\log k\big),\qquad g=\gamma^2/\sigma^2
+    $$
 
-    (:func:`relative_belief_threshold`), so :func:`threshold_risk` gives its exact two-groups risk. With
+    (`relative_belief_threshold`), so `threshold_risk` gives its exact two-groups risk. With
     ``gamma2=tau2`` and ``k = p/((1-p) delta)`` it *is* the Bayes oracle. With ``k=1`` the multiplicity penalty is
-    carried by :math:`\gamma^2` instead (the Occam factor :math:`\sqrt{1+g}`), and the rule is asymptotically Bayes
-    optimal under sparsity (ABOS) when :math:`\log g_n=\log v_n+o(\log v_n)` with the conditions of
-    :func:`relative_belief_gamma2`: :class:`OracleGamma2` (H1) and :class:`SparsityGamma2` (H2) are ABOS,
-    :class:`EBSparsityGamma2` (H3) is as good as H1 when the effects are large, and :class:`EBStoreyGamma2` (H5)
+    carried by $\gamma^2$ instead (the Occam factor $\sqrt{1+g}$), and the rule is asymptotically Bayes
+    optimal under sparsity (ABOS) when $\log g_n=\log v_n+o(\log v_n)$ with the conditions of
+    `relative_belief_gamma2`: `OracleGamma2` (H1) and `SparsityGamma2` (H2) are ABOS,
+    `EBSparsityGamma2` (H3) is as good as H1 when the effects are large, and `EBStoreyGamma2` (H5)
     is the plug-in oracle.
 
-    **Default** ``gamma2``: :class:`EBStoreyGamma2` (it needs the data only: Storey's :math:`\hat\pi_0` and a
-    moment :math:`\hat\tau^2` set :math:`\gamma^2` so that the test rejects where the plug-in Bayes oracle does).
+    **Default** ``gamma2``: `EBStoreyGamma2` (it needs the data only: Storey's $\hat\pi_0$ and a
+    moment $\hat\tau^2$ set $\gamma^2$ so that the test rejects where the plug-in Bayes oracle does).
     Measured with ``benchmarks/stats_default_gamma2.py`` (results in ``benchmarks/results/stats_default_gamma2.json``)
     on two kinds of design. (1) Expression-study t designs: 10,000 two-sample t-tests with 10 observations per
     group, converted to z-scores, 1%, 5% and 10% signals, standardised effects N(0, 1) or fixed ±1.5, 50
     replicates: its misclassification risk was at or below that of BH at level 0.1 in all six designs, 1.007–1.015
     times the exact Bayes rule's with random effects and 1.04–1.14 times with fixed effects (BH(0.1): 1.01–1.04 and
-    1.12–1.15; the previous default :class:`EBSparsityGamma2`, whose :math:`\hat p` counts only the tests past
-    :math:`\sqrt{2\log n}`, 1.02–1.07 and 1.18–1.71). (2) Normal two-groups data (:func:`simulate_two_groups`,
-    :math:`p\in\{0.001, 0.005, 0.01, 0.05, 0.1, 0.2\}`, :math:`\tau^2\in\{4, 9, 25\}` and the :math:`C=1` value of
-    :func:`calibrate_tau2`, :math:`n=10^4`, 100 replicates): median 1.016 times the oracle's risk, at most 1.13 (at
-    :math:`p=0.001`, where Storey's :math:`\hat\pi_0` is noisier than :math:`p`; :class:`EBSparsityGamma2` 1.012
-    and 1.06 there), FDR 0.05–0.16. :class:`EBMMLEGamma2` had the FDR up to 0.46 and up to 3.8 times the oracle's
+    1.12–1.15; the previous default `EBSparsityGamma2`, whose $\hat p$ counts only the tests past
+    $\sqrt{2\log n}$, 1.02–1.07 and 1.18–1.71). (2) Normal two-groups data (`simulate_two_groups`,
+    $p\in\{0.001, 0.005, 0.01, 0.05, 0.1, 0.2\}$, $\tau^2\in\{4, 9, 25\}$ and the $C=1$ value of
+    `calibrate_tau2`, $n=10^4$, 100 replicates): median 1.016 times the oracle's risk, at most 1.13 (at
+    $p=0.001$, where Storey's $\hat\pi_0$ is noisier than $p$; `EBSparsityGamma2` 1.012
+    and 1.06 there), FDR 0.05–0.16. `EBMMLEGamma2` had the FDR up to 0.46 and up to 3.8 times the oracle's
     risk.
 
     The test minimises the number of misclassified hypotheses (false positives plus false negatives), like the
@@ -305,21 +311,21 @@ def relative_belief_test(
       x: observations (z-scores when ``sigma=1``), shape ``(*batch, n)``: a list, NumPy or JAX array, or a pandas
         Series (its index comes back as ``result.labels``); tests along the last axis, the data-driven rules per
         row. All values must be finite. Values that all lie in ``[0, 1]`` look like p-values and give a warning.
-      gamma2: :math:`\gamma^2`: a number or array (> 0, broadcastable against ``x``), a rule object
-        (:class:`OracleGamma2`, :class:`SparsityGamma2`, :class:`EBSparsityGamma2`, :class:`EBMMLEGamma2`,
-        :class:`EBStoreyGamma2`), the shorthand ``"eb_sparsity"``/``"eb_mmle"``/``"eb_storey"``, or ``None`` for the
+      gamma2: $\gamma^2$: a number or array (> 0, broadcastable against ``x``), a rule object
+        (`OracleGamma2`, `SparsityGamma2`, `EBSparsityGamma2`, `EBMMLEGamma2`,
+        `EBStoreyGamma2`), the shorthand ``"eb_sparsity"``/``"eb_mmle"``/``"eb_storey"``, or ``None`` for the
         default ``EBStoreyGamma2()``. Rule objects and strings are static under ``jax.jit``.
       k: evidence cutoff (> 0), default 1 (Evans's principle of evidence).
-      sigma: noise standard deviation: a known number (> 0), or ``"mad"``/:class:`MADSigma` to estimate it per row
-        from the data (:func:`estimate_sigma`).
+      sigma: noise standard deviation: a known number (> 0), or ``"mad"``/`MADSigma` to estimate it per row
+        from the data (`estimate_sigma`).
 
     Returns:
-      :class:`RelativeBeliefResult` (``reject``, ``log_rb``, ``strength``, ``threshold``, ``gamma2``, ``k``,
+      `RelativeBeliefResult` (``reject``, ``log_rb``, ``strength``, ``threshold``, ``gamma2``, ``k``,
       ``sigma``, ``labels``).
 
     Raises:
       ValueError: an unknown preset or out-of-range values; NaN or infinite values in ``x`` (a concrete ``x`` at
-        once; under ``jit`` at run time); a data-driven rule that gave a non-finite :math:`\gamma^2`.
+        once; under ``jit`` at run time); a data-driven rule that gave a non-finite $\gamma^2$.
 
     References:
       "An Evidential Route to Asymptotic Bayes Optimality under Sparsity", ICML 2026. Evans & Tomal (2018),

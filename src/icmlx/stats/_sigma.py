@@ -1,7 +1,7 @@
-r"""Estimating the noise scale :math:`\sigma` from the data (the empirical null), as strategy objects.
+r"""Estimating the noise scale $\sigma$ from the data (the empirical null), as strategy objects.
 
-Every z-test in :mod:`icmlx.stats` takes ``sigma=``: a known number, or a rule that estimates it per row of ``x``
-from the bulk of the data, which is mostly null in a sparse problem. ``sigma="mad"`` is :class:`MADSigma`.
+Every z-test in `icmlx.stats` takes ``sigma=``: a known number, or a rule that estimates it per row of ``x``
+from the bulk of the data, which is mostly null in a sparse problem. ``sigma="mad"`` is `MADSigma`.
 """
 
 import abc
@@ -24,10 +24,10 @@ _MAD_TO_SD = 1.482602218505602
 
 
 class AbstractSigma(eqx.Module):
-    """Base class of the rules that estimate the noise standard deviation :math:`\\sigma` from ``x``.
+    """Base class of the rules that estimate the noise standard deviation $\\sigma$ from ``x``.
 
     A rule is an ``eqx.Module`` with static fields only and is not callable; pass it as ``sigma=`` to the z-tests
-    or evaluate it with :func:`estimate_sigma`.
+    or evaluate it with `estimate_sigma`.
     """
 
     @abc.abstractmethod
@@ -36,12 +36,12 @@ class AbstractSigma(eqx.Module):
 
 
 class MADSigma(AbstractSigma):
-    r"""Robust scale: :math:`\hat\sigma = 1.4826\,\mathrm{median}_i\,|x_i-\mathrm{median}(x)|` per row (``"mad"``).
+    r"""Robust scale: $\hat\sigma = 1.4826\,\mathrm{median}_i\,|x_i-\mathrm{median}(x)|$ per row (``"mad"``).
 
     The normal-consistent median absolute deviation, as ``scipy.stats.median_abs_deviation(x, scale="normal")``.
-    With a fraction :math:`p` of non-null tests it is biased upwards, by at most about :math:`1+1.25p` (large
-    effects: the median of :math:`|x|` moves to the :math:`\tfrac12/(1-p)` quantile of the null; measured 1.012 at
-    :math:`p=0.01`, 1.063 at :math:`p=0.05`, 1.13 at :math:`p=0.1`), so it needs most tests to be null. It breaks
+    With a fraction $p$ of non-null tests it is biased upwards, by at most about $1+1.25p$ (large
+    effects: the median of $|x|$ moves to the $\tfrac12/(1-p)$ quantile of the null; measured 1.012 at
+    $p=0.01$, 1.063 at $p=0.05$, 1.13 at $p=0.1$), so it needs most tests to be null. It breaks
     down (gives 0) when half the values of a row are equal.
 
     Examples:
@@ -66,7 +66,7 @@ _SHORTHANDS = {"mad": MADSigma}
 
 
 def as_sigma_rule(sigma: Any) -> AbstractSigma | None:
-    """The rule object for ``sigma`` (an :class:`AbstractSigma` or a shorthand string), or None for a number."""
+    """The rule object for ``sigma`` (an `AbstractSigma` or a shorthand string), or None for a number."""
     if isinstance(sigma, AbstractSigma):
         return sigma
     if isinstance(sigma, str):
@@ -94,17 +94,17 @@ def resolve_sigma(sigma: Any, x: jax.Array, where: str) -> tuple[jax.Array, bool
 
 
 def estimate_sigma(x: Any, method: AbstractSigma | str = "mad") -> Float[Array, "*batch"]:
-    r"""The noise standard deviation :math:`\hat\sigma` of each row of ``x`` by a rule (:class:`AbstractSigma`).
+    r"""The noise standard deviation $\hat\sigma$ of each row of ``x`` by a rule (`AbstractSigma`).
 
-    ``sigma="mad"`` (or ``sigma=MADSigma()``) in :func:`relative_belief_test`, :func:`two_groups_em`,
-    :func:`estimate_sparsity`, :func:`horseshoe_test` and :func:`two_sided_pvalues` uses this estimate, per row.
+    ``sigma="mad"`` (or ``sigma=MADSigma()``) in `relative_belief_test`, `two_groups_em`,
+    `estimate_sparsity`, `horseshoe_test` and `two_sided_pvalues` uses this estimate, per row.
 
     Args:
       x: observations, shape ``(*batch, n)`` (list, NumPy, JAX or pandas Series).
       method: the rule, or its shorthand ``"mad"``.
 
     Returns:
-      :math:`\hat\sigma`, shape ``(*batch,)``.
+      $\hat\sigma$, shape ``(*batch,)``.
 
     Raises:
       ValueError: NaN or infinite values in ``x``; an unknown ``method``; an estimate of 0.

@@ -26,12 +26,12 @@ Rule = Callable[[Float[Array, "r n"]], Bool[Array, "r n"]]
 
 
 class TwoGroupsSample(eqx.Module):
-    """Draws from the two-groups model (:func:`simulate_two_groups`).
+    """Draws from the two-groups model (`simulate_two_groups`).
 
     Attributes:
-      x: observations :math:`X=\\mu+\\sigma\\varepsilon`, shape ``(num_replicates, n)``.
-      nonnull: :math:`\\nu_i=1\\{\\mu_i\\ne0\\}`, shape ``(num_replicates, n)``.
-      mu: means :math:`\\mu_i`, shape ``(num_replicates, n)``.
+      x: observations $X=\\mu+\\sigma\\varepsilon$, shape ``(num_replicates, n)``.
+      nonnull: $\\nu_i=1\\{\\mu_i\\ne0\\}$, shape ``(num_replicates, n)``.
+      mu: means $\\mu_i$, shape ``(num_replicates, n)``.
     """
 
     x: Float[Array, "r n"]
@@ -129,11 +129,13 @@ def simulate_two_groups(
 ) -> TwoGroupsSample:
     r"""Draw ``num_replicates`` independent data sets of ``n`` tests from the two-groups model.
 
-    .. math:: \nu_i\sim\mathrm{Bern}(p),\quad \mu_i=\nu_i\,\tau\,\xi_i,\quad X_i=\mu_i+\sigma\varepsilon_i,
-       \quad \xi_i,\varepsilon_i\sim N(0,1).
+    $$
+    \nu_i\sim\mathrm{Bern}(p),\quad \mu_i=\nu_i\,\tau\,\xi_i,\quad X_i=\mu_i+\sigma\varepsilon_i,
+    \quad \xi_i,\varepsilon_i\sim N(0,1).
+    $$
 
     Replicate ``i`` uses ``jax.random.fold_in(key, i)``, so its draw does not depend on ``num_replicates`` (the same
-    stream is used by :func:`simulate_risk_ratios`).
+    stream is used by `simulate_risk_ratios`).
 
     Args:
       key: PRNG key.
@@ -145,7 +147,7 @@ def simulate_two_groups(
       dtype: floating dtype of the draws (default: the default float dtype).
 
     Returns:
-      :class:`TwoGroupsSample` with ``x``, ``nonnull`` and ``mu`` of shape ``(num_replicates, n)``.
+      `TwoGroupsSample` with ``x``, ``nonnull`` and ``mu`` of shape ``(num_replicates, n)``.
 
     Raises:
       ValueError: ``n``/``num_replicates`` not positive ints, or draws over 8 GiB; ``p`` outside (0, 1);
@@ -171,14 +173,14 @@ def simulate_two_groups(
 
 
 class RiskComparison(eqx.Module):
-    """Paired (common-random-numbers) risk comparison from :func:`simulate_risk_ratios`.
+    """Paired (common-random-numbers) risk comparison from `simulate_risk_ratios`.
 
     Attributes:
       names: rule names (static); ``names[0]`` is the baseline (the Bayes oracle).
-      loss: per-replicate loss :math:`\\delta_0\\#FP+\\delta_A\\#FN`, shape ``(num_rules, num_replicates)``.
+      loss: per-replicate loss $\\delta_0\\#FP+\\delta_A\\#FN$, shape ``(num_rules, num_replicates)``.
       mean_loss: Monte Carlo Bayes risk per rule, shape ``(num_rules,)``.
       ratio: paired ratio ``mean_loss / mean_loss[0]``, shape ``(num_rules,)``.
-      ratio_se: delta-method standard error :math:`\\mathrm{sd}(L_r-\\hat\\rho_r L_0)/\\sqrt{R}/\\bar L_0`, shape
+      ratio_se: delta-method standard error $\\mathrm{sd}(L_r-\\hat\\rho_r L_0)/\\sqrt{R}/\\bar L_0$, shape
         ``(num_rules,)``.
     """
 
@@ -219,17 +221,19 @@ def simulate_risk_ratios(
     r"""Monte Carlo Bayes risk of several rules on the *same* draws, as paired ratios to the Bayes oracle.
 
     Every rule sees the same ``(num_replicates, n)`` data (common random numbers; replicate ``i`` is
-    ``fold_in(key, i)`` as in :func:`simulate_two_groups`). The per-replicate loss is
-    :math:`L=\delta_0\#\{\text{false rejections}\}+\delta_A\#\{\text{false acceptances}\}`, and for each rule
+    ``fold_in(key, i)`` as in `simulate_two_groups`). The per-replicate loss is
+    $L=\delta_0\#\{\text{false rejections}\}+\delta_A\#\{\text{false acceptances}\}$, and for each rule
 
-    .. math:: \hat\rho = \bar L_\text{rule}/\bar L_\text{BO},\qquad
-       \mathrm{se}(\hat\rho) = \frac{\mathrm{sd}(L_\text{rule}-\hat\rho L_\text{BO})}
-       {\sqrt{R}\,\bar L_\text{BO}}.
+    $$
+    \hat\rho = \bar L_\text{rule}/\bar L_\text{BO},\qquad
+    \mathrm{se}(\hat\rho) = \frac{\mathrm{sd}(L_\text{rule}-\hat\rho L_\text{BO})}
+    {\sqrt{R}\,\bar L_\text{BO}}.
+    $$
 
-    The SE is the delta method for a ratio of paired means: :math:`\hat\rho-\rho\approx
-    \overline{(L_\text{rule}-\rho L_\text{BO})}/\bar L_\text{BO}`, a mean of :math:`R` i.i.d. terms. For
-    :math:`\hat\rho\approx1` it is the paired-difference SE :math:`\mathrm{sd}(L_\text{rule}-L_\text{BO})/
-    (\sqrt R\,\bar L_\text{BO})`; pairing removes the shared noise of the draws, so it is far below the unpaired SE.
+    The SE is the delta method for a ratio of paired means: $\hat\rho-\rho\approx
+    \overline{(L_\text{rule}-\rho L_\text{BO})}/\bar L_\text{BO}$, a mean of $R$ i.i.d. terms. For
+    $\hat\rho\approx1$ it is the paired-difference SE $\mathrm{sd}(L_\text{rule}-L_\text{BO})/
+    (\sqrt R\,\bar L_\text{BO})$; pairing removes the shared noise of the draws, so it is far below the unpaired SE.
 
     With more than one device and ``shard=True`` the replicates are split across ``jax.devices()`` with
     ``jax.shard_map``, so rules see row blocks and must act row-wise (all icmlx rules do). The count is padded to a
@@ -258,7 +262,7 @@ def simulate_risk_ratios(
         progress=True. With progress on, the replicates run in about ten chunks from Python (the same numbers).
 
     Returns:
-      :class:`RiskComparison` (``names``, ``loss``, ``mean_loss``, ``ratio``, ``ratio_se``).
+      `RiskComparison` (``names``, ``loss``, ``mean_loss``, ``ratio``, ``ratio_se``).
 
     Raises:
       ValueError: ``"oracle"`` among ``rules``; bad ``n``/``num_replicates`` or parameters.

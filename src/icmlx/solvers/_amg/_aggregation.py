@@ -120,7 +120,7 @@ def aggregation_hierarchy(rows: Any, cols: Any = None, n: int | None = None, *, 
       to those of level ``l``.
 
     Raises:
-      ValueError, TypeError: as in :func:`standard_aggregation`; ``min_size < 1`` or ``max_levels < 0``.
+      ValueError, TypeError: as in `standard_aggregation`; ``min_size < 1`` or ``max_levels < 0``.
 
     Examples:
       >>> import numpy as np

@@ -1,5 +1,5 @@
 """Smoothed aggregation at PyAMG's quality: strength strategies, near-nullspace candidates (rigid-body modes), and
-the set-up that turns the host levels of ``_sa_setup`` into a padded, jittable :class:`MultilevelHierarchy`."""
+the set-up that turns the host levels of ``_sa_setup`` into a padded, jittable `MultilevelHierarchy`."""
 
 from typing import Any
 
@@ -106,7 +106,7 @@ def _block_size(A: Any, block_size: Any, n: int) -> int:
 def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = None, strength: Any = None,
                     relaxation: Any = None, cycle: str = "V", max_coarse: int = 500, max_levels: int = 10,
                     improve_candidates: int = 4, dtype: Any = None, reuse_pattern: bool = False):
-    """The hierarchy (:class:`MultilevelHierarchy`) and the facts the solver needs: ``(H, symmetric, on, pattern,
+    """The hierarchy (`MultilevelHierarchy`) and the facts the solver needs: ``(H, symmetric, on, pattern,
     K)``, ``on`` ``"A"`` or ``"envelope"`` (the operator the hierarchy was built on); with ``reuse_pattern`` the
     symbolic set-up (``_sa_numeric.SAPattern``), else ``None``; ``K`` the padded Krylov matrix (``A`` with identity
     padding rows) when the set-up made it (``None`` for an envelope hierarchy on the host path)."""
@@ -185,7 +185,7 @@ def _ell(M, num_rows: int, num_cols: int, dtype) -> EllMatrix:
 
 def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None):
     """The padded device hierarchy of the host levels, and with ``A`` (the cleaned CSR matrix the Krylov iteration
-    runs on, or ``None``) that matrix as a padded :class:`EllMatrix` with identity padding rows."""
+    runs on, or ``None``) that matrix as a padded `EllMatrix` with identity padding rows."""
     ops, dinvs, pros, ress, lams, sizes, colors = [], [], [], [], [], [], []
     pad = bucket_size(n)
     K = None

@@ -31,7 +31,7 @@ def _ell_width(k: int) -> int:
 
 def _ell_host(M: Any, *, num_rows: int | None = None, num_cols: int | None = None, width: int | None = None,
               pad_identity: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """The host arrays ``(idx int32[k, num_rows], val float64[k, num_rows])`` of :meth:`EllMatrix.from_scipy` for a
+    """The host arrays ``(idx int32[k, num_rows], val float64[k, num_rows])`` of `EllMatrix.from_scipy` for a
     CSR matrix without duplicate entries (the set-up's own products are; nothing is copied or re-canonicalised)."""
     nr, nc = M.shape
     n_rows = nr if num_rows is None else num_rows
@@ -63,10 +63,10 @@ class EllMatrix(eqx.Module):
     Every row stores the same number ``k`` of (index, value) slots (unused slots have value 0), kept as
     ``k`` contiguous rows of length ``num_rows`` so that a product is ``k`` gathers and fused
     multiply-adds with no scatter. On XLA:CPU this is faster than the COO segment sum of
-    :class:`SparseMatrix` and than the same gather written as one fused ``(n, k)`` reduction. XLA:CPU is
+    `SparseMatrix` and than the same gather written as one fused ``(n, k)`` reduction. XLA:CPU is
     markedly slower on row counts that are not a multiple of 8: pad with ``num_rows``/``num_cols`` and
-    ``pad_identity=True`` (``benchmarks/solvers_fem.py`` pads to :func:`bucket_size`). Has
-    ``mv``/``shape``/``diagonal`` so that :func:`cg`, :func:`gmres` and :func:`bicgstab` accept it.
+    ``pad_identity=True`` (``benchmarks/solvers_fem.py`` pads to `bucket_size`). Has
+    ``mv``/``shape``/``diagonal`` so that `cg`, `gmres` and `bicgstab` accept it.
 
     Attributes:
       idx: ``int32[k, num_rows]`` column index of each slot.
@@ -107,8 +107,8 @@ class EllMatrix(eqx.Module):
 
     @classmethod
     def from_sparse(cls, A: SparseMatrix, **kwargs: Any) -> "EllMatrix":
-        """From a :class:`SparseMatrix` (duplicates summed; eager, not traceable); ``kwargs`` as in
-        :meth:`from_scipy`."""
+        """From a `SparseMatrix` (duplicates summed; eager, not traceable); ``kwargs`` as in
+        `from_scipy`."""
         return cls.from_scipy(A.to_scipy(), dtype=A.vals.dtype, **kwargs)
 
     def mv(self, x: Float[Array, " n_cols"]) -> Float[Array, " n_rows"]:
@@ -150,7 +150,7 @@ def m_matrix_envelope(A: Any) -> Any:
     handles the rest.
 
     Args:
-      A: square matrix: SciPy sparse (any format), BCOO, dense, or a :class:`SparseMatrix` (concrete).
+      A: square matrix: SciPy sparse (any format), BCOO, dense, or a `SparseMatrix` (concrete).
 
     Returns:
       ``Ã`` as a float64 ``scipy.sparse.csr_matrix``.
@@ -197,7 +197,7 @@ def mis2_aggregation(A: Any) -> np.ndarray:
     8-15 nodes per aggregate on 2-D P1 meshes.
 
     Args:
-      A: square matrix (SciPy sparse in any format, BCOO, dense or :class:`SparseMatrix`); only its pattern
+      A: square matrix (SciPy sparse in any format, BCOO, dense or `SparseMatrix`); only its pattern
         is used.
 
     Returns:
@@ -284,7 +284,7 @@ def _mis2_ell_jit(nbr: Int[Array, "k n"], prio: Int[Array, " n"], real: Bool[Arr
 
 
 def _mis2_from_ell(ell: "EllMatrix", n: int) -> np.ndarray:
-    """:func:`mis2_aggregation` of a structurally symmetric matrix given as padded ELL (first ``n`` rows real),
+    """`mis2_aggregation` of a structurally symmetric matrix given as padded ELL (first ``n`` rows real),
     jitted (one compilation per padded shape): the same aggregates as the NumPy version, faster on large
     meshes."""
     npad = ell.shape[0]
@@ -305,7 +305,7 @@ def _spectral_radius(M: Any, d: np.ndarray, iters: int = 12, stop_at_cap: bool =
     pseudo-random start), capped by the Gershgorin bound ``max_i Σ_j |m_ij| / d_i``, which it can never
     exceed. An underestimate would make the Chebyshev smoother amplify the top of the spectrum. With
     ``stop_at_cap`` the steps stop once ``1.1 ×`` the quotient reaches the cap (the result is the cap then; for
-    a positive semi-definite ``M`` later quotients could not lower it, see :func:`._sa_setup.rho_dinv_a`)."""
+    a positive semi-definite ``M`` later quotients could not lower it, see `._sa_setup.rho_dinv_a`)."""
     import scipy.sparse as sp
 
     M = sp.csr_matrix(M)
@@ -333,11 +333,11 @@ class MultilevelHierarchy(eqx.Module):
     indicator, ``ω = 4/(3ρ)``) with its transpose; ``Ã_{ℓ+1} = P_ℓᵀ Ã_ℓ P_ℓ``. The coarsest level is solved
     with a stored dense inverse. One V-cycle applies Chebyshev smoothing of degree ``degree`` before and
     after each coarse correction; for symmetric ``Ã`` it is a symmetric positive-definite preconditioner.
-    All sizes are padded (nodes to :func:`bucket_size`, row widths to multiples of 4): matrices of one mesh
+    All sizes are padded (nodes to `bucket_size`, row widths to multiples of 4): matrices of one mesh
     family reuse the compiled cycle.
 
-    Build with :func:`smoothed_aggregation`. To precondition a Krylov solve of ``A`` pass the hierarchy itself,
-    ``cg(A, b, preconditioner=H)`` (or ``gmres``/``bicgstab``), or use :meth:`as_preconditioner`, a map from
+    Build with `smoothed_aggregation`. To precondition a Krylov solve of ``A`` pass the hierarchy itself,
+    ``cg(A, b, preconditioner=H)`` (or ``gmres``/``bicgstab``), or use `as_preconditioner`, a map from
     n-vectors to n-vectors: padding is done inside and the iteration uses ``A`` itself. (``H.ops[0]`` is the
     padded envelope ``Ã``, not ``A``: iterating with it solves a different system unless ``Ã = A``.)
     """
@@ -374,7 +374,7 @@ class MultilevelHierarchy(eqx.Module):
 
         Returns:
           A callable ``float[n] -> float[n]`` (same dtype as its input), to pass as ``preconditioner=`` to
-          :func:`cg`, :func:`gmres` or :func:`bicgstab`, or to any solver that takes ``r -> M⁻¹ r``.
+          `cg`, `gmres` or `bicgstab`, or to any solver that takes ``r -> M⁻¹ r``.
 
         Raises:
           ValueError: ``n`` differs from the size the hierarchy was built for, or exceeds its padded size.
@@ -446,25 +446,25 @@ def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10,
                          dtype: Any = None) -> MultilevelHierarchy:
     r"""Build a smoothed-aggregation hierarchy of ``A`` (eager NumPy/SciPy set-up; returns JAX arrays).
 
-    The hierarchy is built on the M-matrix envelope ``Ã`` of ``A`` (:func:`m_matrix_envelope`; ``Ã = A``
+    The hierarchy is built on the M-matrix envelope ``Ã`` of ``A`` (`m_matrix_envelope`; ``Ã = A``
     for symmetric diagonally dominant M-matrices) with distance-2 MIS aggregation
-    (:func:`mis2_aggregation`), Jacobi-smoothed prolongators ``P = (I − ω D⁻¹Ã) T`` and Galerkin coarse
+    (`mis2_aggregation`), Jacobi-smoothed prolongators ``P = (I − ω D⁻¹Ã) T`` and Galerkin coarse
     operators ``PᵀÃP``, coarsening until at most ``max_coarse`` nodes remain.
 
     Args:
-      A: square matrix: SciPy sparse in any format, a BCOO, a dense array or a :class:`SparseMatrix`
+      A: square matrix: SciPy sparse in any format, a BCOO, a dense array or a `SparseMatrix`
         (concrete, not traced).
       max_coarse: largest coarsest level, solved by a dense inverse.
       max_levels: cap on the number of levels.
       degree: Chebyshev smoothing degree (products with ``Ã`` per pre-/post-smoothing).
       envelope: build on ``Ã`` (default). ``False`` uses ``A`` itself (must then be SPD-like).
-      pad_to: padded fine size (default :func:`bucket_size` of ``n``).
+      pad_to: padded fine size (default `bucket_size` of ``n``).
       dtype: floating dtype of the values (default: JAX's default float).
 
     Returns:
-      A :class:`MultilevelHierarchy`; pass it as ``preconditioner=`` to :func:`cg` / :func:`gmres` /
-      :func:`bicgstab` (the Krylov iteration then uses ``A`` and the V-cycle preconditions it), or call
-      :meth:`~MultilevelHierarchy.as_preconditioner` for an n-vector map. Calling ``H`` itself applies one
+      A `MultilevelHierarchy`; pass it as ``preconditioner=`` to `cg` / `gmres` /
+      `bicgstab` (the Krylov iteration then uses ``A`` and the V-cycle preconditions it), or call
+      `as_preconditioner` for an n-vector map. Calling ``H`` itself applies one
       V-cycle to a vector of the padded size ``H.sizes[0]``.
 
     Raises:
@@ -494,7 +494,7 @@ def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10,
 
 def build_sa_hierarchy(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: int = 2,
               envelope: bool = True, pad_to: int | None = None, dtype: Any = None, tight: bool = False):
-    """:func:`smoothed_aggregation`, also returning the aggregate maps and the coarsest operator. With ``tight``
+    """`smoothed_aggregation`, also returning the aggregate maps and the coarsest operator. With ``tight``
     each ELL matrix is packed at its longest row's width instead of the width rounded up to a multiple of 4:
     every product gathers every slot, so on a mesh with rows of 5 and 9 entries a third of the rounded work is
     padding (G-RANS, whose cycle runs inside every iteration)."""

@@ -4,7 +4,7 @@ strength graph, the tentative prolongator fitted to near-nullspace candidates, J
 
 Everything here is vectorised over nodes (no Python loop over rows or aggregates); the loops that remain run
 over levels, candidates (``k ≤ 6``), Luby rounds and the wavefront rounds of aggregation and colouring
-(:mod:`._wavefront`).
+(`._wavefront`).
 """
 
 from typing import Any
@@ -139,10 +139,10 @@ def rho_dinv_a(A: Any, d: np.ndarray, iters: int = 20, symmetric: bool = False) 
 def multicolor(A: Any, table: tuple | None = None) -> np.ndarray:
     """A colouring of the (symmetrised) graph of ``A`` so that the rows of one colour relax at once (a parallel
     Gauss–Seidel): the sequential greedy colouring in node order (two colours for a 5-point stencil, four for a
-    9-point one), computed in wavefront rounds (:mod:`._wavefront`), when every degree is at most
-    :data:`._wavefront.MAX_DEGREE`; else Luby independent sets, one per colour.
+    9-point one), computed in wavefront rounds (`._wavefront`), when every degree is at most
+    `._wavefront.MAX_DEGREE`; else Luby independent sets, one per colour.
 
-    ``table``: the :func:`._wavefront.closed_table` of that graph when the caller has it already (the strength
+    ``table``: the `._wavefront.closed_table` of that graph when the caller has it already (the strength
     graph of a scalar problem at ``theta = 0`` is the same graph)."""
     if table is not None and table[0].shape[1] <= MAX_DEGREE + 2:
         return greedy_colors(*table)
@@ -206,8 +206,8 @@ def _symmetrised(M: Any) -> Any:
 def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, max_coarse: int, max_levels: int,
               improve_steps: int, symmetric: bool, record: list | None = None):
     """The SA levels on the host: ``[(A_ℓ, P_ℓ, ρ_ℓ upper bound, d_ℓ, P_ℓᵀ, graph table)]`` and the coarsest
-    ``A_L``; the graph table is the :func:`._wavefront.closed_table` of the graph of ``A_ℓ`` when the strength graph
-    is that graph (else ``None``), for :func:`multicolor`. ``strength``: an ``AbstractStrength`` (its
+    ``A_L``; the graph table is the `._wavefront.closed_table` of the graph of ``A_ℓ`` when the strength graph
+    is that graph (else ``None``), for `multicolor`. ``strength``: an ``AbstractStrength`` (its
     ``strong_graph`` reads the level's candidates before the finest level's improvement, as PyAMG's evolution
     measure does).
 

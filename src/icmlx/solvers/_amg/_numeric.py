@@ -1,5 +1,5 @@
 """The numeric half of smoothed aggregation in JAX: from the values of a matrix on a stored pattern
-(``_sa_pattern``) to a :class:`MultilevelHierarchy`, with gathers and segment sums in one jittable function.
+(``_sa_pattern``) to a `MultilevelHierarchy`, with gathers and segment sums in one jittable function.
 
 Per level: the diagonal, a power-iteration bound of ``ρ(D⁻¹A)`` (the host rule: ``1.1 ×`` a Rayleigh quotient
 after 20 steps from the same start, capped by Gershgorin), the tentative prolongator from a per-aggregate
@@ -76,7 +76,7 @@ def _ell_index(rows, cols, slot, width, num_rows, identity_from: int | None = No
 
 def build_pattern(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, max_coarse: int, max_levels: int,
                   improve_steps: int, symmetric: bool, relaxation: Any, cycle: str, dtype: Any):
-    """Host levels of ``A`` and the :class:`SAPattern` of them; returns ``(pattern, values of A, coarsest)``."""
+    """Host levels of ``A`` and the `SAPattern` of them; returns ``(pattern, values of A, coarsest)``."""
     A = structural(A)
     host, coarse = host_levels(A, B=B, node_of=node_of, strength=strength, max_coarse=max_coarse, max_levels=max_levels,
                                improve_steps=improve_steps, symmetric=symmetric)

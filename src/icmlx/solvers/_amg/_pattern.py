@@ -103,7 +103,7 @@ def color_layout(rows: np.ndarray, cols: np.ndarray, n: int):
 
 def host_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, max_coarse: int, max_levels: int,
                 improve_steps: int, symmetric: bool):
-    """The host SA levels of the first matrix (:func:`~._sa_setup.sa_levels`) with what the pattern needs:
+    """The host SA levels of the first matrix (`sa_levels`) with what the pattern needs:
     ``[dict(A, agg_of_dof, num_aggs, coarse_node, Bc)]`` and the coarsest operator."""
     record: list = []
     levels, coarse = sa_levels(A, B=B, node_of=node_of, strength=strength, max_coarse=max_coarse, max_levels=max_levels,

@@ -22,7 +22,7 @@ __all__ = ["jacobi_smoother", "chebyshev_smoother", "estimate_lambda_max", "Abst
 
 
 def _matrix(A: Any) -> Any:
-    """``A`` as a square :class:`SparseMatrix` with finite values; an ``EllMatrix`` is kept (checked alike)."""
+    """``A`` as a square `SparseMatrix` with finite values; an ``EllMatrix`` is kept (checked alike)."""
     if hasattr(A, "idx") and hasattr(A, "val") and hasattr(A, "mv"):  # EllMatrix (imported here would cycle)
         n = check_square(A.shape, "A")
         check_values(A.idx, lambda xp, i: (i < 0) | (i >= n), f"A: EllMatrix indices must lie in [0, {n})")
@@ -248,9 +248,9 @@ class AbstractRelaxation(eqx.Module):
     """The smoother applied before and after each coarse correction of a multigrid cycle.
 
     A strategy object (static settings only, hashable): pass one as ``relaxation=`` to
-    :func:`~icmlx.solvers.amg_setup` or :func:`~icmlx.solvers.solve`. Subclasses: :class:`JacobiRelaxation`,
-    :class:`ChebyshevRelaxation` (the default for symmetric ``A``) and :class:`GaussSeidelRelaxation`. Each
-    carries its behaviour: :meth:`relax` smooths one level, :attr:`needs_coloring` asks the set-up for a colouring.
+    `amg_setup` or `solve`. Subclasses: `JacobiRelaxation`,
+    `ChebyshevRelaxation` (the default for symmetric ``A``) and `GaussSeidelRelaxation`. Each
+    carries its behaviour: `relax` smooths one level, `needs_coloring` asks the set-up for a colouring.
     """
 
     needs_coloring = False
@@ -259,7 +259,7 @@ class AbstractRelaxation(eqx.Module):
     def relax(self, A, dinv, lam, colors, b, x, zero: bool):
         """One pre- or post-smoothing of ``A x = b`` from ``x`` on one padded level (``zero``: ``x = 0``, skipping
         a product); ``dinv`` the inverse diagonal, ``lam`` the bound of ``ρ(D⁻¹A)``, ``colors`` the
-        :class:`ColorBlocks` of the level (``None`` unless :attr:`needs_coloring`)."""
+        `ColorBlocks` of the level (``None`` unless `needs_coloring`)."""
 
 
 class _PolynomialRelaxation(AbstractRelaxation):
@@ -419,7 +419,7 @@ def _gs_sweep(cb: ColorBlocks, b, x, reverse: bool):
 
 def relax(strategy: AbstractRelaxation | None, A, dinv, lam, colors, b, x, zero: bool, degree: int):
     """One pre- or post-smoothing by ``strategy`` (``None``: Chebyshev of ``degree`` for ``[λ/30, λ]``, the
-    smoother of :func:`~icmlx.solvers.smoothed_aggregation`)."""
+    smoother of `smoothed_aggregation`)."""
     if strategy is None:
         strategy = ChebyshevRelaxation(degree=degree)
     return strategy.relax(A, dinv, lam, colors, b, x, zero)

@@ -1,7 +1,7 @@
 """Standard aggregation (Vaněk, Mandel & Brezina) of a strength graph in PyAMG's node order, host side.
 
 Pass 1 roots are the lexicographically first maximal independent set of the square of the graph (roots three or
-more steps apart, among the nodes with a neighbour), computed in wavefront rounds (:mod:`._wavefront`); each root
+more steps apart, among the nodes with a neighbour), computed in wavefront rounds (`._wavefront`); each root
 takes its neighbours. Pass 2 attaches each remaining node to the aggregate of its first neighbour in column order;
 pass 3 is the lexicographically first maximal independent set of the graph on the nodes still free, each taking its
 free neighbours. The result equals PyAMG's ``standard_aggregation`` node for node.
@@ -23,11 +23,11 @@ __all__: list[str] = []
 
 def standard_aggregate(S: Any, table: tuple | None = None) -> tuple[np.ndarray, int]:
     """Standard aggregation of the strength graph ``S`` (any SciPy sparse matrix with a symmetric pattern, as
-    :func:`._sa_setup.symmetric_strength` makes; diagonal ignored) in PyAMG's node order.
+    `._sa_setup.symmetric_strength` makes; diagonal ignored) in PyAMG's node order.
 
     Nodes without a strong neighbour stay out (``-1``). Returns ``(aggregate of each node, number of
     aggregates)``; aggregates are numbered by their roots, pass-1 roots first. ``table``: the
-    :func:`._wavefront.closed_table` of ``S`` when the caller has made it already.
+    `._wavefront.closed_table` of ``S`` when the caller has made it already.
 
     References:
       Vaněk, Mandel & Brezina, Computing 56 (1996) 179–196; Bell, Olson & Schroder, PyAMG (2023),
@@ -67,7 +67,7 @@ def standard_aggregate(S: Any, table: tuple | None = None) -> tuple[np.ndarray, 
 
 
 def _neighbour_table(S: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``(nbr, edge)`` of a CSR graph padded to :func:`bucket_size` rows: slot 0 is the node itself, then its
+    """``(nbr, edge)`` of a CSR graph padded to `bucket_size` rows: slot 0 is the node itself, then its
     neighbours in column order, padding slots repeat the node; ``edge`` marks the real neighbours."""
     n = S.shape[0]
     deg = np.diff(S.indptr)
@@ -108,7 +108,7 @@ def _greedy_pass(nbr: Int[Array, "n k"], edge: Bool[Array, "n k"], order: Int[Ar
 
 
 def _standard_aggregate_loop(S: Any) -> tuple[np.ndarray, int]:
-    """:func:`standard_aggregate` node by node (the graphs with a node past :data:`._wavefront.MAX_DEGREE`).
+    """`standard_aggregate` node by node (the graphs with a node past `._wavefront.MAX_DEGREE`).
 
     Pass 1 (sequential, compiled): a node whose strong neighbours are all free makes an aggregate with them.
     Pass 2 (vectorised): each remaining node joins the aggregate of its first strong neighbour from pass 1.

@@ -1,7 +1,7 @@
 """Strength of connection for smoothed aggregation, as strategy objects: the symmetric threshold measure and the
 evolution (ODE-based) measure of Olson, Schroder & Tuminaro, each with its host (NumPy/SciPy) graph builder.
 
-A strategy's :meth:`AbstractStrength.strong_graph` turns one level's operator into the symmetric strong pattern
+A strategy's `AbstractStrength.strong_graph` turns one level's operator into the symmetric strong pattern
 (node level, no diagonal) that standard aggregation reads. Everything is vectorised over entries and rows; the
 evolution measure's small constrained least-squares problems (one per row) are solved as one batch.
 """
@@ -20,8 +20,8 @@ __all__ = ["AbstractStrength", "SymmetricStrength", "EvolutionStrength", "evolut
 class AbstractStrength(eqx.Module):
     """Which off-diagonal couplings count as strong when aggregating (a strategy object, static fields only).
 
-    Pass one as ``strength=`` to :func:`~icmlx.solvers.amg_setup` or :func:`~icmlx.solvers.solve`. Subclasses
-    implement :meth:`strong_graph` (host side, called once per level of the set-up).
+    Pass one as ``strength=`` to `amg_setup` or `solve`. Subclasses
+    implement `strong_graph` (host side, called once per level of the set-up).
     """
 
     @abc.abstractmethod
@@ -153,7 +153,7 @@ def _component(node_of: np.ndarray) -> np.ndarray:
 
 def evolution_strength(A: Any, B: np.ndarray, *, rho: float, node_of: np.ndarray | None = None,
                        num_nodes: int | None = None, k: int = 2, epsilon: float = 4.0) -> Any:
-    """The evolution strength matrix of :class:`EvolutionStrength` (host NumPy/SciPy): a node-level CSR matrix
+    """The evolution strength matrix of `EvolutionStrength` (host NumPy/SciPy): a node-level CSR matrix
     with ones on the diagonal and the inverted distances of the strong couplings, each row scaled by its largest
     entry (PyAMG's ``evolution_strength_of_connection`` convention).
 
@@ -162,8 +162,8 @@ def evolution_strength(A: Any, B: np.ndarray, *, rho: float, node_of: np.ndarray
       B: ``float[n]`` or ``float[n, k]`` candidates.
       node_of: the node of each dof (default: one dof per node).
       num_nodes: their number.
-      rho: an estimate of ``ρ(D⁻¹A)`` (the set-up's :func:`._sa_setup.rho_dinv_a`).
-      k, epsilon: as :class:`EvolutionStrength`.
+      rho: an estimate of ``ρ(D⁻¹A)`` (the set-up's `._sa_setup.rho_dinv_a`).
+      k, epsilon: as `EvolutionStrength`.
     """
     import scipy.sparse as sp
 

@@ -7,9 +7,9 @@ frontier at once with vectorised NumPy; a node is released once, so the total wo
 edges, and the number of rounds is the longest decreasing path of the dependency graph (``O(√n)`` for a grid in its
 natural order), not ``n``.
 
-- :func:`greedy_colors`: node ``i`` takes the smallest colour that none of its lower neighbours holds (the
+- `greedy_colors`: node ``i`` takes the smallest colour that none of its lower neighbours holds (the
   sequential greedy colouring; 2 colours for a 5-point stencil, 4 for a 9-point one, in the natural order).
-- :func:`lexicographic_mis`: node ``i`` joins the set unless a lower node within ``hops`` steps already has (the
+- `lexicographic_mis`: node ``i`` joins the set unless a lower node within ``hops`` steps already has (the
   lexicographically first maximal independent set of the graph or of its square). With ``hops=2`` its members are
   the roots of pass 1 of standard aggregation; with ``hops=1`` on the leftover nodes, those of pass 3. A node also
   decides early, as soon as a member appears within ``hops`` steps of it.
@@ -87,7 +87,7 @@ def _upper_table(C):
 
 
 def _release(U, done, count, tag):
-    """Decrement the counters of the upper neighbours of ``done`` (``U`` from :func:`_upper_table`); return the
+    """Decrement the counters of the upper neighbours of ``done`` (``U`` from `_upper_table`); return the
     nodes whose counter reached zero."""
     W = U[done].ravel()
     np.subtract.at(count, W, 1)
@@ -95,7 +95,7 @@ def _release(U, done, count, tag):
 
 
 def greedy_colors(C: np.ndarray, low: np.ndarray) -> np.ndarray:
-    """The sequential greedy colouring in node order of the graph of :func:`closed_table` ``(C, low)``.
+    """The sequential greedy colouring in node order of the graph of `closed_table` ``(C, low)``.
 
     A counter per node holds how many lower neighbours are still uncoloured. Returns ``int64[n]`` colours; no two
     neighbours share one, and the result equals the node-by-node loop's.
@@ -116,7 +116,7 @@ def greedy_colors(C: np.ndarray, low: np.ndarray) -> np.ndarray:
 
 
 def lexicographic_mis(C: np.ndarray, low: np.ndarray, hops: int) -> np.ndarray:
-    """The lexicographically first maximal independent set of the graph of :func:`closed_table` ``(C, low)``
+    """The lexicographically first maximal independent set of the graph of `closed_table` ``(C, low)``
     (``hops=1``) or of its square (``hops=2``: members at least three steps apart). Nodes without neighbours stay
     out of it.
 
@@ -147,7 +147,7 @@ def lexicographic_mis(C: np.ndarray, low: np.ndarray, hops: int) -> np.ndarray:
 
 
 def _lexicographic_mis2(C: np.ndarray, low: np.ndarray) -> np.ndarray:
-    """:func:`lexicographic_mis` with ``hops=2`` (pass 1 of standard aggregation, the set-up's largest host cost),
+    """`lexicographic_mis` with ``hops=2`` (pass 1 of standard aggregation, the set-up's largest host cost),
     with fewer array passes per round.
 
     Each row keeps its head (lowest undecided node) itself rather than a pointer. The rows whose head a round

@@ -63,7 +63,7 @@ class GRANSOperator(lx.AbstractLinearOperator):
 
     @property
     def padded_size(self) -> int:
-        """The padded size ``n_pad`` (a :func:`~icmlx.solvers.bucket_size`) of every node array."""
+        """The padded size ``n_pad`` (a `bucket_size`) of every node array."""
         return self.A.shape[0]
 
     @property
@@ -271,7 +271,7 @@ def _node_features(key, rows, cols, vals, diag, n: int) -> np.ndarray:
 def _basis_index(maps, rows, cols, n: int, n_pad: int, nnz_pad: int, *, channels: int, max_columns: int,
                  dmax_bucket: int):
     """The index arrays of the basis ``V`` on two aggregation levels: ``(colidx, pool, zslot, zcol, col_used,
-    (N0, N1))`` (see :class:`GRANSOperator`)."""
+    (N0, N1))`` (see `GRANSOperator`)."""
     nnz_true = rows.size
     budget = max_columns // channels
     a0, a1 = _select_levels(maps, n, budget)

@@ -1,8 +1,8 @@
 """The outer step of a G-RANS iteration, as a strategy object, and the linear algebra of each step.
 
-:class:`ThreeTermStep` combines the new correction with the previous update (the paper's step; in the energy
-norm on SPD-like matrices, CG-like); :class:`FlexibleGCR` keeps a window of past directions (flexible GCR with
-``M_θ`` a variable right preconditioner); :class:`NoOuterStep` is the ablation ``x ← x + M_θ(r)``.
+`ThreeTermStep` combines the new correction with the previous update (the paper's step; in the energy
+norm on SPD-like matrices, CG-like); `FlexibleGCR` keeps a window of past directions (flexible GCR with
+``M_θ`` a variable right preconditioner); `NoOuterStep` is the ablation ``x ← x + M_θ(r)``.
 """
 
 
@@ -20,10 +20,10 @@ class AbstractOuterStep(eqx.Module):
     """How a G-RANS iteration combines its correction ``u = M_θ(r)`` into the update of ``x``.
 
     A strategy object (static settings only, hashable, not callable): pass one as ``GRANS(outer=...)``.
-    Subclasses are :class:`ThreeTermStep` (the default), :class:`FlexibleGCR` and :class:`NoOuterStep`.
+    Subclasses are `ThreeTermStep` (the default), `FlexibleGCR` and `NoOuterStep`.
     Each carries exactly the settings its step uses, so no combination is invalid, and its behaviour as
-    methods: :meth:`norm_on` (the norm the step minimises on a matrix class), :meth:`stored_directions` and
-    :meth:`step` (the update of ``x``).
+    methods: `norm_on` (the norm the step minimises on a matrix class), `stored_directions` and
+    `step` (the update of ``x``).
     """
 
     trainable = True  # grans_loss trains through this step
@@ -44,7 +44,7 @@ class AbstractOuterStep(eqx.Module):
     def step(self, u, Au, e1, Ae1, p, Ap, r, window, energy: bool):
         """``(dx, window)``: the update of ``x`` from the correction ``u = M_θ(r)`` (with ``A u``), the smoother's
         first correction ``e1`` (with ``A e1``), the previous update ``p`` (with ``A p``) and the residual ``r``;
-        ``window`` the stored directions ``(Z, AZ, ptr)`` (only :class:`FlexibleGCR` uses it)."""
+        ``window`` the stored directions ``(Z, AZ, ptr)`` (only `FlexibleGCR` uses it)."""
 
 
 class ThreeTermStep(AbstractOuterStep):

@@ -128,7 +128,7 @@ def _precondition_with(op: GRANSOperator, basis, r, *, degree: int, galerkin: bo
 
 def _precondition(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin: bool):
     """The G-RANS correction ``u = M_θ(r)`` (smooth, learned projection, smooth) with ``A u`` and ``e_1``:
-    a fresh basis for ``r`` (:func:`_basis`) applied once (:func:`_precondition_with`)."""
+    a fresh basis for ``r`` (`_basis`) applied once (`_precondition_with`)."""
     basis = _basis(net, op, r, degree=degree, galerkin=galerkin)
     return _precondition_with(op, basis, r, degree=degree, galerkin=galerkin)
 

@@ -24,9 +24,9 @@ class AbstractSmoother(eqx.Module):
     """The smoother ``S`` that a G-RANS iteration applies before and after the learned projection.
 
     A strategy object (static settings only, hashable, not callable): pass one as ``GRANS(smoother=...)``.
-    Subclasses are :class:`MultilevelSmoother` (the default) and :class:`ChebyshevSmoother` (the paper's). Each
-    carries what the solver asks of it: :attr:`uses_hierarchy` (the set-up builds a multigrid hierarchy),
-    :attr:`polynomial_degree`, :meth:`default_refresh` and :meth:`auto_outer` (the outer step of
+    Subclasses are `MultilevelSmoother` (the default) and `ChebyshevSmoother` (the paper's). Each
+    carries what the solver asks of it: `uses_hierarchy` (the set-up builds a multigrid hierarchy),
+    `polynomial_degree`, `default_refresh` and `auto_outer` (the outer step of
     ``GRANS(outer="auto")``).
     """
 
@@ -52,9 +52,9 @@ class ChebyshevSmoother(AbstractSmoother):
 
     On SPD-like matrices (symmetric, positive diagonal, non-negative row sums)
     $S(r) = p_{\mathrm{degree}}(D^{-1}A) D^{-1} r$, the Chebyshev polynomial for
-    $[\lambda_{\max}/30, \lambda_{\max}]$ (:func:`~icmlx.solvers.chebyshev_smoother`, with
+    $[\lambda_{\max}/30, \lambda_{\max}]$ (`chebyshev_smoother`, with
     $\lambda_{\max}$ from a power iteration at set-up); otherwise ``degree`` ℓ1-Jacobi sweeps
-    (:func:`~icmlx.solvers.jacobi_smoother`). The paper's smoother; the shipped weights were trained with
+    (`jacobi_smoother`). The paper's smoother; the shipped weights were trained with
     ``degree=3``, and ``GRANS.pretrained(smoother="chebyshev")`` runs them with the network every iteration.
 
     Attributes:
@@ -97,12 +97,12 @@ class ChebyshevSmoother(AbstractSmoother):
 class MultilevelSmoother(AbstractSmoother):
     r"""One smoothed-aggregation V-cycle on the M-matrix envelope of ``A`` as the smoother (the default).
 
-    The hierarchy is built at set-up by :func:`~icmlx.solvers.smoothed_aggregation` (vectorised MIS-2
+    The hierarchy is built at set-up by `smoothed_aggregation` (vectorised MIS-2
     aggregates, Jacobi-smoothed prolongators, Galerkin coarse operators, Chebyshev pre/post-smoothing of
     ``degree`` on every level, a dense inverse on the coarsest); its aggregates also carry the basis ``V``.
     $S(r) = B r \approx \tilde A^{-1} r$. Iteration counts stay nearly flat in ``n``. The V-cycle
     contracts the error in the energy norm: on SPD-like matrices the energy-norm
-    :class:`~icmlx.solvers.ThreeTermStep` converges; elsewhere a :class:`~icmlx.solvers.FlexibleGCR`
+    `ThreeTermStep` converges; elsewhere a `FlexibleGCR`
     with ``memory >= 40`` is needed, since a residual-norm step with a short memory stalls.
     ``GRANS(outer="auto")`` (the default) picks these per matrix.
 

@@ -47,9 +47,9 @@ class GRANS(lx.AbstractLinearSolver):
     and $W = AV$ (least squares) otherwise. ``V`` has the aggregates of two levels of the aggregation
     hierarchy as supports, weighted per node by $w = [1, \hat r] + \text{head}_\theta$ (``channels``
     per level); ``S`` is the ``smoother``. The outer step combines $u = e_1+e_2+e_3$ into the update:
-    a :class:`~icmlx.solvers.ThreeTermStep` over $U = [u,\ p_{k-1},\ e_1]$ minimises the energy norm
+    a `ThreeTermStep` over $U = [u,\ p_{k-1},\ e_1]$ minimises the energy norm
     of the error on SPD-like matrices, $\alpha = (U^\top A U)^{-1} U^\top r$ (CG-like), and the
-    residual norm $\|r - A U\alpha\|_2$ otherwise; a :class:`~icmlx.solvers.FlexibleGCR` minimises
+    residual norm $\|r - A U\alpha\|_2$ otherwise; a `FlexibleGCR` minimises
     $\|r - A d\|_2$ over a window of past directions. The new iterate is accepted only if the
     safeguarded quantity — $\|x^* - x\|_A$ (checked exactly from the true residuals,
     $\|e\|_A^2 - \|e'\|_A^2 = d^\top (r + r')$) or the *true* residual $\|b - A x\|_2$ — does
@@ -62,7 +62,7 @@ class GRANS(lx.AbstractLinearSolver):
     ``benchmarks/solvers_fem.py``): ``smoother=MultilevelSmoother()`` (one smoothed-aggregation V-cycle, run in
     float32 while the outer step and its true residuals stay in the working dtype), **no network and no
     projection** (``net=None``, ``projection=None``: ``u = e_1 + S(r - A e_1)``), and
-    ``outer="auto"``, chosen per matrix at ``setup`` and recorded by :meth:`configuration` and in
+    ``outer="auto"``, chosen per matrix at ``setup`` and recorded by `configuration` and in
     ``stats["energy_norm"]`` / ``stats["outer_memory"]``:
 
     - SPD-like (symmetric, positive diagonal, non-negative row sums): ``ThreeTermStep(norm="energy")``;
@@ -318,7 +318,7 @@ class GRANS(lx.AbstractLinearSolver):
     def outer_norm(self, op: GRANSOperator) -> str:
         """The norm the outer step minimises and the safeguard keeps monotone for this operator.
 
-        ``"energy"`` (``‖x* − x‖_A``) when the outer step run on ``op`` (:meth:`outer_for`) is a
+        ``"energy"`` (``‖x* − x‖_A``) when the outer step run on ``op`` (`outer_for`) is a
         ``ThreeTermStep`` with ``norm="energy"``, or ``norm="auto"`` and an SPD-like matrix (Galerkin
         projection); else ``"residual"`` (``‖b − A x‖₂``).
 
@@ -351,7 +351,7 @@ class GRANS(lx.AbstractLinearSolver):
             with the relative residual; the default program holds no host callback).
 
         Returns:
-          A :class:`~icmlx.solvers.LinearSolution` with stats ``num_steps``, ``residual_norm``,
+          A `LinearSolution` with stats ``num_steps``, ``residual_norm``,
           ``residual_history``, ``rejected``, and the configuration run: ``energy_norm`` (bool: the
           energy-norm 3-term step) and ``outer_memory`` (the flexible-GCR memory; 0 for the other steps).
 

@@ -65,8 +65,8 @@ _LOSSES = ("auto", "residual", "energy")
 
 
 def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, where: str):
-    """``(degree, outer)`` for :func:`_iterate` from the strategy objects; ``outer`` is a ``NoOuterStep`` or a
-    ``ThreeTermStep`` (resolved per operator by :func:`_step_mode`)."""
+    """``(degree, outer)`` for `_iterate` from the strategy objects; ``outer`` is a ``NoOuterStep`` or a
+    ``ThreeTermStep`` (resolved per operator by `_step_mode`)."""
     smoother = _smoother_of(op, smoother)
     if not isinstance(smoother, AbstractSmoother):
         raise ValueError(f"{where}: smoother must be a ChebyshevSmoother(...) or MultilevelSmoother(...), "
@@ -181,7 +181,7 @@ def _sq_norm(op: GRANSOperator, r, degree: int, norm: str):
 
 
 def _loss(net: GRANSNet, op: GRANSOperator, r, p, Ap, degree: int, step: str, norm: str, unroll: int = 1):
-    """:func:`grans_loss` without the input checks (what the training step differentiates)."""
+    """`grans_loss` without the input checks (what the training step differentiates)."""
     if unroll > 1:
         return jnp.mean(jax.vmap(lambda r, p, Ap: _unrolled(net, op, r, p, Ap, degree, step, norm, unroll))(
             r, p, Ap))
@@ -243,7 +243,7 @@ def _states(op: GRANSOperator, r, p, Ap):
 
 
 def _check_training(operators, rhs, learning_rate, stages, states_per_operator) -> list:
-    """The inputs of :func:`train_grans`, checked before anything is compiled; returns the rhs as arrays."""
+    """The inputs of `train_grans`, checked before anything is compiled; returns the rhs as arrays."""
     if len(operators) == 0 or len(operators) != len(rhs):
         raise ValueError(f"train_grans: need matching non-empty operators and rhs, got {len(operators)} and "
                          f"{len(rhs)}")

@@ -48,7 +48,7 @@ def save_weights(path: str | Path, net: GRANSNet, meta: dict | None = None) -> P
 
 
 def load_weights(path: str | Path) -> tuple[GRANSNet, dict]:
-    """Read a file written by :func:`save_weights`.
+    """Read a file written by `save_weights`.
 
     Args:
       path: file path.

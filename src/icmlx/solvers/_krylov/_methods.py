@@ -36,7 +36,7 @@ _PROGRESS_EVERY = 10  # Krylov steps between progress lines (progress=True)
 
 
 def _operator(A: Operator) -> tuple[Operator, Callable[[Array], Array], int | None, Any]:
-    """``(A, mv, n, dtype)``: matrices converted (:func:`as_sparse_matrix`), operators and callables kept."""
+    """``(A, mv, n, dtype)``: matrices converted (`as_sparse_matrix`), operators and callables kept."""
     if isinstance(A, SparseMatrix) or is_scipy_sparse(A) or is_jax_sparse(A):
         A = _bucketed(as_sparse_matrix(A, name="A"))
         return A, A.mv, A.shape[0], A.dtype
@@ -75,7 +75,7 @@ def _operator(A: Operator) -> tuple[Operator, Callable[[Array], Array], int | No
 
 
 def _bucketed(A: SparseMatrix) -> SparseMatrix:
-    """``A`` with its entries padded (value 0 at (0, 0)) to :func:`bucket_size` of ``nnz``, so matrices of similar
+    """``A`` with its entries padded (value 0 at (0, 0)) to `bucket_size` of ``nnz``, so matrices of similar
     size reuse the compiled Krylov loop; traced matrices are left alone (their shapes are fixed already)."""
     nnz = A.vals.shape[0]
     pad = bucket_size(nnz) - nnz
@@ -318,7 +318,7 @@ def cg(
         one compiled program reports only with progress=True (this one: a line every 10 steps).
 
     Returns:
-      A :class:`~icmlx.solvers.LinearSolution` (stats ``num_steps``, ``residual_norm``: the true final
+      A `LinearSolution` (stats ``num_steps``, ``residual_norm``: the true final
       ``‖b − A x‖₂``, ``residual_history``: ``‖r_k‖/‖b‖`` for ``k = 0..max_steps``, recursive except at a
       replacement, NaN after the last step); ``result`` is ``successful`` exactly when the stopping rule above
       held, ``accuracy_limit`` when the true residual stopped improving at a replacement (the tolerance is below
@@ -415,7 +415,7 @@ def bicgstab(
       progress: as in ``cg``.
 
     Returns:
-      A :class:`~icmlx.solvers.LinearSolution`, as in ``cg``.
+      A `LinearSolution`, as in ``cg``.
 
     Raises:
       ValueError, TypeError: as in ``cg``.
@@ -515,7 +515,7 @@ def gmres(
       preconditioner: as in ``cg`` (need not be symmetric; applied on the right).
 
     Returns:
-      A :class:`~icmlx.solvers.LinearSolution`, as in ``cg``, except that ``residual_history`` holds the true
+      A `LinearSolution`, as in ``cg``, except that ``residual_history`` holds the true
       ``‖b − A x‖/‖b‖`` after each restart cycle (entry ``k`` after ``k · restart`` steps).
 
     Raises:
