@@ -109,8 +109,9 @@ class SlopeFitResult(eqx.Module):
 
     Attributes:
       slope: ``(S,)`` slope on the full set of replicates.
-      ci_low, ci_high: ``(S,)`` percentile bootstrap interval (resampling replicates, redoing the max over
-        scales each time).
+      ci_low: ``(S,)`` lower end of the percentile bootstrap interval (resampling replicates, redoing the max
+        over scales each time).
+      ci_high: ``(S,)`` upper end of the same interval.
       boot: ``(B, S)`` bootstrap slopes, ``B = num_resamples``.
       intercept: ``(S,)`` intercept $a$ of the fit $\\log W = a + b \\log \\rho$.
       labels: ``S`` schedule names carried from the `SweepResult` (static).

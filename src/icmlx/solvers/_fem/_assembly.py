@@ -49,7 +49,8 @@ class Mesh:
       dirichlet: ``bool[n_nodes]`` nodes with homogeneous Dirichlet conditions.
       interior: ``int32[n]`` the free nodes (the unknowns), in increasing order.
       slot: ``int32[n_el * 9]`` COO slot of each local stiffness entry (``nnz`` = dropped).
-      rows, cols: ``int32[nnz]`` the condensed COO pattern.
+      rows: ``int32[nnz]`` row indices of the condensed COO pattern.
+      cols: ``int32[nnz]`` column indices of the condensed COO pattern.
       load_slot: ``int32[n_el * 3]`` unknown index of each local load entry (``n`` = dropped).
     """
 

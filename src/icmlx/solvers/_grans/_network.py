@@ -30,7 +30,14 @@ class GRANSNet(eqx.Module):
     gives the fixed two-level aggregation basis. Layers are stacked and run with ``lax.scan``.
 
     Attributes:
-      w_in, b_in, w_self, w_nbr, w_pool, b, w_out, b_out: float32 parameters.
+      w_in: float32 input projection of the node features.
+      b_in: float32 input bias.
+      w_self: float32 per-layer weights on a node's own state.
+      w_nbr: float32 per-layer weights on the neighbours' aggregated state.
+      w_pool: float32 per-layer weights on the aggregate-pooled state.
+      b: float32 per-layer biases.
+      w_out: float32 output head weights.
+      b_out: float32 output head bias.
     """
 
     w_in: Float[Array, "f h"]

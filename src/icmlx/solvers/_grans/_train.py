@@ -35,9 +35,10 @@ class TrainResult(eqx.Module):
       initial_net: the network before training (for ablations).
       losses: ``float[steps]`` training loss per step (mean log reduction per iteration, ``grans_loss``).
       stage_of_step: ``int[steps]`` bootstrap stage of each step.
-      eval_before, eval_after: mean one-iteration log reduction (``grans_loss``) of the initial / trained net
-        over all stages' states of the training operators (lower is better; these are training matrices:
-        evaluate held-out matrices with ``grans_loss`` for a generalisation figure).
+      eval_before: mean one-iteration log reduction (``grans_loss``) of the initial net over all stages'
+        states of the training operators (lower is better; these are training matrices: evaluate held-out
+        matrices with ``grans_loss`` for a generalisation figure).
+      eval_after: the same for the trained net.
     """
 
     net: GRANSNet
