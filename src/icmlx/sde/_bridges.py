@@ -175,7 +175,7 @@ def smc_bridges(
       num_paths: paths drawn per interval.
       lookahead: add the Brownian look-ahead twist to the incremental weights (far higher ESS and a
         lower-variance evidence estimate). Off by default: EM drifts fitted with the untwisted weights were
-        more accurate at large ``tau`` (``notes/sde.md``).
+        more accurate at large ``tau`` (``docs/design/sde-em.md``).
 
     Returns:
       `BridgeSamples`.

@@ -117,7 +117,7 @@ class GRANS(lx.AbstractLinearSolver):
       TypeError: an unknown keyword.
 
     References:
-      G-RANS (ICML 2026), reconstruction in ``notes/solvers.md``; Vaněk et al. (1996) for aggregation;
+      G-RANS (ICML 2026), reconstruction in ``docs/design/grans.md``; Vaněk et al. (1996) for aggregation;
       Hsieh et al., arXiv:1906.01200 (learned iterations that keep the fixed point).
 
     Examples:
