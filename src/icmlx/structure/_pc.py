@@ -1,46 +1,29 @@
 """The PC algorithm (PC-stable by default) with batched CI tests and causal-learn-compatible orientation."""
 
 import contextlib
-import functools
 import gc
 import math
+from collections.abc import Callable
 from itertools import combinations
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from icmlx._deprecation import deprecated_attribute, warn_renamed
+from icmlx._checks import is_traced
 from icmlx._memory import check_memory
 from icmlx._progress import ProgressBar, resolve_progress
 
 from . import _graph_io, _orient
 from ._background import BackgroundKnowledge, resolve_background
 from ._ci_tests import _float_dtype
-from ._colliders import AbstractColliderRule, DefiniteMaxPColliders, MaxPColliders, _as_collider_rule, _from_uc_flags
-from ._contingency import (
-    _chi2_pvalue,
-    _chi2_pvalue_host,
-    _chi_square_groups,
-    _chi_square_plan,
-    _kmax_bucket,
-    _pack_bits,
-    _pad_codes,
-    _pad_samples,
-)
-from ._dag import check_dag
-from ._discrete import _bernoulli_kernel, _encode_codes
-from ._dseparation import _dsep_kernel
-from ._fisher_padded import _fisher_z_pvalues, correlation_matrix
+from ._colliders import AbstractColliderRule, DefiniteMaxPColliders, MaxPColliders, _as_collider_rule
 from ._graph_io import graph_to_edges
-from ._inputs import TableLike, encode_discrete, prepare_data, validate_data
-from ._testers import AbstractCITest, _as_ci_test
+from ._inputs import TableLike, encode_discrete, validate_data
+from ._testers import AbstractCITest, DSeparation, _as_ci_test
 
-__all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "graph_to_edges", "validate_data", "CI_TESTS"]
-
-CI_TESTS = ("fisherz", "chisq", "gsq", "bernoulli", "d_separation")
+__all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "graph_to_edges", "validate_data"]
 
 
 class PCResult(_graph_io.GraphResult):
@@ -73,8 +56,6 @@ class PCResult(_graph_io.GraphResult):
     conflicts: Bool[Array, "d d"]
     names: tuple[str, ...] | None = eqx.field(static=True, default=None)
 
-    n_tests = deprecated_attribute("num_tests")  # deprecated alias, one release
-
 
 @contextlib.contextmanager
 def _gc_paused():
@@ -93,161 +74,14 @@ def _gc_paused():
 
 
 
-def _pad_dim(d: int) -> int:
-    return max(16, -(-d // 16) * 16)
-
-
-def _bucket(m: int, cap: int, lo: int = 64) -> int:
-    b = lo
-    while b < m and b < cap:
-        b *= 4
-    return min(b, cap)
-
-
 class _Tester:
-    """Evaluates lists of ``(x, y, S)`` through jitted batched kernels in a few padded shapes: the sample axis in
-    power-of-four buckets with the true ``n`` traced, ``d`` in multiples of 16, conditioning sets padded to one width
-    per kernel, one batch size per kernel (see ``_contingency`` and ``_fisher_padded``)."""
+    """The p-value cache of one PC run around a prepared CI test (:meth:`AbstractCITest.prepare`): distinct
+    tests are keyed ``(min(x, y), max(x, y), *sorted(S))`` and evaluated once, a level's new tests in one batch
+    per set size."""
 
-    def __init__(self, ci_test, data, true_dag, mesh, max_batch):
-        self.ci_test = ci_test
+    def __init__(self, batched):
+        self.batched = batched
         self.cache: dict[tuple, float] = {}
-        self.mesh = mesh
-        fdt = _float_dtype()
-        if ci_test == "fisherz":
-            n, d = data.shape
-            self.n = n
-            dp = _pad_dim(d)  # pad d and n to size buckets so similar sizes share one compilation
-            self.corr = correlation_matrix(data, dp, fdt)
-            self._kernel = lambda xs, ys, ss, kk, plan: _fisher_z_pvalues(
-                self.corr, np.int32(self.n), xs, ys, ss, np.int32(0) if kk is None else kk
-            )
-            per_test = 1
-        elif ci_test in ("chisq", "gsq"):
-            enc = _encode_codes(data).T  # (d, n) on the host: one variable per contiguous row
-            self.n = enc.shape[1]
-            # at least one padding row: a constant variable (card 1) that pads conditioning sets; the sample axis
-            # is padded to a bucket (the kernels count the first n samples), so a new n reuses the programs
-            self.const = enc.shape[0]
-            self.n_pad = _pad_samples(self.n, _pad_dim(enc.shape[0] + 1))
-            self.data = jax.device_put(_pad_codes(enc, self.n_pad, _pad_dim(enc.shape[0] + 1)))
-            cards = np.ones(self.data.shape[0], np.int64)
-            cards[: enc.shape[0]] = enc.max(axis=1) + 1
-            self.cards_np = cards
-            self.cards = jax.device_put(cards.astype(np.int32))
-            self.kmax = _kmax_bucket(cards.max())
-            self.bits = None  # indicator bitsets, packed when a batch first takes the bitset plan
-            g2 = ci_test == "gsq"
-
-            def kern(xs, ys, ss, kk, plan):
-                sharded = self.mesh is not None
-                if plan[0] == "bits" and self.bits is None:
-                    self.bits = _pack_bits(self.data, np.int32(self.n), self.kmax)
-                stat, dof = _chi_square_plan(
-                    plan, self.data, self.bits, self.cards, xs, ys, ss, kk, self.n, const=self.const,
-                    kmax=self.kmax, g_square=g2, vectorised=sharded,
-                )
-                # unsharded: (stat, dof) come back to the host, where the p-values compile nothing
-                return _chi2_pvalue(stat, dof) if sharded else (stat, dof)
-
-            self._kernel = kern
-            per_test = 12 * self.n
-        elif ci_test == "bernoulli":
-            enc = encode_discrete(data)
-            if int(jnp.max(enc)) > 1:
-                raise ValueError("ci_test='bernoulli' needs binary data")
-            self.data = enc
-            self.n = enc.shape[0]
-            self._kernel = lambda xs, ys, ss, kk, plan: _bernoulli_kernel(self.data, xs, ys, ss)[1]
-            per_test = 6 * self.n
-        elif ci_test == "d_separation":
-            if true_dag is None:
-                raise ValueError("ci_test='d_separation' needs true_dag=")
-            dag = jnp.asarray(true_dag, dtype=bool)
-            dp = _pad_dim(dag.shape[0])
-            self.dag = jnp.zeros((dp, dp), bool).at[: dag.shape[0], : dag.shape[0]].set(dag)
-            self._kernel = lambda xs, ys, ss, kk, plan: _dsep_kernel(self.dag, xs, ys, ss, kk).astype(fdt)
-            per_test = 4 * self.dag.shape[0] ** 2
-        else:
-            raise ValueError(f"ci_test must be one of {CI_TESTS}, got {ci_test=}")
-        self.per_test = per_test
-        self.max_batch = max_batch
-
-    def _cap(self, plan) -> int:
-        per = self.per_test
-        if plan is not None:
-            mode, ns, bound = plan
-            per += ns * self.kmax**2 * (4 if mode != "dense" else 1) + bound
-        cap = max(16, 1 << int(math.log2(max(2**24 // per, 16))))
-        return min(cap, self.max_batch)
-
-    def _run(self, x: np.ndarray, y: np.ndarray, s: np.ndarray) -> np.ndarray:
-        if self.ci_test not in ("chisq", "gsq"):
-            return self._run_plan(x, y, s, None)
-        out = np.empty(x.shape[0], dtype=np.float64)
-        groups = _chi_square_groups(self.cards_np, x, y, s, self.n_pad, self.kmax, self.mesh is not None)
-        # dispatch every group before reading any result back: host work overlaps device work
-        pending = [(idx, self._dispatch(x[idx], y[idx], s[idx], plan)) for idx, plan in groups]
-        for idx, chunks in pending:
-            if self.mesh is None:
-                stat = np.concatenate([np.asarray(st)[:m] for (st, _), m in chunks])
-                dof = np.concatenate([np.asarray(df)[:m] for (_, df), m in chunks])
-                # float64 tail of the float32 statistic, rounded as the device p-value would be
-                out[idx] = _chi2_pvalue_host(stat, dof).astype(stat.dtype)
-            else:
-                out[idx] = np.concatenate([np.asarray(p)[:m] for p, m in chunks])
-        return out
-
-    def _run_plan(self, x: np.ndarray, y: np.ndarray, s: np.ndarray, plan) -> np.ndarray:
-        return np.concatenate([np.asarray(p)[:m] for p, m in self._dispatch(x, y, s, plan)])
-
-    def _dispatch(self, x: np.ndarray, y: np.ndarray, s: np.ndarray, plan) -> list:
-        """Launch the kernel calls of one plan (asynchronously); returns ``[(p_device, n_valid), ...]``."""
-        m, k = s.shape
-        out = []
-        kk = None
-        if (self.ci_test == "fisherz") or (self.ci_test == "d_separation" and k > 0):
-            # pad |S| to a multiple of 4 (masked in the kernel): set sizes 0-4 (Fisher-z; d-separation 1-4)
-            # share one compilation
-            kb = max(-(-k // 4) * 4, 4)
-            s = np.concatenate([s, np.zeros((m, kb - k), s.dtype)], axis=1)
-            kk = np.int32(k)
-        # cheap kernels: no bucket below 256 (fewer compilations; a padded test costs next to nothing)
-        if self.ci_test in ("fisherz", "d_separation"):
-            lo = 256
-        elif plan is not None and plan[0] != "dense":
-            lo = 16  # per-sample counting over up to n strata: padding a batch is expensive
-        else:
-            lo = 64
-        # loop kernels (chi-square, unsharded): one padded size for all, the work follows the true count m;
-        # Fisher-z: one size for all (a padded test costs next to nothing beside a compilation)
-        if plan is not None and self.mesh is None:
-            b = self.max_batch
-        elif self.ci_test == "fisherz" and self.mesh is None:
-            b = self._cap(None)
-        else:
-            b = _bucket(m, self._cap(plan), lo)
-        if self.mesh is not None:
-            nd = self.mesh.size
-            b = ((b + nd - 1) // nd) * nd
-        for start in range(0, m, b):
-            stop = min(start + b, m)
-            pad = b - (stop - start)
-            xs = np.concatenate([x[start:stop], np.repeat(x[start:start + 1], pad)])
-            ys = np.concatenate([y[start:stop], np.repeat(y[start:start + 1], pad)])
-            ss = np.concatenate([s[start:stop], np.repeat(s[start:start + 1], pad, axis=0)])
-            xs, ys, ss = (a.astype(np.int32) for a in (xs, ys, ss))  # NumPy in: no eager device conversion ops
-            if self.mesh is not None:
-                from jax.sharding import NamedSharding, PartitionSpec
-
-                axis = self.mesh.axis_names[0]
-                sh1 = NamedSharding(self.mesh, PartitionSpec(axis))
-                sh2 = NamedSharding(self.mesh, PartitionSpec(axis, None))
-                xs, ys, ss = jax.device_put(xs, sh1), jax.device_put(ys, sh1), jax.device_put(ss, sh2)
-            if plan is not None and self.mesh is None:  # chi-square loop kernels: compute only the real tests
-                kk = np.int32(stop - start)
-            out.append((self._kernel(xs, ys, ss, kk, plan), stop - start))
-        return out
 
     def pvalues(self, triples) -> list[float]:
         """p-values of ``[(x, y, S), ...]`` (canonicalised to flat keys ``(min, max, *sorted(S))``, cached)."""
@@ -267,8 +101,8 @@ class _Tester:
             by_k.setdefault(len(key) - 2, []).append(key)
         for k, ks in by_k.items():
             arr = np.asarray(ks, dtype=np.int64).reshape(len(ks), k + 2)
-            ps = self._run(arr[:, 0], arr[:, 1], arr[:, 2:])
-            self.cache.update(zip(ks, ps.tolist()))
+            ps = self.batched.pvalues(arr[:, 0], arr[:, 1], arr[:, 2:])
+            self.cache.update(zip(ks, np.asarray(ps, np.float64).tolist()))
 
 
 def _stable_level(tester: _Tester, adj, depth, alpha, sep, maxp, counted, bk_forbid_both) -> np.ndarray:
@@ -356,30 +190,10 @@ def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both, on_l
     return adj, sep, maxp, counted
 
 
-def _uc_flags_alias(fn):
-    """Accept causal-learn's flag-style ``uc_rule=`` / ``uc_priority=`` for one release: they build the collider
-    rule object (``uc_rule`` 0, 1, 2 -> :class:`SepsetColliders`, :class:`MaxPColliders`,
-    :class:`DefiniteMaxPColliders`; ``uc_priority=-1`` -> the rule's default priority, 3, 3, 4)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        old = {k: kwargs.pop(k) for k in ("uc_rule", "uc_priority") if k in kwargs}
-        if old:
-            for k in old:
-                warn_renamed(k, "colliders=SepsetColliders/MaxPColliders/DefiniteMaxPColliders(priority=...)", "pc()")
-            if "colliders" in kwargs:
-                raise TypeError(f"pc() got both {sorted(old)} (deprecated) and colliders=; pass colliders=")
-            kwargs["colliders"] = _from_uc_flags(old.get("uc_rule", 0), old.get("uc_priority", 2))
-        return fn(*args, **kwargs)
-
-    return wrapper
-
-
-@_uc_flags_alias
 def pc(
     data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | TableLike | None,
     *,
-    ci_test: str | AbstractCITest = "fisherz",
+    ci_test: str | AbstractCITest | Callable = "fisherz",
     alpha: float | np.floating = 0.05,
     max_depth: int | None = None,
     stable: bool = True,
@@ -395,35 +209,51 @@ def pc(
 ) -> PCResult:
     r"""The PC algorithm: skeleton by CI tests level by level, unshielded colliders, then Meek's rules.
 
-    Skeleton (PC-stable, Colombo & Maathuis 2014): for :math:`\ell = 0, 1, \dots` the adjacencies
-    :math:`A(x)` are frozen and the edge ``x - y`` is removed if some :math:`S \subseteq A(x)\setminus\{y\}`,
-    :math:`|S| = \ell`, gives :math:`p(x, y \mid S) > \alpha`. All tests of a level are evaluated as one
-    batch through a jitted kernel on padded sizes (the sample axis in power-of-four buckets with the true ``n``
-    traced, conditioning sets and batches padded per kernel kind), so a new ``n`` in the same bucket compiles
-    nothing, and
-    sharded over ``mesh`` if given. The orientation phase replays causal-learn exactly (same triple order;
-    colliders by :class:`SepsetColliders` = causal-learn's ``uc_rule=0``, :class:`MaxPColliders` = 1 or
-    :class:`DefiniteMaxPColliders` = 2, each with its conflict ``priority``: 0 overwrite, 1 bidirected,
-    2 keep existing, 3 stronger, 4 stronger*; Meek R1-R3, and R4 when background knowledge is given).
+    Skeleton (PC-stable, Colombo & Maathuis 2014): for $\ell = 0, 1, \dots$ the adjacencies $A(x)$ are frozen
+    and the edge ``x - y`` is removed if some $S \subseteq A(x)\setminus\{y\}$, $|S| = \ell$, gives
+    $p(x, y \mid S) > \alpha$. All distinct tests of a level are handed to the tester's batched evaluator
+    (:meth:`AbstractCITest.prepare`) at once: the built-in testers run them through jitted kernels on padded
+    sizes (the sample axis in power-of-four buckets with the true ``n`` traced, conditioning sets and batches
+    padded per kernel kind), so a new ``n`` in the same bucket compiles nothing, sharded over ``mesh`` if given;
+    a function ``ci_test`` is ``jax.vmap``-ed over the level. The orientation phase replays causal-learn exactly
+    (same triple order; colliders by :class:`SepsetColliders` = causal-learn's ``uc_rule=0``,
+    :class:`MaxPColliders` = 1 or :class:`DefiniteMaxPColliders` = 2, each with its conflict ``priority``:
+    0 overwrite, 1 bidirected, 2 keep existing, 3 stronger, 4 stronger*; Meek R1-R3, and R4 when background
+    knowledge is given).
+
+    ``pc`` is a host-driven procedure: Python decides, level by level, which tests to run next, so it cannot
+    be traced by ``jax.jit`` or ``jax.vmap`` (its data must be concrete). The compiled work is inside each
+    level; for many resamples use :func:`icmlx.structure.bootstrap_pc`, and for a learner that is one compiled
+    program, :func:`icmlx.structure.pc_tree`.
+
+    A constant column is independent of everything (its tests give ``p = 1``: no degrees of freedom for
+    χ²/G², a zero correlation for Fisher-z), so it is left isolated; of a duplicated pair each column
+    determines the other, so conditioning on one makes the other independent of everything, and the pair stays
+    adjacent (causal-learn's χ²/G² decide the same; for Fisher-z, a set holding a duplicate of ``x`` or ``y``
+    gives ``p = 1`` and a duplicate inside a set is dropped). Both get a ``UserWarning`` naming the columns.
 
     Args:
       data: ``(n, d)`` NumPy/JAX array or pandas DataFrame (numeric for ``fisherz``; for ``chisq``/``gsq``/
-        ``bernoulli`` integer, string, categorical or bool columns, coded by sorted distinct values); ``None``
-        for ``d_separation`` (then ``true_dag`` fixes ``d``). A DataFrame's column names name the result.
-      ci_test: the tester, :class:`FisherZ`, :class:`ChiSquare`, :class:`GSquare`, :class:`Bernoulli` or
-        :class:`DSeparation`, or its shorthand ``"fisherz"``, ``"chisq"``, ``"gsq"``, ``"bernoulli"``,
-        ``"d_separation"``.
+        ``bernoulli`` integer, string, categorical or bool columns, coded by sorted distinct values; a column of
+        non-integer numbers is refused by name rather than made into one category per value); for
+        ``d_separation`` the DAG, or ``None`` with ``true_dag``. A DataFrame's column names name the result.
+      ci_test: the tester, :class:`FisherZ`, :class:`ChiSquare`, :class:`GSquare`, :class:`Bernoulli`,
+        :class:`DSeparation` or :class:`UserCITest`; the shorthand ``"fisherz"``, ``"chisq"``, ``"gsq"``,
+        ``"bernoulli"``, ``"d_separation"``; or a function ``fn(data, x, y, S) -> p_value`` (see
+        :class:`UserCITest`: vmapped over each level if JAX can trace it, else called test by test with a
+        warning).
       alpha: level; "independent" means ``p > alpha``.
       max_depth: largest conditioning-set size (causal-learn ``max_k``).
       stable: PC-stable (default) or the original order-dependent PC.
       colliders: the collider rule and its conflict priority, an :class:`AbstractColliderRule` or the shorthand
-        ``"sepset"`` / ``"maxp"`` / ``"definite_maxp"`` (priority 2). The flags ``uc_rule=`` / ``uc_priority=``
-        of causal-learn are accepted for one release (deprecated) and build the object.
+        ``"sepset"`` / ``"maxp"`` / ``"definite_maxp"`` (priority 2); causal-learn's ``uc_rule`` 0, 1, 2 are
+        these three classes.
       background_knowledge: forbidden/required edges; built with names, it is matched to the data's names.
       true_dag: ``(d, d)`` bool DAG for the d-separation oracle.
-      nan_policy: ``"raise"`` or ``"listwise"`` (drop incomplete rows).
+      nan_policy: ``"raise"``, ``"listwise"`` (drop incomplete rows) or ``"testwise"`` (each test uses the
+        rows complete in its own variables ``x, y, S``; Fisher-z and function testers, which receive the NaNs).
       meek_r4: apply Meek's R4 (default: only with background knowledge).
-      mesh: optional device mesh; CI-test batches are sharded along its first axis.
+      mesh: optional device mesh; CI-test batches of the built-in testers are sharded along its first axis.
       max_batch: largest batch per kernel call.
       names: variable names for NumPy/JAX data (default: a DataFrame's columns, else none).
       progress: show the skeleton's levels (depth, tests so far, edges left) on standard error. None shows
@@ -435,9 +265,10 @@ def pc(
 
     Raises:
       ValueError: alpha outside (0, 1), bad options (an unsupported ``ci_test`` or ``colliders``), NaN (with
-        ``nan_policy="raise"``), constant or duplicated columns, non-integer data for discrete tests, too
-        few samples for ``fisherz``, background knowledge naming unknown variables.
-      TypeError: text or category columns with ``fisherz``.
+        ``nan_policy="raise"``), non-integer columns for discrete tests (named), too few samples for
+        ``fisherz``, background knowledge naming unknown variables, a function tester returning p-values
+        outside [0, 1].
+      TypeError: text or category columns with ``fisherz``; ``pc`` called on traced data (inside ``jit``).
 
     References:
       Spirtes, Glymour & Scheines (2000); Colombo & Maathuis, JMLR 15 (2014); Meek, UAI (1995);
@@ -462,24 +293,23 @@ def pc(
     if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int | np.integer)
                                   or max_depth < 0):
         raise ValueError(f"max_depth must be None or an integer >= 0, got {max_depth=}")
-    ci_test = _as_ci_test(ci_test, CI_TESTS, "pc").name
-    if ci_test == "d_separation":
-        if true_dag is None:
-            raise ValueError("ci_test='d_separation' needs true_dag=")
-        true_dag = check_dag(true_dag, "true_dag")
-        d = int(true_dag.shape[0])
-        arr = None
-    else:
-        if data is None:
-            raise ValueError(f"data is required for {ci_test=}")
-        arr, names = prepare_data(data, ci_test=ci_test, nan_policy=nan_policy, names=names)
-        d = arr.shape[1]
-        if ci_test == "fisherz" and arr.shape[0] < 4:
-            raise ValueError(f"fisherz needs n > |S| + 3 complete samples (at least 4), got n={arr.shape[0]}")
-    if ci_test == "d_separation" and names is not None:
-        names = tuple(str(v) for v in names)
-        if len(names) != d:
-            raise ValueError(f"names has {len(names)} entries but true_dag has d={d} nodes")
+    if is_traced((data, true_dag)):
+        raise TypeError("pc is a host-driven procedure (Python chooses each level's tests from the last level's "
+                        "results), so it cannot run under jax.jit or jax.vmap: call it on concrete data, use "
+                        "bootstrap_pc for many resamples, or pc_tree for a learner that is one compiled program")
+    test = _as_ci_test(ci_test, "pc")
+    if not isinstance(nan_policy, str) or nan_policy not in ("raise", "listwise", "testwise"):
+        raise ValueError(f"nan_policy must be 'raise', 'listwise' or 'testwise', got {nan_policy=}")
+    if nan_policy == "testwise" and not test.handles_missing:
+        raise ValueError(f"nan_policy='testwise' needs a CI test that drops missing rows test by test (FisherZ, or "
+                         f"a function ci_test that handles NaN), got {test!r}; use nan_policy='listwise'")
+    # the d-separation oracle's "data" is the DAG (true_dag=, or data= as pc_tree takes it)
+    source = true_dag if isinstance(test, DSeparation) and true_dag is not None else data
+    if source is None:
+        raise ValueError(f"data is required for ci_test={test!r}" + (
+            " (the d-separation oracle needs true_dag=)" if isinstance(test, DSeparation) else ""))
+    arr, names = test.check_input(source, nan_policy=nan_policy, names=names)
+    d = int(arr.shape[1])
     # the (d, d, d) separating-set record (each level's tests are estimated before they are built)
     check_memory(float(d) ** 3 * 2.0, f"pc on d={d} variables (a (d, d, d) separating-set record)",
                  "use fewer variables, or pc_tree (O(d^2) memory)")
@@ -492,7 +322,11 @@ def pc(
         if background_knowledge is not None:
             bk, names = resolve_background(background_knowledge, d, names)
             forbid_both = bk[0] & bk[0].T
-        tester = _Tester(ci_test, arr, true_dag, mesh, max_batch)
+        try:
+            batched = test.prepare(arr, mesh=mesh, max_batch=max_batch)
+        except NotImplementedError as err:
+            raise ValueError(f"pc cannot use ci_test={test!r}: {err}") from None
+        tester = _Tester(batched)
         with ProgressBar("pc", enabled=show, unit="level") as bar:
             def on_level(depth, num_tests, adj):
                 bar.update(1, depth=depth, tests=num_tests, edges=int(adj.sum()) // 2)
