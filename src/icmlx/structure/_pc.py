@@ -35,8 +35,9 @@ class PCResult(_graph_io.GraphResult):
       edges: ``(e, 3)`` int edge list ``(i, j, kind)`` with kind ``0`` = ``i - j`` (``i < j``), ``1`` =
         ``i -> j``, ``2`` = ``i <-> j`` (``i < j``).
       skeleton: ``(d, d)`` bool symmetric adjacency.
-      sepset: ``(d, d, d)`` bool, ``sepset[x, y, k]``: ``k`` lies in a separating set found for ``x, y``
-        (causal-learn's union over the separating sets of both endpoints).
+      sepset_members: ``(m, 3)`` int rows ``(x, y, k)``, ``x < y``: ``k`` lies in a separating set found for the
+        removed edge ``x - y`` (causal-learn's union over the separating sets of both endpoints), stored per
+        removed edge, so memory follows the edges removed, not ``d^3``. :attr:`sepset` gives the dense view.
       max_pvalue: ``(d, d)`` largest p-value seen for each pair (pcalg's ``pMax``).
       num_tests: number of distinct CI tests run (causal-learn's cache size).
       conflicts: ``(d, d)`` bool, ``conflicts[x, y]`` marks an edge where a collider clashed with an
@@ -50,11 +51,24 @@ class PCResult(_graph_io.GraphResult):
     graph: Int[Array, "d d"]
     edges: Int[Array, "e 3"]
     skeleton: Bool[Array, "d d"]
-    sepset: Bool[Array, "d d d"]
+    sepset_members: Int[Array, "m 3"]
     max_pvalue: Float[Array, "d d"]
     num_tests: Int[Array, ""]
     conflicts: Bool[Array, "d d"]
     names: tuple[str, ...] | None = eqx.field(static=True, default=None)
+
+    @property
+    def sepset(self) -> Bool[Array, "d d d"]:
+        """``(d, d, d)`` bool, ``sepset[x, y, k]``: ``k`` lies in a separating set found for ``x, y`` (symmetric in
+        ``x, y``), built from :attr:`sepset_members` on demand (``d^3`` bytes: refused when they do not fit)."""
+        d = int(self.graph.shape[0])
+        check_memory(float(d) ** 3, f"the dense (d, d, d) separating-set view at d={d}",
+                     "read sepset_members (one row (x, y, k) per separating-set member) instead")
+        out = np.zeros((d, d, d), bool)
+        m = np.asarray(self.sepset_members)
+        out[m[:, 0], m[:, 1], m[:, 2]] = True
+        out[m[:, 1], m[:, 0], m[:, 2]] = True
+        return jax.device_put(out)
 
 
 @contextlib.contextmanager
@@ -105,57 +119,114 @@ class _Tester:
             self.cache.update(zip(ks, np.asarray(ps, np.float64).tolist()))
 
 
-def _stable_level(tester: _Tester, adj, depth, alpha, sep, maxp, counted, bk_forbid_both) -> np.ndarray:
+#: Largest number of (x, y, S) rows of one chunk of a PC-stable level: a level is built, deduplicated and tested
+#: chunk by chunk (by ranges of x), so its host memory is bounded whatever the number of tests; the tester's cache
+#: deduplicates across chunks.
+LEVEL_CHUNK_TESTS = 2**22
+
+
+class _Sepsets:
+    """Separating-set members stored per removed edge: rows ``(min(x, y), max(x, y), k)``. ``sep[x, z, y]``
+    (symmetric in ``x, z``) says whether ``y`` lies in a separating set found for ``x, z``."""
+
+    def __init__(self, d: int):
+        self.d = d
+        self.parts: list[np.ndarray] = []
+        self._codes: set | None = None
+
+    def add(self, x: np.ndarray, y: np.ndarray, k: np.ndarray) -> None:
+        if len(x):
+            self.parts.append(np.column_stack([np.minimum(x, y), np.maximum(x, y), k]).astype(np.int64))
+            self._codes = None
+
+    def rows(self) -> np.ndarray:
+        if not self.parts:
+            return np.zeros((0, 3), np.int64)
+        r = np.concatenate(self.parts)
+        d = self.d
+        code = np.unique((r[:, 0] * d + r[:, 1]) * d + r[:, 2])  # sorted by (x, y, k), each row once
+        return np.column_stack([code // (d * d), (code // d) % d, code % d])
+
+    def __getitem__(self, key) -> bool:
+        x, z, y = (int(v) for v in key)
+        if self._codes is None:
+            r = self.rows()
+            self._codes = set(((r[:, 0] * self.d + r[:, 1]) * self.d + r[:, 2]).tolist())
+        a, b = min(x, z), max(x, z)
+        return (a * self.d + b) * self.d + y in self._codes
+
+
+def _level_chunks(deg: np.ndarray, depth: int):
+    """Ranges ``[lo, hi)`` of ``x`` whose tests at ``depth`` (``deg(x) * C(deg(x) - 1, depth)`` each) total at
+    most :data:`LEVEL_CHUNK_TESTS` rows (a single ``x`` with more is a chunk of its own)."""
+    d = deg.shape[0]
+    lo, acc = 0, 0
+    for x in range(d):
+        k = int(deg[x])
+        num = k * math.comb(k - 1, depth) if k - 1 >= depth else 0
+        if acc and acc + num > LEVEL_CHUNK_TESTS:
+            yield lo, x
+            lo, acc = x, 0
+        acc += num
+    yield lo, d
+
+
+def _stable_level(tester: _Tester, adj, depth, alpha, sep: _Sepsets, maxp, counted, bk_forbid_both) -> np.ndarray:
     """One PC-stable level, vectorised: every ``(x, y, S)`` with ``y`` adjacent to ``x`` and ``S`` a ``depth``-subset
-    of ``adj(x) \\ {y}`` (adjacencies frozen), distinct tests evaluated once. Updates ``sep``, ``maxp`` and
-    ``counted`` in place; returns the symmetric mask of edges to remove."""
+    of ``adj(x) \\ {y}`` (adjacencies frozen), distinct tests evaluated once, in chunks of ``x`` of at most
+    :data:`LEVEL_CHUNK_TESTS` tests. Updates ``sep``, ``maxp`` and ``counted`` in place; returns the symmetric
+    mask of edges to remove."""
     d = adj.shape[0]
     deg = adj.sum(axis=1)
-    num = float(sum(k * math.comb(k - 1, depth) for k in deg.tolist() if k - 1 >= depth))
-    # per test row: x, y, S, the canonical row and its key, index arrays of the unique (int64), p-values
-    check_memory(num * 8.0 * (3 * (depth + 2) + 6), f"pc's level {depth} ({num:.3g} CI tests)",
+    per_x = [k * math.comb(k - 1, depth) for k in deg.tolist() if k - 1 >= depth]
+    num = float(min(sum(per_x), max([LEVEL_CHUNK_TESTS, *per_x])))  # the largest chunk
+    # per test row of a chunk: x, y, S, the canonical row and its key, index arrays of the unique (int64), p-values
+    check_memory(num * 8.0 * (3 * (depth + 2) + 6), f"pc's level {depth} ({num:.3g} CI tests in a chunk)",
                  f"pass max_depth={depth - 1}, a smaller alpha or fewer variables" if depth else "use fewer variables")
-    xs, ys, ss = [], [], []
-    for x in range(d):
-        nb = np.flatnonzero(adj[x])
-        if len(nb) - 1 < depth:
-            continue
-        cl = list(combinations(nb.tolist(), depth))
-        combos = np.asarray(cl, np.int64).reshape(len(cl), depth)
-        for y in nb:
-            c = combos[~(combos == y).any(axis=1)]  # subsets of adj(x) \ {y}, sorted rows
-            xs.append(np.full(len(c), x, np.int64))
-            ys.append(np.full(len(c), y, np.int64))
-            ss.append(c)
     removal = np.zeros((d, d), bool)
     if bk_forbid_both is not None:
         removal |= np.asarray(bk_forbid_both, bool) & adj
-    if not xs:
-        return removal | removal.T
-    x, y, s = np.concatenate(xs), np.concatenate(ys), np.concatenate(ss)
-    rows = np.column_stack([np.minimum(x, y), np.maximum(x, y), s])
-    if (depth + 2) * math.log2(max(d, 2)) < 62:  # rows as one mixed-radix int64 key: a 1-D unique is fast
-        code = rows @ (d ** np.arange(depth + 2, dtype=np.int64))
-        _, first, inv = np.unique(code, return_index=True, return_inverse=True)
-        uniq = rows[first]
-    else:
-        uniq, inv = np.unique(rows, axis=0, return_inverse=True)
-    p_u, keys = tester.pvalues_rows(uniq)
-    counted.update(keys)
-    p = p_u[inv.reshape(-1)]
-    np.maximum.at(maxp, (x, y), p)
-    np.maximum.at(maxp, (y, x), p)
-    ind = p > alpha
-    removal[x[ind], y[ind]] = True
-    for j in range(depth):
-        sep[x[ind], y[ind], s[ind, j]] = True
-        sep[y[ind], x[ind], s[ind, j]] = True
+    for lo, hi in _level_chunks(deg, depth):
+        xs, ys, ss = [], [], []
+        for x in range(lo, hi):
+            nb = np.flatnonzero(adj[x])
+            if len(nb) - 1 < depth:
+                continue
+            cl = list(combinations(nb.tolist(), depth))
+            combos = np.asarray(cl, np.int64).reshape(len(cl), depth)
+            for y in nb:
+                c = combos[~(combos == y).any(axis=1)]  # subsets of adj(x) \ {y}, sorted rows
+                xs.append(np.full(len(c), x, np.int64))
+                ys.append(np.full(len(c), y, np.int64))
+                ss.append(c)
+        if not xs:
+            continue
+        x, y, s = np.concatenate(xs), np.concatenate(ys), np.concatenate(ss)
+        del xs, ys, ss
+        rows = np.column_stack([np.minimum(x, y), np.maximum(x, y), s])
+        if (depth + 2) * math.log2(max(d, 2)) < 62:  # rows as one mixed-radix int64 key: a 1-D unique is fast
+            code = rows @ (d ** np.arange(depth + 2, dtype=np.int64))
+            _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+            uniq = rows[first]
+            del code
+        else:
+            uniq, inv = np.unique(rows, axis=0, return_inverse=True)
+        del rows
+        p_u, keys = tester.pvalues_rows(uniq)
+        counted.update(keys)
+        p = p_u[inv.reshape(-1)]
+        np.maximum.at(maxp, (x, y), p)
+        np.maximum.at(maxp, (y, x), p)
+        ind = p > alpha
+        removal[x[ind], y[ind]] = True
+        for j in range(depth):
+            sep.add(x[ind], y[ind], s[ind, j])
     return removal | removal.T
 
 
 def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both, on_level=None):
     adj = ~np.eye(d, dtype=bool)
-    sep = np.zeros((d, d, d), dtype=bool)
+    sep = _Sepsets(d)
     maxp = np.full((d, d), -np.inf)
     counted: set = set()
     depth = -1
@@ -182,8 +253,7 @@ def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both, on_l
                         maxp[x, y] = maxp[y, x] = max(maxp[x, y], p)
                         if p > alpha:
                             adj[x, y] = adj[y, x] = False
-                            for v in S:
-                                sep[x, y, v] = sep[y, x, v] = True
+                            sep.add(np.full(len(S), x), np.full(len(S), y), np.asarray(S, np.int64))
                             break
         if on_level is not None:
             on_level(depth, len(counted), adj)
@@ -310,9 +380,6 @@ def pc(
             " (the d-separation oracle needs true_dag=)" if isinstance(test, DSeparation) else ""))
     arr, names = test.check_input(source, nan_policy=nan_policy, names=names)
     d = int(arr.shape[1])
-    # the (d, d, d) separating-set record (each level's tests are estimated before they are built)
-    check_memory(float(d) ** 3 * 2.0, f"pc on d={d} variables (a (d, d, d) separating-set record)",
-                 "use fewer variables, or pc_tree (O(d^2) memory)")
     show = resolve_progress(progress)
 
     def run():  # a function, so that its locals are freed before the collector is re-enabled
@@ -365,7 +432,7 @@ def pc(
             graph=jax.device_put(g.g.astype(np.int32)),
             edges=jax.device_put(np.asarray(graph_to_edges(g.g))),
             skeleton=jax.device_put(np.asarray(adj)),
-            sepset=jax.device_put(np.asarray(sep)),
+            sepset_members=jax.device_put(sep.rows().astype(np.int32)),
             max_pvalue=jax.device_put(np.asarray(maxp, dtype=_float_dtype())),
             num_tests=jax.device_put(np.asarray(len(counted), dtype=np.int32)),
             conflicts=jax.device_put(np.asarray(conf)),
