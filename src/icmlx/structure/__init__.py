@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._pc import PCResult as PCResult
     from ._pc import pc as pc
     from ._pc_tree import PCTreeResult as PCTreeResult
-    from ._pc_tree import default_cond_bins as default_cond_bins
+    from ._tree_scores import default_cond_bins as default_cond_bins
     from ._pc_tree import pc_tree as pc_tree
     from ._pc_tree import pc_tree_from_scores as pc_tree_from_scores
     from ._pc_tree import polyforest_scores as polyforest_scores
@@ -117,7 +117,7 @@ _LAZY = {
     "PCResult": "_pc",
     "pc": "_pc",
     "PCTreeResult": "_pc_tree",
-    "default_cond_bins": "_pc_tree",
+    "default_cond_bins": "_tree_scores",
     "pc_tree": "_pc_tree",
     "pc_tree_from_scores": "_pc_tree",
     "polyforest_scores": "_pc_tree",

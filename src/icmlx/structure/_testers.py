@@ -57,7 +57,7 @@ class AbstractCITest(eqx.Module):
         score is ``-p`` and the cut ``-alpha``, so "dependent" (``score >= cut``) means ``p <= alpha``."""
         from icmlx._checks import is_traced
 
-        from ._pc_tree import _scores_from_pvalues
+        from ._tree_scores import _scores_from_pvalues
 
         if is_traced(data):
             raise TypeError(f"pc_tree with {self!r} evaluates its tests from Python (host-driven) and cannot run "
@@ -101,7 +101,7 @@ class FisherZ(AbstractCITest):
         return _FisherZBatch(data, mesh, max_batch, group=_duplicate_groups(data))
 
     def _tree_scores(self, data, alpha, threshold, chunk_size, progress):
-        from ._pc_tree import _builtin_scores
+        from ._tree_scores import _builtin_scores
 
         return _builtin_scores(data, self.name, alpha, threshold, chunk_size, progress)
 
@@ -168,7 +168,7 @@ class Bernoulli(AbstractCITest):
         return _BernoulliBatch(np.asarray(data), mesh, max_batch)
 
     def _tree_scores(self, data, alpha, threshold, chunk_size, progress):
-        from ._pc_tree import _builtin_scores
+        from ._tree_scores import _builtin_scores
 
         return _builtin_scores(data, self.name, alpha, threshold, chunk_size, progress)
 
@@ -194,7 +194,7 @@ class DSeparation(AbstractCITest):
         return _DSeparationBatch(data, mesh, max_batch)
 
     def _tree_scores(self, data, alpha, threshold, chunk_size, progress):
-        from ._pc_tree import _builtin_scores
+        from ._tree_scores import _builtin_scores
 
         return _builtin_scores(data, self.name, alpha, threshold, chunk_size, progress)
 
@@ -243,7 +243,7 @@ class Nonparametric(AbstractCITest):
                                   "function ci_test=fn(data, x, y, S) -> p_value")
 
     def _tree_scores(self, data, alpha, threshold, chunk_size, progress):
-        from ._pc_tree import _builtin_scores, default_cond_bins
+        from ._tree_scores import _builtin_scores, default_cond_bins
 
         cond = default_cond_bins(data.shape[0], self.num_bins) if self.cond_bins is None else self.cond_bins
         return _builtin_scores(data, self.name, alpha, threshold, chunk_size, progress, self.num_bins, cond)
