@@ -160,6 +160,7 @@ def test_mixed_dataframe_never_categorises_floats():
         pc(df, ci_test="fisherz")
     res = pc(df[["smoker", "count"]], ci_test="chisq")  # categories only: runs
     assert res.names == ("smoker", "count")
+    assert pc(df).names == ("smoker", "age", "bmi", "count")  # default: the mixed-data test, no error
 
 
 # ---------------------------------------------------------------- missing values
@@ -222,3 +223,48 @@ def test_removed_aliases_are_errors():
         pc_tree(x, ci_test="nonparametric", n_bins=3)
     res = pc(x)
     assert not hasattr(res, "n_tests") and not hasattr(pc_tree(x), "n_tests")
+
+
+# ---------------------------------------------------------------- the mixed-data test
+def _cg_frame(n=2000, seed=0):
+    """A conditional-Gaussian network: A (cat) -> B -> C -> D (cat), A -> E (cat), E -> F <- C."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(seed)
+    a = rng.choice(["a", "b", "c"], n)
+    b = np.select([a == "a", a == "b"], [0.0, 1.0], 2.0) + rng.normal(size=n)
+    c = 0.8 * b + rng.normal(size=n)
+    d = np.where(c + rng.normal(size=n) > 1.0, "hi", "lo")
+    e = np.where(rng.random(n) < np.where(a == "a", 0.8, 0.2), "y", "n")
+    f = 0.8 * c + np.where(e == "y", 1.5, 0.0) + rng.normal(size=n)
+    return pd.DataFrame(dict(A=a, B=b, C=c, D=d, E=e, F=f))
+
+
+def test_mixed_test_recovers_a_conditional_gaussian_skeleton():
+    df = _cg_frame()
+    res = pc(df, alpha=0.01)  # the mixed frame picks DegenerateGaussian
+    got = {tuple(sorted(e[:2])) for e in res.named_edges()}
+    assert got == {("A", "B"), ("B", "C"), ("C", "D"), ("A", "E"), ("E", "F"), ("C", "F")}
+    assert ("C", "F", "directed") in res.named_edges() and ("E", "F", "directed") in res.named_edges()
+
+
+def test_mixed_statistic_is_the_regression_likelihood_ratio():
+    """For a continuous x, the statistic is n log(RSS0 / RSS1) of least squares of x on S without / with the
+    indicators of a categorical y; p from SciPy's chi-square with K - 1 dof."""
+    from scipy.stats import chi2
+
+    from icmlx.structure import DegenerateGaussian
+
+    df = _cg_frame(n=600, seed=1)
+    arr, _ = DegenerateGaussian().check_input(df)
+    batch = DegenerateGaussian().prepare(arr)
+    n = len(df)
+    for xi, yi, s in ((5, 4, [2]), (1, 0, []), (2, 0, [1])):  # F | E given C; B | A; C | A given B
+        y_ind = (df.iloc[:, yi].to_numpy()[:, None] == np.unique(df.iloc[:, yi])[None, 1:]).astype(float)
+        base = np.column_stack([np.ones(n), *(df.iloc[:, j].to_numpy(float) for j in s)])
+        xv = df.iloc[:, xi].to_numpy(float)
+        fits = (base, np.column_stack([base, y_ind]))
+        rss = [np.sum((xv - m @ np.linalg.lstsq(m, xv, rcond=None)[0]) ** 2) for m in fits]
+        ref = chi2.sf(n * np.log(rss[0] / rss[1]), y_ind.shape[1])
+        got = batch.pvalues(np.array([xi]), np.array([yi]), np.asarray([s], np.int64).reshape(1, len(s)))[0]
+        tol = 1e-8 if jax.config.jax_enable_x64 else 1e-3
+        assert abs(got - ref) <= tol * max(ref, 1e-3) + tol, (xi, yi, s, got, ref)

@@ -59,7 +59,6 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._pc import PCResult as PCResult
     from ._pc import pc as pc
     from ._pc_tree import PCTreeResult as PCTreeResult
-    from ._tree_scores import default_cond_bins as default_cond_bins
     from ._pc_tree import pc_tree as pc_tree
     from ._pc_tree import pc_tree_from_scores as pc_tree_from_scores
     from ._pc_tree import polyforest_scores as polyforest_scores
@@ -67,11 +66,13 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._testers import AbstractCITest as AbstractCITest
     from ._testers import Bernoulli as Bernoulli
     from ._testers import ChiSquare as ChiSquare
+    from ._testers import DegenerateGaussian as DegenerateGaussian
     from ._testers import DSeparation as DSeparation
     from ._testers import FisherZ as FisherZ
     from ._testers import GSquare as GSquare
     from ._testers import Nonparametric as Nonparametric
     from ._testers import UserCITest as UserCITest
+    from ._tree_scores import default_cond_bins as default_cond_bins
 
 # Each public name loads its module on first use: a PC script does not import pc_tree, the nonparametric
 # tester, the data generators or the plotting module.
@@ -126,6 +127,7 @@ _LAZY = {
     "Bernoulli": "_testers",
     "ChiSquare": "_testers",
     "DSeparation": "_testers",
+    "DegenerateGaussian": "_testers",
     "FisherZ": "_testers",
     "GSquare": "_testers",
     "Nonparametric": "_testers",
@@ -183,6 +185,7 @@ __all__ = [
     "Nonparametric",
     "DSeparation",
     "UserCITest",
+    "DegenerateGaussian",
     "AbstractColliderRule",
     "SepsetColliders",
     "MaxPColliders",

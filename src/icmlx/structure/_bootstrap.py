@@ -9,8 +9,7 @@ from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
 from ._ci_tests import _float_dtype
 from ._inputs import TableLike
-from ._pc import pc
-from ._testers import _as_ci_test
+from ._pc import _resolve_ci_test, pc
 
 __all__ = ["BootstrapResult", "bootstrap_pc"]
 
@@ -86,7 +85,7 @@ def bootstrap_pc(
         raise ValueError(f"num_resamples must be a positive integer, got {num_resamples=!r}")
     if "true_dag" in pc_kwargs:
         raise ValueError("bootstrap_pc resamples data; the d-separation oracle (true_dag=) has none")
-    test = _as_ci_test(pc_kwargs.pop("ci_test", "fisherz"), "bootstrap_pc")
+    test = _resolve_ci_test(pc_kwargs.pop("ci_test", None), data, "bootstrap_pc")
     if not test.uses_alpha:
         raise ValueError(f"bootstrap_pc resamples data; {test!r} has none to resample")
     nan_policy = pc_kwargs.pop("nan_policy", "raise")

@@ -247,8 +247,8 @@ def _check_no_measurements(arr: np.ndarray, names) -> None:
     if bad:
         raise ValueError(
             f"columns {bad} hold non-integer numbers (measurements), and the discrete CI tests would make every "
-            "distinct value its own category. Bin them first (e.g. pandas.cut), or pass a CI test for mixed data "
-            "(a function ci_test=fn(data, x, y, S) -> p_value)"
+            "distinct value its own category. Use ci_test='dg' (DegenerateGaussian, the test for tables that mix "
+            "categorical and continuous columns; pc's default for such a DataFrame), or bin them first (pandas.cut)"
         )
 
 

@@ -88,6 +88,16 @@ def _gc_paused():
 
 
 
+def _resolve_ci_test(ci_test, data, where: str) -> AbstractCITest:
+    """The tester object; ``None``: :class:`DegenerateGaussian` for a table that mixes categorical and numeric
+    columns, else :class:`FisherZ`."""
+    if ci_test is None:
+        from ._mixed import _is_mixed_table
+
+        ci_test = "dg" if data is not None and _is_mixed_table(data) else "fisherz"
+    return _as_ci_test(ci_test, where)
+
+
 class _Tester:
     """The p-value cache of one PC run around a prepared CI test (:meth:`AbstractCITest.prepare`): distinct
     tests are keyed ``(min(x, y), max(x, y), *sorted(S))`` and evaluated once, a level's new tests in one batch
@@ -263,7 +273,7 @@ def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both, on_l
 def pc(
     data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | TableLike | None,
     *,
-    ci_test: str | AbstractCITest | Callable = "fisherz",
+    ci_test: str | AbstractCITest | Callable | None = None,
     alpha: float | np.floating = 0.05,
     max_depth: int | None = None,
     stable: bool = True,
@@ -308,8 +318,10 @@ def pc(
         non-integer numbers is refused by name rather than made into one category per value); for
         ``d_separation`` the DAG, or ``None`` with ``true_dag``. A DataFrame's column names name the result.
       ci_test: the tester, :class:`FisherZ`, :class:`ChiSquare`, :class:`GSquare`, :class:`Bernoulli`,
-        :class:`DSeparation` or :class:`UserCITest`; the shorthand ``"fisherz"``, ``"chisq"``, ``"gsq"``,
-        ``"bernoulli"``, ``"d_separation"``; or a function ``fn(data, x, y, S) -> p_value`` (see
+        :class:`DegenerateGaussian`, :class:`DSeparation` or :class:`UserCITest`; the shorthand ``"fisherz"``,
+        ``"chisq"``, ``"gsq"``, ``"bernoulli"``, ``"dg"``, ``"d_separation"``; ``None`` (default):
+        :class:`DegenerateGaussian` for a DataFrame that mixes categorical (text, bool, category) and numeric
+        columns, else :class:`FisherZ`; or a function ``fn(data, x, y, S) -> p_value`` (see
         :class:`UserCITest`: vmapped over each level if JAX can trace it, else called test by test with a
         warning).
       alpha: level; "independent" means ``p > alpha``.
@@ -367,7 +379,7 @@ def pc(
         raise TypeError("pc is a host-driven procedure (Python chooses each level's tests from the last level's "
                         "results), so it cannot run under jax.jit or jax.vmap: call it on concrete data, use "
                         "bootstrap_pc for many resamples, or pc_tree for a learner that is one compiled program")
-    test = _as_ci_test(ci_test, "pc")
+    test = _resolve_ci_test(ci_test, data, "pc")
     if not isinstance(nan_policy, str) or nan_policy not in ("raise", "listwise", "testwise"):
         raise ValueError(f"nan_policy must be 'raise', 'listwise' or 'testwise', got {nan_policy=}")
     if nan_policy == "testwise" and not test.handles_missing:
