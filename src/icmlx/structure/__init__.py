@@ -63,6 +63,7 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._pc_tree import pc_tree_from_scores as pc_tree_from_scores
     from ._pc_tree import polyforest_scores as polyforest_scores
     from ._plot import plot_graph as plot_graph
+    from ._testers import KCI as KCI
     from ._testers import AbstractCITest as AbstractCITest
     from ._testers import Bernoulli as Bernoulli
     from ._testers import ChiSquare as ChiSquare
@@ -128,6 +129,7 @@ _LAZY = {
     "ChiSquare": "_testers",
     "DSeparation": "_testers",
     "DegenerateGaussian": "_testers",
+    "KCI": "_testers",
     "FisherZ": "_testers",
     "GSquare": "_testers",
     "Nonparametric": "_testers",
@@ -186,6 +188,7 @@ __all__ = [
     "DSeparation",
     "UserCITest",
     "DegenerateGaussian",
+    "KCI",
     "AbstractColliderRule",
     "SepsetColliders",
     "MaxPColliders",

@@ -107,6 +107,22 @@ def _user_vmapped(fn):
     return jax.jit(jax.vmap(fn, in_axes=(None, 0, 0, 0)))
 
 
+_VMAPPED: dict = {}
+
+
+def _vmapped_cache(fn):
+    """:func:`_user_vmapped` once per function object, so that later runs with the same function (bootstrap
+    resamples, a second ``pc`` call) reuse its compiled programs; unhashable callables get a fresh one."""
+    try:
+        if fn not in _VMAPPED:
+            if len(_VMAPPED) > 64:
+                _VMAPPED.clear()
+            _VMAPPED[fn] = _user_vmapped(fn)
+        return _VMAPPED[fn]
+    except TypeError:
+        return _user_vmapped(fn)
+
+
 class _FunctionTest(_BatchedTest):
     """A CI test given as a function ``fn(data, x, y, S) -> p_value``.
 
@@ -126,7 +142,7 @@ class _FunctionTest(_BatchedTest):
         self.data = jax.device_put(self.host)
         self.n = self.host.shape[0]
         self.traced_k: dict[int, bool] = {}
-        self.vmapped = _user_vmapped(fn)
+        self.vmapped = _vmapped_cache(fn)
         self.warned = False
 
     def _traceable(self, k: int) -> bool:

@@ -18,7 +18,7 @@ import numpy as np
 
 __all__ = [
     "AbstractCITest", "FisherZ", "ChiSquare", "GSquare", "Bernoulli", "Nonparametric", "DSeparation", "UserCITest",
-    "DegenerateGaussian",
+    "DegenerateGaussian", "KCI",
 ]
 
 
@@ -350,6 +350,66 @@ class DegenerateGaussian(AbstractCITest):
         return _DegenerateGaussianBatch(arr, [f"X{j + 1}" for j in range(arr.shape[1])], max_batch)
 
 
+class KCI(AbstractCITest):
+    r"""Kernel conditional-independence tests (KCI, Zhang et al. 2011) in the random-feature form of RCIT.
+
+    Gaussian-kernel random Fourier features of ``x``, ``y`` (``num_xy`` each) and of the joint ``S``
+    (``num_z``), widths by the median distance on standardised data; the features of ``x`` and ``y`` are
+    residualised on those of ``S`` (ridge ``ridge``), and
+
+    $$T = n\,\lVert C_{r_x r_y}\rVert_F^2,\qquad p \approx \Gamma\text{-tail of } \textstyle\sum_j \lambda_j\chi^2_1,$$
+
+    with $\lambda_j$ the eigenvalues of the covariance of the products of the residual features (the gamma
+    approximation KCI uses). It detects nonlinear dependence (e.g. $y = x^2 + \varepsilon$, where the
+    correlation is 0) at $O(n)$ cost per test, each level one vmapped batch. The features are drawn from a
+    fixed ``seed``, so a run is deterministic. Agreement with causal-learn's exact KCI is measured in the tests
+    (decision agreement rate on small problems); for large ``n`` only the random-feature form is practical.
+
+    Attributes:
+      num_xy: random features of ``x`` and of ``y``.
+      num_z: random features of the conditioning set.
+      seed: seed of the random features.
+      ridge: ridge of the residualising regression.
+
+    References:
+      Zhang, Peters, Janzing & Schölkopf, "Kernel-based conditional independence test and application in causal
+      discovery", UAI (2011), arXiv:1202.3775; Strobl, Zhang & Visweswaran, "Approximate kernel-based
+      conditional independence tests for fast non-parametric causal discovery", J. Causal Inference (2019),
+      arXiv:1702.03877.
+
+    Examples:
+      >>> import numpy as np
+      >>> from icmlx.structure import KCI, pc
+      >>> rng = np.random.default_rng(1)
+      >>> x = rng.normal(size=500)
+      >>> data = np.column_stack([x, x**2 + 0.3 * rng.normal(size=500)])  # uncorrelated, dependent
+      >>> pc(data, ci_test=KCI()).edges.tolist(), pc(data, ci_test="fisherz").edges.tolist()
+      ([[0, 1, 0]], [])
+    """
+
+    name: ClassVar[str] = "kci"
+    num_xy: int = eqx.field(static=True)
+    num_z: int = eqx.field(static=True)
+    seed: int = eqx.field(static=True)
+    ridge: float = eqx.field(static=True)
+
+    def __init__(self, num_xy: int = 5, num_z: int = 100, seed: int = 0, ridge: float = 1e-6):
+        for arg, v in (("num_xy", num_xy), ("num_z", num_z), ("seed", seed)):
+            if isinstance(v, bool) or not isinstance(v, int | np.integer):
+                raise TypeError(f"KCI: {arg} must be an integer, got {arg}={v!r}")
+        if num_xy < 1 or num_z < 1:
+            raise ValueError(f"KCI: num_xy and num_z must be >= 1, got {num_xy=}, {num_z=}")
+        if isinstance(ridge, bool) or not isinstance(ridge, int | float | np.floating) or not ridge > 0:
+            raise ValueError(f"KCI: ridge must be a positive number, got {ridge=!r}")
+        self.num_xy, self.num_z, self.seed, self.ridge = int(num_xy), int(num_z), int(seed), float(ridge)
+
+    def prepare(self, data, *, mesh=None, max_batch: int = 8192):
+        from ._kci import _KCIBatch
+
+        return _KCIBatch(np.asarray(data), seed=self.seed, num_xy=self.num_xy, num_z=self.num_z, ridge=self.ridge,
+                         max_batch=max_batch)
+
+
 def _default_float():
     from ._ci_tests import _float_dtype
 
@@ -357,7 +417,7 @@ def _default_float():
 
 
 _BY_NAME = {c.name: c for c in (FisherZ, ChiSquare, GSquare, Bernoulli, Nonparametric, DSeparation,
-                                DegenerateGaussian)}
+                                DegenerateGaussian, KCI)}
 
 
 def _as_ci_test(ci_test, where: str) -> AbstractCITest:
