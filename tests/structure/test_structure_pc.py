@@ -275,7 +275,7 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="integer"):
         pc(x, ci_test="chisq")
     with pytest.raises(ValueError, match="ci_test"):
-        pc(x, ci_test="kci")
+        pc(x, ci_test="no_such_test")
     with pytest.raises(ValueError, match="true_dag"):
         pc(None, ci_test="d_separation")
     with pytest.raises(ValueError, match="colliders"):
