@@ -204,11 +204,11 @@ def _stable_level(tester: _Tester, adj, depth, alpha, sep: _Sepsets, maxp, count
                 continue
             cl = list(combinations(nb.tolist(), depth))
             combos = np.asarray(cl, np.int64).reshape(len(cl), depth)
-            for y in nb:
-                c = combos[~(combos == y).any(axis=1)]  # subsets of adj(x) \ {y}, sorted rows
-                xs.append(np.full(len(c), x, np.int64))
-                ys.append(np.full(len(c), y, np.int64))
-                ss.append(c)
+            # (y, S) pairs with S a subset of adj(x) \ {y}: all at once, y-major (sorted rows of S)
+            yi, ci = np.nonzero(~(combos[None, :, :] == nb[:, None, None]).any(axis=2))
+            xs.append(np.full(len(yi), x, np.int64))
+            ys.append(nb[yi])
+            ss.append(combos[ci])
         if not xs:
             continue
         x, y, s = np.concatenate(xs), np.concatenate(ys), np.concatenate(ss)
