@@ -3,8 +3,9 @@
 Each size runs in a fresh subprocess (so its peak resident memory is its own, read from ``getrusage``): an
 Erdős–Rényi DAG with the given expected degree, ``n`` samples of the linear-Gaussian model
 (:func:`icmlx.structure.sample_linear_gaussian`), then ``pc(x, ci_test="fisherz", alpha)`` timed as one call
-(compilation included: a user's single run) and the SHD of its CPDAG to the true CPDAG. causal-learn's PC-stable
-(same test, alpha and collider rule) runs beside it up to ``--cl-max-d`` variables, and its CPDAG is compared.
+(compilation included: a user's single run; wall and CPU seconds) and the SHD of its CPDAG to the true CPDAG.
+causal-learn's PC-stable (same test, alpha and collider rule) runs beside it up to ``--cl-max-d`` variables, and
+its CPDAG is compared.
 
 Separating sets are stored per removed edge (``PCResult.sepset_members``) and each level is built in chunks of
 at most ``2^22`` tests, so memory follows the edges and tests, not ``d^3``.
@@ -38,15 +39,18 @@ def one(d: int, n: int, degree: float, alpha: float, seed: int, with_cl: bool) -
     x = np.asarray(sample_linear_gaussian(jax.random.key(seed + 1), dag, n))
     t_data = time.perf_counter() - t0
     t0 = time.perf_counter()
+    c0 = resource.getrusage(resource.RUSAGE_SELF)
     res = pc(x, ci_test="fisherz", alpha=alpha)
     jax.block_until_ready(res.graph)
     t_pc = time.perf_counter() - t0
+    c1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
     truth = dag_to_cpdag(dag)
     row = {
         "d": d, "n": n, "expected_degree": degree, "alpha": alpha,
         "true_edges": int(np.asarray(dag).sum()), "found_edges": int(np.asarray(res.skeleton).sum()) // 2,
         "num_tests": int(res.num_tests), "sepset_rows": int(res.sepset_members.shape[0]),
-        "icmlx_s": t_pc, "data_s": t_data, "shd_icmlx": int(shd(res.graph, truth)),
+        "icmlx_s": t_pc, "icmlx_cpu_s": cpu, "data_s": t_data, "shd_icmlx": int(shd(res.graph, truth)),
         "peak_rss_gb_icmlx": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
     }
     if with_cl:
@@ -86,8 +90,9 @@ def main(argv=None):
         else:
             rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print_table(rows[-1:])
-    cols = ["d", "n", "true_edges", "found_edges", "num_tests", "icmlx_s", "peak_rss_gb_icmlx", "shd_icmlx",
-            "causal_learn_s", "speedup", "agree", "shd_causal_learn", "error"]
+        write_results("structure_scale", rows, extra={"command": " ".join(["python", *sys.argv])})  # row by row
+    cols = ["d", "n", "true_edges", "found_edges", "num_tests", "icmlx_s", "icmlx_cpu_s", "peak_rss_gb_icmlx",
+            "shd_icmlx", "causal_learn_s", "speedup", "agree", "shd_causal_learn", "error"]
     print_table(rows, [c for c in cols if any(c in r for r in rows)], title="Fisher-z PC at scale")
     path = write_results("structure_scale", rows, extra={"command": " ".join(["python", *sys.argv])})
     print(f"wrote {path}")

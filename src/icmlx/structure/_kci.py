@@ -45,13 +45,12 @@ def _features(key, v, width, num):
     return f - jnp.mean(f, axis=0)
 
 
-def _kci_rf(inputs, x, y, s, *, seed: int, num_xy: int, num_z: int, ridge: float):
+def _kci_rf(inputs, x, y, s, *, num_xy: int, num_z: int, ridge: float):
     """p-value of ``x ⫫ y | S`` (one test; ``vmap``-ed by the caller); ``inputs`` = (standardised data, the
-    columns' median distances). The joint width of ``S`` is the root sum of squares of its columns' widths (the
-    median distance of independent coordinates, approximately)."""
-    data, widths = inputs
+    columns' median distances, the features' key). The joint width of ``S`` is the root sum of squares of its
+    columns' widths (the median distance of independent coordinates, approximately)."""
+    data, widths, key = inputs
     n = data.shape[0]
-    key = jax.random.key(seed)
     kx, ky, kz = jax.random.split(key, 3)
     fx = _features(kx, data[:, x][:, None], widths[x], num_xy)
     fy = _features(ky, data[:, y][:, None], widths[y], num_xy)
@@ -76,23 +75,22 @@ def _kci_rf(inputs, x, y, s, *, seed: int, num_xy: int, num_z: int, ridge: float
 
 
 @functools.lru_cache(maxsize=16)
-def _kci_fn(seed: int, num_xy: int, num_z: int, ridge: float):
+def _kci_fn(num_xy: int, num_z: int, ridge: float):
     """One function object per setting, so that its compiled programs are reused by every run with it."""
-    return functools.partial(_kci_rf, seed=seed, num_xy=num_xy, num_z=num_z, ridge=ridge)
+    return functools.partial(_kci_rf, num_xy=num_xy, num_z=num_z, ridge=ridge)
 
 
 class _KCIBatch(_FunctionTest):
     """:func:`_kci_rf` vmapped over each batch, on the data standardised on the host (float64)."""
 
-    def __init__(self, data: np.ndarray, *, seed: int, num_xy: int, num_z: int, ridge: float, max_batch: int):
+    def __init__(self, data: np.ndarray, *, key, num_xy: int, num_z: int, ridge: float, max_batch: int):
         from ._ci_tests import _float_dtype
 
         z = np.asarray(data, np.float64)
         sd = z.std(axis=0)
         z = (z - z.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
-        super().__init__(_kci_fn(seed, num_xy, num_z, ridge), z.astype(_float_dtype()), max_batch=max_batch,
-                         label="kci")
-        self.data = (self.data, jax.device_put(_column_widths(z).astype(_float_dtype())))
+        super().__init__(_kci_fn(num_xy, num_z, ridge), z.astype(_float_dtype()), max_batch=max_batch, label="kci")
+        self.data = (self.data, jax.device_put(_column_widths(z).astype(_float_dtype())), key)
         self.num = max(num_xy, num_z)
 
     def _traceable(self, k: int) -> bool:
