@@ -1,13 +1,14 @@
 """The CI-test strategy objects that :func:`icmlx.structure.pc` and :func:`icmlx.structure.pc_tree` take.
 
-Each object names one tester, carries exactly the settings that tester uses (only :class:`Nonparametric` has
-any), and carries its behaviour: :meth:`AbstractCITest.check_input` turns the user's data into what the tester
-needs, :meth:`AbstractCITest.prepare` binds the tester to that data and returns the batched evaluator that
-``pc`` calls level by level, and ``pc_tree`` asks the object for its dependence scores. ``pc`` and ``pc_tree``
-call these methods; they never switch on a tester's class or name. They are :class:`equinox.Module`\\ s with
-static fields only: hashable and comparable. The strings ``"fisherz"``, ``"chisq"``, ``"gsq"``, ``"bernoulli"``,
-``"nonparametric"`` and ``"d_separation"`` are shorthands for the default objects, and a plain function
-``fn(data, x, y, S) -> p_value`` is wrapped in :class:`UserCITest`.
+Each object names one tester, carries exactly the settings that tester uses (:class:`Nonparametric`'s bins,
+:class:`KCI`'s features), and carries its behaviour: :meth:`AbstractCITest.check_input` turns the user's data
+into what the tester needs, :meth:`AbstractCITest.prepare` binds the tester to that data and returns the batched
+evaluator that ``pc`` calls level by level, and ``pc_tree`` asks the object for its dependence scores. ``pc``
+and ``pc_tree`` call these methods; they never switch on a tester's class or name. They are
+:class:`equinox.Module`\\ s (static fields, except :class:`KCI`'s ``key``): comparable. The strings
+``"fisherz"``, ``"chisq"``, ``"gsq"``, ``"bernoulli"``, ``"nonparametric"``, ``"d_separation"``, ``"dg"`` and
+``"kci"`` are shorthands for the default objects, and a plain function ``fn(data, x, y, S) -> p_value`` is
+wrapped in :class:`UserCITest`.
 """
 
 from collections.abc import Callable
