@@ -100,10 +100,11 @@ def _dg_stat_impl(cov, live, x, y, s, k, n, *, w):
     b, kw = s.shape
     blocks = jnp.concatenate([x[:, None], y[:, None], s], axis=1)  # (b, kw + 2)
     cols = (blocks[:, :, None] * w + jnp.arange(w, dtype=blocks.dtype)).reshape(b, -1)  # (b, (kw + 2) w)
-    member = jnp.concatenate([jnp.ones((b, 2), bool), jnp.broadcast_to(jnp.arange(kw)[None, :] < k, (b, kw))], axis=1)
+    in_set = jnp.broadcast_to(jnp.arange(kw, dtype=jnp.int32)[None, :] < k, (b, kw))
+    member = jnp.concatenate([jnp.ones((b, 2), bool), in_set], axis=1)
     use = jnp.repeat(member, w, axis=1) & live[cols]
     sub = cov[cols[:, :, None], cols[:, None, :]]
-    role = jnp.repeat(jnp.arange(kw + 2), w)  # block index per column (0: x, 1: y, >= 2: S)
+    role = jnp.repeat(jnp.arange(kw + 2, dtype=jnp.int32), w)  # block index per column (0: x, 1: y, >= 2: S)
     is_x = (role == 0)[None, :] & use
     is_y = (role == 1)[None, :] & use
     is_s = (role >= 2)[None, :] & use
