@@ -1,6 +1,5 @@
 """The structure API of CONTRIBUTING.md: strategy objects, deprecated aliases (warn, same answer), renamed fields."""
 
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -109,7 +108,7 @@ def test_unsupported_tester_is_a_clear_value_error():
     with pytest.raises(ValueError, match="ci_test"):
         pc(x, ci_test=Nonparametric())  # pc_tree only
     with pytest.raises(ValueError, match="ci_test"):
-        pc_tree(x, ci_test=ChiSquare())  # pc only
+        pc_tree(x, ci_test=ChiSquare())  # non-integer columns for a discrete tester
     with pytest.raises((ValueError, TypeError), match="method"):  # jaxtyping may catch the type first
         nonparametric_test(jnp.asarray(x), jnp.array([0]), jnp.array([1]), jnp.zeros((1, 0), jnp.int32),
                            method=FisherZ())
@@ -121,8 +120,8 @@ def test_string_shorthands_map_to_the_default_objects(nonlinear):
     every = ("fisherz", "chisq", "gsq", "bernoulli", "nonparametric", "d_separation")
     defaults = (FisherZ(), ChiSquare(), GSquare(), Bernoulli(), Nonparametric(), DSeparation())
     for name, obj in zip(every, defaults):
-        assert _as_ci_test(name, every, "pc") == obj
-        assert _as_ci_test(obj, every, "pc") is obj
+        assert _as_ci_test(name, "pc") == obj
+        assert _as_ci_test(obj, "pc") is obj
     dag, _ = nonlinear
     o = pc(None, ci_test=DSeparation(), true_dag=dag)
     np.testing.assert_array_equal(np.asarray(o.graph), np.asarray(pc(None, ci_test="d_separation", true_dag=dag).graph))
@@ -131,74 +130,21 @@ def test_string_shorthands_map_to_the_default_objects(nonlinear):
     np.testing.assert_array_equal(np.asarray(t.graph), np.asarray(o.graph))
 
 
-def test_deprecated_pc_tree_bin_flags_warn_and_build_the_object(nonlinear):
-    _, x = nonlinear
-    new = pc_tree(x, ci_test=Nonparametric(num_bins=3, cond_bins=4), alpha=0.01)
-    with pytest.warns(DeprecationWarning, match="'(n_bins|cond_bins)' is deprecated.*Nonparametric"):
-        old = pc_tree(x, ci_test="nonparametric", alpha=0.01, n_bins=3, cond_bins=4)
-    np.testing.assert_array_equal(np.asarray(old.graph), np.asarray(new.graph))
-    np.testing.assert_array_equal(np.asarray(old.conditional_score), np.asarray(new.conditional_score))
-    with pytest.warns(DeprecationWarning, match="'(n_bins|cond_bins)' is deprecated"):
-        s_old = polyforest_scores(x, ci_test="nonparametric", alpha=0.01, n_bins=3, cond_bins=4)
-    s_new = polyforest_scores(x, ci_test=Nonparametric(num_bins=3, cond_bins=4), alpha=0.01)
-    for u, v in zip(s_old, s_new):
-        np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
-    with pytest.raises(TypeError, match="both"), pytest.warns(DeprecationWarning):
-        pc_tree(x, ci_test=Nonparametric(), n_bins=3)
-
-
-def test_deprecated_count_names_warn_and_give_the_same_answer(nonlinear):
-    _, x = nonlinear
+def test_removed_aliases_raise(nonlinear):
+    """The one-release aliases are gone: the old keywords are errors, not silent translations."""
+    dag, x = nonlinear
     xs, ys, ss = jnp.array([0, 1]), jnp.array([2, 3]), jnp.array([[4], [4]])
-    new = binned_u_statistic(x, xs, ys, ss, num_bins=3)
-    with pytest.warns(DeprecationWarning, match="'n_bins' is deprecated.*'num_bins'"):
-        old = binned_u_statistic(x, xs, ys, ss, n_bins=3)
-    np.testing.assert_array_equal(np.asarray(old.statistic), np.asarray(new.statistic))
-    with pytest.warns(DeprecationWarning, match="'n_bins' is deprecated.*'num_bins'"):
-        assert default_cond_bins(2400, n_bins=3) == default_cond_bins(2400, num_bins=3) == 10
-    key = jax.random.key(5)
-    new = nonparametric_test(x, xs, ys, ss, num_bins=3, method=Permutation(num_permutations=19), key=key)
-    with pytest.warns(DeprecationWarning) as rec:
-        old = nonparametric_test(x, xs, ys, ss, n_bins=3, method="permutation", key=key, n_permutations=19)
-    messages = " ".join(str(w.message) for w in rec)
-    assert "'n_bins' is deprecated" in messages and "'n_permutations' is deprecated" in messages
-    np.testing.assert_array_equal(np.asarray(old.pvalue), np.asarray(new.pvalue))
-    with pytest.raises(TypeError, match="both"), pytest.warns(DeprecationWarning):
-        nonparametric_test(x, xs, ys, ss, method=Permutation(), key=key, n_permutations=19)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the new names do not warn
-        nonparametric_test(x, xs, ys, ss, num_bins=3, method=Permutation(num_permutations=19), key=key)
-
-
-def test_deprecated_uc_flags_warn_and_build_the_collider_rule():
-    # a DAG with colliders and a chain, so the orientation phase does real work (oracle: no sampling noise)
-    dag = np.zeros((6, 6), bool)
-    dag[0, 2] = dag[1, 2] = dag[2, 3] = dag[4, 3] = dag[3, 5] = True
-    for (rule, prio), obj in [((0, 2), SepsetColliders(2)), ((1, -1), MaxPColliders(3)),
-                              ((2, -1), DefiniteMaxPColliders(4)), ((0, 0), SepsetColliders(0))]:
-        new = pc(None, ci_test="d_separation", true_dag=dag, colliders=obj)
-        with pytest.warns(DeprecationWarning, match="'uc_(rule|priority)' is deprecated"):
-            old = pc(None, ci_test="d_separation", true_dag=dag, uc_rule=rule, uc_priority=prio)
-        np.testing.assert_array_equal(np.asarray(old.graph), np.asarray(new.graph))
-        assert int(old.num_tests) == int(new.num_tests)
-    with pytest.warns(DeprecationWarning, match="'uc_priority' is deprecated"):  # uc_rule defaults to 0
-        old = pc(None, ci_test="d_separation", true_dag=dag, uc_priority=3)
-    np.testing.assert_array_equal(np.asarray(old.graph), np.asarray(
-        pc(None, ci_test="d_separation", true_dag=dag, colliders=SepsetColliders(3)).graph))
-    with pytest.raises(ValueError, match="uc_priority"), pytest.warns(DeprecationWarning):
-        pc(None, ci_test="d_separation", true_dag=dag, uc_rule=2, uc_priority=1)
-    with pytest.raises(TypeError, match="both"), pytest.warns(DeprecationWarning):
-        pc(None, ci_test="d_separation", true_dag=dag, uc_rule=1, colliders=MaxPColliders())
-
-
-def test_renamed_record_fields_warn(nonlinear):
-    dag, _ = nonlinear
-    res = pc(None, ci_test="d_separation", true_dag=dag)
-    with pytest.warns(DeprecationWarning, match="'n_tests' is deprecated.*'num_tests'"):
-        assert int(res.n_tests) == int(res.num_tests)
-    tree = pc_tree(dag, ci_test="d_separation")
-    with pytest.warns(DeprecationWarning, match="'n_tests' is deprecated.*'num_tests'"):
-        assert int(tree.n_tests) == int(tree.num_tests) == 5 * 4 // 2 * 4
+    with pytest.raises(TypeError, match="n_bins"):
+        binned_u_statistic(x, xs, ys, ss, n_bins=3)
+    with pytest.raises(TypeError, match="n_bins"):
+        default_cond_bins(2400, n_bins=3)
+    with pytest.raises(TypeError, match="n_permutations"):
+        nonparametric_test(x, xs, ys, ss, method="permutation", key=jax.random.key(5), n_permutations=19)
+    with pytest.raises(TypeError, match="cond_bins"):
+        polyforest_scores(x, ci_test="nonparametric", cond_bins=4)
+    with pytest.raises(TypeError, match="uc_rule"):
+        pc(None, ci_test="d_separation", true_dag=dag, uc_rule=1)
+    assert not hasattr(pc(None, ci_test="d_separation", true_dag=dag), "n_tests")
 
 
 def test_structure_defines_no_status_enumeration():

@@ -2,7 +2,9 @@
 arXiv:2507.05689), with batched Gaussian, discrete, Bernoulli and nonparametric conditional-independence tests.
 
 The tester of :func:`pc` / :func:`pc_tree` is a strategy object (:class:`FisherZ`, :class:`ChiSquare`,
-:class:`GSquare`, :class:`Bernoulli`, :class:`Nonparametric`, :class:`DSeparation`) or its string shorthand, and the
+:class:`GSquare`, :class:`Bernoulli`, :class:`Nonparametric`, :class:`DSeparation`), its string shorthand, or a
+function ``fn(data, x, y, S) -> p_value`` of the user's (:class:`UserCITest`); :func:`bootstrap_pc` gives edge
+frequencies over resamples. The
 calibration of :func:`nonparametric_test` is :class:`Asymptotic` or :class:`Permutation`; PC's collider rule is
 :class:`SepsetColliders`, :class:`MaxPColliders` or :class:`DefiniteMaxPColliders`.
 
@@ -17,6 +19,8 @@ from .._lazy import lazy_attributes as _lazy_attributes
 
 if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each name loads on first use
     from ._background import BackgroundKnowledge as BackgroundKnowledge
+    from ._bootstrap import BootstrapResult as BootstrapResult
+    from ._bootstrap import bootstrap_pc as bootstrap_pc
     from ._ci_tests import CIResult as CIResult
     from ._colliders import AbstractColliderRule as AbstractColliderRule
     from ._colliders import DefiniteMaxPColliders as DefiniteMaxPColliders
@@ -55,23 +59,28 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._pc import PCResult as PCResult
     from ._pc import pc as pc
     from ._pc_tree import PCTreeResult as PCTreeResult
-    from ._pc_tree import default_cond_bins as default_cond_bins
     from ._pc_tree import pc_tree as pc_tree
     from ._pc_tree import pc_tree_from_scores as pc_tree_from_scores
     from ._pc_tree import polyforest_scores as polyforest_scores
     from ._plot import plot_graph as plot_graph
+    from ._testers import KCI as KCI
     from ._testers import AbstractCITest as AbstractCITest
     from ._testers import Bernoulli as Bernoulli
     from ._testers import ChiSquare as ChiSquare
+    from ._testers import DegenerateGaussian as DegenerateGaussian
     from ._testers import DSeparation as DSeparation
     from ._testers import FisherZ as FisherZ
     from ._testers import GSquare as GSquare
     from ._testers import Nonparametric as Nonparametric
+    from ._testers import UserCITest as UserCITest
+    from ._tree_scores import default_cond_bins as default_cond_bins
 
 # Each public name loads its module on first use: a PC script does not import pc_tree, the nonparametric
 # tester, the data generators or the plotting module.
 _LAZY = {
     "BackgroundKnowledge": "_background",
+    "BootstrapResult": "_bootstrap",
+    "bootstrap_pc": "_bootstrap",
     "CIResult": "_ci_tests",
     "AbstractColliderRule": "_colliders",
     "DefiniteMaxPColliders": "_colliders",
@@ -110,7 +119,7 @@ _LAZY = {
     "PCResult": "_pc",
     "pc": "_pc",
     "PCTreeResult": "_pc_tree",
-    "default_cond_bins": "_pc_tree",
+    "default_cond_bins": "_tree_scores",
     "pc_tree": "_pc_tree",
     "pc_tree_from_scores": "_pc_tree",
     "polyforest_scores": "_pc_tree",
@@ -119,9 +128,12 @@ _LAZY = {
     "Bernoulli": "_testers",
     "ChiSquare": "_testers",
     "DSeparation": "_testers",
+    "DegenerateGaussian": "_testers",
+    "KCI": "_testers",
     "FisherZ": "_testers",
     "GSquare": "_testers",
     "Nonparametric": "_testers",
+    "UserCITest": "_testers",
 }
 
 __all__ = [
@@ -160,6 +172,8 @@ __all__ = [
     "to_dot",
     "plot_graph",
     "pc",
+    "bootstrap_pc",
+    "BootstrapResult",
     "PCTreeResult",
     "default_cond_bins",
     "pc_tree",
@@ -172,6 +186,9 @@ __all__ = [
     "Bernoulli",
     "Nonparametric",
     "DSeparation",
+    "UserCITest",
+    "DegenerateGaussian",
+    "KCI",
     "AbstractColliderRule",
     "SepsetColliders",
     "MaxPColliders",

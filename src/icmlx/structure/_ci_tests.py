@@ -51,9 +51,10 @@ def _check_batch(x, y, s, d: int):
     rule = f"x, y and s must be variable indices in 0..{d - 1}, with x != y and s containing neither x nor y"
     if is_traced((x, y, s)):
         x, y, s = jnp.asarray(x), jnp.asarray(y), jnp.asarray(s)
-        idx = jnp.concatenate([x[:, None], y[:, None], s], axis=1)
-        bad = jnp.any((idx < 0) | (idx >= d)) | jnp.any(x == y)
-        bad = bad | jnp.any(s == x[:, None]) | jnp.any(s == y[:, None])
+        yc, sc = y.astype(x.dtype), s.astype(x.dtype)  # indices may mix int32 and int64 (x64)
+        idx = jnp.concatenate([x[:, None], yc[:, None], sc], axis=1)
+        bad = jnp.any((idx < 0) | (idx >= d)) | jnp.any(x == yc)
+        bad = bad | jnp.any(sc == x[:, None]) | jnp.any(sc == yc[:, None])
         return eqx.error_if(x, bad, rule), y, s
     xn, yn, sn = (np.asarray(v) for v in (x, y, s))
     idx = np.concatenate([xn[:, None], yn[:, None], sn], axis=1)

@@ -16,9 +16,6 @@ from .._strategy import as_strategy
 
 __all__ = ["AbstractColliderRule", "SepsetColliders", "MaxPColliders", "DefiniteMaxPColliders"]
 
-#: causal-learn's ``uc_priority=-1`` ("the rule's default") for uc_rule 0, 1, 2.
-_RULE_DEFAULT_PRIORITY = {0: 3, 1: 3, 2: 4}
-
 
 def _check_priority(cls_name: str, priority, allowed: tuple[int, ...]) -> int:
     if isinstance(priority, bool) or not isinstance(priority, int | np.integer):
@@ -113,20 +110,7 @@ class DefiniteMaxPColliders(AbstractColliderRule):
 
 
 _BY_NAME = {"sepset": SepsetColliders, "maxp": MaxPColliders, "definite_maxp": DefiniteMaxPColliders}
-_BY_UC_RULE = {0: SepsetColliders, 1: MaxPColliders, 2: DefiniteMaxPColliders}
 
 
 def _as_collider_rule(colliders) -> AbstractColliderRule:
     return as_strategy(colliders, AbstractColliderRule, _BY_NAME, "colliders")
-
-
-def _from_uc_flags(uc_rule, uc_priority) -> AbstractColliderRule:
-    """The rule object of causal-learn's flags (``uc_priority=-1``: the rule's default priority)."""
-    if uc_rule not in (0, 1, 2):
-        raise ValueError(f"uc_rule must be 0, 1 or 2, got {uc_rule=}")
-    if uc_priority not in (-1, 0, 1, 2, 3, 4):
-        raise ValueError(f"uc_priority must be in -1..4, got {uc_priority=}")
-    if uc_rule == 2 and uc_priority in (0, 1):
-        raise ValueError(f"uc_rule=2 (definite maxP) supports uc_priority 2, 3, 4, got {uc_priority=}")
-    prio = _RULE_DEFAULT_PRIORITY[uc_rule] if uc_priority == -1 else uc_priority
-    return _BY_UC_RULE[uc_rule](priority=prio)

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._batched import _BatchedTest, _bucket, _pad_dim
 from ._chi2_tail import chi2_sf, chi2_sf_host
 from ._ci_tests import _float_dtype
 
@@ -503,3 +504,87 @@ def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = Fal
             plan = _strata_plan(n, kmax, 1 << lb if lb < 62 else 2**62)
         merged.setdefault(_plan_bucket(plan, kmax, n), []).append(idx)
     return [(np.sort(np.concatenate(parts)), plan) for plan, parts in merged.items()]
+
+
+class _ChiSquareEngine(_BatchedTest):
+    """X² / G² tests on one integer-coded sample: the one orchestration behind :func:`icmlx.structure.chi_square`
+    and PC's ``ChiSquare`` / ``GSquare`` testers.
+
+    The ``(d, n)`` codes are padded to a multiple of 16 variables (at least one padding row: a constant
+    variable of one category that pads conditioning sets) and to a sample bucket (:func:`_pad_samples`; the
+    kernels count the first ``n`` samples). Cardinalities are ``max code + 1``, at least 2 for every real
+    variable (an empty category changes no statistic and no dof; a constant variable then has one observed
+    category, so its tests have no degrees of freedom and ``p = 1``, causal-learn's rule). A batch is planned by
+    :func:`_chi_square_groups`, every group dispatched before any result is read back, and the p-values of the
+    statistics read back are computed on the host (sharded batches compute them on the device).
+    """
+
+    lo = 64
+
+    def __init__(self, codes: np.ndarray, *, g_square: bool, mesh=None, max_batch: int = 8192):
+        super().__init__(mesh, max_batch)
+        codes = np.asarray(codes)  # (n, d) codes 0..K-1
+        n, d = codes.shape
+        enc = np.ascontiguousarray(codes.T).astype(np.int32)
+        self.n = n
+        self.const = d
+        rows = _pad_dim(d + 1)
+        self.n_pad = _pad_samples(n, rows)
+        self.data = jax.device_put(_pad_codes(enc, self.n_pad, rows))  # device_put: no per-shape staging program
+        cards = np.ones(rows, np.int64)
+        if n > 0:
+            cards[:d] = np.maximum(enc.max(axis=1) + 1, 2)
+        self.cards_np = cards
+        self.cards = jax.device_put(cards.astype(np.int32))
+        self.kmax = _kmax_bucket(cards.max())
+        self.bits = None  # indicator bitsets, packed when a batch first takes the bitset plan
+        self.g_square = bool(g_square)
+        self.per_test = 12 * n
+
+    def _cap(self, plan=None) -> int:
+        per = self.per_test
+        if plan is not None:
+            mode, ns, bound = plan if len(plan) == 3 else (plan[0], plan[1], 0)
+            per += ns * self.kmax**2 * (4 if mode != "dense" else 1) + bound
+        cap = max(16, 1 << int(math.log2(max(2**24 // per, 16))))
+        return min(cap, self.max_batch)
+
+    def _batch_size(self, m: int, plan) -> int:
+        if self.mesh is None:  # loop kernels: one padded size for all, the work follows the true count m
+            return self.max_batch
+        return _bucket(m, self._cap(plan), 64 if plan[0] == "dense" else 16)
+
+    def _kernel(self, xs, ys, ss, kk, plan, m):
+        sharded = self.mesh is not None
+        if plan[0] == "bits" and self.bits is None:
+            self.bits = _pack_bits(self.data, np.int32(self.n), self.kmax)
+        stat, dof = _chi_square_plan(
+            plan, self.data, self.bits, self.cards, xs, ys, ss, np.int32(m), self.n, const=self.const,
+            kmax=self.kmax, g_square=self.g_square, vectorised=sharded,
+        )
+        # unsharded: (stat, dof) come back to the host, where the p-values compile nothing
+        return _chi2_pvalue(stat, dof) if sharded else (stat, dof)
+
+    def _pending(self, x, y, s):
+        groups = _chi_square_groups(self.cards_np, x, y, s, self.n_pad, self.kmax, self.mesh is not None)
+        # dispatch every group before reading any result back: host work overlaps device work
+        return [(idx, self._dispatch(x[idx], y[idx], s[idx], plan)) for idx, plan in groups]
+
+    def stat_dof(self, x, y, s) -> tuple[np.ndarray, np.ndarray]:
+        """Host statistics and dofs of a batch (unsharded engines)."""
+        stat = np.zeros(x.shape[0], _float_dtype())
+        dof = np.zeros(x.shape[0], np.int32)
+        for idx, chunks in self._pending(x, y, s):
+            stat[idx] = np.concatenate([np.asarray(st)[:m] for (st, _), m in chunks])
+            dof[idx] = np.concatenate([np.asarray(df)[:m] for (_, df), m in chunks])
+        return stat, dof
+
+    def pvalues(self, x, y, s) -> np.ndarray:
+        if self.mesh is not None:
+            out = np.empty(x.shape[0], dtype=np.float64)
+            for idx, chunks in self._pending(x, y, s):
+                out[idx] = np.concatenate([np.asarray(p)[:m] for p, m in chunks])
+            return out
+        stat, dof = self.stat_dof(x, y, s)
+        # float64 tail of the float32 statistic, rounded as the device p-value would be
+        return _chi2_pvalue_host(stat, dof).astype(stat.dtype).astype(np.float64)

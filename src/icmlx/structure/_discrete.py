@@ -7,38 +7,12 @@ from jaxtyping import Array, Bool, Int
 
 from icmlx._checks import check_values
 
+from ._batched import _BatchedTest
 from ._chi2_tail import chi2_sf
 from ._ci_tests import CIResult, _check_batch, _float_dtype
-from ._contingency import (
-    _chi2_pvalue_host,
-    _chi_square_groups,
-    _chi_square_plan,
-    _kmax_bucket,
-    _pack_bits,
-    _pad_codes,
-    _pad_samples,
-)
+from ._contingency import _chi2_pvalue_host, _ChiSquareEngine
 
 __all__ = ["chi_square", "bernoulli_test"]
-
-
-def _encode_codes(data) -> np.ndarray:
-    """:func:`icmlx.structure.encode_discrete` on the host: ``(n, d)`` int32 NumPy codes ``0..K_j-1`` by sorted
-    unique values (no device program is compiled for the re-coding).
-
-    Raises:
-      ValueError: if a value is not integral.
-      TypeError: if the data are neither integer nor float.
-    """
-    arr = np.asarray(data)
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            bad = [j for j in range(arr.shape[1]) if not np.all(arr[:, j] == np.round(arr[:, j]))]
-            raise ValueError(f"discrete CI tests need integer-valued data; non-integer columns {bad}")
-    elif arr.dtype.kind not in "iub":
-        raise TypeError(f"discrete CI tests need integer data, got {arr.dtype=}")
-    cols = [np.unique(arr[:, j], return_inverse=True)[1].reshape(-1) for j in range(arr.shape[1])]
-    return np.stack(cols, axis=1).astype(np.int32).reshape(arr.shape)
 
 
 def chi_square(
@@ -104,28 +78,9 @@ def chi_square(
     x, y, s = _check_batch(x, y, s, d)
     if np.asarray(data).min() < 0:
         raise ValueError("chi_square needs category codes 0..K-1, got negative codes; recode with encode_discrete")
-    fdt = _float_dtype()
-    codes = np.asarray(data).T.astype(np.int32)
-    # one extra constant row (card 1) pads conditioning sets; cards >= 2 (an empty category changes nothing);
-    # the sample axis is padded to a bucket (the kernels count the first n samples only)
-    n_pad = _pad_samples(n, d + 1)
-    data_t = jax.device_put(_pad_codes(codes, n_pad, d + 1))  # device_put: no per-shape staging program
-    cards_np = np.ones(d + 1, np.int64)
-    cards_np[:d] = np.maximum(codes.max(axis=1) + 1, 2) if n > 0 else 2
-    cards = jax.device_put(cards_np.astype(np.int32))
-    kmax = _kmax_bucket(cards_np.max())
-    xn, yn, sn = (np.asarray(a, np.int64) for a in (x, y, s))
-    groups = _chi_square_groups(cards_np, xn, yn, sn, n_pad, kmax)
-    bits = _pack_bits(data_t, np.int32(n), kmax) if any(plan[0] == "bits" for _, plan in groups) else None
-    stat = np.zeros(xn.shape[0], fdt)
-    dof = np.zeros(xn.shape[0], np.int32)
-    for idx, plan in groups:
-        xs, ys, ss = xn[idx].astype(np.int32), yn[idx].astype(np.int32), sn[idx].astype(np.int32)
-        st, df = _chi_square_plan(
-            plan, data_t, bits, cards, xs, ys, ss, np.int32(len(idx)), n, const=d, kmax=kmax, g_square=g_square
-        )
-        stat[idx], dof[idx] = np.asarray(st)[: len(idx)], np.asarray(df)[: len(idx)]
-    pval = _chi2_pvalue_host(stat, dof).astype(fdt)  # on the host: the statistics are here already
+    engine = _ChiSquareEngine(np.asarray(data), g_square=g_square)
+    stat, dof = engine.stat_dof(*(np.asarray(a, np.int64) for a in (x, y, s)))
+    pval = _chi2_pvalue_host(stat, dof).astype(stat.dtype)  # on the host: the statistics are here already
     return CIResult(jax.device_put(stat), jax.device_put(pval), jax.device_put(dof))
 
 
@@ -218,3 +173,15 @@ def bernoulli_test(
     data = check_values(data, lambda xp, v: (v < 0) | (v > 1), "bernoulli_test needs binary (0/1) data; recode it")
     stat, p, dof = _bernoulli_kernel(data, x, y, s)
     return CIResult(stat, p, dof)
+
+
+class _BernoulliBatch(_BatchedTest):
+    """PC's Bernoulli tests on 0/1 codes (one compiled vmap per set size and batch bucket)."""
+
+    def __init__(self, codes: np.ndarray, mesh=None, max_batch: int = 8192):
+        super().__init__(mesh, max_batch)
+        self.data = jax.device_put(np.asarray(codes, np.int32))
+        self.per_test = 6 * self.data.shape[0]
+
+    def _kernel(self, xs, ys, ss, kk, plan, m):
+        return _bernoulli_kernel(self.data, xs, ys, ss)[1]

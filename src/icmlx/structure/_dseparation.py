@@ -2,8 +2,10 @@
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Int
 
+from ._batched import _BatchedTest, _pad_dim
 from ._ci_tests import CIResult, _check_batch, _float_dtype
 from ._dag import check_dag
 
@@ -88,3 +90,26 @@ def d_separation(
     sep = _dsep_kernel(dag, x, y, s)
     p = sep.astype(_float_dtype())
     return CIResult(p, p, jnp.full(x.shape, -1, jnp.int32))
+
+
+class _DSeparationBatch(_BatchedTest):
+    """PC's d-separation oracle on one DAG (padded to a multiple of 16 nodes): ``p = 1`` for a d-separated
+    triple, else 0."""
+
+    pad_sets = True
+    lo = 256
+
+    def __init__(self, dag, mesh=None, max_batch: int = 8192):
+        super().__init__(mesh, max_batch)
+        dag = np.asarray(dag, bool)
+        dp = _pad_dim(dag.shape[0])
+        padded = np.zeros((dp, dp), bool)
+        padded[: dag.shape[0], : dag.shape[0]] = dag
+        self.dag = jax.device_put(padded)
+        self.per_test = 4 * dp**2
+
+    def _pads(self, k: int) -> bool:
+        return k > 0
+
+    def _kernel(self, xs, ys, ss, kk, plan, m):
+        return _dsep_kernel(self.dag, xs, ys, ss, kk).astype(_float_dtype())

@@ -32,7 +32,7 @@ def _outside_stacklevel(frame) -> int:
     level = 1
     while frame is not None and (
         frame.f_code.co_filename.startswith(_PACKAGE_DIR) or "beartype" in frame.f_code.co_filename
-        or "jaxtyping" in frame.f_code.co_filename
+        or "jaxtyping" in frame.f_code.co_filename or "equinox" in frame.f_code.co_filename
     ):
         frame, level = frame.f_back, level + 1
     return level
@@ -85,41 +85,81 @@ def _column_key(col: np.ndarray) -> Any:
     return np.ascontiguousarray(col).tobytes()
 
 
-def validate_data(data, *, nan_policy: str = "raise", names=None) -> np.ndarray:
-    """Host-side checks: NaN/Inf (or missing cells), constant and duplicated columns (errors name the variables).
+def _constant_columns(arr: np.ndarray) -> np.ndarray:
+    """``(d,)`` bool: columns with one distinct value among their present cells."""
+    miss = _missing(arr)
+    out = np.zeros(arr.shape[1], bool)
+    for j in range(arr.shape[1]):
+        col = arr[~miss[:, j], j]
+        out[j] = col.size == 0 or bool(np.all(col == col[0]))
+    return out
 
-    Returns the NumPy array, with incomplete rows dropped under ``nan_policy="listwise"``.
+
+def _duplicate_groups(arr: np.ndarray) -> np.ndarray:
+    """``(d,)`` int: for each column the first column with exactly the same values (itself if none); constant
+    columns are their own group (a constant column is independent of everything, so it needs no grouping)."""
+    arr = np.asarray(arr)
+    d = arr.shape[1]
+    const = _constant_columns(arr)
+    cols_t = np.ascontiguousarray(arr.T)
+    seen: dict[Any, int] = {}
+    group = np.arange(d)
+    for j in range(d):  # hashing column bytes: O(nd), unlike a lexicographic unique over rows of length n
+        if const[j]:
+            continue
+        key = _column_key(cols_t[j])
+        if key in seen:
+            group[j] = seen[key]
+        else:
+            seen[key] = j
+    return group
+
+
+def validate_data(data, *, nan_policy: str = "raise", names=None) -> np.ndarray:
+    """Host-side checks: NaN/Inf (or missing cells) by ``nan_policy``; constant and duplicated columns warned about
+    by name.
+
+    A constant column is independent of every other variable (each of its tests gives ``p = 1``), so it ends up
+    isolated; of a duplicated pair each column determines the other, so conditioning on one makes the other
+    independent of everything, and the pair stays adjacent (causal-learn's χ²/G² give the same).
+
+    Returns the NumPy array, with incomplete rows dropped under ``nan_policy="listwise"`` (kept under
+    ``"testwise"``, where each test uses the rows complete in its own variables).
     """
     arr = np.asarray(data)
     if arr.ndim != 2:
         raise ValueError(f"data must be (n, d), got {arr.shape=}")
     n, d = arr.shape
     names = _display_names(names, d)
-    if nan_policy not in ("raise", "listwise"):
-        raise ValueError(f"nan_policy must be 'raise' or 'listwise', got {nan_policy=}")
+    if nan_policy not in ("raise", "listwise", "testwise"):
+        raise ValueError(f"nan_policy must be 'raise', 'listwise' or 'testwise', got {nan_policy=}")
     miss = _missing(arr)
     bad_rows = miss.any(axis=1)
     if bad_rows.any():
         if nan_policy == "raise":
             cols = [names[j] for j in range(d) if miss[:, j].any()]
-            raise ValueError(f"data has NaN/Inf in variables {cols}; pass nan_policy='listwise' to drop those rows")
-        arr = arr[~bad_rows]
+            raise ValueError(f"data has NaN/Inf in variables {cols}; pass nan_policy='listwise' to drop those rows, "
+                             "or 'testwise' to drop them test by test")
+        if nan_policy == "listwise":
+            arr = arr[~bad_rows]
     if arr.shape[0] < 2:
         raise ValueError(f"need at least 2 complete samples, got {arr.shape[0]}")
-    const = [names[j] for j in range(d) if np.all(arr[:, j] == arr[0, j])]
-    if const:
-        raise ValueError(f"constant columns (no variation): {const}")
-    cols_t = np.ascontiguousarray(arr.T)
-    seen: dict[Any, int] = {}
-    dup = []
-    for j in range(d):  # hashing column bytes: O(nd), unlike a lexicographic unique over rows of length n
-        key = _column_key(cols_t[j])
-        if key in seen:
-            dup.append((names[seen[key]], names[j]))
-        else:
-            seen[key] = j
+    const = _constant_columns(arr)
+    stack = _outside_stacklevel(sys._getframe())
+    if const.any():
+        warnings.warn(
+            f"constant columns (no variation): {[names[j] for j in np.flatnonzero(const)]}; each is independent of "
+            "every other variable, so it is left without edges",
+            UserWarning, stacklevel=stack,
+        )
+    group = _duplicate_groups(arr) if not miss.any() or nan_policy == "listwise" else np.arange(d)
+    dup = [(names[int(group[j])], names[j]) for j in range(d) if group[j] != j]
     if dup:
-        raise ValueError(f"duplicated columns: {dup}")
+        warnings.warn(
+            f"duplicated columns: {dup}; each determines the other, so conditioning on one makes the other "
+            "independent of everything else (the pair stays adjacent). Drop one of each pair unless that is meant",
+            UserWarning, stacklevel=stack,
+        )
     return arr
 
 
@@ -162,13 +202,14 @@ def encode_discrete(
     return to_device(_encode_discrete_host(data), np.int32)
 
 
-def _encode_discrete_host(data) -> np.ndarray:
-    """:func:`encode_discrete`'s codes as a NumPy ``(n, d)`` int array (same checks and messages)."""
-    values, names = table_values(data)
+def _encode_discrete_host(data, names=None) -> np.ndarray:
+    """:func:`encode_discrete`'s codes as a NumPy ``(n, d)`` int array (same checks and messages; ``names``
+    name the columns in errors when ``data`` is already an array)."""
+    values, from_data = table_values(data)
     arr = np.asarray(values)
     if arr.ndim != 2:
         raise ValueError(f"data must be (n, d), got {arr.shape=}")
-    names = _display_names(names, arr.shape[1])
+    names = _display_names(from_data if names is None else names, arr.shape[1])
     miss = _missing(arr)
     if miss.any():
         cols = [names[j] for j in range(arr.shape[1]) if miss[:, j].any()]
@@ -180,10 +221,35 @@ def _encode_discrete_host(data) -> np.ndarray:
                 f"discrete CI tests need integer-valued data; non-integer columns {nonint}. "
                 "Use ci_test='fisherz' for continuous data, or bin it first"
             )
-    elif arr.dtype.kind not in "iubOUS":
+    elif arr.dtype.kind == "O":
+        _check_no_measurements(arr, names)
+    elif arr.dtype.kind not in "iubUS":
         raise TypeError(f"discrete CI tests need integer or categorical data, got {arr.dtype=}")
     cols = [_codes(arr[:, j], names[j]) for j in range(arr.shape[1])]
     return np.stack(cols, axis=1)
+
+
+def _is_measurement(v) -> bool:
+    """A non-integral real number (a float cell that a category coding would make its own category)."""
+    return isinstance(v, float | np.floating) and not isinstance(v, bool) and np.isfinite(v) and v != round(v)
+
+
+def _measurement_columns(arr: np.ndarray, names) -> list[str]:
+    """Names of the object columns that hold non-integral numbers."""
+    test = np.frompyfunc(_is_measurement, 1, 1)
+    return [names[j] for j in range(arr.shape[1]) if test(arr[:, j]).astype(bool).any()]
+
+
+def _check_no_measurements(arr: np.ndarray, names) -> None:
+    """Refuse a mixed table (text and non-integer numbers) for the discrete tests, naming the numeric columns:
+    coded as categories, every distinct float would be its own category."""
+    bad = _measurement_columns(arr, names)
+    if bad:
+        raise ValueError(
+            f"columns {bad} hold non-integer numbers (measurements), and the discrete CI tests would make every "
+            "distinct value its own category. Use ci_test='dg' (DegenerateGaussian, the test for tables that mix "
+            "categorical and continuous columns; pc's default for such a DataFrame), or bin them first (pandas.cut)"
+        )
 
 
 _FEW = 5
@@ -217,9 +283,10 @@ def prepare_data(
 ) -> tuple[np.ndarray, tuple[str, ...] | None]:
     """``(array, names)`` for a tester: DataFrame names kept, rows checked, categories coded for discrete tests.
 
-    ``fisherz``/``nonparametric`` get float data (bool and integer columns are cast; text columns raise a
-    ``TypeError`` that says which columns and what to use instead); ``chisq``/``gsq``/``bernoulli`` get int
-    codes when a column holds text, categories or bools (numeric columns are left for the tester's own coding).
+    ``fisherz``/``nonparametric``/``user`` get float data (bool and integer columns are cast; text columns raise
+    a ``TypeError`` that says which columns and what to use instead); for ``chisq``/``gsq``/``bernoulli`` the
+    values are returned as they are, for the tester's own coding, after refusing columns of non-integer numbers
+    (by name: coded as categories, every distinct float would be its own category).
     """
     values, from_data = table_values(data)
     arr = np.asarray(values)
@@ -229,7 +296,8 @@ def prepare_data(
         raise TypeError(f"data must be real, got complex {arr.dtype}; pass the real part (or split it into columns)")
     names = resolve_names(names, from_data, arr.shape[1])
     shown = _display_names(names, arr.shape[1])
-    if arr.dtype.kind == "O" and ci_test in ("fisherz", "nonparametric"):
+    continuous = ci_test not in ("chisq", "gsq", "bernoulli")
+    if arr.dtype.kind == "O" and continuous:
         # convert before the checks, so a column of numbers stored as objects is checked as numbers
         miss = _missing(arr)
         filled = np.where(miss, np.nan, arr)
@@ -242,8 +310,14 @@ def prepare_data(
             UserWarning,
             stacklevel=_outside_stacklevel(sys._getframe()),
         )
-    if ci_test in ("fisherz", "nonparametric"):
+    if continuous:
         arr = _as_float(arr, shown, ci_test)
-    elif arr.dtype.kind in "bOUS":
-        arr = np.asarray(encode_discrete(arr)).astype(np.int64)
+    elif arr.dtype.kind == "f":
+        nonint = [shown[j] for j in range(arr.shape[1])
+                  if not np.all(np.isnan(arr[:, j]) | (arr[:, j] == np.round(arr[:, j])))]
+        if nonint:
+            raise ValueError(f"ci_test={ci_test!r} needs integer-valued (categorical) data; columns {nonint} hold "
+                             "non-integer numbers. Use ci_test='fisherz' for continuous data, or bin them first")
+    elif arr.dtype.kind == "O":
+        _check_no_measurements(arr, shown)
     return arr, names

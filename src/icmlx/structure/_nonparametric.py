@@ -20,7 +20,6 @@ from jax.scipy.special import gammaincc
 from jaxtyping import Array, Float, Int
 
 from icmlx._checks import check_values
-from icmlx._deprecation import renamed_kwargs, warn_renamed
 from icmlx._types import PRNGKey
 
 from .._strategy import as_strategy
@@ -84,7 +83,6 @@ def _u_kernel(bins, x, y, s, *, num_bins):
     return jax.vmap(one)(x, y, s)
 
 
-@renamed_kwargs(n_bins="num_bins")
 def binned_u_statistic(
     data: Float[Array, "n d"],
     x: Int[Array, " b"],
@@ -323,30 +321,6 @@ def _as_calibration(method) -> AbstractCalibration:
 
 
 
-def _permutations_alias(fn):
-    """Accept the deprecated ``n_permutations=`` for one release: it builds ``Permutation(num_permutations=...)``
-    when ``method="permutation"`` and is ignored by the asymptotic calibration (as it always was)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if "n_permutations" in kwargs:
-            num = kwargs.pop("n_permutations")
-            warn_renamed("n_permutations", "method=Permutation(num_permutations=...)", "nonparametric_test()")
-            method = kwargs.get("method", "asymptotic")
-            if isinstance(method, Permutation):
-                raise TypeError(
-                    "nonparametric_test() got both n_permutations (deprecated) and method=Permutation(...); "
-                    "pass method=Permutation(num_permutations=...)"
-                )
-            if method == "permutation":
-                kwargs["method"] = Permutation(num_permutations=num)
-        return fn(*args, **kwargs)
-
-    return wrapper
-
-
-@renamed_kwargs(n_bins="num_bins")
-@_permutations_alias
 def nonparametric_test(
     data: Float[Array, "n d"],
     x: Int[Array, " b"],

@@ -14,8 +14,9 @@ import numpy as np
 TAIL, ARROW = -1, 1
 
 
-class _Graph:
-    """Endpoint matrix ``g`` (``g[j,i]=1, g[i,j]=-1`` ⇔ ``i -> j``) with causal-learn's ``dpath``."""
+class _DPath:
+    """causal-learn ``GeneralGraph``'s ``dpath`` on a copy of the endpoint matrix, advanced by replaying the edge
+    changes of a :class:`_Graph` in order (the same incremental steps causal-learn takes at each change)."""
 
     def __init__(self, adjacency):
         d = adjacency.shape[0]
@@ -23,8 +24,46 @@ class _Graph:
         self.g = np.where(adjacency, TAIL, 0).astype(np.int64)
         np.fill_diagonal(self.g, 0)
         self.dpath = np.eye(d, dtype=np.int64)
+        self.done = 0
 
-    # --- causal-learn GeneralGraph primitives -------------------------------------------------------------
+    def replay(self, log) -> None:
+        """Apply the changes ``log[done:]``. A rebuild (the removal of a directed edge) discards all earlier path
+        state, so only the last rebuild of the segment is run, on the graph as it was then, followed by the
+        incremental steps after it: the same matrix as running every step."""
+        ops = log[self.done:]
+        if not ops:
+            return
+        g = self.g
+        before, last = [], -1
+        for t, (op, i, j) in enumerate(ops):
+            before.append((g[i, j], g[j, i]))
+            if op == "remove":
+                if self.is_parent_of(i, j) or self.is_parent_of(j, i):
+                    last = t
+                g[i, j] = g[j, i] = 0
+            elif op == "directed":
+                g[j, i], g[i, j] = ARROW, TAIL
+            else:
+                g[j, i] = g[i, j] = ARROW
+        if last >= 0:
+            for t in range(len(ops) - 1, last, -1):  # back to the graph right after the last rebuild's removal
+                _, i, j = ops[t]
+                g[i, j], g[j, i] = before[t]
+            self.reconstitute_dpath()
+            for op, i, j in ops[last + 1:]:  # redo the later changes, with their incremental steps
+                if op == "remove":
+                    g[i, j] = g[j, i] = 0
+                elif op == "directed":
+                    g[j, i], g[i, j] = ARROW, TAIL
+                    self.adjust_dpath(i, j)
+                else:
+                    g[j, i] = g[i, j] = ARROW
+        else:
+            for op, i, j in ops:
+                if op == "directed":
+                    self.adjust_dpath(i, j)
+        self.done = len(log)
+
     def adjust_dpath(self, i, j):
         dp = self.dpath
         dp[j, i] = 1
@@ -45,14 +84,39 @@ class _Graph:
             elif self.is_parent_of(j, i):
                 self.adjust_dpath(j, i)
 
+
+class _Graph:
+    """Endpoint matrix ``g`` (``g[j,i]=1, g[i,j]=-1`` ⇔ ``i -> j``) with causal-learn's ``dpath``."""
+
+    def __init__(self, adjacency):
+        d = adjacency.shape[0]
+        self.d = d
+        self.g = np.where(adjacency, TAIL, 0).astype(np.int64)
+        np.fill_diagonal(self.g, 0)
+        # causal-learn's dpath is maintained incrementally at every edge change (and rebuilt from all edges when a
+        # directed one is removed), O(d) to O(e d) per change; only background knowledge and the definite Meek
+        # rules read it. The changes are logged instead and replayed, with the same steps, at the first read.
+        self._adjacency = np.asarray(adjacency, bool).copy()
+        self._log: list[tuple[str, int, int]] = []
+        self._shadow: _DPath | None = None
+
+    @property
+    def dpath(self):
+        """causal-learn's incremental directed-path matrix, replayed up to the current graph."""
+        if self._shadow is None:
+            self._shadow = _DPath(self._adjacency)
+        self._shadow.replay(self._log)
+        return self._shadow.dpath
+
+    def is_parent_of(self, i, j):
+        return self.g[j, i] == ARROW and self.g[i, j] == TAIL
+
     def remove(self, i, j):
         if self.g[i, j] == 0:
             return
-        directed = self.is_parent_of(i, j) or self.is_parent_of(j, i)
         self.g[i, j] = 0
         self.g[j, i] = 0
-        if directed:
-            self.reconstitute_dpath()
+        self._log.append(("remove", i, j))
 
     def add_directed(self, i, j):
         """``add_edge(Edge(i, j, TAIL, ARROW))`` on a pair without an edge."""
@@ -60,11 +124,12 @@ class _Graph:
             return
         self.g[j, i] = ARROW
         self.g[i, j] = TAIL
-        self.adjust_dpath(i, j)
+        self._log.append(("directed", i, j))
 
     def add_bidirected(self, i, j):
         self.g[j, i] = ARROW
         self.g[i, j] = ARROW
+        self._log.append(("bidirected", i, j))
 
     def orient(self, i, j):
         """remove the i-j edge and add ``i -> j`` (the idiom used throughout causal-learn)."""

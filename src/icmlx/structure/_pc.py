@@ -1,46 +1,29 @@
 """The PC algorithm (PC-stable by default) with batched CI tests and causal-learn-compatible orientation."""
 
 import contextlib
-import functools
 import gc
 import math
+from collections.abc import Callable
 from itertools import combinations
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from icmlx._deprecation import deprecated_attribute, warn_renamed
+from icmlx._checks import is_traced
 from icmlx._memory import check_memory
 from icmlx._progress import ProgressBar, resolve_progress
 
 from . import _graph_io, _orient
 from ._background import BackgroundKnowledge, resolve_background
 from ._ci_tests import _float_dtype
-from ._colliders import AbstractColliderRule, DefiniteMaxPColliders, MaxPColliders, _as_collider_rule, _from_uc_flags
-from ._contingency import (
-    _chi2_pvalue,
-    _chi2_pvalue_host,
-    _chi_square_groups,
-    _chi_square_plan,
-    _kmax_bucket,
-    _pack_bits,
-    _pad_codes,
-    _pad_samples,
-)
-from ._dag import check_dag
-from ._discrete import _bernoulli_kernel, _encode_codes
-from ._dseparation import _dsep_kernel
-from ._fisher_padded import _fisher_z_pvalues, correlation_matrix
+from ._colliders import AbstractColliderRule, DefiniteMaxPColliders, MaxPColliders, _as_collider_rule
 from ._graph_io import graph_to_edges
-from ._inputs import TableLike, encode_discrete, prepare_data, validate_data
-from ._testers import AbstractCITest, _as_ci_test
+from ._inputs import TableLike, encode_discrete, validate_data
+from ._testers import AbstractCITest, DSeparation, _as_ci_test
 
-__all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "graph_to_edges", "validate_data", "CI_TESTS"]
-
-CI_TESTS = ("fisherz", "chisq", "gsq", "bernoulli", "d_separation")
+__all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "graph_to_edges", "validate_data"]
 
 
 class PCResult(_graph_io.GraphResult):
@@ -52,8 +35,9 @@ class PCResult(_graph_io.GraphResult):
       edges: ``(e, 3)`` int edge list ``(i, j, kind)`` with kind ``0`` = ``i - j`` (``i < j``), ``1`` =
         ``i -> j``, ``2`` = ``i <-> j`` (``i < j``).
       skeleton: ``(d, d)`` bool symmetric adjacency.
-      sepset: ``(d, d, d)`` bool, ``sepset[x, y, k]``: ``k`` lies in a separating set found for ``x, y``
-        (causal-learn's union over the separating sets of both endpoints).
+      sepset_members: ``(m, 3)`` int rows ``(x, y, k)``, ``x < y``: ``k`` lies in a separating set found for the
+        removed edge ``x - y`` (causal-learn's union over the separating sets of both endpoints), stored per
+        removed edge, so memory follows the edges removed, not ``d^3``. :attr:`sepset` gives the dense view.
       max_pvalue: ``(d, d)`` largest p-value seen for each pair (pcalg's ``pMax``).
       num_tests: number of distinct CI tests run (causal-learn's cache size).
       conflicts: ``(d, d)`` bool, ``conflicts[x, y]`` marks an edge where a collider clashed with an
@@ -67,13 +51,24 @@ class PCResult(_graph_io.GraphResult):
     graph: Int[Array, "d d"]
     edges: Int[Array, "e 3"]
     skeleton: Bool[Array, "d d"]
-    sepset: Bool[Array, "d d d"]
+    sepset_members: Int[Array, "m 3"]
     max_pvalue: Float[Array, "d d"]
     num_tests: Int[Array, ""]
     conflicts: Bool[Array, "d d"]
     names: tuple[str, ...] | None = eqx.field(static=True, default=None)
 
-    n_tests = deprecated_attribute("num_tests")  # deprecated alias, one release
+    @property
+    def sepset(self) -> Bool[Array, "d d d"]:
+        """``(d, d, d)`` bool, ``sepset[x, y, k]``: ``k`` lies in a separating set found for ``x, y`` (symmetric in
+        ``x, y``), built from :attr:`sepset_members` on demand (``d^3`` bytes: refused when they do not fit)."""
+        d = int(self.graph.shape[0])
+        check_memory(float(d) ** 3, f"the dense (d, d, d) separating-set view at d={d}",
+                     "read sepset_members (one row (x, y, k) per separating-set member) instead")
+        out = np.zeros((d, d, d), bool)
+        m = np.asarray(self.sepset_members)
+        out[m[:, 0], m[:, 1], m[:, 2]] = True
+        out[m[:, 1], m[:, 0], m[:, 2]] = True
+        return jax.device_put(out)
 
 
 @contextlib.contextmanager
@@ -93,237 +88,209 @@ def _gc_paused():
 
 
 
-def _pad_dim(d: int) -> int:
-    return max(16, -(-d // 16) * 16)
+def _resolve_ci_test(ci_test, data, where: str) -> AbstractCITest:
+    """The tester object; ``None``: :class:`DegenerateGaussian` for a table that mixes categorical and numeric
+    columns, else :class:`FisherZ`."""
+    if ci_test is None:
+        from ._mixed import _is_mixed_table
 
-
-def _bucket(m: int, cap: int, lo: int = 64) -> int:
-    b = lo
-    while b < m and b < cap:
-        b *= 4
-    return min(b, cap)
+        ci_test = "dg" if data is not None and _is_mixed_table(data) else "fisherz"
+    return _as_ci_test(ci_test, where)
 
 
 class _Tester:
-    """Evaluates lists of ``(x, y, S)`` through jitted batched kernels in a few padded shapes: the sample axis in
-    power-of-four buckets with the true ``n`` traced, ``d`` in multiples of 16, conditioning sets padded to one width
-    per kernel, one batch size per kernel (see ``_contingency`` and ``_fisher_padded``)."""
+    """The p-value cache of one PC run around a prepared CI test (:meth:`AbstractCITest.prepare`): distinct
+    tests are keyed ``(min(x, y), max(x, y), *sorted(S))`` and evaluated once, a level's new tests in one batch
+    per set size.
 
-    def __init__(self, ci_test, data, true_dag, mesh, max_batch):
-        self.ci_test = ci_test
+    Per set size ``k`` the keys are stored as one sorted int64 array of mixed-radix codes beside a float64 array
+    of p-values (16 bytes a test, looked up by binary search) while ``(k + 2) log2 d < 62``; larger keys go to a
+    dict of tuples."""
+
+    def __init__(self, batched, d: int):
+        self.batched = batched
+        self.d = d
+        self.codes: dict[int, np.ndarray] = {}
+        self.ps: dict[int, np.ndarray] = {}
         self.cache: dict[tuple, float] = {}
-        self.mesh = mesh
-        fdt = _float_dtype()
-        if ci_test == "fisherz":
-            n, d = data.shape
-            self.n = n
-            dp = _pad_dim(d)  # pad d and n to size buckets so similar sizes share one compilation
-            self.corr = correlation_matrix(data, dp, fdt)
-            self._kernel = lambda xs, ys, ss, kk, plan: _fisher_z_pvalues(
-                self.corr, np.int32(self.n), xs, ys, ss, np.int32(0) if kk is None else kk
-            )
-            per_test = 1
-        elif ci_test in ("chisq", "gsq"):
-            enc = _encode_codes(data).T  # (d, n) on the host: one variable per contiguous row
-            self.n = enc.shape[1]
-            # at least one padding row: a constant variable (card 1) that pads conditioning sets; the sample axis
-            # is padded to a bucket (the kernels count the first n samples), so a new n reuses the programs
-            self.const = enc.shape[0]
-            self.n_pad = _pad_samples(self.n, _pad_dim(enc.shape[0] + 1))
-            self.data = jax.device_put(_pad_codes(enc, self.n_pad, _pad_dim(enc.shape[0] + 1)))
-            cards = np.ones(self.data.shape[0], np.int64)
-            cards[: enc.shape[0]] = enc.max(axis=1) + 1
-            self.cards_np = cards
-            self.cards = jax.device_put(cards.astype(np.int32))
-            self.kmax = _kmax_bucket(cards.max())
-            self.bits = None  # indicator bitsets, packed when a batch first takes the bitset plan
-            g2 = ci_test == "gsq"
 
-            def kern(xs, ys, ss, kk, plan):
-                sharded = self.mesh is not None
-                if plan[0] == "bits" and self.bits is None:
-                    self.bits = _pack_bits(self.data, np.int32(self.n), self.kmax)
-                stat, dof = _chi_square_plan(
-                    plan, self.data, self.bits, self.cards, xs, ys, ss, kk, self.n, const=self.const,
-                    kmax=self.kmax, g_square=g2, vectorised=sharded,
-                )
-                # unsharded: (stat, dof) come back to the host, where the p-values compile nothing
-                return _chi2_pvalue(stat, dof) if sharded else (stat, dof)
+    def __len__(self) -> int:
+        return sum(len(c) for c in self.codes.values()) + len(self.cache)
 
-            self._kernel = kern
-            per_test = 12 * self.n
-        elif ci_test == "bernoulli":
-            enc = encode_discrete(data)
-            if int(jnp.max(enc)) > 1:
-                raise ValueError("ci_test='bernoulli' needs binary data")
-            self.data = enc
-            self.n = enc.shape[0]
-            self._kernel = lambda xs, ys, ss, kk, plan: _bernoulli_kernel(self.data, xs, ys, ss)[1]
-            per_test = 6 * self.n
-        elif ci_test == "d_separation":
-            if true_dag is None:
-                raise ValueError("ci_test='d_separation' needs true_dag=")
-            dag = jnp.asarray(true_dag, dtype=bool)
-            dp = _pad_dim(dag.shape[0])
-            self.dag = jnp.zeros((dp, dp), bool).at[: dag.shape[0], : dag.shape[0]].set(dag)
-            self._kernel = lambda xs, ys, ss, kk, plan: _dsep_kernel(self.dag, xs, ys, ss, kk).astype(fdt)
-            per_test = 4 * self.dag.shape[0] ** 2
-        else:
-            raise ValueError(f"ci_test must be one of {CI_TESTS}, got {ci_test=}")
-        self.per_test = per_test
-        self.max_batch = max_batch
-
-    def _cap(self, plan) -> int:
-        per = self.per_test
-        if plan is not None:
-            mode, ns, bound = plan
-            per += ns * self.kmax**2 * (4 if mode != "dense" else 1) + bound
-        cap = max(16, 1 << int(math.log2(max(2**24 // per, 16))))
-        return min(cap, self.max_batch)
-
-    def _run(self, x: np.ndarray, y: np.ndarray, s: np.ndarray) -> np.ndarray:
-        if self.ci_test not in ("chisq", "gsq"):
-            return self._run_plan(x, y, s, None)
-        out = np.empty(x.shape[0], dtype=np.float64)
-        groups = _chi_square_groups(self.cards_np, x, y, s, self.n_pad, self.kmax, self.mesh is not None)
-        # dispatch every group before reading any result back: host work overlaps device work
-        pending = [(idx, self._dispatch(x[idx], y[idx], s[idx], plan)) for idx, plan in groups]
-        for idx, chunks in pending:
-            if self.mesh is None:
-                stat = np.concatenate([np.asarray(st)[:m] for (st, _), m in chunks])
-                dof = np.concatenate([np.asarray(df)[:m] for (_, df), m in chunks])
-                # float64 tail of the float32 statistic, rounded as the device p-value would be
-                out[idx] = _chi2_pvalue_host(stat, dof).astype(stat.dtype)
-            else:
-                out[idx] = np.concatenate([np.asarray(p)[:m] for p, m in chunks])
-        return out
-
-    def _run_plan(self, x: np.ndarray, y: np.ndarray, s: np.ndarray, plan) -> np.ndarray:
-        return np.concatenate([np.asarray(p)[:m] for p, m in self._dispatch(x, y, s, plan)])
-
-    def _dispatch(self, x: np.ndarray, y: np.ndarray, s: np.ndarray, plan) -> list:
-        """Launch the kernel calls of one plan (asynchronously); returns ``[(p_device, n_valid), ...]``."""
-        m, k = s.shape
-        out = []
-        kk = None
-        if (self.ci_test == "fisherz") or (self.ci_test == "d_separation" and k > 0):
-            # pad |S| to a multiple of 4 (masked in the kernel): set sizes 0-4 (Fisher-z; d-separation 1-4)
-            # share one compilation
-            kb = max(-(-k // 4) * 4, 4)
-            s = np.concatenate([s, np.zeros((m, kb - k), s.dtype)], axis=1)
-            kk = np.int32(k)
-        # cheap kernels: no bucket below 256 (fewer compilations; a padded test costs next to nothing)
-        if self.ci_test in ("fisherz", "d_separation"):
-            lo = 256
-        elif plan is not None and plan[0] != "dense":
-            lo = 16  # per-sample counting over up to n strata: padding a batch is expensive
-        else:
-            lo = 64
-        # loop kernels (chi-square, unsharded): one padded size for all, the work follows the true count m;
-        # Fisher-z: one size for all (a padded test costs next to nothing beside a compilation)
-        if plan is not None and self.mesh is None:
-            b = self.max_batch
-        elif self.ci_test == "fisherz" and self.mesh is None:
-            b = self._cap(None)
-        else:
-            b = _bucket(m, self._cap(plan), lo)
-        if self.mesh is not None:
-            nd = self.mesh.size
-            b = ((b + nd - 1) // nd) * nd
-        for start in range(0, m, b):
-            stop = min(start + b, m)
-            pad = b - (stop - start)
-            xs = np.concatenate([x[start:stop], np.repeat(x[start:start + 1], pad)])
-            ys = np.concatenate([y[start:stop], np.repeat(y[start:start + 1], pad)])
-            ss = np.concatenate([s[start:stop], np.repeat(s[start:start + 1], pad, axis=0)])
-            xs, ys, ss = (a.astype(np.int32) for a in (xs, ys, ss))  # NumPy in: no eager device conversion ops
-            if self.mesh is not None:
-                from jax.sharding import NamedSharding, PartitionSpec
-
-                axis = self.mesh.axis_names[0]
-                sh1 = NamedSharding(self.mesh, PartitionSpec(axis))
-                sh2 = NamedSharding(self.mesh, PartitionSpec(axis, None))
-                xs, ys, ss = jax.device_put(xs, sh1), jax.device_put(ys, sh1), jax.device_put(ss, sh2)
-            if plan is not None and self.mesh is None:  # chi-square loop kernels: compute only the real tests
-                kk = np.int32(stop - start)
-            out.append((self._kernel(xs, ys, ss, kk, plan), stop - start))
-        return out
+    def _coded(self, k: int) -> bool:
+        return (k + 2) * math.log2(max(self.d, 2)) < 62
 
     def pvalues(self, triples) -> list[float]:
         """p-values of ``[(x, y, S), ...]`` (canonicalised to flat keys ``(min, max, *sorted(S))``, cached)."""
         keys = [(min(x, y), max(x, y), *sorted(S)) for x, y, S in triples]
-        self._evaluate(list(dict.fromkeys(k for k in keys if k not in self.cache)))
-        return [self.cache[k] for k in keys]
+        out = np.empty(len(keys))
+        by_k: dict[int, list[int]] = {}
+        for i, key in enumerate(keys):
+            by_k.setdefault(len(key) - 2, []).append(i)
+        for k, idx in by_k.items():
+            rows = np.asarray([keys[i] for i in idx], np.int64).reshape(len(idx), k + 2)
+            uniq, inv = np.unique(rows, axis=0, return_inverse=True)
+            out[idx] = self.pvalues_rows(uniq)[inv.reshape(-1)]
+        return out.tolist()
 
-    def pvalues_rows(self, rows: np.ndarray) -> tuple[np.ndarray, list]:
-        """p-values of distinct canonical rows ``(m, 2 + k)`` = ``(min, max, sorted S)``; also their keys."""
-        keys = list(map(tuple, rows.tolist()))
-        self._evaluate([k for k in keys if k not in self.cache])
-        return np.asarray([self.cache[k] for k in keys], dtype=np.float64), keys
+    def pvalues_rows(self, rows: np.ndarray) -> np.ndarray:
+        """p-values of distinct canonical rows ``(m, 2 + k)`` = ``(min, max, sorted S)``."""
+        m, k = rows.shape[0], rows.shape[1] - 2
+        if not self._coded(k):
+            keys = list(map(tuple, rows.tolist()))
+            todo = [key for key in keys if key not in self.cache]
+            if todo:
+                arr = np.asarray(todo, np.int64).reshape(len(todo), k + 2)
+                ps = self.batched.pvalues(arr[:, 0], arr[:, 1], arr[:, 2:])
+                self.cache.update(zip(todo, np.asarray(ps, np.float64).tolist()))
+            return np.asarray([self.cache[key] for key in keys], np.float64)
+        code = rows @ (self.d ** np.arange(k + 2, dtype=np.int64))
+        known = self.codes.get(k, np.zeros(0, np.int64))
+        pos = np.searchsorted(known, code)
+        hit = pos < len(known)
+        hit[hit] = known[pos[hit]] == code[hit]
+        out = np.empty(m)
+        if hit.any():
+            out[hit] = self.ps[k][pos[hit]]
+        if not hit.all():
+            new = ~hit
+            p_new = np.asarray(self.batched.pvalues(rows[new, 0], rows[new, 1], rows[new, 2:]), np.float64)
+            out[new] = p_new
+            allc = np.concatenate([known, code[new]])
+            allp = np.concatenate([self.ps.get(k, np.zeros(0)), p_new])
+            order = np.argsort(allc, kind="stable")
+            self.codes[k], self.ps[k] = allc[order], allp[order]
+        return out
 
-    def _evaluate(self, todo: list) -> None:
-        by_k: dict[int, list] = {}
-        for key in todo:
-            by_k.setdefault(len(key) - 2, []).append(key)
-        for k, ks in by_k.items():
-            arr = np.asarray(ks, dtype=np.int64).reshape(len(ks), k + 2)
-            ps = self._run(arr[:, 0], arr[:, 1], arr[:, 2:])
-            self.cache.update(zip(ks, ps.tolist()))
+
+class _AllEvaluated:
+    """PC-stable's test count: every evaluated test counts (the tester's cache size, causal-learn's count)."""
+
+    def __init__(self, tester: _Tester):
+        self.tester = tester
+
+    def add(self, key) -> None:
+        pass
+
+    def update(self, keys) -> None:
+        for _ in keys:  # consume a generator argument
+            pass
+
+    def __len__(self) -> int:
+        return len(self.tester)
 
 
-def _stable_level(tester: _Tester, adj, depth, alpha, sep, maxp, counted, bk_forbid_both) -> np.ndarray:
+#: Largest number of (x, y, S) rows of one chunk of a PC-stable level: a level is built, deduplicated and tested
+#: chunk by chunk (by ranges of x), so its host memory is bounded whatever the number of tests; the tester's cache
+#: deduplicates across chunks.
+LEVEL_CHUNK_TESTS = 2**22
+
+
+class _Sepsets:
+    """Separating-set members stored per removed edge: rows ``(min(x, y), max(x, y), k)``. ``sep[x, z, y]``
+    (symmetric in ``x, z``) says whether ``y`` lies in a separating set found for ``x, z``."""
+
+    def __init__(self, d: int):
+        self.d = d
+        self.parts: list[np.ndarray] = []
+        self._codes: set | None = None
+
+    def add(self, x: np.ndarray, y: np.ndarray, k: np.ndarray) -> None:
+        if len(x):
+            self.parts.append(np.column_stack([np.minimum(x, y), np.maximum(x, y), k]).astype(np.int64))
+            self._codes = None
+
+    def rows(self) -> np.ndarray:
+        if not self.parts:
+            return np.zeros((0, 3), np.int64)
+        r = np.concatenate(self.parts)
+        d = self.d
+        code = np.unique((r[:, 0] * d + r[:, 1]) * d + r[:, 2])  # sorted by (x, y, k), each row once
+        return np.column_stack([code // (d * d), (code // d) % d, code % d])
+
+    def __getitem__(self, key) -> bool:
+        x, z, y = (int(v) for v in key)
+        if self._codes is None:
+            r = self.rows()
+            self._codes = set(((r[:, 0] * self.d + r[:, 1]) * self.d + r[:, 2]).tolist())
+        a, b = min(x, z), max(x, z)
+        return (a * self.d + b) * self.d + y in self._codes
+
+
+def _level_chunks(deg: np.ndarray, depth: int):
+    """Ranges ``[lo, hi)`` of ``x`` whose tests at ``depth`` (``deg(x) * C(deg(x) - 1, depth)`` each) total at
+    most :data:`LEVEL_CHUNK_TESTS` rows (a single ``x`` with more is a chunk of its own)."""
+    d = deg.shape[0]
+    lo, acc = 0, 0
+    for x in range(d):
+        k = int(deg[x])
+        num = k * math.comb(k - 1, depth) if k - 1 >= depth else 0
+        if acc and acc + num > LEVEL_CHUNK_TESTS:
+            yield lo, x
+            lo, acc = x, 0
+        acc += num
+    yield lo, d
+
+
+def _stable_level(tester: _Tester, adj, depth, alpha, sep: _Sepsets, maxp, counted, bk_forbid_both) -> np.ndarray:
     """One PC-stable level, vectorised: every ``(x, y, S)`` with ``y`` adjacent to ``x`` and ``S`` a ``depth``-subset
-    of ``adj(x) \\ {y}`` (adjacencies frozen), distinct tests evaluated once. Updates ``sep``, ``maxp`` and
-    ``counted`` in place; returns the symmetric mask of edges to remove."""
+    of ``adj(x) \\ {y}`` (adjacencies frozen), distinct tests evaluated once, in chunks of ``x`` of at most
+    :data:`LEVEL_CHUNK_TESTS` tests. Updates ``sep``, ``maxp`` and ``counted`` in place; returns the symmetric
+    mask of edges to remove."""
     d = adj.shape[0]
     deg = adj.sum(axis=1)
-    num = float(sum(k * math.comb(k - 1, depth) for k in deg.tolist() if k - 1 >= depth))
-    # per test row: x, y, S, the canonical row and its key, index arrays of the unique (int64), p-values
-    check_memory(num * 8.0 * (3 * (depth + 2) + 6), f"pc's level {depth} ({num:.3g} CI tests)",
+    per_x = [k * math.comb(k - 1, depth) for k in deg.tolist() if k - 1 >= depth]
+    num = float(min(sum(per_x), max([LEVEL_CHUNK_TESTS, *per_x])))  # the largest chunk
+    # per test row of a chunk: x, y, S, the canonical row and its key, index arrays of the unique (int64), p-values
+    check_memory(num * 8.0 * (3 * (depth + 2) + 6), f"pc's level {depth} ({num:.3g} CI tests in a chunk)",
                  f"pass max_depth={depth - 1}, a smaller alpha or fewer variables" if depth else "use fewer variables")
-    xs, ys, ss = [], [], []
-    for x in range(d):
-        nb = np.flatnonzero(adj[x])
-        if len(nb) - 1 < depth:
-            continue
-        cl = list(combinations(nb.tolist(), depth))
-        combos = np.asarray(cl, np.int64).reshape(len(cl), depth)
-        for y in nb:
-            c = combos[~(combos == y).any(axis=1)]  # subsets of adj(x) \ {y}, sorted rows
-            xs.append(np.full(len(c), x, np.int64))
-            ys.append(np.full(len(c), y, np.int64))
-            ss.append(c)
     removal = np.zeros((d, d), bool)
     if bk_forbid_both is not None:
         removal |= np.asarray(bk_forbid_both, bool) & adj
-    if not xs:
-        return removal | removal.T
-    x, y, s = np.concatenate(xs), np.concatenate(ys), np.concatenate(ss)
-    rows = np.column_stack([np.minimum(x, y), np.maximum(x, y), s])
-    if (depth + 2) * math.log2(max(d, 2)) < 62:  # rows as one mixed-radix int64 key: a 1-D unique is fast
-        code = rows @ (d ** np.arange(depth + 2, dtype=np.int64))
-        _, first, inv = np.unique(code, return_index=True, return_inverse=True)
-        uniq = rows[first]
-    else:
-        uniq, inv = np.unique(rows, axis=0, return_inverse=True)
-    p_u, keys = tester.pvalues_rows(uniq)
-    counted.update(keys)
-    p = p_u[inv.reshape(-1)]
-    np.maximum.at(maxp, (x, y), p)
-    np.maximum.at(maxp, (y, x), p)
-    ind = p > alpha
-    removal[x[ind], y[ind]] = True
-    for j in range(depth):
-        sep[x[ind], y[ind], s[ind, j]] = True
-        sep[y[ind], x[ind], s[ind, j]] = True
+    for lo, hi in _level_chunks(deg, depth):
+        xs, ys, ss = [], [], []
+        for x in range(lo, hi):
+            nb = np.flatnonzero(adj[x])
+            if len(nb) - 1 < depth:
+                continue
+            cl = list(combinations(nb.tolist(), depth))
+            combos = np.asarray(cl, np.int64).reshape(len(cl), depth)
+            # (y, S) pairs with S a subset of adj(x) \ {y}: all at once, y-major (sorted rows of S)
+            yi, ci = np.nonzero(~(combos[None, :, :] == nb[:, None, None]).any(axis=2))
+            xs.append(np.full(len(yi), x, np.int64))
+            ys.append(nb[yi])
+            ss.append(combos[ci])
+        if not xs:
+            continue
+        x, y, s = np.concatenate(xs), np.concatenate(ys), np.concatenate(ss)
+        del xs, ys, ss
+        rows = np.column_stack([np.minimum(x, y), np.maximum(x, y), s])
+        if (depth + 2) * math.log2(max(d, 2)) < 62:  # rows as one mixed-radix int64 key: a 1-D unique is fast
+            code = rows @ (d ** np.arange(depth + 2, dtype=np.int64))
+            _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+            uniq = rows[first]
+            del code
+        else:
+            uniq, inv = np.unique(rows, axis=0, return_inverse=True)
+        del rows
+        p_u = tester.pvalues_rows(uniq)
+        p = p_u[inv.reshape(-1)]
+        np.maximum.at(maxp, (x, y), p)
+        np.maximum.at(maxp, (y, x), p)
+        ind = p > alpha
+        removal[x[ind], y[ind]] = True
+        for j in range(depth):
+            sep.add(x[ind], y[ind], s[ind, j])
     return removal | removal.T
 
 
 def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both, on_level=None):
     adj = ~np.eye(d, dtype=bool)
-    sep = np.zeros((d, d, d), dtype=bool)
+    sep = _Sepsets(d)
     maxp = np.full((d, d), -np.inf)
-    counted: set = set()
+    # PC-stable evaluates exactly the tests it counts; the original PC stops a pair's tests at its first
+    # independence, so its count is kept as a set of the tests it reached
+    counted = _AllEvaluated(tester) if stable else set()
     depth = -1
     while adj.sum(axis=1).max(initial=0) - 1 > depth:
         depth += 1
@@ -348,38 +315,17 @@ def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both, on_l
                         maxp[x, y] = maxp[y, x] = max(maxp[x, y], p)
                         if p > alpha:
                             adj[x, y] = adj[y, x] = False
-                            for v in S:
-                                sep[x, y, v] = sep[y, x, v] = True
+                            sep.add(np.full(len(S), x), np.full(len(S), y), np.asarray(S, np.int64))
                             break
         if on_level is not None:
             on_level(depth, len(counted), adj)
     return adj, sep, maxp, counted
 
 
-def _uc_flags_alias(fn):
-    """Accept causal-learn's flag-style ``uc_rule=`` / ``uc_priority=`` for one release: they build the collider
-    rule object (``uc_rule`` 0, 1, 2 -> :class:`SepsetColliders`, :class:`MaxPColliders`,
-    :class:`DefiniteMaxPColliders`; ``uc_priority=-1`` -> the rule's default priority, 3, 3, 4)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        old = {k: kwargs.pop(k) for k in ("uc_rule", "uc_priority") if k in kwargs}
-        if old:
-            for k in old:
-                warn_renamed(k, "colliders=SepsetColliders/MaxPColliders/DefiniteMaxPColliders(priority=...)", "pc()")
-            if "colliders" in kwargs:
-                raise TypeError(f"pc() got both {sorted(old)} (deprecated) and colliders=; pass colliders=")
-            kwargs["colliders"] = _from_uc_flags(old.get("uc_rule", 0), old.get("uc_priority", 2))
-        return fn(*args, **kwargs)
-
-    return wrapper
-
-
-@_uc_flags_alias
 def pc(
     data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | TableLike | None,
     *,
-    ci_test: str | AbstractCITest = "fisherz",
+    ci_test: str | AbstractCITest | Callable | None = None,
     alpha: float | np.floating = 0.05,
     max_depth: int | None = None,
     stable: bool = True,
@@ -395,35 +341,53 @@ def pc(
 ) -> PCResult:
     r"""The PC algorithm: skeleton by CI tests level by level, unshielded colliders, then Meek's rules.
 
-    Skeleton (PC-stable, Colombo & Maathuis 2014): for :math:`\ell = 0, 1, \dots` the adjacencies
-    :math:`A(x)` are frozen and the edge ``x - y`` is removed if some :math:`S \subseteq A(x)\setminus\{y\}`,
-    :math:`|S| = \ell`, gives :math:`p(x, y \mid S) > \alpha`. All tests of a level are evaluated as one
-    batch through a jitted kernel on padded sizes (the sample axis in power-of-four buckets with the true ``n``
-    traced, conditioning sets and batches padded per kernel kind), so a new ``n`` in the same bucket compiles
-    nothing, and
-    sharded over ``mesh`` if given. The orientation phase replays causal-learn exactly (same triple order;
-    colliders by :class:`SepsetColliders` = causal-learn's ``uc_rule=0``, :class:`MaxPColliders` = 1 or
-    :class:`DefiniteMaxPColliders` = 2, each with its conflict ``priority``: 0 overwrite, 1 bidirected,
-    2 keep existing, 3 stronger, 4 stronger*; Meek R1-R3, and R4 when background knowledge is given).
+    Skeleton (PC-stable, Colombo & Maathuis 2014): for $\ell = 0, 1, \dots$ the adjacencies $A(x)$ are frozen
+    and the edge ``x - y`` is removed if some $S \subseteq A(x)\setminus\{y\}$, $|S| = \ell$, gives
+    $p(x, y \mid S) > \alpha$. All distinct tests of a level are handed to the tester's batched evaluator
+    (:meth:`AbstractCITest.prepare`) at once: the built-in testers run them through jitted kernels on padded
+    sizes (the sample axis in power-of-four buckets with the true ``n`` traced, conditioning sets and batches
+    padded per kernel kind), so a new ``n`` in the same bucket compiles nothing, sharded over ``mesh`` if given;
+    a function ``ci_test`` is ``jax.vmap``-ed over the level. The orientation phase replays causal-learn exactly
+    (same triple order; colliders by :class:`SepsetColliders` = causal-learn's ``uc_rule=0``,
+    :class:`MaxPColliders` = 1 or :class:`DefiniteMaxPColliders` = 2, each with its conflict ``priority``:
+    0 overwrite, 1 bidirected, 2 keep existing, 3 stronger, 4 stronger*; Meek R1-R3, and R4 when background
+    knowledge is given).
+
+    ``pc`` is a host-driven procedure: Python decides, level by level, which tests to run next, so it cannot
+    be traced by ``jax.jit`` or ``jax.vmap`` (its data must be concrete). The compiled work is inside each
+    level; for many resamples use :func:`icmlx.structure.bootstrap_pc`, and for a learner that is one compiled
+    program, :func:`icmlx.structure.pc_tree`.
+
+    A constant column is independent of everything (its tests give ``p = 1``: no degrees of freedom for
+    χ²/G², a zero correlation for Fisher-z), so it is left isolated; of a duplicated pair each column
+    determines the other, so conditioning on one makes the other independent of everything, and the pair stays
+    adjacent (causal-learn's χ²/G² decide the same; for Fisher-z, a set holding a duplicate of ``x`` or ``y``
+    gives ``p = 1`` and a duplicate inside a set is dropped). Both get a ``UserWarning`` naming the columns.
 
     Args:
       data: ``(n, d)`` NumPy/JAX array or pandas DataFrame (numeric for ``fisherz``; for ``chisq``/``gsq``/
-        ``bernoulli`` integer, string, categorical or bool columns, coded by sorted distinct values); ``None``
-        for ``d_separation`` (then ``true_dag`` fixes ``d``). A DataFrame's column names name the result.
-      ci_test: the tester, :class:`FisherZ`, :class:`ChiSquare`, :class:`GSquare`, :class:`Bernoulli` or
-        :class:`DSeparation`, or its shorthand ``"fisherz"``, ``"chisq"``, ``"gsq"``, ``"bernoulli"``,
-        ``"d_separation"``.
+        ``bernoulli`` integer, string, categorical or bool columns, coded by sorted distinct values; a column of
+        non-integer numbers is refused by name rather than made into one category per value); for
+        ``d_separation`` the DAG, or ``None`` with ``true_dag``. A DataFrame's column names name the result.
+      ci_test: the tester, :class:`FisherZ`, :class:`ChiSquare`, :class:`GSquare`, :class:`Bernoulli`,
+        :class:`DegenerateGaussian`, :class:`DSeparation` or :class:`UserCITest`; the shorthand ``"fisherz"``,
+        ``"chisq"``, ``"gsq"``, ``"bernoulli"``, ``"dg"``, ``"d_separation"``; ``None`` (default):
+        :class:`DegenerateGaussian` for a DataFrame that mixes categorical (text, bool, category) and numeric
+        columns, else :class:`FisherZ`; or a function ``fn(data, x, y, S) -> p_value`` (see
+        :class:`UserCITest`: vmapped over each level if JAX can trace it, else called test by test with a
+        warning).
       alpha: level; "independent" means ``p > alpha``.
       max_depth: largest conditioning-set size (causal-learn ``max_k``).
       stable: PC-stable (default) or the original order-dependent PC.
       colliders: the collider rule and its conflict priority, an :class:`AbstractColliderRule` or the shorthand
-        ``"sepset"`` / ``"maxp"`` / ``"definite_maxp"`` (priority 2). The flags ``uc_rule=`` / ``uc_priority=``
-        of causal-learn are accepted for one release (deprecated) and build the object.
+        ``"sepset"`` / ``"maxp"`` / ``"definite_maxp"`` (priority 2); causal-learn's ``uc_rule`` 0, 1, 2 are
+        these three classes.
       background_knowledge: forbidden/required edges; built with names, it is matched to the data's names.
       true_dag: ``(d, d)`` bool DAG for the d-separation oracle.
-      nan_policy: ``"raise"`` or ``"listwise"`` (drop incomplete rows).
+      nan_policy: ``"raise"``, ``"listwise"`` (drop incomplete rows) or ``"testwise"`` (each test uses the
+        rows complete in its own variables ``x, y, S``; Fisher-z and function testers, which receive the NaNs).
       meek_r4: apply Meek's R4 (default: only with background knowledge).
-      mesh: optional device mesh; CI-test batches are sharded along its first axis.
+      mesh: optional device mesh; CI-test batches of the built-in testers are sharded along its first axis.
       max_batch: largest batch per kernel call.
       names: variable names for NumPy/JAX data (default: a DataFrame's columns, else none).
       progress: show the skeleton's levels (depth, tests so far, edges left) on standard error. None shows
@@ -435,9 +399,10 @@ def pc(
 
     Raises:
       ValueError: alpha outside (0, 1), bad options (an unsupported ``ci_test`` or ``colliders``), NaN (with
-        ``nan_policy="raise"``), constant or duplicated columns, non-integer data for discrete tests, too
-        few samples for ``fisherz``, background knowledge naming unknown variables.
-      TypeError: text or category columns with ``fisherz``.
+        ``nan_policy="raise"``), non-integer columns for discrete tests (named), too few samples for
+        ``fisherz``, background knowledge naming unknown variables, a function tester returning p-values
+        outside [0, 1].
+      TypeError: text or category columns with ``fisherz``; ``pc`` called on traced data (inside ``jit``).
 
     References:
       Spirtes, Glymour & Scheines (2000); Colombo & Maathuis, JMLR 15 (2014); Meek, UAI (1995);
@@ -462,27 +427,23 @@ def pc(
     if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int | np.integer)
                                   or max_depth < 0):
         raise ValueError(f"max_depth must be None or an integer >= 0, got {max_depth=}")
-    ci_test = _as_ci_test(ci_test, CI_TESTS, "pc").name
-    if ci_test == "d_separation":
-        if true_dag is None:
-            raise ValueError("ci_test='d_separation' needs true_dag=")
-        true_dag = check_dag(true_dag, "true_dag")
-        d = int(true_dag.shape[0])
-        arr = None
-    else:
-        if data is None:
-            raise ValueError(f"data is required for {ci_test=}")
-        arr, names = prepare_data(data, ci_test=ci_test, nan_policy=nan_policy, names=names)
-        d = arr.shape[1]
-        if ci_test == "fisherz" and arr.shape[0] < 4:
-            raise ValueError(f"fisherz needs n > |S| + 3 complete samples (at least 4), got n={arr.shape[0]}")
-    if ci_test == "d_separation" and names is not None:
-        names = tuple(str(v) for v in names)
-        if len(names) != d:
-            raise ValueError(f"names has {len(names)} entries but true_dag has d={d} nodes")
-    # the (d, d, d) separating-set record (each level's tests are estimated before they are built)
-    check_memory(float(d) ** 3 * 2.0, f"pc on d={d} variables (a (d, d, d) separating-set record)",
-                 "use fewer variables, or pc_tree (O(d^2) memory)")
+    if is_traced((data, true_dag)):
+        raise TypeError("pc is a host-driven procedure (Python chooses each level's tests from the last level's "
+                        "results), so it cannot run under jax.jit or jax.vmap: call it on concrete data, use "
+                        "bootstrap_pc for many resamples, or pc_tree for a learner that is one compiled program")
+    test = _resolve_ci_test(ci_test, data, "pc")
+    if not isinstance(nan_policy, str) or nan_policy not in ("raise", "listwise", "testwise"):
+        raise ValueError(f"nan_policy must be 'raise', 'listwise' or 'testwise', got {nan_policy=}")
+    if nan_policy == "testwise" and not test.handles_missing:
+        raise ValueError(f"nan_policy='testwise' needs a CI test that drops missing rows test by test (FisherZ, or "
+                         f"a function ci_test that handles NaN), got {test!r}; use nan_policy='listwise'")
+    # the d-separation oracle's "data" is the DAG (true_dag=, or data= as pc_tree takes it)
+    source = true_dag if isinstance(test, DSeparation) and true_dag is not None else data
+    if source is None:
+        raise ValueError(f"data is required for ci_test={test!r}" + (
+            " (the d-separation oracle needs true_dag=)" if isinstance(test, DSeparation) else ""))
+    arr, names = test.check_input(source, nan_policy=nan_policy, names=names)
+    d = int(arr.shape[1])
     show = resolve_progress(progress)
 
     def run():  # a function, so that its locals are freed before the collector is re-enabled
@@ -492,7 +453,11 @@ def pc(
         if background_knowledge is not None:
             bk, names = resolve_background(background_knowledge, d, names)
             forbid_both = bk[0] & bk[0].T
-        tester = _Tester(ci_test, arr, true_dag, mesh, max_batch)
+        try:
+            batched = test.prepare(arr, mesh=mesh, max_batch=max_batch)
+        except NotImplementedError as err:
+            raise ValueError(f"pc cannot use ci_test={test!r}: {err}") from None
+        tester = _Tester(batched, d)
         with ProgressBar("pc", enabled=show, unit="level") as bar:
             def on_level(depth, num_tests, adj):
                 bar.update(1, depth=depth, tests=num_tests, edges=int(adj.sum()) // 2)
@@ -507,7 +472,7 @@ def pc(
 
         def pfn_counted(triples):
             counted.update((min(x, y), max(x, y), *sorted(S)) for x, y, S in triples)
-            return pfn(triples)
+            return pfn(triples)  # evaluated tests are in the tester's count (PC-stable)
 
         r4 = (bk is not None) if meek_r4 is None else bool(meek_r4)
         pr = rule.priority
@@ -531,7 +496,7 @@ def pc(
             graph=jax.device_put(g.g.astype(np.int32)),
             edges=jax.device_put(np.asarray(graph_to_edges(g.g))),
             skeleton=jax.device_put(np.asarray(adj)),
-            sepset=jax.device_put(np.asarray(sep)),
+            sepset_members=jax.device_put(sep.rows().astype(np.int32)),
             max_pvalue=jax.device_put(np.asarray(maxp, dtype=_float_dtype())),
             num_tests=jax.device_put(np.asarray(len(counted), dtype=np.int32)),
             conflicts=jax.device_put(np.asarray(conf)),

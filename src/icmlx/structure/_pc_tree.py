@@ -7,8 +7,7 @@ Then Meek's R1 to a fixpoint (R2-R4 cannot fire on a forest skeleton).
 """
 
 import dataclasses
-import functools
-import math
+from collections.abc import Callable
 
 import equinox as eqx
 import jax
@@ -17,18 +16,14 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from icmlx._checks import check_values, is_traced
-from icmlx._deprecation import deprecated_attribute, renamed_kwargs, warn_renamed
-from icmlx._inputs import to_device, to_host
+from icmlx._inputs import to_host
 from icmlx._progress import resolve_progress
 
 from . import _graph_io
 from ._ci_tests import _float_dtype
-from ._contingency import _pad_samples
-from ._dag import check_dag
-from ._fisher_padded import correlation_matrix
-from ._inputs import TableLike, _encode_discrete_host, prepare_data, resolve_names
-from ._polyforest_kernels import _scores, np_pvalue_scores
-from ._testers import AbstractCITest, Nonparametric, _as_ci_test
+from ._inputs import TableLike
+from ._testers import AbstractCITest, _as_ci_test
+from ._tree_scores import default_cond_bins
 
 _INT32_MAX = 2**31 - 1
 
@@ -61,8 +56,6 @@ class PCTreeResult(_graph_io.GraphResult):
     conflicts: Bool[Array, "d d"]
     num_tests: Int[Array, ""]
     names: tuple[str, ...] | None = eqx.field(static=True, default=None)
-
-    n_tests = deprecated_attribute("num_tests")  # deprecated alias, one release
 
     @property
     def edges(self) -> Int[Array, "e 3"]:
@@ -180,68 +173,10 @@ def _from_scores(marginal_score, conditional_score, separator, cut0, cut1):
     )
 
 
-@renamed_kwargs(n_bins="num_bins")
-def default_cond_bins(n: int, num_bins: int = 4) -> int:
-    """Default number of separator bins of the nonparametric tester: ``max(num_bins, round(sqrt(n) / 5))``.
-
-    Conditioning on a binned separator leaves a within-bin residual dependence that a calibrated test detects
-    once ``n`` is large enough, so the bins must shrink as ``n`` grows (Neykov, Balakrishnan & Wasserman let the
-    number of bins grow with ``n`` at a rate set by the smoothness). The ``sqrt(n) / 5`` rate is a heuristic: on
-    the tanh additive-noise poly-trees of ``examples/polyforest_rates.py`` it left no detectable binning bias up to
-    ``n = 19200`` while keeping ``>= 5 sqrt(n)`` samples per stratum; with a fixed 7 bins false edges grew with
-    ``n``.
-
-    References:
-      Neykov, Balakrishnan & Wasserman, "Minimax optimal conditional independence testing", Ann. Statist. 49
-      (2021), arXiv:2001.03039.
-
-    Raises:
-      ValueError: ``n`` not a positive integer, or ``num_bins`` not an integer ``>= 2``.
-
-    Examples:
-      >>> from icmlx.structure import default_cond_bins
-      >>> [default_cond_bins(n, 3) for n in (300, 2400, 9600)]
-      [3, 10, 20]
-    """
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-        raise ValueError(f"n must be a positive integer (the sample size), got {n=!r}")
-    if isinstance(num_bins, bool) or not isinstance(num_bins, int | np.integer) or num_bins < 2:
-        raise ValueError(f"num_bins must be an integer >= 2, got {num_bins=!r}")
-    return max(int(num_bins), round(math.sqrt(n) / 5.0))
-
-
-PC_TREE_TESTS = ("fisherz", "bernoulli", "nonparametric", "d_separation")
-
-
-def _bins_alias(fn):
-    """Accept the deprecated flag-style ``n_bins=`` / ``cond_bins=`` for one release: with the nonparametric
-    tester they build ``Nonparametric(num_bins=..., cond_bins=...)``; the other testers ignore them (as they
-    always did)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        old = {k: kwargs.pop(k) for k in ("n_bins", "cond_bins") if k in kwargs}
-        if old:
-            where = f"{fn.__name__}()"
-            for k in old:
-                new = "num_bins" if k == "n_bins" else k
-                warn_renamed(k, f"ci_test=Nonparametric({new}=...)", where)
-            ci_test = kwargs.get("ci_test", "fisherz")
-            if isinstance(ci_test, Nonparametric):
-                raise TypeError(f"{where} got both {sorted(old)} (deprecated) and ci_test=Nonparametric(...); "
-                                "pass the bins to Nonparametric")
-            if ci_test == "nonparametric":
-                kwargs["ci_test"] = Nonparametric(num_bins=old.get("n_bins", 4), cond_bins=old.get("cond_bins"))
-        return fn(*args, **kwargs)
-
-    return wrapper
-
-
-@_bins_alias
 def polyforest_scores(
     data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | Bool[ArrayLike, "d d"] | TableLike,
     *,
-    ci_test: str | AbstractCITest = "fisherz",
+    ci_test: str | AbstractCITest | Callable = "fisherz",
     alpha: float | None = 0.01,
     threshold: float | None = None,
     chunk_size: int | None = None,
@@ -265,49 +200,25 @@ def polyforest_scores(
       >>> s0.shape, sep.shape
       ((5, 5), (5, 5))
     """
-    test = _as_ci_test(ci_test, PC_TREE_TESTS, "pc_tree")
-    data, _ = _prepare(data, test.name, alpha, threshold, None)
-    return _scores_of(data, test, alpha, threshold, chunk_size)
+    test = _as_ci_test(ci_test, "pc_tree")
+    data, _ = _prepare(data, test, alpha, threshold, None)
+    _check_chunk_size(chunk_size)
+    return test._tree_scores(data, alpha, threshold, chunk_size, False)
 
 
-def _check_threshold(threshold, name: str) -> None:
-    if threshold is None or is_traced(threshold):
-        return
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float | np.number | np.ndarray | jax.Array):
-        raise TypeError(f"threshold must be a number (or None to test at level alpha), got {threshold=!r}")
-    t = float(np.asarray(threshold))
-    if name == "fisherz" and not 0.0 < t < 1.0:
-        raise ValueError(f"with ci_test='fisherz' the threshold cuts |partial correlation|: pass 0 < threshold < 1, "
-                         f"got {threshold=}")
-    if not (np.isfinite(t) and t > 0.0):
-        raise ValueError(f"threshold must be a positive finite cut on the statistic, got {threshold=}")
-
-
-def _prepare(data, name: str, alpha, threshold, names):
-    """Host-side checks of ``pc_tree``'s inputs (as :func:`icmlx.structure.pc`'s); ``(data, names)``. Host input
-    stays on the host, cast as it will be used (:func:`_scores_of` uploads it once, or only the statistics it
-    needs), so that the sample does not travel to the device and back."""
-    if threshold is None and name != "d_separation":
+def _prepare(data, test: AbstractCITest, alpha, threshold, names):
+    """Host-side checks of ``pc_tree``'s inputs, by the tester's :meth:`~AbstractCITest.check_input` (as
+    :func:`icmlx.structure.pc`'s); ``(data, names)``. Host input stays on the host, cast as it will be used (the
+    tester's scores upload it once, or only the statistics they need), so that the sample does not travel to the
+    device and back."""
+    if threshold is None and test.uses_alpha:
         if alpha is None or not (0.0 < float(alpha) < 1.0):
             raise ValueError(f"alpha must lie in (0, 1), got {alpha=}")
-    _check_threshold(threshold, name)
-    if name == "d_separation":
-        return check_dag(data, "data (the DAG of ci_test='d_separation')"), names
-    if is_traced(data):  # inside the user's jit: the checks below run as error_if
+    if is_traced(data):  # inside the user's jit: the checks run in the tester's scores, as error_if
         return jnp.asarray(data), names
-    arr, names = prepare_data(data, ci_test=name, nan_policy="raise", names=names)
-    if name == "bernoulli":
-        if arr.dtype.kind == "f":
-            raise TypeError(f"ci_test='bernoulli' needs 0/1 integer data, got {arr.dtype=}")
-        codes = to_host(_encode_discrete_host(arr), np.int32)  # as encode_discrete's, never on the device
-        shown = names or [f"X{j + 1}" for j in range(arr.shape[1])]
-        many = [shown[j] for j in range(arr.shape[1]) if codes[:, j].max() > 1]
-        if many:
-            raise ValueError(f"ci_test='bernoulli' needs binary data; columns {many} have more than two values. "
-                             "Use ci_test='chisq' with pc, or recode them")
-        return codes, names
-    if name == "fisherz" and arr.shape[0] <= 4:
-        raise ValueError(f"pc_tree's fisherz tests given one separator need n > 4 samples, got n={arr.shape[0]}")
+    arr, names = test.check_input(data, nan_policy="raise", names=names)
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind != "f":  # codes, or the oracle's DAG
+        return arr, names
     if isinstance(data, jax.Array):
         return jnp.asarray(arr), names
     if np.asarray(data).dtype.kind == "f":  # float input keeps JAX's default float dtype
@@ -315,78 +226,16 @@ def _prepare(data, name: str, alpha, threshold, names):
     return to_host(arr, _float_dtype()), names
 
 
-def _scores_of(data, test, alpha, threshold, chunk_size, progress=False):
-    name = test.name
-    if not isinstance(data, np.ndarray):  # host data from _prepare is already cast; uploaded below where needed
-        data = jnp.asarray(data)
-    if isinstance(test, Nonparametric):
-        num_bins = test.num_bins
-        cond_bins = default_cond_bins(data.shape[0], num_bins) if test.cond_bins is None else test.cond_bins
-    else:
-        num_bins = cond_bins = 4  # unused by the other testers
-    if name == "d_separation":
-        if data.ndim != 2 or data.shape[0] != data.shape[1]:
-            raise ValueError(f"d_separation needs a (d, d) DAG, got {data.shape=}")
-        data = data.astype(bool)
-    elif name == "bernoulli":
-        if not (jnp.issubdtype(data.dtype, jnp.integer) or data.dtype == jnp.bool_):
-            raise TypeError(f"ci_test='bernoulli' needs 0/1 integer data, got {data.dtype=}")
-        data = check_values(data, lambda xp, v: (v < 0) | (v > 1), "ci_test='bernoulli' needs 0/1 data; recode it")
-    else:
-        if not jnp.issubdtype(data.dtype, jnp.floating):
-            raise TypeError(f"ci_test={name!r} needs floating data, got {data.dtype=}")
-        data = check_values(
-            data, lambda xp, v: ~xp.isfinite(v), "data contains NaN or Inf; drop or impute those rows first"
-        )
-    n, d = data.shape[0], data.shape[1]
+def _check_chunk_size(chunk_size) -> None:
     if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer)
                                    or chunk_size < 1):
         raise ValueError(f"chunk_size must be None or a positive integer, got {chunk_size=!r}")
-    if chunk_size is None:
-        # memory per separator: the (d, d) score block; nonparametric also gathers an (n, d num_bins) one-hot
-        # matrix and builds cond_bins (d num_bins)^2 count tables
-        per = d * d * (num_bins * num_bins * cond_bins + n * num_bins // d if name == "nonparametric" else 1)
-        chunk_size = int(max(1, min(d, 2**23 // max(per, 1))))
-    fdt = _float_dtype()
-    n_true = None
-    if name in ("fisherz", "bernoulli") and not is_traced(data):
-        # a new n must not compile again: Fisher-z scores need only the correlation matrix (computed on the host
-        # or on a bucketed sample axis), Bernoulli scores only sums over rows (zero rows past n add nothing)
-        n_true = np.int32(n)
-        if name == "fisherz":
-            data = correlation_matrix(data, d, fdt)
-        else:
-            host = np.asarray(data)  # a device-to-host copy only for device input
-            padded = np.zeros((_pad_samples(n, d), d), host.dtype)
-            padded[:n] = host
-            data = jax.device_put(padded)
-    if isinstance(data, np.ndarray):
-        data = to_device(data)  # the testers below take the sample itself
-    if name == "nonparametric" and threshold is None:
-        # two programs, so that a new n (new strata sizes) compiles no p-value code
-        out = np_pvalue_scores(data, to_device(np.asarray(alpha), fdt) if not is_traced(alpha) else alpha,
-                               chunk_size, num_bins, cond_bins, progress)
-        if out is not None:
-            return out
-    return _scores(
-        data,
-        jnp.asarray(0.01 if alpha is None else alpha, fdt),
-        jnp.asarray(0.0 if threshold is None else threshold, fdt),
-        n_true,
-        ci_test=name,
-        chunk_size=chunk_size,
-        num_bins=num_bins,
-        cond_bins=cond_bins,
-        use_threshold=threshold is not None,
-        progress=progress,
-    )
 
 
-@_bins_alias
 def pc_tree(
     data: Float[ArrayLike, "n d"] | Int[ArrayLike, "n d"] | Bool[ArrayLike, "d d"] | TableLike,
     *,
-    ci_test: str | AbstractCITest = "fisherz",
+    ci_test: str | AbstractCITest | Callable = "fisherz",
     alpha: float | None = 0.01,
     threshold: float | None = None,
     chunk_size: int | None = None,
@@ -459,13 +308,12 @@ def pc_tree(
       >>> res.graph.shape, int(res.num_tests)
       ((8, 8), 196)
     """
-    test = _as_ci_test(ci_test, PC_TREE_TESTS, "pc_tree")
-    data, names = _prepare(data, test.name, alpha, threshold, names)
+    test = _as_ci_test(ci_test, "pc_tree")
+    data, names = _prepare(data, test, alpha, threshold, names)
+    _check_chunk_size(chunk_size)
     _num_tests(data.shape[-1])  # before the O(d^3) work, not after it
     show = resolve_progress(progress, in_program=True)
-    res = _from_scores(*_scores_of(data, test, alpha, threshold, chunk_size, show))
+    res = _from_scores(*test._tree_scores(data, alpha, threshold, chunk_size, show))
     if show:
         jax.effects_barrier()  # the chunk reports are printed before the call returns
-    if test.name == "d_separation" and names is not None:
-        names = resolve_names(names, None, res.graph.shape[0])
     return res if names is None else dataclasses.replace(res, names=names)

@@ -1,0 +1,149 @@
+"""The dependence scores of the poly-forest learner (:func:`icmlx.structure.pc_tree`) that the CI-test objects
+produce: the fused kernels of the built-in testers, and scores from any tester's p-values."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from icmlx._checks import check_values, is_traced
+from icmlx._inputs import to_device
+
+from ._ci_tests import _float_dtype
+from ._contingency import _pad_samples
+from ._fisher_padded import correlation_matrix
+from ._polyforest_kernels import _scores, np_pvalue_scores
+
+__all__ = ["default_cond_bins"]
+
+
+def default_cond_bins(n: int, num_bins: int = 4) -> int:
+    """Default number of separator bins of the nonparametric tester: ``max(num_bins, round(sqrt(n) / 5))``.
+
+    Conditioning on a binned separator leaves a within-bin residual dependence that a calibrated test detects
+    once ``n`` is large enough, so the bins must shrink as ``n`` grows (Neykov, Balakrishnan & Wasserman let the
+    number of bins grow with ``n`` at a rate set by the smoothness). The ``sqrt(n) / 5`` rate is a heuristic: on
+    the tanh additive-noise poly-trees of ``examples/polyforest_rates.py`` it left no detectable binning bias up to
+    ``n = 19200`` while keeping ``>= 5 sqrt(n)`` samples per stratum; with a fixed 7 bins false edges grew with
+    ``n``.
+
+    References:
+      Neykov, Balakrishnan & Wasserman, "Minimax optimal conditional independence testing", Ann. Statist. 49
+      (2021), arXiv:2001.03039.
+
+    Raises:
+      ValueError: ``n`` not a positive integer, or ``num_bins`` not an integer ``>= 2``.
+
+    Examples:
+      >>> from icmlx.structure import default_cond_bins
+      >>> [default_cond_bins(n, 3) for n in (300, 2400, 9600)]
+      [3, 10, 20]
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ValueError(f"n must be a positive integer (the sample size), got {n=!r}")
+    if isinstance(num_bins, bool) or not isinstance(num_bins, int | np.integer) or num_bins < 2:
+        raise ValueError(f"num_bins must be an integer >= 2, got {num_bins=!r}")
+    return max(int(num_bins), round(math.sqrt(n) / 5.0))
+
+
+def _check_threshold(threshold, name: str) -> None:
+    if threshold is None or is_traced(threshold):
+        return
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float | np.number | np.ndarray | jax.Array):
+        raise TypeError(f"threshold must be a number (or None to test at level alpha), got {threshold=!r}")
+    t = float(np.asarray(threshold))
+    if name == "fisherz" and not 0.0 < t < 1.0:
+        raise ValueError(f"with ci_test='fisherz' the threshold cuts |partial correlation|: pass 0 < threshold < 1, "
+                         f"got {threshold=}")
+    if not (np.isfinite(t) and t > 0.0):
+        raise ValueError(f"threshold must be a positive finite cut on the statistic, got {threshold=}")
+
+
+def _scores_from_pvalues(batched, d: int, alpha):
+    """``pc_tree``'s scores from a prepared tester's p-values (:meth:`AbstractCITest.prepare`): every pair
+    marginally and given each single other node, one batch per separator ``l``. Scores are ``-p`` and both cuts
+    ``-alpha`` ("dependent" iff ``p <= alpha``); the separator is the ``l`` of the largest p-value."""
+    fdt = _float_dtype()
+    j, k = np.triu_indices(d, 1)
+    p0 = batched.pvalues(j.astype(np.int64), k.astype(np.int64), np.zeros((j.size, 0), np.int64))
+    s0 = np.zeros((d, d))
+    s0[j, k] = s0[k, j] = -p0
+    pmax = np.full((d, d), -np.inf)
+    arg = np.full((d, d), -1, np.int64)
+    for sep in range(d):
+        use = (j != sep) & (k != sep)
+        if not use.any():
+            continue
+        jj, kk = j[use], k[use]
+        p = batched.pvalues(jj.astype(np.int64), kk.astype(np.int64), np.full((jj.size, 1), sep, np.int64))
+        better = p > pmax[jj, kk]
+        pmax[jj[better], kk[better]] = p[better]
+        arg[jj[better], kk[better]] = sep
+    pmax = np.maximum(pmax, pmax.T)
+    arg = np.maximum(arg, arg.T)
+    cut = np.asarray(-float(alpha), fdt)
+    return (jax.device_put(s0.astype(fdt)), jax.device_put((-pmax).astype(fdt)),
+            jax.device_put(arg.astype(np.int32)), jax.device_put(cut), jax.device_put(cut))
+
+
+def _builtin_scores(data, name, alpha, threshold, chunk_size, progress=False, num_bins=4, cond_bins=4):
+    """The fused score kernels of the built-in testers (:mod:`._polyforest_kernels`), one compiled program."""
+    _check_threshold(threshold, name)
+    if not isinstance(data, np.ndarray):  # host data from _prepare is already cast; uploaded below where needed
+        data = jnp.asarray(data)
+    if name == "d_separation":
+        if data.ndim != 2 or data.shape[0] != data.shape[1]:
+            raise ValueError(f"d_separation needs a (d, d) DAG, got {data.shape=}")
+        data = data.astype(bool)
+    elif name == "bernoulli":
+        if not (jnp.issubdtype(data.dtype, jnp.integer) or data.dtype == jnp.bool_):
+            raise TypeError(f"ci_test='bernoulli' needs 0/1 integer data, got {data.dtype=}")
+        data = check_values(data, lambda xp, v: (v < 0) | (v > 1), "ci_test='bernoulli' needs 0/1 data; recode it")
+    else:
+        if not jnp.issubdtype(data.dtype, jnp.floating):
+            raise TypeError(f"ci_test={name!r} needs floating data, got {data.dtype=}")
+        data = check_values(
+            data, lambda xp, v: ~xp.isfinite(v), "data contains NaN or Inf; drop or impute those rows first"
+        )
+    n, d = data.shape[0], data.shape[1]
+    if name == "fisherz" and not is_traced(data) and n <= 4:
+        raise ValueError(f"pc_tree's fisherz tests given one separator need n > 4 samples, got n={n}")
+    if chunk_size is None:
+        # memory per separator: the (d, d) score block; nonparametric also gathers an (n, d num_bins) one-hot
+        # matrix and builds cond_bins (d num_bins)^2 count tables
+        per = d * d * (num_bins * num_bins * cond_bins + n * num_bins // d if name == "nonparametric" else 1)
+        chunk_size = int(max(1, min(d, 2**23 // max(per, 1))))
+    fdt = _float_dtype()
+    n_true = None
+    if name in ("fisherz", "bernoulli") and not is_traced(data):
+        # a new n must not compile again: Fisher-z scores need only the correlation matrix (computed on the host
+        # or on a bucketed sample axis), Bernoulli scores only sums over rows (zero rows past n add nothing)
+        n_true = np.int32(n)
+        if name == "fisherz":
+            data = correlation_matrix(data, d, fdt)
+        else:
+            host = np.asarray(data)  # a device-to-host copy only for device input
+            padded = np.zeros((_pad_samples(n, d), d), host.dtype)
+            padded[:n] = host
+            data = jax.device_put(padded)
+    if isinstance(data, np.ndarray):
+        data = to_device(data)  # the testers below take the sample itself
+    if name == "nonparametric" and threshold is None:
+        # two programs, so that a new n (new strata sizes) compiles no p-value code
+        out = np_pvalue_scores(data, to_device(np.asarray(alpha), fdt) if not is_traced(alpha) else alpha,
+                               chunk_size, num_bins, cond_bins, progress)
+        if out is not None:
+            return out
+    return _scores(
+        data,
+        jnp.asarray(0.01 if alpha is None else alpha, fdt),
+        jnp.asarray(0.0 if threshold is None else threshold, fdt),
+        n_true,
+        ci_test=name,
+        chunk_size=chunk_size,
+        num_bins=num_bins,
+        cond_bins=cond_bins,
+        use_threshold=threshold is not None,
+        progress=progress,
+    )
