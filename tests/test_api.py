@@ -12,7 +12,6 @@ import dataclasses
 import importlib
 import inspect
 import re
-import warnings
 from pathlib import Path
 
 import equinox as eqx
@@ -266,36 +265,6 @@ def test_few_timings_in_comments_and_docstrings():
             if _TIMING.search(line):
                 hits.append(f"{p.relative_to(SRC)}:{i}: {line.strip()}")
     assert len(hits) <= 5, "timings or history in src comments/docstrings:\n" + "\n".join(hits)
-
-
-def test_deprecation_helper_warns_and_forwards():
-    from icmlx._deprecation import renamed_kwargs
-
-    @renamed_kwargs(num_iters="num_steps")
-    def f(x, *, num_steps=1):
-        return x * num_steps
-
-    with pytest.warns(DeprecationWarning, match="'num_iters' is deprecated.*'num_steps'"):
-        assert f(2, num_iters=3) == 6
-    with pytest.raises(TypeError, match="both"):
-        f(2, num_iters=3, num_steps=3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert f(2, num_steps=4) == 8
-    assert list(inspect.signature(f).parameters) == ["x", "num_steps"]
-
-
-def test_deprecated_attribute_warns_at_the_caller():
-    from icmlx._deprecation import deprecated_attribute
-
-    class Record(eqx.Module):
-        num_things: int
-        n_things = deprecated_attribute("num_things")
-
-    with pytest.warns(DeprecationWarning, match="'n_things' is deprecated.*'num_things'") as rec:
-        assert Record(3).n_things == 3
-    assert rec[0].filename == __file__
-    assert [f.name for f in dataclasses.fields(Record)] == ["num_things"]
 
 
 def test_as_strategy_accepts_objects_and_shorthands_and_names_the_argument():

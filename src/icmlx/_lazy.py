@@ -13,8 +13,8 @@ def lazy_attributes(module_name: str, namespace: dict[str, Any], where: Mapping[
     ``where`` maps a public name to the module that defines it, relative to ``module_name`` (``"_fdr"``, or
     ``".._results"`` for the parent package's). The value is stored in ``namespace`` (the module's ``globals()``),
     so later lookups are plain attribute reads. A name in ``submodules`` is a public submodule (``fem``), imported
-    and returned itself. Names in neither go to ``fallback`` (e.g. a `deprecated_names`
-    hook), else raise ``AttributeError``.
+    and returned itself. Names in neither go to ``fallback`` (e.g. a computed
+    attribute such as ``__version__``), else raise ``AttributeError``.
     """
 
     def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""The one-API redesign in icmlx.stats: RESULTS/Solution, gamma2 rule objects, deprecated aliases (issue #16)."""
+"""The icmlx.stats API: RESULTS/Solution, gamma2 rule objects, removed aliases as errors."""
 
 import warnings
 
@@ -24,8 +24,6 @@ from icmlx.stats import (
     simulate_two_groups,
     two_groups_em,
 )
-
-DEPRECATED = pytest.warns(DeprecationWarning, match="deprecated")
 
 
 def _x(key=0, n=400):

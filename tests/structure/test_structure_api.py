@@ -1,4 +1,4 @@
-"""The structure API of CONTRIBUTING.md: strategy objects, deprecated aliases (warn, same answer), renamed fields."""
+"""The structure API of CONTRIBUTING.md: strategy objects, removed aliases as errors, renamed fields."""
 
 
 import jax

@@ -1,16 +1,16 @@
 """Structure learning: the PC algorithm and the optimal poly-forest learner (Gao, Wang & Aragam,
 arXiv:2507.05689), with batched Gaussian, discrete, Bernoulli and nonparametric conditional-independence tests.
 
-The tester of :func:`pc` / :func:`pc_tree` is a strategy object (:class:`FisherZ`, :class:`ChiSquare`,
-:class:`GSquare`, :class:`Bernoulli`, :class:`Nonparametric`, :class:`DSeparation`), its string shorthand, or a
-function ``fn(data, x, y, S) -> p_value`` of the user's (:class:`UserCITest`); :func:`bootstrap_pc` gives edge
+The tester of `pc` / `pc_tree` is a strategy object (`FisherZ`, `ChiSquare`,
+`GSquare`, `Bernoulli`, `Nonparametric`, `DSeparation`), its string shorthand, or a
+function ``fn(data, x, y, S) -> p_value`` of the user's (`UserCITest`); `bootstrap_pc` gives edge
 frequencies over resamples. The
-calibration of :func:`nonparametric_test` is :class:`Asymptotic` or :class:`Permutation`; PC's collider rule is
-:class:`SepsetColliders`, :class:`MaxPColliders` or :class:`DefiniteMaxPColliders`.
+calibration of `nonparametric_test` is `Asymptotic` or `Permutation`; PC's collider rule is
+`SepsetColliders`, `MaxPColliders` or `DefiniteMaxPColliders`.
 
 Data may be a NumPy/JAX array or a pandas DataFrame (its column names name the result; text and categorical
 columns are coded for the discrete tests). Every graph result has ``edges``, ``to_networkx()``, ``to_dot()`` and
-a short ``repr``; :func:`plot_graph` draws one (matplotlib, imported only when called).
+a short ``repr``; `plot_graph` draws one (matplotlib, imported only when called).
 """
 
 from typing import TYPE_CHECKING

@@ -51,7 +51,7 @@ class BackgroundKnowledge(eqx.Module):
       forbidden: ``(d, d)`` bool, ``forbidden[i, j]`` means ``i -> j`` is forbidden.
       required: ``(d, d)`` bool, ``required[i, j]`` means ``i -> j`` is required.
       names: the variable names the rows refer to, or ``None`` (rows are column numbers). With names,
-        :func:`icmlx.structure.pc` matches them to the data's column names, so the data's columns may come in
+        `icmlx.structure.pc` matches them to the data's column names, so the data's columns may come in
         any order or include further variables.
     """
 

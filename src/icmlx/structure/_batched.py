@@ -1,9 +1,9 @@
-"""Prepared CI tests: what a CI-test object's ``prepare`` returns, and what :func:`icmlx.structure.pc` calls.
+"""Prepared CI tests: what a CI-test object's ``prepare`` returns, and what `icmlx.structure.pc` calls.
 
 A prepared test evaluates one level's batch of tests ``(x, y, S)`` (host int64 arrays ``(m,)``, ``(m,)``,
 ``(m, k)``, one ``k`` per call) and returns their p-values as a float64 NumPy array. The batches are cut and padded
 here, to a few sizes per kernel, so that a level compiles a handful of programs whatever its number of tests; each
-tester supplies only its kernel (:meth:`_BatchedTest._kernel`) and how its padding works.
+tester supplies only its kernel (`_BatchedTest._kernel`) and how its padding works.
 """
 
 import math
@@ -37,7 +37,7 @@ class _BatchedTest:
     """A CI test bound to its data: ``pvalues(x, y, s)`` evaluates a batch of one conditioning-set size.
 
     Subclasses set ``per_test`` (working-set elements of one test, which caps the batch), and implement
-    :meth:`_kernel`. ``pad_sets``: conditioning sets are padded to a multiple of 4 columns with the true size
+    `_kernel`. ``pad_sets``: conditioning sets are padded to a multiple of 4 columns with the true size
     passed to the kernel (so the levels up to that width share one compilation); ``lo``: the smallest batch
     bucket; ``fixed_batch``: every call uses the largest batch (the kernel's cost follows its traced count of
     real tests, so one size serves every level).
@@ -111,7 +111,7 @@ _VMAPPED: dict = {}
 
 
 def _vmapped_cache(fn):
-    """:func:`_user_vmapped` once per function object, so that later runs with the same function (bootstrap
+    """`_user_vmapped` once per function object, so that later runs with the same function (bootstrap
     resamples, a second ``pc`` call) reuse its compiled programs; unhashable callables get a fresh one."""
     try:
         if fn not in _VMAPPED:

@@ -15,7 +15,7 @@ __all__ = ["BootstrapResult", "bootstrap_pc"]
 
 
 class BootstrapResult(eqx.Module):
-    """Output of :func:`bootstrap_pc`: edge frequencies over the resamples.
+    """Output of `bootstrap_pc`: edge frequencies over the resamples.
 
     Attributes:
       edge_frequency: ``(d, d)`` symmetric, the fraction of resamples whose CPDAG has ``i`` and ``j`` adjacent.
@@ -45,7 +45,7 @@ def bootstrap_pc(
     r"""PC on ``num_resamples`` bootstrap resamples of the rows: the frequency of every adjacency and orientation.
 
     Resample $b$ draws $n$ rows with replacement, $x^{(b)} = x_{I_b}$, $I_b \sim \mathrm{Unif}\{1..n\}^n$, and
-    runs :func:`icmlx.structure.pc` on it; with $G^{(b)}$ its CPDAG,
+    runs `icmlx.structure.pc` on it; with $G^{(b)}$ its CPDAG,
 
     $$\hat f_{ij} = \frac1B \sum_{b=1}^B \mathbf 1[i \text{ and } j \text{ adjacent in } G^{(b)}],$$
 
@@ -57,16 +57,16 @@ def bootstrap_pc(
 
     Args:
       key: PRNG key of the resampling.
-      data: ``(n, d)`` array or DataFrame, as for :func:`icmlx.structure.pc`.
+      data: ``(n, d)`` array or DataFrame, as for `icmlx.structure.pc`.
       num_resamples: number of bootstrap resamples ``B >= 1``.
-      **pc_kwargs: keyword arguments of :func:`icmlx.structure.pc` (``ci_test``, ``alpha``, ``colliders``, ...).
+      **pc_kwargs: keyword arguments of `icmlx.structure.pc` (``ci_test``, ``alpha``, ``colliders``, ...).
 
     Returns:
-      :class:`BootstrapResult`.
+      `BootstrapResult`.
 
     Raises:
       ValueError: ``num_resamples`` not a positive integer, the d-separation oracle (it has no data to
-        resample), or anything :func:`icmlx.structure.pc` refuses.
+        resample), or anything `icmlx.structure.pc` refuses.
 
     References:
       Friedman, Goldszmidt & Wyner, "Data analysis with Bayesian networks: a bootstrap approach", UAI (1999);

@@ -1,29 +1,31 @@
 r"""Upper tail of the χ² distribution for integer degrees of freedom, from short series of positive terms.
 
-For ``k`` degrees of freedom, :math:`s = k/2` and :math:`t = x/2`, the survival function is the regularised
-upper incomplete gamma function :math:`Q(s, t)`. With the Poisson-like terms :math:`w(a) = e^{-t} t^a/\Gamma(a+1)`:
+For ``k`` degrees of freedom, $s = k/2$ and $t = x/2$, the survival function is the regularised
+upper incomplete gamma function $Q(s, t)$. With the Poisson-like terms $w(a) = e^{-t} t^a/\Gamma(a+1)$:
 
-- **tail** (:math:`t \ge s`): for integer ``k`` the sum is finite,
+- **tail** ($t \ge s$): for integer ``k`` the sum is finite,
 
-  .. math:: Q(s, t) = \sum_{a = s-1,\, s-2,\, \dots \ge 0} w(a) + [k \text{ odd}]\,\operatorname{erfc}\sqrt t
+  $$
+  Q(s, t) = \sum_{a = s-1,\, s-2,\, \dots \ge 0} w(a) + [k \text{ odd}]\,\operatorname{erfc}\sqrt t
+  $$
 
   (even ``k``: ``a = s-1, ..., 1, 0``; odd ``k``: ``a = s-1, ..., 3/2, 1/2``), summed downwards by the ratio
   ``w(a-1)/w(a) = a/t < 1``;
-- **bulk** (:math:`t < s`): :math:`Q = 1 - P` with the lower series
-  :math:`P(s, t) = w(s) \sum_{j \ge 0} t^j / ((s+1)(s+2)\cdots(s+j))`, whose ratio ``t/(s+j+1) < 1``.
+- **bulk** ($t < s$): $Q = 1 - P$ with the lower series
+  $P(s, t) = w(s) \sum_{j \ge 0} t^j / ((s+1)(s+2)\cdots(s+j))$, whose ratio ``t/(s+j+1) < 1``.
 
 Every term is positive, so neither sum cancels, and each stops when the geometric bound on its rest falls below
 the working precision: a test takes at most about ``min(k/2, 9 sqrt(k/2) + 40)`` steps of one multiply-add (no
 transcendental function inside the loop). The logarithm of the leading term is exact for ``a < 16`` (``a`` is a
-multiple of 1/2, so :math:`\log\Gamma(a+1)` comes from a table) and, above, uses Stirling's series in the
-deviance form :math:`\log w(a) = -a\,(u - \log(1 + u)) - \tfrac12\log(2\pi a) - \epsilon(a)`,
-:math:`u = (t - a)/a` (with :math:`\log t - \log a` in place of :math:`\log(1+u)` when ``t < a/2``), so its
+multiple of 1/2, so $\log\Gamma(a+1)$ comes from a table) and, above, uses Stirling's series in the
+deviance form $\log w(a) = -a\,(u - \log(1 + u)) - \tfrac12\log(2\pi a) - \epsilon(a)$,
+$u = (t - a)/a$ (with $\log t - \log a$ in place of $\log(1+u)$ when ``t < a/2``), so its
 rounding error is about ``eps * |t - a|``, which is the conditioning of the tail itself, rather than
 ``eps * lgamma(a)``.
 
-One implementation serves two array modules: :func:`chi2_sf` (JAX, jit/vmap-safe, one ``while_loop`` of
-multiply-adds: a small program beside :func:`jax.scipy.special.gammaincc`) and :func:`chi2_sf_host` (NumPy in
-float64 on the host, which compiles nothing: PC's tester and :func:`icmlx.structure.chi_square` read the
+One implementation serves two array modules: `chi2_sf` (JAX, jit/vmap-safe, one ``while_loop`` of
+multiply-adds: a small program beside `jax.scipy.special.gammaincc`) and `chi2_sf_host` (NumPy in
+float64 on the host, which compiles nothing: PC's tester and `icmlx.structure.chi_square` read the
 statistics back anyway). Accuracy against ``scipy.stats.chi2.sf`` is tested in
 ``tests/structure/test_structure_chi2_tail.py`` (float32: within 32 eps times the tail's condition number
 ``1 + |x - k|/2``; float64: 1e-13 of the exact sum, 2e-11 of SciPy).
@@ -102,7 +104,7 @@ def _sf(xp, x, dof, loop, erfc_fn):
 
 @jax.jit
 def chi2_sf(x, dof):
-    r"""Upper tail :math:`P(\chi^2_k > x)` for integer ``k = dof >= 1`` (JAX, elementwise, broadcasting).
+    r"""Upper tail $P(\chi^2_k > x)$ for integer ``k = dof >= 1`` (JAX, elementwise, broadcasting).
 
     ``x <= 0`` gives 1, ``x = inf`` 0 and NaN gives NaN; ``dof <= 0`` is not a χ² law and gives NaN (callers that follow
     causal-learn's rule of p = 1 at dof 0 apply it themselves). Works in the dtype of ``x`` (float32 or float64;
@@ -124,7 +126,7 @@ _erfc_host = np.frompyfunc(math.erfc, 1, 1)
 
 
 def chi2_sf_host(x, dof) -> np.ndarray:
-    """:func:`chi2_sf` in float64 NumPy on the host (no device program); returns a float64 array.
+    """`chi2_sf` in float64 NumPy on the host (no device program); returns a float64 array.
 
     Examples:
       >>> from icmlx.structure._chi2_tail import chi2_sf_host

@@ -1,9 +1,9 @@
 """The record of a batch of conditional-independence (CI) tests, and the batch contract every tester shares.
 
 Every tester takes index arrays ``x: (b,)``, ``y: (b,)`` and ``s: (b, k)`` (one conditioning-set size ``k`` per
-call, so a PC level is one batch) and returns a :class:`CIResult` with one statistic and one p-value per test. The
-testers live in :mod:`._gaussian` (Fisher-z), :mod:`._discrete` (chi-square, G-square, Bernoulli),
-:mod:`._nonparametric` (binned U-statistic) and :mod:`._dseparation` (the d-separation oracle).
+call, so a PC level is one batch) and returns a `CIResult` with one statistic and one p-value per test. The
+testers live in `._gaussian` (Fisher-z), `._discrete` (chi-square, G-square, Bernoulli),
+`._nonparametric` (binned U-statistic) and `._dseparation` (the d-separation oracle).
 """
 
 import equinox as eqx

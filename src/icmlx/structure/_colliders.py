@@ -1,4 +1,4 @@
-"""The collider-rule strategy objects of :func:`icmlx.structure.pc` (causal-learn's ``uc_rule`` and ``uc_priority``).
+"""The collider-rule strategy objects of `icmlx.structure.pc` (causal-learn's ``uc_rule`` and ``uc_priority``).
 
 A rule object names how unshielded colliders ``x -> y <- z`` are found and carries the conflict priority that rule
 supports, so that no combination of the two can be invalid (causal-learn's definite max-P accepts priorities 2-4
@@ -26,7 +26,7 @@ def _check_priority(cls_name: str, priority, allowed: tuple[int, ...]) -> int:
 
 
 class AbstractColliderRule(eqx.Module):
-    """How :func:`icmlx.structure.pc` orients unshielded colliders, with its conflict ``priority`` (static)."""
+    """How `icmlx.structure.pc` orients unshielded colliders, with its conflict ``priority`` (static)."""
 
     priority: eqx.AbstractVar[int]
 

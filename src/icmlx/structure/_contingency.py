@@ -1,19 +1,19 @@
 """The contingency-table engine of the discrete CI tests: counting plans and kernels for X² and G².
 
-A batch of tests is planned on the host (:func:`_chi_square_groups`): small and medium tables are counted by one
+A batch of tests is planned on the host (`_chi_square_groups`): small and medium tables are counted by one
 scatter of the samples into a dense ``(strata, K, K)`` table (AND + popcount of per-category bitsets is an opt-in
-alternative for the smallest, :data:`BITS_MIN_TESTS`), and large products of cardinalities by re-coding the strata
+alternative for the smallest, `BITS_MIN_TESTS`), and large products of cardinalities by re-coding the strata
 observed in the sample and counting per sample, so the full product is never allocated.
-:func:`icmlx.structure.chi_square` and PC's tester both dispatch through
-:func:`_chi_square_plan`.
+`icmlx.structure.chi_square` and PC's tester both dispatch through
+`_chi_square_plan`.
 
 Compile once: every static size is a coarse bucket. The sample axis is padded to a power of four with headroom,
-reusing a length already compiled in the process (:func:`_pad_samples` states the rule), and the true ``n`` is a
+reusing a length already compiled in the process (`_pad_samples` states the rule), and the true ``n`` is a
 traced argument (the counting loops run over ``ceil(n / chunk)`` chunks and mask the rest), so a new ``n``
 reuses every program; flat tables, dense strata and
-strata code bounds are rounded up to a few sizes (:func:`_plan_bucket`); conditioning sets are padded with a
+strata code bounds are rounded up to a few sizes (`_plan_bucket`); conditioning sets are padded with a
 constant variable to one width per plan kind; p-values of statistics read back to the host are computed there
-(:func:`_chi2_pvalue_host`, the closed-form series of :mod:`._chi2_tail`), so they compile nothing.
+(`_chi2_pvalue_host`, the closed-form series of `._chi2_tail`), so they compile nothing.
 """
 
 import functools
@@ -78,13 +78,13 @@ def _table_stat_dof(counts, g_square):
 
 @jax.jit
 def _chi2_pvalue(stat, dof):
-    """Upper tail of χ²_dof at ``stat`` on the device (:func:`._chi2_tail.chi2_sf`); 1 where dof = 0
+    """Upper tail of χ²_dof at ``stat`` on the device (`._chi2_tail.chi2_sf`); 1 where dof = 0
     (causal-learn's rule). Used where the statistics stay on the device (sharded batches)."""
     return jnp.where(dof == 0, 1.0, chi2_sf(stat, jnp.maximum(dof, 1))).astype(stat.dtype)
 
 
 def _chi2_pvalue_host(stat, dof) -> np.ndarray:
-    """:func:`_chi2_pvalue` on the host in float64 (:func:`._chi2_tail.chi2_sf_host`): no device program, for
+    """`_chi2_pvalue` on the host in float64 (`._chi2_tail.chi2_sf_host`): no device program, for
     statistics that are read back anyway."""
     dof = np.asarray(dof)
     return np.where(dof == 0, 1.0, chi2_sf_host(stat, np.maximum(dof, 1)))
@@ -261,7 +261,7 @@ def _chi_square_table_kernel(table, cards, x, y, s, m, k, n, *, kmax, g_square, 
 
 @functools.partial(jax.jit, static_argnames=("kmax", "g_square", "n_strata", "mode", "code_bound"))
 def _chi_square_loop_kernel(data_t, cards, x, y, s, m, n, *, kmax, g_square, n_strata, mode, code_bound):
-    """:func:`_chi_square_kernel`'s statistic and dof one test per loop step (cache-resident counting tables),
+    """`_chi_square_kernel`'s statistic and dof one test per loop step (cache-resident counting tables),
     for the first ``m`` (dynamic) of ``b`` padded tests."""
     fdt = _float_dtype()
     b = x.shape[0]
@@ -354,7 +354,7 @@ def _pad_samples(n: int, rows: int = 1) -> int:
 
     1. a length this process already used is reused when ``n <= B <= 16 n`` (the smallest such);
     2. else ``B`` is the smallest power of four >= ``2n``, or >= ``n`` when ``2n * rows`` exceeds
-       :data:`HEADROOM_CELLS` (large data: memory first).
+       `HEADROOM_CELLS` (large data: memory first).
 
     So after a first call with ``n`` samples, any ``n'`` in ``[n/2, 2n]`` reuses its programs (``[n/4, n]`` and
     the rest of the bucket for large data). The counting loops run over the true ``n`` in chunks of ``B/16``, so
@@ -396,9 +396,9 @@ def _dense_width(kmax: int) -> int:
 def _plan_bucket(plan: tuple, kmax: int, n_pad: int) -> tuple:
     """Round a plan's static sizes up to a few buckets, so that one compilation serves many table sizes.
 
-    Bitset tables: one size, :data:`BITS_CELLS` rounded up to a power of four (a small table costs a few more
+    Bitset tables: one size, `BITS_CELLS` rounded up to a power of four (a small table costs a few more
     word operations, far less than a compilation). Dense tables: one buffer of the largest strata count
-    ``DENSE_CELLS / kmax^2`` (the kernel reads only each test's own strata, see :func:`_dense_chunk`).
+    ``DENSE_CELLS / kmax^2`` (the kernel reads only each test's own strata, see `_dense_chunk`).
     """
     kind = plan[0]
     if kind == "bits":
@@ -440,9 +440,9 @@ def _strata_plan(n: int, kmax: int, bound: int) -> tuple[str, int, int]:
 
 
 def _chi_square_plan(plan, data_t, bits, cards, x, y, s, m, n, *, const, kmax, g_square, vectorised=False):
-    """Statistic and dof of one plan group of :func:`_chi_square_groups` (host-side dispatch, NumPy indices).
+    """Statistic and dof of one plan group of `_chi_square_groups` (host-side dispatch, NumPy indices).
 
-    ``data_t`` is ``(d, n_pad)`` (see :func:`_pad_samples`), ``n`` the true sample count (traced). ``"bits"`` /
+    ``data_t`` is ``(d, n_pad)`` (see `_pad_samples`), ``n`` the true sample count (traced). ``"bits"`` /
     ``"dense1"`` plans run the per-test table kernel, with ``s`` padded with the constant variable ``const`` to
     one width per plan kind (``|S|`` is a dynamic bound for dense tables); strata plans run the per-sample
     kernel, one test per loop step, or vectorised over the batch (``vectorised``, for sharded batches). Only
@@ -476,13 +476,13 @@ def _pad_sets(s: np.ndarray, const: int, width: int | None = None) -> np.ndarray
 def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = False):
     """Host-side plan of a batch of χ² tests: ``[(indices, plan), ...]`` (``n`` the padded sample count).
 
-    Bitset counting (when :data:`BITS_MIN_TESTS` turns it on) when the flat table
+    Bitset counting (when `BITS_MIN_TESTS` turns it on) when the flat table
     ``C = pow2(prod card(S) * card x * card y) <= BITS_CELLS`` (``("bits", C)``) and at least
-    :data:`BITS_MIN_TESTS` tests of the batch qualify; else a dense table of
+    `BITS_MIN_TESTS` tests of the batch qualify; else a dense table of
     ``R = pow2(prod card(S))`` strata filled by scatters of the samples when ``R * kmax^2 <= DENSE_CELLS``
-    (``("dense1", R)``); else the per-sample strata plans of :func:`_strata_plan` by ``R`` (also used for
+    (``("dense1", R)``); else the per-sample strata plans of `_strata_plan` by ``R`` (also used for
     every test of a sharded batch, whose kernel is vectorised).
-    Sizes are then rounded up to buckets (:func:`_plan_bucket`) and groups of the same bucket merged.
+    Sizes are then rounded up to buckets (`_plan_bucket`) and groups of the same bucket merged.
     """
     lr = _log2_strata(cards_np, s)
     lc = np.ceil(lr + np.log2(cards_np[x] * cards_np[y]) - 1e-9).astype(np.int64)
@@ -507,15 +507,15 @@ def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = Fal
 
 
 class _ChiSquareEngine(_BatchedTest):
-    """X² / G² tests on one integer-coded sample: the one orchestration behind :func:`icmlx.structure.chi_square`
+    """X² / G² tests on one integer-coded sample: the one orchestration behind `icmlx.structure.chi_square`
     and PC's ``ChiSquare`` / ``GSquare`` testers.
 
     The ``(d, n)`` codes are padded to a multiple of 16 variables (at least one padding row: a constant
-    variable of one category that pads conditioning sets) and to a sample bucket (:func:`_pad_samples`; the
+    variable of one category that pads conditioning sets) and to a sample bucket (`_pad_samples`; the
     kernels count the first ``n`` samples). Cardinalities are ``max code + 1``, at least 2 for every real
     variable (an empty category changes no statistic and no dof; a constant variable then has one observed
     category, so its tests have no degrees of freedom and ``p = 1``, causal-learn's rule). A batch is planned by
-    :func:`_chi_square_groups`, every group dispatched before any result is read back, and the p-values of the
+    `_chi_square_groups`, every group dispatched before any result is read back, and the p-values of the
     statistics read back are computed on the host (sharded batches compute them on the device).
     """
 

@@ -2,8 +2,8 @@
 
 A cycle makes every routine that walks a DAG wrong or endless (a topological order does not exist, an ancestral
 sampler has no order to follow, a CPDAG is undefined), so each public function that takes a DAG checks it here.
-A concrete matrix is checked on the host (Kahn's algorithm, O(d^2)); a traced one gets :func:`equinox.error_if`
-on the result of :func:`dag_levels`, whose loop is bounded by ``d`` steps, so it ends on a cyclic graph too.
+A concrete matrix is checked on the host (Kahn's algorithm, O(d^2)); a traced one gets `equinox.error_if`
+on the result of `dag_levels`, whose loop is bounded by ``d`` steps, so it ends on a cyclic graph too.
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ def _random_polyforest(key, d, drop_prob):
 
 def random_er_dag(key: PRNGKey, d: int, expected_degree: RealScalarLike = 2.0) -> Bool[Array, "d d"]:
     r"""Erdős–Rényi DAG: each pair ``i < j`` (in a random order) is an edge with probability
-    :math:`p = \text{expected\_degree}/(d-1)`.
+    $p = \text{expected\_degree}/(d-1)$.
 
     Examples:
       >>> import jax
@@ -175,8 +175,8 @@ def sample_linear_gaussian(
     w_low: RealScalarLike = 0.5,
     w_high: RealScalarLike = 1.0,
 ) -> Float[Array, "n d"]:
-    r"""Linear Gaussian SEM :math:`x = x W + \varepsilon`, :math:`W_{ij} = \pm U[w_{low}, w_{high}]` on edges,
-    :math:`\varepsilon \sim N(0, I)`; sampled as :math:`X = E (I - W)^{-1}`.
+    r"""Linear Gaussian SEM $x = x W + \varepsilon$, $W_{ij} = \pm U[w_{low}, w_{high}]$ on edges,
+    $\varepsilon \sim N(0, I)$; sampled as $X = E (I - W)^{-1}$.
 
     Examples:
       >>> import jax
@@ -213,8 +213,8 @@ def _ancestral(order, init, step):
 def sample_bernoulli(
     key: PRNGKey, dag: Bool[ArrayLike, "d d"] | Int[ArrayLike, "d d"], n: int, strength: RealScalarLike = 0.4
 ) -> Int[Array, "n d"]:
-    r"""Binary SEM on ``dag``: :math:`P(x_j=1\mid pa) = \tfrac12 + \text{strength}\cdot
-    \frac{1}{|pa|}\sum_{k\in pa} s_{kj}(2x_k-1)` with random signs :math:`s_{kj}=\pm1`; roots are
+    r"""Binary SEM on ``dag``: $P(x_j=1\mid pa) = \tfrac12 + \text{strength}\cdot
+    \frac{1}{|pa|}\sum_{k\in pa} s_{kj}(2x_k-1)$ with random signs $s_{kj}=\pm1$; roots are
     Bernoulli(1/2). ``strength < 1/2`` keeps probabilities inside ``(0, 1)``.
 
     Examples:
@@ -259,8 +259,8 @@ def sample_nonlinear(
     w_low: RealScalarLike = 1.0,
     w_high: RealScalarLike = 2.0,
 ) -> Float[Array, "n d"]:
-    r"""Nonlinear additive-noise SEM :math:`x_j = \sum_{k\in pa(j)} W_{kj}\tanh(x_k) + \varepsilon_j`,
-    :math:`\varepsilon_j \sim N(0, 1)`, :math:`|W_{kj}| \sim U[w_{low}, w_{high}]`.
+    r"""Nonlinear additive-noise SEM $x_j = \sum_{k\in pa(j)} W_{kj}\tanh(x_k) + \varepsilon_j$,
+    $\varepsilon_j \sim N(0, 1)$, $|W_{kj}| \sim U[w_{low}, w_{high}]$.
 
     Examples:
       >>> import jax

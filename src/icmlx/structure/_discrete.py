@@ -25,16 +25,20 @@ def chi_square(
 ) -> CIResult:
     r"""Pearson χ² (or G²) tests of ``x ⫫ y | S`` for integer-coded discrete data, causal-learn's dof rule.
 
-    Per observed configuration ``s`` of ``S`` (empty strata are dropped), with counts :math:`O_{s,a,b}`:
+    Per observed configuration ``s`` of ``S`` (empty strata are dropped), with counts $O_{s,a,b}$:
 
-    .. math:: E_{s,a,b} = \frac{O_{s,a\cdot}O_{s,\cdot b}}{O_{s,\cdot\cdot}},\quad
-       X^2 = \sum \frac{(O-E)^2}{E}\ (E>0),\quad G^2 = 2\sum O\ln\frac{O}{E}\ (O>0),
+    $$
+    E_{s,a,b} = \frac{O_{s,a\cdot}O_{s,\cdot b}}{O_{s,\cdot\cdot}},\quad
+    X^2 = \sum \frac{(O-E)^2}{E}\ (E>0),\quad G^2 = 2\sum O\ln\frac{O}{E}\ (O>0),
+    $$
 
-    .. math:: \mathrm{df} = \sum_s (r_s - 1)(c_s - 1),\qquad p = \begin{cases}1 & \mathrm{df}=0\\
-       \bar F_{\chi^2_{\mathrm{df}}}(X^2) & \text{else}\end{cases}
+    $$
+    \mathrm{df} = \sum_s (r_s - 1)(c_s - 1),\qquad p = \begin{cases}1 & \mathrm{df}=0\\
+    \bar F_{\chi^2_{\mathrm{df}}}(X^2) & \text{else}\end{cases}
+    $$
 
-    where :math:`r_s, c_s` count the non-empty rows/columns of stratum ``s`` (= causal-learn's
-    ``K_x - 1 - #zero rows``). Categories must be coded ``0..K-1`` (see :func:`icmlx.structure.encode_discrete`).
+    where $r_s, c_s$ count the non-empty rows/columns of stratum ``s`` (= causal-learn's
+    ``K_x - 1 - #zero rows``). Categories must be coded ``0..K-1`` (see `icmlx.structure.encode_discrete`).
     Strata get mixed-radix codes from the true cardinalities. Each test's table is counted on its own (one test
     per step of a compiled loop, so its working set stays in cache): by one scatter-add of the samples into a
     dense ``(strata, K, K)`` table when that has at most ``2^17`` cells; larger products are re-coded to at
@@ -49,7 +53,7 @@ def chi_square(
       g_square: use G² instead of Pearson X².
 
     Returns:
-      :class:`CIResult` with the statistic, p-value and dof.
+      `CIResult` with the statistic, p-value and dof.
 
     Raises:
       TypeError: if ``data`` is not an integer array.
@@ -126,15 +130,17 @@ def bernoulli_test(
 ) -> CIResult:
     r"""Bernoulli CI tester for binary data: covariance gap statistic with a Pearson χ² p-value.
 
-    For each configuration ``z`` of ``S`` with empirical weight :math:`\hat p(z)`:
+    For each configuration ``z`` of ``S`` with empirical weight $\hat p(z)$:
 
-    .. math:: T = \sum_z \hat p(z)\,\bigl|\hat p_{11|z} - \hat p_{1\cdot|z}\hat p_{\cdot 1|z}\bigr|,\qquad
-       X^2 = \sum_z n_z \frac{(\hat p_{11|z}-\hat p_{1\cdot|z}\hat p_{\cdot1|z})^2}
-       {\hat p_{1\cdot|z}(1-\hat p_{1\cdot|z})\hat p_{\cdot1|z}(1-\hat p_{\cdot1|z})}
+    $$
+    T = \sum_z \hat p(z)\,\bigl|\hat p_{11|z} - \hat p_{1\cdot|z}\hat p_{\cdot 1|z}\bigr|,\qquad
+    X^2 = \sum_z n_z \frac{(\hat p_{11|z}-\hat p_{1\cdot|z}\hat p_{\cdot1|z})^2}
+    {\hat p_{1\cdot|z}(1-\hat p_{1\cdot|z})\hat p_{\cdot1|z}(1-\hat p_{\cdot1|z})}
+    $$
 
     ``T`` is the plug-in gap the poly-forest learner thresholds (its minimax rate is ``n^{-1/2}``); the p-value
-    is :math:`\bar F_{\chi^2_{\mathrm{df}}}(X^2)` with one dof per non-degenerate stratum (equal to the
-    :func:`chi_square` p-value on binary data).
+    is $\bar F_{\chi^2_{\mathrm{df}}}(X^2)$ with one dof per non-degenerate stratum (equal to the
+    `chi_square` p-value on binary data).
 
     Args:
       data: ``(n, d)`` binary (0/1) data.
@@ -143,7 +149,7 @@ def bernoulli_test(
       s: ``(b, k)`` conditioning sets.
 
     Returns:
-      :class:`CIResult` with ``statistic = T``.
+      `CIResult` with ``statistic = T``.
 
     Raises:
       TypeError: ``data`` neither integer nor bool.

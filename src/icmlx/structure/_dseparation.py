@@ -59,7 +59,7 @@ def d_separation(
     r"""d-separation oracle: ``p = 1`` if ``x ⫫_d y | S`` in ``dag`` and ``p = 0`` otherwise.
 
     Uses the moral-ancestral criterion (Lauritzen): ``x`` and ``y`` are d-separated by ``S`` iff they are
-    disconnected in the moral graph of :math:`\mathrm{An}(\{x,y\}\cup S)` after deleting ``S``.
+    disconnected in the moral graph of $\mathrm{An}(\{x,y\}\cup S)$ after deleting ``S``.
 
     Args:
       dag: ``(d, d)`` bool adjacency, ``dag[i, j]`` meaning ``i -> j``.
@@ -68,7 +68,7 @@ def d_separation(
       s: ``(b, k)`` conditioning sets.
 
     Returns:
-      :class:`CIResult` with ``statistic = pvalue = 1.0`` for separated triples, else ``0.0``.
+      `CIResult` with ``statistic = pvalue = 1.0`` for separated triples, else ``0.0``.
 
     Raises:
       ValueError: ``dag`` not square or cyclic (a runtime error under ``jit``), or a bad batch (an index out of

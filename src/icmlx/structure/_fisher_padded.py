@@ -22,7 +22,7 @@ HOST_CORRELATION_FLOPS = 2**30
 def correlation_matrix(data, d_pad: int, dtype) -> jax.Array:
     """The ``(d_pad, d_pad)`` correlation matrix of the concrete ``(n, d)`` sample (identity past ``d``), on the
     device in ``dtype``: standardised in float64 on the host (correlations are scale-free, so any scale fits in
-    float32), then one host product, or :func:`_padded_correlation` on a bucketed sample axis for large data.
+    float32), then one host product, or `_padded_correlation` on a bucketed sample axis for large data.
     Either way no compiled program depends on ``n`` exactly. A constant column gets an identity row and column
     (uncorrelated with everything: its tests give ``p = 1``, and conditioning on it changes nothing)."""
     z = np.asarray(data, np.float64)
@@ -67,7 +67,7 @@ def _padded_correlation(x, n, d):
 @jax.jit
 def _fisher_z_pvalues(corr, n, x, y, s, k):
     """PC's Fisher-z p-values: sets padded to the width of ``s`` (``k`` = true size, traced); ``k = 0`` takes
-    the plain correlation (the unconditional path of :func:`_fisher_z_kernel`), so every level up to the width
+    the plain correlation (the unconditional path of `_fisher_z_kernel`), so every level up to the width
     shares one compilation."""
     p0 = _fisher_z_kernel(corr, n, x, y, s[:, :0])[1]
     pk = _fisher_z_kernel(corr, n, x, y, s, k)[1]
@@ -76,7 +76,7 @@ def _fisher_z_pvalues(corr, n, x, y, s, k):
 
 @jax.jit
 def _fisher_z_pvalues_grouped(corr, n, x, y, s, k, group):
-    """:func:`_fisher_z_pvalues` for data with duplicated columns (``group[j]``: the first column equal to
+    """`_fisher_z_pvalues` for data with duplicated columns (``group[j]``: the first column equal to
     column ``j``). A set member that duplicates an earlier one adds nothing and is dropped (the correlation
     submatrix would be singular); a set that holds a duplicate of ``x`` or ``y`` determines it, so the residual
     of ``x`` or ``y`` is zero and the test says independent (``p = 1``), as a chi-square test whose strata fix

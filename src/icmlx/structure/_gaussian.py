@@ -16,8 +16,10 @@ __all__ = ["correlation_matrix", "fisher_z"]
 def correlation_matrix(data: Float[Array, "n d"]) -> Float[Array, "d d"]:
     r"""Pearson correlation matrix of the columns, ``np.corrcoef(data.T)``.
 
-    .. math:: R_{jk} = \frac{\sum_i (x_{ij}-\bar x_j)(x_{ik}-\bar x_k)}{\sqrt{\sum_i (x_{ij}-\bar x_j)^2
-       \sum_i (x_{ik}-\bar x_k)^2}}
+    $$
+    R_{jk} = \frac{\sum_i (x_{ij}-\bar x_j)(x_{ik}-\bar x_k)}{\sqrt{\sum_i (x_{ij}-\bar x_j)^2
+    \sum_i (x_{ik}-\bar x_k)^2}}
+    $$
 
     Args:
       data: ``(n, d)`` floating data.
@@ -109,21 +111,23 @@ def fisher_z(
 ) -> CIResult:
     r"""Fisher-z partial-correlation tests of ``x ⫫ y | S`` for a batch of triples.
 
-    With :math:`P = (R_{VV})^{-1}` for :math:`V = (x, y, S)`:
+    With $P = (R_{VV})^{-1}$ for $V = (x, y, S)$:
 
-    .. math:: r = -\frac{P_{01}}{\sqrt{P_{00}P_{11}}},\quad
-       T = \sqrt{n-|S|-3}\,|\operatorname{atanh} r|,\quad p = 2(1-\Phi(T)).
+    $$
+    r = -\frac{P_{01}}{\sqrt{P_{00}P_{11}}},\quad
+    T = \sqrt{n-|S|-3}\,|\operatorname{atanh} r|,\quad p = 2(1-\Phi(T)).
+    $$
 
     ``|r| >= 1`` is clamped to ``(1-eps) sign r`` as in causal-learn. Run with ``jax_enable_x64`` for p-values
     that agree with causal-learn to 1e-10.
 
     Args:
-      corr: ``(d, d)`` correlation matrix (see :func:`correlation_matrix`).
+      corr: ``(d, d)`` correlation matrix (see `correlation_matrix`).
       n: sample size.
       x: ``(b,)`` int indices; y: ``(b,)`` int indices; s: ``(b, k)`` conditioning sets.
 
     Returns:
-      :class:`CIResult` (``dof`` is ``-1``).
+      `CIResult` (``dof`` is ``-1``).
 
     Raises:
       ValueError: if the batch shapes disagree, an index is out of range, ``x == y`` or ``S`` holds ``x`` or

@@ -2,10 +2,10 @@
 
 Two encodings of a graph are accepted everywhere (results, metrics, plots):
 
-* an **endpoint matrix** (causal-learn's encoding, what :func:`icmlx.structure.pc` returns): ``g[j, i] = 1,
+* an **endpoint matrix** (causal-learn's encoding, what `icmlx.structure.pc` returns): ``g[j, i] = 1,
   g[i, j] = -1`` means ``i -> j``; both ``-1`` means ``i - j``; both ``1`` means ``i <-> j``; ``0`` no edge;
 * an **adjacency matrix** (a bool matrix, or any matrix with no ``-1`` entry, e.g. a DAG from
-  :func:`icmlx.structure.random_er_dag` or ``networkx.to_numpy_array``): ``a[i, j]`` means ``i -> j``, and
+  `icmlx.structure.random_er_dag` or ``networkx.to_numpy_array``): ``a[i, j]`` means ``i -> j``, and
   ``a[i, j] = a[j, i] = 1`` means the undirected edge ``i - j``.
 
 A matrix of 0/1 integers is thus read as an adjacency matrix; an endpoint matrix whose only edges are bidirected
@@ -29,7 +29,7 @@ EDGE_KINDS = ("undirected", "directed", "bidirected")
 
 
 def graph_to_edges(graph: np.ndarray) -> np.ndarray:
-    """Edge list ``(i, j, kind)`` of an endpoint matrix (see :class:`icmlx.structure.PCResult`).
+    """Edge list ``(i, j, kind)`` of an endpoint matrix (see `icmlx.structure.PCResult`).
 
     Args:
       graph: ``(d, d)`` int endpoint matrix (causal-learn encoding).
@@ -118,7 +118,7 @@ def as_endpoint(graph: Any, *, name: str = "graph") -> tuple[np.ndarray, tuple[s
 
 
 def edge_kinds(graph: Any) -> np.ndarray:
-    """``graph_to_edges`` of anything :func:`as_endpoint` accepts."""
+    """``graph_to_edges`` of anything `as_endpoint` accepts."""
     return graph_to_edges(as_endpoint(graph)[0])
 
 
@@ -133,7 +133,7 @@ def _labels(d: int, names: Sequence[str] | None, given: Sequence[str] | None) ->
 
 
 def to_networkx(graph: Any, names: Sequence[str] | None = None):
-    """The graph as a :class:`networkx.DiGraph` (needs networkx).
+    """The graph as a `networkx.DiGraph` (needs networkx).
 
     Convention: ``i -> j`` is the edge ``(i, j)`` with ``kind="directed"``; ``i - j`` is the pair of edges
     ``(i, j)`` and ``(j, i)``, both with ``kind="undirected"``; ``i <-> j`` the pair with ``kind="bidirected"``.
@@ -141,7 +141,7 @@ def to_networkx(graph: Any, names: Sequence[str] | None = None):
     column number as the attribute ``index``, and isolated nodes are kept.
 
     Args:
-      graph: a :class:`icmlx.structure.PCResult` / :class:`icmlx.structure.PCTreeResult`, an endpoint matrix, or
+      graph: a `icmlx.structure.PCResult` / `icmlx.structure.PCTreeResult`, an endpoint matrix, or
         an adjacency matrix (see the module notes).
       names: node labels overriding the result's.
 
@@ -179,7 +179,7 @@ def to_dot(graph: Any, names: Sequence[str] | None = None, *, title: str = "G") 
     """The graph as Graphviz DOT text (no graphviz needed to write it; render with ``dot -Tpng``).
 
     ``i -> j`` is written as an arrow, ``i - j`` as ``[dir=none]`` and ``i <-> j`` as ``[dir=both]`` in a
-    ``digraph``; every node is listed, isolated ones included. Labels as in :func:`to_networkx`.
+    ``digraph``; every node is listed, isolated ones included. Labels as in `to_networkx`.
 
     Args:
       graph: a result, an endpoint matrix or an adjacency matrix.
@@ -258,15 +258,15 @@ def named_edges(graph: Any, names: Sequence[str] | None = None) -> list[tuple]:
 
 
 class GraphResult(eqx.Module):
-    """Base of the graph records (:class:`PCResult`, :class:`PCTreeResult`): the ways a graph goes on to the next
+    """Base of the graph records (`PCResult`, `PCTreeResult`): the ways a graph goes on to the next
     tool. Subclasses declare ``graph``, ``num_tests`` and ``names``."""
 
     def to_networkx(self, names=None):
-        """The graph as a ``networkx.DiGraph`` (:func:`icmlx.structure.to_networkx`)."""
+        """The graph as a ``networkx.DiGraph`` (`icmlx.structure.to_networkx`)."""
         return to_networkx(self, names)
 
     def to_dot(self, names=None) -> str:
-        """The graph as Graphviz DOT text (:func:`icmlx.structure.to_dot`)."""
+        """The graph as Graphviz DOT text (`icmlx.structure.to_dot`)."""
         return to_dot(self, names)
 
     def named_edges(self) -> list[tuple]:

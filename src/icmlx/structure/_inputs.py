@@ -1,7 +1,7 @@
-"""What users hand to :func:`icmlx.structure.pc` / :func:`icmlx.structure.pc_tree`, turned into what the testers need.
+"""What users hand to `icmlx.structure.pc` / `icmlx.structure.pc_tree`, turned into what the testers need.
 
 A pandas DataFrame gives its values and its column names (the names travel into the result, its edges, networkx
-and DOT output, and can be used in :class:`icmlx.structure.BackgroundKnowledge`); NumPy and JAX arrays pass
+and DOT output, and can be used in `icmlx.structure.BackgroundKnowledge`); NumPy and JAX arrays pass
 through. For the discrete testers, string, object, pandas-categorical and bool columns are coded to integers
 ``0..K-1`` by their sorted distinct values, the rule causal-learn applies to integer data (``np.unique``). Missing
 cells (``NaN``, ``None``, ``pd.NA``) follow ``nan_policy``. All checks run on the host, before anything is traced.
@@ -203,7 +203,7 @@ def encode_discrete(
 
 
 def _encode_discrete_host(data, names=None) -> np.ndarray:
-    """:func:`encode_discrete`'s codes as a NumPy ``(n, d)`` int array (same checks and messages; ``names``
+    """`encode_discrete`'s codes as a NumPy ``(n, d)`` int array (same checks and messages; ``names``
     name the columns in errors when ``data`` is already an array)."""
     values, from_data = table_values(data)
     arr = np.asarray(values)

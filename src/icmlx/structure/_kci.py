@@ -29,7 +29,7 @@ MEDIAN_SAMPLES = 500  # samples used by the median-distance width (as RCIT and c
 
 
 def _column_widths(z: np.ndarray) -> np.ndarray:
-    """Per column, the median pairwise distance of its first :data:`MEDIAN_SAMPLES` values (1 if 0), on the host."""
+    """Per column, the median pairwise distance of its first `MEDIAN_SAMPLES` values (1 if 0), on the host."""
     sub = z[:MEDIAN_SAMPLES]
     iu = np.triu_indices(sub.shape[0], 1)
     out = np.array([np.median(np.abs(sub[:, j][:, None] - sub[:, j][None, :])[iu]) for j in range(z.shape[1])])
@@ -81,7 +81,7 @@ def _kci_fn(num_xy: int, num_z: int, ridge: float):
 
 
 class _KCIBatch(_FunctionTest):
-    """:func:`_kci_rf` vmapped over each batch, on the data standardised on the host (float64)."""
+    """`_kci_rf` vmapped over each batch, on the data standardised on the host (float64)."""
 
     def __init__(self, data: np.ndarray, *, key, num_xy: int, num_z: int, ridge: float, max_batch: int):
         from ._ci_tests import _float_dtype

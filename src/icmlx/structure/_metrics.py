@@ -33,7 +33,7 @@ def dag_to_cpdag(dag: Bool[ArrayLike, "d d"] | Int[ArrayLike, "d d"]) -> Int[Arr
 
     A concrete DAG is labelled on the host by Chickering's edge-labelling algorithm (compelled or reversible
     edges; O(d^2) memory, O(edges x degree) time). A traced one (inside ``jit``/``vmap``) keeps the arrows of
-    v-structures :math:`a \to c \leftarrow b` (``a, b`` non-adjacent) and closes the pattern under Meek's rules
+    v-structures $a \to c \leftarrow b$ (``a, b`` non-adjacent) and closes the pattern under Meek's rules
     R1-R3 (complete without background knowledge, Meek 1995); its R3 step holds ``(d, d, d)`` intermediates, so
     a size that would not fit in memory is refused at trace time.
 
@@ -216,7 +216,7 @@ def _prf(tp, n_est, n_true):
 def skeleton_scores(estimate: GraphLike, truth: GraphLike) -> Scores:
     """Adjacency precision / recall / F1 (unordered pairs).
 
-    Graphs in either encoding, as for :func:`shd`.
+    Graphs in either encoding, as for `shd`.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -238,7 +238,7 @@ def _skeleton_scores(estimate, truth):
 def arrowhead_scores(estimate: GraphLike, truth: GraphLike) -> Scores:
     """Arrowhead precision / recall / F1: arrow marks ``g[j, i] == 1`` (causal-learn ``ArrowConfusion``).
 
-    Graphs in either encoding, as for :func:`shd`.
+    Graphs in either encoding, as for `shd`.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -260,7 +260,7 @@ def _arrowhead_scores(estimate, truth):
 def exact_recovery(estimate: GraphLike, truth: GraphLike) -> Bool[Array, ""]:
     """``True`` iff the two endpoint matrices are identical (SHD 0, every mark equal).
 
-    Graphs in either encoding, as for :func:`shd`.
+    Graphs in either encoding, as for `shd`.
 
     Examples:
       >>> import jax.numpy as jnp

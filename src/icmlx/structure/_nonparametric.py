@@ -1,13 +1,13 @@
 """Nonparametric CI tests: the binned U-statistic, and its calibration by an asymptotic or a permutation p-value.
 
-The statistic of :func:`binned_u_statistic` (equal-frequency bins, per-stratum unbiased
-U-statistic of :math:`\\sum_{ab}(p_{ab|z}-p_{a|z}p_{b|z})^2`). Under conditional independence given the binned
-separator, :math:`m_z U_z` is a degenerate U-statistic whose limit is a weighted sum of centred :math:`\\chi^2_1`
-variables with weights :math:`\\lambda_i\\mu_j` = products of the eigenvalues of the within-stratum covariance
-matrices :math:`C_x = D_p - pp^\\top` and :math:`C_y = D_q - qq^\\top` of the bin indicators. Its cumulants only need
-:math:`\\operatorname{tr} C^k`, closed forms in the stratum margins, so the asymptotic p-value (Pearson's
-three-moment :math:`\\chi^2` approximation) costs no more than the statistic: it is what lets the poly-forest
-learner run all :math:`O(d^3)` tests at a union-bound level :math:`\\alpha/d^2` that no permutation p-value resolves.
+The statistic of `binned_u_statistic` (equal-frequency bins, per-stratum unbiased
+U-statistic of $\\sum_{ab}(p_{ab|z}-p_{a|z}p_{b|z})^2$). Under conditional independence given the binned
+separator, $m_z U_z$ is a degenerate U-statistic whose limit is a weighted sum of centred $\\chi^2_1$
+variables with weights $\\lambda_i\\mu_j$ = products of the eigenvalues of the within-stratum covariance
+matrices $C_x = D_p - pp^\\top$ and $C_y = D_q - qq^\\top$ of the bin indicators. Its cumulants only need
+$\\operatorname{tr} C^k$, closed forms in the stratum margins, so the asymptotic p-value (Pearson's
+three-moment $\\chi^2$ approximation) costs no more than the statistic: it is what lets the poly-forest
+learner run all $O(d^3)$ tests at a union-bound level $\\alpha/d^2$ that no permutation p-value resolves.
 """
 
 import functools
@@ -94,9 +94,11 @@ def binned_u_statistic(
     r"""Nonparametric CI statistic: equal-frequency binning plus a per-bin unbiased U-statistic.
 
     Every variable is cut into ``num_bins`` equal-frequency bins; for each bin ``z`` of ``S`` with ``m_z``
-    samples the U-statistic :math:`U_z` is the unbiased estimate (falling factorials of the counts) of
+    samples the U-statistic $U_z$ is the unbiased estimate (falling factorials of the counts) of
 
-    .. math:: \sum_{a,b}\bigl(p_{ab|z} - p_{a|z}p_{b|z}\bigr)^2, \qquad T = \sum_z \frac{m_z}{n} U_z.
+    $$
+    \sum_{a,b}\bigl(p_{ab|z} - p_{a|z}p_{b|z}\bigr)^2, \qquad T = \sum_z \frac{m_z}{n} U_z.
+    $$
 
     ``T`` has mean 0 under conditional independence (up to binning error) and is thresholded by the
     poly-forest learner (Neykov, Balakrishnan & Wasserman line). No p-value is attached: ``pvalue`` is
@@ -110,7 +112,7 @@ def binned_u_statistic(
       num_bins: bins per variable.
 
     Returns:
-      :class:`CIResult` (``dof = -1``).
+      `CIResult` (``dof = -1``).
 
     Raises:
       ValueError: bad shapes, ``num_bins`` not an integer ``>= 2``, NaN/Inf data (a runtime error under ``jit``),
@@ -265,17 +267,17 @@ def _np_kernel(data, x, y, s, key, *, num_bins, cond_bins, num_permutations):
 
 
 class AbstractCalibration(eqx.Module):
-    """How :func:`nonparametric_test` turns its binned U-statistic into a p-value (a strategy object).
+    """How `nonparametric_test` turns its binned U-statistic into a p-value (a strategy object).
 
-    Subclasses hold only static (hashable) settings and are not callable: :class:`Asymptotic` and
-    :class:`Permutation`.
+    Subclasses hold only static (hashable) settings and are not callable: `Asymptotic` and
+    `Permutation`.
     """
 
 
 class Asymptotic(AbstractCalibration):
-    r"""Asymptotic p-value: Pearson's three-moment approximation of the weighted-:math:`\chi^2` null of ``nT``.
+    r"""Asymptotic p-value: Pearson's three-moment approximation of the weighted-$\chi^2$ null of ``nT``.
 
-    No settings and no randomness; cheap enough for the poly-forest learner's :math:`O(d^3)` tests.
+    No settings and no randomness; cheap enough for the poly-forest learner's $O(d^3)$ tests.
 
     Examples:
       >>> from icmlx.structure import Asymptotic
@@ -285,10 +287,10 @@ class Asymptotic(AbstractCalibration):
 
 
 class Permutation(AbstractCalibration):
-    r"""Permutation p-value :math:`(1+\#\{T_b\ge T\})/(B+1)` from ``num_permutations`` within-stratum draws.
+    r"""Permutation p-value $(1+\#\{T_b\ge T\})/(B+1)$ from ``num_permutations`` within-stratum draws.
 
     Exact in finite samples for conditional independence given the binned separator. Needs ``key=`` in
-    :func:`nonparametric_test`.
+    `nonparametric_test`.
 
     Attributes:
       num_permutations: number of permutations ``B`` (``>= 1``).
@@ -335,28 +337,32 @@ def nonparametric_test(
     r"""Calibrated nonparametric CI tests of ``x ⫫ y | S``: binned U-statistic with a p-value.
 
     ``x`` and ``y`` are cut into ``num_bins`` equal-frequency bins, every variable of ``S`` into ``cond_bins``; for
-    each stratum ``z`` of the binned ``S`` with ``m_z`` samples, :math:`U_z` is the unbiased U-statistic of
-    :math:`\theta_z=\sum_{ab}(p_{ab|z}-p_{a|z}p_{b|z})^2` and
+    each stratum ``z`` of the binned ``S`` with ``m_z`` samples, $U_z$ is the unbiased U-statistic of
+    $\theta_z=\sum_{ab}(p_{ab|z}-p_{a|z}p_{b|z})^2$ and
 
-    .. math:: T = \sum_z \frac{m_z}{n} U_z .
+    $$
+    T = \sum_z \frac{m_z}{n} U_z .
+    $$
 
     ``method=Asymptotic()`` (``"asymptotic"``): under independence within every stratum,
-    :math:`nT=\sum_z m_zU_z` converges to :math:`\sum_z\sum_{ij}\lambda^z_i\mu^z_j(\xi_{zij}^2-1)` with
-    :math:`\lambda^z, \mu^z` the eigenvalues of :math:`C=\operatorname{diag}(p)-pp^\top` for the within-stratum
+    $nT=\sum_z m_zU_z$ converges to $\sum_z\sum_{ij}\lambda^z_i\mu^z_j(\xi_{zij}^2-1)$ with
+    $\lambda^z, \mu^z$ the eigenvalues of $C=\operatorname{diag}(p)-pp^\top$ for the within-stratum
     bin frequencies of ``x`` and ``y``. Its cumulants are
-    :math:`\kappa_2=2\sum_z\operatorname{tr}(C_x^2)\operatorname{tr}(C_y^2)`,
-    :math:`\kappa_3=8\sum_z\operatorname{tr}(C_x^3)\operatorname{tr}(C_y^3)` (closed forms in the margins), and the
+    $\kappa_2=2\sum_z\operatorname{tr}(C_x^2)\operatorname{tr}(C_y^2)$,
+    $\kappa_3=8\sum_z\operatorname{tr}(C_x^3)\operatorname{tr}(C_y^3)$ (closed forms in the margins), and the
     p-value is Pearson's three-moment approximation
 
-    .. math:: p = \Pr\bigl[g\,\chi^2_h - g h \ge nT\bigr],\qquad g=\frac{\kappa_3}{4\kappa_2},\quad
-       h=\frac{8\kappa_2^3}{\kappa_3^2},
+    $$
+    p = \Pr\bigl[g\,\chi^2_h - g h \ge nT\bigr],\qquad g=\frac{\kappa_3}{4\kappa_2},\quad
+    h=\frac{8\kappa_2^3}{\kappa_3^2},
+    $$
 
     exact when all weights are equal (uniform within-stratum margins), and cheap enough for the poly-forest
-    learner's :math:`O(d^3)` tests at levels like :math:`0.05/d^2`.
+    learner's $O(d^3)$ tests at levels like $0.05/d^2$.
 
     ``method=Permutation(num_permutations=B)`` (``"permutation"``: ``B = 199``): ``x`` is permuted within the
     strata of the binned ``S`` (``B`` draws from ``key``, shared by the batch; vmapped) and
-    :math:`p=(1+\#\{T_b\ge T\})/(B+1)`, exact in finite samples for conditional independence given the binned
+    $p=(1+\#\{T_b\ge T\})/(B+1)$, exact in finite samples for conditional independence given the binned
     ``S``.
 
     Binning ``S`` is only an approximation of conditioning on ``S``: for continuous ``S`` the residual dependence
@@ -370,12 +376,12 @@ def nonparametric_test(
       s: ``(b, k)`` conditioning sets.
       num_bins: bins for ``x`` and ``y`` (``>= 2``).
       cond_bins: bins for every variable of ``S`` (default ``num_bins``).
-      method: the calibration, an :class:`AbstractCalibration` (:class:`Asymptotic`, :class:`Permutation`) or
+      method: the calibration, an `AbstractCalibration` (`Asymptotic`, `Permutation`) or
         the shorthand ``"asymptotic"`` / ``"permutation"``.
-      key: PRNG key of the permutations (needed for :class:`Permutation`, unused otherwise).
+      key: PRNG key of the permutations (needed for `Permutation`, unused otherwise).
 
     Returns:
-      :class:`icmlx.structure.CIResult` with ``statistic = T`` and the p-value (``dof = -1``).
+      `icmlx.structure.CIResult` with ``statistic = T`` and the p-value (``dof = -1``).
 
     Raises:
       ValueError: bad shapes, ``num_bins``/``cond_bins < 2``, unknown ``method``, missing ``key``.

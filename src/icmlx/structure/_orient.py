@@ -16,7 +16,7 @@ TAIL, ARROW = -1, 1
 
 class _DPath:
     """causal-learn ``GeneralGraph``'s ``dpath`` on a copy of the endpoint matrix, advanced by replaying the edge
-    changes of a :class:`_Graph` in order (the same incremental steps causal-learn takes at each change)."""
+    changes of a `_Graph` in order (the same incremental steps causal-learn takes at each change)."""
 
     def __init__(self, adjacency):
         d = adjacency.shape[0]

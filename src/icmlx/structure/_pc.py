@@ -27,7 +27,7 @@ __all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "graph_to
 
 
 class PCResult(_graph_io.GraphResult):
-    """Output of :func:`pc`.
+    """Output of `pc`.
 
     Attributes:
       graph: ``(d, d)`` int CPDAG in causal-learn's endpoint encoding: ``graph[j, i] = 1, graph[i, j] = -1``
@@ -37,15 +37,15 @@ class PCResult(_graph_io.GraphResult):
       skeleton: ``(d, d)`` bool symmetric adjacency.
       sepset_members: ``(m, 3)`` int rows ``(x, y, k)``, ``x < y``: ``k`` lies in a separating set found for the
         removed edge ``x - y`` (causal-learn's union over the separating sets of both endpoints), stored per
-        removed edge, so memory follows the edges removed, not ``d^3``. :attr:`sepset` gives the dense view.
+        removed edge, so memory follows the edges removed, not ``d^3``. `sepset` gives the dense view.
       max_pvalue: ``(d, d)`` largest p-value seen for each pair (pcalg's ``pMax``).
       num_tests: number of distinct CI tests run (causal-learn's cache size).
       conflicts: ``(d, d)`` bool, ``conflicts[x, y]`` marks an edge where a collider clashed with an
         orientation already made (resolved by ``uc_priority``).
       names: the variable names (a DataFrame's columns, or ``names=``), or ``None``.
 
-    ``to_networkx()`` and ``to_dot()`` hand the graph on (see :func:`icmlx.structure.to_networkx`),
-    :func:`icmlx.structure.plot_graph` draws it, and :meth:`named_edges` lists the edges by name.
+    ``to_networkx()`` and ``to_dot()`` hand the graph on (see `icmlx.structure.to_networkx`),
+    `icmlx.structure.plot_graph` draws it, and `named_edges` lists the edges by name.
     """
 
     graph: Int[Array, "d d"]
@@ -60,7 +60,7 @@ class PCResult(_graph_io.GraphResult):
     @property
     def sepset(self) -> Bool[Array, "d d d"]:
         """``(d, d, d)`` bool, ``sepset[x, y, k]``: ``k`` lies in a separating set found for ``x, y`` (symmetric in
-        ``x, y``), built from :attr:`sepset_members` on demand (``d^3`` bytes: refused when they do not fit)."""
+        ``x, y``), built from `sepset_members` on demand (``d^3`` bytes: refused when they do not fit)."""
         d = int(self.graph.shape[0])
         check_memory(float(d) ** 3, f"the dense (d, d, d) separating-set view at d={d}",
                      "read sepset_members (one row (x, y, k) per separating-set member) instead")
@@ -89,8 +89,8 @@ def _gc_paused():
 
 
 def _resolve_ci_test(ci_test, data, where: str) -> AbstractCITest:
-    """The tester object; ``None``: :class:`DegenerateGaussian` for a table that mixes categorical and numeric
-    columns, else :class:`FisherZ`."""
+    """The tester object; ``None``: `DegenerateGaussian` for a table that mixes categorical and numeric
+    columns, else `FisherZ`."""
     if ci_test is None:
         from ._mixed import _is_mixed_table
 
@@ -99,7 +99,7 @@ def _resolve_ci_test(ci_test, data, where: str) -> AbstractCITest:
 
 
 class _Tester:
-    """The p-value cache of one PC run around a prepared CI test (:meth:`AbstractCITest.prepare`): distinct
+    """The p-value cache of one PC run around a prepared CI test (`AbstractCITest.prepare`): distinct
     tests are keyed ``(min(x, y), max(x, y), *sorted(S))`` and evaluated once, a level's new tests in one batch
     per set size.
 
@@ -219,7 +219,7 @@ class _Sepsets:
 
 def _level_chunks(deg: np.ndarray, depth: int):
     """Ranges ``[lo, hi)`` of ``x`` whose tests at ``depth`` (``deg(x) * C(deg(x) - 1, depth)`` each) total at
-    most :data:`LEVEL_CHUNK_TESTS` rows (a single ``x`` with more is a chunk of its own)."""
+    most `LEVEL_CHUNK_TESTS` rows (a single ``x`` with more is a chunk of its own)."""
     d = deg.shape[0]
     lo, acc = 0, 0
     for x in range(d):
@@ -235,7 +235,7 @@ def _level_chunks(deg: np.ndarray, depth: int):
 def _stable_level(tester: _Tester, adj, depth, alpha, sep: _Sepsets, maxp, counted, bk_forbid_both) -> np.ndarray:
     """One PC-stable level, vectorised: every ``(x, y, S)`` with ``y`` adjacent to ``x`` and ``S`` a ``depth``-subset
     of ``adj(x) \\ {y}`` (adjacencies frozen), distinct tests evaluated once, in chunks of ``x`` of at most
-    :data:`LEVEL_CHUNK_TESTS` tests. Updates ``sep``, ``maxp`` and ``counted`` in place; returns the symmetric
+    `LEVEL_CHUNK_TESTS` tests. Updates ``sep``, ``maxp`` and ``counted`` in place; returns the symmetric
     mask of edges to remove."""
     d = adj.shape[0]
     deg = adj.sum(axis=1)
@@ -344,19 +344,19 @@ def pc(
     Skeleton (PC-stable, Colombo & Maathuis 2014): for $\ell = 0, 1, \dots$ the adjacencies $A(x)$ are frozen
     and the edge ``x - y`` is removed if some $S \subseteq A(x)\setminus\{y\}$, $|S| = \ell$, gives
     $p(x, y \mid S) > \alpha$. All distinct tests of a level are handed to the tester's batched evaluator
-    (:meth:`AbstractCITest.prepare`) at once: the built-in testers run them through jitted kernels on padded
+    (`AbstractCITest.prepare`) at once: the built-in testers run them through jitted kernels on padded
     sizes (the sample axis in power-of-four buckets with the true ``n`` traced, conditioning sets and batches
     padded per kernel kind), so a new ``n`` in the same bucket compiles nothing, sharded over ``mesh`` if given;
     a function ``ci_test`` is ``jax.vmap``-ed over the level. The orientation phase replays causal-learn exactly
-    (same triple order; colliders by :class:`SepsetColliders` = causal-learn's ``uc_rule=0``,
-    :class:`MaxPColliders` = 1 or :class:`DefiniteMaxPColliders` = 2, each with its conflict ``priority``:
+    (same triple order; colliders by `SepsetColliders` = causal-learn's ``uc_rule=0``,
+    `MaxPColliders` = 1 or `DefiniteMaxPColliders` = 2, each with its conflict ``priority``:
     0 overwrite, 1 bidirected, 2 keep existing, 3 stronger, 4 stronger*; Meek R1-R3, and R4 when background
     knowledge is given).
 
     ``pc`` is a host-driven procedure: Python decides, level by level, which tests to run next, so it cannot
     be traced by ``jax.jit`` or ``jax.vmap`` (its data must be concrete). The compiled work is inside each
-    level; for many resamples use :func:`icmlx.structure.bootstrap_pc`, and for a learner that is one compiled
-    program, :func:`icmlx.structure.pc_tree`.
+    level; for many resamples use `icmlx.structure.bootstrap_pc`, and for a learner that is one compiled
+    program, `icmlx.structure.pc_tree`.
 
     A constant column is independent of everything (its tests give ``p = 1``: no degrees of freedom for
     χ²/G², a zero correlation for Fisher-z), so it is left isolated; of a duplicated pair each column
@@ -369,17 +369,17 @@ def pc(
         ``bernoulli`` integer, string, categorical or bool columns, coded by sorted distinct values; a column of
         non-integer numbers is refused by name rather than made into one category per value); for
         ``d_separation`` the DAG, or ``None`` with ``true_dag``. A DataFrame's column names name the result.
-      ci_test: the tester, :class:`FisherZ`, :class:`ChiSquare`, :class:`GSquare`, :class:`Bernoulli`,
-        :class:`DegenerateGaussian`, :class:`DSeparation` or :class:`UserCITest`; the shorthand ``"fisherz"``,
+      ci_test: the tester, `FisherZ`, `ChiSquare`, `GSquare`, `Bernoulli`,
+        `DegenerateGaussian`, `DSeparation` or `UserCITest`; the shorthand ``"fisherz"``,
         ``"chisq"``, ``"gsq"``, ``"bernoulli"``, ``"dg"``, ``"d_separation"``; ``None`` (default):
-        :class:`DegenerateGaussian` for a DataFrame that mixes categorical (text, bool, category) and numeric
-        columns, else :class:`FisherZ`; or a function ``fn(data, x, y, S) -> p_value`` (see
-        :class:`UserCITest`: vmapped over each level if JAX can trace it, else called test by test with a
+        `DegenerateGaussian` for a DataFrame that mixes categorical (text, bool, category) and numeric
+        columns, else `FisherZ`; or a function ``fn(data, x, y, S) -> p_value`` (see
+        `UserCITest`: vmapped over each level if JAX can trace it, else called test by test with a
         warning).
       alpha: level; "independent" means ``p > alpha``.
       max_depth: largest conditioning-set size (causal-learn ``max_k``).
       stable: PC-stable (default) or the original order-dependent PC.
-      colliders: the collider rule and its conflict priority, an :class:`AbstractColliderRule` or the shorthand
+      colliders: the collider rule and its conflict priority, an `AbstractColliderRule` or the shorthand
         ``"sepset"`` / ``"maxp"`` / ``"definite_maxp"`` (priority 2); causal-learn's ``uc_rule`` 0, 1, 2 are
         these three classes.
       background_knowledge: forbidden/required edges; built with names, it is matched to the data's names.
@@ -395,7 +395,7 @@ def pc(
         reports only with progress=True.
 
     Returns:
-      :class:`PCResult`.
+      `PCResult`.
 
     Raises:
       ValueError: alpha outside (0, 1), bad options (an unsupported ``ci_test`` or ``colliders``), NaN (with

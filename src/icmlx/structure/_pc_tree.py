@@ -31,10 +31,10 @@ __all__ = ["PCTreeResult", "default_cond_bins", "pc_tree", "pc_tree_from_scores"
 
 
 class PCTreeResult(_graph_io.GraphResult):
-    """Output of :func:`pc_tree` (fixed shapes, so the whole learner jits).
+    """Output of `pc_tree` (fixed shapes, so the whole learner jits).
 
     Attributes:
-      graph: ``(d, d)`` int CPDAG, causal-learn endpoint encoding (see :class:`icmlx.structure.PCResult`).
+      graph: ``(d, d)`` int CPDAG, causal-learn endpoint encoding (see `icmlx.structure.PCResult`).
       skeleton: ``(d, d)`` bool adjacency.
       marginal_score: ``(d, d)`` dependence score of the marginal test (larger = more dependent).
       conditional_score: ``(d, d)`` smallest dependence score over single separators ``l``.
@@ -44,8 +44,8 @@ class PCTreeResult(_graph_io.GraphResult):
       num_tests: number of CI tests, ``d(d-1)/2 * (d-1)``.
       names: the variable names (a DataFrame's columns, or ``names=``), or ``None``.
 
-    ``edges`` is the ``(e, 3)`` edge list in :class:`icmlx.structure.PCResult`'s format (computed on the host
-    from ``graph``); ``to_networkx()``, ``to_dot()`` and :func:`icmlx.structure.plot_graph` hand the graph on.
+    ``edges`` is the ``(e, 3)`` edge list in `icmlx.structure.PCResult`'s format (computed on the host
+    from ``graph``); ``to_networkx()``, ``to_dot()`` and `icmlx.structure.plot_graph` hand the graph on.
     """
 
     graph: Int[Array, "d d"]
@@ -59,7 +59,7 @@ class PCTreeResult(_graph_io.GraphResult):
 
     @property
     def edges(self) -> Int[Array, "e 3"]:
-        """``(e, 3)`` int edge list ``(i, j, kind)`` as :class:`icmlx.structure.PCResult`'s ``edges``."""
+        """``(e, 3)`` int edge list ``(i, j, kind)`` as `icmlx.structure.PCResult`'s ``edges``."""
         if is_traced(self.graph):
             raise TypeError("PCTreeResult.edges has a data-dependent length; read it outside jit (or use .graph)")
         return jnp.asarray(_graph_io.graph_to_edges(np.asarray(self.graph)))
@@ -94,7 +94,7 @@ def pc_tree_from_scores(
       cut1: scalar cuts of the marginal and the conditional scores.
 
     Returns:
-      :class:`PCTreeResult`.
+      `PCTreeResult`.
 
     References:
       Gao, Wang & Aragam, arXiv:2507.05689 (the PC-tree procedure); Meek, UAI (1995) (rule R1).
@@ -181,9 +181,9 @@ def polyforest_scores(
     threshold: float | None = None,
     chunk_size: int | None = None,
 ) -> tuple[Float[Array, "d d"], Float[Array, "d d"], Int[Array, "d d"], Float[Array, ""], Float[Array, ""]]:
-    """Dependence scores ``(marginal, min-over-l conditional, argmin l, cut0, cut1)`` used by :func:`pc_tree`.
+    """Dependence scores ``(marginal, min-over-l conditional, argmin l, cut0, cut1)`` used by `pc_tree`.
 
-    Arguments as :func:`pc_tree`; ``pc_tree(data, ...)`` is ``pc_tree_from_scores(*polyforest_scores(data, ...))``.
+    Arguments as `pc_tree`; ``pc_tree(data, ...)`` is ``pc_tree_from_scores(*polyforest_scores(data, ...))``.
 
     Returns:
       ``(marginal, conditional, separator, cut0, cut1)``: two ``(d, d)`` float scores, the ``(d, d)`` int argmin
@@ -207,8 +207,8 @@ def polyforest_scores(
 
 
 def _prepare(data, test: AbstractCITest, alpha, threshold, names):
-    """Host-side checks of ``pc_tree``'s inputs, by the tester's :meth:`~AbstractCITest.check_input` (as
-    :func:`icmlx.structure.pc`'s); ``(data, names)``. Host input stays on the host, cast as it will be used (the
+    """Host-side checks of ``pc_tree``'s inputs, by the tester's `check_input` (as
+    `icmlx.structure.pc`'s); ``(data, names)``. Host input stays on the host, cast as it will be used (the
     tester's scores upload it once, or only the statistics they need), so that the sample does not travel to the
     device and back."""
     if threshold is None and test.uses_alpha:
@@ -244,35 +244,37 @@ def pc_tree(
 ) -> PCTreeResult:
     r"""Learn a poly-forest CPDAG with the optimal PC-tree procedure of Gao, Wang & Aragam.
 
-    .. math:: j - k \in \hat E \iff \psi(j,k\mid\emptyset) = \text{dep} \ \wedge\
-       \psi(j,k\mid\{l\}) = \text{dep}\ \ \forall l \notin \{j,k\},
+    $$
+    j - k \in \hat E \iff \psi(j,k\mid\emptyset) = \text{dep} \ \wedge\
+    \psi(j,k\mid\{l\}) = \text{dep}\ \ \forall l \notin \{j,k\},
+    $$
 
-    then ``j -> l <- k`` for neighbours ``j, k`` of ``l`` with :math:`\psi(j,k\mid\emptyset)=\text{indep}`,
-    then R1. All :math:`O(d^3)` tests are computed in one jitted pass, chunked over ``l`` so memory is
-    :math:`O(d^2\cdot\text{chunk})`.
+    then ``j -> l <- k`` for neighbours ``j, k`` of ``l`` with $\psi(j,k\mid\emptyset)=\text{indep}$,
+    then R1. All $O(d^3)$ tests are computed in one jitted pass, chunked over ``l`` so memory is
+    $O(d^2\cdot\text{chunk})$.
 
     Testers (strategy objects, or their string shorthands) and calibrations:
 
-    * :class:`FisherZ` (``"fisherz"``): score ``|ρ_{jk·S}|``; with ``alpha`` the cut is
-      :math:`\tanh(\Phi^{-1}(1-\alpha/2)/\sqrt{n-|S|-3})` (same decisions as Fisher-z ``p > alpha``);
+    * `FisherZ` (``"fisherz"``): score ``|ρ_{jk·S}|``; with ``alpha`` the cut is
+      $\tanh(\Phi^{-1}(1-\alpha/2)/\sqrt{n-|S|-3})$ (same decisions as Fisher-z ``p > alpha``);
       with ``threshold`` the cut is ``threshold`` (the paper's calibrated τ ≈ c/2).
-    * :class:`Bernoulli` (``"bernoulli"``): with ``alpha``, Pearson χ² p-values; with ``threshold``, the
-      covariance gap :math:`\sum_z \hat p(z)|\hat p_{11|z}-\hat p_{1\cdot|z}\hat p_{\cdot1|z}|`.
-    * :class:`Nonparametric` (``"nonparametric"`` = ``Nonparametric()``): binned U-statistic (``num_bins``
+    * `Bernoulli` (``"bernoulli"``): with ``alpha``, Pearson χ² p-values; with ``threshold``, the
+      covariance gap $\sum_z \hat p(z)|\hat p_{11|z}-\hat p_{1\cdot|z}\hat p_{\cdot1|z}|$.
+    * `Nonparametric` (``"nonparametric"`` = ``Nonparametric()``): binned U-statistic (``num_bins``
       equal-frequency bins for ``j, k``, ``cond_bins`` for the separator ``l``). With ``alpha``, the asymptotic
-      p-value of :func:`icmlx.structure.nonparametric_test` (weighted-χ² null, Pearson's three-moment
+      p-value of `icmlx.structure.nonparametric_test` (weighted-χ² null, Pearson's three-moment
       approximation), "dependent" iff ``p <= alpha``; with ``threshold``, the statistic ``T`` itself is
       thresholded. Conditioning on a binned ``l`` leaves a residual dependence that only vanishes as
-      ``cond_bins`` grows, so by default (``cond_bins=None``) it grows like :math:`\sqrt n`
-      (:func:`default_cond_bins`).
-    * :class:`DSeparation` (``"d_separation"``): pass the true DAG as ``data`` (oracle).
+      ``cond_bins`` grows, so by default (``cond_bins=None``) it grows like $\sqrt n$
+      (`default_cond_bins`).
+    * `DSeparation` (``"d_separation"``): pass the true DAG as ``data`` (oracle).
 
     Args:
       data: ``(n, d)`` samples (NumPy/JAX array or pandas DataFrame; its column names name the result), or
-        the ``(d, d)`` DAG for the oracle. Checked on the host as :func:`pc` checks its data (missing values,
+        the ``(d, d)`` DAG for the oracle. Checked on the host as `pc` checks its data (missing values,
         constant or duplicated columns, too few samples); for ``bernoulli`` two-valued columns of any type
         (bool, strings, categories, 1/2) are coded 0/1.
-      ci_test: the tester, an :class:`AbstractCITest` or its string shorthand.
+      ci_test: the tester, an `AbstractCITest` or its string shorthand.
       alpha: level (ignored when ``threshold`` is given).
       threshold: calibrated cut on the statistic (positive; below 1 for ``fisherz``, whose statistic is a
         partial correlation).
@@ -283,7 +285,7 @@ def pc_tree(
         program reports only with progress=True (this learner is one compiled program).
 
     Returns:
-      :class:`PCTreeResult`.
+      `PCTreeResult`.
 
     Raises:
       ValueError / TypeError: bad tester, alpha outside (0, 1), a threshold out of range, wrong dtype or text

@@ -43,8 +43,8 @@ def plot_graph(
     for ``i <-> j``.
 
     Args:
-      result: a :class:`icmlx.structure.PCResult` / :class:`icmlx.structure.PCTreeResult`, an endpoint matrix
-        or an adjacency matrix (see :func:`icmlx.structure.to_networkx` for the encodings).
+      result: a `icmlx.structure.PCResult` / `icmlx.structure.PCTreeResult`, an endpoint matrix
+        or an adjacency matrix (see `icmlx.structure.to_networkx` for the encodings).
       ax: matplotlib axes to draw on (default: a new figure).
       names: node labels (default: the result's names, else ``0..d-1``).
       pos: node positions, a ``(d, 2)`` array or a mapping from label (or index) to ``(x, y)``; default
@@ -53,7 +53,7 @@ def plot_graph(
       **kwargs: passed to the edge artists (e.g. ``color=``, ``linewidth=``).
 
     Returns:
-      The :class:`matplotlib.axes.Axes` drawn on: one ``Line2D`` per undirected edge in ``ax.lines``, one
+      The `matplotlib.axes.Axes` drawn on: one ``Line2D`` per undirected edge in ``ax.lines``, one
       ``FancyArrowPatch`` per directed or bidirected edge in ``ax.patches``, the nodes as one scatter collection
       and one text per node.
 

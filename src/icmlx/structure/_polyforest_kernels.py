@@ -1,4 +1,4 @@
-"""The score kernels of the poly-forest learner (:func:`icmlx.structure.pc_tree`): for every pair ``(j, k)`` the
+"""The score kernels of the poly-forest learner (`icmlx.structure.pc_tree`): for every pair ``(j, k)`` the
 marginal score and the weakest score given one other node ``l``, chunked over ``l``, per CI test (Fisher-z,
 Bernoulli χ², binned nonparametric, d-separation). Scores are "larger = more dependent"; the learner compares them
 with its cut-offs.
@@ -152,7 +152,7 @@ def _bern_scores(data, alpha, threshold, chunk, report=None, n=None):
 
 def _np_counts(data, num_bins, cond_bins):
     """The sample as one-hot bins ``(n + 1, d num_bins)`` (row ``n`` zero) and, per separator ``l``, the rows of
-    its ``cond_bins`` strata ``(cond_bins size, d)`` (padded with row ``n``), for :func:`_np_tables`."""
+    its ``cond_bins`` strata ``(cond_bins size, d)`` (padded with row ``n``), for `_np_tables`."""
     fdt = _float_dtype()
     n, d = data.shape
     a = num_bins
@@ -189,8 +189,8 @@ def _np_tables(xb, order, L, *, num_bins, cond_bins, size):
 
 def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins, report=None):
     """Binned U-statistics of all (j, k) pairs, marginally and given every single l (cond_bins strata)
-    (:func:`_np_tables`), in one program. With ``threshold`` the score is T; otherwise it is minus the asymptotic
-    p-value of :func:`icmlx.structure.nonparametric_test` (:func:`np_pvalue_scores` computes those in two
+    (`_np_tables`), in one program. With ``threshold`` the score is T; otherwise it is minus the asymptotic
+    p-value of `icmlx.structure.nonparametric_test` (`np_pvalue_scores` computes those in two
     programs instead, one of which does not depend on ``n``).
     """
     fdt = _float_dtype()
@@ -218,13 +218,13 @@ def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins, report=None):
     return s0, s1, arg, cut, cut
 
 
-#: Largest ``d^3`` for which :func:`np_pvalue_scores` keeps the statistics of every (j, k, l) (3 floats each).
+#: Largest ``d^3`` for which `np_pvalue_scores` keeps the statistics of every (j, k, l) (3 floats each).
 NP_STATS_CELLS = 2**24
 
 
 @functools.partial(jax.jit, static_argnames=("chunk", "num_bins", "cond_bins", "progress"))
 def _np_stats(data, *, chunk, num_bins, cond_bins, progress=False):
-    """The statistics of :func:`_np_tables` for every separator, ``(3, d, d, d + 1)``; the last column is the
+    """The statistics of `_np_tables` for every separator, ``(3, d, d, d + 1)``; the last column is the
     marginal one (no separator)."""
     n, d = data.shape
     a = num_bins
@@ -248,7 +248,7 @@ def _np_stats(data, *, chunk, num_bins, cond_bins, progress=False):
 
 @jax.jit
 def _np_min_pvalues(stats, alpha):
-    """Scores ``-p`` of :func:`_np_scores` from the statistics of :func:`_np_stats` (a program per ``d`` only)."""
+    """Scores ``-p`` of `_np_scores` from the statistics of `_np_stats` (a program per ``d`` only)."""
     fdt = _float_dtype()
     d = stats.shape[1]
     p = -_pearson3_pvalue(stats[0], stats[1], stats[2])  # (d, d, d + 1)
@@ -258,10 +258,10 @@ def _np_min_pvalues(stats, alpha):
 
 
 def np_pvalue_scores(data, alpha, chunk, num_bins, cond_bins, progress=False):
-    """The scores of :func:`_scores` for ``ci_test="nonparametric"`` with ``alpha``, in two programs: the count
+    """The scores of `_scores` for ``ci_test="nonparametric"`` with ``alpha``, in two programs: the count
     statistics (one per ``n``: its strata sizes are static) and their p-values and minima over separators (one per
     ``d``), so a new ``n`` compiles no p-value code (the incomplete gamma function is most of the compilation).
-    ``None`` when ``d^3`` is past :data:`NP_STATS_CELLS` (the caller then uses :func:`_scores`)."""
+    ``None`` when ``d^3`` is past `NP_STATS_CELLS` (the caller then uses `_scores`)."""
     d = data.shape[1]
     if d**3 > NP_STATS_CELLS:
         return None

@@ -1,14 +1,14 @@
-"""The CI-test strategy objects that :func:`icmlx.structure.pc` and :func:`icmlx.structure.pc_tree` take.
+"""The CI-test strategy objects that `icmlx.structure.pc` and `icmlx.structure.pc_tree` take.
 
-Each object names one tester, carries exactly the settings that tester uses (:class:`Nonparametric`'s bins,
-:class:`KCI`'s features), and carries its behaviour: :meth:`AbstractCITest.check_input` turns the user's data
-into what the tester needs, :meth:`AbstractCITest.prepare` binds the tester to that data and returns the batched
+Each object names one tester, carries exactly the settings that tester uses (`Nonparametric`'s bins,
+`KCI`'s features), and carries its behaviour: `AbstractCITest.check_input` turns the user's data
+into what the tester needs, `AbstractCITest.prepare` binds the tester to that data and returns the batched
 evaluator that ``pc`` calls level by level, and ``pc_tree`` asks the object for its dependence scores. ``pc``
 and ``pc_tree`` call these methods; they never switch on a tester's class or name. They are
-:class:`equinox.Module`\\ s (static fields, except :class:`KCI`'s ``key``): comparable. The strings
+`equinox.Module`\\ s (static fields, except `KCI`'s ``key``): comparable. The strings
 ``"fisherz"``, ``"chisq"``, ``"gsq"``, ``"bernoulli"``, ``"nonparametric"``, ``"d_separation"``, ``"dg"`` and
 ``"kci"`` are shorthands for the default objects, and a plain function ``fn(data, x, y, S) -> p_value`` is
-wrapped in :class:`UserCITest`.
+wrapped in `UserCITest`.
 """
 
 from collections.abc import Callable
@@ -25,12 +25,12 @@ __all__ = [
 
 
 class AbstractCITest(eqx.Module):
-    """A conditional-independence tester for :func:`icmlx.structure.pc` / :func:`icmlx.structure.pc_tree`.
+    """A conditional-independence tester for `icmlx.structure.pc` / `icmlx.structure.pc_tree`.
 
     ``name`` is the tester's string shorthand (a class constant, not a field). A tester implements
 
-    * :meth:`check_input` (host-side checks and conversion of the data, e.g. category coding), and
-    * :meth:`prepare`, which binds the tester to the checked data and returns an object whose
+    * `check_input` (host-side checks and conversion of the data, e.g. category coding), and
+    * `prepare`, which binds the tester to the checked data and returns an object whose
       ``pvalues(x, y, s)`` takes NumPy int arrays ``x: (m,)``, ``y: (m,)``, ``s: (m, k)`` (one set size per
       call: one PC level) and returns the ``(m,)`` float64 p-values ("independent" means ``p > alpha``).
 
@@ -73,7 +73,7 @@ class AbstractCITest(eqx.Module):
 
 
 class FisherZ(AbstractCITest):
-    r"""Fisher-z partial-correlation tests (Gaussian data): :func:`icmlx.structure.fisher_z`.
+    r"""Fisher-z partial-correlation tests (Gaussian data): `icmlx.structure.fisher_z`.
 
     Examples:
       >>> from icmlx.structure import FisherZ
@@ -110,7 +110,7 @@ class FisherZ(AbstractCITest):
 
 
 class ChiSquare(AbstractCITest):
-    """Pearson X² tests on integer-coded discrete data (:func:`icmlx.structure.chi_square`).
+    """Pearson X² tests on integer-coded discrete data (`icmlx.structure.chi_square`).
 
     ``pc_tree`` derives its scores from the p-values (``alpha`` only)."""
 
@@ -139,7 +139,7 @@ class GSquare(ChiSquare):
 
 
 class Bernoulli(AbstractCITest):
-    """Bernoulli tester for 0/1 data (:func:`icmlx.structure.bernoulli_test`).
+    """Bernoulli tester for 0/1 data (`icmlx.structure.bernoulli_test`).
 
     Examples:
       >>> import jax
@@ -177,7 +177,7 @@ class Bernoulli(AbstractCITest):
 
 
 class DSeparation(AbstractCITest):
-    """The d-separation oracle (:func:`icmlx.structure.d_separation`): ``pc`` takes ``true_dag=``, ``pc_tree`` the
+    """The d-separation oracle (`icmlx.structure.d_separation`): ``pc`` takes ``true_dag=``, ``pc_tree`` the
     DAG as its ``data``."""
 
     name: ClassVar[str] = "d_separation"
@@ -213,11 +213,11 @@ def _check_bins(value, arg: str, allow_none: bool = False):
 
 
 class Nonparametric(AbstractCITest):
-    r"""Binned U-statistic tester (:func:`icmlx.structure.nonparametric_test`); ``pc_tree`` only.
+    r"""Binned U-statistic tester (`icmlx.structure.nonparametric_test`); ``pc_tree`` only.
 
     The tested pair is cut into ``num_bins`` equal-frequency bins and the separator into ``cond_bins``; with
-    ``cond_bins=None`` ``pc_tree`` uses :func:`icmlx.structure.default_cond_bins`,
-    :math:`\max(\text{num\_bins}, \operatorname{round}(\sqrt n / 5))`, so the separator's bins shrink as ``n`` grows.
+    ``cond_bins=None`` ``pc_tree`` uses `icmlx.structure.default_cond_bins`,
+    $\max(\text{num\_bins}, \operatorname{round}(\sqrt n / 5))$, so the separator's bins shrink as ``n`` grows.
 
     Attributes:
       num_bins: bins of the tested pair (``>= 2``).
@@ -255,7 +255,7 @@ class Nonparametric(AbstractCITest):
 class UserCITest(AbstractCITest):
     r"""A CI test given as a function ``fn(data, x, y, S) -> p_value``; ``pc(data, ci_test=fn)`` wraps ``fn``.
 
-    ``data`` is the ``(n, d)`` float array (after the checks of :func:`icmlx.structure.pc`: names, missing
+    ``data`` is the ``(n, d)`` float array (after the checks of `icmlx.structure.pc`: names, missing
     values, text columns), ``x`` and ``y`` are int32 scalars and ``S`` an int32 array of the ``|S|`` conditioning
     indices (its length is the PC level). "Independent" means ``p > alpha``.
 
@@ -309,7 +309,7 @@ class DegenerateGaussian(AbstractCITest):
     with $L(A)$ the log-determinant of the standardised embedded covariance on the blocks of $A$ and $p_x$,
     $p_y$ the block widths (``K - 1`` for ``K`` categories, 1 for a continuous column). Discrete parents shift a
     continuous child's mean by category (the conditional-Gaussian model's means); a continuous parent of a
-    categorical child enters linearly. :func:`icmlx.structure.pc` picks this tester by default for a DataFrame
+    categorical child enters linearly. `icmlx.structure.pc` picks this tester by default for a DataFrame
     that mixes categorical and numeric columns.
 
     References:
@@ -428,7 +428,7 @@ _BY_NAME = {c.name: c for c in (FisherZ, ChiSquare, GSquare, Bernoulli, Nonparam
 
 
 def _as_ci_test(ci_test, where: str) -> AbstractCITest:
-    """The strategy object of ``ci_test``: an object, its string shorthand, or a function (:class:`UserCITest`)."""
+    """The strategy object of ``ci_test``: an object, its string shorthand, or a function (`UserCITest`)."""
     if isinstance(ci_test, str) and ci_test in _BY_NAME:
         ci_test = _BY_NAME[ci_test]()
     elif callable(ci_test) and not isinstance(ci_test, AbstractCITest | type):

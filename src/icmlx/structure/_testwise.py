@@ -13,9 +13,9 @@ __all__: list[str] = []
 def _testwise_fisher_z(data, x, y, s):
     r"""Fisher-z p-value of ``x ⫫ y | S`` on the rows of ``data`` (NaN = missing) complete in ``x, y, S``.
 
-    With :math:`m` such rows and :math:`r` the partial correlation of their sample,
-    :math:`p = 2(1 - \Phi(\sqrt{m - |S| - 3}\,|\operatorname{atanh} r|))`. Fails soft: too few complete rows
-    (:math:`m - |S| - 3 \le 0`) or a variable constant on them gives ``p = 1`` (no evidence of dependence).
+    With $m$ such rows and $r$ the partial correlation of their sample,
+    $p = 2(1 - \Phi(\sqrt{m - |S| - 3}\,|\operatorname{atanh} r|))$. Fails soft: too few complete rows
+    ($m - |S| - 3 \le 0$) or a variable constant on them gives ``p = 1`` (no evidence of dependence).
     """
     k = s.shape[0]
     idx = jnp.concatenate([jnp.stack([x, y]), s])
@@ -45,7 +45,7 @@ def _testwise_fisher_z(data, x, y, s):
 
 
 class _TestwiseFisherZ(_FunctionTest):
-    """Fisher-z with test-wise deletion: :func:`_testwise_fisher_z` vmapped over each batch (columns are
+    """Fisher-z with test-wise deletion: `_testwise_fisher_z` vmapped over each batch (columns are
     standardised on their observed cells first, in float64 on the host, so any scale fits the float dtype)."""
 
     def __init__(self, data: np.ndarray, max_batch: int = 8192):

@@ -1,4 +1,4 @@
-"""The dependence scores of the poly-forest learner (:func:`icmlx.structure.pc_tree`) that the CI-test objects
+"""The dependence scores of the poly-forest learner (`icmlx.structure.pc_tree`) that the CI-test objects
 produce: the fused kernels of the built-in testers, and scores from any tester's p-values."""
 
 import math
@@ -61,7 +61,7 @@ def _check_threshold(threshold, name: str) -> None:
 
 
 def _scores_from_pvalues(batched, d: int, alpha):
-    """``pc_tree``'s scores from a prepared tester's p-values (:meth:`AbstractCITest.prepare`): every pair
+    """``pc_tree``'s scores from a prepared tester's p-values (`AbstractCITest.prepare`): every pair
     marginally and given each single other node, one batch per separator ``l``. Scores are ``-p`` and both cuts
     ``-alpha`` ("dependent" iff ``p <= alpha``); the separator is the ``l`` of the largest p-value."""
     fdt = _float_dtype()
@@ -88,7 +88,7 @@ def _scores_from_pvalues(batched, d: int, alpha):
 
 
 def _builtin_scores(data, name, alpha, threshold, chunk_size, progress=False, num_bins=4, cond_bins=4):
-    """The fused score kernels of the built-in testers (:mod:`._polyforest_kernels`), one compiled program."""
+    """The fused score kernels of the built-in testers (`._polyforest_kernels`), one compiled program."""
     _check_threshold(threshold, name)
     if not isinstance(data, np.ndarray):  # host data from _prepare is already cast; uploaded below where needed
         data = jnp.asarray(data)
