@@ -15,9 +15,7 @@ Usage: ``python benchmarks/solvers_amg.py --quick`` (about 16k-65k unknowns) or 
 """
 
 import argparse
-import json
 import os
-import platform
 import sys
 import time
 
@@ -37,6 +35,9 @@ from pyamg.gallery import diffusion_stencil_2d, linear_elasticity, poisson, sten
 
 import icmlx  # noqa: E402
 from icmlx.solvers import amg_setup, cg  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _harness import write_results  # noqa: E402
 
 RTOL = 1e-8
 
@@ -160,7 +161,8 @@ def main():
     ap.add_argument("--problems", nargs="*", default=None)
     ap.add_argument("--strength", nargs="*", default=["symmetric"], choices=["symmetric", "evolution"],
                     help="strength measures to run (icmlx and PyAMG SA with each, paired)")
-    ap.add_argument("--tag", default=None, help="results/solvers_amg_<tag>.json (default: quick or full)")
+    ap.add_argument("--part", default=None,
+                    help="the part of results/solvers_amg.json this run replaces (default: quick or full)")
     args = ap.parse_args()
     sizes = args.sizes or ([128, 256] if args.quick else [256, 512])
     rows = []
@@ -170,14 +172,8 @@ def main():
                 continue
             rows.extend(run_problem(name, A, B, args.repeats, not args.no_peers, tuple(args.strength)))
             print_rows([r for r in rows if r["problem"] == name and r["n"] == A.shape[0]])
-    tag = args.tag or ("quick" if args.quick else "full")
-    path = os.path.join(os.path.dirname(__file__), "results", f"solvers_amg_{tag}.json")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    meta = dict(python=sys.version.split()[0], jax=jax.__version__, pyamg=pyamg.__version__, scipy=scipy.__version__,
-                icmlx=getattr(icmlx, "__version__", "?"), backend=jax.default_backend(), machine=platform.machine(),
-                cpus=os.cpu_count(), rtol=RTOL, note="loaded shared 2-core box: timings indicative, ratios paired")
-    with open(path, "w") as f:
-        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+    part = args.part or ("quick" if args.quick else "full")
+    path = write_results(rows=rows, part=part, extra=dict(pyamg=pyamg.__version__, scipy=scipy.__version__, rtol=RTOL))
     print(f"wrote {path}")
 
 

@@ -171,7 +171,6 @@ def main(argv=None):
     ap.add_argument("--jax-krylov", nargs="*", default=None,
                     help="subset of CG, CG+Jacobi, BiCGStab, GMRES(30) (default: all)")
     ap.add_argument("--no-scipy", action="store_true", help="skip the SciPy/PyAMG/SuperLU baselines")
-    ap.add_argument("--tag", default="", help="suffix of the results file (non-quick runs)")
     args = ap.parse_args(argv)
     refines = args.refines or ([5, 6] if args.quick else [5, 6, 7])
     per_cell = args.per_cell or (1 if args.quick else 3)
@@ -285,7 +284,7 @@ def main(argv=None):
             print_table([r for r in rows if r["n"] == mesh.n and r["equation"] == eq],
                         title=f"n={mesh.n} {eq}")
             print(flush=True)
-    name = "solvers_fem_quick" if args.quick else ("solvers_fem_" + args.tag if args.tag else "solvers_fem")
+    name = "solvers_fem_quick" if args.quick else "solvers_fem"
     path = write_results(name, rows, dtype="float64 x/r, float32 network",
                          extra={"rtol": RTOL, "held_out_seed_base": HELD_OUT,
                                 "threads": "OPENBLAS/OMP/MKL=1, XLA single-threaded",

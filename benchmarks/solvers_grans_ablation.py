@@ -124,7 +124,6 @@ def main(argv=None):
     ap.add_argument("--classes", nargs="*", default=list(DEFAULT_CLASSES), choices=CLASSES)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--weights", type=Path, default=None, help="network weights instead of the shipped ones")
-    ap.add_argument("--tag", default="")
     args = ap.parse_args(argv)
     if not jax.config.jax_enable_x64:
         raise SystemExit("needs JAX_ENABLE_X64=1")
@@ -194,7 +193,7 @@ def main(argv=None):
                "the trained network does not save >= 25% of the zero head's iterations (same basis refresh) on any "
                "hard class: it does not earn a place on the default path")
     print("\nDecision:", verdict)
-    name = "solvers_grans_ablation" + ("_quick" if args.quick else "") + (f"_{args.tag}" if args.tag else "")
+    name = "solvers_grans_ablation" + ("_quick" if args.quick else "")
     path = write_results(name, rows, dtype="float64 x/r, float32 network",
                          extra={"rtol": RTOL, "held_out_seed_base": HELD_OUT, "summary": summary,
                                 "decision": verdict, "weights": str(args.weights or "shipped"),

@@ -72,7 +72,6 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tests", type=int, default=32768)
     ap.add_argument("--repeats", type=int, default=6)
-    ap.add_argument("--tag", default="")
     args = ap.parse_args()
     default = ct.BITS_MIN_TESTS
     try:
@@ -80,7 +79,7 @@ def main():
     finally:
         ct.BITS_MIN_TESTS = default
     print_table(rows, title=f"chi_square counting plans, n = {N}, {args.tests} tests per batch (steady medians)")
-    name = "structure_chi2_plans" + (f"_{args.tag}" if args.tag else "")
+    name = "structure_chi2_plans"
     print("wrote", write_results(name, rows, extra={"n": N, "num_variables": D}))
 
 
