@@ -35,7 +35,7 @@ Usage::
 
     python benchmarks/optim_suite.py --quick            # 2 seeds, 200 steps -> results/optim_suite.json
     python benchmarks/optim_suite.py --quick --variants                  # and DASH's other graftings
-    python benchmarks/optim_suite.py --quick --ablation --out benchmarks/results/optim_suite_ablation.json
+    python benchmarks/optim_suite.py --quick --ablation   # the ablation, as the file's "ablation" entry
     python benchmarks/optim_suite.py --full --variants                   # 3 seeds, 400 steps, block 128 too
 """
 
@@ -266,7 +266,19 @@ def main(argv=None) -> dict:
               "learning_rates": list(LRS), "environment": environment("float32"),
               "total_s": time.perf_counter() - t_start, "rows": rows, "ratios": ratios}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=2))
+    if args.ablation:
+        # one result file per benchmark: the ablation is an entry of the suite's file, the rest of it kept
+        try:
+            suite = json.loads(args.out.read_text())
+        except (OSError, ValueError):
+            suite = {"benchmark": "optim_suite"}
+        suite["ablation"] = {k: v for k, v in record.items() if k != "benchmark"}
+        args.out.write_text(json.dumps(suite, indent=2))
+    else:
+        previous = json.loads(args.out.read_text()) if args.out.exists() else {}
+        if "ablation" in previous:
+            record["ablation"] = previous["ablation"]
+        args.out.write_text(json.dumps(record, indent=2))
     for r in ratios:
         print(r)
     print(f"wrote {args.out} ({record['total_s']:.0f} s)")

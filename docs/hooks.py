@@ -142,6 +142,11 @@ def _ratio(num, den) -> float | None:
     return value if value == value else None
 
 
+def _suite_ratio(record: dict, problem: str):
+    """DASH's mean final loss over Distributed Shampoo's on one problem of `optim_suite`."""
+    return _row({"rows": record.get("ratios", [])}, problem=problem).get("dash_over_shampoo")
+
+
 # Headline of each peer comparison: (script, part, what, compared with, ratio(record) -> peer / icmlx).
 # A ratio above 1 means icmlx is faster (or, where the line says so, more accurate).
 HEADLINES = [
@@ -180,6 +185,16 @@ HEADLINES = [
                             and x.get("method", "").startswith("SFI infer_force (")), None),
                       next((x["wrmse"] for x in r.get("rows", []) if x.get("tau") == 2.8
                             and "geodesic" in x.get("method", "")), None))),
+    ("stats_multipletests", None, "`multipletests` Holm on 10⁶ p-values, steady state", "statsmodels `multipletests`",
+     lambda r: _row(r, method="holm", n=1_000_000).get("ratio_steady")),
+    ("stats_multipletests", None, "`multipletests` BH on 10⁶ p-values, steady state", "statsmodels `multipletests`",
+     lambda r: _row(r, method="fdr_bh", n=1_000_000).get("ratio_steady")),
+    ("structure_scale", None, "PC Fisher-z, sparse DAG d = 100, n = 2,000, identical CPDAG", "causal-learn `pc`",
+     lambda r: _row(r, d=100).get("speedup")),
+    ("optim_suite", None, "DASH defaults, final loss, regression 96×64, κ = 100 (accuracy)",
+     "JAX Distributed Shampoo", lambda r: _ratio(1.0, _suite_ratio(r, "regression 96x64 kappa=100"))),
+    ("optim_suite", None, "DASH defaults, final loss, MLP on digits (accuracy)", "JAX Distributed Shampoo",
+     lambda r: _ratio(1.0, _suite_ratio(r, "mlp digits 64-64-10"))),
     ("solvers_amg", "quick", "`solve(A, b)` to 1e-8, Poisson n = 65,536, set-up included", "PyAMG SA+CG",
      lambda r: _ratio(_row(r, solver="PyAMG SA+CG", problem="poisson", n=65536).get("total"),
                       _row(r, solver="icmlx solve (SA+CG)", problem="poisson", n=65536).get("total"))),
@@ -205,7 +220,7 @@ def _summary() -> str:
             ratio = ratio_of(record)
         except (KeyError, TypeError, ValueError):
             ratio = None
-        shown = "–" if ratio is None else f"**{float(ratio):.2f}×**"
+        shown = "–" if ratio is None else f"**{float(ratio):.2f}×**" if ratio >= 0.01 else f"**{float(ratio):.2g}×**"
         anchor = script if part is None else f"{script}-{part}"
         lines.append(f"| [{what}](#{anchor}) | {peer} | {shown} | {_when(record)} |")
     return "\n".join(lines)

@@ -272,7 +272,7 @@ def scale_by_dash(
     digits. With these defaults DASH ends below JAX Distributed Shampoo at its recommended settings
     ($\beta_2 = 0.999$, roots every 10 steps, RMSprop-normalized grafting) on all six regressions (0.05-0.87x its
     final loss, the seeds' ranges apart) and above it on the MLP (885x its final training loss; test accuracy
-    0.967 vs 0.980). The ablation (``--ablation``, ``benchmarks/results/optim_suite_ablation.json``):
+    0.967 vs 0.980). The ablation (``--ablation``, the ``ablation`` entry of ``benchmarks/results/optim_suite.json``):
     ``factor_decay=0.999`` is mixed (17x lower on one $\kappa = 10^2$ regression, 1.2-1.3x higher at
     $\kappa = 10^3$), ``b2=0.999`` is 2-3x better at $\kappa = 10$ and 2-50x worse at $\kappa \ge 10^2$,
     ``start_preconditioning_step=5`` stays within about the seeds' spread, and none of them moves the MLP
