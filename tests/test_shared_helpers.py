@@ -114,3 +114,46 @@ def test_to_device_converts_on_the_host_and_compiles_nothing():
     finally:
         active[0] = False
     assert compiled
+
+
+# -- padded sizes: one ladder rule for every subpackage ------------------------------------------------------------
+
+
+def _ladder(minimum, growth, steps, top=2**22):
+    """Every rung of the ladder, enumerated directly (the reference)."""
+    if steps == 1:
+        rungs, b = [], minimum
+        while b <= top:
+            rungs.append(b)
+            b *= growth
+        return rungs
+    rungs = {minimum}
+    e = 0
+    while 2**e <= top:
+        rungs.update(2**e * (steps + j) // steps for j in range(steps + 1))
+        e += 1
+    return sorted(r for r in rungs if r >= minimum)
+
+
+@pytest.mark.parametrize("minimum,growth,steps", [(1, 2, 1), (1024, 2, 1), (8, 2, 1), (64, 4, 1), (256, 4, 1),
+                                                  (64, 2, 4), (16, 2, 4)])
+def test_size_bucket_is_the_smallest_rung_at_or_above_n(minimum, growth, steps):
+    from icmlx._buckets import size_bucket
+
+    rungs = np.array(_ladder(minimum, growth, steps))
+    rng = np.random.default_rng(0)
+    for n in list(range(0, 300)) + list(rng.integers(300, 2**21, 300)):
+        want = int(rungs[np.searchsorted(rungs, max(int(n), 1))]) if n > minimum else minimum
+        assert size_bucket(int(n), minimum=minimum, growth=growth, steps=steps) == want, n
+        if steps > 1 and n > minimum:  # at most 1/steps of the bucket is padding
+            assert want - n < want / steps
+
+
+def test_size_bucket_cap_and_round_up():
+    from icmlx._buckets import round_up, size_bucket
+
+    assert size_bucket(10**6, minimum=64, growth=4, maximum=2**16) == 2**16
+    assert size_bucket(10, minimum=64, growth=4, maximum=16) == 16
+    assert [round_up(n, 8) for n in (0, 1, 8, 9, 17)] == [8, 8, 8, 16, 24]
+    with pytest.raises(ValueError, match="growth=2"):
+        size_bucket(10, growth=4, steps=4)

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from .._buckets import size_bucket
 from .._checks import check_values, is_traced
 from .._progress import in_program_reporter, resolve_progress
 from .._repr import record_repr, summarise
@@ -297,7 +298,7 @@ def _bucket_obs(n_obs: int) -> int:
     real ones'), never a recompilation. A finer bucket would waste less work but recompile for most new counts,
     and reusing whatever padded size the process ran before would make a result depend on earlier calls.
     """
-    return max(8, 1 << (n_obs - 2).bit_length()) + 1
+    return size_bucket(n_obs - 1, minimum=8) + 1
 
 
 def _pad_observations(obs, ts, n_pad: int):

@@ -1,6 +1,5 @@
 """Sparse matrices in COO form as lineax operators, with segment-sum matvecs, and the conversion of what users hold."""
 
-import math
 from typing import Any
 
 import equinox as eqx
@@ -10,6 +9,7 @@ import lineax as lx
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from .._buckets import size_bucket
 from .._checks import check_values, is_traced
 
 __all__ = ["SparseMatrix", "bucket_size"]
@@ -41,14 +41,7 @@ def bucket_size(n: int, *, minimum: int = 64) -> int:
         raise ValueError(f"bucket_size needs a non-negative size, got {n=}")
     if isinstance(minimum, bool) or not isinstance(minimum, (int, np.integer)) or minimum < 1:
         raise ValueError(f"bucket_size: minimum must be a positive int, got {minimum=!r}")
-    if n <= minimum:
-        return minimum
-    k = 2 ** (math.ceil(math.log2(n)) - 1)
-    for frac in (4, 5, 6, 7, 8):
-        b = k * frac // 4
-        if b >= n:
-            return b
-    return 2 * k  # pragma: no cover
+    return size_bucket(n, minimum=int(minimum), steps=4)
 
 
 def _frozen_tags(tags: Any) -> frozenset:

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from .._buckets import size_bucket
 from .._checks import check_values, is_traced
 from .._types import RealScalarLike
 from ._checks import (
@@ -254,7 +255,7 @@ def _size_bucket(n: int, dtype: Any) -> int:
     A bucket that would cross the size past which `_bh_bucket` needs its bisection (about 2^20 tests in
     float32) stops just below it, at 2^20 - 1024, so padding never switches a call to the slower repair.
     """
-    m = max(1024, 1 << (n - 1).bit_length())
+    m = size_bucket(n, minimum=1024)
     # largest multiple of 1024 with 8 eps (m + 2) < 1 (a ragged length vectorises worse)
     fast = (int(math.ceil(1.0 / (8.0 * float(jnp.finfo(dtype).eps)))) - 3) // 1024 * 1024
     return fast if n <= fast < m else m

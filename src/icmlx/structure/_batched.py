@@ -13,19 +13,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._buckets import round_up, size_bucket
+
 __all__: list[str] = []
 
 
 def _pad_dim(d: int) -> int:
     """``d`` rounded up to a multiple of 16 (at least 16): similar sizes share one compilation."""
-    return max(16, -(-d // 16) * 16)
+    return round_up(d, 16)
 
 
 def _bucket(m: int, cap: int, lo: int = 64) -> int:
-    b = lo
-    while b < m and b < cap:
-        b *= 4
-    return min(b, cap)
+    return size_bucket(m, minimum=lo, growth=4, maximum=cap)
 
 
 def _pow2_cap(budget: int, per_test: int, max_batch: int) -> int:
@@ -73,7 +72,7 @@ class _BatchedTest:
         m, k = s.shape
         kk = None
         if self.pad_sets and self._pads(k):
-            kb = max(-(-k // 4) * 4, 4)
+            kb = round_up(k, 4)
             s = np.concatenate([s, np.zeros((m, kb - k), s.dtype)], axis=1)
             kk = np.int32(k)
         b = self._batch_size(m, plan)

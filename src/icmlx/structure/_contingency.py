@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._buckets import size_bucket
 from ._batched import _BatchedTest, _bucket, _pad_dim
 from ._chi2_tail import chi2_sf, chi2_sf_host
 from ._ci_tests import _float_dtype
@@ -40,7 +41,7 @@ def _dense_codes(codes):
 
 
 def _pow2(v: int) -> int:
-    return 1 << max(int(v) - 1, 0).bit_length()
+    return size_bucket(v)
 
 
 def _stratum_codes(data_t, cards, s, mode, live):
@@ -340,7 +341,7 @@ def _log2_strata(cards, s) -> np.ndarray:
 
 def _kmax_bucket(max_card) -> int:
     """Table side for categories ``0..max_card-1``: a power of two >= 2 (fewer compilations)."""
-    return 1 << max(int(max_card) - 1, 1).bit_length()
+    return size_bucket(max_card, minimum=2)
 
 
 HEADROOM_CELLS = 2**22  # padded (rows x samples) up to which the first call leaves room for twice its samples
@@ -364,9 +365,7 @@ def _pad_samples(n: int, rows: int = 1) -> int:
     if fits:
         return min(fits)
     want = 2 * n if 2 * n * rows <= HEADROOM_CELLS else n
-    b = 256
-    while b < want:
-        b *= 4
+    b = size_bucket(want, minimum=256, growth=4)
     _SAMPLE_BUCKETS.add(b)
     return b
 
@@ -402,10 +401,7 @@ def _plan_bucket(plan: tuple, kmax: int, n_pad: int) -> tuple:
     """
     kind = plan[0]
     if kind == "bits":
-        b = 16
-        while b < max(plan[1], BITS_CELLS):
-            b *= 4
-        return ("bits", b)
+        return ("bits", size_bucket(max(plan[1], BITS_CELLS), minimum=16, growth=4))
     if kind == "dense1":
         return ("dense1", max(_dense_top(kmax), plan[1]))
     return plan
@@ -428,8 +424,7 @@ def _strata_plan(n: int, kmax: int, bound: int) -> tuple[str, int, int]:
     ``n_strata <= n`` observed strata), ``"sort"`` (codes re-ranked by one sort) or ``"sort_each"`` (codes do not
     fit in int32: re-ranked after every column). Code bounds are powers of four (fewer compilations).
     """
-    nb = _pow2(bound)
-    nb <<= (nb.bit_length() - 1) % 2  # a power of four
+    nb = size_bucket(bound, growth=4)
     if nb * kmax * kmax <= max(2 * n, 4096):
         return "dense", nb, nb
     if nb <= 2**16:
@@ -469,7 +464,7 @@ def _pad_sets(s: np.ndarray, const: int, width: int | None = None) -> np.ndarray
     """Pad conditioning sets ``(m, k)`` with the constant variable ``const`` to ``width`` columns (default
     ``max(4, pow2(k))``)."""
     m, k = s.shape
-    kb = max(4, 1 << max(k - 1, 0).bit_length()) if width is None else max(width, k)
+    kb = size_bucket(k, minimum=4) if width is None else max(width, k)
     return np.concatenate([s, np.full((m, kb - k), const, s.dtype)], axis=1)
 
 

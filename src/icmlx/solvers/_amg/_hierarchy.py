@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from ..._buckets import round_up
 from ..._inputs import to_device
 from .._convert import as_scipy_csr, positive_int
 from .._sparse import SparseMatrix, bucket_size
@@ -26,7 +27,7 @@ _MAX_DENSE_COARSE = 8192  # largest coarsest level inverted densely (0.5 GiB in 
 
 def _ell_width(k: int) -> int:
     """Padded row width: a multiple of 4 (so matrices of one mesh family share compiled shapes)."""
-    return max(4, -(-k // 4) * 4)
+    return round_up(k, 4)
 
 
 def _ell_host(M: Any, *, num_rows: int | None = None, num_cols: int | None = None, width: int | None = None,

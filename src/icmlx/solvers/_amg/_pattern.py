@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._buckets import round_up
 from .._sparse import bucket_size
 from ._hierarchy import _ell_width
 from ._levels import multicolor, sa_levels
@@ -87,7 +88,7 @@ def color_layout(rows: np.ndarray, cols: np.ndarray, n: int):
     color = multicolor(G)
     nc = int(color.max()) + 1 if n else 1
     counts = np.bincount(color, minlength=nc)
-    m = max(8, -(-int(counts.max()) // 8) * 8)
+    m = round_up(int(counts.max()), 8)
     order = np.argsort(color, kind="stable")
     start = np.concatenate([[0], np.cumsum(counts)[:-1]])
     where = np.empty(n, np.int64)

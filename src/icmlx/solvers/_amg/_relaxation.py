@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from ..._buckets import round_up
 from ..._checks import check_values, is_traced
 from ..._inputs import to_device
 from .._convert import as_sparse_matrix, check_square, positive_int
@@ -379,7 +380,7 @@ class ColorBlocks(eqx.Module):
         its diagonal ``d`` and a colour per row (the ``n`` real rows)."""
         nc = int(color.max()) + 1
         counts = np.bincount(color, minlength=nc)
-        m = max(8, -(-int(counts.max()) // 8) * 8)
+        m = round_up(int(counts.max()), 8)
         order = np.argsort(color, kind="stable")
         start = np.concatenate([[0], np.cumsum(counts)[:-1]])
         slot = np.arange(order.size) - start[color[order]]

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Int
 
+from ..._buckets import round_up
 from .._sparse import bucket_size
 from ._wavefront import MAX_DEGREE, closed_table, lexicographic_mis
 
@@ -72,7 +73,7 @@ def _neighbour_table(S: Any) -> tuple[np.ndarray, np.ndarray]:
     n = S.shape[0]
     deg = np.diff(S.indptr)
     npad = bucket_size(n)
-    k = max(4, -(-(int(deg.max()) + 1) // 4) * 4) if n else 4
+    k = round_up(int(deg.max()) + 1, 4) if n else 4
     nbr = np.repeat(np.arange(npad, dtype=np.int32)[:, None], k, axis=1)
     pos = 1 + np.arange(S.nnz) - np.repeat(S.indptr[:-1], deg)
     nbr[np.repeat(np.arange(n), deg), pos] = S.indices

@@ -9,6 +9,7 @@ import lineax as lx
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from ..._buckets import size_bucket
 from ..._inputs import to_device
 from .._amg._aggregation import aggregation_hierarchy
 from .._amg._hierarchy import EllMatrix, MultilevelHierarchy, build_sa_hierarchy, mis2_aggregation
@@ -299,9 +300,7 @@ def _basis_index(maps, rows, cols, n: int, n_pad: int, nnz_pad: int, *, channels
         rank_u = np.arange(u.size) - first
         ranks.append((rank_u[uinv], u, urow, rank_u))
         dmax = max(dmax, int(rank_u.max()) + 1)
-    D = dmax_bucket
-    while D < dmax:
-        D *= 2
+    D = size_bucket(dmax, minimum=dmax_bucket)
     S = N_LEVELS * D * C
     zslot = np.full((nnz_pad, Q), n_pad * S, np.int64)
     zcol = np.zeros((n_pad, S), np.int64)
