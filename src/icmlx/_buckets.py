@@ -18,10 +18,14 @@ the ladder's parameters, each chosen where it is used for the reason given there
 
 from __future__ import annotations
 
+import operator
+from typing import SupportsIndex
+
 __all__ = ["round_up", "size_bucket"]
 
 
-def size_bucket(n: int, *, minimum: int = 1, growth: int = 2, steps: int = 1, maximum: int | None = None) -> int:
+def size_bucket(n: SupportsIndex, *, minimum: SupportsIndex = 1, growth: int = 2, steps: int = 1,
+                maximum: SupportsIndex | None = None) -> int:
     """The smallest rung ``>= n`` of the ladder ``minimum * growth^k`` (or its ``steps`` rungs per octave), capped.
 
     With ``steps = 1`` the rungs are $b_k = \\text{minimum}\\cdot\\text{growth}^k$, $k = 0, 1, \\dots$ With
@@ -30,7 +34,7 @@ def size_bucket(n: int, *, minimum: int = 1, growth: int = 2, steps: int = 1, ma
     rungs per octave, so the padding is at most $1/s$ of the bucket.
 
     Args:
-      n: the size (a non-negative Python int).
+      n: the size (a non-negative Python or NumPy int).
       minimum: the smallest bucket (``>= 1``).
       growth: the ladder's ratio (``>= 2``).
       steps: rungs per octave (``1``, or ``> 1`` with ``growth = 2``).
@@ -46,7 +50,8 @@ def size_bucket(n: int, *, minimum: int = 1, growth: int = 2, steps: int = 1, ma
       >>> size_bucket(1100, minimum=64, steps=4), size_bucket(5000, minimum=64, growth=4, maximum=2048)
       (1280, 2048)
     """
-    n = int(n)
+    n, minimum = operator.index(n), operator.index(minimum)
+    maximum = None if maximum is None else operator.index(maximum)
     if steps > 1 and growth != 2:
         raise ValueError(f"size_bucket: rungs per octave need growth=2, got {growth=}, {steps=}")
     if steps > 1:
@@ -62,11 +67,11 @@ def size_bucket(n: int, *, minimum: int = 1, growth: int = 2, steps: int = 1, ma
     return b if maximum is None else min(b, maximum)
 
 
-def round_up(n: int, multiple: int, *, minimum: int | None = None) -> int:
+def round_up(n: SupportsIndex, multiple: int, *, minimum: int | None = None) -> int:
     """``n`` rounded up to a multiple of ``multiple`` (at least ``minimum``, default ``multiple``).
 
     Examples:
       >>> round_up(33, 16), round_up(0, 16), round_up(5, 4, minimum=16)
       (48, 16, 16)
     """
-    return max(multiple if minimum is None else minimum, -(-int(n) // multiple) * multiple)
+    return max(multiple if minimum is None else minimum, -(-operator.index(n) // multiple) * multiple)
