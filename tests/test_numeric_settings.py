@@ -103,10 +103,6 @@ def test_default_float_dtype_is_the_dtype_jax_gives_new_float_arrays():
 
 # Functions whose subpackage answers a string with its own validator (see the module docstring). Keyed by the
 # public name; the reason names the validator that must move to icmlx._checks.
-OPTIM = ("optim checks with its own validators: optim/_schedules.py _check_int, _check_nonneg, _as_value "
-         "(float() parses strings); optim/_dash_settings.py _check_settings, _check_unit, _check_nonnegative, "
-         "_check_static; optim/_root_methods.py _check_count, _check_nonneg; optim/_inverse_root.py "
-         "matrix_inverse_root, power_iteration, _check_chunk_size; optim/_tail.py robustness_exponent")
 STATS = ("stats checks with its own validators: stats/_checks.py check_scalar (np.asarray parses strings), positive, "
          "static_int; stats/_simulate.py and stats/_gamma2.py inline count checks")
 STRUCTURE = ("structure checks with its own validators: structure/_data.py _check_size, _check_range, _check_weights; "
@@ -120,13 +116,6 @@ SOLVERS = ("solvers checks with its own validators: solvers/_convert.py positive
            "_check_int, _check_range; solvers/_relaxation.py _positive; solvers/_grans.py GRANS.__check_init__; "
            "solvers/_sparse.py bucket_size; solvers/_outer.py FlexibleGCR; solvers/_amg.py, solvers/_sa_setup.py")
 OWN_VALIDATORS = {
-    **dict.fromkeys([
-        "icmlx.optim.Chebyshev", "icmlx.optim.CoupledNewton", "icmlx.optim.Eigh", "icmlx.optim.NewtonDB",
-        "icmlx.optim.PowerScaling", "icmlx.optim.constant", "icmlx.optim.cosine_decay", "icmlx.optim.dash",
-        "icmlx.optim.inverse_sqrt", "icmlx.optim.linear_decay", "icmlx.optim.matrix_inverse_root",
-        "icmlx.optim.polynomial_decay", "icmlx.optim.power_iteration", "icmlx.optim.robustness_exponent",
-        "icmlx.optim.scale_by_dash", "icmlx.optim.warmup_cosine_decay", "icmlx.optim.wsd",
-    ], OPTIM),
     **dict.fromkeys([
         "icmlx.stats.EBMMLEGamma2", "icmlx.stats.abos_risk_ratio", "icmlx.stats.bayes_oracle_test",
         "icmlx.stats.bayes_oracle_threshold", "icmlx.stats.benjamini_hochberg", "icmlx.stats.bfdr_threshold",
