@@ -103,8 +103,6 @@ def test_default_float_dtype_is_the_dtype_jax_gives_new_float_arrays():
 
 # Functions whose subpackage answers a string with its own validator (see the module docstring). Keyed by the
 # public name; the reason names the validator that must move to icmlx._checks.
-STATS = ("stats checks with its own validators: stats/_checks.py check_scalar (np.asarray parses strings), positive, "
-         "static_int; stats/_simulate.py and stats/_gamma2.py inline count checks")
 STRUCTURE = ("structure checks with its own validators: structure/_data.py _check_size, _check_range, _check_weights; "
              "structure/_pc.py pc's alpha/max_depth/max_batch checks; structure/_pc_tree.py default_cond_bins, "
              "_check_threshold and the chunk_size/alpha checks; structure/_testers.py _check_bins")
@@ -116,15 +114,6 @@ SOLVERS = ("solvers checks with its own validators: solvers/_convert.py positive
            "_check_int, _check_range; solvers/_relaxation.py _positive; solvers/_grans.py GRANS.__check_init__; "
            "solvers/_sparse.py bucket_size; solvers/_outer.py FlexibleGCR; solvers/_amg.py, solvers/_sa_setup.py")
 OWN_VALIDATORS = {
-    **dict.fromkeys([
-        "icmlx.stats.EBMMLEGamma2", "icmlx.stats.abos_risk_ratio", "icmlx.stats.bayes_oracle_test",
-        "icmlx.stats.bayes_oracle_threshold", "icmlx.stats.benjamini_hochberg", "icmlx.stats.bfdr_threshold",
-        "icmlx.stats.bonferroni", "icmlx.stats.bonferroni_threshold", "icmlx.stats.calibrate_tau2",
-        "icmlx.stats.horseshoe_nuts", "icmlx.stats.horseshoe_shrinkage", "icmlx.stats.horseshoe_threshold",
-        "icmlx.stats.log_relative_belief_ratio", "icmlx.stats.rb_strength", "icmlx.stats.relative_belief_ratio",
-        "icmlx.stats.relative_belief_test", "icmlx.stats.relative_belief_threshold",
-        "icmlx.stats.simulate_two_groups", "icmlx.stats.threshold_risk", "icmlx.stats.two_groups_em",
-    ], STATS),
     **dict.fromkeys([
         "icmlx.structure.default_cond_bins", "icmlx.structure.pc", "icmlx.structure.pc_tree",
         "icmlx.structure.polyforest_scores", "icmlx.structure.random_er_dag", "icmlx.structure.random_polyforest",
