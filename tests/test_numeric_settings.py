@@ -106,9 +106,6 @@ def test_default_float_dtype_is_the_dtype_jax_gives_new_float_arrays():
 STRUCTURE = ("structure checks with its own validators: structure/_data.py _check_size, _check_range, _check_weights; "
              "structure/_pc.py pc's alpha/max_depth/max_batch checks; structure/_pc_tree.py default_cond_bins, "
              "_check_threshold and the chunk_size/alpha checks; structure/_testers.py _check_bins")
-SDE = ("sde checks with its own validators: sde/_data.py check_count, check_scale, as_sigma; sde/_guidance.py "
-       "GeodesicGuidance.__check_init__, _check_observations; sde/_basis.py the bases' __check_init__, box_grid; "
-       "sde/_systems.py ring_drift, van_der_pol_drift (no check); sde/_estimators.py, sde/_metrics.py")
 SOLVERS = ("solvers checks with its own validators: solvers/_convert.py positive_int (ValueError), check_tolerances "
            "(a NumPy TypeError that names no argument); solvers/_smoothers.py _positive_int; solvers/_amg_relax.py "
            "_check_int, _check_range; solvers/_relaxation.py _positive; solvers/_grans.py GRANS.__check_init__; "
@@ -120,14 +117,6 @@ OWN_VALIDATORS = {
         "icmlx.structure.sample_bernoulli", "icmlx.structure.sample_linear_gaussian",
         "icmlx.structure.sample_nonlinear",
     ], STRUCTURE),
-    **dict.fromkeys([
-        "icmlx.sde.GeodesicGuidance", "icmlx.sde.PolynomialBasis", "icmlx.sde.RBFBasis", "icmlx.sde.RidgeRegression",
-        "icmlx.sde.SparseGP", "icmlx.sde.box_grid", "icmlx.sde.conservative_drift",
-        "icmlx.sde.default_function_class", "icmlx.sde.geodesic_targets", "icmlx.sde.infer_drift",
-        "icmlx.sde.kde_weights", "icmlx.sde.naive_drift", "icmlx.sde.observation_metric",
-        "icmlx.sde.ou_stationary_covariance", "icmlx.sde.ring_drift", "icmlx.sde.rmse", "icmlx.sde.simulate",
-        "icmlx.sde.smc_bridges", "icmlx.sde.van_der_pol_drift", "icmlx.sde.weighted_rmse",
-    ], SDE),
     **dict.fromkeys([
         "icmlx.solvers.ChebyshevRelaxation", "icmlx.solvers.ChebyshevSmoother", "icmlx.solvers.EvolutionStrength",
         "icmlx.solvers.FlexibleGCR", "icmlx.solvers.GRANS", "icmlx.solvers.GaussSeidelRelaxation",
