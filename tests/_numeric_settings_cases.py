@@ -37,7 +37,8 @@ STRING = {int: "3", float: "0.5"}
 EXTRA = [("optim", "dash", "learning_rate", float)]
 # Arguments that one function needs in another form than ``VALUES`` holds.
 OVERRIDES = {"icmlx.sde.geodesic_targets": lambda v: {"observations": v["observations"][None]},
-             "icmlx.sde.observation_metric": lambda v: {"x": v["observations"][0]}}
+             "icmlx.sde.observation_metric": lambda v: {"x": v["observations"][0]},
+             "icmlx.optim.matrix_inverse_root": lambda v: {"p": 2}}
 
 
 def _poisson(m: int = 4) -> np.ndarray:

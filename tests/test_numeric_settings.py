@@ -103,53 +103,20 @@ def test_default_float_dtype_is_the_dtype_jax_gives_new_float_arrays():
 
 # Functions whose subpackage answers a string with its own validator (see the module docstring). Keyed by the
 # public name; the reason names the validator that must move to icmlx._checks.
-OPTIM = ("optim checks with its own validators: optim/_schedules.py _check_int, _check_nonneg, _as_value "
-         "(float() parses strings); optim/_dash_settings.py _check_settings, _check_unit, _check_nonnegative, "
-         "_check_static; optim/_root_methods.py _check_count, _check_nonneg; optim/_inverse_root.py "
-         "matrix_inverse_root, power_iteration, _check_chunk_size; optim/_tail.py robustness_exponent")
-STATS = ("stats checks with its own validators: stats/_checks.py check_scalar (np.asarray parses strings), positive, "
-         "static_int; stats/_simulate.py and stats/_gamma2.py inline count checks")
 STRUCTURE = ("structure checks with its own validators: structure/_data.py _check_size, _check_range, _check_weights; "
              "structure/_pc.py pc's alpha/max_depth/max_batch checks; structure/_pc_tree.py default_cond_bins, "
              "_check_threshold and the chunk_size/alpha checks; structure/_testers.py _check_bins")
-SDE = ("sde checks with its own validators: sde/_data.py check_count, check_scale, as_sigma; sde/_guidance.py "
-       "GeodesicGuidance.__check_init__, _check_observations; sde/_basis.py the bases' __check_init__, box_grid; "
-       "sde/_systems.py ring_drift, van_der_pol_drift (no check); sde/_estimators.py, sde/_metrics.py")
 SOLVERS = ("solvers checks with its own validators: solvers/_convert.py positive_int (ValueError), check_tolerances "
            "(a NumPy TypeError that names no argument); solvers/_smoothers.py _positive_int; solvers/_amg_relax.py "
            "_check_int, _check_range; solvers/_relaxation.py _positive; solvers/_grans.py GRANS.__check_init__; "
            "solvers/_sparse.py bucket_size; solvers/_outer.py FlexibleGCR; solvers/_amg.py, solvers/_sa_setup.py")
 OWN_VALIDATORS = {
     **dict.fromkeys([
-        "icmlx.optim.Chebyshev", "icmlx.optim.CoupledNewton", "icmlx.optim.Eigh", "icmlx.optim.NewtonDB",
-        "icmlx.optim.PowerScaling", "icmlx.optim.constant", "icmlx.optim.cosine_decay", "icmlx.optim.dash",
-        "icmlx.optim.inverse_sqrt", "icmlx.optim.linear_decay", "icmlx.optim.matrix_inverse_root",
-        "icmlx.optim.polynomial_decay", "icmlx.optim.power_iteration", "icmlx.optim.robustness_exponent",
-        "icmlx.optim.scale_by_dash", "icmlx.optim.warmup_cosine_decay", "icmlx.optim.wsd",
-    ], OPTIM),
-    **dict.fromkeys([
-        "icmlx.stats.EBMMLEGamma2", "icmlx.stats.abos_risk_ratio", "icmlx.stats.bayes_oracle_test",
-        "icmlx.stats.bayes_oracle_threshold", "icmlx.stats.benjamini_hochberg", "icmlx.stats.bfdr_threshold",
-        "icmlx.stats.bonferroni", "icmlx.stats.bonferroni_threshold", "icmlx.stats.calibrate_tau2",
-        "icmlx.stats.horseshoe_nuts", "icmlx.stats.horseshoe_shrinkage", "icmlx.stats.horseshoe_threshold",
-        "icmlx.stats.log_relative_belief_ratio", "icmlx.stats.rb_strength", "icmlx.stats.relative_belief_ratio",
-        "icmlx.stats.relative_belief_test", "icmlx.stats.relative_belief_threshold",
-        "icmlx.stats.simulate_two_groups", "icmlx.stats.threshold_risk", "icmlx.stats.two_groups_em",
-    ], STATS),
-    **dict.fromkeys([
         "icmlx.structure.default_cond_bins", "icmlx.structure.pc", "icmlx.structure.pc_tree",
         "icmlx.structure.polyforest_scores", "icmlx.structure.random_er_dag", "icmlx.structure.random_polyforest",
         "icmlx.structure.sample_bernoulli", "icmlx.structure.sample_linear_gaussian",
         "icmlx.structure.sample_nonlinear",
     ], STRUCTURE),
-    **dict.fromkeys([
-        "icmlx.sde.GeodesicGuidance", "icmlx.sde.PolynomialBasis", "icmlx.sde.RBFBasis", "icmlx.sde.RidgeRegression",
-        "icmlx.sde.SparseGP", "icmlx.sde.box_grid", "icmlx.sde.conservative_drift",
-        "icmlx.sde.default_function_class", "icmlx.sde.geodesic_targets", "icmlx.sde.infer_drift",
-        "icmlx.sde.kde_weights", "icmlx.sde.naive_drift", "icmlx.sde.observation_metric",
-        "icmlx.sde.ou_stationary_covariance", "icmlx.sde.ring_drift", "icmlx.sde.rmse", "icmlx.sde.simulate",
-        "icmlx.sde.smc_bridges", "icmlx.sde.van_der_pol_drift", "icmlx.sde.weighted_rmse",
-    ], SDE),
     **dict.fromkeys([
         "icmlx.solvers.ChebyshevRelaxation", "icmlx.solvers.ChebyshevSmoother", "icmlx.solvers.EvolutionStrength",
         "icmlx.solvers.FlexibleGCR", "icmlx.solvers.GRANS", "icmlx.solvers.GaussSeidelRelaxation",

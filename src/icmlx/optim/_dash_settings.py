@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import check_int, check_number
 from ._grafting import GRAFTINGS as _GRAFTINGS
 from ._inverse_root import _check_chunk_size
 from ._warn import warn_user
@@ -76,8 +76,7 @@ def _check_static(fn_name: str, static_name: str = "DASH_STATIC_ARGS", **values)
 def _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, one_dim, nonfinite,
                     precondition_frequency, start_preconditioning_step, root_epsilon, root_chunk_size, mesh,
                     mesh_axis, max_precondition_dim=None, merge_small_dims=True) -> None:
-    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
-        raise ValueError(f"block_size must be a positive integer or None (chosen by backend), got {block_size=}")
+    check_int(block_size, "block_size", minimum=1)
     for name, val in (("b1", b1), ("b2", b2), ("factor_decay", factor_decay), ("eps", eps),
                       ("momentum", momentum)):
         _check_numeric(name, val)
@@ -88,25 +87,21 @@ def _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, o
     if v is not None and not np.all((0.0 <= v) & (v < 1.0)):
         raise ValueError(f"momentum must be in [0, 1), got {momentum=}")
     _check_nonnegative("eps", eps)
-    if not _is_number(root_epsilon) or not math.isfinite(root_epsilon) or root_epsilon < 0:
+    if isinstance(root_epsilon, (jax.Array, np.ndarray)):
         raise ValueError(f"root_epsilon must be a finite Python float >= 0, got {root_epsilon=}")
+    check_number(root_epsilon, "root_epsilon", minimum=0)
     if grafting not in _GRAFTINGS:
         raise ValueError(f"grafting must be one of {_GRAFTINGS}, got {grafting=}")
-    if max_precondition_dim is not None and (
-            isinstance(max_precondition_dim, bool) or not isinstance(max_precondition_dim, (int, np.integer))
-            or max_precondition_dim < 1):
-        raise ValueError("max_precondition_dim must be a positive integer or None (precondition every matrix), "
-                         f"got {max_precondition_dim=}")
+    if max_precondition_dim is not None:
+        check_int(max_precondition_dim, "max_precondition_dim", minimum=1)
     if not isinstance(merge_small_dims, (bool, np.bool_)):
         raise ValueError(f"merge_small_dims must be True or False, got {merge_small_dims=}")
     if one_dim not in _ONE_DIM:
         raise ValueError(f"one_dim must be one of {_ONE_DIM}, got {one_dim=}")
     if nonfinite not in _NONFINITE:
         raise ValueError(f"nonfinite must be one of {_NONFINITE}, got {nonfinite=}")
-    if not isinstance(precondition_frequency, (int, np.integer)) or precondition_frequency < 1:
-        raise ValueError(f"precondition_frequency must be a positive integer, got {precondition_frequency=}")
-    if not isinstance(start_preconditioning_step, (int, np.integer)) or start_preconditioning_step < 1:
-        raise ValueError(f"start_preconditioning_step must be >= 1, got {start_preconditioning_step=}")
+    check_int(precondition_frequency, "precondition_frequency", minimum=1)
+    check_int(start_preconditioning_step, "start_preconditioning_step", minimum=1)
     _check_chunk_size("root_chunk_size", root_chunk_size)
     if (mesh is None) != (mesh_axis is None):
         raise ValueError(f"mesh and mesh_axis must be given together, got {mesh=}, {mesh_axis=}")

@@ -6,19 +6,17 @@ cost one kernel launch per iteration rather than ``N``. The methods are the solv
 `._root_methods`; their kernels live in `._root_kernels`.
 """
 
-import math
 from typing import Literal
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float
 
-from .._checks import check_values
+from .._checks import check_int, check_values
 from .._results import RESULTS, Solution, raise_if_failed
 from ._root_kernels import _eye_like, _floor, _matpow, _power_iteration, _symmetrize
-from ._root_methods import DEFAULT_INVERSE_ROOT, AbstractInverseRoot, as_inverse_root
+from ._root_methods import DEFAULT_INVERSE_ROOT, AbstractInverseRoot, _check_nonneg, as_inverse_root
 
 __all__ = ["InverseRootSolution", "matrix_inverse_root", "power_iteration"]
 
@@ -87,12 +85,8 @@ def power_iteration(
     """
     A = _check_square(A, "power_iteration")
     for name, value in (("num_steps", num_steps), ("num_vectors", num_vectors)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"power_iteration: {name} must be a positive integer, got {name}={value!r}")
-    if isinstance(damping, bool) or not isinstance(damping, (int, float, np.integer, np.floating)) or not (
-        math.isfinite(damping) and damping >= 0
-    ):
-        raise ValueError(f"power_iteration: damping must be a finite Python float >= 0, got {damping=}")
+        check_int(value, name, where="power_iteration", minimum=1)
+    _check_nonneg("power_iteration", "damping", damping)
     if A.shape[-1] == 0:
         raise ValueError(f"power_iteration: A is empty (n = 0) and has no eigenvalues, got {A.shape=}")
     A = _check_finite(A, "power_iteration")
@@ -122,8 +116,7 @@ _CPU_CHUNK_BYTES = 64 * 1024
 def _check_chunk_size(name: str, value) -> None:
     if value is None or (isinstance(value, str) and value == "auto"):
         return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be None, 'auto' or a positive integer, got {name}={value!r}")
+    check_int(value, name, minimum=1)
 
 
 def _resolve_chunk_size(chunk_size, method: AbstractInverseRoot | str, n: int, dtype) -> int | None:
@@ -333,16 +326,12 @@ def matrix_inverse_root(
     """
     A = _check_square(A, "matrix_inverse_root")
     method = as_inverse_root(method)
-    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
-        raise ValueError(f"matrix_inverse_root: p must be a positive integer (the root), got {p=}")
+    check_int(p, "p", where="matrix_inverse_root", minimum=1)
     roots = type(method).supported_roots
     if roots is not None and p not in roots:
         raise ValueError(f"method={type(method).__name__}() supports p in {roots}, got {p=}; use CoupledNewton()")
     _check_chunk_size("chunk_size", chunk_size)
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)) or not (
-        math.isfinite(epsilon) and epsilon >= 0
-    ):
-        raise ValueError(f"epsilon must be a finite Python float >= 0 (an absolute ridge), got {epsilon=}")
+    _check_nonneg("matrix_inverse_root", "epsilon", epsilon)
     batch = A.shape[:-2]
     if A.size == 0:  # no matrices, or 0 x 0 ones: the (empty) answer needs no solve
         zeros = jnp.zeros(batch, A.dtype)

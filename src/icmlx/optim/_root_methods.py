@@ -10,10 +10,12 @@ the argument at construction.
 from typing import Any, ClassVar, Literal
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
+from .._checks import check_int, check_number
 from .._strategy import as_strategy
 from ._root_kernels import (
     _chebyshev,
@@ -40,17 +42,16 @@ __all__ = [
 
 
 def _check_count(owner: str, name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{owner}: {name} must be a positive integer, got {name}={value!r}")
+    check_int(value, name, where=owner, minimum=1)
 
 
 def _check_nonneg(owner: str, name: str, value: Any) -> None:
+    """``None`` or a concrete real number >= 0 (a static setting: an array is refused)."""
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, (jax.Array, np.ndarray)):
         raise ValueError(f"{owner}: {name} must be a Python float, got {name}={value!r}")
-    if not (np.isfinite(value) and value >= 0):
-        raise ValueError(f"{owner}: {name} must be finite and >= 0, got {name}={value!r}")
+    check_number(value, name, where=owner, minimum=0)
 
 
 def _check_matmul_dtype(owner: str, value: Any) -> None:

@@ -17,12 +17,13 @@ warmup-stable-decay and joined schedules are in `._warmup_schedules`.
 """
 
 import dataclasses
-import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
+
+from .._checks import check_int, check_number, is_traced
 
 __all__ = [
     "Schedule",
@@ -60,21 +61,17 @@ def _count(count, dtype) -> Array:
 
 
 def _check_int(name: str, value, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be a Python int, got {name}={value!r} of type {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {name}={value}")
-    return int(value)
+    return check_int(value, name, minimum=minimum)
 
 
 def _check_nonneg(name: str, value) -> None:
-    # Only concrete values can be checked; traced values (e.g. under inject_hyperparams) pass through.
-    try:
-        v = float(value)
-    except (TypeError, jax.errors.ConcretizationTypeError):
-        return
-    if not math.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be finite and >= 0, got {name}={value!r}")
+    # A traced value (e.g. under inject_hyperparams) passes through: the schedule adds no check to the program.
+    if not is_traced(value):
+        check_number(value, name, minimum=0, allow_array=True)
+
+
+def _check_positive(name: str, value) -> None:
+    check_number(value, name, minimum=0, open_minimum=True)
 
 
 #: A floor of at least this fraction of the peak draws a warning (see `_warn_floor`).
@@ -259,8 +256,9 @@ def polynomial_decay(
       1.0 0.25 0.0 0.0
     """
     decay_steps = _check_int("decay_steps", decay_steps, minimum=1)
-    if isinstance(power, jax.Array) or not math.isfinite(float(power)) or float(power) < 0:
+    if isinstance(power, jax.Array):
         raise ValueError(f"power must be a finite Python float >= 0, got power={power!r}")
+    check_number(power, "power", minimum=0)
     _check_nonneg("init_value", init_value)
     _check_nonneg("end_value", end_value)
     if float(power) > 0:
@@ -367,10 +365,8 @@ def cosine_decay(
       1.0 0.5 0.0
     """
     decay_steps = _check_int("decay_steps", decay_steps, minimum=1)
-    if not 0.0 <= float(alpha) <= 1.0:  # NaN fails too
-        raise ValueError(f"alpha must be in [0, 1], got alpha={alpha!r}")
-    if not math.isfinite(float(exponent)) or float(exponent) <= 0:
-        raise ValueError(f"exponent must be > 0, got exponent={exponent!r}")
+    check_number(alpha, "alpha", minimum=0, maximum=1)
+    _check_positive("exponent", exponent)
     _check_nonneg("init_value", init_value)
     _warn_floor("cosine_decay", f"alpha={alpha!r}", float(alpha), 1.0, "1 (no decay)")
     return _Cosine(init_value, decay_steps, float(alpha), float(exponent))
@@ -408,7 +404,6 @@ def inverse_sqrt(init_value: float | Float[ArrayLike, ""], timescale: float = 1.
       >>> print(inverse_sqrt(1.0)(3))
       0.5
     """
-    if not math.isfinite(float(timescale)) or float(timescale) <= 0:
-        raise ValueError(f"timescale must be > 0, got timescale={timescale!r}")
+    _check_positive("timescale", timescale)
     _check_nonneg("init_value", init_value)
     return _InverseSqrt(init_value, float(timescale))

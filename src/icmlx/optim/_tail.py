@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike
 
+from .._checks import check_number
 from ._schedules import _check_int
 
 __all__ = ["tail_degree", "robustness_exponent"]
@@ -123,10 +124,5 @@ def robustness_exponent(p: float | ArrayLike) -> float:
       >>> robustness_exponent(1.0)
       0.3333333333333333
     """
-    try:
-        value = float(p)
-    except (TypeError, ValueError):
-        raise TypeError(f"robustness_exponent: p must be a real number >= 0 (a tail degree), got p={p!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"robustness_exponent: p must be finite and >= 0 (a tail degree), got p={p!r}")
+    value = float(check_number(p, "p", where="robustness_exponent", minimum=0))
     return 1.0 / (2.0 * value + 1.0)

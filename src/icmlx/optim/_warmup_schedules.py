@@ -5,7 +5,6 @@ the remaining steps.
 """
 
 import dataclasses
-import math
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -13,6 +12,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from .._checks import check_number
 from ._schedules import (
     CountLike,
     Schedule,
@@ -20,6 +20,7 @@ from ._schedules import (
     _as_value,
     _check_int,
     _check_nonneg,
+    _check_positive,
     _Constant,
     _cosine_factor,
     _count,
@@ -129,8 +130,7 @@ def wsd(
     """
     total_steps = _check_int("total_steps", total_steps, minimum=1)
     warmup_steps = _check_int("warmup_steps", warmup_steps, minimum=0)
-    if not 0.0 < float(cooldown_fraction) <= 1.0:
-        raise ValueError(f"cooldown_fraction must be in (0, 1], got cooldown_fraction={cooldown_fraction!r}")
+    check_number(cooldown_fraction, "cooldown_fraction", minimum=0, maximum=1, open_minimum=True)
     if cooldown_shape not in ("linear", "cosine", "1-sqrt"):
         raise ValueError(
             f"cooldown_shape must be 'linear', 'cosine' or '1-sqrt', got cooldown_shape={cooldown_shape!r}"
@@ -252,8 +252,7 @@ def warmup_cosine_decay(
     _check_nonneg("init_value", init_value)
     _warn_floor("warmup_cosine_decay", f"end_value={end_value!r}", end_value, peak_value,
                 f"peak_value={peak_value!r}")
-    if not math.isfinite(float(exponent)) or float(exponent) <= 0:
-        raise ValueError(f"exponent must be finite and > 0, got exponent={exponent!r}")
+    _check_positive("exponent", exponent)
     # cosine from peak to end: init*(alpha + (1-alpha) h) with alpha = end/peak, written explicitly to allow
     # peak_value == 0 and array peaks.
     base = _PeakToEnd(peak_value, end_value, decay_steps - warmup_steps, float(exponent))

@@ -28,7 +28,7 @@ from .._checks import check_values, is_traced
 from .._inputs import is_dataframe
 from .._repr import summarise
 from .._types import PRNGKey, RealScalarLike
-from ._data import ArrayOrFrame, as_real, as_sigma, check_count, check_finite, check_last_axis, check_scale
+from ._data import ArrayOrFrame, as_real, as_sigma, check_count, check_finite, check_last_axis, check_real, check_scale
 
 __all__ = [
     "RBFBasis",
@@ -69,6 +69,8 @@ class RBFBasis(eqx.Module):
             raise ValueError(f"RBFBasis: centers must have shape (m, d) with m >= 1, got shape {centers.shape}")
         self.centers = check_finite(centers, "centers", "RBFBasis")
         dt = self.centers.dtype
+        check_real(lengthscale, "lengthscale", "RBFBasis")
+        check_real(variance, "variance", "RBFBasis")
         self.lengthscale = check_values(
             jnp.asarray(lengthscale, dt), lambda xp, v: ~(xp.isfinite(v) & (v > 0)),
             "RBFBasis: lengthscale must be positive and finite (a zero width comes from constant data); pass "
@@ -544,11 +546,8 @@ def box_grid(points: ArrayOrFrame, num_per_dim: int, pad: RealScalarLike = 0.0) 
     if points.ndim == 0 or points.size == 0:
         raise ValueError(f"box_grid: points must be a non-empty array of shape (n, d), got shape {points.shape}")
     points = points.reshape(-1, points.shape[-1])
-    if isinstance(num_per_dim, bool) or not isinstance(num_per_dim, int | np.integer) or num_per_dim < 1:
-        raise ValueError(f"box_grid: num_per_dim must be a positive integer, got {num_per_dim=}")
-    num_per_dim = int(num_per_dim)
-    if not is_traced(pad) and not np.all(np.isfinite(pad)):
-        raise ValueError(f"box_grid: pad must be a finite number (the widening of the box), got {pad=}")
+    num_per_dim = check_count(num_per_dim, "num_per_dim", "box_grid")
+    check_real(pad, "pad", "box_grid")
     d = points.shape[1]
     if num_per_dim**d > MAX_GRID_POINTS:
         raise ValueError(

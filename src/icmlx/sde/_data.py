@@ -20,17 +20,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_values, is_traced
+from .._checks import check_int, check_number, check_values, default_float_dtype, is_traced
 from .._inputs import column_names, is_dataframe, is_series, to_device
 
 __all__ = ["ArrayOrFrame", "as_states", "as_observations", "as_sigma"]
 
 #: An array-like of states (NumPy, JAX, nested lists) or a pandas DataFrame whose columns are the coordinates.
 ArrayOrFrame = Any
-
-
-def _float_dtype():
-    return jnp.zeros(()).dtype
 
 
 def _to_array(x: Any, name: str, fn: str):
@@ -68,10 +64,10 @@ def _to_array(x: Any, name: str, fn: str):
         raise TypeError(f"{fn}: {name} must be real numbers, got dtype {arr.dtype}")
     if not is_traced(arr) and not isinstance(arr, jax.Array):
         # host input is cast on the host and transferred: a device-side cast is a program per input shape
-        dtype = arr.dtype if jnp.issubdtype(arr.dtype, jnp.floating) else _float_dtype()
+        dtype = arr.dtype if jnp.issubdtype(arr.dtype, jnp.floating) else default_float_dtype()
         return to_device(arr, dtype), names
     if not jnp.issubdtype(arr.dtype, jnp.floating):
-        arr = jnp.asarray(arr).astype(_float_dtype())
+        arr = jnp.asarray(arr).astype(default_float_dtype())
     return jnp.asarray(arr), names
 
 
@@ -222,23 +218,22 @@ def as_observations(observations: Any, ts: Any, sigma: Any, *, fn: str, allow_no
 
 
 def check_count(value: Any, name: str, fn: str, low: int = 1) -> int:
-    """``value`` as a Python ``int >= low`` (NumPy integers accepted), else a ``ValueError`` naming ``name``."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer) or value < low:
-        raise ValueError(f"{fn}: {name} must be an integer >= {low}, got {name}={value!r}")
-    return int(value)
+    """``value`` as a Python ``int >= low`` (NumPy integers accepted): `icmlx._checks.check_int`."""
+    return check_int(value, name, where=fn, minimum=low)
 
 
 def check_scale(value: Any, name: str, fn: str, *, allow_zero: bool = False, allow_none: bool = False):
-    """A finite positive (or non-negative) Python number, else a ``ValueError`` naming ``name``."""
+    """A finite positive (or non-negative) real number: `icmlx._checks.check_number`."""
     if value is None and allow_none:
         return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{fn}: {name} must be a number, got {name}={value!r}") from None
-    if not (np.isfinite(v) and (v >= 0 if allow_zero else v > 0)):
-        kind = "non-negative" if allow_zero else "positive"
-        raise ValueError(f"{fn}: {name} must be {kind} and finite, got {name}={value!r}")
+    return check_number(value, name, where=fn, minimum=0, open_minimum=not allow_zero)
+
+
+def check_real(value: Any, name: str, fn: str):
+    """A concrete ``value`` must be finite real numbers (a scalar or an array-like); a traced one passes."""
+    if not is_traced(value):
+        check_number(np.asarray(value) if isinstance(value, list | tuple) else value, name, where=fn,
+                     allow_array=True)
     return value
 
 
@@ -255,7 +250,7 @@ def as_real(x: Any, name: str, fn: str, dtype=None):
     if dtype is not None:
         return x.astype(dtype)
     if not jnp.issubdtype(x.dtype, jnp.floating):
-        x = x.astype(_float_dtype())
+        x = x.astype(default_float_dtype())
     return x
 
 

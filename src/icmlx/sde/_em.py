@@ -9,7 +9,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._buckets import size_bucket
-from .._checks import check_values, is_traced
+from .._checks import check_int, check_values, is_traced
 from .._progress import in_program_reporter, resolve_progress
 from .._repr import record_repr, summarise
 from .._results import RESULTS, Solution, raise_if_failed
@@ -222,11 +222,10 @@ def infer_drift(
       ((2,), 2, True)
     """
     guidance = _as_guidance(guidance)
-    for name, v in (("num_steps", num_steps), ("num_particles", num_particles), ("num_paths", num_paths)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {name}={v!r}")
-    if isinstance(num_time_steps, bool) or not isinstance(num_time_steps, int) or num_time_steps < 2:
-        raise ValueError(f"num_time_steps must be an integer >= 2, got {num_time_steps=}")
+    num_steps = check_int(num_steps, "num_steps", where="infer_drift", minimum=1)
+    num_particles = check_int(num_particles, "num_particles", where="infer_drift", minimum=1)
+    num_paths = check_int(num_paths, "num_paths", where="infer_drift", minimum=1)
+    num_time_steps = check_int(num_time_steps, "num_time_steps", where="infer_drift", minimum=2)
     if is_ragged(observations):
         # each trajectory padded to the longest on the host, its true length entering the program as data
         trajs, names = as_trajectories(observations, ts, fn="infer_drift")

@@ -16,6 +16,7 @@ from ._data import (
     as_sigma,
     as_states,
     as_trajectories,
+    check_count,
     check_scale,
     interval_data,
     is_ragged,
@@ -162,9 +163,7 @@ def default_function_class(
     pad = xp.minimum(xp.asarray(0.5, width.dtype), 0.5 * width)  # 0.5, or half the width for data narrower than 1
     box = xp.stack([lo, hi])  # box_grid needs only the bounding box: a (2, d) input whatever n is
     if num_per_dim is not None:
-        if isinstance(num_per_dim, bool) or not isinstance(num_per_dim, int) or num_per_dim < 1:
-            raise ValueError(f"default_function_class: num_per_dim must be a positive integer or None, got "
-                             f"{num_per_dim=}")
+        num_per_dim = check_count(num_per_dim, "num_per_dim", "default_function_class")
         m = num_per_dim**d
         if m > MAX_INDUCING:
             gb = m * m * pts.dtype.itemsize / 1e9

@@ -114,17 +114,12 @@ class GeodesicGuidance(AbstractGuidance):
 
     def __check_init__(self):
         fn = "GeodesicGuidance"
-        if not isinstance(self.strength, int | float):
-            raise ValueError(f"{fn}: strength must be a Python number (a static setting), got {self.strength=}")
         check_scale(self.strength, "strength", fn, allow_zero=True)
         check_count(self.num_nodes, "num_nodes", fn, low=2)
         check_count(self.num_neighbors, "num_neighbors", fn)
         check_scale(self.orientation_eps, "orientation_eps", fn, allow_none=True)
         for name in ("sigma_m", "rho"):
-            v = getattr(self, name)
-            if not isinstance(v, int | float):
-                raise ValueError(f"{fn}: {name} must be a Python number (a static setting), got {name}={v!r}")
-            check_scale(v, name, fn)
+            check_scale(getattr(self, name), name, fn)
 
     def targets(
         self, observations: ArrayLike, num_time_steps: int

@@ -13,7 +13,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from .._checks import check_values, is_traced
-from ._data import as_real, as_sigma, check_finite, check_last_axis, check_scale
+from ._data import as_real, as_sigma, check_finite, check_last_axis, check_real, check_scale
 
 DriftFn = Callable[[Float[Array, " d"]], Float[Array, " d"]]
 
@@ -117,8 +117,7 @@ def ring_drift(omega: float = 2.0) -> DriftFn:
       [0.0, 2.0]
     """
 
-    if not is_traced(omega) and not np.all(np.isfinite(omega)):
-        raise ValueError(f"ring_drift: omega must be a finite number (the angular speed), got {omega=}")
+    check_real(omega, "omega", "ring_drift")
     return _RingDrift(as_real(omega, "omega", "ring_drift"))
 
 

@@ -5,7 +5,6 @@ Python numbers and concrete arrays are checked eagerly on the host (``ValueError
 (`icmlx._checks.check_values`).
 """
 
-import math
 import warnings
 from typing import Any
 
@@ -13,15 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_values, is_traced
+from .._checks import check_int, check_number, check_values, default_float_dtype, is_traced
 from .._inputs import to_device
 
 __all__: list[str] = []
-
-
-def default_float() -> Any:
-    """The default floating dtype (float64 under ``jax_enable_x64``, else float32)."""
-    return jnp.result_type(float)
 
 
 def float_dtype(*values: Any) -> Any:
@@ -32,7 +26,7 @@ def float_dtype(*values: Any) -> Any:
         if isinstance(v, (jax.Array, np.ndarray)) and jnp.issubdtype(v.dtype, jnp.floating)
     ]
     if not dts:
-        return default_float()
+        return default_float_dtype()
     dt = dts[0]
     for d in dts[1:]:
         if d != dt:
@@ -53,7 +47,7 @@ def host_float_array(x: np.ndarray, name: str, dtype: Any = None) -> np.ndarray:
         raise TypeError(f"{name} must be real, got dtype {x.dtype}")
     if dtype is None:
         floating = jnp.issubdtype(x.dtype, jnp.floating)
-        dtype = jax.dtypes.canonicalize_dtype(x.dtype) if floating else default_float()
+        dtype = jax.dtypes.canonicalize_dtype(x.dtype) if floating else default_float_dtype()
     y = x.astype(dtype, copy=False)
     return y.copy() if y is x else y
 
@@ -67,7 +61,7 @@ def as_float_array(x: Any, name: str) -> jax.Array:
     if jnp.issubdtype(x.dtype, jnp.complexfloating):
         raise TypeError(f"{name} must be real, got dtype {x.dtype}")
     if not jnp.issubdtype(x.dtype, jnp.floating):
-        x = x.astype(default_float())
+        x = x.astype(default_float_dtype())
     return x
 
 
@@ -133,19 +127,10 @@ def check_scalar(
     if isinstance(value, (np.ndarray, np.generic)) and np.iscomplexobj(value):
         raise TypeError(f"{name} must be real, got dtype {value.dtype}")
     if not isinstance(value, jax.Array):
-        try:
-            v = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise TypeError(f"{name} must be a real number, got {name}={value!r}") from err
-        bad = np.isnan(v)
-        if not allow_inf:
-            bad |= np.isinf(v)
-        if lo is not None:
-            bad |= (v < lo) if lo_closed else (v <= lo)
-        if hi is not None:
-            bad |= (v > hi) if hi_closed else (v >= hi)
-        if np.any(bad):
-            raise ValueError(f"{name} must lie in {interval}{finite}, got {name}={value!r}")
+        host = np.asarray(value) if isinstance(value, (list, tuple)) else value
+        check_number(host, name, minimum=lo, maximum=hi, open_minimum=not lo_closed, open_maximum=not hi_closed,
+                     allow_inf=allow_inf, allow_array=True)
+        v = np.asarray(host, dtype=np.float64)
         _representable(name, v, value, dtype, allow_inf)
         if hi is not None and not hi_closed and np.any(np.asarray(v, dtype=np.dtype(dtype)).astype(np.float64) >= hi):
             raise ValueError(f"{name}={value!r} rounds to {hi} in {np.dtype(dtype).name}; it must lie in {interval}: "
@@ -164,20 +149,15 @@ def positive(name: str, value: Any, dtype: Any) -> jax.Array:
 
 
 def static_int(where: str, name: str, value: Any, *, lo: int = 1) -> int:
-    """``value`` as a Python int ``>= lo`` (a static setting such as ``num_steps``), else a ``ValueError``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < lo:
-        raise ValueError(f"{where}: {name} must be an int >= {lo}, got {name}={value!r}")
-    return int(value)
+    """``value`` as a Python int ``>= lo`` (a static setting such as ``num_steps``): `icmlx._checks.check_int`."""
+    return check_int(value, name, where=where, minimum=lo)
 
 
 def static_positive_float(where: str, name: str, value: Any) -> float:
     """``value`` as a finite Python float > 0 (a static setting), else a ``ValueError``/``TypeError``."""
-    if isinstance(value, (bool, np.bool_, str)) or isinstance(value, jax.core.Tracer):
+    if isinstance(value, jax.core.Tracer):
         raise TypeError(f"{where}: {name} must be a concrete real number, got {name}={value!r}")
-    v = float(value)
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{where}: {name} must be finite and > 0, got {name}={value!r}")
-    return v
+    return float(check_number(value, name, where=where, minimum=0, open_minimum=True))
 
 
 def warn_float32_tails(dtype: Any, n: int, what: str) -> None:
@@ -247,7 +227,7 @@ def host_input_array(x: Any, name: str) -> tuple[Any, Labels | None]:
             raise TypeError(f"{name}: could not read the list as numbers ({err})") from err
     if isinstance(x, np.ndarray):
         # a float64 array under float32 JAX: cast once, quietly
-        return host_float_array(x, name, default_float() if x.dtype != object else None), labels
+        return host_float_array(x, name, default_float_dtype() if x.dtype != object else None), labels
     return as_float_array(x, name), labels
 
 

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._checks import check_values
+from .._checks import check_int, check_values
 from .._types import RealScalarLike
 from ._checks import as_input_array, check_finite, check_scalar, float_dtype, positive
 from ._empirical_bayes import _sparsity_core, fit_two_groups
@@ -243,9 +243,7 @@ class EBMMLEGamma2(AbstractGamma2):
     num_em_steps: int = eqx.field(static=True, default=40)
 
     def __check_init__(self):
-        n = self.num_em_steps
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise ValueError(f"EBMMLEGamma2: num_em_steps must be a positive int, got num_em_steps={n!r}")
+        check_int(self.num_em_steps, "num_em_steps", where="EBMMLEGamma2", minimum=1)
 
     def _gamma2(self, x, sigma):
         return _eb_mmle(x, sigma, self.num_em_steps)

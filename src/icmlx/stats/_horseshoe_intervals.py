@@ -6,8 +6,10 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
+from .._checks import check_number
 from ._checks import as_input_array, check_finite, check_scalar, positive
 from ._horseshoe import _check_tau
 
@@ -122,8 +124,10 @@ def horseshoe_intervals(
       >>> [round(v, 2) for v in ci.lower.tolist()], [round(v, 2) for v in ci.upper.tolist()]
       ([-0.33, 3.58], [0.33, 7.65])
     """
-    if isinstance(level, (bool, str)) or not isinstance(level, (int, float)) or not 0.0 < level < 1.0:
+    if isinstance(level, (jax.Array, np.ndarray)):
         raise ValueError(f"horseshoe_intervals: level must be a number in (0, 1), got {level=!r}")
+    check_number(level, "level", where="horseshoe_intervals", minimum=0, maximum=1, open_minimum=True,
+                 open_maximum=True)
     xa, labels = as_input_array(x, "x")
     xa = check_finite(xa, "x", labels)
     dt = xa.dtype

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._checks import check_values, is_traced
+from .._checks import check_number, check_values, is_traced
 from ._checks import Labels
 from ._multitest import prepare_pvalues, run_method
 
@@ -205,8 +205,9 @@ def qvalues(
     if nan_policy not in ("raise", "omit"):
         raise ValueError(f"qvalues: nan_policy must be 'raise' or 'omit', got {nan_policy=!r}")
     lam = _check_lambdas(lambdas)
-    if isinstance(smooth_df, (bool, str)) or not isinstance(smooth_df, (int, float)) or not smooth_df >= 2:
+    if isinstance(smooth_df, (jax.Array, np.ndarray)):
         raise ValueError(f"smooth_df must be a number >= 2, got {smooth_df=!r}")
+    check_number(smooth_df, "smooth_df", where="qvalues", minimum=2)
     p, labels = prepare_pvalues(pvalues, "qvalues", nan_policy)
     dt = p.dtype
     _, adj, _, _, _ = run_method(p, jnp.asarray(0.05, dt), "fdr_bh")

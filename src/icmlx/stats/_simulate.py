@@ -14,10 +14,11 @@ from jax.sharding import PartitionSpec as P
 from jaxtyping import Array, Bool, Float
 
 from .. import _memory
+from .._checks import check_int, default_float_dtype
 from .._progress import ProgressBar, resolve_progress
 from .._repr import record_repr, summarise
 from .._types import PRNGKey, RealScalarLike
-from ._checks import check_scalar, default_float, positive
+from ._checks import check_scalar, positive
 from ._oracle import bayes_oracle_test
 
 __all__ = ["TwoGroupsSample", "simulate_two_groups", "RiskComparison", "simulate_risk_ratios"]
@@ -67,9 +68,8 @@ _MAX_BYTES = 8 * 2**30
 def _check_sizes(where: str, n, num_replicates, dtype) -> Any:
     """``(n, num_replicates)`` as positive Python ints and ``dtype`` as a floating dtype, with a memory estimate."""
     for name, v in (("n", n), ("num_replicates", num_replicates)):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{where}: {name} must be a positive int, got {name}={v!r}")
-    dt = jnp.dtype(dtype) if dtype is not None else default_float()
+        check_int(v, name, where=where, minimum=1)
+    dt = jnp.dtype(dtype) if dtype is not None else default_float_dtype()
     if not jnp.issubdtype(dt, jnp.floating):
         raise TypeError(f"{where}: dtype must be a floating dtype (float32, float64), got dtype={dt}")
     need = int(n) * int(num_replicates) * (2 * dt.itemsize + 1)
