@@ -346,15 +346,18 @@ add("pc.alpha_numpy_scalar.eager", lambda: st.pc(gauss(), alpha=np.float32(0.05)
 add("pc.max_depth_negative.eager", lambda: st.pc(gauss()[:200], max_depth=-1), words=("max_depth",))
 add("pc.max_depth_float.eager", lambda: st.pc(gauss()[:200], max_depth=1.5), words=("max_depth",))
 add("pc.max_depth_nan.eager", lambda: st.pc(gauss()[:200], max_depth=float("nan")), words=("max_depth",))
-add("pc.constant_column.eager", lambda: st.pc(_with(gauss()[:200], (slice(None), 3), 2.0)), words=("constant",))
+# constant and duplicated columns are warned about, not refused: a constant column is left without edges and a
+# duplicated pair stays adjacent (causal-learn's answer)
+add("pc.constant_column.eager", lambda: st.pc(_with(gauss()[:200], (slice(None), 3), 2.0)),
+    check=lambda out: not np.asarray(out.graph)[3].any() and not np.asarray(out.graph)[:, 3].any())
 add("pc.duplicated_column.eager", lambda: st.pc(np.column_stack([gauss()[:200], gauss()[:200, 1]])),
-    words=("duplicated",))
+    check=lambda out: np.asarray(out.graph)[1, D] != 0 and np.asarray(out.graph)[D, 1] != 0)
 add("pc.complex.eager", lambda: st.pc(gauss()[:200] + 1j), words=("complex", "real", "numeric"))
 add("pc.chisq_non_integer.eager", lambda: st.pc(gauss()[:200], ci_test="chisq"), words=("integer",))
 add("pc.gsq_non_integer.eager", lambda: st.pc(gauss()[:200], ci_test=st.GSquare()), words=("integer",))
 add("pc.bernoulli_non_binary.eager", lambda: st.pc(np.asarray(disc_data()), ci_test=st.Bernoulli()),
     words=("binary",))
-add("pc.bad_ci_test.eager", lambda: st.pc(gauss()[:200], ci_test="kci"), words=("ci_test",))
+add("pc.bad_ci_test.eager", lambda: st.pc(gauss()[:200], ci_test="bogus"), words=("ci_test",))
 add("pc.bad_colliders.eager", lambda: st.pc(gauss()[:200], colliders="bogus"), words=("colliders",))
 add("pc.names_wrong_length.eager", lambda: st.pc(gauss()[:200], names=["a", "b"]), words=("names",))
 add("pc.single_variable.eager", lambda: st.pc(gauss()[:, :1]), check=lambda out: np.array_equal(out.graph, [[0]]))
@@ -366,9 +369,6 @@ add("pc.d_separation_not_square.eager", lambda: st.pc(None, ci_test="d_separatio
     words=("true_dag", "(d, d)", "square"))
 add("pc.d_separation_valid.eager", lambda: st.pc(None, ci_test="d_separation", true_dag=_dag()),
     check=same_graph(TRUE_CPDAG))
-add("pc.memory_estimate_refused.eager",
-    lambda: st.pc(np.random.default_rng(0).standard_normal((20, 10000))),
-    words=("memory", "GB", "max_depth"))
 BK = st.BackgroundKnowledge
 add("pc.bk_unknown_name.eager", lambda: BK.from_edges(["a", "b", "c"], forbidden=[("a", "zz")]),
     words=("unknown", "zz"))
@@ -397,7 +397,8 @@ add("pc_tree.scale_1e20_float64_input.eager", lambda: st.pc_tree(gauss() * 1e20)
 add("pc_tree.unscaled.vmap", lambda: jax.vmap(lambda x: st.pc_tree(x).graph)(jnp.stack([f32(gauss())] * 2))[1],
     check=lambda out: np.array_equal(np.asarray(out), TRUE_CPDAG), slow=True)
 modes("pc_tree.nan", lambda x: st.pc_tree(x), lambda: (f32(_with(gauss(), (3, 0), np.nan)),), words=NAN)
-add("pc_tree.constant_column.eager", lambda: st.pc_tree(_with(gauss(), (slice(None), 1), 0.0)), words=("constant",))
+add("pc_tree.constant_column.eager", lambda: st.pc_tree(_with(gauss(), (slice(None), 1), 0.0)),
+    check=lambda out: not np.asarray(out.graph)[1].any() and not np.asarray(out.graph)[:, 1].any())
 add("pc_tree.duplicated_column.eager", lambda: st.pc_tree(np.column_stack([gauss(), gauss()[:, 2]])),
     words=("duplicated",))
 add("pc_tree.n_4.eager", lambda: st.pc_tree(gauss()[:4]), words=("n=", "n >", "sample"))
@@ -415,7 +416,9 @@ add("pc_tree.bernoulli_non_binary.jit", lambda: jax.jit(lambda x: st.pc_tree(x, 
     words=("binary", "0/1"))
 add("pc_tree.bernoulli_valid.eager", lambda: st.pc_tree(binary(), ci_test="bernoulli", alpha=0.001),
     check=same_graph(TRUE_CPDAG))
-add("pc_tree.chisq_unsupported.eager", lambda: st.pc_tree(binary(), ci_test="chisq"), words=("ci_test",))
+add("pc_tree.bad_ci_test.eager", lambda: st.pc_tree(binary(), ci_test="bogus"), words=("ci_test",))
+add("pc_tree.chisq_valid.eager", lambda: st.pc_tree(binary(), ci_test="chisq", alpha=0.001),
+    check=same_graph(TRUE_CPDAG))
 add("pc_tree.nonparametric_nan.eager",
     lambda: st.pc_tree(_with(np.tanh(gauss()), (0, 0), np.nan), ci_test="nonparametric"), words=NAN)
 modes("pc_tree.d_separation_cyclic", lambda g: st.pc_tree(g, ci_test="d_separation"), lambda: (jnp.asarray(CYCLIC),),

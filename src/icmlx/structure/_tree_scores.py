@@ -81,6 +81,7 @@ def _scores_from_pvalues(batched, d: int, alpha):
         pmax[jj[better], kk[better]] = p[better]
         arg[jj[better], kk[better]] = sep
     pmax = np.maximum(pmax, pmax.T)
+    np.fill_diagonal(pmax, 0.0)  # as the fused kernels: a node's score with itself is -0, not -(-inf)
     arg = np.maximum(arg, arg.T)
     cut = np.asarray(-float(alpha), fdt)
     return (jax.device_put(s0.astype(fdt)), jax.device_put((-pmax).astype(fdt)),
