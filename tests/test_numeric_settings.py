@@ -103,20 +103,11 @@ def test_default_float_dtype_is_the_dtype_jax_gives_new_float_arrays():
 
 # Functions whose subpackage answers a string with its own validator (see the module docstring). Keyed by the
 # public name; the reason names the validator that must move to icmlx._checks.
-STRUCTURE = ("structure checks with its own validators: structure/_data.py _check_size, _check_range, _check_weights; "
-             "structure/_pc.py pc's alpha/max_depth/max_batch checks; structure/_pc_tree.py default_cond_bins, "
-             "_check_threshold and the chunk_size/alpha checks; structure/_testers.py _check_bins")
 SOLVERS = ("solvers checks with its own validators: solvers/_convert.py positive_int (ValueError), check_tolerances "
            "(a NumPy TypeError that names no argument); solvers/_smoothers.py _positive_int; solvers/_amg_relax.py "
            "_check_int, _check_range; solvers/_relaxation.py _positive; solvers/_grans.py GRANS.__check_init__; "
            "solvers/_sparse.py bucket_size; solvers/_outer.py FlexibleGCR; solvers/_amg.py, solvers/_sa_setup.py")
 OWN_VALIDATORS = {
-    **dict.fromkeys([
-        "icmlx.structure.default_cond_bins", "icmlx.structure.pc", "icmlx.structure.pc_tree",
-        "icmlx.structure.polyforest_scores", "icmlx.structure.random_er_dag", "icmlx.structure.random_polyforest",
-        "icmlx.structure.sample_bernoulli", "icmlx.structure.sample_linear_gaussian",
-        "icmlx.structure.sample_nonlinear",
-    ], STRUCTURE),
     **dict.fromkeys([
         "icmlx.solvers.ChebyshevRelaxation", "icmlx.solvers.ChebyshevSmoother", "icmlx.solvers.EvolutionStrength",
         "icmlx.solvers.FlexibleGCR", "icmlx.solvers.GRANS", "icmlx.solvers.GaussSeidelRelaxation",
