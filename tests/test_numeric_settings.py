@@ -103,19 +103,7 @@ def test_default_float_dtype_is_the_dtype_jax_gives_new_float_arrays():
 
 # Functions whose subpackage answers a string with its own validator (see the module docstring). Keyed by the
 # public name; the reason names the validator that must move to icmlx._checks.
-SOLVERS = ("solvers checks with its own validators: solvers/_convert.py positive_int (ValueError), check_tolerances "
-           "(a NumPy TypeError that names no argument); solvers/_smoothers.py _positive_int; solvers/_amg_relax.py "
-           "_check_int, _check_range; solvers/_relaxation.py _positive; solvers/_grans.py GRANS.__check_init__; "
-           "solvers/_sparse.py bucket_size; solvers/_outer.py FlexibleGCR; solvers/_amg.py, solvers/_sa_setup.py")
 OWN_VALIDATORS = {
-    **dict.fromkeys([
-        "icmlx.solvers.ChebyshevRelaxation", "icmlx.solvers.ChebyshevSmoother", "icmlx.solvers.EvolutionStrength",
-        "icmlx.solvers.FlexibleGCR", "icmlx.solvers.GRANS", "icmlx.solvers.GaussSeidelRelaxation",
-        "icmlx.solvers.JacobiRelaxation", "icmlx.solvers.MultilevelSmoother", "icmlx.solvers.SymmetricStrength",
-        "icmlx.solvers.amg_setup", "icmlx.solvers.bicgstab", "icmlx.solvers.bucket_size", "icmlx.solvers.cg",
-        "icmlx.solvers.chebyshev_smoother", "icmlx.solvers.estimate_lambda_max", "icmlx.solvers.gmres",
-        "icmlx.solvers.jacobi_smoother", "icmlx.solvers.smoothed_aggregation", "icmlx.solvers.solve",
-    ], SOLVERS),
 }
 
 FAST = ["icmlx.stats.benjamini_hochberg(alpha)", "icmlx.optim.dash(learning_rate)", "icmlx.structure.pc(alpha)",
