@@ -7,9 +7,8 @@ would raise a ``TypeError`` of its own for any annotated argument and so hide wh
 handful of cases (one or two per subpackage, including the two of issue #40) run in the default suite; the whole
 sweep is ``slow``.
 
-Functions whose subpackage still validates its settings with a validator of its own (which accepts a string, or
-answers it with a ``ValueError`` or an unrelated ``TypeError``) are marked ``xfail(strict=False)`` with that
-validator named; they pass once the subpackage calls ``icmlx._checks.check_int`` / ``check_number``.
+Every subpackage validates its settings with ``icmlx._checks.check_int`` / ``check_number`` (directly or
+through a thin private wrapper), so no case is expected to fail.
 """
 
 import json
@@ -101,11 +100,6 @@ def test_default_float_dtype_is_the_dtype_jax_gives_new_float_arrays():
 
 # -------------------------------------------------------------------------------- every public numeric setting
 
-# Functions whose subpackage answers a string with its own validator (see the module docstring). Keyed by the
-# public name; the reason names the validator that must move to icmlx._checks.
-OWN_VALIDATORS = {
-}
-
 FAST = ["icmlx.stats.benjamini_hochberg(alpha)", "icmlx.optim.dash(learning_rate)", "icmlx.structure.pc(alpha)",
         "icmlx.sde.simulate(save_every)", "icmlx.solvers.cg(rtol)", "icmlx.solvers.GRANS(max_steps)"]
 
@@ -119,12 +113,10 @@ ALL = _all_cases()
 
 def _params(selected):
     out = []
-    for case, qualname in ALL:
+    for case, _qualname in ALL:
         if (case in FAST) != selected:
             continue
-        marks = [pytest.mark.xfail(strict=False, reason=OWN_VALIDATORS[qualname])] if qualname in OWN_VALIDATORS \
-            else []
-        out.append(pytest.param(case, id=case, marks=marks))
+        out.append(pytest.param(case, id=case))
     return out
 
 
