@@ -7,9 +7,8 @@ would raise a ``TypeError`` of its own for any annotated argument and so hide wh
 handful of cases (one or two per subpackage, including the two of issue #40) run in the default suite; the whole
 sweep is ``slow``.
 
-Functions whose subpackage still validates its settings with a validator of its own (which accepts a string, or
-answers it with a ``ValueError`` or an unrelated ``TypeError``) are marked ``xfail(strict=False)`` with that
-validator named; they pass once the subpackage calls ``icmlx._checks.check_int`` / ``check_number``.
+Every subpackage validates its settings with ``icmlx._checks.check_int`` / ``check_number`` (directly or
+through a thin private wrapper), so no case is expected to fail.
 """
 
 import json
@@ -101,32 +100,6 @@ def test_default_float_dtype_is_the_dtype_jax_gives_new_float_arrays():
 
 # -------------------------------------------------------------------------------- every public numeric setting
 
-# Functions whose subpackage answers a string with its own validator (see the module docstring). Keyed by the
-# public name; the reason names the validator that must move to icmlx._checks.
-STRUCTURE = ("structure checks with its own validators: structure/_data.py _check_size, _check_range, _check_weights; "
-             "structure/_pc.py pc's alpha/max_depth/max_batch checks; structure/_pc_tree.py default_cond_bins, "
-             "_check_threshold and the chunk_size/alpha checks; structure/_testers.py _check_bins")
-SOLVERS = ("solvers checks with its own validators: solvers/_convert.py positive_int (ValueError), check_tolerances "
-           "(a NumPy TypeError that names no argument); solvers/_smoothers.py _positive_int; solvers/_amg_relax.py "
-           "_check_int, _check_range; solvers/_relaxation.py _positive; solvers/_grans.py GRANS.__check_init__; "
-           "solvers/_sparse.py bucket_size; solvers/_outer.py FlexibleGCR; solvers/_amg.py, solvers/_sa_setup.py")
-OWN_VALIDATORS = {
-    **dict.fromkeys([
-        "icmlx.structure.default_cond_bins", "icmlx.structure.pc", "icmlx.structure.pc_tree",
-        "icmlx.structure.polyforest_scores", "icmlx.structure.random_er_dag", "icmlx.structure.random_polyforest",
-        "icmlx.structure.sample_bernoulli", "icmlx.structure.sample_linear_gaussian",
-        "icmlx.structure.sample_nonlinear",
-    ], STRUCTURE),
-    **dict.fromkeys([
-        "icmlx.solvers.ChebyshevRelaxation", "icmlx.solvers.ChebyshevSmoother", "icmlx.solvers.EvolutionStrength",
-        "icmlx.solvers.FlexibleGCR", "icmlx.solvers.GRANS", "icmlx.solvers.GaussSeidelRelaxation",
-        "icmlx.solvers.JacobiRelaxation", "icmlx.solvers.MultilevelSmoother", "icmlx.solvers.SymmetricStrength",
-        "icmlx.solvers.amg_setup", "icmlx.solvers.bicgstab", "icmlx.solvers.bucket_size", "icmlx.solvers.cg",
-        "icmlx.solvers.chebyshev_smoother", "icmlx.solvers.estimate_lambda_max", "icmlx.solvers.gmres",
-        "icmlx.solvers.jacobi_smoother", "icmlx.solvers.smoothed_aggregation", "icmlx.solvers.solve",
-    ], SOLVERS),
-}
-
 FAST = ["icmlx.stats.benjamini_hochberg(alpha)", "icmlx.optim.dash(learning_rate)", "icmlx.structure.pc(alpha)",
         "icmlx.sde.simulate(save_every)", "icmlx.solvers.cg(rtol)", "icmlx.solvers.GRANS(max_steps)"]
 
@@ -140,12 +113,10 @@ ALL = _all_cases()
 
 def _params(selected):
     out = []
-    for case, qualname in ALL:
+    for case, _qualname in ALL:
         if (case in FAST) != selected:
             continue
-        marks = [pytest.mark.xfail(strict=False, reason=OWN_VALIDATORS[qualname])] if qualname in OWN_VALIDATORS \
-            else []
-        out.append(pytest.param(case, id=case, marks=marks))
+        out.append(pytest.param(case, id=case))
     return out
 
 

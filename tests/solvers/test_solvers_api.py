@@ -124,11 +124,16 @@ def test_strategies_are_static_hashable_and_not_callable(obj):
     (lambda: MultilevelSmoother(max_levels=-1), "max_levels"),
     (lambda: ThreeTermStep(norm="l2"), "norm"),
     (lambda: FlexibleGCR(memory=0), "memory"),
-    (lambda: FlexibleGCR(memory=True), "memory"),
 ])
 def test_strategies_reject_invalid_settings(make, arg):
     with pytest.raises(ValueError, match=arg):
         make()
+
+
+def test_strategies_reject_what_is_not_an_integer():
+    # a bool is not a count: the shared check (icmlx._checks.check_int) answers it with a TypeError
+    with pytest.raises(TypeError, match="FlexibleGCR: memory must be an integer"):
+        FlexibleGCR(memory=True)
 
 
 def test_grans_rejects_what_is_not_a_strategy(net):

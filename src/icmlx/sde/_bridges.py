@@ -31,7 +31,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float
 from .._checks import check_values
 from .._repr import record_repr
 from .._types import PRNGKey, RealScalarLike
-from ._data import as_real, as_sigma, check_count, check_finite
+from ._data import as_real, as_sigma, check_count, check_finite, check_real
 
 __all__ = ["BridgeSamples", "smc_bridges"]
 
@@ -213,6 +213,7 @@ def smc_bridges(
     starts, ends = check_finite(starts, "starts", fn), check_finite(ends, "ends", fn)
     taus = check_values(as_real(taus, "taus", fn, dtype), lambda xp, v: ~(xp.isfinite(v) & (v > 0)),
                         f"{fn}: every interval length tau must be positive and finite; drop repeated observation times")
+    check_real(strength, "strength", fn)
     if targets is None:
         targets = jnp.zeros((B, num_time_steps + 1, d), dtype)
         strength = 0.0

@@ -244,7 +244,8 @@ def as_real(x: Any, name: str, fn: str, dtype=None):
         x = x.to_numpy()
     if not is_traced(x) and not hasattr(x, "dtype"):
         x = np.asarray(x)
-    if jnp.issubdtype(x.dtype, jnp.complexfloating) or jnp.issubdtype(x.dtype, jnp.bool_) or x.dtype == object:
+    if jnp.issubdtype(x.dtype, jnp.complexfloating) or jnp.issubdtype(x.dtype, jnp.bool_) or not jnp.issubdtype(
+            x.dtype, jnp.number):
         raise TypeError(f"{fn}: {name} must be real numbers, got dtype {x.dtype}")
     x = jnp.asarray(x)
     if dtype is not None:

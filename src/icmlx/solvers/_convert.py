@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_values, is_traced
+from .._checks import check_int, check_number, check_values, is_traced
 from ._sparse import (
     _ACCEPTED,
     SparseMatrix,
@@ -80,16 +80,26 @@ def as_vector(b: Any, n: int | None, *, name: str = "b", dtype: Any = None, matr
 
 
 def positive_int(value: Any, name: str, where: str, *, minimum: int = 1) -> int:
-    """``value`` as an int ``>= minimum`` (a static setting), else a ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{where}: {name} must be an int >= {minimum}, got {name}={value!r}")
-    return int(value)
+    """``value`` as an int ``>= minimum`` (a static setting): `icmlx._checks.check_int`."""
+    return check_int(value, name, where=where, minimum=minimum)
+
+
+def check_real(value: Any, name: str, where: str) -> None:
+    """A concrete ``value`` must be a real number or real array (else the shared ``TypeError`` naming it); the
+    range is the caller's to check, and a traced value passes."""
+    if is_traced(value):
+        return
+    try:
+        check_number(value, name, where=where, allow_inf=True, allow_array=True)
+    except ValueError:  # NaN: reported by the caller's range check
+        pass
 
 
 def check_tolerances(rtol: Any, atol: Any, where: str) -> tuple[Any, Any]:
     """``(rtol, atol)`` checked to be finite and non-negative (on the host, or by ``eqx.error_if`` when traced)."""
     out = []
     for name, value in (("rtol", rtol), ("atol", atol)):
+        check_real(value, name, where)
         shown = "a traced value" if is_traced(value) else f"{name}={value!r}"
         out.append(check_values(value, lambda xp, t: ~(xp.isfinite(t) & (t >= 0)),
                                 f"{where}: {name} must be a finite number >= 0, got {shown}"))

@@ -10,7 +10,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .._buckets import size_bucket
-from .._checks import check_values, is_traced
+from .._checks import check_int, check_values, default_float_dtype, is_traced
 
 __all__ = ["SparseMatrix", "bucket_size"]
 
@@ -33,15 +33,10 @@ def bucket_size(n: int, *, minimum: int = 64) -> int:
       >>> bucket_size(961), bucket_size(1100), bucket_size(65025)
       (1024, 1280, 65536)
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        if not (isinstance(n, float) and n.is_integer()):
-            raise ValueError(f"bucket_size needs a non-negative int size, got {n=!r}")
-        n = int(n)
-    if n < 0:
-        raise ValueError(f"bucket_size needs a non-negative size, got {n=}")
-    if isinstance(minimum, bool) or not isinstance(minimum, (int, np.integer)) or minimum < 1:
-        raise ValueError(f"bucket_size: minimum must be a positive int, got {minimum=!r}")
-    return size_bucket(n, minimum=int(minimum), steps=4)
+    n = int(n) if isinstance(n, float) and n.is_integer() else n  # a whole float, e.g. from n ** 2 / 4
+    n = check_int(n, "n", where="bucket_size", minimum=0)
+    minimum = check_int(minimum, "minimum", where="bucket_size", minimum=1)
+    return size_bucket(n, minimum=minimum, steps=4)
 
 
 def _frozen_tags(tags: Any) -> frozenset:
@@ -316,7 +311,7 @@ def _float_dtype(dtype: Any) -> Any:
         raise TypeError(f"icmlx.solvers works with real matrices, got dtype {dtype}; "
                         "split a complex system into its real 2n × 2n form")
     if not np.issubdtype(dtype, np.floating):
-        return jnp.result_type(float)
+        return default_float_dtype()
     return jax.dtypes.canonicalize_dtype(dtype)
 
 

@@ -7,7 +7,7 @@ import jax
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
-from ._ci_tests import _float_dtype
+from .._checks import check_int, default_float_dtype
 from ._inputs import TableLike
 from ._pc import _resolve_ci_test, pc
 
@@ -81,8 +81,7 @@ def bootstrap_pc(
       >>> res.edge_frequency.shape, int(res.num_resamples)
       ((5, 5), 4)
     """
-    if isinstance(num_resamples, bool) or not isinstance(num_resamples, int | np.integer) or num_resamples < 1:
-        raise ValueError(f"num_resamples must be a positive integer, got {num_resamples=!r}")
+    check_int(num_resamples, "num_resamples", where="bootstrap_pc", minimum=1)
     if "true_dag" in pc_kwargs:
         raise ValueError("bootstrap_pc resamples data; the d-separation oracle (true_dag=) has none")
     test = _resolve_ci_test(pc_kwargs.pop("ci_test", None), data, "bootstrap_pc")
@@ -103,7 +102,7 @@ def bootstrap_pc(
         counts[1] += (g == -1) & (g.T == -1)
         counts[2] += (g == 1) & (g.T == 1)
     freq = counts / num_resamples
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     directed, undirected, bidirected = freq
     return BootstrapResult(
         edge_frequency=jax.device_put((directed + directed.T + undirected + bidirected).astype(fdt)),

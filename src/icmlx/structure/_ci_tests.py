@@ -7,7 +7,6 @@ testers live in `._gaussian` (Fisher-z), `._discrete` (chi-square, G-square, Ber
 """
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
@@ -29,11 +28,6 @@ class CIResult(eqx.Module):
     statistic: Float[Array, " b"]
     pvalue: Float[Array, " b"]
     dof: Int[Array, " b"]
-
-
-def _float_dtype():
-    # the default float dtype without creating an array (jnp.zeros would compile a program in a fresh process)
-    return jax.dtypes.canonicalize_dtype(np.float64)
 
 
 def _check_batch(x, y, s, d: int):

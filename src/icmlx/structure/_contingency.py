@@ -24,9 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._buckets import size_bucket
+from .._checks import default_float_dtype
 from ._batched import _BatchedTest, _bucket, _pad_dim
 from ._chi2_tail import chi2_sf, chi2_sf_host
-from ._ci_tests import _float_dtype
 
 __all__: list[str] = []
 
@@ -179,7 +179,7 @@ def _dense_stat_dof(buf, n_strata, chunk, kmax, g_square):
     """X² (or G²) and dof of the table in ``buf`` over its first ``n_strata`` (traced) strata, ``chunk`` strata
     per step; each chunk is zeroed after it is read, so ``buf`` is clean for the next test (the work follows the
     table's true size, not the buffer's)."""
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     cells = chunk * kmax * kmax
 
     def step(c, acc):
@@ -200,7 +200,7 @@ def _dense_stat_dof(buf, n_strata, chunk, kmax, g_square):
 
 def _flat_stat_dof(counts, cards, xi, yi, *, kmax, g_square):
     """X² (or G²) and causal-learn's dof of one test from its flat table (strata with no sample are dropped)."""
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     n_cells = counts.shape[0]
     n_rows = max(n_cells // 4, 1)  # card x, card y >= 2, so at most n_cells / 4 strata
     r, a, b = _flat_geometry(cards, xi, yi, n_cells)
@@ -238,7 +238,7 @@ def _chi_square_table_kernel(table, cards, x, y, s, m, k, n, *, kmax, g_square, 
     (padded with a constant variable of one category). ``n`` (traced) is the number of real samples; the rest of
     the padded sample axis is ignored.
     """
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     b = x.shape[0]
     if use_bits:
         def body(i, out):
@@ -264,7 +264,7 @@ def _chi_square_table_kernel(table, cards, x, y, s, m, k, n, *, kmax, g_square, 
 def _chi_square_loop_kernel(data_t, cards, x, y, s, m, n, *, kmax, g_square, n_strata, mode, code_bound):
     """`_chi_square_kernel`'s statistic and dof one test per loop step (cache-resident counting tables),
     for the first ``m`` (dynamic) of ``b`` padded tests."""
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     b = x.shape[0]
 
     def body(i, out):
@@ -285,7 +285,7 @@ def _chi_square_stat_dof(data_t, cards, x, y, s, n_live, *, kmax, g_square, n_st
     row, column and stratum, sum_{E>0} (O-E)^2/E = sum_i O_i m_i / (r_i c_i) - n and
     G^2 = 2 sum_i log(O_i m_i / (r_i c_i)).
     """
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     b = x.shape[0]
     n = data_t.shape[1]
     xv = data_t[x]
@@ -567,7 +567,7 @@ class _ChiSquareEngine(_BatchedTest):
 
     def stat_dof(self, x, y, s) -> tuple[np.ndarray, np.ndarray]:
         """Host statistics and dofs of a batch (unsharded engines)."""
-        stat = np.zeros(x.shape[0], _float_dtype())
+        stat = np.zeros(x.shape[0], default_float_dtype())
         dof = np.zeros(x.shape[0], np.int32)
         for idx, chunks in self._pending(x, y, s):
             stat[idx] = np.concatenate([np.asarray(st)[:m] for (st, _), m in chunks])

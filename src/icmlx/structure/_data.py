@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from icmlx._checks import check_values, is_traced
+from icmlx._checks import check_int, check_number, check_values, is_traced
 from icmlx._types import PRNGKey, RealScalarLike
 
 from ._dag import check_dag, dag_levels
@@ -28,9 +28,15 @@ __all__ = [
 
 
 def _check_size(v, name: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {name}={v!r}")
-    return int(v)
+    return check_int(v, name, minimum=0)
+
+
+def _check_real(v, name: str) -> None:
+    """A real number (or real array): else the shared ``TypeError``; the range is the caller's to check."""
+    try:
+        check_number(v, name, allow_inf=True, allow_array=True)
+    except ValueError:  # NaN: reported by the caller's range check
+        pass
 
 
 def _check_range(v, name: str, lo: float, hi: float, what: str):
@@ -38,7 +44,8 @@ def _check_range(v, name: str, lo: float, hi: float, what: str):
     msg = f"{name} must lie in [{lo:g}, {hi:g}] ({what}), got {name}={v!r}"
     if is_traced(v):
         return check_values(v, lambda xp, x: ~((x >= lo) & (x <= hi)), f"{name} must lie in [{lo:g}, {hi:g}] ({what})")
-    if isinstance(v, bool) or not np.ndim(v) == 0 or not (lo <= float(np.asarray(v)) <= hi):
+    _check_real(v, name)
+    if not np.ndim(v) == 0 or not (lo <= float(np.asarray(v)) <= hi):
         raise ValueError(msg)
     return v
 
@@ -51,6 +58,8 @@ def _check_weights(w_low, w_high):
         w_high = check_values(jnp.asarray(w_high), lambda xp, hi: ~(xp.isfinite(hi) & xp.isfinite(lo) & (lo >= 0)
                                                                       & (lo <= hi)), msg.split(", got")[0])
         return lo, w_high
+    _check_real(w_low, "w_low")
+    _check_real(w_high, "w_high")
     lo, hi = float(np.asarray(w_low)), float(np.asarray(w_high))
     if not (np.isfinite(lo) and np.isfinite(hi) and 0.0 <= lo <= hi):
         raise ValueError(msg)

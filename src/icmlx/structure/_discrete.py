@@ -7,9 +7,10 @@ from jaxtyping import Array, Bool, Int
 
 from icmlx._checks import check_values
 
+from .._checks import default_float_dtype
 from ._batched import _BatchedTest
 from ._chi2_tail import chi2_sf
-from ._ci_tests import CIResult, _check_batch, _float_dtype
+from ._ci_tests import CIResult, _check_batch
 from ._contingency import _chi2_pvalue_host, _ChiSquareEngine
 
 __all__ = ["chi_square", "bernoulli_test"]
@@ -90,7 +91,7 @@ def chi_square(
 
 @jax.jit
 def _bernoulli_kernel(data, x, y, s):
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
 
     def one(xi, yi, si):
         xv = data[:, xi].astype(fdt)

@@ -5,8 +5,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Int
 
+from .._checks import default_float_dtype
 from ._batched import _BatchedTest, _pad_dim
-from ._ci_tests import CIResult, _check_batch, _float_dtype
+from ._ci_tests import CIResult, _check_batch
 from ._dag import check_dag
 
 __all__ = ["d_separation"]
@@ -88,7 +89,7 @@ def d_separation(
     dag = check_dag(dag)
     x, y, s = _check_batch(x, y, s, dag.shape[0])
     sep = _dsep_kernel(dag, x, y, s)
-    p = sep.astype(_float_dtype())
+    p = sep.astype(default_float_dtype())
     return CIResult(p, p, jnp.full(x.shape, -1, jnp.int32))
 
 
@@ -112,4 +113,4 @@ class _DSeparationBatch(_BatchedTest):
         return k > 0
 
     def _kernel(self, xs, ys, ss, kk, plan, m):
-        return _dsep_kernel(self.dag, xs, ys, ss, kk).astype(_float_dtype())
+        return _dsep_kernel(self.dag, xs, ys, ss, kk).astype(default_float_dtype())

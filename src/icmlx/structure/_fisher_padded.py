@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr
 
+from .._checks import default_float_dtype
 from ._batched import _BatchedTest, _pad_dim
-from ._ci_tests import _float_dtype
 from ._contingency import _pad_samples
 from ._gaussian import _fisher_z_kernel, _scaled
 
@@ -115,7 +115,7 @@ class _FisherZBatch(_BatchedTest):
         n, d = data.shape
         self.n = np.int32(n)
         dp = _pad_dim(d)
-        self.corr = correlation_matrix(data, dp, _float_dtype())
+        self.corr = correlation_matrix(data, dp, default_float_dtype())
         self.group = None
         if group is not None and np.any(group != np.arange(d)):
             g = np.arange(dp, dtype=np.int32)

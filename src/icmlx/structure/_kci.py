@@ -84,13 +84,14 @@ class _KCIBatch(_FunctionTest):
     """`_kci_rf` vmapped over each batch, on the data standardised on the host (float64)."""
 
     def __init__(self, data: np.ndarray, *, key, num_xy: int, num_z: int, ridge: float, max_batch: int):
-        from ._ci_tests import _float_dtype
+        from .._checks import default_float_dtype
 
         z = np.asarray(data, np.float64)
         sd = z.std(axis=0)
         z = (z - z.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
-        super().__init__(_kci_fn(num_xy, num_z, ridge), z.astype(_float_dtype()), max_batch=max_batch, label="kci")
-        self.data = (self.data, jax.device_put(_column_widths(z).astype(_float_dtype())), key)
+        super().__init__(_kci_fn(num_xy, num_z, ridge), z.astype(default_float_dtype()), max_batch=max_batch,
+                         label="kci")
+        self.data = (self.data, jax.device_put(_column_widths(z).astype(default_float_dtype())), key)
         self.num = max(num_xy, num_z)
 
     def _traceable(self, k: int) -> bool:

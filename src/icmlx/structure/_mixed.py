@@ -16,9 +16,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import default_float_dtype
 from ._batched import _BatchedTest, _pad_dim
 from ._chi2_tail import chi2_sf_host
-from ._ci_tests import _float_dtype
 
 __all__: list[str] = []
 
@@ -80,14 +80,14 @@ class _DegenerateGaussianBatch(_BatchedTest):
         full[:dw, :dw] = cov
         live_p = np.zeros(dp * w, bool)
         live_p[:dw] = live
-        self.cov = jax.device_put(full.astype(_float_dtype()))
+        self.cov = jax.device_put(full.astype(default_float_dtype()))
         self.live = jax.device_put(live_p)
         self.n = n
         self.w = w
         self.per_test = ((4 + 2) * w) ** 2 * 4
 
     def _kernel(self, xs, ys, ss, kk, plan, m):
-        return _dg_stat(self.cov, self.live, xs, ys, ss, kk, np.asarray(self.n, _float_dtype()), w=self.w)
+        return _dg_stat(self.cov, self.live, xs, ys, ss, kk, np.asarray(self.n, default_float_dtype()), w=self.w)
 
     def pvalues(self, x, y, s) -> np.ndarray:
         stat = np.concatenate([np.asarray(st)[:m] for (st, _), m in self._dispatch(x, y, s)])

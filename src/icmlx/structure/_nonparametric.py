@@ -22,8 +22,9 @@ from jaxtyping import Array, Float, Int
 from icmlx._checks import check_values
 from icmlx._types import PRNGKey
 
+from .._checks import default_float_dtype
 from .._strategy import as_strategy
-from ._ci_tests import CIResult, _check_batch, _float_dtype
+from ._ci_tests import CIResult, _check_batch
 
 __all__ = [
     "binned_u_statistic",
@@ -65,7 +66,7 @@ def _u_stat_cells(nab, na, nb, m):
 
 @functools.partial(jax.jit, static_argnames=("num_bins",))
 def _u_kernel(bins, x, y, s, *, num_bins):
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     n = bins.shape[0]
 
     def one(xi, yi, si):
@@ -212,7 +213,7 @@ def _strata(cond, s, cond_bins):
 
 def _statistic(xb, yb, z, *, num_bins, num_strata):
     """``T = sum_z (m_z / n) U_z`` and the null cumulants of ``n T`` for one test."""
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     n = xb.shape[0]
     cell = (z * num_bins + xb) * num_bins + yb
     cnt = jax.ops.segment_sum(jnp.ones(n, fdt), cell, num_strata * num_bins * num_bins)
@@ -231,7 +232,7 @@ def _within_strata_permutation(u, z):
 
 
 def _permutation_uniforms(key, num_permutations, n):
-    return jax.random.uniform(key, (num_permutations, n), _float_dtype())
+    return jax.random.uniform(key, (num_permutations, n), default_float_dtype())
 
 
 def _tie_tolerance(n):

@@ -15,9 +15,9 @@ from icmlx._checks import is_traced
 from icmlx._memory import check_memory
 from icmlx._progress import ProgressBar, resolve_progress
 
+from .._checks import check_int, check_number, default_float_dtype
 from . import _graph_io, _orient
 from ._background import BackgroundKnowledge, resolve_background
-from ._ci_tests import _float_dtype
 from ._colliders import AbstractColliderRule, DefiniteMaxPColliders, MaxPColliders, _as_collider_rule
 from ._graph_io import graph_to_edges
 from ._inputs import TableLike, encode_discrete, validate_data
@@ -420,13 +420,13 @@ def pc(
       >>> res.edges.tolist(), int(res.num_tests)
       ([[0, 2, 1], [1, 2, 1]], 6)
     """
-    if isinstance(alpha, bool) or not (isinstance(alpha, int | float | np.integer | np.floating)
-                                       and 0.0 < float(alpha) < 1.0):
+    if isinstance(alpha, (jax.Array, np.ndarray)):
         raise ValueError(f"alpha must lie in (0, 1), got {alpha=}")
+    check_number(alpha, "alpha", where="pc", minimum=0, maximum=1, open_minimum=True, open_maximum=True)
+    check_int(max_batch, "max_batch", where="pc", minimum=1)
     rule = _as_collider_rule(colliders)
-    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int | np.integer)
-                                  or max_depth < 0):
-        raise ValueError(f"max_depth must be None or an integer >= 0, got {max_depth=}")
+    if max_depth is not None:
+        check_int(max_depth, "max_depth", where="pc", minimum=0)
     if is_traced((data, true_dag)):
         raise TypeError("pc is a host-driven procedure (Python chooses each level's tests from the last level's "
                         "results), so it cannot run under jax.jit or jax.vmap: call it on concrete data, use "
@@ -497,7 +497,7 @@ def pc(
             edges=jax.device_put(np.asarray(graph_to_edges(g.g))),
             skeleton=jax.device_put(np.asarray(adj)),
             sepset_members=jax.device_put(sep.rows().astype(np.int32)),
-            max_pvalue=jax.device_put(np.asarray(maxp, dtype=_float_dtype())),
+            max_pvalue=jax.device_put(np.asarray(maxp, dtype=default_float_dtype())),
             num_tests=jax.device_put(np.asarray(len(counted), dtype=np.int32)),
             conflicts=jax.device_put(np.asarray(conf)),
             names=names,

@@ -19,8 +19,8 @@ from icmlx._checks import check_values, is_traced
 from icmlx._inputs import to_host
 from icmlx._progress import resolve_progress
 
+from .._checks import check_int, check_number, default_float_dtype
 from . import _graph_io
-from ._ci_tests import _float_dtype
 from ._inputs import TableLike, _duplicate_groups
 from ._testers import AbstractCITest, _as_ci_test
 from ._tree_scores import default_cond_bins
@@ -212,8 +212,9 @@ def _prepare(data, test: AbstractCITest, alpha, threshold, names):
     tester's scores upload it once, or only the statistics they need), so that the sample does not travel to the
     device and back."""
     if threshold is None and test.uses_alpha:
-        if alpha is None or not (0.0 < float(alpha) < 1.0):
+        if alpha is None:
             raise ValueError(f"alpha must lie in (0, 1), got {alpha=}")
+        check_number(alpha, "alpha", minimum=0, maximum=1, open_minimum=True, open_maximum=True)
     if is_traced(data):  # inside the user's jit: the checks run in the tester's scores, as error_if
         return jnp.asarray(data), names
     arr, names = test.check_input(data, nan_policy="raise", names=names)
@@ -231,13 +232,12 @@ def _prepare(data, test: AbstractCITest, alpha, threshold, names):
         return jnp.asarray(arr), names
     if np.asarray(data).dtype.kind == "f":  # float input keeps JAX's default float dtype
         return to_host(arr), names
-    return to_host(arr, _float_dtype()), names
+    return to_host(arr, default_float_dtype()), names
 
 
 def _check_chunk_size(chunk_size) -> None:
-    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer)
-                                   or chunk_size < 1):
-        raise ValueError(f"chunk_size must be None or a positive integer, got {chunk_size=!r}")
+    if chunk_size is not None:
+        check_int(chunk_size, "chunk_size", minimum=1)
 
 
 def pc_tree(

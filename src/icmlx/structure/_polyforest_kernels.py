@@ -13,7 +13,7 @@ from jax.scipy.special import erfc, ndtri
 
 from icmlx._progress import in_program_reporter
 
-from ._ci_tests import _float_dtype
+from .._checks import default_float_dtype
 from ._dseparation import _dsep_kernel
 from ._gaussian import _correlation
 from ._nonparametric import _pearson3_pvalue, _rank_bins, _stratum_stat_and_cumulants
@@ -23,7 +23,7 @@ __all__: list[str] = []
 
 def _chunked_min(d, chunk, fn, report=None):
     """min/argmin over l of fn(L) -> (d, d, c) scores, scanning chunks of l (l == j or l == k masked)."""
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     n_chunks = (d + chunk - 1) // chunk
     ls = jnp.arange(n_chunks * chunk, dtype=jnp.int32).reshape(n_chunks, chunk)
     j = jnp.arange(d, dtype=jnp.int32)[:, None, None]
@@ -50,7 +50,7 @@ def _chunked_min(d, chunk, fn, report=None):
 
 def _gauss_scores(data, alpha, threshold, chunk, report=None, n=None):
     """``data`` the ``(n, d)`` sample, or with ``n`` (traced) given its ``(d, d)`` correlation matrix."""
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     if n is None:
         n, d = data.shape
         r = _correlation(data.astype(fdt))
@@ -93,7 +93,7 @@ _ROW_CHUNK = 256
 def _bern_scores(data, alpha, threshold, chunk, report=None, n=None):
     """``n`` (traced) when ``data`` is zero-padded past its first ``n`` rows: every count below is a sum over the
     rows of ``x`` (a zero row adds nothing) or ``n`` minus one."""
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     x = data.astype(fdt)
     d = x.shape[1]
     nn = jnp.asarray(x.shape[0] if n is None else n, fdt)
@@ -153,7 +153,7 @@ def _bern_scores(data, alpha, threshold, chunk, report=None, n=None):
 def _np_counts(data, num_bins, cond_bins):
     """The sample as one-hot bins ``(n + 1, d num_bins)`` (row ``n`` zero) and, per separator ``l``, the rows of
     its ``cond_bins`` strata ``(cond_bins size, d)`` (padded with row ``n``), for `_np_tables`."""
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     n, d = data.shape
     a = num_bins
     xb = jax.nn.one_hot(_rank_bins(data, a), a, dtype=fdt).reshape(n, d * a)
@@ -193,7 +193,7 @@ def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins, report=None):
     p-value of `icmlx.structure.nonparametric_test` (`np_pvalue_scores` computes those in two
     programs instead, one of which does not depend on ``n``).
     """
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     n, d = data.shape
     a = num_bins
     xb, order, size = _np_counts(data, num_bins, cond_bins)
@@ -249,7 +249,7 @@ def _np_stats(data, *, chunk, num_bins, cond_bins, progress=False):
 @jax.jit
 def _np_min_pvalues(stats, alpha):
     """Scores ``-p`` of `_np_scores` from the statistics of `_np_stats` (a program per ``d`` only)."""
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     d = stats.shape[1]
     p = -_pearson3_pvalue(stats[0], stats[1], stats[2])  # (d, d, d + 1)
     s1, arg = _chunked_min(d, d, lambda L: p[..., L])  # one chunk: every separator is already in p
@@ -270,7 +270,7 @@ def np_pvalue_scores(data, alpha, chunk, num_bins, cond_bins, progress=False):
 
 
 def _dsep_scores(dag, chunk, report=None):
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     d = dag.shape[0]
     jj, kk = jnp.meshgrid(jnp.arange(d, dtype=jnp.int32), jnp.arange(d, dtype=jnp.int32), indexing="ij")
     jj, kk = jj.reshape(-1), kk.reshape(-1)

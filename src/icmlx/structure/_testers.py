@@ -15,8 +15,11 @@ from collections.abc import Callable
 from typing import ClassVar
 
 import equinox as eqx
+import jax
 import numpy as np
 from jaxtyping import PRNGKeyArray
+
+from .._checks import check_int, check_number, default_float_dtype
 
 __all__ = [
     "AbstractCITest", "FisherZ", "ChiSquare", "GSquare", "Bernoulli", "Nonparametric", "DSeparation", "UserCITest",
@@ -205,11 +208,7 @@ class DSeparation(AbstractCITest):
 def _check_bins(value, arg: str, allow_none: bool = False):
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"Nonparametric: {arg} must be an integer >= 2, got {arg}={value!r}")
-    if value < 2:
-        raise ValueError(f"Nonparametric: {arg} must be >= 2, got {arg}={value!r}")
-    return int(value)
+    return check_int(value, arg, where="Nonparametric", minimum=2)
 
 
 class Nonparametric(AbstractCITest):
@@ -294,7 +293,7 @@ class UserCITest(AbstractCITest):
     def prepare(self, data, *, mesh=None, max_batch: int = 8192):
         from ._batched import _FunctionTest
 
-        return _FunctionTest(self.fn, np.asarray(data, _default_float()), max_batch=max_batch,
+        return _FunctionTest(self.fn, np.asarray(data, default_float_dtype()), max_batch=max_batch,
                              label=getattr(self.fn, "__name__", "ci_test"))
 
 
@@ -402,8 +401,9 @@ class KCI(AbstractCITest):
                 raise TypeError(f"KCI: {arg} must be an integer, got {arg}={v!r}")
         if num_xy < 1 or num_z < 1:
             raise ValueError(f"KCI: num_xy and num_z must be >= 1, got {num_xy=}, {num_z=}")
-        if isinstance(ridge, bool) or not isinstance(ridge, int | float | np.floating) or not ridge > 0:
+        if isinstance(ridge, (jax.Array, np.ndarray)):
             raise ValueError(f"KCI: ridge must be a positive number, got {ridge=!r}")
+        check_number(ridge, "ridge", where="KCI", minimum=0, open_minimum=True)
         self.num_xy, self.num_z, self.ridge = int(num_xy), int(num_z), float(ridge)
         self.key = key
 
@@ -415,12 +415,6 @@ class KCI(AbstractCITest):
         key = jax.random.key(0) if self.key is None else self.key
         return _KCIBatch(np.asarray(data), key=key, num_xy=self.num_xy, num_z=self.num_z, ridge=self.ridge,
                          max_batch=max_batch)
-
-
-def _default_float():
-    from ._ci_tests import _float_dtype
-
-    return _float_dtype()
 
 
 _BY_NAME = {c.name: c for c in (FisherZ, ChiSquare, GSquare, Bernoulli, Nonparametric, DSeparation,

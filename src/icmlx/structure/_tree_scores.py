@@ -10,8 +10,9 @@ import numpy as np
 from icmlx._checks import check_values, is_traced
 from icmlx._inputs import to_device
 
-from ._ci_tests import _float_dtype
+from .._checks import check_int, default_float_dtype
 from ._contingency import _pad_samples
+from ._data import _check_real
 from ._fisher_padded import correlation_matrix
 from ._polyforest_kernels import _scores, np_pvalue_scores
 
@@ -40,18 +41,15 @@ def default_cond_bins(n: int, num_bins: int = 4) -> int:
       >>> [default_cond_bins(n, 3) for n in (300, 2400, 9600)]
       [3, 10, 20]
     """
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-        raise ValueError(f"n must be a positive integer (the sample size), got {n=!r}")
-    if isinstance(num_bins, bool) or not isinstance(num_bins, int | np.integer) or num_bins < 2:
-        raise ValueError(f"num_bins must be an integer >= 2, got {num_bins=!r}")
+    check_int(n, "n", where="default_cond_bins", minimum=1)
+    check_int(num_bins, "num_bins", where="default_cond_bins", minimum=2)
     return max(int(num_bins), round(math.sqrt(n) / 5.0))
 
 
 def _check_threshold(threshold, name: str) -> None:
     if threshold is None or is_traced(threshold):
         return
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float | np.number | np.ndarray | jax.Array):
-        raise TypeError(f"threshold must be a number (or None to test at level alpha), got {threshold=!r}")
+    _check_real(threshold, "threshold")
     t = float(np.asarray(threshold))
     if name == "fisherz" and not 0.0 < t < 1.0:
         raise ValueError(f"with ci_test='fisherz' the threshold cuts |partial correlation|: pass 0 < threshold < 1, "
@@ -64,7 +62,7 @@ def _scores_from_pvalues(batched, d: int, alpha):
     """``pc_tree``'s scores from a prepared tester's p-values (`AbstractCITest.prepare`): every pair
     marginally and given each single other node, one batch per separator ``l``. Scores are ``-p`` and both cuts
     ``-alpha`` ("dependent" iff ``p <= alpha``); the separator is the ``l`` of the largest p-value."""
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     j, k = np.triu_indices(d, 1)
     p0 = batched.pvalues(j.astype(np.int64), k.astype(np.int64), np.zeros((j.size, 0), np.int64))
     s0 = np.zeros((d, d))
@@ -115,7 +113,7 @@ def _builtin_scores(data, name, alpha, threshold, chunk_size, progress=False, nu
         # matrix and builds cond_bins (d num_bins)^2 count tables
         per = d * d * (num_bins * num_bins * cond_bins + n * num_bins // d if name == "nonparametric" else 1)
         chunk_size = int(max(1, min(d, 2**23 // max(per, 1))))
-    fdt = _float_dtype()
+    fdt = default_float_dtype()
     n_true = None
     if name in ("fisherz", "bernoulli") and not is_traced(data):
         # a new n must not compile again: Fisher-z scores need only the correlation matrix (computed on the host

@@ -522,7 +522,7 @@ def build_sa_hierarchy(A: Any, *, max_coarse: int = 400, max_levels: int = 10, d
                          f"(first bad row {int(np.nonzero(d <= 0)[0][0])})")
     ops, dinvs, pros, ress, lams, sizes, maps = [], [], [], [], [], [], []
     cur = At
-    pad = bucket_size(n) if pad_to is None else pad_to
+    pad = bucket_size(n) if pad_to is None else positive_int(pad_to, "pad_to", "smoothed_aggregation")
     if pad < n:
         raise ValueError(f"pad_to={pad} is smaller than n={n}")
     while cur.shape[0] > max_coarse and len(ops) < max_levels - 1:

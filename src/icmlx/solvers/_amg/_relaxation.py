@@ -13,9 +13,9 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ..._buckets import round_up
-from ..._checks import check_values, is_traced
+from ..._checks import check_int, check_values, is_traced
 from ..._inputs import to_device
-from .._convert import as_sparse_matrix, check_square, positive_int
+from .._convert import as_sparse_matrix, check_real, check_square, positive_int
 from .._sparse import SparseMatrix
 
 __all__ = ["jacobi_smoother", "chebyshev_smoother", "estimate_lambda_max", "AbstractRelaxation", "JacobiRelaxation",
@@ -48,6 +48,7 @@ def _nonzero(d: jax.Array, what: str) -> jax.Array:
 
 
 def _positive(value: Any, name: str, where: str, upper: float | None = None) -> Any:
+    check_real(value, name, where)
     hi = "" if upper is None else f" and <= {upper:g}"
     shown = "a traced value" if is_traced(value) else f"{name}={value!r}"
     ok = (lambda xp, t: xp.isfinite(t) & (t > 0)) if upper is None else (lambda xp, t: (t > 0) & (t <= upper))
@@ -204,6 +205,7 @@ def chebyshev_smoother(
     A = _matrix(A)
     r = _vector(r, A)
     lambda_max = _positive(lambda_max, "lambda_max", "chebyshev_smoother")
+    check_real(ratio, "ratio", "chebyshev_smoother")
     if not is_traced(ratio) and not ratio > 1:
         raise ValueError(f"chebyshev_smoother: ratio = lambda_max / lambda_min must be > 1, got {ratio=!r}")
     if dinv is None:
@@ -235,11 +237,11 @@ def chebyshev_sweep(A, r, *, lambda_max, degree: int = 3, ratio: float = 30.0, d
 
 # -- relaxation strategies of a multigrid cycle ----------------------------------------------------------------------
 def _check_int(value: Any, name: str, owner: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{owner}: {name} must be a positive int, got {name}={value!r}")
+    check_int(value, name, where=owner, minimum=1)
 
 
 def _check_range(value: Any, name: str, owner: str, lo: float, hi: float) -> None:
+    check_real(value, name, owner)
     ok = isinstance(value, (int, float, np.floating)) and not isinstance(value, bool) and lo < value <= hi
     if not ok:
         raise ValueError(f"{owner}: {name} must be a number in ({lo:g}, {hi:g}], got {name}={value!r}")

@@ -12,6 +12,8 @@ from typing import Any
 import equinox as eqx
 import numpy as np
 
+from ..._checks import check_int
+from .._convert import check_real
 from ._levels import node_matrix, symmetric_pattern, symmetric_strength
 
 __all__ = ["AbstractStrength", "SymmetricStrength", "EvolutionStrength", "evolution_strength"]
@@ -65,6 +67,7 @@ class SymmetricStrength(AbstractStrength):
 
     def __check_init__(self):
         t = self.theta
+        check_real(t, "theta", "SymmetricStrength")
         if isinstance(t, bool) or not isinstance(t, (int, float, np.floating)) or not 0.0 <= t < 1.0:
             raise ValueError(f"SymmetricStrength: theta must be a number in [0, 1), got theta={t!r}")
 
@@ -130,9 +133,9 @@ class EvolutionStrength(AbstractStrength):
     epsilon: float = eqx.field(static=True, default=4.0)
 
     def __check_init__(self):
-        if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or not 1 <= self.k <= 8:
-            raise ValueError(f"EvolutionStrength: k must be an int in [1, 8] (Jacobi steps), got k={self.k!r}")
+        check_int(self.k, "k", where="EvolutionStrength", minimum=1, maximum=8)
         e = self.epsilon
+        check_real(e, "epsilon", "EvolutionStrength")
         if isinstance(e, bool) or not isinstance(e, (int, float, np.floating)) or not e >= 1.0:
             raise ValueError(f"EvolutionStrength: epsilon must be a number >= 1, got epsilon={e!r}")
 

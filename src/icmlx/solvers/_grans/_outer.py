@@ -11,6 +11,8 @@ import abc
 import equinox as eqx
 import jax.numpy as jnp
 
+from ..._checks import check_int
+
 __all__ = ["AbstractOuterStep", "ThreeTermStep", "FlexibleGCR", "NoOuterStep"]
 
 _NORMS = ("auto", "energy", "residual")
@@ -115,9 +117,7 @@ class FlexibleGCR(AbstractOuterStep):
     memory: int = eqx.field(static=True)
 
     def __check_init__(self):
-        m = self.memory
-        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-            raise ValueError(f"FlexibleGCR: memory must be a positive int, got memory={m!r}")
+        check_int(self.memory, "memory", where="FlexibleGCR", minimum=1)
 
     trainable = False
 

@@ -5,6 +5,7 @@ from typing import Any
 
 import equinox as eqx
 
+from ..._checks import check_int
 from ..._strategy import as_strategy
 
 __all__ = ["AbstractSmoother", "ChebyshevSmoother", "MultilevelSmoother"]
@@ -16,8 +17,7 @@ GCR_MEMORY_NONSYMMETRIC = 40
 
 
 def _positive_int(value: Any, name: str, owner: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{owner}: {name} must be a positive int, got {name}={value!r}")
+    check_int(value, name, where=owner, minimum=1)
 
 
 class AbstractSmoother(eqx.Module):

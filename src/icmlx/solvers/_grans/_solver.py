@@ -10,11 +10,11 @@ import jax.numpy as jnp
 import lineax as lx
 from jaxtyping import Array
 
-from ..._checks import check_values
+from ..._checks import check_int, check_values
 from ..._progress import in_program_reporter, resolve_progress
 from ..._repr import summarise
 from ..._results import RESULTS, raise_if_failed
-from .._convert import as_sparse_matrix, as_vector, power_of_two_scale
+from .._convert import as_sparse_matrix, as_vector, check_real, power_of_two_scale
 from .._dtype import working_dtype
 from .._solution import LinearSolution
 from .._sparse import SparseMatrix
@@ -185,23 +185,22 @@ class GRANS(lx.AbstractLinearSolver):
             raise TypeError(f"GRANS: net must be a GRANSNet or None (the zero head), got {type(self.net).__name__}")
         if self.projection is not None and not isinstance(self.projection, bool):
             raise ValueError(f"GRANS: projection must be True, False or None, got projection={self.projection!r}")
-        if not (isinstance(self.max_steps, int) and self.max_steps >= 1):
-            raise ValueError(f"max_steps must be a positive int, got {self.max_steps=}")
+        check_int(self.max_steps, "max_steps", where="GRANS", minimum=1)
+        check_int(self.channels, "channels", where="GRANS", minimum=1)
+        check_int(self.max_columns, "max_columns", where="GRANS", minimum=1)
         if self.max_columns < 4 * self.channels:
             raise ValueError(f"GRANS: max_columns must be at least 4 × channels = {4 * self.channels}, "
                              f"got {self.max_columns=}")
         if self.dtype not in ("auto", "float64", "float32"):
             raise ValueError(f"GRANS: dtype must be 'auto', 'float64' or 'float32', got dtype={self.dtype!r}")
-        if self.refresh is not None and (isinstance(self.refresh, bool) or not (isinstance(self.refresh, int)
-                                                                                and self.refresh >= 1)):
-            raise ValueError(f"refresh must be a positive int or None, got {self.refresh=}")
+        if self.refresh is not None:
+            check_int(self.refresh, "refresh", where="GRANS", minimum=1)
         for name in ("rtol", "atol", "stall_tol"):
             v = getattr(self, name)
+            check_real(v, name, "GRANS")
             if isinstance(v, bool) or not (isinstance(v, float | int) and math.isfinite(v) and v >= 0):
                 raise ValueError(f"GRANS: {name} must be a finite number >= 0, got {name}={v!r}")
-        if isinstance(self.stall_patience, bool) or not (isinstance(self.stall_patience, int)
-                                                         and self.stall_patience >= 1):
-            raise ValueError(f"GRANS: stall_patience must be a positive int, got {self.stall_patience=}")
+        check_int(self.stall_patience, "stall_patience", where="GRANS", minimum=1)
 
     def __repr__(self) -> str:
         net = "None" if self.net is None else repr(self.net)
