@@ -23,7 +23,14 @@ from ._dash_settings import (
 )
 from ._grafting import moments_and_graft
 from ._inverse_root import _inverse_root_impl
-from ._leaf_utils import _all_finite, _check_leaf_dtypes, _factor_dtype, _host_zeros_like, _on_host_ok
+from ._leaf_utils import (
+    _all_finite,
+    _check_leaf_dtypes,
+    _factor_dtype,
+    _guard_nonfinite,
+    _host_zeros_like,
+    _on_host_ok,
+)
 from ._root_methods import DEFAULT_INVERSE_ROOT, AbstractInverseRoot, as_inverse_root
 from ._warn import warn_user
 
@@ -483,17 +490,9 @@ def scale_by_dash(
         nu = jax.tree.map(lambda m, g: m.astype(g.dtype), nu, state.nu)
         new_state = DashState(count, mu, nu, mom, factors, tuple(roots), state.root_failures + n_failed, gmu)
         if nonfinite != "ignore":
-            # A finite gradient can still overflow the statistics (G G^T, G^2 past the float max for entries
-            # past ~1e19 in float32); such a step is treated as a non-finite gradient, so the state stays finite.
             finite = _all_finite(leaves) & _all_finite(
                 jax.tree.leaves((factors, treedef.flatten_up_to(nu), treedef.flatten_up_to(out))))
-            if nonfinite == "raise":
-                out = jax.tree.map(lambda o: eqx.error_if(
-                    o, ~finite, "scale_by_dash: the gradient overflowed the second-moment or Kronecker-factor "
-                    "statistics (entries past ~sqrt(float max)); scale the loss down or clip the gradient."), out)
-            else:
-                new_state = lax.cond(finite, lambda: new_state, lambda: state)
-                out = jax.tree.map(lambda o: jnp.where(finite, o, jnp.zeros_like(o)), out)
+            out, new_state = _guard_nonfinite(out, new_state, state, finite, nonfinite, "scale_by_dash")
         return out, new_state
 
     return optax.GradientTransformation(init_fn, update_fn)

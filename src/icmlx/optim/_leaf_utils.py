@@ -1,8 +1,10 @@
 """Per-leaf helpers shared by DASH and SOAP: dtypes, finiteness, and host-built zero state."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jaxtyping import Array
 
 
@@ -43,3 +45,20 @@ def _all_finite(leaves) -> Array:
     for g in leaves:
         finite = finite & jnp.all(jnp.isfinite(g))
     return finite
+
+
+def _guard_nonfinite(out, new_state, state, finite, nonfinite: str, where: str):
+    """The ``nonfinite`` policy of a preconditioned step, applied once the step is computed.
+
+    ``finite`` says whether the gradient and the new statistics are finite: a finite gradient can still overflow
+    them (``G G^T`` or ``G^2`` past the float max for entries past ~1e19 in float32), and such a step counts as a
+    non-finite gradient. ``"raise"``: a runtime error naming ``where``; ``"skip"``: a zero update and the old state,
+    so the state stays finite.
+    """
+    if nonfinite == "raise":
+        out = jax.tree.map(lambda o: eqx.error_if(
+            o, ~finite, f"{where}: the gradient overflowed the second-moment or Kronecker-factor statistics "
+            "(entries past ~sqrt(float max)); scale the loss down or clip the gradient."), out)
+        return out, new_state
+    new_state = lax.cond(finite, lambda: new_state, lambda: state)
+    return jax.tree.map(lambda o: jnp.where(finite, o, jnp.zeros_like(o)), out), new_state

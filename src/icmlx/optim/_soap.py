@@ -13,7 +13,14 @@ from jaxtyping import Array, Int
 from ._blocking import VECTOR, BlockPlan, blockify, unblockify
 from ._dash import _default_block_size, _plan_for, _update_factors
 from ._dash_settings import _check_nonnegative, _check_numeric, _check_settings, _concrete, static_args_checked
-from ._leaf_utils import _all_finite, _check_leaf_dtypes, _factor_dtype, _host_zeros_like, _on_host_ok
+from ._leaf_utils import (
+    _all_finite,
+    _check_leaf_dtypes,
+    _factor_dtype,
+    _guard_nonfinite,
+    _host_zeros_like,
+    _on_host_ok,
+)
 
 __all__ = ["SoapState", "scale_by_soap", "soap", "SOAP_STATIC_ARGS"]
 
@@ -297,13 +304,7 @@ def scale_by_soap(
         out = jax.tree.unflatten(treedef, out)
         if nonfinite != "ignore":
             finite = _all_finite(leaves) & _all_finite(jax.tree.leaves((factors, nu, out)))
-            if nonfinite == "raise":
-                out = jax.tree.map(lambda o: eqx.error_if(
-                    o, ~finite, "scale_by_soap: the gradient overflowed the second-moment or Kronecker-factor "
-                    "statistics (entries past ~sqrt(float max)); scale the loss down or clip the gradient."), out)
-            else:
-                new_state = lax.cond(finite, lambda: new_state, lambda: state)
-                out = jax.tree.map(lambda o: jnp.where(finite, o, jnp.zeros_like(o)), out)
+            out, new_state = _guard_nonfinite(out, new_state, state, finite, nonfinite, "scale_by_soap")
         return out, new_state
 
     return optax.GradientTransformation(init_fn, update_fn)
