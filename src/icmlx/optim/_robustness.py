@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from .._checks import check_values
+from .._checks import check_int, check_values
 from .._progress import ProgressBar, resolve_progress
 from .._repr import record_repr
 from .._types import PRNGKey
@@ -170,8 +170,7 @@ def schedule_table(schedules: Sequence[Callable], total_steps: int) -> Float[Arr
       Array([[1.  , 1.  , 1.  , 1.  ],
              [1.  , 0.75, 0.5 , 0.25]], dtype=float32)
     """
-    if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps < 1:
-        raise ValueError(f"total_steps must be a positive int, got {total_steps=}")
+    total_steps = check_int(total_steps, "total_steps", minimum=1)
     if len(schedules) == 0:
         raise ValueError("schedules must not be empty")
     bad = [f for f in schedules if not callable(f)]
@@ -356,8 +355,7 @@ def misspecification_sweep(
         raise TypeError(f"table must be floating, got dtype {table.dtype}")
     if table.ndim != 2:
         raise ValueError(f"table must be (S, T): one row of step sizes per schedule, got shape {table.shape}")
-    if isinstance(num_replicates, bool) or not isinstance(num_replicates, int) or num_replicates < 1:
-        raise ValueError(f"num_replicates must be a positive int, got {num_replicates=}")
+    num_replicates = check_int(num_replicates, "num_replicates", minimum=1)
     for name, value in (("diameter", diameter), ("noise", noise)):
         if not (np.isfinite(value) and value > 0):
             raise ValueError(f"misspecification_sweep: {name} must be finite and > 0, got {name}={value!r}")
@@ -445,8 +443,7 @@ def fit_slopes(
     if not isinstance(result, SweepResult):
         raise TypeError(f"fit_slopes: result must be the SweepResult of misspecification_sweep, got "
                         f"{type(result).__name__}")
-    if isinstance(num_resamples, bool) or not isinstance(num_resamples, int) or num_resamples < 1:
-        raise ValueError(f"num_resamples must be a positive int, got {num_resamples=}")
+    num_resamples = check_int(num_resamples, "num_resamples", minimum=1)
     if not 0.0 < float(level) < 1.0:
         raise ValueError(f"level must be in (0, 1), e.g. 0.95, got {level=}")
     if not 0.0 < float(fit_range[0]) <= float(fit_range[1]) < np.inf:

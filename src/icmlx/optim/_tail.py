@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike
 
-from .._checks import check_number
+from .._checks import check_int, check_number
 from ._schedules import _check_int
 
 __all__ = ["tail_degree", "robustness_exponent"]
@@ -99,8 +99,7 @@ def _check_tail_settings(v_range, num_points, rtol) -> None:
             f"tail_degree: v_range must satisfy 0 < low < high < 1 (remaining fractions of the horizon), got "
             f"{v_range=!r}"
         )
-    if isinstance(num_points, bool) or not isinstance(num_points, (int, np.integer)) or num_points < 2:
-        raise ValueError(f"tail_degree: num_points must be an integer >= 2 (a line fit), got {num_points=!r}")
+    check_int(num_points, "num_points", where="tail_degree", minimum=2)
     if not (isinstance(rtol, (int, float, np.integer, np.floating)) and math.isfinite(rtol) and rtol >= 0):
         raise ValueError(f"tail_degree: rtol must be a finite float >= 0, got {rtol=!r}")
 

@@ -281,9 +281,7 @@ def simulate_risk_ratios(
     """
     if "oracle" in rules:
         raise ValueError("the name 'oracle' is reserved for the Bayes oracle baseline")
-    if isinstance(num_replicates, (bool, np.bool_)) or not isinstance(num_replicates, (int, np.integer)) \
-            or num_replicates < 2:
-        raise ValueError(f"simulate_risk_ratios: num_replicates must be an int >= 2, got {num_replicates=}")
+    check_int(num_replicates, "num_replicates", where="simulate_risk_ratios", minimum=2)
     n, num_replicates, dt = _check_sizes("simulate_risk_ratios", n, num_replicates, dtype)
     pp = check_scalar("p", p, dt, lo=0.0, hi=1.0)
     t2 = positive("tau2", tau2, dt)

@@ -22,7 +22,7 @@ from jaxtyping import Array, Float, Int
 from icmlx._checks import check_values
 from icmlx._types import PRNGKey
 
-from .._checks import default_float_dtype
+from .._checks import check_int, default_float_dtype
 from .._strategy import as_strategy
 from ._ci_tests import CIResult, _check_batch
 
@@ -132,8 +132,7 @@ def binned_u_statistic(
       >>> bool(res.statistic[0] > 0.05)
       True
     """
-    if isinstance(num_bins, bool) or not isinstance(num_bins, int | np.integer) or num_bins < 2:
-        raise ValueError(f"num_bins must be an integer >= 2, got {num_bins=}")
+    check_int(num_bins, "num_bins", minimum=2)
     data = _check_data(data, "binned_u_statistic")
     x, y, s = _check_batch(x, y, s, data.shape[1])
     bins = _rank_bins(data, num_bins).astype(jnp.int32)
@@ -411,8 +410,7 @@ def nonparametric_test(
     x, y, s = _check_batch(x, y, s, data.shape[1])
     cond_bins = num_bins if cond_bins is None else cond_bins
     for name, v in (("num_bins", num_bins), ("cond_bins", cond_bins)):
-        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 2:
-            raise ValueError(f"num_bins and cond_bins must be integers >= 2, got {name}={v!r}")
+        check_int(v, name, minimum=2)
     calibration = _as_calibration(method)
     if isinstance(calibration, Permutation):
         if key is None:

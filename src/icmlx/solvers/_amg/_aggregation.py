@@ -4,6 +4,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._checks import check_int
 from .._convert import as_scipy_csr, positive_int
 
 __all__ = ["standard_aggregation", "aggregation_hierarchy"]
@@ -28,8 +29,7 @@ def _pattern(rows: Any, cols: Any, n: int | None, where: str) -> tuple[np.ndarra
     if cols is None or n is None:
         raise TypeError(f"{where}: pass either a matrix alone ({where}(A)) or the COO pattern "
                         f"({where}(rows, cols, n))")
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"{where}: n must be a non-negative int (the number of nodes), got n={n!r}")
+    check_int(n, "n", where=where, minimum=0)
     rows = np.asarray(rows).astype(np.int64)
     cols = np.asarray(cols).astype(np.int64)
     if rows.shape != cols.shape:

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from ..._checks import check_int
 from ..._types import PRNGKey
 from ._operator import N_LEVELS, GRANSOperator
 
@@ -61,8 +62,7 @@ class GRANSNet(eqx.Module):
           (8, 4)
         """
         for name, v in (("hidden", hidden), ("layers", layers), ("channels", channels)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"GRANSNet.init: {name} must be a positive int, got {name}={v!r}")
+            check_int(v, name, where="GRANSNet.init", minimum=1)
         ks = jax.random.split(key, 5)
         H, L, Q = hidden, layers, N_LEVELS * channels
         g = lambda k, shape, fan: jax.random.normal(k, shape, jnp.float32) / math.sqrt(fan)

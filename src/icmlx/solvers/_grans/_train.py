@@ -12,7 +12,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
-from ..._checks import check_values
+from ..._checks import check_int, check_values
 from ..._progress import ProgressBar, resolve_progress
 from ..._repr import record_repr
 from ..._types import PRNGKey
@@ -170,8 +170,7 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
 
 
 def _check_unroll(unroll, where: str):
-    if isinstance(unroll, bool) or not isinstance(unroll, (int, np.integer)) or unroll < 1:
-        raise ValueError(f"{where}: unroll must be a positive int, got {unroll=!r}")
+    check_int(unroll, "unroll", where=where, minimum=1)
 
 
 def _sq_norm(op: GRANSOperator, r, degree: int, norm: str):
@@ -251,8 +250,7 @@ def _check_training(operators, rhs, learning_rate, stages, states_per_operator) 
     if isinstance(learning_rate, bool) or not (isinstance(learning_rate, (int, float)) and math.isfinite(
             learning_rate) and learning_rate > 0):
         raise ValueError(f"train_grans: learning_rate must be a finite number > 0, got {learning_rate=!r}")
-    if isinstance(states_per_operator, bool) or not isinstance(states_per_operator, int) or states_per_operator < 1:
-        raise ValueError(f"train_grans: states_per_operator must be a positive int, got {states_per_operator=!r}")
+    states_per_operator = check_int(states_per_operator, "states_per_operator", where="train_grans", minimum=1)
     if any(isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 0 for K in stages):
         raise ValueError(f"train_grans: stages must be rollout lengths (ints >= 0), got {stages=}")
     out = []
