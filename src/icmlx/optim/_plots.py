@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_int
 from .._plotting import axes_or_new
 from ._robustness import SlopeFitResult, SweepResult, _labels_for
 
@@ -97,7 +98,8 @@ def plot_schedule(schedule: Callable, num_steps: int, *, ax: Any = None, **kwarg
 
     Raises:
       ImportError: matplotlib is not installed (``pip install 'icmlx[plot]'``).
-      ValueError: ``num_steps`` is not a positive integer.
+      TypeError: ``num_steps`` is not an integer.
+      ValueError: ``num_steps`` is below 1.
 
     Examples:
       >>> import matplotlib; matplotlib.use("Agg")
@@ -106,8 +108,7 @@ def plot_schedule(schedule: Callable, num_steps: int, *, ax: Any = None, **kwarg
       >>> float(ax.get_lines()[0].get_ydata()[10])
       1.0
     """
-    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 1:
-        raise ValueError(f"num_steps must be a positive integer (steps to draw), got {num_steps=}")
+    num_steps = check_int(num_steps, "num_steps", where="plot_schedule", minimum=1)
     counts = np.arange(int(num_steps))
     values = np.asarray(schedule(counts))
     if values.shape != counts.shape:

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from .._checks import check_int, check_values
+from .._checks import check_int, check_number, check_values
 from .._progress import ProgressBar, resolve_progress
 from .._repr import record_repr
 from .._types import PRNGKey
@@ -444,8 +444,9 @@ def fit_slopes(
         raise TypeError(f"fit_slopes: result must be the SweepResult of misspecification_sweep, got "
                         f"{type(result).__name__}")
     num_resamples = check_int(num_resamples, "num_resamples", minimum=1)
-    if not 0.0 < float(level) < 1.0:
-        raise ValueError(f"level must be in (0, 1), e.g. 0.95, got {level=}")
+    check_number(level, "level", where="fit_slopes", minimum=0, maximum=1, open_minimum=True, open_maximum=True)
+    check_number(fit_range[0], "fit_range[0]", where="fit_slopes")
+    check_number(fit_range[1], "fit_range[1]", where="fit_slopes")
     if not 0.0 < float(fit_range[0]) <= float(fit_range[1]) < np.inf:
         raise ValueError(f"fit_range must be (low, high) with 0 < low <= high < inf, got {fit_range=}")
     rhos = result.rhos

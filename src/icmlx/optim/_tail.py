@@ -1,6 +1,5 @@
 """Tail degree of a schedule and the robustness exponent it gives (Attia & Koren, arXiv:2503.09411)."""
 
-import math
 import warnings
 from collections.abc import Callable
 
@@ -91,17 +90,18 @@ def tail_degree(
 
 def _check_tail_settings(v_range, num_points, rtol) -> None:
     try:
-        lo, hi = (float(v) for v in v_range)
+        lo_v, hi_v = v_range
     except (TypeError, ValueError):
         raise ValueError(f"tail_degree: v_range must be a pair (low, high) of floats, got {v_range=!r}") from None
+    lo = float(check_number(lo_v, "v_range[0]", where="tail_degree"))
+    hi = float(check_number(hi_v, "v_range[1]", where="tail_degree"))
     if not 0.0 < lo < hi < 1.0:
         raise ValueError(
             f"tail_degree: v_range must satisfy 0 < low < high < 1 (remaining fractions of the horizon), got "
             f"{v_range=!r}"
         )
     check_int(num_points, "num_points", where="tail_degree", minimum=2)
-    if not (isinstance(rtol, (int, float, np.integer, np.floating)) and math.isfinite(rtol) and rtol >= 0):
-        raise ValueError(f"tail_degree: rtol must be a finite float >= 0, got {rtol=!r}")
+    check_number(rtol, "rtol", where="tail_degree", minimum=0)
 
 
 def robustness_exponent(p: float | ArrayLike) -> float:

@@ -90,7 +90,8 @@ class DriftSolution(Solution):
           ValueError: ``iteration`` outside ``[-num_steps, num_steps)``.
         """
         n = self.history.weights.shape[0]
-        if isinstance(iteration, bool) or not isinstance(iteration, int | np.integer) or not -n <= iteration < n:
+        iteration = check_int(iteration, "iteration", where="drift_at")
+        if not -n <= iteration < n:
             raise ValueError(f"drift_at: iteration must be an integer in [-{n}, {n}) (the EM ran {n} iterations), "
                              f"got {iteration=}")
         return LinearDrift(self.value.basis, self.history.weights[iteration], names=self.value.names)

@@ -11,6 +11,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import check_int, check_number
 from .._plotting import axes_or_new
 from ._basis import LinearDrift, RBFBasis
 from ._metrics import _evaluate
@@ -85,13 +86,11 @@ def plot_drift(
     fn = "plot_drift"
     drift = _unwrap(drift)
     true_drift = _unwrap(true_drift) if true_drift is not None else None
-    if isinstance(num_points, bool) or not isinstance(num_points, int) or num_points < 2:
-        raise ValueError(f"{fn}: num_points must be an integer >= 2, got {num_points=}")
+    num_points = check_int(num_points, "num_points", where=fn, minimum=2)
     b = _bounds(drift, bounds, fn)
     d = b.shape[0]
     if band is not None:
-        if isinstance(band, bool) or not isinstance(band, int | float) or not (np.isfinite(band) and band > 0):
-            raise ValueError(f"{fn}: band must be a positive number of standard errors (e.g. 1.645), got {band=}")
+        check_number(band, "band", where=fn, minimum=0, open_minimum=True)
         if d != 1:
             raise ValueError(f"{fn}: band is drawn in 1-D only, got d={d}")
         if getattr(drift, "covariance", None) is None:
@@ -155,8 +154,7 @@ def plot_paths(paths: Any, ts: Any = None, *, ax: Any = None, max_paths: int = 2
       3
     """
     fn = "plot_paths"
-    if isinstance(max_paths, bool) or not isinstance(max_paths, int) or max_paths < 1:
-        raise ValueError(f"{fn}: max_paths must be a positive integer, got {max_paths=}")
+    max_paths = check_int(max_paths, "max_paths", where=fn, minimum=1)
     if type(paths).__name__ == "SamplePaths":
         ts, xs = np.asarray(paths.ts), np.asarray(paths.xs)
     else:

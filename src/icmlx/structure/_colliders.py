@@ -10,16 +10,15 @@ comparison of definite max-P).
 from typing import ClassVar
 
 import equinox as eqx
-import numpy as np
 
+from .._checks import check_int
 from .._strategy import as_strategy
 
 __all__ = ["AbstractColliderRule", "SepsetColliders", "MaxPColliders", "DefiniteMaxPColliders"]
 
 
 def _check_priority(cls_name: str, priority, allowed: tuple[int, ...]) -> int:
-    if isinstance(priority, bool) or not isinstance(priority, int | np.integer):
-        raise TypeError(f"{cls_name}: priority must be an integer in {allowed}, got {priority=!r}")
+    priority = check_int(priority, "priority", where=cls_name)
     if priority not in allowed:
         raise ValueError(f"{cls_name}: priority must be one of {allowed}, got {priority=}")
     return int(priority)

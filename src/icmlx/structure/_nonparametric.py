@@ -308,10 +308,7 @@ class Permutation(AbstractCalibration):
     num_permutations: int = eqx.field(static=True)
 
     def __init__(self, num_permutations: int = 199):
-        if isinstance(num_permutations, bool) or not isinstance(num_permutations, int | np.integer):
-            raise TypeError(f"Permutation: num_permutations must be an integer, got {num_permutations=!r}")
-        if num_permutations < 1:
-            raise ValueError(f"Permutation: num_permutations must be >= 1, got {num_permutations=}")
+        num_permutations = check_int(num_permutations, "num_permutations", where="Permutation", minimum=1)
         self.num_permutations = int(num_permutations)
 
 

@@ -396,11 +396,8 @@ class KCI(AbstractCITest):
     key: PRNGKeyArray | None = None
 
     def __init__(self, num_xy: int = 5, num_z: int = 100, ridge: float = 1e-6, *, key: PRNGKeyArray | None = None):
-        for arg, v in (("num_xy", num_xy), ("num_z", num_z)):
-            if isinstance(v, bool) or not isinstance(v, int | np.integer):
-                raise TypeError(f"KCI: {arg} must be an integer, got {arg}={v!r}")
-        if num_xy < 1 or num_z < 1:
-            raise ValueError(f"KCI: num_xy and num_z must be >= 1, got {num_xy=}, {num_z=}")
+        num_xy = check_int(num_xy, "num_xy", where="KCI", minimum=1)
+        num_z = check_int(num_z, "num_z", where="KCI", minimum=1)
         if isinstance(ridge, (jax.Array, np.ndarray)):
             raise ValueError(f"KCI: ridge must be a positive number, got {ridge=!r}")
         check_number(ridge, "ridge", where="KCI", minimum=0, open_minimum=True)

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ..._checks import check_values
+from ..._checks import check_int, check_values
 from ..._types import PRNGKey
 from .._convert import positive_int
 from .._sparse import SparseMatrix
@@ -161,8 +161,7 @@ def unit_square_mesh(refine: int) -> Mesh:
       >>> unit_square_mesh(4).n
       961
     """
-    if isinstance(refine, bool) or not isinstance(refine, (int, np.integer)) or refine < 0 or refine > 9:
-        raise ValueError(f"refine must be an int in [0, 9], got {refine=!r}")
+    refine = check_int(refine, "refine", where="unit_square_mesh", minimum=0, maximum=9)
     N = 2 ** (refine + 1)
     x = np.linspace(0.0, 1.0, N + 1)
     X, Y = np.meshgrid(x, x, indexing="ij")

@@ -1,6 +1,5 @@
 """Self-supervised training of the G-RANS basis generator by progressive bootstrap."""
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
-from ..._checks import check_int, check_values
+from ..._checks import check_int, check_number, check_values
 from ..._progress import ProgressBar, resolve_progress
 from ..._repr import record_repr
 from ..._types import PRNGKey
@@ -247,12 +246,9 @@ def _check_training(operators, rhs, learning_rate, stages, states_per_operator) 
     if len(operators) == 0 or len(operators) != len(rhs):
         raise ValueError(f"train_grans: need matching non-empty operators and rhs, got {len(operators)} and "
                          f"{len(rhs)}")
-    if isinstance(learning_rate, bool) or not (isinstance(learning_rate, (int, float)) and math.isfinite(
-            learning_rate) and learning_rate > 0):
-        raise ValueError(f"train_grans: learning_rate must be a finite number > 0, got {learning_rate=!r}")
+    check_number(learning_rate, "learning_rate", where="train_grans", minimum=0, open_minimum=True)
     states_per_operator = check_int(states_per_operator, "states_per_operator", where="train_grans", minimum=1)
-    if any(isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 0 for K in stages):
-        raise ValueError(f"train_grans: stages must be rollout lengths (ints >= 0), got {stages=}")
+    stages = [check_int(K, "stages", where="train_grans", minimum=0) for K in stages]
     out = []
     for i, (op, b) in enumerate(zip(operators, rhs)):
         if not isinstance(op, GRANSOperator):
