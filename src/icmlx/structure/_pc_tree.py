@@ -21,7 +21,7 @@ from icmlx._progress import resolve_progress
 
 from .._checks import check_int, check_number, default_float_dtype
 from . import _graph_io
-from ._inputs import TableLike, _duplicate_groups
+from ._inputs import TableLike, _display_names, _duplicate_groups
 from ._testers import AbstractCITest, _as_ci_test
 from ._tree_scores import default_cond_bins
 
@@ -222,7 +222,7 @@ def _prepare(data, test: AbstractCITest, alpha, threshold, names):
         # a duplicated pair has partial correlation 1 given any separator: the tree's scores are not finite there
         group = _duplicate_groups(arr)
         if (group != np.arange(arr.shape[1])).any():
-            shown = names if names is not None else list(range(arr.shape[1]))
+            shown = _display_names(names, arr.shape[1])
             dup = [(shown[int(group[j])], shown[j]) for j in range(arr.shape[1]) if group[j] != j]
             raise ValueError(f"pc_tree needs distinct columns; duplicated columns: {dup}. Drop one of each pair "
                              "(pc handles duplicated columns)")
