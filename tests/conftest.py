@@ -5,6 +5,9 @@
 - Strict dtype promotion, so silent float32/float64 mixing fails loudly in tests.
 - jaxtyping runtime checks for ``icmlx`` come from ``addopts`` in ``pyproject.toml`` (beartype).
 - ``getkey`` fixture: a fresh, deterministic PRNG key per call.
+- JAX's compiled programs are released after each test file (`jax.clear_caches`): every CPU executable holds a
+  few memory mappings, and one process running the whole suite would otherwise pass the kernel's limit on them
+  (``vm.max_map_count``, 65,530 by default), where XLA's compiler crashes instead of raising.
 - ``slow`` tests are deselected by default (``-m "not slow"`` in addopts); run them with ``-m slow``.
 - ``x64_only`` tests compute entirely under ``jax.enable_x64(True)`` (their references need float64), so a
   float32 run would repeat the x64 run exactly: they are skipped unless ``JAX_ENABLE_X64=1`` and run in the
@@ -25,6 +28,7 @@ if "xla_force_host_platform_device_count" not in _flags:
     os.environ["XLA_FLAGS"] = (_flags + " --xla_force_host_platform_device_count=4").strip()
 
 import contextlib  # noqa: E402
+import gc  # noqa: E402
 import itertools  # noqa: E402
 
 import jax  # noqa: E402
@@ -69,6 +73,12 @@ def optimized_compilation():
 def x64():
     """Whether the run has ``JAX_ENABLE_X64=1``."""
     return X64
+
+
+def pytest_runtest_teardown(item, nextitem):
+    if nextitem is None or nextitem.path != item.path:
+        jax.clear_caches()
+        gc.collect()
 
 
 def pytest_collection_modifyitems(config, items):
