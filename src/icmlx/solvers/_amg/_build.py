@@ -183,9 +183,11 @@ def _ell(M, num_rows: int, num_cols: int, dtype) -> EllMatrix:
     return EllMatrix(to_device(idx, np.int32), to_device(val, dtype), (num_rows, num_cols))
 
 
-def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None):
+def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, level_data=None):
     """The padded device hierarchy of the host levels, and with ``A`` (the cleaned CSR matrix the Krylov iteration
-    runs on, or ``None``) that matrix as a padded `EllMatrix` with identity padding rows."""
+    runs on, or ``None``) that matrix as a padded `EllMatrix` with identity padding rows. ``level_data``: a host
+    vector per level that the relaxation reads in place of a colouring (zero-padded to the level's padded size;
+    AIR's F-point indicator), or ``None``."""
     ops, dinvs, pros, ress, lams, sizes, colors = [], [], [], [], [], [], []
     pad = bucket_size(n)
     K = None
@@ -221,7 +223,11 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None):
         ress.append(_ell(R, pad_c, pad, dtype))
         lams.append(upper)
         sizes.append(pad)
-        if relaxation is not None and relaxation.needs_coloring:
+        if level_data is not None:
+            v = np.zeros(pad)
+            v[:nl] = level_data[lvl]
+            colors.append(to_device(v, dtype))
+        elif relaxation is not None and relaxation.needs_coloring:
             colors.append(ColorBlocks.from_ell(idx, val, d, multicolor(cur, table), dtype))
         pad = pad_c
     if A is not None and K is None:  # (no level: A is solved by the coarsest dense inverse alone)

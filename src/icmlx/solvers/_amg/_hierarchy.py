@@ -354,7 +354,7 @@ class MultilevelHierarchy(eqx.Module):
     n: int | None = eqx.field(static=True, default=None)
     relaxation: Any = eqx.field(static=True, default=None)  # an AbstractRelaxation; None: Chebyshev(degree)
     cycle: str = eqx.field(static=True, default="V")
-    colors: tuple = ()  # per level ColorBlocks (GaussSeidelRelaxation only)
+    colors: tuple = ()  # per level data of the relaxation: ColorBlocks (Gauss–Seidel), the F-points (FC-Jacobi)
 
     @property
     def num_levels(self) -> int:
