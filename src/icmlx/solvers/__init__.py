@@ -3,7 +3,8 @@ finite-element problems, every solve differentiable and composable with lineax.
 
 - ``solve(A, b)``: the front door, one call like ``pyamg.solve`` (smoothed aggregation with near-nullspace
   candidates, CG or GMRES by matrix class); ``amg_setup(A, ...)`` → ``AMGSolver`` for many right-hand sides,
-  ``AMGSolver.update(values)`` for new values on the same pattern (jittable).
+  ``AMGSolver.update(values)`` for new values on the same pattern (jittable); ``air_setup(A)`` → ``AMGSolver``
+  with nonsymmetric multigrid (approximate ideal restriction) for convection-dominated problems.
 - ``cg``, ``gmres``, ``bicgstab``: Krylov methods on any matrix type, lineax operator or callable, with
   ``preconditioner="jacobi"``, a ``MultilevelHierarchy`` or a callable.
 - Differentiation: ``jax.grad``/``jax.jvp`` through every solve, in ``b`` and in the matrix values
@@ -32,6 +33,8 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ..solvers import fem as fem
     from ._amg._aggregation import aggregation_hierarchy as aggregation_hierarchy
     from ._amg._aggregation import standard_aggregation as standard_aggregation
+    from ._amg._air import FCJacobiRelaxation as FCJacobiRelaxation
+    from ._amg._air import air_setup as air_setup
     from ._amg._build import rigid_body_modes as rigid_body_modes
     from ._amg._hierarchy import EllMatrix as EllMatrix
     from ._amg._hierarchy import MultilevelHierarchy as MultilevelHierarchy
@@ -79,6 +82,8 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
 # and its training (optax), or the plotting module.
 _LAZY = {
     "aggregation_hierarchy": "_amg._aggregation",
+    "FCJacobiRelaxation": "_amg._air",
+    "air_setup": "_amg._air",
     "standard_aggregation": "_amg._aggregation",
     "AbstractStrength": "_amg._strength",
     "EvolutionStrength": "_amg._strength",
@@ -145,6 +150,7 @@ __all__ = [
     "solve",
     "amg_setup",
     "AMGSolver",
+    "air_setup",
     "AbstractStrength",
     "SymmetricStrength",
     "EvolutionStrength",
@@ -152,6 +158,7 @@ __all__ = [
     "JacobiRelaxation",
     "ChebyshevRelaxation",
     "GaussSeidelRelaxation",
+    "FCJacobiRelaxation",
     "rigid_body_modes",
     "GRANS",
     "GRANSNet",

@@ -46,12 +46,13 @@ class FCJacobiRelaxation(AbstractRelaxation):
         PyAMG's ``air_solver``; the relaxation before the correction is the one that starts from a zero guess).
 
     References:
-      Manteuffel, Ruge & Southworth, SIAM J. Sci. Comput. 40 (2018) A4105 (arXiv:1802.05385), §3.
+      Manteuffel, Ruge & Southworth, "Nonsymmetric algebraic multigrid based on local approximate ideal
+      restriction (ℓAIR)", SIAM J. Sci. Comput. 40 (2018) A4105, doi:10.1137/17M1144350.
 
     Examples:
       >>> from icmlx.solvers import FCJacobiRelaxation
-      >>> FCJacobiRelaxation(f_iterations=2)
-      FCJacobiRelaxation(f_iterations=2)
+      >>> FCJacobiRelaxation(f_iterations=3)
+      FCJacobiRelaxation(f_iterations=3)
     """
 
     omega: float = eqx.field(static=True, default=1.0)
@@ -361,9 +362,9 @@ def air_setup(A: Any, *, theta: float = 0.3, restrict_theta: float = 0.05, dista
 
     References:
       Manteuffel, Ruge & Southworth, "Nonsymmetric algebraic multigrid based on local approximate ideal
-      restriction (ℓAIR)", SIAM J. Sci. Comput. 40 (2018) A4105 (arXiv:1802.05385); Manteuffel, Münzenmaier, Ruge
-      & Southworth, "Nonsymmetric reduction-based algebraic multigrid", SIAM J. Sci. Comput. 41 (2019) S242
-      (arXiv:1807.06123); Ruge & Stüben, "Algebraic multigrid", in *Multigrid Methods* (SIAM 1987).
+      restriction (ℓAIR)", SIAM J. Sci. Comput. 40 (2018) A4105, doi:10.1137/17M1144350; Manteuffel, Münzenmaier,
+      Ruge & Southworth, "Nonsymmetric reduction-based algebraic multigrid", SIAM J. Sci. Comput. 41 (2019) S242
+      (arXiv:1704.05001); Ruge & Stüben, "Algebraic multigrid", in *Multigrid Methods* (SIAM 1987).
 
     Examples:
       >>> import numpy as np, scipy.sparse as sp
