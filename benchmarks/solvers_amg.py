@@ -10,6 +10,10 @@ from other processes falls on both sides of each ratio. ``--strength symmetric e
 SA with each measure (``EvolutionStrength`` / PyAMG's ``strength="evolution"``); each ratio is against PyAMG SA
 with the same measure.
 
+Convection–diffusion (``convdiff``: −ε Δu + b·∇u, recirculating wind, upwinded, Péclet
+≈ 100 and 1,000) compares ``air_setup`` (AIR + GMRES) with PyAMG's ``air_solver`` + GMRES in the same run, and
+writes its rows to the part ``<part>_convection`` with ``iters_ratio``/``time_ratio`` against PyAMG AIR.
+
 Usage: ``python benchmarks/solvers_amg.py --quick`` (about 16k-65k unknowns) or without ``--quick`` for 65k, 262k
 (``--sizes`` to choose, e.g. ``--sizes 1024`` for the 1M grids).
 """
@@ -34,7 +38,7 @@ import scipy.sparse.linalg as spla  # noqa: E402
 from pyamg.gallery import diffusion_stencil_2d, linear_elasticity, poisson, stencil_grid  # noqa: E402
 
 import icmlx  # noqa: E402
-from icmlx.solvers import amg_setup, cg  # noqa: E402
+from icmlx.solvers import air_setup, amg_setup, cg  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _harness import write_results  # noqa: E402
@@ -152,6 +156,99 @@ def run_problem(name, A, B, repeats, peers, strengths=("symmetric",)):
     return rows
 
 
+# -- convection–diffusion: AIR against PyAMG AIR ---------------------------------------------------------------------
+def convection_diffusion(m: int, eps: float):
+    """−ε Δu + b·∇u on the unit square (m × m interior points, Dirichlet), central diffusion and first-order upwind
+    convection, recirculating wind b = (2y(1 − x²), −2x(1 − y²))."""
+    h = 1.0 / (m + 1)
+    x = np.arange(1, m + 1) * h
+    X, Y = np.meshgrid(x, x, indexing="ij")
+    bx, by = (2 * Y * (1 - X**2)).ravel(), (-2 * X * (1 - Y**2)).ravel()
+    n = m * m
+    idx = np.arange(n).reshape(m, m)
+    I, J = np.meshgrid(np.arange(m), np.arange(m), indexing="ij")
+    rows, cols, vals = [np.arange(n)], [np.arange(n)], [4 * eps / h**2 + (np.abs(bx) + np.abs(by)) / h]
+    for di, dj, w, side in ((-1, 0, bx, 1), (1, 0, bx, -1), (0, -1, by, 1), (0, 1, by, -1)):
+        inside = ((I + di >= 0) & (I + di < m) & (J + dj >= 0) & (J + dj < m)).ravel()
+        r = idx.ravel()[inside]
+        rows.append(r)
+        cols.append(idx[np.clip(I + di, 0, m - 1), np.clip(J + dj, 0, m - 1)].ravel()[inside])
+        vals.append(-eps / h**2 - np.maximum(side * w[r], 0.0) / h)  # the upwind neighbour carries the wind
+    A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+    A.sum_duplicates()
+    return A
+
+
+def run_convection(m: int, eps: float, repeats: int):
+    """icmlx AIR + GMRES(30) and PyAMG AIR + GMRES, set-ups and solves alternating (medians of ``repeats``); icmlx
+    AIR + BiCGStab (a step applies the cycle twice); the same AIR cycle inside PyAMG's GMRES (the iteration count
+    like for like: icmlx's GMRES counts whole 30-step restart cycles); and icmlx smoothed aggregation + GMRES, what
+    ``solve`` takes for a nonsymmetric matrix, for reference (single timings)."""
+    A = convection_diffusion(m, eps)
+    n = A.shape[0]
+    b = np.random.default_rng(0).standard_normal(n)
+    _, t_setup_first, _ = timed(lambda: air_setup(A))
+    ts_i, ts_p = [], []
+    for _ in range(repeats):
+        s, t, _ = timed(lambda: air_setup(A))
+        ts_i.append(t)
+        ml, t, _ = timed(lambda: pyamg.air_solver(A))
+        ts_p.append(t)
+    sol, t_first, _ = timed(lambda: s.solve(b, rtol=RTOL, throw=False))
+    res = []
+
+    def peer():
+        res.clear()
+        return ml.solve(b, tol=RTOL, accel="gmres", residuals=res, maxiter=1000)
+
+    tv_i, tv_p = [], []
+    for _ in range(repeats):
+        sol, t, _ = timed(lambda: s.solve(b, rtol=RTOL, throw=False))
+        tv_i.append(t)
+        x_p, t, _ = timed(peer)
+        tv_p.append(t)
+    t_setup, t_solve = float(np.median(ts_i)), float(np.median(tv_i))
+    p_setup, p_solve = float(np.median(ts_p)), float(np.median(tv_p))
+    p_iters = len(res) - 1
+    cycle = jax.jit(lambda v, H=s.hierarchy: H.as_preconditioner(n)(v))
+    M = spla.LinearOperator(A.shape, matvec=lambda v: np.array(cycle(np.ravel(v)), np.float64))
+    M.matvec(b)  # (compiles the cycle)
+    res_c = []
+    x_c, t_c, _ = timed(lambda: pyamg.krylov.gmres(A, b, tol=RTOL, M=M, residuals=res_c, maxiter=1000)[0])
+    s_b = air_setup(A, method="bicgstab")
+    timed(lambda: s_b.solve(b, rtol=RTOL, throw=False))
+    sol_b, t_b, _ = timed(lambda: s_b.solve(b, rtol=RTOL, throw=False))
+    sa_s, t_sa_setup, _ = timed(lambda: amg_setup(A))
+    timed(lambda: sa_s.solve(b, rtol=RTOL, throw=False))
+    sa_sol, t_sa, _ = timed(lambda: sa_s.solve(b, rtol=RTOL, max_steps=3000, throw=False))
+    name = f"convdiff_pe{int(round(1 / eps))}"
+    rows = [
+        dict(solver="icmlx air_setup (AIR+GMRES)", iters=int(sol.num_steps), setup=t_setup, solve=t_solve,
+             total=t_setup + t_solve, compile=max(t_setup_first - t_setup, 0.0) + max(t_first - t_solve, 0.0),
+             relres=relres(A, b, sol.value), status=icmlx.result_name(sol.result), levels=list(s.hierarchy.sizes)),
+        dict(solver="icmlx air_setup (AIR+BiCGStab)", iters=int(sol_b.num_steps), setup=t_setup, solve=t_b,
+             total=t_setup + t_b, compile=0.0, relres=relres(A, b, sol_b.value),
+             status=icmlx.result_name(sol_b.result)),
+        dict(solver="icmlx AIR cycle in PyAMG GMRES", iters=len(res_c) - 1, setup=t_setup, solve=t_c,
+             total=t_setup + t_c, compile=0.0, relres=relres(A, b, x_c), status="-"),
+        dict(solver="PyAMG AIR+GMRES", iters=p_iters, setup=p_setup, solve=p_solve, total=p_setup + p_solve,
+             compile=0.0, relres=relres(A, b, x_p), status="-"),
+        dict(solver="icmlx amg_setup (SA+GMRES)", iters=int(sa_sol.num_steps), setup=t_sa_setup, solve=t_sa,
+             total=t_sa_setup + t_sa, compile=0.0, relres=relres(A, b, sa_sol.value),
+             status=icmlx.result_name(sa_sol.result)),
+    ]
+    for r in rows:
+        r.update(problem=name, n=n, iters_ratio=r["iters"] / p_iters if p_iters else float("nan"),
+                 time_ratio=r["total"] / (p_setup + p_solve))
+    print(f"{'problem':16s} {'n':>8s} {'solver':32s} {'its':>5s} {'its/PyAMG':>9s} {'setup s':>8s} {'solve s':>8s} "
+          f"{'total s':>8s} {'t/PyAMG':>8s} {'compile s':>9s} {'relres':>9s}")
+    for r in rows:
+        print(f"{r['problem']:16s} {n:8d} {r['solver']:32s} {r['iters']:5d} {r['iters_ratio']:9.2f} "
+              f"{r['setup']:8.3f} {r['solve']:8.3f} {r['total']:8.3f} {r['time_ratio']:8.2f} {r['compile']:9.2f} "
+              f"{r['relres']:9.1e}", flush=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -165,16 +262,22 @@ def main():
                     help="the part of results/solvers_amg.json this run replaces (default: quick or full)")
     args = ap.parse_args()
     sizes = args.sizes or ([128, 256] if args.quick else [256, 512])
-    rows = []
+    rows, conv = [], []
     for m in sizes:
         for name, A, B in problems(m):
             if args.problems and name not in args.problems:
                 continue
             rows.extend(run_problem(name, A, B, args.repeats, not args.no_peers, tuple(args.strength)))
             print_rows([r for r in rows if r["problem"] == name and r["n"] == A.shape[0]])
+        if not args.problems or "convdiff" in args.problems:
+            for eps in (1e-2, 1e-3):
+                conv.extend(run_convection(m, eps, args.repeats))
     part = args.part or ("quick" if args.quick else "full")
-    path = write_results(rows=rows, part=part, extra=dict(pyamg=pyamg.__version__, scipy=scipy.__version__, rtol=RTOL))
-    print(f"wrote {path}")
+    extra = dict(pyamg=pyamg.__version__, scipy=scipy.__version__, rtol=RTOL)
+    if rows:
+        print(f"wrote {write_results(rows=rows, part=part, extra=extra)}")
+    if conv:
+        print(f"wrote {write_results(rows=conv, part=f'{part}_convection', extra=extra)}")
 
 
 def print_rows(rows):
