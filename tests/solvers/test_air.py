@@ -193,6 +193,18 @@ def test_air_solve_jit_vmap_and_grad():
     g = jax.grad(lambda b: jnp.vdot(jnp.asarray(w, dt), solver.solve(b, rtol=RTOL).value))(jnp.asarray(B[0], dt))
     lam = spla.spsolve(A.T.tocsc(), w)
     assert np.linalg.norm(np.asarray(g, np.float64) - lam) <= 1e3 * RTOL * np.linalg.norm(lam)
+    # a lineax solver: lx.linear_solve with the AIR set-up, and its cycle as lineax GMRES's preconditioner
+    import lineax as lx
+
+    from icmlx.solvers import SparseMatrix
+
+    op = SparseMatrix.from_scipy(A, dtype=dt)
+    x_ref = spla.spsolve(A.tocsc(), B[0])
+    x = lx.linear_solve(op, jnp.asarray(B[0], dt), solver, options={"rtol": RTOL}).value
+    assert np.linalg.norm(np.asarray(x, np.float64) - x_ref) <= 1e3 * RTOL * np.linalg.norm(x_ref)
+    x = lx.linear_solve(op, jnp.asarray(B[0], dt), lx.GMRES(rtol=RTOL, atol=0.0, restart=30),
+                        options={"preconditioner": solver.as_preconditioner()}).value
+    assert np.linalg.norm(np.asarray(x, np.float64) - x_ref) <= 1e3 * RTOL * np.linalg.norm(x_ref)
 
 
 def test_air_setup_errors():
@@ -211,6 +223,10 @@ def test_air_setup_errors():
     Z[3, 3] = 0.0
     with pytest.raises(ValueError, match="zero diagonal"):
         air_setup(Z.tocsr())
+    N = A.copy()
+    N.data[5] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        air_setup(N)
     with pytest.raises(ValueError, match="empty"):
         air_setup(sp.csr_matrix((0, 0)))
     with pytest.raises(ValueError, match="f_iterations"):

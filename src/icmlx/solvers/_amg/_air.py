@@ -14,7 +14,7 @@ from typing import Any
 import equinox as eqx
 import numpy as np
 
-from ..._checks import check_number
+from ..._checks import check_int, check_number
 from ..._strategy import as_strategy
 from .._convert import as_scipy_csr, positive_int
 from ._hierarchy import _MAX_DENSE_COARSE, _nbr_max
@@ -63,9 +63,7 @@ class FCJacobiRelaxation(AbstractRelaxation):
     def __check_init__(self):
         _check_range(self.omega, "omega", "FCJacobiRelaxation", 0.0, 2.0)
         _check_int(self.f_iterations, "f_iterations", "FCJacobiRelaxation")
-        check_number(self.c_iterations, "c_iterations", where="FCJacobiRelaxation", minimum=0)
-        if not isinstance(self.c_iterations, int) or isinstance(self.c_iterations, bool):
-            raise TypeError(f"FCJacobiRelaxation: c_iterations must be an int, got c_iterations={self.c_iterations!r}")
+        check_int(self.c_iterations, "c_iterations", where="FCJacobiRelaxation", minimum=0)
         if not isinstance(self.presmooth, bool):
             raise TypeError(f"FCJacobiRelaxation: presmooth must be a bool, got presmooth={self.presmooth!r}")
 
