@@ -201,13 +201,11 @@ def one_point_interpolation(A: Any, S: Any, cpt: np.ndarray) -> Any:
     v = np.where(onc, S.data, -1.0)
     best = _row_max(S.indptr, v, n, -1.0)
     hit = onc & (v == best[row])
-    # the first strongest entry of each F row
-    first = np.zeros(n, bool)
+    # the first strongest entry of each F row (the rows of a canonical CSR matrix come in order)
     r_hit = row[hit]
     take = np.ones(r_hit.size, bool)
     take[1:] = r_hit[1:] != r_hit[:-1]
     f_rows, f_cols = r_hit[take], S.indices[hit][take]
-    first[f_rows] = True
     c_rows = np.nonzero(cpt)[0]
     rows = np.concatenate([c_rows, f_rows])
     cols = np.concatenate([cidx[c_rows], cidx[f_cols]])
