@@ -337,7 +337,9 @@ class MultilevelHierarchy(eqx.Module):
     All sizes are padded (nodes to `bucket_size`, row widths to multiples of 4): matrices of one mesh
     family reuse the compiled cycle.
 
-    Build with `smoothed_aggregation`. To precondition a Krylov solve of ``A`` pass the hierarchy itself,
+    Build with `smoothed_aggregation` (or `amg_setup`); `air_setup` builds one for nonsymmetric problems with an
+    approximate ideal restriction (``restrict`` not ``prolongᵀ``, ``A_{ℓ+1} = R_ℓ A_ℓ P_ℓ``). To precondition a
+    Krylov solve of ``A`` pass the hierarchy itself,
     ``cg(A, b, preconditioner=H)`` (or ``gmres``/``bicgstab``), or use `as_preconditioner`, a map from
     n-vectors to n-vectors: padding is done inside and the iteration uses ``A`` itself. (``H.ops[0]`` is the
     padded envelope ``Ã``, not ``A``: iterating with it solves a different system unless ``Ã = A``.)
