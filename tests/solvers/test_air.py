@@ -138,6 +138,10 @@ def test_air_iterations_within_twice_pyamg_and_solution_is_spsolves(eps, wind):
     x_ref = spla.spsolve(A.tocsc(), b)
     # forward error ≤ κ · backward error; κ(A) ≈ 1e3 here
     assert np.linalg.norm(np.asarray(sol.value, np.float64) - x_ref) <= 1e4 * RTOL * np.linalg.norm(x_ref)
+    # icmlx's own BiCGStab: a step applies the cycle twice, so as many steps as PyAMG's GMRES iterations are
+    # twice its cycle applications
+    sol_b = air_setup(A, method="bicgstab").solve(b, rtol=RTOL)
+    assert int(sol_b.num_steps) <= len(ref_res) - 1 and relres(A, b, sol_b.value) <= RTOL
 
 
 def test_air_beats_smoothed_aggregation_on_transport():
