@@ -2,8 +2,11 @@
 
 A batch of tests is planned on the host (`_chi_square_groups`): small and medium tables are counted by one
 scatter of the samples into a dense ``(strata, K, K)`` table (AND + popcount of per-category bitsets is an opt-in
-alternative for the smallest, `BITS_MIN_TESTS`), and large products of cardinalities by re-coding the strata
-observed in the sample and counting per sample, so the full product is never allocated.
+alternative for the smallest, `BITS_MIN_TESTS`), and large products of cardinalities per sample: each sample's
+cell, row, column and stratum counts come from sorting the codes (`_sorted_counts`), so neither the product of
+the conditioning cardinalities nor the ``kmax^2`` cells of a stratum are ever allocated. On high-cardinality
+data (tens to a hundred categories) the tables of the older per-sample plans (strata re-ranked into
+``(strata, kmax, kmax)`` tables, kept behind `SORTED_PLANS`) were mostly empty and dominated the run.
 `icmlx.structure.chi_square` and PC's tester both dispatch through
 `_chi_square_plan`.
 
@@ -277,6 +280,45 @@ def _chi_square_loop_kernel(data_t, cards, x, y, s, m, n, *, kmax, g_square, n_s
     return jax.lax.fori_loop(0, m, body, (jnp.zeros(b, fdt), jnp.zeros(b, jnp.int32)))
 
 
+def _sorted_counts(xv, yv, stratum, live, cx, cy):
+    """Cell, row, column and stratum counts of every sample of one test, by sorting the codes (no table over the
+    product of cardinalities): ``(o, r, c, m, dof)``, the first four ``(L,)`` int32 in sample order.
+
+    Each kind of code (stratum; then, with the stratum re-ranked to ``0..L-1``, cell ``(r cx + x) cy + y``, row
+    ``r cx + x`` and column ``r cy + y``, with the pair's own cardinalities ``cx``, ``cy``) is sorted alone and a
+    sample's count is the width of its run, found by binary search. Padding samples (``~live``) get a code above
+    every real one, so they count in no real run. The dof, ``sum over observed strata of (nonzero rows - 1)
+    (nonzero columns - 1)``, comes from the first sample of each distinct row and column. Work and memory are
+    ``O(L log L)`` per test, whatever the cardinalities: with categories in the tens or hundreds the tables of the
+    other modes would be mostly empty.
+    """
+    n = xv.shape[0]
+    big = jnp.iinfo(jnp.int32).max
+
+    def runs(code):
+        key = jnp.sort(jnp.where(live, code, big))
+        lo = jnp.searchsorted(key, code, side="left", method="scan")
+        hi = jnp.searchsorted(key, code, side="right", method="scan")
+        return key, lo, (hi - lo).astype(jnp.int32)
+
+    skey, slo, m = runs(stratum)
+    first = jnp.concatenate([jnp.ones(1, bool), skey[1:] != skey[:-1]])
+    rank = (jnp.cumsum(first.astype(jnp.int32)) - 1)[slo]  # dense rank of the sample's stratum, < n
+    xv, yv = xv.astype(jnp.int32), yv.astype(jnp.int32)
+    _, _, o = runs((rank * cx + xv) * cy + yv)
+    rkey, _, r = runs(rank * cx + xv)
+    ckey, _, c = runs(rank * cy + yv)
+
+    def distinct_per_stratum(key, card):  # number of distinct rows (or columns) of each stratum
+        new = jnp.concatenate([jnp.ones(1, bool), key[1:] != key[:-1]]) & (key != big)
+        return jax.ops.segment_sum(new.astype(jnp.int32), jnp.where(key != big, key // card, 0), num_segments=n)
+
+    nzr = distinct_per_stratum(rkey, cx)
+    nzc = distinct_per_stratum(ckey, cy)
+    dof = jnp.sum(jnp.where(nzr > 0, (nzr - 1) * (nzc - 1), 0))
+    return o, r, c, m, dof
+
+
 def _chi_square_stat_dof(data_t, cards, x, y, s, n_live, *, kmax, g_square, n_strata, mode, code_bound):
     """data_t: (d, n) integer codes (transposed so that a variable is one contiguous row); cards: (d,) int;
     only the first ``n_live`` (traced) samples count (padding samples get weight 0 and sample 0's stratum).
@@ -287,6 +329,26 @@ def _chi_square_stat_dof(data_t, cards, x, y, s, n_live, *, kmax, g_square, n_st
     """
     fdt = default_float_dtype()
     b = x.shape[0]
+    if mode in ("sorted", "sorted_each"):
+        # only the first n_strata (a static bucket >= the true n) samples: the sorts' cost follows n, not n_pad
+        n = n_strata
+        live = jnp.arange(n, dtype=jnp.int32) < n_live
+        xv, yv = data_t[x, :n], data_t[y, :n]
+        if mode == "sorted_each":
+            stratum = _stratum_codes(data_t[:, :n], cards, s, "sort_each", live)
+        else:
+            stratum = jnp.zeros((b, n), data_t.dtype)
+            for j in range(s.shape[1]):  # static unroll over |S| columns
+                stratum = stratum * cards[s[:, j]][:, None] + data_t[s[:, j], :n]
+        o_i, r_i, c_i, m_i, dof = jax.vmap(_sorted_counts, in_axes=(0, 0, 0, None, 0, 0))(
+            xv, yv, stratum, live, cards[x], cards[y])
+        o_i, r_i, c_i, m_i = (v.astype(fdt) for v in (o_i, r_i, c_i, m_i))
+        ratio = jnp.where(live, o_i * m_i / jnp.where(live, r_i * c_i, 1.0), 1.0)
+        if g_square:
+            stat = 2.0 * jnp.sum(jnp.log(ratio), axis=1)
+        else:
+            stat = jnp.maximum(jnp.sum(jnp.where(live, ratio, 0.0), axis=1) - n_live.astype(fdt), 0.0)
+        return stat, dof.astype(jnp.int32)
     n = data_t.shape[1]
     xv = data_t[x]
     yv = data_t[y]
@@ -415,11 +477,21 @@ def _dense_chunk(kmax: int, n_pad: int) -> int:
     return min(_pow2(max(n_pad // (64 * kmax * kmax), 1)), _dense_top(kmax))
 
 
-def _strata_plan(n: int, kmax: int, bound: int) -> tuple[str, int, int]:
+#: Per-sample counting by sorting (`_sorted_counts`) for every table too large for the dense plan; ``False``
+#: restores the table-based per-sample plans (an independent code path, compared in the tests). On pgmpy's mildew
+#: network (n = 5,000, up to 100 categories) sorting took a PC run from 81 s to 5.7 s
+#: (``python benchmarks/structure_scale.py --highcard-only``).
+SORTED_PLANS = True
+
+
+def _strata_plan(n: int, kmax: int, bound: int, n_true: int | None = None) -> tuple[str, int, int]:
     """How to index the strata of a batch whose mixed-radix stratum codes lie below ``bound`` (the product of
     the conditioning variables' cardinalities, largest over the batch), ``n`` the padded sample count.
 
     Returns ``(mode, n_strata, code_bound)`` (all static): ``"dense"`` (a ``(n_strata, K, K)`` table per test),
+    ``"sorted"`` / ``"sorted_each"`` (`_sorted_counts` over the first ``n_strata`` samples, a bucket of the true
+    ``n_true`` with four rungs per octave; ``_each``: strata codes past int32, re-ranked after every column) when
+    `SORTED_PLANS`, else
     ``"scatter"`` (codes re-ranked through a ``code_bound`` presence table, then per-sample counting over at most
     ``n_strata <= n`` observed strata), ``"sort"`` (codes re-ranked by one sort) or ``"sort_each"`` (codes do not
     fit in int32: re-ranked after every column). Code bounds are powers of four (fewer compilations).
@@ -427,6 +499,9 @@ def _strata_plan(n: int, kmax: int, bound: int) -> tuple[str, int, int]:
     nb = size_bucket(bound, growth=4)
     if nb * kmax * kmax <= max(2 * n, 4096):
         return "dense", nb, nb
+    length = size_bucket(n_true, minimum=256, steps=4, maximum=n) if n_true is not None else n
+    if SORTED_PLANS and length * kmax * kmax < 2**31:
+        return ("sorted" if bound < 2**31 else "sorted_each"), length, 0
     if nb <= 2**16:
         return "scatter", min(n, nb), nb
     if bound < 2**31:
@@ -468,7 +543,7 @@ def _pad_sets(s: np.ndarray, const: int, width: int | None = None) -> np.ndarray
     return np.concatenate([s, np.full((m, kb - k), const, s.dtype)], axis=1)
 
 
-def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = False):
+def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = False, n_true: int | None = None):
     """Host-side plan of a batch of χ² tests: ``[(indices, plan), ...]`` (``n`` the padded sample count).
 
     Bitset counting (when `BITS_MIN_TESTS` turns it on) when the flat table
@@ -496,7 +571,7 @@ def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = Fal
             plan = ("bits", 1 << int(kb))
         else:
             lb = int(-1 - kb)
-            plan = _strata_plan(n, kmax, 1 << lb if lb < 62 else 2**62)
+            plan = _strata_plan(n, kmax, 1 << lb if lb < 62 else 2**62, n_true)
         merged.setdefault(_plan_bucket(plan, kmax, n), []).append(idx)
     return [(np.sort(np.concatenate(parts)), plan) for plan, parts in merged.items()]
 
@@ -540,7 +615,7 @@ class _ChiSquareEngine(_BatchedTest):
         per = self.per_test
         if plan is not None:
             mode, ns, bound = plan if len(plan) == 3 else (plan[0], plan[1], 0)
-            per += ns * self.kmax**2 * (4 if mode != "dense" else 1) + bound
+            per += 8 * ns if mode.startswith("sorted") else ns * self.kmax**2 * (4 if mode != "dense" else 1) + bound
         cap = max(16, 1 << int(math.log2(max(2**24 // per, 16))))
         return min(cap, self.max_batch)
 
@@ -561,7 +636,7 @@ class _ChiSquareEngine(_BatchedTest):
         return _chi2_pvalue(stat, dof) if sharded else (stat, dof)
 
     def _pending(self, x, y, s):
-        groups = _chi_square_groups(self.cards_np, x, y, s, self.n_pad, self.kmax, self.mesh is not None)
+        groups = _chi_square_groups(self.cards_np, x, y, s, self.n_pad, self.kmax, self.mesh is not None, self.n)
         # dispatch every group before reading any result back: host work overlaps device work
         return [(idx, self._dispatch(x[idx], y[idx], s[idx], plan)) for idx, plan in groups]
 
