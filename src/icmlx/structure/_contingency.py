@@ -280,41 +280,52 @@ def _chi_square_loop_kernel(data_t, cards, x, y, s, m, n, *, kmax, g_square, n_s
     return jax.lax.fori_loop(0, m, body, (jnp.zeros(b, fdt), jnp.zeros(b, jnp.int32)))
 
 
-def _sorted_counts(xv, yv, stratum, live, cx, cy):
-    """Cell, row, column and stratum counts of every sample of one test, by sorting the codes (no table over the
+def _sorted_counts(xv, yv, stratum, live, cx, cy, rank_strata=True):
+    """Cell, row, column and stratum counts of every sample of one test, by sorting codes (no table over the
     product of cardinalities): ``(o, r, c, m, dof)``, the first four ``(L,)`` int32 in sample order.
 
-    Each kind of code (stratum; then, with the stratum re-ranked to ``0..L-1``, cell ``(r cx + x) cy + y``, row
-    ``r cx + x`` and column ``r cy + y``, with the pair's own cardinalities ``cx``, ``cy``) is sorted alone and a
-    sample's count is the width of its run, found by binary search. Padding samples (``~live``) get a code above
-    every real one, so they count in no real run. The dof, ``sum over observed strata of (nonzero rows - 1)
-    (nonzero columns - 1)``, comes from the first sample of each distinct row and column. Work and memory are
-    ``O(L log L)`` per test, whatever the cardinalities: with categories in the tens or hundreds the tables of the
-    other modes would be mostly empty.
+    Two sorts: of the cell codes ``(r cx + x) cy + y`` (``r`` the stratum code, re-ranked to ``0..L-1`` first
+    when ``rank_strata``, i.e. when the raw codes times ``cx cy`` could pass int32), which orders the rows
+    ``r cx + x`` and the strata ``r`` as well, and of the column codes ``r cy + y``. A sample's count is the width
+    of its run, found by binary search. Padding samples (``~live``) get a code above every real one, so they
+    count in no real run. Both orders number the strata alike, so the dof, ``sum over observed strata of
+    (nonzero rows - 1)(nonzero columns - 1)``, is read from the first sample of each distinct row and column.
+    Work and memory are ``O(L log L)`` per test, whatever the cardinalities: with categories in the tens or
+    hundreds the tables of the other modes would be mostly empty.
     """
     n = xv.shape[0]
     big = jnp.iinfo(jnp.int32).max
 
-    def runs(code):
-        key = jnp.sort(jnp.where(live, code, big))
+    def width(key, code):
         lo = jnp.searchsorted(key, code, side="left", method="scan")
         hi = jnp.searchsorted(key, code, side="right", method="scan")
-        return key, lo, (hi - lo).astype(jnp.int32)
+        return (hi - lo).astype(jnp.int32), lo
 
-    skey, slo, m = runs(stratum)
-    first = jnp.concatenate([jnp.ones(1, bool), skey[1:] != skey[:-1]])
-    rank = (jnp.cumsum(first.astype(jnp.int32)) - 1)[slo]  # dense rank of the sample's stratum, < n
+    def starts(key):
+        return jnp.concatenate([jnp.ones(1, bool), key[1:] != key[:-1]])
+
+    stratum = stratum.astype(jnp.int32)
+    if rank_strata:
+        skey = jnp.sort(jnp.where(live, stratum, big))
+        _, slo = width(skey, stratum)
+        stratum = (jnp.cumsum(starts(skey).astype(jnp.int32)) - 1)[slo]  # dense rank, < n
     xv, yv = xv.astype(jnp.int32), yv.astype(jnp.int32)
-    _, _, o = runs((rank * cx + xv) * cy + yv)
-    rkey, _, r = runs(rank * cx + xv)
-    ckey, _, c = runs(rank * cy + yv)
-
-    def distinct_per_stratum(key, card):  # number of distinct rows (or columns) of each stratum
-        new = jnp.concatenate([jnp.ones(1, bool), key[1:] != key[:-1]]) & (key != big)
-        return jax.ops.segment_sum(new.astype(jnp.int32), jnp.where(key != big, key // card, 0), num_segments=n)
-
-    nzr = distinct_per_stratum(rkey, cx)
-    nzc = distinct_per_stratum(ckey, cy)
+    row, col = stratum * cx + xv, stratum * cy + yv
+    cell = row * cy + yv
+    okey = jnp.sort(jnp.where(live, cell, big))
+    ckey = jnp.sort(jnp.where(live, col, big))
+    real_o, real_c = okey != big, ckey != big
+    rkey = jnp.where(real_o, okey // cy, big)  # cells sorted => rows and strata sorted
+    mkey = jnp.where(real_o, okey // (cx * cy), big)
+    o, _ = width(okey, cell)
+    r, _ = width(rkey, row)
+    m, _ = width(mkey, stratum)
+    c, _ = width(ckey, col)
+    # stratum index of each sorted position (the same numbering in both orders: strata ascend in both)
+    sid_o = jnp.cumsum(starts(mkey).astype(jnp.int32)) - 1
+    sid_c = jnp.cumsum(starts(jnp.where(real_c, ckey // cy, big)).astype(jnp.int32)) - 1
+    nzr = jax.ops.segment_sum((starts(rkey) & real_o).astype(jnp.int32), sid_o, num_segments=n)
+    nzc = jax.ops.segment_sum((starts(ckey) & real_c).astype(jnp.int32), sid_c, num_segments=n)
     dof = jnp.sum(jnp.where(nzr > 0, (nzr - 1) * (nzc - 1), 0))
     return o, r, c, m, dof
 
@@ -340,7 +351,8 @@ def _chi_square_stat_dof(data_t, cards, x, y, s, n_live, *, kmax, g_square, n_st
             stratum = jnp.zeros((b, n), data_t.dtype)
             for j in range(s.shape[1]):  # static unroll over |S| columns
                 stratum = stratum * cards[s[:, j]][:, None] + data_t[s[:, j], :n]
-        o_i, r_i, c_i, m_i, dof = jax.vmap(_sorted_counts, in_axes=(0, 0, 0, None, 0, 0))(
+        counts = functools.partial(_sorted_counts, rank_strata=code_bound != 1)
+        o_i, r_i, c_i, m_i, dof = jax.vmap(counts, in_axes=(0, 0, 0, None, 0, 0))(
             xv, yv, stratum, live, cards[x], cards[y])
         o_i, r_i, c_i, m_i = (v.astype(fdt) for v in (o_i, r_i, c_i, m_i))
         ratio = jnp.where(live, o_i * m_i / jnp.where(live, r_i * c_i, 1.0), 1.0)
@@ -501,7 +513,8 @@ def _strata_plan(n: int, kmax: int, bound: int, n_true: int | None = None) -> tu
         return "dense", nb, nb
     length = size_bucket(n_true, minimum=256, steps=4, maximum=n) if n_true is not None else n
     if SORTED_PLANS and length * kmax * kmax < 2**31:
-        return ("sorted" if bound < 2**31 else "sorted_each"), length, 0
+        # code_bound 1: raw stratum codes times kmax^2 fit in int32, so the strata need no re-ranking
+        return ("sorted" if bound < 2**31 else "sorted_each"), length, int(nb * kmax * kmax < 2**31)
     if nb <= 2**16:
         return "scatter", min(n, nb), nb
     if bound < 2**31:
