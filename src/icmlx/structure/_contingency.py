@@ -3,7 +3,7 @@
 A batch of tests is planned on the host (`_chi_square_groups`): small and medium tables are counted by one
 scatter of the samples into a dense ``(strata, K, K)`` table (AND + popcount of per-category bitsets is an opt-in
 alternative for the smallest, `BITS_MIN_TESTS`), and large products of cardinalities per sample: each sample's
-cell, row, column and stratum counts come from sorting the codes (`_sorted_counts`), so neither the product of
+cell, row, column and stratum counts come from sorting the codes (`_sorted_stat_dof`), so neither the product of
 the conditioning cardinalities nor the ``kmax^2`` cells of a stratum are ever allocated. On high-cardinality
 data (tens to a hundred categories) the tables of the older per-sample plans (strata re-ranked into
 ``(strata, kmax, kmax)`` tables, kept behind `SORTED_PLANS`) were mostly empty and dominated the run.
@@ -280,54 +280,63 @@ def _chi_square_loop_kernel(data_t, cards, x, y, s, m, n, *, kmax, g_square, n_s
     return jax.lax.fori_loop(0, m, body, (jnp.zeros(b, fdt), jnp.zeros(b, jnp.int32)))
 
 
-def _sorted_counts(xv, yv, stratum, live, cx, cy, rank_strata=True):
-    """Cell, row, column and stratum counts of every sample of one test, by sorting codes (no table over the
-    product of cardinalities): ``(o, r, c, m, dof)``, the first four ``(L,)`` int32 in sample order.
+def _sorted_stat_dof(xv, yv, stratum, live, n_live, cx, cy, *, g_square, rank_strata=True):
+    r"""X² (or G²) and causal-learn's dof of one test by sorting codes (no table over the product of
+    cardinalities).
 
     Two sorts: of the cell codes ``(r cx + x) cy + y`` (``r`` the stratum code, re-ranked to ``0..L-1`` first
     when ``rank_strata``, i.e. when the raw codes times ``cx cy`` could pass int32), which orders the rows
-    ``r cx + x`` and the strata ``r`` as well, and of the column codes ``r cy + y``. A sample's count is the width
-    of its run, found by binary search. Padding samples (``~live``) get a code above every real one, so they
-    count in no real run. Both orders number the strata alike, so the dof, ``sum over observed strata of
-    (nonzero rows - 1)(nonzero columns - 1)``, is read from the first sample of each distinct row and column.
+    ``r cx + x`` and the strata ``r`` as well, and of the column codes ``r cy + y``. Runs of equal codes give the
+    counts ``O, R, M`` of each observed cell, its row and its stratum; its column count ``C`` is found by binary
+    search in the sorted columns. Then $X^2 = \sum_{O>0} O^2 M / (R C) - n$ and
+    $G^2 = 2 \sum_{O>0} O \log(O M / (R C))$. Padding samples (``~live``) get a code above every real one, so
+    they count in no real run. Both orders number the strata alike, so the dof, ``sum over observed strata of
+    (nonzero rows - 1)(nonzero columns - 1)``, is read from the first entry of each distinct row and column.
     Work and memory are ``O(L log L)`` per test, whatever the cardinalities: with categories in the tens or
     hundreds the tables of the other modes would be mostly empty.
     """
+    fdt = default_float_dtype()
     n = xv.shape[0]
     big = jnp.iinfo(jnp.int32).max
-
-    def width(key, code):
-        lo = jnp.searchsorted(key, code, side="left", method="scan")
-        hi = jnp.searchsorted(key, code, side="right", method="scan")
-        return (hi - lo).astype(jnp.int32), lo
 
     def starts(key):
         return jnp.concatenate([jnp.ones(1, bool), key[1:] != key[:-1]])
 
+    def run_counts(key, real):  # per sorted position: the size of its run, and whether it starts one
+        first = starts(key)
+        seg = jnp.cumsum(first.astype(jnp.int32)) - 1
+        return jax.ops.segment_sum(real.astype(jnp.int32), seg, num_segments=n)[seg], first, seg
+
     stratum = stratum.astype(jnp.int32)
     if rank_strata:
         skey = jnp.sort(jnp.where(live, stratum, big))
-        _, slo = width(skey, stratum)
+        slo = jnp.searchsorted(skey, stratum, side="left", method="scan")
         stratum = (jnp.cumsum(starts(skey).astype(jnp.int32)) - 1)[slo]  # dense rank, < n
     xv, yv = xv.astype(jnp.int32), yv.astype(jnp.int32)
-    row, col = stratum * cx + xv, stratum * cy + yv
-    cell = row * cy + yv
-    okey = jnp.sort(jnp.where(live, cell, big))
-    ckey = jnp.sort(jnp.where(live, col, big))
+    okey = jnp.sort(jnp.where(live, (stratum * cx + xv) * cy + yv, big))
+    ckey = jnp.sort(jnp.where(live, stratum * cy + yv, big))
     real_o, real_c = okey != big, ckey != big
     rkey = jnp.where(real_o, okey // cy, big)  # cells sorted => rows and strata sorted
     mkey = jnp.where(real_o, okey // (cx * cy), big)
-    o, _ = width(okey, cell)
-    r, _ = width(rkey, row)
-    m, _ = width(mkey, stratum)
-    c, _ = width(ckey, col)
+    o, new_cell, _ = run_counts(okey, real_o)
+    r, new_row, _ = run_counts(rkey, real_o)
+    m, _, sid_o = run_counts(mkey, real_o)
+    c_run, new_col, _ = run_counts(ckey, real_c)
+    col_of_cell = jnp.where(real_o, mkey * cy + okey % cy, big)
+    c = c_run[jnp.minimum(jnp.searchsorted(ckey, col_of_cell, side="left", method="scan"), n - 1)]
+    use = new_cell & real_o
+    o_f, r_f, c_f, m_f = (v.astype(fdt) for v in (o, r, c, m))
+    ratio = jnp.where(use, o_f * m_f / jnp.where(use, r_f * c_f, 1.0), 1.0)
+    if g_square:
+        stat = 2.0 * jnp.sum(jnp.where(use, o_f * jnp.log(ratio), 0.0))
+    else:
+        stat = jnp.maximum(jnp.sum(jnp.where(use, o_f * ratio, 0.0)) - n_live.astype(fdt), 0.0)
     # stratum index of each sorted position (the same numbering in both orders: strata ascend in both)
-    sid_o = jnp.cumsum(starts(mkey).astype(jnp.int32)) - 1
     sid_c = jnp.cumsum(starts(jnp.where(real_c, ckey // cy, big)).astype(jnp.int32)) - 1
-    nzr = jax.ops.segment_sum((starts(rkey) & real_o).astype(jnp.int32), sid_o, num_segments=n)
-    nzc = jax.ops.segment_sum((starts(ckey) & real_c).astype(jnp.int32), sid_c, num_segments=n)
+    nzr = jax.ops.segment_sum((new_row & real_o).astype(jnp.int32), sid_o, num_segments=n)
+    nzc = jax.ops.segment_sum((new_col & real_c).astype(jnp.int32), sid_c, num_segments=n)
     dof = jnp.sum(jnp.where(nzr > 0, (nzr - 1) * (nzc - 1), 0))
-    return o, r, c, m, dof
+    return stat, dof
 
 
 def _chi_square_stat_dof(data_t, cards, x, y, s, n_live, *, kmax, g_square, n_strata, mode, code_bound):
@@ -351,15 +360,9 @@ def _chi_square_stat_dof(data_t, cards, x, y, s, n_live, *, kmax, g_square, n_st
             stratum = jnp.zeros((b, n), data_t.dtype)
             for j in range(s.shape[1]):  # static unroll over |S| columns
                 stratum = stratum * cards[s[:, j]][:, None] + data_t[s[:, j], :n]
-        counts = functools.partial(_sorted_counts, rank_strata=code_bound != 1)
-        o_i, r_i, c_i, m_i, dof = jax.vmap(counts, in_axes=(0, 0, 0, None, 0, 0))(
-            xv, yv, stratum, live, cards[x], cards[y])
-        o_i, r_i, c_i, m_i = (v.astype(fdt) for v in (o_i, r_i, c_i, m_i))
-        ratio = jnp.where(live, o_i * m_i / jnp.where(live, r_i * c_i, 1.0), 1.0)
-        if g_square:
-            stat = 2.0 * jnp.sum(jnp.log(ratio), axis=1)
-        else:
-            stat = jnp.maximum(jnp.sum(jnp.where(live, ratio, 0.0), axis=1) - n_live.astype(fdt), 0.0)
+        one = functools.partial(_sorted_stat_dof, g_square=g_square, rank_strata=code_bound != 1)
+        stat, dof = jax.vmap(one, in_axes=(0, 0, 0, None, None, 0, 0))(
+            xv, yv, stratum, live, n_live, cards[x], cards[y])
         return stat, dof.astype(jnp.int32)
     n = data_t.shape[1]
     xv = data_t[x]
@@ -489,7 +492,7 @@ def _dense_chunk(kmax: int, n_pad: int) -> int:
     return min(_pow2(max(n_pad // (64 * kmax * kmax), 1)), _dense_top(kmax))
 
 
-#: Per-sample counting by sorting (`_sorted_counts`) for every table too large for the dense plan; ``False``
+#: Per-sample counting by sorting (`_sorted_stat_dof`) for every table too large for the dense plan; ``False``
 #: restores the table-based per-sample plans (an independent code path, compared in the tests). On pgmpy's mildew
 #: network (n = 5,000, up to 100 categories) sorting took a PC run from 81 s to 5.7 s
 #: (``python benchmarks/structure_scale.py --highcard-only``).
@@ -501,7 +504,7 @@ def _strata_plan(n: int, kmax: int, bound: int, n_true: int | None = None) -> tu
     the conditioning variables' cardinalities, largest over the batch), ``n`` the padded sample count.
 
     Returns ``(mode, n_strata, code_bound)`` (all static): ``"dense"`` (a ``(n_strata, K, K)`` table per test),
-    ``"sorted"`` / ``"sorted_each"`` (`_sorted_counts` over the first ``n_strata`` samples, a bucket of the true
+    ``"sorted"`` / ``"sorted_each"`` (`_sorted_stat_dof` over the first ``n_strata`` samples, a bucket of the true
     ``n_true`` with four rungs per octave; ``_each``: strata codes past int32, re-ranked after every column) when
     `SORTED_PLANS`, else
     ``"scatter"`` (codes re-ranked through a ``code_bound`` presence table, then per-sample counting over at most
