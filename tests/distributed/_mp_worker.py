@@ -9,26 +9,22 @@ CPU collectives over gloo. Both multi-process checks share this one launch (star
   reads the full result.
 """
 
-import os
 import sys
+from pathlib import Path
 
 
 def main() -> None:
-    pid, nproc, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
-    os.environ.setdefault("ICMLX_CACHE", "0")
+    here = Path(__file__).resolve().parent
+    sys.path[:0] = [str(here), str(here.parent)]
+    from _jax_processes import join
+
+    _, _, out = join()
 
     import jax
-
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(f"localhost:{port}", num_processes=nproc, process_id=pid)
-
     import numpy as np
+    from _mp_problem import dash_problem, stats_problem
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
-
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from _mp_problem import dash_problem, stats_problem
 
     mesh = Mesh(np.array(jax.devices()), ("blocks",))
     replicated = NamedSharding(mesh, P())

@@ -4,26 +4,22 @@ Each process owns two fake CPU devices; ``jax.distributed.initialize`` joins the
 (CPU collectives over gloo), the weights are sharded over all four, and each process saves what it holds.
 """
 
-import os
 import sys
+from pathlib import Path
 
 
 def main() -> None:
-    pid, nproc, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
-    os.environ.setdefault("ICMLX_CACHE", "0")
+    here = Path(__file__).resolve().parent
+    sys.path[:0] = [str(here), str(here.parent)]
+    from _jax_processes import join
+
+    _, _, out = join()
 
     import jax
-
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(f"localhost:{port}", num_processes=nproc, process_id=pid)
-
     import numpy as np
+    from _fsdp_problem import param_spec, run
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
-
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from _fsdp_problem import param_spec, run
 
     mesh = Mesh(np.array(jax.devices()), ("fsdp",))
     replicated = NamedSharding(mesh, P())

@@ -209,3 +209,50 @@ def test_d_separation_matches_networkx():
         for t in range(40):
             ref = nx.is_d_separator(g, {int(xs[t])}, {int(ys[t])}, {int(v) for v in ss[t]})
             assert bool(p[t] == 1.0) == ref
+
+
+@pytest.mark.x64
+@pytest.mark.x64_only
+def test_chi_square_high_cardinality_matches_causal_learn():
+    # up to 60 categories: the conditioned tests take the sorted per-sample counting (tables of 60^2 cells per
+    # stratum would be mostly empty at n = 2,000)
+    cit = pytest.importorskip("causallearn.utils.cit")
+    rng = np.random.default_rng(7)
+    n, d = 2000, 6
+    cards = [60, 45, 7, 30, 3, 52]
+    x = np.zeros((n, d), np.int64)
+    x[:, 0] = rng.integers(0, cards[0], n)
+    for j in range(1, d):
+        x[:, j] = np.where(rng.random(n) < 0.5, x[:, j - 1] % cards[j], rng.integers(0, cards[j], n))
+    for method in ("chisq", "gsq"):
+        tester = cit.CIT(x, method)
+        with jax.enable_x64(True):
+            for k in (1, 2, 3):
+                xs, ys, ss = _triples(d, k, 8, seed=10 + k)
+                p = np.asarray(chi_square(jnp.asarray(x, jnp.int32), xs, ys, ss, g_square=method == "gsq").pvalue)
+                for t in range(8):
+                    ref = tester(int(xs[t]), int(ys[t]), [int(v) for v in ss[t]])
+                    assert abs(p[t] - ref) < 1e-10, (method, k, t, p[t], ref)
+
+
+@pytest.mark.parametrize("k", [1, 8])
+def test_sorted_counting_agrees_with_table_counting(k):
+    # the sorted per-sample counts against the per-sample counts from tables (scatter-ranked strata for |S| = 1,
+    # strata codes past int32, re-ranked column by column, for |S| = 8 with 20 categories: 20^8 > 2^31)
+    import icmlx.structure._contingency as ct
+
+    rng = np.random.default_rng(11)
+    x = jnp.asarray(rng.integers(0, 20, size=(700, 10)), jnp.int32)
+    xs, ys, ss = _triples(10, k, 6, seed=k)
+    old = ct.DENSE_CELLS
+    ct.DENSE_CELLS = 1  # every test to the per-sample plans
+    try:
+        kinds = {plan[0] for _, plan in ct._chi_square_groups(np.full(11, 20), xs, ys, ss, 4096, 32, n_true=700)}
+        assert kinds == {"sorted" if k == 1 else "sorted_each"}
+        got = chi_square(x, xs, ys, ss)
+        ct.SORTED_PLANS = False
+        ref = chi_square(x, xs, ys, ss)
+    finally:
+        ct.DENSE_CELLS, ct.SORTED_PLANS = old, True
+    np.testing.assert_array_equal(np.asarray(got.dof), np.asarray(ref.dof))
+    np.testing.assert_allclose(np.asarray(got.statistic), np.asarray(ref.statistic), rtol=1e-5)

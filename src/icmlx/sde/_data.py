@@ -331,8 +331,9 @@ def interval_data(observations: Any, ts: Any, *, fn: str):
         return (*out, jax.device_put(follows), names, n_traj * n_obs)
     trajs, names = as_trajectories(observations, ts, fn=fn)
     if any(is_traced(v) for pair in trajs for v in pair):
-        raise TypeError(f"{fn}: ragged observations must be concrete arrays (a list of trajectories cannot be traced "
-                        "by jit); pad them yourself or call outside jit")
+        raise TypeError(f"{fn}: ragged observations must be NumPy or JAX arrays, got a traced value (a list of "
+                        "trajectories of different lengths cannot be traced by jit); pad them yourself or call "
+                        "outside jit")
     host = [(np.asarray(o), np.asarray(t)) for o, t in trajs]
     states = np.concatenate([o[:-1] for o, _ in host])
     incs = np.concatenate([np.diff(o, axis=0) for o, _ in host])

@@ -156,7 +156,8 @@ def static_int(where: str, name: str, value: Any, *, lo: int = 1) -> int:
 def static_positive_float(where: str, name: str, value: Any) -> float:
     """``value`` as a finite Python float > 0 (a static setting), else a ``ValueError``/``TypeError``."""
     if isinstance(value, jax.core.Tracer):
-        raise TypeError(f"{where}: {name} must be a concrete real number, got {name}={value!r}")
+        raise TypeError(f"{where}: {name} must be a real number (a static setting: pass a Python float), "
+                        f"got {name}=a traced value")
     return float(check_number(value, name, where=where, minimum=0, open_minimum=True))
 
 

@@ -49,8 +49,9 @@ def _static_float(owner: str, name: str, value: Any, *, lo: float, hi: float | N
     """``value`` as a Python float in ``(lo, hi)``, or a ``ValueError``/``TypeError`` naming ``owner`` and ``name``."""
     if isinstance(value, jax.core.Tracer):
         raise TypeError(
-            f"{owner}: {name} must be a concrete number (a static setting), got a traced value; for a traced or "
-            "per-row value compute gamma2 as an array and pass relative_belief_test(x, gamma2=array)"
+            f"{owner}: {name} must be a real number (a static setting: pass a Python float), got {name}=a traced "
+            "value; for a traced or per-row value compute gamma2 as an array and pass "
+            "relative_belief_test(x, gamma2=array)"
         )
     arr = None if isinstance(value, bool | str) or value is None else np.asarray(value)
     if arr is None or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):

@@ -42,9 +42,9 @@ def chi_square(
     ``K_x - 1 - #zero rows``). Categories must be coded ``0..K-1`` (see `icmlx.structure.encode_discrete`).
     Strata get mixed-radix codes from the true cardinalities. Each test's table is counted on its own (one test
     per step of a compiled loop, so its working set stays in cache): by one scatter-add of the samples into a
-    dense ``(strata, K, K)`` table when that has at most ``2^17`` cells; larger products are re-coded to at
-    most ``n`` observed strata (by a rank scatter, or by sorting past ``2^16``) and accumulated per sample, so
-    the full product of cardinalities is never allocated.
+    dense ``(strata, K, K)`` table when that has at most ``2^17`` cells; larger tables are counted per sample,
+    each sample's cell, row, column and stratum counts read from sorted codes, so neither the product of
+    cardinalities nor a stratum's ``K^2`` cells is ever allocated (memory and work ``O(n log n)`` per test).
 
     Args:
       data: ``(n, d)`` integer data with values in ``0..K_j-1``.

@@ -279,15 +279,18 @@ def _as_float(arr: np.ndarray, names, ci_test: str) -> np.ndarray:
 
 
 def prepare_data(
-    data, *, ci_test: str, nan_policy: str = "raise", names: Sequence[str] | None = None
+    data, *, ci_test, nan_policy: str = "raise", names: Sequence[str] | None = None
 ) -> tuple[np.ndarray, tuple[str, ...] | None]:
     """``(array, names)`` for a tester: DataFrame names kept, rows checked, categories coded for discrete tests.
 
-    ``fisherz``/``nonparametric``/``user`` get float data (bool and integer columns are cast; text columns raise
-    a ``TypeError`` that says which columns and what to use instead); for ``chisq``/``gsq``/``bernoulli`` the
-    values are returned as they are, for the tester's own coding, after refusing columns of non-integer numbers
-    (by name: coded as categories, every distinct float would be its own category).
+    ``ci_test`` is the tester object (`._testers.AbstractCITest`); its ``categorical`` flag says how the data are
+    prepared. A continuous tester gets float data (bool and integer columns are cast; text columns raise a
+    ``TypeError`` that says which columns and what to use instead); a categorical one gets the values as they
+    are, for its own coding, after refusing columns of non-integer numbers (by name: coded as categories, every
+    distinct float would be its own category). A tester with ``assumes_gaussian`` warns on integer codes of few
+    levels.
     """
+    test, ci_test = ci_test, ci_test.name
     values, from_data = table_values(data)
     arr = np.asarray(values)
     if arr.ndim != 2:
@@ -296,16 +299,16 @@ def prepare_data(
         raise TypeError(f"data must be real, got complex {arr.dtype}; pass the real part (or split it into columns)")
     names = resolve_names(names, from_data, arr.shape[1])
     shown = _display_names(names, arr.shape[1])
-    continuous = ci_test not in ("chisq", "gsq", "bernoulli")
+    continuous = not test.categorical
     if arr.dtype.kind == "O" and continuous:
         # convert before the checks, so a column of numbers stored as objects is checked as numbers
         miss = _missing(arr)
         filled = np.where(miss, np.nan, arr)
         arr = _as_float(filled, shown, ci_test)
     arr = validate_data(arr, nan_policy=nan_policy, names=shown)
-    if ci_test == "fisherz" and arr.dtype.kind in "iub" and _few_levels(arr):
+    if test.assumes_gaussian and arr.dtype.kind in "iub" and _few_levels(arr):
         warnings.warn(
-            f"data holds integer codes with at most {_FEW} distinct values per column, but ci_test='fisherz' assumes "
+            f"data holds integer codes with at most {_FEW} distinct values per column, but ci_test={ci_test!r} assumes "
             "continuous (Gaussian) data; for categorical data use pc(..., ci_test='chisq' or 'gsq')",
             UserWarning,
             stacklevel=_outside_stacklevel(sys._getframe()),

@@ -21,7 +21,7 @@ from ._background import BackgroundKnowledge, resolve_background
 from ._colliders import AbstractColliderRule, DefiniteMaxPColliders, MaxPColliders, _as_collider_rule
 from ._graph_io import graph_to_edges
 from ._inputs import TableLike, encode_discrete, validate_data
-from ._testers import AbstractCITest, DSeparation, _as_ci_test
+from ._testers import AbstractCITest, _as_ci_test
 
 __all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "graph_to_edges", "validate_data"]
 
@@ -438,10 +438,7 @@ def pc(
         raise ValueError(f"nan_policy='testwise' needs a CI test that drops missing rows test by test (FisherZ, or "
                          f"a function ci_test that handles NaN), got {test!r}; use nan_policy='listwise'")
     # the d-separation oracle's "data" is the DAG (true_dag=, or data= as pc_tree takes it)
-    source = true_dag if isinstance(test, DSeparation) and true_dag is not None else data
-    if source is None:
-        raise ValueError(f"data is required for ci_test={test!r}" + (
-            " (the d-separation oracle needs true_dag=)" if isinstance(test, DSeparation) else ""))
+    source = test._source(data, true_dag)
     arr, names = test.check_input(source, nan_policy=nan_policy, names=names)
     d = int(arr.shape[1])
     show = resolve_progress(progress)

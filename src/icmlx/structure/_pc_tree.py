@@ -21,7 +21,7 @@ from icmlx._progress import resolve_progress
 
 from .._checks import check_int, check_number, default_float_dtype
 from . import _graph_io
-from ._inputs import TableLike, _display_names, _duplicate_groups
+from ._inputs import TableLike
 from ._testers import AbstractCITest, _as_ci_test
 from ._tree_scores import default_cond_bins
 
@@ -218,14 +218,8 @@ def _prepare(data, test: AbstractCITest, alpha, threshold, names):
     if is_traced(data):  # inside the user's jit: the checks run in the tester's scores, as error_if
         return jnp.asarray(data), names
     arr, names = test.check_input(data, nan_policy="raise", names=names)
-    if isinstance(arr, np.ndarray) and arr.ndim == 2 and test.name != "d_separation":
-        # a duplicated pair has partial correlation 1 given any separator: the tree's scores are not finite there
-        group = _duplicate_groups(arr)
-        if (group != np.arange(arr.shape[1])).any():
-            shown = _display_names(names, arr.shape[1])
-            dup = [(shown[int(group[j])], shown[j]) for j in range(arr.shape[1]) if group[j] != j]
-            raise ValueError(f"pc_tree needs distinct columns; duplicated columns: {dup}. Drop one of each pair "
-                             "(pc handles duplicated columns)")
+    if isinstance(arr, np.ndarray) and arr.ndim == 2:
+        test._check_distinct(arr, names)
     if not isinstance(arr, np.ndarray) or arr.dtype.kind != "f":  # codes, or the oracle's DAG
         return arr, names
     if isinstance(data, jax.Array):

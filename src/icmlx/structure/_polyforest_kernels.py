@@ -289,20 +289,35 @@ def _dsep_scores(dag, chunk, report=None):
     return s0, s1, arg, half, half
 
 
+def gauss_kernel(data, alpha, threshold, chunk, report, n, num_bins, cond_bins):
+    """`FisherZ`'s fused scores in the common kernel signature of `_scores`."""
+    return _gauss_scores(data, alpha, threshold, chunk, report, n)
+
+
+def bern_kernel(data, alpha, threshold, chunk, report, n, num_bins, cond_bins):
+    """`Bernoulli`'s fused scores in the common kernel signature of `_scores`."""
+    return _bern_scores(data, alpha, threshold, chunk, report, n)
+
+
+def np_kernel(data, alpha, threshold, chunk, report, n, num_bins, cond_bins):
+    """`Nonparametric`'s fused scores in the common kernel signature of `_scores`."""
+    return _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins, report)
+
+
+def dsep_kernel(data, alpha, threshold, chunk, report, n, num_bins, cond_bins):
+    """`DSeparation`'s fused scores in the common kernel signature of `_scores`."""
+    return _dsep_scores(data, chunk, report)
+
+
 @functools.partial(
-    jax.jit, static_argnames=("ci_test", "chunk_size", "num_bins", "cond_bins", "use_threshold", "progress")
+    jax.jit, static_argnames=("kernel", "chunk_size", "num_bins", "cond_bins", "use_threshold", "progress")
 )
-def _scores(data, alpha, threshold, n=None, *, ci_test, chunk_size, num_bins, cond_bins, use_threshold,
+def _scores(data, alpha, threshold, n=None, *, kernel, chunk_size, num_bins, cond_bins, use_threshold,
             progress=False):
+    # kernel: the tester's fused score function (one of the ``*_kernel`` above, chosen by the tester object);
     # n (traced): the host prepared data that no longer fixes the sample size (a correlation matrix, or a
     # zero-padded sample), so one program serves every n of a bucket
     thr = threshold if use_threshold else None
     d = data.shape[1]
     rep = in_program_reporter("pc_tree", total=-(-d // chunk_size)) if progress else None
-    if ci_test == "fisherz":
-        return _gauss_scores(data, alpha, thr, chunk_size, rep, n)
-    if ci_test == "bernoulli":
-        return _bern_scores(data, alpha, thr, chunk_size, rep, n)
-    if ci_test == "nonparametric":
-        return _np_scores(data, alpha, thr, chunk_size, num_bins, cond_bins, rep)
-    return _dsep_scores(data, chunk_size, rep)
+    return kernel(data, alpha, thr, chunk_size, rep, n, num_bins, cond_bins)

@@ -46,13 +46,18 @@ class AbstractCITest(eqx.Module):
     handles_missing: ClassVar[bool] = False
     #: whether the tester's decisions depend on ``alpha`` (the d-separation oracle's do not)
     uses_alpha: ClassVar[bool] = True
+    #: whether the data are categories (kept as values for the tester's own coding; non-integer floats refused)
+    #: rather than continuous (cast to float)
+    categorical: ClassVar[bool] = False
+    #: whether the tester assumes Gaussian data (integer codes of few levels draw a warning)
+    assumes_gaussian: ClassVar[bool] = False
 
     def check_input(self, data, *, nan_policy: str = "raise", names=None):
         """``(array, names)``: the data checked on the host as this tester needs them (default: a float
         array; text columns raise a ``TypeError`` naming them)."""
         from ._inputs import prepare_data
 
-        return prepare_data(data, ci_test=self.name, nan_policy=nan_policy, names=names)
+        return prepare_data(data, ci_test=self, nan_policy=nan_policy, names=names)
 
     def prepare(self, data, *, mesh=None, max_batch: int = 8192):
         """The batched evaluator of this tester on the checked ``data`` (see the class docstring)."""
@@ -74,8 +79,61 @@ class AbstractCITest(eqx.Module):
                              "p-values only: pass alpha=")
         return _scores_from_pvalues(self.prepare(data), data.shape[1], alpha)
 
+    def _source(self, data, true_dag):
+        """What `check_input` checks in ``pc``: the sample (the d-separation oracle takes the DAG)."""
+        if data is None:
+            raise ValueError(f"data is required for ci_test={self!r}")
+        return data
 
-class FisherZ(AbstractCITest):
+    def _check_distinct(self, arr, names) -> None:
+        """``pc_tree`` refuses duplicated columns: a duplicated pair is dependent given any separator, so the
+        tree's scores are not finite there."""
+        from ._inputs import _display_names, _duplicate_groups
+
+        group = _duplicate_groups(arr)
+        if (group != np.arange(arr.shape[1])).any():
+            shown = _display_names(names, arr.shape[1])
+            dup = [(shown[int(group[j])], shown[j]) for j in range(arr.shape[1]) if group[j] != j]
+            raise ValueError(f"pc_tree needs distinct columns; duplicated columns: {dup}. Drop one of each pair "
+                             "(pc handles duplicated columns)")
+
+
+class _FusedTreeTest(AbstractCITest):
+    """A tester with a fused ``pc_tree`` score kernel: `._tree_scores._fused_scores` calls the hooks below."""
+
+    def _tree_scores(self, data, alpha, threshold, chunk_size, progress):
+        from ._tree_scores import _fused_scores
+
+        return _fused_scores(self, data, alpha, threshold, chunk_size, progress)
+
+    def _tree_threshold(self, t: float, threshold) -> None:
+        """A tester's own rule on a concrete ``threshold`` (``t`` its float value); none by default."""
+
+    def _tree_data(self, data):
+        """The sample checked for the kernel (dtype and values; ``error_if`` when traced)."""
+        from ._tree_scores import check_float_sample
+
+        return check_float_sample(data, self.name)
+
+    def _tree_memory(self, n: int, d: int, num_bins: int, cond_bins: int) -> int:
+        """Memory per separator, in elements, that sizes the default chunk: the ``(d, d)`` score block."""
+        return d * d
+
+    def _tree_host(self, data, n: int, d: int, fdt):
+        """``(data, n)``: a host reduction of a concrete sample so that a new ``n`` compiles nothing (``n`` is
+        then passed to the kernel), or the sample as it is and ``None``."""
+        return data, None
+
+    def _tree_pvalue_scores(self, data, alpha, chunk_size, num_bins, cond_bins, progress):
+        """Scores from a separate p-value program (``alpha`` only), or ``None`` to use the fused kernel."""
+        return None
+
+    def _tree_kernel(self):
+        """The fused score function (a module-level function, a static argument of the compiled program)."""
+        raise NotImplementedError
+
+
+class FisherZ(_FusedTreeTest):
     r"""Fisher-z partial-correlation tests (Gaussian data): `icmlx.structure.fisher_z`.
 
     Examples:
@@ -86,11 +144,12 @@ class FisherZ(AbstractCITest):
 
     name: ClassVar[str] = "fisherz"
     handles_missing: ClassVar[bool] = True
+    assumes_gaussian: ClassVar[bool] = True
 
     def check_input(self, data, *, nan_policy: str = "raise", names=None):
         from ._inputs import prepare_data
 
-        arr, names = prepare_data(data, ci_test=self.name, nan_policy=nan_policy, names=names)
+        arr, names = prepare_data(data, ci_test=self, nan_policy=nan_policy, names=names)
         if nan_policy != "testwise" and arr.shape[0] < 4:
             raise ValueError(f"fisherz needs n > |S| + 3 complete samples (at least 4), got n={arr.shape[0]}")
         return arr, names
@@ -106,10 +165,29 @@ class FisherZ(AbstractCITest):
             return _TestwiseFisherZ(data, max_batch=max_batch)
         return _FisherZBatch(data, mesh, max_batch, group=_duplicate_groups(data))
 
-    def _tree_scores(self, data, alpha, threshold, chunk_size, progress):
-        from ._tree_scores import _builtin_scores
+    def _tree_threshold(self, t: float, threshold) -> None:
+        if not 0.0 < t < 1.0:
+            raise ValueError(f"with ci_test='fisherz' the threshold cuts |partial correlation|: pass 0 < threshold "
+                             f"< 1, got {threshold=}")
 
-        return _builtin_scores(data, self.name, alpha, threshold, chunk_size, progress)
+    def _tree_data(self, data):
+        from icmlx._checks import is_traced
+
+        data = super()._tree_data(data)
+        if not is_traced(data) and data.shape[0] <= 4:
+            raise ValueError(f"pc_tree's fisherz tests given one separator need n > 4 samples, got n={data.shape[0]}")
+        return data
+
+    def _tree_host(self, data, n: int, d: int, fdt):
+        # Fisher-z scores need only the correlation matrix (computed on the host or on a bucketed sample axis)
+        from ._tree_scores import correlation_sample
+
+        return correlation_sample(data, n, d, fdt)
+
+    def _tree_kernel(self):
+        from ._polyforest_kernels import gauss_kernel
+
+        return gauss_kernel
 
 
 class ChiSquare(AbstractCITest):
@@ -119,11 +197,12 @@ class ChiSquare(AbstractCITest):
 
     name: ClassVar[str] = "chisq"
     g_square: ClassVar[bool] = False
+    categorical: ClassVar[bool] = True
 
     def check_input(self, data, *, nan_policy: str = "raise", names=None):
         from ._inputs import _encode_discrete_host, prepare_data
 
-        arr, names = prepare_data(data, ci_test=self.name, nan_policy=nan_policy, names=names)
+        arr, names = prepare_data(data, ci_test=self, nan_policy=nan_policy, names=names)
         return _encode_discrete_host(arr, names), names
 
     def prepare(self, data, *, mesh=None, max_batch: int = 8192):
@@ -141,7 +220,7 @@ class GSquare(ChiSquare):
     g_square: ClassVar[bool] = True
 
 
-class Bernoulli(AbstractCITest):
+class Bernoulli(_FusedTreeTest):
     """Bernoulli tester for 0/1 data (`icmlx.structure.bernoulli_test`).
 
     Examples:
@@ -153,11 +232,12 @@ class Bernoulli(AbstractCITest):
     """
 
     name: ClassVar[str] = "bernoulli"
+    categorical: ClassVar[bool] = True
 
     def check_input(self, data, *, nan_policy: str = "raise", names=None):
         from ._inputs import _encode_discrete_host, prepare_data
 
-        arr, names = prepare_data(data, ci_test=self.name, nan_policy=nan_policy, names=names)
+        arr, names = prepare_data(data, ci_test=self, nan_policy=nan_policy, names=names)
         if arr.dtype.kind == "f" and not np.all(arr == np.round(arr)):
             raise TypeError(f"ci_test='bernoulli' needs 0/1 integer data, got {arr.dtype=}")
         codes = _encode_discrete_host(arr, names)
@@ -173,13 +253,24 @@ class Bernoulli(AbstractCITest):
 
         return _BernoulliBatch(np.asarray(data), mesh, max_batch)
 
-    def _tree_scores(self, data, alpha, threshold, chunk_size, progress):
-        from ._tree_scores import _builtin_scores
+    def _tree_data(self, data):
+        from ._tree_scores import check_binary_sample
 
-        return _builtin_scores(data, self.name, alpha, threshold, chunk_size, progress)
+        return check_binary_sample(data, self.name)
+
+    def _tree_host(self, data, n: int, d: int, fdt):
+        # Bernoulli scores need only sums over rows: zero rows past n add nothing
+        from ._tree_scores import pad_sample_rows
+
+        return pad_sample_rows(data, n, d), np.int32(n)
+
+    def _tree_kernel(self):
+        from ._polyforest_kernels import bern_kernel
+
+        return bern_kernel
 
 
-class DSeparation(AbstractCITest):
+class DSeparation(_FusedTreeTest):
     """The d-separation oracle (`icmlx.structure.d_separation`): ``pc`` takes ``true_dag=``, ``pc_tree`` the
     DAG as its ``data``."""
 
@@ -199,10 +290,25 @@ class DSeparation(AbstractCITest):
 
         return _DSeparationBatch(data, mesh, max_batch)
 
-    def _tree_scores(self, data, alpha, threshold, chunk_size, progress):
-        from ._tree_scores import _builtin_scores
+    def _source(self, data, true_dag):
+        # pc takes the DAG as true_dag= (or as data=, as pc_tree does)
+        source = data if true_dag is None else true_dag
+        if source is None:
+            raise ValueError(f"data is required for ci_test={self!r} (the d-separation oracle needs true_dag=)")
+        return source
 
-        return _builtin_scores(data, self.name, alpha, threshold, chunk_size, progress)
+    def _check_distinct(self, arr, names) -> None:
+        """The oracle's data are the DAG: nothing to check."""
+
+    def _tree_data(self, data):
+        if data.ndim != 2 or data.shape[0] != data.shape[1]:
+            raise ValueError(f"d_separation needs a (d, d) DAG, got {data.shape=}")
+        return data.astype(bool)
+
+    def _tree_kernel(self):
+        from ._polyforest_kernels import dsep_kernel
+
+        return dsep_kernel
 
 
 def _check_bins(value, arg: str, allow_none: bool = False):
@@ -211,7 +317,7 @@ def _check_bins(value, arg: str, allow_none: bool = False):
     return check_int(value, arg, where="Nonparametric", minimum=2)
 
 
-class Nonparametric(AbstractCITest):
+class Nonparametric(_FusedTreeTest):
     r"""Binned U-statistic tester (`icmlx.structure.nonparametric_test`); ``pc_tree`` only.
 
     The tested pair is cut into ``num_bins`` equal-frequency bins and the separator into ``cond_bins``; with
@@ -245,10 +351,30 @@ class Nonparametric(AbstractCITest):
                                   "function ci_test=fn(data, x, y, S) -> p_value")
 
     def _tree_scores(self, data, alpha, threshold, chunk_size, progress):
-        from ._tree_scores import _builtin_scores, default_cond_bins
+        from ._tree_scores import _fused_scores, default_cond_bins
 
         cond = default_cond_bins(data.shape[0], self.num_bins) if self.cond_bins is None else self.cond_bins
-        return _builtin_scores(data, self.name, alpha, threshold, chunk_size, progress, self.num_bins, cond)
+        return _fused_scores(self, data, alpha, threshold, chunk_size, progress, self.num_bins, cond)
+
+    def _tree_memory(self, n: int, d: int, num_bins: int, cond_bins: int) -> int:
+        # the (d, d) score block, the gathered (n, d num_bins) one-hot matrix and cond_bins (d num_bins)^2 counts
+        return d * d * (num_bins * num_bins * cond_bins + n * num_bins // d)
+
+    def _tree_pvalue_scores(self, data, alpha, chunk_size, num_bins, cond_bins, progress):
+        # two programs, so that a new n (new strata sizes) compiles no p-value code
+        from icmlx._checks import is_traced
+        from icmlx._inputs import to_device
+
+        from ._polyforest_kernels import np_pvalue_scores
+
+        fdt = default_float_dtype()
+        return np_pvalue_scores(data, to_device(np.asarray(alpha), fdt) if not is_traced(alpha) else alpha,
+                                chunk_size, num_bins, cond_bins, progress)
+
+    def _tree_kernel(self):
+        from ._polyforest_kernels import np_kernel
+
+        return np_kernel
 
 
 class UserCITest(AbstractCITest):

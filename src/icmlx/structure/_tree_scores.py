@@ -14,7 +14,7 @@ from .._checks import check_int, default_float_dtype
 from ._contingency import _pad_samples
 from ._data import _check_real
 from ._fisher_padded import correlation_matrix
-from ._polyforest_kernels import _scores, np_pvalue_scores
+from ._polyforest_kernels import _scores
 
 __all__ = ["default_cond_bins"]
 
@@ -46,18 +46,6 @@ def default_cond_bins(n: int, num_bins: int = 4) -> int:
     return max(int(num_bins), round(math.sqrt(n) / 5.0))
 
 
-def _check_threshold(threshold, name: str) -> None:
-    if threshold is None or is_traced(threshold):
-        return
-    _check_real(threshold, "threshold")
-    t = float(np.asarray(threshold))
-    if name == "fisherz" and not 0.0 < t < 1.0:
-        raise ValueError(f"with ci_test='fisherz' the threshold cuts |partial correlation|: pass 0 < threshold < 1, "
-                         f"got {threshold=}")
-    if not (np.isfinite(t) and t > 0.0):
-        raise ValueError(f"threshold must be a positive finite cut on the statistic, got {threshold=}")
-
-
 def _scores_from_pvalues(batched, d: int, alpha):
     """``pc_tree``'s scores from a prepared tester's p-values (`AbstractCITest.prepare`): every pair
     marginally and given each single other node, one batch per separator ``l``. Scores are ``-p`` and both cuts
@@ -86,52 +74,33 @@ def _scores_from_pvalues(batched, d: int, alpha):
             jax.device_put(arg.astype(np.int32)), jax.device_put(cut), jax.device_put(cut))
 
 
-def _builtin_scores(data, name, alpha, threshold, chunk_size, progress=False, num_bins=4, cond_bins=4):
-    """The fused score kernels of the built-in testers (`._polyforest_kernels`), one compiled program."""
-    _check_threshold(threshold, name)
+def _fused_scores(test, data, alpha, threshold, chunk_size, progress=False, num_bins=4, cond_bins=4):
+    """The fused score kernel of a tester that has one (`._polyforest_kernels`), one compiled program.
+
+    The tester object supplies each step: ``_tree_threshold`` (its extra rule on the threshold),
+    ``_tree_data`` (dtype and value checks), ``_tree_memory`` (memory per separator, for the default chunk),
+    ``_tree_host`` (a host reduction of the sample that removes ``n`` from the compiled shapes),
+    ``_tree_pvalue_scores`` (an optional two-program path) and ``_tree_kernel`` (the fused kernel)."""
+    if threshold is not None and not is_traced(threshold):
+        _check_real(threshold, "threshold")
+        t = float(np.asarray(threshold))
+        test._tree_threshold(t, threshold)
+        if not (np.isfinite(t) and t > 0.0):
+            raise ValueError(f"threshold must be a positive finite cut on the statistic, got {threshold=}")
     if not isinstance(data, np.ndarray):  # host data from _prepare is already cast; uploaded below where needed
         data = jnp.asarray(data)
-    if name == "d_separation":
-        if data.ndim != 2 or data.shape[0] != data.shape[1]:
-            raise ValueError(f"d_separation needs a (d, d) DAG, got {data.shape=}")
-        data = data.astype(bool)
-    elif name == "bernoulli":
-        if not (jnp.issubdtype(data.dtype, jnp.integer) or data.dtype == jnp.bool_):
-            raise TypeError(f"ci_test='bernoulli' needs 0/1 integer data, got {data.dtype=}")
-        data = check_values(data, lambda xp, v: (v < 0) | (v > 1), "ci_test='bernoulli' needs 0/1 data; recode it")
-    else:
-        if not jnp.issubdtype(data.dtype, jnp.floating):
-            raise TypeError(f"ci_test={name!r} needs floating data, got {data.dtype=}")
-        data = check_values(
-            data, lambda xp, v: ~xp.isfinite(v), "data contains NaN or Inf; drop or impute those rows first"
-        )
+    data = test._tree_data(data)
     n, d = data.shape[0], data.shape[1]
-    if name == "fisherz" and not is_traced(data) and n <= 4:
-        raise ValueError(f"pc_tree's fisherz tests given one separator need n > 4 samples, got n={n}")
     if chunk_size is None:
-        # memory per separator: the (d, d) score block; nonparametric also gathers an (n, d num_bins) one-hot
-        # matrix and builds cond_bins (d num_bins)^2 count tables
-        per = d * d * (num_bins * num_bins * cond_bins + n * num_bins // d if name == "nonparametric" else 1)
-        chunk_size = int(max(1, min(d, 2**23 // max(per, 1))))
+        chunk_size = int(max(1, min(d, 2**23 // max(test._tree_memory(n, d, num_bins, cond_bins), 1))))
     fdt = default_float_dtype()
     n_true = None
-    if name in ("fisherz", "bernoulli") and not is_traced(data):
-        # a new n must not compile again: Fisher-z scores need only the correlation matrix (computed on the host
-        # or on a bucketed sample axis), Bernoulli scores only sums over rows (zero rows past n add nothing)
-        n_true = np.int32(n)
-        if name == "fisherz":
-            data = correlation_matrix(data, d, fdt)
-        else:
-            host = np.asarray(data)  # a device-to-host copy only for device input
-            padded = np.zeros((_pad_samples(n, d), d), host.dtype)
-            padded[:n] = host
-            data = jax.device_put(padded)
+    if not is_traced(data):
+        data, n_true = test._tree_host(data, n, d, fdt)
     if isinstance(data, np.ndarray):
         data = to_device(data)  # the testers below take the sample itself
-    if name == "nonparametric" and threshold is None:
-        # two programs, so that a new n (new strata sizes) compiles no p-value code
-        out = np_pvalue_scores(data, to_device(np.asarray(alpha), fdt) if not is_traced(alpha) else alpha,
-                               chunk_size, num_bins, cond_bins, progress)
+    if threshold is None:
+        out = test._tree_pvalue_scores(data, alpha, chunk_size, num_bins, cond_bins, progress)
         if out is not None:
             return out
     return _scores(
@@ -139,10 +108,41 @@ def _builtin_scores(data, name, alpha, threshold, chunk_size, progress=False, nu
         jnp.asarray(0.01 if alpha is None else alpha, fdt),
         jnp.asarray(0.0 if threshold is None else threshold, fdt),
         n_true,
-        ci_test=name,
+        kernel=test._tree_kernel(),
         chunk_size=chunk_size,
         num_bins=num_bins,
         cond_bins=cond_bins,
         use_threshold=threshold is not None,
         progress=progress,
     )
+
+
+def pad_sample_rows(data, n: int, d: int):
+    """The sample zero-padded on the host to the bucketed row count of `._contingency._pad_samples` (a device-to-
+    host copy only for device input): statistics that are sums over rows do not change, and a new ``n`` of the
+    same bucket compiles nothing."""
+    host = np.asarray(data)
+    padded = np.zeros((_pad_samples(n, d), d), host.dtype)
+    padded[:n] = host
+    return jax.device_put(padded)
+
+
+def check_float_sample(data, label: str):
+    """A float sample without NaN or Inf (``error_if`` when traced)."""
+    if not jnp.issubdtype(data.dtype, jnp.floating):
+        raise TypeError(f"ci_test={label!r} needs floating data, got {data.dtype=}")
+    return check_values(
+        data, lambda xp, v: ~xp.isfinite(v), "data contains NaN or Inf; drop or impute those rows first"
+    )
+
+
+def check_binary_sample(data, label: str):
+    """A 0/1 integer sample (``error_if`` when traced)."""
+    if not (jnp.issubdtype(data.dtype, jnp.integer) or data.dtype == jnp.bool_):
+        raise TypeError(f"ci_test={label!r} needs 0/1 integer data, got {data.dtype=}")
+    return check_values(data, lambda xp, v: (v < 0) | (v > 1), f"ci_test={label!r} needs 0/1 data; recode it")
+
+
+def correlation_sample(data, n: int, d: int, fdt):
+    """Fisher-z's host reduction: the correlation matrix and the true ``n``."""
+    return correlation_matrix(data, d, fdt), np.int32(n)
