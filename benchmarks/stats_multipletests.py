@@ -104,6 +104,10 @@ def main(argv=None) -> None:
                 row["ratio_process"] = row["statsmodels_process_s"] / row["icmlx_process_s"]
             rows.append(row)
             print(row, flush=True)
+            # written after every row, so an interrupted --large run keeps what it measured
+            write_results("stats_multipletests", rows, dtype="float64",
+                          extra={"sizes": sizes, "repeats": args.repeats, "hommel_n": HOMMEL_N,
+                                 "oneshot": args.oneshot})
         tmp.cleanup()
     print_table(rows, title="multipletests: icmlx vs statsmodels (float64, CPU)")
     path = write_results("stats_multipletests", rows, dtype="float64",
