@@ -36,6 +36,8 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._metrics import weighted_rmse as weighted_rmse
     from ._plot import plot_drift as plot_drift
     from ._plot import plot_paths as plot_paths
+    from ._selection import FunctionClassSelection as FunctionClassSelection
+    from ._selection import select_function_class as select_function_class
     from ._simulate import SamplePaths as SamplePaths
     from ._simulate import simulate as simulate
     from ._simulate import subsample as subsample
@@ -67,6 +69,8 @@ _LAZY = {
     "default_function_class": "_estimators",
     "naive_drift": "_estimators",
     "geodesic_targets": "_geodesic",
+    "FunctionClassSelection": "_selection",
+    "select_function_class": "_selection",
     "observation_metric": "_geodesic",
     "AbstractGuidance": "_guidance",
     "GeodesicGuidance": "_guidance",
@@ -93,6 +97,7 @@ __all__ = [
     "DriftSolution",
     "EMHistory",
     "FourierBasis",
+    "FunctionClassSelection",
     "GeodesicGuidance",
     "LinearDrift",
     "NoGuidance",
@@ -117,6 +122,7 @@ __all__ = [
     "plot_paths",
     "ring_drift",
     "rmse",
+    "select_function_class",
     "simulate",
     "smc_bridges",
     "subsample",

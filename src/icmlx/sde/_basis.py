@@ -227,7 +227,8 @@ class LinearDrift(eqx.Module):
       weights: shape ``(m, d)``.
       names: coordinate names (from a DataFrame the drift was fitted on), or ``None``.
       covariance: the posterior covariance $C$ of each column of ``weights``, shape ``(m, m)``, for a drift fitted
-        by `SparseGP.fit` / `RidgeRegression.fit` (``None`` otherwise); see `std`.
+        by `SparseGP.fit` / `RidgeRegression.fit` (or `infer_drift`); one per column, shape ``(d, m, m)``, for
+        `conservative_drift`'s sandwich covariance; ``None`` otherwise. See `std`.
 
     Raises:
       ValueError: if the last axis of ``x`` is not ``d``.
@@ -245,7 +246,7 @@ class LinearDrift(eqx.Module):
     basis: eqx.Module
     weights: Float[Array, "m d"]
     names: tuple[str, ...] | None = eqx.field(static=True, default=None)
-    covariance: Float[Array, "m m"] | None = None
+    covariance: Float[Array, "m m"] | Float[Array, "d m m"] | None = None
 
     def __check_init__(self):
         m = _num_features(self.basis)
@@ -281,7 +282,8 @@ class LinearDrift(eqx.Module):
         For the Euler path likelihood with isotropic noise and the class's Gaussian prior, every column of the
         weights has posterior covariance $C = \sigma^2 (\sum_i w_i \Delta t_i \phi_i\phi_i^\top + \sigma^2 P)^{-1}$,
         so all coordinates share one standard error. It is the spread of the estimate given the class (not its
-        bias at a coarse interval, nor the EM's missing information).
+        bias at a coarse interval, nor the EM's missing information). A covariance per column (shape
+        ``(d, m, m)``, from `conservative_drift`) gives coordinate $k$ the error $\sqrt{\phi^\top C_k\phi}$.
 
         Args:
           x: states of shape ``(..., d)``.
@@ -304,7 +306,8 @@ class LinearDrift(eqx.Module):
         """
         if self.covariance is None:
             raise ValueError("std: this drift carries no weight covariance; fit it with a library class "
-                             "(SparseGP, RidgeRegression, or naive_drift) to get standard errors")
+                             "(SparseGP, RidgeRegression, naive_drift, conservative_drift or infer_drift) to get "
+                             "standard errors")
         x = as_real(x, "x", "drift.std", None if _floating(x) else self.weights.dtype)
         d = self.weights.shape[-1]
         if x.ndim == 0 or x.shape[-1] != d:
@@ -314,6 +317,9 @@ class LinearDrift(eqx.Module):
             phi = self.basis(x)
         else:
             phi = jax.vmap(self.basis)(x.reshape(-1, d)).reshape(x.shape[:-1] + (-1,))
+        if C.ndim == 3:  # one covariance per coordinate
+            var = jnp.einsum("...m,kml,...l->...k", phi, C, phi)
+            return jnp.sqrt(jnp.maximum(var, 0.0))
         var = jnp.sum((phi @ C) * phi, -1)
         return jnp.broadcast_to(jnp.sqrt(jnp.maximum(var, 0.0))[..., None], x.shape)
 
