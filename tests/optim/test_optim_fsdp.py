@@ -5,9 +5,6 @@ of its rows), and the optimizers' block stacks are sharded over the same axis. C
 this process and on 2 processes x 2 devices joined by ``jax.distributed`` (CPU collectives over gloo).
 """
 
-import os
-import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,8 +15,11 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
 from _fsdp_problem import SHAPES, param_spec, run  # noqa: E402
+
+from _jax_processes import run_two_processes  # noqa: E402
 
 
 def _reference(kind):
@@ -60,40 +60,9 @@ def test_fsdp_four_devices_equal_unsharded(kind):
     assert ref_losses[-1] < 0.9 * ref_losses[0]  # the runs did something
 
 
-def _gloo_available() -> bool:
-    try:
-        from jax._src.lib import _jax
-    except ImportError:
-        return False
-    return hasattr(_jax, "make_gloo_tcp_collectives")
-
-
 @pytest.mark.slow  # two fresh processes joined over gloo, each compiling both optimizers
 def test_fsdp_two_processes_equal_unsharded(tmp_path):
-    if not _gloo_available():
-        pytest.skip("this jaxlib has no gloo CPU collectives")
-    try:
-        with socket.socket() as s:
-            s.bind(("localhost", 0))
-            port = s.getsockname()[1]
-    except OSError as e:
-        pytest.skip(f"no local socket for the coordinator: {e}")
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_ENABLE_X64")}
-    env["PYTHONPATH"] = str(HERE.parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    outs = [tmp_path / f"p{i}.npz" for i in range(2)]
-    procs = [subprocess.Popen([sys.executable, str(HERE / "_fsdp_worker.py"), str(i), "2", str(port), str(outs[i])],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for i in range(2)]
-    logs = []
-    try:
-        for p in procs:
-            logs.append(p.communicate(timeout=300)[0])
-    finally:
-        for p in procs:
-            p.kill()
-    for i, p in enumerate(procs):
-        assert p.returncode == 0, f"process {i} failed:\n{logs[i][-3000:]}"
-    results = [dict(np.load(o)) for o in outs]
+    results = run_two_processes(HERE / "_fsdp_worker.py", tmp_path, timeout=300)
     for kind in ("dash", "soap"):
         ref_params, ref_losses, _ = _reference(kind)
         covered = {k: np.zeros(SHAPES[k][0], bool) for k in SHAPES}

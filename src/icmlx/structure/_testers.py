@@ -130,7 +130,7 @@ class _FusedTreeTest(AbstractCITest):
 
     def _tree_kernel(self):
         """The fused score function (a module-level function, a static argument of the compiled program)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not define its pc_tree score kernel")
 
 
 class FisherZ(_FusedTreeTest):
