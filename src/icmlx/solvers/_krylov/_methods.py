@@ -38,17 +38,14 @@ _PROGRESS_EVERY = 10  # Krylov steps between progress lines (progress=True)
 def _operator(A: Operator) -> tuple[Operator, Callable[[Array], Array], int | None, Any]:
     """``(A, mv, n, dtype)``: matrices converted (`as_sparse_matrix`), operators and callables kept."""
     if isinstance(A, SparseMatrix) or is_scipy_sparse(A) or is_jax_sparse(A):
-        A = _bucketed(as_sparse_matrix(A, name="A"))
+        A = _bucketed(as_sparse_matrix(A, name="A", allow_complex=True))
         return A, A.mv, A.shape[0], A.dtype
     if isinstance(A, (np.ndarray, jax.Array)):  # dense: a matrix product (traceable)
         M = jnp.asarray(A)
         if M.ndim != 2:
             raise ValueError(f"A must be a 2-D matrix, got an array of shape {M.shape}")
         n = check_square(M.shape, "A")
-        if jnp.issubdtype(M.dtype, jnp.complexfloating):
-            raise TypeError(f"A is complex ({M.dtype}); icmlx.solvers works with real systems "
-                            "(split a complex system into its real 2n × 2n form)")
-        if not jnp.issubdtype(M.dtype, jnp.floating):
+        if not jnp.issubdtype(M.dtype, jnp.inexact):
             M = M.astype(jnp.result_type(float))
         M = check_values(M, lambda xp, v: ~xp.isfinite(v),
                          "A has NaN or Inf entries; fix or drop them before solving")
@@ -89,7 +86,7 @@ def _bucketed(A: SparseMatrix) -> SparseMatrix:
 def _prepare(A: Operator, b: Any, x0: Any):
     """Convert ``A``, ``b`` and ``x0``: ``(A, mv, b, x0)`` with ``b`` in ``A``'s dtype (when known)."""
     A, mv, n, dtype = _operator(A)
-    b = as_vector(b, n, name="b", dtype=dtype)
+    b = as_vector(b, n, name="b", dtype=dtype, allow_complex=True)
     x = jnp.zeros_like(b) if x0 is None else as_vector(x0, b.shape[0], name="x0", dtype=b.dtype, matrix="A")
     return A, mv, b, x
 
@@ -132,9 +129,19 @@ def _scale(d, r):
     return d * r
 
 
+def _real_dtype(dtype: Any) -> Any:
+    """The real dtype of a floating or complex dtype (``float32`` for ``complex64``)."""
+    return jnp.finfo(dtype).dtype
+
+
 def _tol(value: Any, b: Array) -> Array:
-    """A tolerance as an array of ``b``'s dtype, so a new value does not compile the loop again."""
-    return jnp.asarray(value, b.dtype)
+    """A tolerance as an array of ``b``'s real dtype, so a new value does not compile the loop again."""
+    return jnp.asarray(value, _real_dtype(b.dtype))
+
+
+def _norm2(r: Array) -> Array:
+    """``‖r‖₂²`` as a real number (``rᴴ r``; the real part drops the rounding-level imaginary part)."""
+    return jnp.real(jnp.vdot(r, r))
 
 
 def _reporter(show: bool, desc: str, total: int):
@@ -207,6 +214,9 @@ def implicit_solve(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_st
             lam = jnp.where(result == RESULTS.successful, lam, jnp.nan)
         return lam, (result, stats)
 
+    # a Hermitian A is not its own transpose when complex (Aᵀ = conj A): the adjoint then runs on the transposed
+    # product and preconditioner (conj A is Hermitian positive definite too, so CG still applies)
+    symmetric = symmetric and not jnp.iscomplexobj(b)
     x, (result, stats) = jax.lax.custom_linear_solve(mv, b, forward, adjoint, symmetric=symmetric, has_aux=True)
     return x, result, jax.lax.stop_gradient(stats)
 
@@ -221,9 +231,10 @@ def _power_scaled(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_ste
         M = M if M is _identity else jax.tree_util.Partial(_ldexp_after, M, ka)
     else:
         ka = jnp.zeros((), jnp.int32)
-    s = jnp.ldexp(jnp.ones((), b.dtype), kb)
-    x, result, stats = loop(mv, M, b / s, x / s, rtol, atol / s, *static, max_steps, show)
-    x = jnp.ldexp(x, kb - ka)
+    s = jnp.ldexp(jnp.ones((), _real_dtype(b.dtype)), kb)
+    sb = s.astype(b.dtype) if jnp.iscomplexobj(b) else s
+    x, result, stats = loop(mv, M, b / sb, x / sb, rtol, atol / s, *static, max_steps, show)
+    x = _ldexp(x, kb - ka)
     result = RESULTS.where(jnp.all(jnp.isfinite(x)), result, RESULTS.nonfinite)
     return x, (result, {**stats, "residual_norm": stats["residual_norm"] * s})
 
@@ -249,13 +260,20 @@ def _matrix_entries(A: Any) -> Any:
     """The entries of a matrix (their scale is known), or ``None`` for an operator of unknown scale."""
     for field in ("vals", "val", "matrix"):  # SparseMatrix, EllMatrix, lx.MatrixLinearOperator
         v = getattr(A, field, None)
-        if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jnp.floating):
+        if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jnp.inexact):
             return v
     return None
 
 
+def _ldexp(v, k):
+    """``v · 2^k`` exactly (real and imaginary parts scaled apart for a complex ``v``)."""
+    if jnp.iscomplexobj(v):
+        return jax.lax.complex(jnp.ldexp(jnp.real(v), k), jnp.ldexp(jnp.imag(v), k))
+    return jnp.ldexp(v, k)
+
+
 def _ldexp_after(f, k, v):
-    return jnp.ldexp(f(v), k)
+    return _ldexp(f(v), k)
 
 
 def _replace_residual(mv, b, x, r, tol2, last):
@@ -267,9 +285,9 @@ def _replace_residual(mv, b, x, r, tol2, last):
     true residual norm has not halved since the previous one stops the iteration (``RESULTS.accuracy_limit``)
     instead of cycling to ``max_steps``. Returns ``(r, replaced, stalled, last)``, ``replaced`` true when the
     true residual still misses the tolerance and ``last`` the squared true norm at the latest replacement."""
-    converged = jnp.vdot(r, r) <= tol2
+    converged = _norm2(r) <= tol2
     r = jax.lax.cond(converged, lambda: b - mv(x), lambda: r)
-    rr = jnp.vdot(r, r)
+    rr = _norm2(r)
     replaced = converged & (rr > tol2)
     stalled = replaced & (rr > 0.25 * last)
     return r, replaced, stalled, jnp.where(replaced, rr, last)
@@ -278,8 +296,8 @@ def _replace_residual(mv, b, x, r, tol2, last):
 def _history(b, r, length: int):
     """A ``length`` buffer of NaN with ``‖r‖/‖b‖`` in slot 0, and the denominator."""
     bn = jnp.linalg.norm(b)
-    denom = jnp.where(bn > 0, bn, jnp.ones((), b.dtype))
-    return jnp.full((length,), jnp.nan, b.dtype).at[0].set(jnp.linalg.norm(r) / denom), denom
+    denom = jnp.where(bn > 0, bn, jnp.ones((), bn.dtype))
+    return jnp.full((length,), jnp.nan, bn.dtype).at[0].set(jnp.linalg.norm(r) / denom), denom
 
 
 def cg(
@@ -360,13 +378,13 @@ def cg_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
 
     def cond(c):
         _, r, _, _, _, it, bad, _, _, stall = c
-        return (jnp.vdot(r, r) > tol2) & (it < max_steps) & ~bad & ~stall
+        return (_norm2(r) > tol2) & (it < max_steps) & ~bad & ~stall
 
     def body(c):
         x, r, z, p, rz, it, _, hist, last, _ = c
         Ap = mv(p)
-        pAp = jnp.vdot(p, Ap)
-        bad = ~(pAp > 0)
+        pAp = jnp.vdot(p, Ap)  # pᴴ A p: real and positive for Hermitian positive definite A
+        bad = ~(jnp.real(pAp) > 0)
         alpha = jnp.where(bad, 0.0, rz / jnp.where(bad, 1.0, pAp))
         x = x + alpha * p
         r, replaced, stall, last = _replace_residual(mv, b, x, r - alpha * Ap, tol2, last)
@@ -378,10 +396,10 @@ def cg_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
             report(it + 1, relative_residual=rel)
         return x, r, z, p, rz_new, it + 1, bad, hist.at[it + 1].set(rel), last, stall
 
-    inf = jnp.full((), jnp.inf, b.dtype)
+    inf = jnp.full((), jnp.inf, tol2.dtype)
     init = (x, r, z, z, jnp.vdot(r, z), jnp.array(0, jnp.int32), jnp.array(False), hist, inf, jnp.array(False))
     x, r, _, _, _, it, bad, hist, _, stall = jax.lax.while_loop(cond, body, init)
-    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, hist, stall)
+    return _finish(mv, b, x, it, _norm2(r) <= tol2, bad, hist, stall)
 
 
 def bicgstab(
@@ -446,7 +464,7 @@ def bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
 
     def cond(c):
         r, it, bad, stall = c[1], c[7], c[8], c[11]
-        return (jnp.vdot(r, r) > tol2) & (it < max_steps) & ~bad & ~stall
+        return (_norm2(r) > tol2) & (it < max_steps) & ~bad & ~stall
 
     def body(c):
         x, r, p, v, rho, alpha, omega, it, _, hist, last, _ = c
@@ -462,10 +480,10 @@ def bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
         shat = M(s)
         t = mv(shat)
         tt = jnp.vdot(t, t)
-        omega = jnp.where(tt > 0, jnp.vdot(t, s) / jnp.where(tt > 0, tt, one), 0.0)
+        omega = jnp.where(jnp.real(tt) > 0, jnp.vdot(t, s) / jnp.where(jnp.real(tt) > 0, tt, one), 0.0)
         x = x + alpha * phat + omega * shat
         r, replaced, stall, last = _replace_residual(mv, b, x, s - omega * t, tol2, last)
-        bad = bad | (omega == 0) & (jnp.vdot(r, r) > tol2)
+        bad = bad | (omega == 0) & (_norm2(r) > tol2)
         rel = jnp.linalg.norm(r) / denom
         if report is not None:
             report(it + 1, relative_residual=rel)
@@ -475,11 +493,11 @@ def bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
         return x, r, p, v, rho_new, alpha, omega, it + 1, bad, hist.at[it + 1].set(rel), last, stall
 
     z = jnp.zeros_like(b)
-    inf = jnp.full((), jnp.inf, b.dtype)
+    inf = jnp.full((), jnp.inf, tol2.dtype)
     init = (x, r, z, z, one, one, one, jnp.array(0, jnp.int32), jnp.array(False), hist, inf, jnp.array(False))
     out = jax.lax.while_loop(cond, body, init)
     x, r, it, bad, hist, stall = out[0], out[1], out[7], out[8], out[9], out[11]
-    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, hist, stall)
+    return _finish(mv, b, x, it, _norm2(r) <= tol2, bad, hist, stall)
 
 
 def gmres(
