@@ -515,26 +515,30 @@ def gmres(
 ) -> LinearSolution:
     r"""Restarted GMRES(m) with modified Gram–Schmidt Arnoldi, optionally right-preconditioned.
 
-    Each cycle builds an orthonormal Krylov basis $Q_m$ of $\mathcal K_m(A M, r_0)$ (``M = I``
-    without a preconditioner) and minimises $\|\beta e_1 - \bar H_m y\|_2$, then sets
-    $x \leftarrow x + M Q_m y$; the true residual of ``A`` is checked after every cycle, so
-    ``num_steps`` is a multiple of ``restart`` (capped by ``max_steps`` rounded up to a full cycle).
+    Each cycle builds an orthonormal Krylov basis $Q_j$ of $\mathcal K_j(A M, r_0)$ (``M = I``
+    without a preconditioner), $j \le m$, minimises $\|\beta e_1 - \bar H_j y\|_2$ (Givens rotations keep
+    that least-squares residual current at every step) and sets $x \leftarrow x + M Q_j y$. A cycle ends after
+    ``restart`` steps, when the least-squares residual meets the tolerance, or when ``max_steps`` Arnoldi steps
+    have been taken in all; the true residual of ``A`` is then computed and decides convergence. ``num_steps``
+    is the number of Arnoldi steps (products with ``A``) taken, never more than ``max_steps``.
 
     Args:
       A: as in ``cg`` (any square matrix type, a lineax operator or a callable).
       b: right-hand side ``float[n]``.
       x0: initial guess.
-      rtol: as in ``cg`` (progress: a line per restart cycle).
-      atol: as in ``cg`` (progress: a line per restart cycle).
-      throw: as in ``cg`` (progress: a line per restart cycle).
-      progress: as in ``cg`` (progress: a line per restart cycle).
+      rtol: as in ``cg``.
+      atol: as in ``cg``.
+      throw: as in ``cg``.
+      progress: as in ``cg`` (a line per restart cycle).
       restart: Krylov dimension per cycle (static).
-      max_steps: cap on inner steps.
+      max_steps: cap on Arnoldi steps over all cycles (exact: ``max_steps=1`` takes one step).
       preconditioner: as in ``cg`` (need not be symmetric; applied on the right).
 
     Returns:
-      A `LinearSolution`, as in ``cg``, except that ``residual_history`` holds the true
-      ``‖b − A x‖/‖b‖`` after each restart cycle (entry ``k`` after ``k · restart`` steps).
+      A `LinearSolution`, as in ``cg``: ``residual_history[k]`` is the least-squares residual
+      ``‖r_k‖/‖b‖`` after ``k`` Arnoldi steps, replaced by the true ``‖b − A x‖/‖b‖`` at the end of each cycle.
+      ``accuracy_limit`` when two cycles in a row ended on the least-squares estimate while the true residual
+      missed the tolerance and did not halve (the working precision cannot reach it).
 
     Raises:
       ValueError, TypeError: as in ``cg``; ``restart < 1``.
@@ -555,53 +559,97 @@ def gmres(
 
 @eqx.filter_jit
 def gmres_loop(mv, M, b, x, rtol, atol, restart: int, max_steps: int, show: bool):
-    """The restarted GMRES iteration, compiled once per operator structure, size, ``restart`` and ``max_steps``."""
+    """The restarted GMRES iteration, compiled once per operator structure, size, ``restart`` and ``max_steps``.
+
+    A cycle runs at most ``min(restart, max_steps − steps so far)`` Arnoldi steps and ends early once the
+    least-squares residual (kept up to date by Givens rotations) meets the tolerance; the true residual is then
+    computed and decides convergence, so ``num_steps`` counts the Arnoldi steps actually taken."""
     m = restart
+    rdt = _real_dtype(b.dtype)
     tol = jnp.maximum(rtol * jnp.linalg.norm(b), atol)
-    max_cycles = -(-max_steps // m)
-    report = _reporter(show, "gmres", max_cycles)
+    report = _reporter(show, "gmres", max_steps)
     tiny = jnp.finfo(b.dtype).tiny
+    zero, one = jnp.zeros((), b.dtype), jnp.ones((), b.dtype)
 
-    def cycle(x):
-        r = b - mv(x)
-        beta = jnp.linalg.norm(r)
-        Q = jnp.zeros((m + 1, b.shape[0]), b.dtype).at[0].set(r / jnp.maximum(beta, tiny))
-        H = jnp.zeros((m + 1, m), b.dtype)
+    def cycle(x, r, beta, steps, hist):
+        """At most ``m`` Arnoldi steps from ``x`` (residual ``r``, ``‖r‖ = beta``): ``(x, steps, hist)``."""
+        Q = jnp.zeros((m + 1, b.shape[0]), b.dtype).at[0].set(r / jnp.maximum(beta, tiny).astype(b.dtype))
+        R = jnp.zeros((m, m), b.dtype)  # the rotated (upper triangular) Hessenberg matrix
+        g = jnp.zeros((m + 1,), b.dtype).at[0].set(beta.astype(b.dtype))
+        cs = jnp.zeros((m,), rdt)
+        sn = jnp.zeros((m,), b.dtype)
+        limit = jnp.minimum(m, max_steps - steps)
 
-        def arnoldi(j, QH):
-            Q, H = QH
+        def cond(c):
+            j, est = c[0], c[6]
+            return (j < limit) & (est > tol)
+
+        def arnoldi(c):
+            j, Q, R, g, cs, sn, _, hist = c
             w = mv(M(Q[j]))
 
             def mgs(i, wh):
                 w, h = wh
-                use = i <= j
-                hij = jnp.where(use, jnp.vdot(Q[i], w), 0.0)
+                hij = jnp.where(i <= j, jnp.vdot(Q[i], w), zero)
                 return w - hij * Q[i], h.at[i].set(hij)
 
             w, h = jax.lax.fori_loop(0, m, mgs, (w, jnp.zeros((m + 1,), b.dtype)))
             hn = jnp.linalg.norm(w)
-            h = h.at[j + 1].set(hn)
-            Q = Q.at[j + 1].set(jnp.where(hn > tiny, w / jnp.maximum(hn, tiny), 0.0))
-            return Q, H.at[:, j].set(h)
+            Q = Q.at[j + 1].set(jnp.where(hn > tiny, w / jnp.maximum(hn, tiny).astype(b.dtype), zero))
+            h = h.at[j + 1].set(hn.astype(b.dtype))
 
-        Q, H = jax.lax.fori_loop(0, m, arnoldi, (Q, H))
-        e1 = jnp.zeros((m + 1,), b.dtype).at[0].set(beta)
-        y = jnp.linalg.lstsq(H, e1)[0]
-        return x + M(Q[:m].T @ y)
+            def rotate(i, h):  # the earlier rotations, applied to the new column
+                a, c2 = h[i], h[i + 1]
+                use = i < j
+                return h.at[i].set(jnp.where(use, cs[i] * a + sn[i] * c2, a)).at[i + 1].set(
+                    jnp.where(use, -jnp.conj(sn[i]) * a + cs[i] * c2, c2))
+
+            h = jax.lax.fori_loop(0, m, rotate, h)
+            # the rotation that zeroes h[j + 1] (a complex Givens rotation [[c, s], [-conj s, c]], c real)
+            a, c2 = h[j], h[j + 1]
+            rho = jnp.sqrt(jnp.abs(a) ** 2 + jnp.abs(c2) ** 2)
+            safe = rho > 0
+            aa = jnp.abs(a)
+            phase = jnp.where(aa > 0, a / jnp.where(aa > 0, aa, 1.0).astype(b.dtype), one)
+            c_j = jnp.where(safe, aa / jnp.where(safe, rho, 1.0), 1.0)
+            s_j = jnp.where(safe, phase * jnp.conj(c2) / jnp.where(safe, rho, 1.0).astype(b.dtype), zero)
+            h = h.at[j].set(jnp.where(safe, phase * rho.astype(b.dtype), a)).at[j + 1].set(zero)
+            gj = g[j]
+            g = g.at[j].set(c_j * gj).at[j + 1].set(-jnp.conj(s_j) * gj)
+            est = jnp.abs(g[j + 1])
+            hist = hist.at[steps + j + 1].set(est / denom)
+            return j + 1, Q, R.at[:, j].set(h[:m]), g, cs.at[j].set(c_j), sn.at[j].set(s_j), est, hist
+
+        init = (jnp.array(0, jnp.int32), Q, R, g, cs, sn, beta, hist)
+        k, Q, R, g, _, _, est, hist = jax.lax.while_loop(cond, arnoldi, init)
+        # solve R[:k, :k] y = g[:k]; the unused columns get a unit diagonal and a zero right-hand side (y = 0)
+        used = jnp.arange(m) < k
+        diag = jnp.diagonal(R)
+        R = R.at[jnp.arange(m), jnp.arange(m)].set(jnp.where(used, jnp.where(diag == 0, tiny, diag), one))
+        y = jax.scipy.linalg.solve_triangular(R, jnp.where(used, g[:m], zero), lower=False)
+        return x + M(Q[:m].T @ y), steps + k, hist, est <= tol
 
     def cond(c):
-        x, res, k, _ = c
-        return (res > tol) & (k < max_cycles)
+        _, _, res, steps, _, _, stall = c
+        return (res > tol) & (steps < max_steps) & ~stall
 
     def body(c):
-        x, _, k, hist = c
-        x = cycle(x)
-        res = jnp.linalg.norm(b - mv(x))
+        x, r, res, steps, hist, last, _ = c
+        x, steps, hist, estimated = cycle(x, r, res, steps, hist)
+        r = b - mv(x)
+        res = jnp.linalg.norm(r)
+        hist = hist.at[steps].set(res / denom)  # the true residual at the end of each cycle
+        # the least-squares residual met the tolerance but the true one did not (rounding): a second such cycle
+        # that has not halved the true residual means the working precision cannot reach the tolerance
+        early = estimated & (res > tol)
+        stall = early & (res > 0.5 * last)
         if report is not None:
-            report(k + 1, relative_residual=res / denom)
-        return x, res, k + 1, hist.at[k + 1].set(res / denom)
+            report(steps, relative_residual=res / denom)
+        return x, r, res, steps, hist, jnp.where(early, res, last), stall
 
     r0 = b - mv(x)
-    hist, denom = _history(b, r0, max_cycles + 1)
-    x, res, k, hist = jax.lax.while_loop(cond, body, (x, jnp.linalg.norm(r0), jnp.array(0, jnp.int32), hist))
-    return _finish(mv, b, x, k * m, res <= tol, jnp.array(False), hist)
+    hist, denom = _history(b, r0, max_steps + 1)
+    init = (x, r0, jnp.linalg.norm(r0), jnp.array(0, jnp.int32), hist, jnp.full((), jnp.inf, rdt),
+            jnp.array(False))
+    x, _, res, steps, hist, _, stall = jax.lax.while_loop(cond, body, init)
+    return _finish(mv, b, x, steps, res <= tol, jnp.array(False), hist, stall)
