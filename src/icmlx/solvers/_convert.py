@@ -29,14 +29,15 @@ __all__ = ["as_sparse_matrix", "as_scipy_csr", "as_vector", "check_square", "che
            "is_scipy_sparse", "power_of_two_exponent", "power_of_two_scale", "positive_int"]
 
 
-def as_scipy_csr(A: Any, *, name: str = "A", square: bool = True) -> Any:
-    """``A`` as a float64 ``scipy.sparse.csr_matrix`` for the eager NumPy/SciPy set-up routines."""
+def as_scipy_csr(A: Any, *, name: str = "A", square: bool = True, allow_complex: bool = False) -> Any:
+    """``A`` as a float64 ``scipy.sparse.csr_matrix`` for the eager NumPy/SciPy set-up routines (complex128 for a
+    complex ``A`` with ``allow_complex``, else a complex ``A`` is refused)."""
     import scipy.sparse as sp  # set-up only
 
     if isinstance(A, SparseMatrix) or is_jax_sparse(A):
         if is_traced(A):
             raise TypeError(f"{name}: this set-up is eager (NumPy/SciPy); call it outside jax.jit")
-        A = as_sparse_matrix(A, name=name, square=square).to_scipy()
+        A = as_sparse_matrix(A, name=name, square=square, allow_complex=allow_complex).to_scipy()
     elif not is_scipy_sparse(A):
         if is_traced(A):
             raise TypeError(f"{name}: this set-up is eager (NumPy/SciPy); call it outside jax.jit")
@@ -48,10 +49,11 @@ def as_scipy_csr(A: Any, *, name: str = "A", square: bool = True) -> Any:
             raise TypeError(f"{name}: cannot use a {type(A).__name__} of shape {m.shape} as a matrix; pass "
                             + _ACCEPTED)
         A = m
-    if np.iscomplexobj(getattr(A, "data", np.zeros(0))):
+    cplx = np.iscomplexobj(getattr(A, "data", np.zeros(0)))
+    if cplx and not allow_complex:
         raise TypeError(f"this set-up works with real matrices, got a complex {name}; complex systems are solved "
                         f"by {COMPLEX_ENTRY_POINTS}")
-    out = sp.csr_matrix(A, dtype=np.float64)
+    out = sp.csr_matrix(A, dtype=np.complex128 if cplx else np.float64)
     if square:
         check_square(out.shape, name)
     if not np.all(np.isfinite(out.data)):
