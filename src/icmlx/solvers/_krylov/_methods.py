@@ -623,7 +623,7 @@ def gmres_loop(mv, M, b, x, rtol, atol, restart: int, max_steps: int, show: bool
         init = (jnp.array(0, jnp.int32), Q, R, g, cs, sn, beta, hist)
         k, Q, R, g, _, _, est, hist = jax.lax.while_loop(cond, arnoldi, init)
         # solve R[:k, :k] y = g[:k]; the unused columns get a unit diagonal and a zero right-hand side (y = 0)
-        used = jnp.arange(m) < k
+        used = jnp.arange(m, dtype=jnp.int32) < k
         diag = jnp.diagonal(R)
         R = R.at[jnp.arange(m), jnp.arange(m)].set(jnp.where(used, jnp.where(diag == 0, tiny, diag), one))
         y = jax.scipy.linalg.solve_triangular(R, jnp.where(used, g[:m], zero), lower=False)
