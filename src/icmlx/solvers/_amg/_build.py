@@ -153,7 +153,7 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
         relaxation = JacobiRelaxation()
     dtype = jnp.result_type(float) if dtype is None else dtype
     if cplx:  # the complex dtype of the requested precision
-        dtype = jnp.promote_types(dtype, jnp.complex64)
+        dtype = jnp.complex128 if jnp.finfo(dtype).dtype == jnp.float64 else jnp.complex64
     if reuse_pattern:
         if on != "A":
             raise ValueError("amg_setup(reuse_pattern=True) needs A with a positive diagonal (its hierarchy is "

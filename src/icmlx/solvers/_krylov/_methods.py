@@ -576,7 +576,7 @@ def gmres_loop(mv, M, b, x, rtol, atol, restart: int, max_steps: int, show: bool
         Q = jnp.zeros((m + 1, b.shape[0]), b.dtype).at[0].set(r / jnp.maximum(beta, tiny).astype(b.dtype))
         R = jnp.zeros((m, m), b.dtype)  # the rotated (upper triangular) Hessenberg matrix
         g = jnp.zeros((m + 1,), b.dtype).at[0].set(beta.astype(b.dtype))
-        cs = jnp.zeros((m,), rdt)
+        cs = jnp.zeros((m,), b.dtype)  # (real values, held in b's dtype)
         sn = jnp.zeros((m,), b.dtype)
         limit = jnp.minimum(m, max_steps - steps)
 
@@ -611,7 +611,7 @@ def gmres_loop(mv, M, b, x, rtol, atol, restart: int, max_steps: int, show: bool
             safe = rho > 0
             aa = jnp.abs(a)
             phase = jnp.where(aa > 0, a / jnp.where(aa > 0, aa, 1.0).astype(b.dtype), one)
-            c_j = jnp.where(safe, aa / jnp.where(safe, rho, 1.0), 1.0)
+            c_j = jnp.where(safe, aa / jnp.where(safe, rho, 1.0), 1.0).astype(b.dtype)
             s_j = jnp.where(safe, phase * jnp.conj(c2) / jnp.where(safe, rho, 1.0).astype(b.dtype), zero)
             h = h.at[j].set(jnp.where(safe, phase * rho.astype(b.dtype), a)).at[j + 1].set(zero)
             gj = g[j]
@@ -625,7 +625,8 @@ def gmres_loop(mv, M, b, x, rtol, atol, restart: int, max_steps: int, show: bool
         # solve R[:k, :k] y = g[:k]; the unused columns get a unit diagonal and a zero right-hand side (y = 0)
         used = jnp.arange(m, dtype=jnp.int32) < k
         diag = jnp.diagonal(R)
-        R = R.at[jnp.arange(m), jnp.arange(m)].set(jnp.where(used, jnp.where(diag == 0, tiny, diag), one))
+        diag = jnp.where(diag == 0, jnp.asarray(tiny, b.dtype), diag)
+        R = R.at[jnp.arange(m), jnp.arange(m)].set(jnp.where(used, diag, one))
         y = jax.scipy.linalg.solve_triangular(R, jnp.where(used, g[:m], zero), lower=False)
         return x + M(Q[:m].T @ y), steps + k, hist, est <= tol
 
