@@ -104,7 +104,7 @@ def test_default_tolerance_of_the_default_dtype():
 def test_damped_helmholtz_iterations_beside_pyamg():
     """Smoothed aggregation + GMRES on the complex matrix, with PyAMG's on the same matrix in the same run."""
     pyamg = pytest.importorskip("pyamg")
-    A = helmholtz(48)
+    A = helmholtz(32)
     b = _rhs(A.shape[0])
     res = []
     pyamg.smoothed_aggregation_solver(A).solve(b, tol=1e-5, accel="gmres", residuals=res)
@@ -156,3 +156,13 @@ def test_refusals_name_the_cause():
     zero_diag = (A - sp.diags(A.diagonal())).tocsr()
     with pytest.raises(ValueError, match="diagonal"):
         amg_setup(zero_diag)
+
+
+@pytest.mark.x64
+@pytest.mark.parametrize("relaxation", ["jacobi", "chebyshev", "gauss_seidel"])
+def test_every_relaxation_on_complex_levels(relaxation):
+    for A in (helmholtz(16), magnetic_laplacian(16)):
+        b = _rhs(A.shape[0])
+        sol = solve(A, b, rtol=RTOL, relaxation=relaxation, max_coarse=20)  # (three levels at n = 256)
+        assert sol.result == RESULTS.successful
+        assert _err(sol.value, sla.spsolve(A.tocsc(), b)) <= ERR

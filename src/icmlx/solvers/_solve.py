@@ -301,6 +301,11 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
     otherwise; a ``A`` with a non-positive diagonal entry gets its hierarchy on the M-matrix envelope
     (`m_matrix_envelope`) as the preconditioner of the Krylov iteration on ``A``.
 
+    A complex ``A`` gets complex smoothed aggregation on ``A`` itself: strength from $|a_{ij}|$, the candidates'
+    QR with conjugated inner products, restriction $P^H$ and $A_c = P^H A P$; CG when ``A`` is Hermitian with a
+    real positive diagonal, GMRES otherwise (complex symmetric Helmholtz with absorption). It needs a nonzero
+    diagonal and the symmetric strength, and does not keep a pattern (``reuse_pattern=False``).
+
     Args:
       A: the n × n matrix: SciPy sparse in any format (a BSR matrix gives ``block_size``), BCOO, dense or
         `SparseMatrix` (concrete).

@@ -312,7 +312,7 @@ def cg(
     throw: bool = True,
     progress: bool | None = None,
 ) -> LinearSolution:
-    r"""Preconditioned conjugate gradients for symmetric positive definite ``A``.
+    r"""Preconditioned conjugate gradients for symmetric (complex: Hermitian) positive definite ``A``.
 
     Stops when $\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})$ for the true residual
     $r_k = b - A x_k$: the recursive residual is tracked as in ``scipy.sparse.linalg.cg``, and when it meets
@@ -321,9 +321,11 @@ def cg(
     search directions.
 
     Args:
-      A: the n × n SPD matrix: a SciPy sparse matrix or array in any format, a ``jax.experimental.sparse``
+      A: the n × n SPD matrix (complex Hermitian positive definite: the inner products are $u^H v$): a SciPy
+        sparse matrix or array in any format, a ``jax.experimental.sparse``
         BCOO, a dense NumPy/JAX array, a ``SparseMatrix``, a lineax operator or a callable ``x -> A x``.
-      b: right-hand side ``float[n]`` (NumPy, JAX or a pandas Series; cast to ``A``'s dtype when known).
+      b: right-hand side ``float[n]`` or ``complex[n]`` (NumPy, JAX or a pandas Series; cast to ``A``'s dtype when
+        known; a complex ``b`` needs a complex ``A``).
       x0: initial guess (zeros if ``None``).
       rtol: tolerances.
       atol: tolerances.
@@ -423,7 +425,7 @@ def bicgstab(
 
     Args:
       A: as in ``cg`` (any square matrix type, a lineax operator or a callable).
-      b: right-hand side ``float[n]``.
+      b: right-hand side ``float[n]`` or ``complex[n]`` (as in ``cg``).
       x0: initial guess.
       preconditioner: as in ``cg`` (need not be symmetric).
       rtol: as in ``cg``.
@@ -524,7 +526,7 @@ def gmres(
 
     Args:
       A: as in ``cg`` (any square matrix type, a lineax operator or a callable).
-      b: right-hand side ``float[n]``.
+      b: right-hand side ``float[n]`` or ``complex[n]`` (as in ``cg``).
       x0: initial guess.
       rtol: as in ``cg``.
       atol: as in ``cg``.
