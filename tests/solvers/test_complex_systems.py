@@ -166,3 +166,14 @@ def test_every_relaxation_on_complex_levels(relaxation):
         sol = solve(A, b, rtol=RTOL, relaxation=relaxation, max_coarse=20)  # (three levels at n = 256)
         assert sol.result == RESULTS.successful
         assert _err(sol.value, sla.spsolve(A.tocsc(), b)) <= ERR
+
+
+def test_vmapped_complex_solve_under_jit():
+    """``jit(vmap(solver.solve))`` over three complex right-hand sides, each against spsolve."""
+    A = helmholtz(16)
+    solver = amg_setup(A, max_coarse=20)
+    B = np.stack([_rhs(A.shape[0], seed=s) for s in range(3)])
+    sol = jax.jit(jax.vmap(lambda b: solver.solve(b, rtol=RTOL)))(jnp.asarray(B, solver.A.val.dtype))
+    assert bool(jnp.all(sol.result == RESULTS.successful))
+    for i in range(3):
+        assert _err(sol.value[i], sla.spsolve(A.tocsc(), B[i])) <= ERR
