@@ -177,3 +177,15 @@ def test_vmapped_complex_solve_under_jit():
     assert bool(jnp.all(sol.result == RESULTS.successful))
     for i in range(3):
         assert _err(sol.value[i], sla.spsolve(A.tocsc(), B[i])) <= ERR
+
+
+@pytest.mark.x64
+def test_real_hierarchy_preconditions_a_complex_system():
+    """A real cycle acts on the real and imaginary parts of a complex vector (C-linear): the Laplacian's hierarchy
+    preconditions GMRES on the damped Helmholtz matrix."""
+    A = helmholtz(16)
+    L, _ = _grid(16)
+    b = _rhs(A.shape[0])
+    sol = gmres(A, b, rtol=RTOL, preconditioner=amg_setup(L, max_coarse=20).hierarchy)
+    assert sol.result == RESULTS.successful
+    assert _err(sol.value, sla.spsolve(A.tocsc(), b)) <= ERR

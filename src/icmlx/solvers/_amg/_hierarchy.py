@@ -420,7 +420,10 @@ class MultilevelHierarchy(eqx.Module):
         return self._smooth(lvl, b, x)
 
     def __call__(self, r: Inexact[Array, " n"]) -> Inexact[Array, " n"]:
-        """One V-cycle from a zero initial guess: ``B r ≈ Ã⁻¹ r`` (``r`` of the padded fine size)."""
+        """One V-cycle from a zero initial guess: ``B r ≈ Ã⁻¹ r`` (``r`` of the padded fine size; a complex ``r``
+        through a real hierarchy: its real and imaginary parts apart)."""
+        if jnp.iscomplexobj(r) and not jnp.iscomplexobj(self.coarse_inv):
+            return jax.lax.complex(self._cycle(0, jnp.real(r)), self._cycle(0, jnp.imag(r)))
         return self._cycle(0, r)
 
 
@@ -434,6 +437,9 @@ class _PaddedCycle(eqx.Module):
         H = self.hierarchy
         dtype = H.coarse_inv.dtype
         r = jnp.asarray(r)
+        if jnp.iscomplexobj(r) and not jnp.iscomplexobj(H.coarse_inv):
+            # a real cycle on a complex vector: applied to its real and imaginary parts (it stays C-linear)
+            return jax.lax.complex(self(jnp.real(r)), self(jnp.imag(r)))
         out_dtype = r.dtype if jnp.issubdtype(r.dtype, jnp.inexact) else dtype
         v = jnp.zeros((H.sizes[0],), dtype).at[: self.n].set(r.astype(dtype))
         return H(v)[: self.n].astype(out_dtype)

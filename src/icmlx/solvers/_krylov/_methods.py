@@ -129,8 +129,7 @@ def _scale(d, r):
     return d * r
 
 
-def _real_dtype(dtype: Any) -> Any:
-    """The real dtype of a floating or complex dtype (``float32`` for ``complex64``)."""
+def _real_dtype(dtype: Any) -> Any:  # float32 for complex64
     return jnp.finfo(dtype).dtype
 
 
@@ -139,8 +138,7 @@ def _tol(value: Any, b: Array) -> Array:
     return jnp.asarray(value, _real_dtype(b.dtype))
 
 
-def _norm2(r: Array) -> Array:
-    """``‖r‖₂²`` as a real number (``rᴴ r``; the real part drops the rounding-level imaginary part)."""
+def _norm2(r: Array) -> Array:  # ‖r‖₂² = rᴴ r, real (the real part drops a rounding-level imaginary part)
     return jnp.real(jnp.vdot(r, r))
 
 
@@ -265,8 +263,7 @@ def _matrix_entries(A: Any) -> Any:
     return None
 
 
-def _ldexp(v, k):
-    """``v · 2^k`` exactly (real and imaginary parts scaled apart for a complex ``v``)."""
+def _ldexp(v, k):  # v · 2^k exactly (a complex v: its two parts apart)
     if jnp.iscomplexobj(v):
         return jax.lax.complex(jnp.ldexp(jnp.real(v), k), jnp.ldexp(jnp.imag(v), k))
     return jnp.ldexp(v, k)
@@ -561,17 +558,13 @@ def gmres(
 
 @eqx.filter_jit
 def gmres_loop(mv, M, b, x, rtol, atol, restart: int, max_steps: int, show: bool):
-    """The restarted GMRES iteration, compiled once per operator structure, size, ``restart`` and ``max_steps``.
-
-    A cycle runs at most ``min(restart, max_steps − steps so far)`` Arnoldi steps and ends early once the
-    least-squares residual (kept up to date by Givens rotations) meets the tolerance; the true residual is then
-    computed and decides convergence, so ``num_steps`` counts the Arnoldi steps actually taken."""
+    """The restarted GMRES iteration, compiled once per operator structure, size, ``restart`` and ``max_steps``:
+    cycles of at most ``min(restart, max_steps − steps so far)`` Arnoldi steps (see ``gmres``)."""
     m = restart
     rdt = _real_dtype(b.dtype)
     tol = jnp.maximum(rtol * jnp.linalg.norm(b), atol)
     report = _reporter(show, "gmres", max_steps)
-    tiny = jnp.finfo(b.dtype).tiny
-    zero, one = jnp.zeros((), b.dtype), jnp.ones((), b.dtype)
+    tiny, zero, one = jnp.finfo(b.dtype).tiny, jnp.zeros((), b.dtype), jnp.ones((), b.dtype)
 
     def cycle(x, r, beta, steps, hist):
         """At most ``m`` Arnoldi steps from ``x`` (residual ``r``, ``‖r‖ = beta``): ``(x, steps, hist)``."""
@@ -601,8 +594,7 @@ def gmres_loop(mv, M, b, x, rtol, atol, restart: int, max_steps: int, show: bool
             h = h.at[j + 1].set(hn.astype(b.dtype))
 
             def rotate(i, h):  # the earlier rotations, applied to the new column
-                a, c2 = h[i], h[i + 1]
-                use = i < j
+                a, c2, use = h[i], h[i + 1], i < j
                 return h.at[i].set(jnp.where(use, cs[i] * a + sn[i] * c2, a)).at[i + 1].set(
                     jnp.where(use, -jnp.conj(sn[i]) * a + cs[i] * c2, c2))
 
