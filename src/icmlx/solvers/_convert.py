@@ -16,6 +16,7 @@ import numpy as np
 from .._checks import check_int, check_number, check_values, is_traced
 from ._sparse import (
     _ACCEPTED,
+    COMPLEX_ENTRY_POINTS,
     SparseMatrix,
     _float_dtype,
     as_sparse_matrix,
@@ -28,14 +29,15 @@ __all__ = ["as_sparse_matrix", "as_scipy_csr", "as_vector", "check_square", "che
            "is_scipy_sparse", "power_of_two_exponent", "power_of_two_scale", "positive_int"]
 
 
-def as_scipy_csr(A: Any, *, name: str = "A", square: bool = True) -> Any:
-    """``A`` as a float64 ``scipy.sparse.csr_matrix`` for the eager NumPy/SciPy set-up routines."""
+def as_scipy_csr(A: Any, *, name: str = "A", square: bool = True, allow_complex: bool = False) -> Any:
+    """``A`` as a float64 ``scipy.sparse.csr_matrix`` for the eager NumPy/SciPy set-up routines (complex128 for a
+    complex ``A`` with ``allow_complex``, else a complex ``A`` is refused)."""
     import scipy.sparse as sp  # set-up only
 
     if isinstance(A, SparseMatrix) or is_jax_sparse(A):
         if is_traced(A):
             raise TypeError(f"{name}: this set-up is eager (NumPy/SciPy); call it outside jax.jit")
-        A = as_sparse_matrix(A, name=name, square=square).to_scipy()
+        A = as_sparse_matrix(A, name=name, square=square, allow_complex=allow_complex).to_scipy()
     elif not is_scipy_sparse(A):
         if is_traced(A):
             raise TypeError(f"{name}: this set-up is eager (NumPy/SciPy); call it outside jax.jit")
@@ -47,9 +49,11 @@ def as_scipy_csr(A: Any, *, name: str = "A", square: bool = True) -> Any:
             raise TypeError(f"{name}: cannot use a {type(A).__name__} of shape {m.shape} as a matrix; pass "
                             + _ACCEPTED)
         A = m
-    if np.iscomplexobj(getattr(A, "data", np.zeros(0))):
-        raise TypeError(f"icmlx.solvers works with real matrices, got a complex {name}")
-    out = sp.csr_matrix(A, dtype=np.float64)
+    cplx = np.iscomplexobj(getattr(A, "data", np.zeros(0)))
+    if cplx and not allow_complex:
+        raise TypeError(f"this set-up works with real matrices, got a complex {name}; complex systems are solved "
+                        f"by {COMPLEX_ENTRY_POINTS}")
+    out = sp.csr_matrix(A, dtype=np.complex128 if cplx else np.float64)
     if square:
         check_square(out.shape, name)
     if not np.all(np.isfinite(out.data)):
@@ -57,8 +61,10 @@ def as_scipy_csr(A: Any, *, name: str = "A", square: bool = True) -> Any:
     return out
 
 
-def as_vector(b: Any, n: int | None, *, name: str = "b", dtype: Any = None, matrix: str = "A") -> jax.Array:
-    """The right-hand side as a 1-D floating JAX array of length ``n`` (NaN/Inf checked on the host)."""
+def as_vector(b: Any, n: int | None, *, name: str = "b", dtype: Any = None, matrix: str = "A",
+              allow_complex: bool = False) -> jax.Array:
+    """The right-hand side as a 1-D floating JAX array of length ``n`` (NaN/Inf checked on the host); complex with
+    ``allow_complex`` when ``dtype`` (the matrix's) is complex or unknown."""
     if hasattr(b, "to_numpy") and not isinstance(b, (np.ndarray, jax.Array)):  # a pandas Series
         b = b.to_numpy()
     b = jnp.asarray(b) if is_traced(b) else np.asarray(b) if not isinstance(b, jax.Array) else b
@@ -72,8 +78,13 @@ def as_vector(b: Any, n: int | None, *, name: str = "b", dtype: Any = None, matr
         raise ValueError(f"{name} has length {b.shape[0]} but {matrix} is {n} × {n}.\n"
                          f"Pass a right-hand side with one entry per row of {matrix}.")
     if np.issubdtype(np.dtype(b.dtype), np.complexfloating):
-        raise TypeError(f"{name} is complex ({b.dtype}); icmlx.solvers works with real systems")
-    target = dtype if dtype is not None else _float_dtype(b.dtype)
+        if not allow_complex:
+            raise TypeError(f"{name} is complex ({b.dtype}); this entry point works with real systems (complex "
+                            f"systems: {COMPLEX_ENTRY_POINTS})")
+        if dtype is not None and not np.issubdtype(np.dtype(dtype), np.complexfloating):
+            raise TypeError(f"{name} is complex ({b.dtype}) but {matrix} is real ({np.dtype(dtype)}); pass {matrix} "
+                            f"as a complex matrix (e.g. {matrix}.astype(complex)) to solve a complex system")
+    target = dtype if dtype is not None else _float_dtype(b.dtype, allow_complex)
     b = check_values(b, lambda xp, v: ~xp.isfinite(v),
                      f"{name} has NaN or Inf entries; fix them before solving")
     return jnp.asarray(b, target)

@@ -23,7 +23,7 @@ def _curve(solution: Any) -> tuple[np.ndarray, np.ndarray]:
     finite = np.nonzero(np.isfinite(hist))[0]
     hist = hist[: finite[-1] + 1] if finite.size else hist[:0]
     steps = int(np.asarray(stats.get("num_steps", hist.size - 1)))
-    # GMRES records one entry per restart cycle: spread the entries over its num_steps matrix-vector products
+    # a history with fewer entries than steps: spread the entries over its num_steps matrix-vector products
     stride = steps // (hist.size - 1) if hist.size > 1 and steps >= hist.size - 1 else 1
     return np.arange(hist.size) * stride, hist
 
@@ -33,8 +33,8 @@ def plot_residuals(solution: Any, *, ax: Any = None, rtol: float | None = None, 
 
     Uses ``stats["residual_history"]``, which every solver of ``icmlx.solvers`` records in a fixed-size buffer
     of its loop state (``max_steps + 1`` entries, NaN after the last step): the true residual for G-RANS and
-    GMRES (one entry per restart cycle, drawn at its step count), the recursive one for CG and BiCGStab
-    (true at the residual replacement that confirms convergence).
+    GMRES (its least-squares residual per step, the true one at the end of each restart cycle), the recursive one
+    for CG and BiCGStab (true at the residual replacement that confirms convergence).
 
     Args:
       solution: a `LinearSolution`, or a mapping ``{label: solution}`` to compare

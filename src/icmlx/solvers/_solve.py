@@ -31,7 +31,7 @@ _LOOPS = {"cg": (cg_loop, ()), "bicgstab": (bicgstab_loop, ()), "gmres": (gmres_
 
 def default_rtol(dtype: Any) -> float:
     """The default relative tolerance of a working dtype: ``1e-8`` in float64, ``1e-5`` in float32."""
-    return 1e-8 if jnp.dtype(dtype) == jnp.float64 else 1e-5
+    return 1e-8 if jnp.finfo(dtype).dtype == jnp.float64 else 1e-5  # (complex128: 1e-8 too)
 
 
 class AMGSolver(lx.AbstractLinearSolver):
@@ -243,10 +243,12 @@ class AMGSolver(lx.AbstractLinearSolver):
         max_steps = 1000 if max_steps is None else max_steps
         rtol, atol = check_tolerances(rtol, atol, "AMGSolver.solve")
         max_steps = positive_int(max_steps, "max_steps", "AMGSolver.solve", minimum=0)
-        b = as_vector(_on_host(b, dtype), self.n, name="b", dtype=dtype)
-        x0 = None if x0 is None else as_vector(_on_host(x0, dtype), self.n, name="x0", dtype=dtype)
-        x, result, stats = _amg_solve(self.method, self.A, self.hierarchy, b, x0, to_device(rtol, dtype),
-                                      to_device(atol, dtype),
+        b = as_vector(_on_host(b, dtype), self.n, name="b", dtype=dtype, allow_complex=True)
+        x0 = None if x0 is None else as_vector(_on_host(x0, dtype), self.n, name="x0", dtype=dtype,
+                                               allow_complex=True)
+        rdt = jnp.finfo(dtype).dtype  # (tolerances are real for a complex system too)
+        x, result, stats = _amg_solve(self.method, self.A, self.hierarchy, b, x0, to_device(rtol, rdt),
+                                      to_device(atol, rdt),
                                       max_steps, to_device(floor, bool), throw)
         return raise_if_failed(LinearSolution(x, result, stats), result, throw)
 
@@ -274,7 +276,7 @@ def _amg_solve(method: str, A: EllMatrix, H: MultilevelHierarchy, b, x, rtol, at
 
 def _on_host(v: Any, dtype: Any) -> Any:
     """A floating NumPy vector converted on the host (a device-side cast compiles a program per length)."""
-    if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+    if isinstance(v, np.ndarray) and (v.dtype.kind == "f" or v.dtype.kind == "c" == np.dtype(dtype).kind):
         return np.asarray(v, np.dtype(dtype))
     return v
 
@@ -298,6 +300,11 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
     symmetric ``A`` with a positive diagonal (the cycle is then symmetric positive definite) and GMRES(30)
     otherwise; a ``A`` with a non-positive diagonal entry gets its hierarchy on the M-matrix envelope
     (`m_matrix_envelope`) as the preconditioner of the Krylov iteration on ``A``.
+
+    A complex ``A`` gets complex smoothed aggregation on ``A`` itself: strength from $|a_{ij}|$, the candidates'
+    QR with conjugated inner products, restriction $P^H$ and $A_c = P^H A P$; CG when ``A`` is Hermitian with a
+    real positive diagonal, GMRES otherwise (complex symmetric Helmholtz with absorption). It needs a nonzero
+    diagonal and the symmetric strength, and does not keep a pattern (``reuse_pattern=False``).
 
     Args:
       A: the n × n matrix: SciPy sparse in any format (a BSR matrix gives ``block_size``), BCOO, dense or

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import lineax as lx
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Inexact, Int
 
 from .._buckets import size_bucket
 from .._checks import check_int, check_values, default_float_dtype, is_traced
@@ -63,7 +63,7 @@ class SparseMatrix(lx.AbstractLinearOperator):
     Attributes:
       rows: ``int32[nnz]`` row indices.
       cols: ``int32[nnz]`` column indices.
-      vals: ``float[nnz]`` values (float32 or float64).
+      vals: ``float[nnz]`` or ``complex[nnz]`` values (float32, float64, complex64 or complex128).
       shape: static ``(n_rows, n_cols)``.
       tags: static ``frozenset`` of lineax tags (``lx.symmetric_tag``, ``lx.positive_semidefinite_tag``, ...)
         that ``lx.is_symmetric`` & co. report, so lineax's own solvers (``lx.CG`` needs a positive
@@ -84,7 +84,7 @@ class SparseMatrix(lx.AbstractLinearOperator):
 
     rows: Int[Array, " nnz"]
     cols: Int[Array, " nnz"]
-    vals: Float[Array, " nnz"]
+    vals: Inexact[Array, " nnz"]
     shape: tuple[int, int] = eqx.field(static=True)
     tags: frozenset = eqx.field(static=True, default=frozenset(), converter=_frozen_tags)
 
@@ -103,8 +103,8 @@ class SparseMatrix(lx.AbstractLinearOperator):
                  tags: Any = ()) -> "SparseMatrix":
         """Build from COO triplets (NumPy or JAX arrays); ``tags`` as in the class docstring."""
         vals = jnp.asarray(vals)
-        if not jnp.issubdtype(vals.dtype, jnp.floating):
-            raise TypeError(f"SparseMatrix values must be floating, got {vals.dtype=}; "
+        if not jnp.issubdtype(vals.dtype, jnp.inexact):
+            raise TypeError(f"SparseMatrix values must be floating or complex, got {vals.dtype=}; "
                             "cast them (e.g. vals.astype(float)) first")
         shape = (int(shape[0]), int(shape[1]))
         rows, cols = jnp.asarray(rows, jnp.int32), jnp.asarray(cols, jnp.int32)
@@ -125,7 +125,8 @@ class SparseMatrix(lx.AbstractLinearOperator):
     @classmethod
     def from_bcoo(cls, matrix: Any, *, tags: Any = ()) -> "SparseMatrix":
         """Build from a ``jax.experimental.sparse.BCOO`` (or BCSR) matrix (2-D, no batch dimensions)."""
-        return as_sparse_matrix(matrix, name="matrix", square=False, check_finite=False, tags=tags)
+        return as_sparse_matrix(matrix, name="matrix", square=False, check_finite=False, tags=tags,
+                                allow_complex=True)
 
     @classmethod
     def from_scipy(cls, matrix: Any, dtype: Any = None, *, tags: Any = ()) -> "SparseMatrix":
@@ -133,7 +134,8 @@ class SparseMatrix(lx.AbstractLinearOperator):
 
         Integer values become JAX's default float; ``dtype`` casts the values. SciPy is not imported (any
         object with ``.tocoo()`` works)."""
-        return as_sparse_matrix(matrix, name="matrix", dtype=dtype, square=False, check_finite=False, tags=tags)
+        return as_sparse_matrix(matrix, name="matrix", dtype=dtype, square=False, check_finite=False, tags=tags,
+                                allow_complex=True)
 
     @classmethod
     def from_any(cls, matrix: Any, *, dtype: Any = None, tags: Any = ()) -> "SparseMatrix":
@@ -156,7 +158,8 @@ class SparseMatrix(lx.AbstractLinearOperator):
           >>> SparseMatrix.from_any(sp.eye(3, format="lil")).shape
           (3, 3)
         """
-        return as_sparse_matrix(matrix, name="matrix", dtype=dtype, square=False, check_finite=False, tags=tags)
+        return as_sparse_matrix(matrix, name="matrix", dtype=dtype, square=False, check_finite=False, tags=tags,
+                                allow_complex=True)
 
     def with_tags(self, tags: Any) -> "SparseMatrix":
         """The same matrix carrying ``tags`` (a lineax tag or an iterable of them) in addition to its own."""
@@ -185,19 +188,19 @@ class SparseMatrix(lx.AbstractLinearOperator):
     def nnz(self) -> int:
         return int(self.vals.shape[0])
 
-    def matvec(self, x: Float[Array, " m"]) -> Float[Array, " n"]:
+    def matvec(self, x: Inexact[Array, " m"]) -> Inexact[Array, " n"]:
         """``A @ x`` via a segment sum over the COO entries."""
         _check_length(x, self.shape[1], "SparseMatrix.mv")
         return jax.ops.segment_sum(self.vals * x[self.cols], self.rows,
                                    num_segments=self.shape[0])
 
-    def rmatvec(self, x: Float[Array, " n"]) -> Float[Array, " m"]:
+    def rmatvec(self, x: Inexact[Array, " n"]) -> Inexact[Array, " m"]:
         """``Aᵀ @ x`` via a segment sum over the COO entries."""
         _check_length(x, self.shape[0], "SparseMatrix.rmatvec")
         return jax.ops.segment_sum(self.vals * x[self.rows], self.cols,
                                    num_segments=self.shape[1])
 
-    def diagonal(self) -> Float[Array, " n"]:
+    def diagonal(self) -> Inexact[Array, " n"]:
         """The main diagonal (duplicates summed)."""
         n = min(self.shape)
         on = self.rows == self.cols
@@ -220,7 +223,7 @@ class SparseMatrix(lx.AbstractLinearOperator):
     def mv(self, vector):
         return self.matvec(vector)
 
-    def as_matrix(self) -> Float[Array, "n m"]:
+    def as_matrix(self) -> Inexact[Array, "n m"]:
         return jnp.zeros(self.shape, self.vals.dtype).at[self.rows, self.cols].add(self.vals)
 
     def transpose(self) -> "SparseMatrix":
@@ -304,12 +307,18 @@ def is_scipy_sparse(x: Any) -> bool:
     return hasattr(x, "tocoo") and not hasattr(x, "n_batch") and hasattr(x, "shape")
 
 
-def _float_dtype(dtype: Any) -> Any:
-    """``dtype`` if floating (canonicalised to what JAX can hold), else JAX's default float."""
+COMPLEX_ENTRY_POINTS = "cg, gmres and bicgstab (with SparseMatrix or any matrix they accept)"
+
+
+def _float_dtype(dtype: Any, allow_complex: bool = False) -> Any:
+    """``dtype`` if floating (or complex, with ``allow_complex``), canonicalised to what JAX can hold, else JAX's
+    default float."""
     dtype = np.dtype(dtype)
     if np.issubdtype(dtype, np.complexfloating):
-        raise TypeError(f"icmlx.solvers works with real matrices, got dtype {dtype}; "
-                        "split a complex system into its real 2n × 2n form")
+        if allow_complex:
+            return jax.dtypes.canonicalize_dtype(dtype)
+        raise TypeError(f"this entry point works with real matrices, got dtype {dtype}; complex systems are "
+                        f"solved by {COMPLEX_ENTRY_POINTS}")
     if not np.issubdtype(dtype, np.floating):
         return default_float_dtype()
     return jax.dtypes.canonicalize_dtype(dtype)
@@ -323,16 +332,19 @@ def _finite(A: SparseMatrix, name: str) -> SparseMatrix:
 
 
 def as_sparse_matrix(A: Any, *, name: str = "A", dtype: Any = None, square: bool = True,
-                     check_finite: bool = True, tags: Any = ()) -> SparseMatrix:
+                     check_finite: bool = True, tags: Any = (), allow_complex: bool = False) -> SparseMatrix:
     """``A`` as a `SparseMatrix` (SciPy any format, BCOO/BCSR, dense, SparseMatrix).
 
-    Integer and boolean values become JAX's default float; a given ``dtype`` casts the values.
+    Integer and boolean values become JAX's default float; a given ``dtype`` casts the values. Complex values are
+    kept with ``allow_complex`` (the entry points that solve complex systems), else refused.
 
     Raises:
       TypeError: an unsupported type (the message lists what is accepted), or complex values.
       ValueError: a non-square matrix (when ``square``), or NaN/Inf values (when ``check_finite``).
     """
     if isinstance(A, SparseMatrix):
+        if not allow_complex:
+            _float_dtype(A.vals.dtype)  # (refuses complex values)
         out = _in_range(A, name)
         if tags:
             out = out.with_tags(tags)
@@ -341,7 +353,7 @@ def as_sparse_matrix(A: Any, *, name: str = "A", dtype: Any = None, square: bool
             A = A.to_bcoo()
         data = A.data
         if not jnp.issubdtype(data.dtype, jnp.floating):
-            data = data.astype(_float_dtype(data.dtype))
+            data = data.astype(_float_dtype(data.dtype, allow_complex))
         if A.ndim != 2 or A.n_batch != 0 or A.n_dense != 0:
             raise ValueError(f"{name}: need a plain 2-D BCOO (no batch or dense dimensions), got "
                              f"{A.shape=}, {A.n_batch=}, {A.n_dense=}")
@@ -352,7 +364,7 @@ def as_sparse_matrix(A: Any, *, name: str = "A", dtype: Any = None, square: bool
     elif is_scipy_sparse(A):
         coo = A.tocoo()
         vals = np.asarray(coo.data)
-        vals = vals.astype(_float_dtype(vals.dtype), copy=False)
+        vals = vals.astype(_float_dtype(vals.dtype, allow_complex), copy=False)
         out = SparseMatrix.from_coo(np.asarray(coo.row), np.asarray(coo.col), vals, coo.shape, tags=tags)
     elif isinstance(A, (np.ndarray, jax.Array)) or (hasattr(A, "__array__") and hasattr(A, "shape")):
         if is_traced(A):
@@ -362,7 +374,7 @@ def as_sparse_matrix(A: Any, *, name: str = "A", dtype: Any = None, square: bool
         if m.ndim != 2:
             raise ValueError(f"{name} must be a 2-D matrix, got an array of shape {m.shape}; pass " + _ACCEPTED)
         r, c = np.nonzero(m)
-        vals = m[r, c].astype(_float_dtype(m.dtype), copy=False)
+        vals = m[r, c].astype(_float_dtype(m.dtype, allow_complex), copy=False)
         out = SparseMatrix.from_coo(r, c, vals, m.shape, tags=tags)
     else:
         raise TypeError(f"{name}: cannot use a {type(A).__module__}.{type(A).__name__} as a matrix; pass "

@@ -111,7 +111,8 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
     symbolic set-up (``_sa_numeric.SAPattern``), else ``None``; ``K`` the padded Krylov matrix (``A`` with identity
     padding rows) when the set-up made it (``None`` for an envelope hierarchy on the host path)."""
     raw = A
-    A = as_scipy_csr(A, name="A").copy()  # (a CSR input may share its arrays; the clean-up below is in place)
+    # (a copy: a CSR input may share its arrays, and the clean-up below is in place)
+    A = as_scipy_csr(A, name="A", allow_complex=True).copy()
     n = A.shape[0]
     if n == 0:
         raise ValueError("amg_setup: A is empty (0 × 0); there is nothing to solve")
@@ -132,10 +133,14 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
     A.eliminate_zeros()
     B = _candidates(near_nullspace, n)
     bs = _block_size(raw, block_size, n)
-    cls = classify(A, input_eps(raw))
-    symmetric, posdiag = cls.symmetric, cls.positive_diagonal
+    cplx = np.iscomplexobj(A.data)
+    if cplx:
+        symmetric, posdiag = _classify_complex(A, strength, reuse_pattern, input_eps(raw))
+    else:
+        cls = classify(A, input_eps(raw))
+        symmetric, posdiag = cls.symmetric, cls.positive_diagonal
     on = "A"
-    if not posdiag:
+    if not posdiag and not cplx:
         # no relaxation converges on a zero or negative diagonal: the hierarchy is built on the M-matrix envelope
         # and preconditions a Krylov iteration on A itself
         A, on, symmetric = m_matrix_envelope(A), "envelope", False
@@ -147,6 +152,8 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
         # multicolour Gauss–Seidel cycle was seen to stall it on a small nonsymmetric case
         relaxation = JacobiRelaxation()
     dtype = jnp.result_type(float) if dtype is None else dtype
+    if cplx:  # the complex dtype of the requested precision
+        dtype = jnp.complex128 if jnp.finfo(dtype).dtype == jnp.float64 else jnp.complex64
     if reuse_pattern:
         if on != "A":
             raise ValueError("amg_setup(reuse_pattern=True) needs A with a positive diagonal (its hierarchy is "
@@ -165,6 +172,27 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
     H, K = _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric and on == "A",
                      A if on == "A" else None)
     return H, symmetric, on, None, K
+
+
+def _classify_complex(A: Any, strength: Any, reuse_pattern: bool, eps: float) -> tuple[bool, bool]:
+    """``(hermitian with a positive diagonal, positive_diagonal)`` of a complex CSR ``A`` (to ``τ = 1e3 ε`` of its
+    largest entry, as `classify`), refusing what the complex set-up does not cover. ``positive_diagonal`` means a
+    real positive diagonal: with a Hermitian ``A`` the cycle is then Hermitian positive definite and CG applies; any
+    other nonzero diagonal keeps the hierarchy on ``A`` itself (no envelope) with Jacobi relaxation under GMRES."""
+    if reuse_pattern:
+        raise ValueError("amg_setup(reuse_pattern=True) needs a real matrix; a complex A is set up on the host: "
+                         "use reuse_pattern=False")
+    if not isinstance(strength, SymmetricStrength):
+        raise ValueError(f"amg_setup: a complex A takes strength='symmetric' (measured on |a_ij|), got {strength!r}")
+    d = A.diagonal()
+    if np.any(d == 0):
+        raise ValueError("amg_setup: a complex A needs a nonzero diagonal (its relaxation divides by it); this A has "
+                         "a zero diagonal entry: use gmres or bicgstab without this preconditioner")
+    tau = 1e3 * eps
+    scale = float(np.abs(A.data).max()) if A.nnz else 0.0
+    hermitian = A.nnz == 0 or float(abs(A - A.conj().T).max()) <= tau * scale
+    posdiag = bool(np.all(d.real > 0) and np.all(np.abs(d.imag) <= tau * np.abs(d)))
+    return bool(hermitian and posdiag), posdiag
 
 
 def _check_coarse(coarse: Any) -> None:
@@ -216,7 +244,7 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
                 kval = val.copy()
                 kval[0, extra] = 1.0
                 K = EllMatrix(op.idx, to_device(kval, dtype), (pad, pad))
-        dinv = np.zeros(pad)
+        dinv = np.zeros(pad, np.result_type(d, np.float64))
         dinv[:nl] = 1.0 / d
         dinvs.append(to_device(dinv, dtype))
         pros.append(_ell(P, pad, pad_c, dtype))
@@ -233,7 +261,7 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
     if A is not None and K is None:  # (no level: A is solved by the coarsest dense inverse alone)
         K = EllMatrix.from_scipy(A, num_rows=pad, num_cols=pad, pad_identity=True, dtype=dtype)
     Cd = coarse.toarray()
-    Cinv = np.zeros((pad, pad))
+    Cinv = np.zeros((pad, pad), np.result_type(coarse.dtype, np.float64))
     m = Cd.shape[0]
     if m:
         # a pseudo-inverse: a singular Galerkin operator (a pure Neumann problem) keeps its range solvable

@@ -10,7 +10,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, Bool, Inexact, Int
 
 from ..._buckets import round_up
 from ..._inputs import to_device
@@ -48,7 +48,7 @@ def _ell_host(M: Any, *, num_rows: int | None = None, num_cols: int | None = Non
     row = np.repeat(np.arange(nr, dtype=np.int64), cnt)
     flat = (np.arange(M.nnz, dtype=np.int64) - M.indptr[row]) * n_rows + row
     idx = np.zeros((k, n_rows), np.int32)
-    val = np.zeros((k, n_rows), np.float64)
+    val = np.zeros((k, n_rows), np.result_type(M.data.dtype, np.float64))
     idx.ravel()[flat] = M.indices
     val.ravel()[flat] = M.data
     if pad_identity:
@@ -83,7 +83,7 @@ class EllMatrix(eqx.Module):
     """
 
     idx: Int[Array, "k n"]
-    val: Float[Array, "k n"]
+    val: Inexact[Array, "k n"]
     shape: tuple[int, int] = eqx.field(static=True)
 
     @classmethod
@@ -112,7 +112,7 @@ class EllMatrix(eqx.Module):
         `from_scipy`."""
         return cls.from_scipy(A.to_scipy(), dtype=A.vals.dtype, **kwargs)
 
-    def mv(self, x: Float[Array, " n_cols"]) -> Float[Array, " n_rows"]:
+    def mv(self, x: Inexact[Array, " n_cols"]) -> Inexact[Array, " n_rows"]:
         """``A @ x``: a ``fori_loop`` over the ``k`` slots, each one gather and a multiply-add.
 
         A compiled loop rather than an unrolled sum on purpose: unrolled, XLA:CPU fuses the elementwise
@@ -127,7 +127,7 @@ class EllMatrix(eqx.Module):
         return jax.lax.fori_loop(0, self.idx.shape[0], body,
                                  jnp.zeros(self.shape[0], jnp.result_type(self.val, x)))
 
-    def diagonal(self) -> Float[Array, " n"]:
+    def diagonal(self) -> Inexact[Array, " n"]:
         """Main diagonal (square matrices)."""
         on = self.idx == jnp.arange(self.shape[0], dtype=self.idx.dtype)[None, :]
         return jnp.sum(jnp.where(on, self.val, 0.0), axis=0)
@@ -346,11 +346,11 @@ class MultilevelHierarchy(eqx.Module):
     """
 
     ops: tuple[EllMatrix, ...]
-    dinv: tuple[Float[Array, " _n"], ...]
+    dinv: tuple[Inexact[Array, " _n"], ...]
     prolong: tuple[EllMatrix, ...]
     restrict: tuple[EllMatrix, ...]
-    lam: Float[Array, " levels"]
-    coarse_inv: Float[Array, "nc nc"]
+    lam: Inexact[Array, " levels"]
+    coarse_inv: Inexact[Array, "nc nc"]
     sizes: tuple[int, ...] = eqx.field(static=True)
     degree: int = eqx.field(static=True, default=2)
     n: int | None = eqx.field(static=True, default=None)
@@ -421,8 +421,11 @@ class MultilevelHierarchy(eqx.Module):
         x = x + self.prolong[lvl].mv(e)
         return self._smooth(lvl, b, x)
 
-    def __call__(self, r: Float[Array, " n"]) -> Float[Array, " n"]:
-        """One V-cycle from a zero initial guess: ``B r ≈ Ã⁻¹ r`` (``r`` of the padded fine size)."""
+    def __call__(self, r: Inexact[Array, " n"]) -> Inexact[Array, " n"]:
+        """One V-cycle from a zero initial guess: ``B r ≈ Ã⁻¹ r`` (``r`` of the padded fine size; a complex ``r``
+        through a real hierarchy: its real and imaginary parts apart)."""
+        if jnp.iscomplexobj(r) and not jnp.iscomplexobj(self.coarse_inv):
+            return jax.lax.complex(self._cycle(0, jnp.real(r)), self._cycle(0, jnp.imag(r)))
         return self._cycle(0, r)
 
 
@@ -436,7 +439,10 @@ class _PaddedCycle(eqx.Module):
         H = self.hierarchy
         dtype = H.coarse_inv.dtype
         r = jnp.asarray(r)
-        out_dtype = r.dtype if jnp.issubdtype(r.dtype, jnp.floating) else dtype
+        if jnp.iscomplexobj(r) and not jnp.iscomplexobj(H.coarse_inv):
+            # a real cycle on a complex vector: applied to its real and imaginary parts (it stays C-linear)
+            return jax.lax.complex(self(jnp.real(r)), self(jnp.imag(r)))
+        out_dtype = r.dtype if jnp.issubdtype(r.dtype, jnp.inexact) else dtype
         v = jnp.zeros((H.sizes[0],), dtype).at[: self.n].set(r.astype(dtype))
         return H(v)[: self.n].astype(out_dtype)
 

@@ -27,7 +27,8 @@ def node_matrix(A: Any, node_of: np.ndarray, num_nodes: int) -> Any:
         N.sum_duplicates()
         return N
     coo = A.tocoo()
-    N = sp.csr_matrix((coo.data ** 2, (node_of[coo.row], node_of[coo.col])), shape=(num_nodes, num_nodes))
+    data = np.abs(coo.data) if np.iscomplexobj(coo.data) else coo.data  # (|a_ij|: the strength of a complex A)
+    N = sp.csr_matrix((data ** 2, (node_of[coo.row], node_of[coo.col])), shape=(num_nodes, num_nodes))
     N.sum_duplicates()
     N.data = np.sqrt(N.data)
     return N
@@ -89,22 +90,28 @@ def fit_candidates(agg_of_dof: np.ndarray, B: np.ndarray, num_aggs: int, *, rtol
     n, k = B.shape
     inside = agg_of_dof >= 0
     seg = np.where(inside, agg_of_dof, num_aggs)
+    cplx = np.iscomplexobj(B)
 
     def segsum(v):
+        if np.iscomplexobj(v):  # (bincount takes real weights: the two parts apart)
+            return segsum(v.real) + 1j * segsum(v.imag)
         return np.bincount(seg, weights=v, minlength=num_aggs + 1)[:num_aggs]
 
-    Q = np.zeros((n, k))
-    R = np.zeros((num_aggs, k, k))
+    def dot(u, v):  # uᴴ v per aggregate (u v for real candidates)
+        return segsum(np.conj(u) * v) if cplx else segsum(u * v)
+
+    Q = np.zeros((n, k), B.dtype)
+    R = np.zeros((num_aggs, k, k), B.dtype)
     ok = np.zeros((num_aggs, k), bool)
     for j in range(k):
         v = np.where(inside, B[:, j], 0.0)
-        ref = np.sqrt(segsum(v * v))
+        ref = np.sqrt(dot(v, v).real)
         for _ in range(2):  # MGS, repeated once ("twice is enough")
             for i in range(j):
-                c = segsum(Q[:, i] * v)
+                c = dot(Q[:, i], v)
                 R[:, i, j] += c
                 v = v - np.append(c, 0.0)[seg] * Q[:, i]
-        nrm = np.sqrt(segsum(v * v))
+        nrm = np.sqrt(dot(v, v).real)
         good = (nrm > rtol * ref) & (nrm > 0)
         ok[:, j] = good
         R[:, j, j] = np.where(good, nrm, 0.0)
@@ -132,6 +139,12 @@ def rho_dinv_a(A: Any, d: np.ndarray, iters: int = 20, symmetric: bool = False) 
     semi-definite ``D^{-1/2} A D^{-1/2}`` the quotients of the power iterates never decrease (the moments
     ``x₀ᵀ S^j x₀`` are log-convex in ``j``), so the remaining steps could not move the result off the cap. (A
     symmetric indefinite ``A`` then also gets the cap, still an upper bound of ``ρ``.)"""
+    if np.iscomplexobj(A.data):
+        # a complex A: the Gershgorin bound max_i Σ_j |a_ij| / |a_ii| (its spectrum is not on the real line, where
+        # the Rayleigh quotient of the power steps would bound it)
+        row = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+        upper = float(np.max(np.bincount(row, weights=np.abs(A.data), minlength=A.shape[0]) / np.abs(d)))
+        return upper, upper
     upper = _spectral_radius(A, np.abs(d), iters=iters, stop_at_cap=symmetric)
     return upper / 1.1, upper
 
@@ -192,9 +205,10 @@ def improve_candidates(A: Any, B: np.ndarray, d: np.ndarray, rho: float, num_ste
 
 
 def _symmetrised(M: Any) -> Any:
-    """``(M + Mᵀ) / 2`` of a canonical CSR matrix; when the stored pattern is symmetric (a Galerkin product of a
-    symmetric operator), the transpose's values are averaged in place of a sparse sum."""
-    T = M.T.tocsr()  # (canonical: sorted columns)
+    """``(M + Mᵀ) / 2`` of a canonical CSR matrix (``(M + Mᴴ) / 2`` for a complex one); when the stored pattern is
+    symmetric (a Galerkin product of a symmetric operator), the transpose's values are averaged in place of a
+    sparse sum."""
+    T = (M.conj().T if np.iscomplexobj(M.data) else M.T).tocsr()  # (canonical: sorted columns)
     if np.array_equal(M.indptr, T.indptr) and np.array_equal(M.indices, T.indices):
         M.data = (M.data + T.data) * 0.5
         return M
@@ -239,7 +253,8 @@ def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, max_
         if record is not None:
             record.append(dict(agg_of_dof=agg_of_dof, num_aggs=num_aggs, coarse_node=coarse_node, Bc=Bc))
         P = smoothed_prolongator(cur, T, d, rho)
-        R = P.T.tocsr()  # (once: the Galerkin product and the restriction both use it)
+        # (once: the Galerkin product and the restriction both use it; Pᴴ for a complex A)
+        R = (P.conj().T if np.iscomplexobj(P.data) else P.T).tocsr()
         nxt = (R @ (cur @ P)).tocsr()
         nxt.sum_duplicates()
         if symmetric:

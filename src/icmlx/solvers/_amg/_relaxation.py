@@ -10,7 +10,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float, Inexact, Int
 
 from ..._buckets import round_up
 from ..._checks import check_int, check_values, is_traced
@@ -372,8 +372,8 @@ class ColorBlocks(eqx.Module):
 
     rows: Int[Array, "c m"]
     idx: Int[Array, "c k m"]
-    val: Float[Array, "c k m"]
-    dinv: Float[Array, "c m"]
+    val: Inexact[Array, "c k m"]
+    dinv: Inexact[Array, "c m"]
 
     @classmethod
     def from_ell(cls, idx: np.ndarray, val: np.ndarray, d: np.ndarray, color: np.ndarray,
@@ -388,7 +388,7 @@ class ColorBlocks(eqx.Module):
         slot = np.arange(order.size) - start[color[order]]
         rows = np.zeros((nc, m), np.int32)
         rows[color[order], slot] = order
-        dinv = np.zeros((nc, m))
+        dinv = np.zeros((nc, m), np.result_type(d, np.float64))
         dinv[color[order], slot] = 1.0 / d[order]
         # row r's k slots go to colour block color[r], position where[r]: one flat scatter of the (k, n) arrays
         n = color.size
@@ -397,7 +397,7 @@ class ColorBlocks(eqx.Module):
         where[order] = slot
         dest = (color * (k * m) + where)[None, :] + (np.arange(k, dtype=np.int64) * m)[:, None]
         cidx = np.zeros((nc, k, m), np.int32)
-        cval = np.zeros((nc, k, m))
+        cval = np.zeros((nc, k, m), np.result_type(val, np.float64))
         cidx.ravel()[dest] = idx[:, :n]
         cval.ravel()[dest] = val[:, :n]
         return cls(to_device(rows, np.int32), to_device(cidx, np.int32), to_device(cval, dtype),

@@ -38,17 +38,14 @@ _PROGRESS_EVERY = 10  # Krylov steps between progress lines (progress=True)
 def _operator(A: Operator) -> tuple[Operator, Callable[[Array], Array], int | None, Any]:
     """``(A, mv, n, dtype)``: matrices converted (`as_sparse_matrix`), operators and callables kept."""
     if isinstance(A, SparseMatrix) or is_scipy_sparse(A) or is_jax_sparse(A):
-        A = _bucketed(as_sparse_matrix(A, name="A"))
+        A = _bucketed(as_sparse_matrix(A, name="A", allow_complex=True))
         return A, A.mv, A.shape[0], A.dtype
     if isinstance(A, (np.ndarray, jax.Array)):  # dense: a matrix product (traceable)
         M = jnp.asarray(A)
         if M.ndim != 2:
             raise ValueError(f"A must be a 2-D matrix, got an array of shape {M.shape}")
         n = check_square(M.shape, "A")
-        if jnp.issubdtype(M.dtype, jnp.complexfloating):
-            raise TypeError(f"A is complex ({M.dtype}); icmlx.solvers works with real systems "
-                            "(split a complex system into its real 2n × 2n form)")
-        if not jnp.issubdtype(M.dtype, jnp.floating):
+        if not jnp.issubdtype(M.dtype, jnp.inexact):
             M = M.astype(jnp.result_type(float))
         M = check_values(M, lambda xp, v: ~xp.isfinite(v),
                          "A has NaN or Inf entries; fix or drop them before solving")
@@ -89,7 +86,7 @@ def _bucketed(A: SparseMatrix) -> SparseMatrix:
 def _prepare(A: Operator, b: Any, x0: Any):
     """Convert ``A``, ``b`` and ``x0``: ``(A, mv, b, x0)`` with ``b`` in ``A``'s dtype (when known)."""
     A, mv, n, dtype = _operator(A)
-    b = as_vector(b, n, name="b", dtype=dtype)
+    b = as_vector(b, n, name="b", dtype=dtype, allow_complex=True)
     x = jnp.zeros_like(b) if x0 is None else as_vector(x0, b.shape[0], name="x0", dtype=b.dtype, matrix="A")
     return A, mv, b, x
 
@@ -132,9 +129,17 @@ def _scale(d, r):
     return d * r
 
 
+def _real_dtype(dtype: Any) -> Any:  # float32 for complex64
+    return jnp.finfo(dtype).dtype
+
+
 def _tol(value: Any, b: Array) -> Array:
-    """A tolerance as an array of ``b``'s dtype, so a new value does not compile the loop again."""
-    return jnp.asarray(value, b.dtype)
+    """A tolerance as an array of ``b``'s real dtype, so a new value does not compile the loop again."""
+    return jnp.asarray(value, _real_dtype(b.dtype))
+
+
+def _norm2(r: Array) -> Array:  # ‖r‖₂² = rᴴ r, real (the real part drops a rounding-level imaginary part)
+    return jnp.real(jnp.vdot(r, r))
 
 
 def _reporter(show: bool, desc: str, total: int):
@@ -207,6 +212,9 @@ def implicit_solve(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_st
             lam = jnp.where(result == RESULTS.successful, lam, jnp.nan)
         return lam, (result, stats)
 
+    # a Hermitian A is not its own transpose when complex (Aᵀ = conj A): the adjoint then runs on the transposed
+    # product and preconditioner (conj A is Hermitian positive definite too, so CG still applies)
+    symmetric = symmetric and not jnp.iscomplexobj(b)
     x, (result, stats) = jax.lax.custom_linear_solve(mv, b, forward, adjoint, symmetric=symmetric, has_aux=True)
     return x, result, jax.lax.stop_gradient(stats)
 
@@ -221,9 +229,10 @@ def _power_scaled(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_ste
         M = M if M is _identity else jax.tree_util.Partial(_ldexp_after, M, ka)
     else:
         ka = jnp.zeros((), jnp.int32)
-    s = jnp.ldexp(jnp.ones((), b.dtype), kb)
-    x, result, stats = loop(mv, M, b / s, x / s, rtol, atol / s, *static, max_steps, show)
-    x = jnp.ldexp(x, kb - ka)
+    s = jnp.ldexp(jnp.ones((), _real_dtype(b.dtype)), kb)
+    sb = s.astype(b.dtype) if jnp.iscomplexobj(b) else s
+    x, result, stats = loop(mv, M, b / sb, x / sb, rtol, atol / s, *static, max_steps, show)
+    x = _ldexp(x, kb - ka)
     result = RESULTS.where(jnp.all(jnp.isfinite(x)), result, RESULTS.nonfinite)
     return x, (result, {**stats, "residual_norm": stats["residual_norm"] * s})
 
@@ -249,13 +258,19 @@ def _matrix_entries(A: Any) -> Any:
     """The entries of a matrix (their scale is known), or ``None`` for an operator of unknown scale."""
     for field in ("vals", "val", "matrix"):  # SparseMatrix, EllMatrix, lx.MatrixLinearOperator
         v = getattr(A, field, None)
-        if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jnp.floating):
+        if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jnp.inexact):
             return v
     return None
 
 
+def _ldexp(v, k):  # v · 2^k exactly (a complex v: its two parts apart)
+    if jnp.iscomplexobj(v):
+        return jax.lax.complex(jnp.ldexp(jnp.real(v), k), jnp.ldexp(jnp.imag(v), k))
+    return jnp.ldexp(v, k)
+
+
 def _ldexp_after(f, k, v):
-    return jnp.ldexp(f(v), k)
+    return _ldexp(f(v), k)
 
 
 def _replace_residual(mv, b, x, r, tol2, last):
@@ -267,9 +282,9 @@ def _replace_residual(mv, b, x, r, tol2, last):
     true residual norm has not halved since the previous one stops the iteration (``RESULTS.accuracy_limit``)
     instead of cycling to ``max_steps``. Returns ``(r, replaced, stalled, last)``, ``replaced`` true when the
     true residual still misses the tolerance and ``last`` the squared true norm at the latest replacement."""
-    converged = jnp.vdot(r, r) <= tol2
+    converged = _norm2(r) <= tol2
     r = jax.lax.cond(converged, lambda: b - mv(x), lambda: r)
-    rr = jnp.vdot(r, r)
+    rr = _norm2(r)
     replaced = converged & (rr > tol2)
     stalled = replaced & (rr > 0.25 * last)
     return r, replaced, stalled, jnp.where(replaced, rr, last)
@@ -278,8 +293,8 @@ def _replace_residual(mv, b, x, r, tol2, last):
 def _history(b, r, length: int):
     """A ``length`` buffer of NaN with ``‖r‖/‖b‖`` in slot 0, and the denominator."""
     bn = jnp.linalg.norm(b)
-    denom = jnp.where(bn > 0, bn, jnp.ones((), b.dtype))
-    return jnp.full((length,), jnp.nan, b.dtype).at[0].set(jnp.linalg.norm(r) / denom), denom
+    denom = jnp.where(bn > 0, bn, jnp.ones((), bn.dtype))
+    return jnp.full((length,), jnp.nan, bn.dtype).at[0].set(jnp.linalg.norm(r) / denom), denom
 
 
 def cg(
@@ -294,7 +309,7 @@ def cg(
     throw: bool = True,
     progress: bool | None = None,
 ) -> LinearSolution:
-    r"""Preconditioned conjugate gradients for symmetric positive definite ``A``.
+    r"""Preconditioned conjugate gradients for symmetric (complex: Hermitian) positive definite ``A``.
 
     Stops when $\|r_k\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})$ for the true residual
     $r_k = b - A x_k$: the recursive residual is tracked as in ``scipy.sparse.linalg.cg``, and when it meets
@@ -303,9 +318,11 @@ def cg(
     search directions.
 
     Args:
-      A: the n × n SPD matrix: a SciPy sparse matrix or array in any format, a ``jax.experimental.sparse``
+      A: the n × n SPD matrix (complex Hermitian positive definite: the inner products are $u^H v$): a SciPy
+        sparse matrix or array in any format, a ``jax.experimental.sparse``
         BCOO, a dense NumPy/JAX array, a ``SparseMatrix``, a lineax operator or a callable ``x -> A x``.
-      b: right-hand side ``float[n]`` (NumPy, JAX or a pandas Series; cast to ``A``'s dtype when known).
+      b: right-hand side ``float[n]`` or ``complex[n]`` (NumPy, JAX or a pandas Series; cast to ``A``'s dtype when
+        known; a complex ``b`` needs a complex ``A``).
       x0: initial guess (zeros if ``None``).
       rtol: tolerances.
       atol: tolerances.
@@ -360,13 +377,13 @@ def cg_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
 
     def cond(c):
         _, r, _, _, _, it, bad, _, _, stall = c
-        return (jnp.vdot(r, r) > tol2) & (it < max_steps) & ~bad & ~stall
+        return (_norm2(r) > tol2) & (it < max_steps) & ~bad & ~stall
 
     def body(c):
         x, r, z, p, rz, it, _, hist, last, _ = c
         Ap = mv(p)
-        pAp = jnp.vdot(p, Ap)
-        bad = ~(pAp > 0)
+        pAp = jnp.vdot(p, Ap)  # pᴴ A p: real and positive for Hermitian positive definite A
+        bad = ~(jnp.real(pAp) > 0)
         alpha = jnp.where(bad, 0.0, rz / jnp.where(bad, 1.0, pAp))
         x = x + alpha * p
         r, replaced, stall, last = _replace_residual(mv, b, x, r - alpha * Ap, tol2, last)
@@ -378,10 +395,10 @@ def cg_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
             report(it + 1, relative_residual=rel)
         return x, r, z, p, rz_new, it + 1, bad, hist.at[it + 1].set(rel), last, stall
 
-    inf = jnp.full((), jnp.inf, b.dtype)
+    inf = jnp.full((), jnp.inf, tol2.dtype)
     init = (x, r, z, z, jnp.vdot(r, z), jnp.array(0, jnp.int32), jnp.array(False), hist, inf, jnp.array(False))
     x, r, _, _, _, it, bad, hist, _, stall = jax.lax.while_loop(cond, body, init)
-    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, hist, stall)
+    return _finish(mv, b, x, it, _norm2(r) <= tol2, bad, hist, stall)
 
 
 def bicgstab(
@@ -405,7 +422,7 @@ def bicgstab(
 
     Args:
       A: as in ``cg`` (any square matrix type, a lineax operator or a callable).
-      b: right-hand side ``float[n]``.
+      b: right-hand side ``float[n]`` or ``complex[n]`` (as in ``cg``).
       x0: initial guess.
       preconditioner: as in ``cg`` (need not be symmetric).
       rtol: as in ``cg``.
@@ -446,7 +463,7 @@ def bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
 
     def cond(c):
         r, it, bad, stall = c[1], c[7], c[8], c[11]
-        return (jnp.vdot(r, r) > tol2) & (it < max_steps) & ~bad & ~stall
+        return (_norm2(r) > tol2) & (it < max_steps) & ~bad & ~stall
 
     def body(c):
         x, r, p, v, rho, alpha, omega, it, _, hist, last, _ = c
@@ -462,10 +479,10 @@ def bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
         shat = M(s)
         t = mv(shat)
         tt = jnp.vdot(t, t)
-        omega = jnp.where(tt > 0, jnp.vdot(t, s) / jnp.where(tt > 0, tt, one), 0.0)
+        omega = jnp.where(jnp.real(tt) > 0, jnp.vdot(t, s) / jnp.where(jnp.real(tt) > 0, tt, one), 0.0)
         x = x + alpha * phat + omega * shat
         r, replaced, stall, last = _replace_residual(mv, b, x, s - omega * t, tol2, last)
-        bad = bad | (omega == 0) & (jnp.vdot(r, r) > tol2)
+        bad = bad | (omega == 0) & (_norm2(r) > tol2)
         rel = jnp.linalg.norm(r) / denom
         if report is not None:
             report(it + 1, relative_residual=rel)
@@ -475,11 +492,11 @@ def bicgstab_loop(mv, M, b, x, rtol, atol, max_steps: int, show: bool):
         return x, r, p, v, rho_new, alpha, omega, it + 1, bad, hist.at[it + 1].set(rel), last, stall
 
     z = jnp.zeros_like(b)
-    inf = jnp.full((), jnp.inf, b.dtype)
+    inf = jnp.full((), jnp.inf, tol2.dtype)
     init = (x, r, z, z, one, one, one, jnp.array(0, jnp.int32), jnp.array(False), hist, inf, jnp.array(False))
     out = jax.lax.while_loop(cond, body, init)
     x, r, it, bad, hist, stall = out[0], out[1], out[7], out[8], out[9], out[11]
-    return _finish(mv, b, x, it, jnp.vdot(r, r) <= tol2, bad, hist, stall)
+    return _finish(mv, b, x, it, _norm2(r) <= tol2, bad, hist, stall)
 
 
 def gmres(
@@ -497,26 +514,30 @@ def gmres(
 ) -> LinearSolution:
     r"""Restarted GMRES(m) with modified Gram–Schmidt Arnoldi, optionally right-preconditioned.
 
-    Each cycle builds an orthonormal Krylov basis $Q_m$ of $\mathcal K_m(A M, r_0)$ (``M = I``
-    without a preconditioner) and minimises $\|\beta e_1 - \bar H_m y\|_2$, then sets
-    $x \leftarrow x + M Q_m y$; the true residual of ``A`` is checked after every cycle, so
-    ``num_steps`` is a multiple of ``restart`` (capped by ``max_steps`` rounded up to a full cycle).
+    Each cycle builds an orthonormal Krylov basis $Q_j$ of $\mathcal K_j(A M, r_0)$ (``M = I``
+    without a preconditioner), $j \le m$, minimises $\|\beta e_1 - \bar H_j y\|_2$ (Givens rotations keep
+    that least-squares residual current at every step) and sets $x \leftarrow x + M Q_j y$. A cycle ends after
+    ``restart`` steps, when the least-squares residual meets the tolerance, or when ``max_steps`` Arnoldi steps
+    have been taken in all; the true residual of ``A`` is then computed and decides convergence. ``num_steps``
+    is the number of Arnoldi steps (products with ``A``) taken, never more than ``max_steps``.
 
     Args:
       A: as in ``cg`` (any square matrix type, a lineax operator or a callable).
-      b: right-hand side ``float[n]``.
+      b: right-hand side ``float[n]`` or ``complex[n]`` (as in ``cg``).
       x0: initial guess.
-      rtol: as in ``cg`` (progress: a line per restart cycle).
-      atol: as in ``cg`` (progress: a line per restart cycle).
-      throw: as in ``cg`` (progress: a line per restart cycle).
-      progress: as in ``cg`` (progress: a line per restart cycle).
+      rtol: as in ``cg``.
+      atol: as in ``cg``.
+      throw: as in ``cg``.
+      progress: as in ``cg`` (a line per restart cycle).
       restart: Krylov dimension per cycle (static).
-      max_steps: cap on inner steps.
+      max_steps: cap on Arnoldi steps over all cycles (exact: ``max_steps=1`` takes one step).
       preconditioner: as in ``cg`` (need not be symmetric; applied on the right).
 
     Returns:
-      A `LinearSolution`, as in ``cg``, except that ``residual_history`` holds the true
-      ``‖b − A x‖/‖b‖`` after each restart cycle (entry ``k`` after ``k · restart`` steps).
+      A `LinearSolution`, as in ``cg``: ``residual_history[k]`` is the least-squares residual
+      ``‖r_k‖/‖b‖`` after ``k`` Arnoldi steps, replaced by the true ``‖b − A x‖/‖b‖`` at the end of each cycle.
+      ``accuracy_limit`` when two cycles in a row ended on the least-squares estimate while the true residual
+      missed the tolerance and did not halve (the working precision cannot reach it).
 
     Raises:
       ValueError, TypeError: as in ``cg``; ``restart < 1``.
@@ -537,53 +558,93 @@ def gmres(
 
 @eqx.filter_jit
 def gmres_loop(mv, M, b, x, rtol, atol, restart: int, max_steps: int, show: bool):
-    """The restarted GMRES iteration, compiled once per operator structure, size, ``restart`` and ``max_steps``."""
+    """The restarted GMRES iteration, compiled once per operator structure, size, ``restart`` and ``max_steps``:
+    cycles of at most ``min(restart, max_steps − steps so far)`` Arnoldi steps (see ``gmres``)."""
     m = restart
+    rdt = _real_dtype(b.dtype)
     tol = jnp.maximum(rtol * jnp.linalg.norm(b), atol)
-    max_cycles = -(-max_steps // m)
-    report = _reporter(show, "gmres", max_cycles)
-    tiny = jnp.finfo(b.dtype).tiny
+    report = _reporter(show, "gmres", max_steps)
+    tiny, zero, one = jnp.finfo(b.dtype).tiny, jnp.zeros((), b.dtype), jnp.ones((), b.dtype)
 
-    def cycle(x):
-        r = b - mv(x)
-        beta = jnp.linalg.norm(r)
-        Q = jnp.zeros((m + 1, b.shape[0]), b.dtype).at[0].set(r / jnp.maximum(beta, tiny))
-        H = jnp.zeros((m + 1, m), b.dtype)
+    def cycle(x, r, beta, steps, hist):
+        """At most ``m`` Arnoldi steps from ``x`` (residual ``r``, ``‖r‖ = beta``): ``(x, steps, hist)``."""
+        Q = jnp.zeros((m + 1, b.shape[0]), b.dtype).at[0].set(r / jnp.maximum(beta, tiny).astype(b.dtype))
+        R = jnp.zeros((m, m), b.dtype)  # the rotated (upper triangular) Hessenberg matrix
+        g = jnp.zeros((m + 1,), b.dtype).at[0].set(beta.astype(b.dtype))
+        cs = jnp.zeros((m,), b.dtype)  # (real values, held in b's dtype)
+        sn = jnp.zeros((m,), b.dtype)
+        limit = jnp.minimum(m, max_steps - steps)
 
-        def arnoldi(j, QH):
-            Q, H = QH
+        def cond(c):
+            j, est = c[0], c[6]
+            return (j < limit) & (est > tol)
+
+        def arnoldi(c):
+            j, Q, R, g, cs, sn, _, hist = c
             w = mv(M(Q[j]))
 
             def mgs(i, wh):
                 w, h = wh
-                use = i <= j
-                hij = jnp.where(use, jnp.vdot(Q[i], w), 0.0)
+                hij = jnp.where(i <= j, jnp.vdot(Q[i], w), zero)
                 return w - hij * Q[i], h.at[i].set(hij)
 
             w, h = jax.lax.fori_loop(0, m, mgs, (w, jnp.zeros((m + 1,), b.dtype)))
             hn = jnp.linalg.norm(w)
-            h = h.at[j + 1].set(hn)
-            Q = Q.at[j + 1].set(jnp.where(hn > tiny, w / jnp.maximum(hn, tiny), 0.0))
-            return Q, H.at[:, j].set(h)
+            Q = Q.at[j + 1].set(jnp.where(hn > tiny, w / jnp.maximum(hn, tiny).astype(b.dtype), zero))
+            h = h.at[j + 1].set(hn.astype(b.dtype))
 
-        Q, H = jax.lax.fori_loop(0, m, arnoldi, (Q, H))
-        e1 = jnp.zeros((m + 1,), b.dtype).at[0].set(beta)
-        y = jnp.linalg.lstsq(H, e1)[0]
-        return x + M(Q[:m].T @ y)
+            def rotate(i, h):  # the earlier rotations, applied to the new column
+                a, c2, use = h[i], h[i + 1], i < j
+                return h.at[i].set(jnp.where(use, cs[i] * a + sn[i] * c2, a)).at[i + 1].set(
+                    jnp.where(use, -jnp.conj(sn[i]) * a + cs[i] * c2, c2))
+
+            h = jax.lax.fori_loop(0, m, rotate, h)
+            # the rotation that zeroes h[j + 1] (a complex Givens rotation [[c, s], [-conj s, c]], c real)
+            a, c2 = h[j], h[j + 1]
+            rho = jnp.sqrt(jnp.abs(a) ** 2 + jnp.abs(c2) ** 2)
+            safe = rho > 0
+            aa = jnp.abs(a)
+            phase = jnp.where(aa > 0, a / jnp.where(aa > 0, aa, 1.0).astype(b.dtype), one)
+            c_j = jnp.where(safe, aa / jnp.where(safe, rho, 1.0), 1.0).astype(b.dtype)
+            s_j = jnp.where(safe, phase * jnp.conj(c2) / jnp.where(safe, rho, 1.0).astype(b.dtype), zero)
+            h = h.at[j].set(jnp.where(safe, phase * rho.astype(b.dtype), a)).at[j + 1].set(zero)
+            gj = g[j]
+            g = g.at[j].set(c_j * gj).at[j + 1].set(-jnp.conj(s_j) * gj)
+            est = jnp.abs(g[j + 1])
+            hist = hist.at[steps + j + 1].set(est / denom)
+            return j + 1, Q, R.at[:, j].set(h[:m]), g, cs.at[j].set(c_j), sn.at[j].set(s_j), est, hist
+
+        init = (jnp.array(0, jnp.int32), Q, R, g, cs, sn, beta, hist)
+        k, Q, R, g, _, _, est, hist = jax.lax.while_loop(cond, arnoldi, init)
+        # solve R[:k, :k] y = g[:k]; the unused columns get a unit diagonal and a zero right-hand side (y = 0)
+        used = jnp.arange(m, dtype=jnp.int32) < k
+        diag = jnp.diagonal(R)
+        diag = jnp.where(diag == 0, jnp.asarray(tiny, b.dtype), diag)
+        R = R.at[jnp.arange(m), jnp.arange(m)].set(jnp.where(used, diag, one))
+        y = jax.scipy.linalg.solve_triangular(R, jnp.where(used, g[:m], zero), lower=False)
+        return x + M(Q[:m].T @ y), steps + k, hist, est <= tol
 
     def cond(c):
-        x, res, k, _ = c
-        return (res > tol) & (k < max_cycles)
+        _, _, res, steps, _, _, stall = c
+        return (res > tol) & (steps < max_steps) & ~stall
 
     def body(c):
-        x, _, k, hist = c
-        x = cycle(x)
-        res = jnp.linalg.norm(b - mv(x))
+        x, r, res, steps, hist, last, _ = c
+        x, steps, hist, estimated = cycle(x, r, res, steps, hist)
+        r = b - mv(x)
+        res = jnp.linalg.norm(r)
+        hist = hist.at[steps].set(res / denom)  # the true residual at the end of each cycle
+        # the least-squares residual met the tolerance but the true one did not (rounding): a second such cycle
+        # that has not halved the true residual means the working precision cannot reach the tolerance
+        early = estimated & (res > tol)
+        stall = early & (res > 0.5 * last)
         if report is not None:
-            report(k + 1, relative_residual=res / denom)
-        return x, res, k + 1, hist.at[k + 1].set(res / denom)
+            report(steps, relative_residual=res / denom)
+        return x, r, res, steps, hist, jnp.where(early, res, last), stall
 
     r0 = b - mv(x)
-    hist, denom = _history(b, r0, max_cycles + 1)
-    x, res, k, hist = jax.lax.while_loop(cond, body, (x, jnp.linalg.norm(r0), jnp.array(0, jnp.int32), hist))
-    return _finish(mv, b, x, k * m, res <= tol, jnp.array(False), hist)
+    hist, denom = _history(b, r0, max_steps + 1)
+    init = (x, r0, jnp.linalg.norm(r0), jnp.array(0, jnp.int32), hist, jnp.full((), jnp.inf, rdt),
+            jnp.array(False))
+    x, _, res, steps, hist, _, stall = jax.lax.while_loop(cond, body, init)
+    return _finish(mv, b, x, steps, res <= tol, jnp.array(False), hist, stall)
