@@ -1,6 +1,7 @@
 """One call for users: ``solve(A, b)`` (like ``pyamg.solve``), and the set-up/solve split behind it,
 ``amg_setup(A)`` → `AMGSolver` → ``solver.solve(b)`` for many right-hand sides."""
 
+import warnings
 from typing import Any
 
 import equinox as eqx
@@ -25,6 +26,10 @@ __all__ = ["AMGSolver", "amg_setup", "solve"]
 METHODS = ("auto", "cg", "gmres", "bicgstab")
 _RESTART = 30  # GMRES cycle length
 
+
+# the share of stored entries in the nonzero bs × bs blocks above which A is taken for a vector PDE: 3-D P1
+# elasticity from scikit-fem fills 95% of its 3 × 3 blocks, scalar stencils under a third of theirs
+BLOCK_FILL = 0.9
 
 _LOOPS = {"cg": (cg_loop, ()), "bicgstab": (bicgstab_loop, ()), "gmres": (gmres_loop, (_RESTART,))}
 
@@ -410,9 +415,84 @@ def solve(A: Any, b: Any, *, rtol: float | None = None, atol: float = 0.0, max_s
     if isinstance(A, SparseMatrix) and is_traced(A.vals):
         solver, values = _traced_setup(A, near_nullspace, method, setup)
         solver = solver.update(values)
+        reason = (f"method={method!r} was passed" if method != "auto" else
+                  "A's values are traced, so its symmetry is unknown: GMRES holds for any nonsingular A")
     else:
         solver = amg_setup(A, near_nullspace=near_nullspace, method=method, **setup)
-    return solver.solve(b, rtol=rtol, atol=atol, max_steps=max_steps, throw=throw)
+        reason = f"method={method!r} was passed" if method != "auto" else _auto_reason(solver)
+        if near_nullspace is None and solver.method == "cg":
+            bs = _vector_block_size(A, setup.get("block_size"))
+            if bs > 1:
+                advice = (f"A looks like a vector PDE ({bs} dofs per node: its nonzeros come in {bs}×{bs} "
+                          "blocks) and no near_nullspace was given, so the hierarchy knows only the constant "
+                          "vectors; for elasticity, near_nullspace=rigid_body_modes(coords) (the rotations as well) "
+                          "usually cuts the iterations several-fold")
+                reason = f"{reason}; {advice}"
+                warnings.warn(f"solve: {advice}", UserWarning, stacklevel=2)
+    sol = solver.solve(b, rtol=rtol, atol=atol, max_steps=max_steps, throw=False)
+    if method == "auto" and solver.method == "cg" and not is_traced(sol.result._value) and bool(
+            (sol.result == RESULTS.breakdown) | (sol.result == RESULTS.nonfinite)):
+        # CG met a non-positive curvature pᵀAp (or rᵀBr): A, or its cycle, is not positive definite. BiCGStab
+        # needs neither symmetry nor definiteness and takes the same hierarchy as its preconditioner.
+        cg_steps = int(sol.num_steps)
+        fallback = AMGSolver(solver.hierarchy, solver.A, "bicgstab", solver.n, solver.hierarchy_on)
+        sol = fallback.solve(b, rtol=rtol, atol=atol, max_steps=max_steps, throw=False)
+        reason = (f"{reason}, but CG broke down after {cg_steps} step(s) (a non-positive curvature: A is "
+                  "indefinite or its cycle is not positive definite), so BiCGStab preconditioned by the same "
+                  "hierarchy took over")
+        sol = LinearSolution(sol.value, sol.result, sol.stats, "bicgstab", reason)
+        if throw and not bool(sol.result == RESULTS.successful):
+            from .._results import result_name
+
+            res = float(sol.residual_norm) / max(float(jnp.linalg.norm(jnp.asarray(b, sol.value.dtype))), 1e-300)
+            raise RuntimeError(
+                f"{result_name(sol.result)}: solve: A is symmetric but not positive definite (CG broke down after "
+                f"{cg_steps} step(s) with a non-positive curvature pᵀAp); BiCGStab with the same multigrid "
+                f"preconditioner then stopped after {int(sol.num_steps)} steps at relative residual {res:.2e}. "
+                "Pass method='gmres' or method='bicgstab' with a larger max_steps, or use GRANS() (flexible GCR "
+                "for symmetric indefinite systems); throw=False returns the result record.")
+        return sol
+    sol = LinearSolution(sol.value, sol.result, sol.stats, solver.method, reason)
+    return raise_if_failed(sol, sol.result, throw)
+
+
+def _vector_block_size(A: Any, block_size: Any) -> int:
+    """Dofs per node of a vector PDE: ``block_size`` when given, a BSR matrix's block size, else the ``bs`` in
+    (3, 2) for which the ``bs × bs`` blocks of ``A``'s pattern that hold a nonzero are nearly full (at least
+    `BLOCK_FILL` of their entries stored: interleaved ordering, as scikit-fem and PyAMG assemble vector elements,
+    some couplings exactly zero on structured meshes); 1 when none fits (a scalar PDE's pattern fills a small
+    fraction of its blocks)."""
+    if block_size is not None:
+        return int(block_size)
+    bsr = getattr(A, "blocksize", None)
+    if bsr is not None and bsr[0] == bsr[1] and bsr[0] > 1:
+        return int(bsr[0])
+    if not hasattr(A, "tocsr"):
+        return 1
+    import scipy.sparse as sp  # set-up only
+
+    M = sp.csr_matrix(A)
+    n = M.shape[0]
+    for bs in (3, 2):
+        if n % bs or n < 2 * bs or M.nnz == 0:
+            continue
+        pat = sp.csr_matrix((np.ones(M.nnz), M.indices, M.indptr), shape=M.shape)
+        pat.sum_duplicates()
+        agg = sp.csr_matrix((np.ones(n), np.arange(n) // bs, np.arange(n + 1)), shape=(n, n // bs))
+        blocks = (agg.T @ pat @ agg).tocsr()
+        if pat.nnz >= BLOCK_FILL * blocks.nnz * bs * bs:
+            return bs
+    return 1
+
+
+def _auto_reason(solver: AMGSolver) -> str:
+    """Why ``method="auto"`` gave the set-up's Krylov method (the matrix class `amg_setup` found)."""
+    if solver.method == "cg":
+        return "method='auto': A is symmetric with a positive diagonal, so CG with the symmetric V-cycle"
+    if solver.hierarchy_on == "envelope":
+        return ("method='auto': A has a non-positive diagonal entry (indefinite or of mixed sign), so GMRES(30) "
+                "with the cycle of its M-matrix envelope")
+    return "method='auto': A is not symmetric, so GMRES(30) with the V-cycle"
 
 
 def _traced_setup(A: SparseMatrix, near_nullspace: Any, method: str, setup: dict) -> tuple[AMGSolver, jax.Array]:
