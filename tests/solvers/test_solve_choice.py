@@ -59,7 +59,8 @@ def test_indefinite_helmholtz_default_solve(k):
 
 def test_indefinite_refusal_names_cause_and_method():
     A, b = helmholtz(25.0, 5)
-    with pytest.raises(RuntimeError, match=r"(?s)not positive definite.*CG broke down.*method='gmres'"):
+    msg = r"(?s)max_steps_reached.*not positive definite.*CG broke down.*method='gmres'"
+    with pytest.raises(RuntimeError, match=msg):
         solve(A, b, rtol=RTOL, max_steps=3)
     sol = solve(A, b, rtol=RTOL, max_steps=3, throw=False)
     assert sol.method == "bicgstab" and int(sol.num_steps) <= 3
@@ -125,3 +126,19 @@ def test_elasticity_warns_and_modes_match_pyamg():
     print(f"n={A.shape[0]}: icmlx {int(plain.num_steps)} (no modes), {int(sol.num_steps)} (modes); "
           f"PyAMG {len(res) - 1}")
     assert int(sol.num_steps) <= 1.3 * (len(res) - 1)
+
+
+def test_traced_bcoo_names_the_eager_setup():
+    from jax.experimental import sparse as jsparse
+
+    T = sp.diags([-np.ones(19), 2 * np.ones(20), -np.ones(19)], [-1, 0, 1], format="csr")
+    M = jsparse.BCOO.from_scipy_sparse(T)
+    with pytest.raises(TypeError, match=r"(?s)A is traced.*amg_setup\(A0\).*preconditioner=solver"):
+        jax.jit(lambda M, b: solve(M, b).value)(M, np.ones(20))
+    # what the message proposes: the hierarchy built eagerly, the Krylov method under jit on the traced matrix
+    from icmlx.solvers import SparseMatrix, cg
+
+    solver = amg_setup(T, max_coarse=5)
+    x = jax.jit(lambda M, b: cg(SparseMatrix.from_bcoo(M), b, rtol=RTOL, preconditioner=solver).value)(
+        M, np.ones(20))
+    assert relres(T, np.ones(20), x) <= SLACK * RTOL

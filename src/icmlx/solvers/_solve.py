@@ -350,6 +350,7 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got method={method!r}")
+    _refuse_traced(A, "amg_setup")
     H, symmetric, on, pattern, K = build_hierarchy(
         A, near_nullspace=near_nullspace, block_size=block_size, strength=strength, relaxation=relaxation,
         cycle=cycle, max_coarse=max_coarse, max_levels=max_levels, improve_candidates=improve_candidates,
@@ -372,6 +373,16 @@ def solve(A: Any, b: Any, *, rtol: float | None = None, atol: float = 0.0, max_s
     GMRES(30) with the cycle otherwise. Stops when the true residual meets
     $\|b - A x\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})$.
 
+    A symmetric matrix with a positive diagonal may still be indefinite (Helmholtz, $K - k^2 M$). CG then meets
+    a non-positive curvature $p^\top A p \le 0$ (usually in its first step, the cycle amplifying exactly the
+    smooth modes of negative energy) and ends with ``breakdown``; with ``method="auto"`` `solve` then runs
+    BiCGStab, which needs neither symmetry nor definiteness, preconditioned by the same hierarchy (no second
+    set-up). If that fails too, the error names the cause and the methods to pass. ``sol.method`` and
+    ``sol.method_reason`` record which method produced the answer and why. A symmetric matrix given without
+    ``near_nullspace`` whose pattern comes in dense 2 × 2 or 3 × 3 blocks (a vector PDE with interleaved dofs, or
+    a ``block_size``/BSR block above 1) gets a ``UserWarning`` and a note in ``method_reason``: for elasticity
+    ``near_nullspace=rigid_body_modes(coords)`` usually cuts the iterations several-fold.
+
     Args:
       A: the n × n matrix (SciPy sparse in any format, BCOO, dense or ``SparseMatrix``; concrete).
       b: right-hand side ``float[n]``.
@@ -389,10 +400,13 @@ def solve(A: Any, b: Any, *, rtol: float | None = None, atol: float = 0.0, max_s
         ``block_size``, ``max_coarse``, ``max_levels``, ``improve_candidates``, ``dtype``).
 
     Returns:
-      A `LinearSolution` with ``stats["num_steps"]`` and a true status.
+      A `LinearSolution` with ``stats["num_steps"]`` (of the method that produced ``value``), a true status,
+      ``method`` and ``method_reason``.
 
     Raises:
-      ValueError, TypeError: as in `amg_setup` and `AMGSolver.solve`.
+      ValueError, TypeError: as in `amg_setup` and `AMGSolver.solve`; a ``TypeError`` for a traced BCOO or dense
+        ``A`` (under ``jit``/``grad``/``vmap``), naming the calls that take one (a hierarchy built eagerly with
+        `amg_setup` and used under ``jit``, or a `SparseMatrix` with concrete indices).
       RuntimeError: with ``throw=True``, when the tolerance was not met.
 
     References:
@@ -406,12 +420,20 @@ def solve(A: Any, b: Any, *, rtol: float | None = None, atol: float = 0.0, max_s
       >>> sol = solve(A, np.ones(300), rtol=1e-5)
       >>> bool(np.linalg.norm(np.ones(300) - A @ np.asarray(sol.value, float)) <= 1e-5 * np.sqrt(300))
       True
+      >>> sol.method
+      'cg'
+      >>> H = (A * 300**2 - 30.0**2 * sp.eye(300)).tocsr()  # -u'' - k²u, k = 30: indefinite
+      >>> sol = solve(H, np.ones(300))
+      >>> sol.method, "CG broke down" in sol.method_reason
+      ('bicgstab', True)
     """
     unknown = set(setup) - {"strength", "relaxation", "cycle", "block_size", "max_coarse", "max_levels",
                             "improve_candidates", "dtype"}
     if unknown:
         raise TypeError(f"solve() got unexpected keyword arguments {sorted(unknown)}; see amg_setup for the set-up "
                         "options")
+    if not isinstance(A, SparseMatrix):
+        _refuse_traced(A, "solve")
     if isinstance(A, SparseMatrix) and is_traced(A.vals):
         solver, values = _traced_setup(A, near_nullspace, method, setup)
         solver = solver.update(values)
@@ -444,16 +466,37 @@ def solve(A: Any, b: Any, *, rtol: float | None = None, atol: float = 0.0, max_s
         if throw and not bool(sol.result == RESULTS.successful):
             from .._results import result_name
 
+            name = result_name(sol.result)
             res = float(sol.residual_norm) / max(float(jnp.linalg.norm(jnp.asarray(b, sol.value.dtype))), 1e-300)
+            fix = ("The working precision cannot reach rtol here: enable float64 "
+                   "(jax.config.update('jax_enable_x64', True)), loosen rtol, or leave rtol=None (the rounding "
+                   "floor)" if name == "accuracy_limit" else
+                   "Pass method='bicgstab' with a larger max_steps, or method='gmres', or use GRANS() (flexible "
+                   "GCR, for symmetric indefinite systems)")
             raise RuntimeError(
-                f"{result_name(sol.result)}: solve: A is symmetric but not positive definite (CG broke down after "
-                f"{cg_steps} step(s) with a non-positive curvature pᵀAp); BiCGStab with the same multigrid "
-                f"preconditioner then stopped after {int(sol.num_steps)} steps at relative residual {res:.2e}. "
-                "Pass method='gmres' or method='bicgstab' with a larger max_steps, or use GRANS() (flexible GCR "
-                "for symmetric indefinite systems); throw=False returns the result record.")
+                f"{name}: solve: A is symmetric but not positive definite (CG broke down after {cg_steps} "
+                f"step(s) with a non-positive curvature pᵀAp); BiCGStab with the same multigrid preconditioner "
+                f"then stopped after {int(sol.num_steps)} steps at relative residual {res:.2e}. {fix}; "
+                "throw=False returns the result record.")
         return sol
     sol = LinearSolution(sol.value, sol.result, sol.stats, solver.method, reason)
     return raise_if_failed(sol, sol.result, throw)
+
+
+def _refuse_traced(A: Any, where: str) -> None:
+    """A traced matrix (a BCOO or dense array under ``jit``/``grad``/``vmap``) cannot reach the host set-up: say
+    which calls can take it instead."""
+    leaves = (A.data, A.indices) if hasattr(A, "indices") and hasattr(A, "data") else (A,)
+    if not is_traced(leaves):
+        return
+    raise TypeError(
+        f"{where}: A is traced ({type(A).__name__} under jax.jit, grad or vmap), and the multigrid set-up "
+        "(aggregation, on the host) needs a concrete matrix. Build the hierarchy eagerly, outside the traced "
+        "function: solver = amg_setup(A0), then call solver.solve(b), or cg(op, b, preconditioner=solver) / "
+        "gmres / bicgstab with the traced matrix as op, under jit; for new values on a fixed pattern, "
+        "amg_setup(A0, reuse_pattern=True) outside and solver.update(values).solve(b) inside; or pass "
+        "SparseMatrix(rows, cols, vals, shape) with concrete rows/cols and traced vals, which solve sets up from "
+        "the pattern")
 
 
 def _vector_block_size(A: Any, block_size: Any) -> int:
