@@ -74,7 +74,7 @@ def test_spd_keeps_cg_and_its_result():
         warnings.simplefilter("error")  # a scalar PDE: no near-nullspace advice
         sol = solve(A, b, rtol=RTOL)
     ref = amg_setup(A).solve(b, rtol=RTOL)  # the set-up/solve split, which has no fallback
-    assert sol.method == "cg" and "positive diagonal" in sol.method_reason
+    assert sol.method == ref.method == "cg" and "positive diagonal" in sol.method_reason
     assert int(sol.num_steps) == int(ref.num_steps)
     np.testing.assert_array_equal(np.asarray(sol.value), np.asarray(ref.value))
     assert relres(A, b, sol.value) <= SLACK * RTOL

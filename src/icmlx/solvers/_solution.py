@@ -31,7 +31,7 @@ class LinearSolution(Solution):
         rejected).
         The same entries read as attributes: ``sol.num_steps``, ``sol.residual_norm``, ...
       method: the Krylov method that produced ``value`` (``"cg"``, ``"gmres"``, ``"bicgstab"``) when `solve` or
-        ``AMGSolver.solve`` chose it, else ``None``.
+        ``AMGSolver.solve`` ran it, else ``None``.
       method_reason: why `solve` used that method (the matrix class it found, a CG breakdown it recovered from,
         or the ``method`` passed), and any advice on the set-up (a missing near-nullspace); ``""`` elsewhere.
         Both are static (plain strings, not arrays), so a jitted or vmapped solve returns them unchanged.

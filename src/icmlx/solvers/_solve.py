@@ -253,7 +253,7 @@ class AMGSolver(lx.AbstractLinearSolver):
         x, result, stats = _amg_solve(self.method, self.A, self.hierarchy, b, x0, to_device(rtol, dtype),
                                       to_device(atol, dtype),
                                       max_steps, to_device(floor, bool), throw)
-        return raise_if_failed(LinearSolution(x, result, stats), result, throw)
+        return raise_if_failed(LinearSolution(x, result, stats, self.method), result, throw)
 
 
 @eqx.filter_jit
