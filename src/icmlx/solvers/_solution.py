@@ -2,6 +2,8 @@
 
 from typing import Any
 
+import equinox as eqx
+
 from .._results import Solution
 
 __all__ = ["LinearSolution"]
@@ -28,6 +30,11 @@ class LinearSolution(Solution):
         draws it), and for G-RANS also ``"rejected"`` (iterations whose proposal the monotone safeguard
         rejected).
         The same entries read as attributes: ``sol.num_steps``, ``sol.residual_norm``, ...
+      method: the Krylov method that produced ``value`` (``"cg"``, ``"gmres"``, ``"bicgstab"``) when `solve` or
+        ``AMGSolver.solve`` ran it, else ``None``.
+      method_reason: why `solve` used that method (the matrix class it found, a CG breakdown it recovered from,
+        or the ``method`` passed), and any advice on the set-up (a missing near-nullspace); ``""`` elsewhere.
+        Both are static (plain strings, not arrays), so a jitted or vmapped solve returns them unchanged.
 
     Examples:
       >>> import jax.numpy as jnp, icmlx
@@ -36,6 +43,16 @@ class LinearSolution(Solution):
       >>> sol.result == icmlx.RESULTS.successful, int(sol.num_steps), sorted(sol.stats)
       (Array(True, dtype=bool), 2, ['num_steps', 'residual_history', 'residual_norm'])
     """
+
+    method: str | None = eqx.field(static=True, default=None)
+    method_reason: str = eqx.field(static=True, default="")
+
+    def __repr__(self) -> str:
+        from .._repr import record_repr
+
+        skip = {"method"} if self.method is None else set()
+        skip |= {"method_reason"} if not self.method_reason else set()
+        return record_repr(self, [f for f in ("value", "result", "stats", "method", "method_reason") if f not in skip])
 
     def _stat(self, name: str) -> Any:
         try:

@@ -1,6 +1,7 @@
 """One call for users: ``solve(A, b)`` (like ``pyamg.solve``), and the set-up/solve split behind it,
 ``amg_setup(A)`` → `AMGSolver` → ``solver.solve(b)`` for many right-hand sides."""
 
+import warnings
 from typing import Any
 
 import equinox as eqx
@@ -25,6 +26,10 @@ __all__ = ["AMGSolver", "amg_setup", "solve"]
 METHODS = ("auto", "cg", "gmres", "bicgstab")
 _RESTART = 30  # GMRES cycle length
 
+
+# the share of stored entries in the nonzero bs × bs blocks above which A is taken for a vector PDE: 3-D P1
+# elasticity from scikit-fem fills 95% of its 3 × 3 blocks, scalar stencils under a third of theirs
+BLOCK_FILL = 0.9
 
 _LOOPS = {"cg": (cg_loop, ()), "bicgstab": (bicgstab_loop, ()), "gmres": (gmres_loop, (_RESTART,))}
 
@@ -250,7 +255,7 @@ class AMGSolver(lx.AbstractLinearSolver):
         x, result, stats = _amg_solve(self.method, self.A, self.hierarchy, b, x0, to_device(rtol, rdt),
                                       to_device(atol, rdt),
                                       max_steps, to_device(floor, bool), throw)
-        return raise_if_failed(LinearSolution(x, result, stats), result, throw)
+        return raise_if_failed(LinearSolution(x, result, stats, self.method), result, throw)
 
 
 @eqx.filter_jit
@@ -352,6 +357,7 @@ def amg_setup(A: Any, *, near_nullspace: Any = None, block_size: int | None = No
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got method={method!r}")
+    _refuse_traced(A, "amg_setup")
     H, symmetric, on, pattern, K = build_hierarchy(
         A, near_nullspace=near_nullspace, block_size=block_size, strength=strength, relaxation=relaxation,
         cycle=cycle, max_coarse=max_coarse, max_levels=max_levels, improve_candidates=improve_candidates,
@@ -374,6 +380,16 @@ def solve(A: Any, b: Any, *, rtol: float | None = None, atol: float = 0.0, max_s
     GMRES(30) with the cycle otherwise. Stops when the true residual meets
     $\|b - A x\|_2 \le \max(\mathrm{rtol}\,\|b\|_2, \mathrm{atol})$.
 
+    A symmetric matrix with a positive diagonal may still be indefinite (Helmholtz, $K - k^2 M$). CG then meets
+    a non-positive curvature $p^\top A p \le 0$ (usually in its first step, the cycle amplifying exactly the
+    smooth modes of negative energy) and ends with ``breakdown``; with ``method="auto"`` `solve` then runs
+    BiCGStab, which needs neither symmetry nor definiteness, preconditioned by the same hierarchy (no second
+    set-up). If that fails too, the error names the cause and the methods to pass. ``sol.method`` and
+    ``sol.method_reason`` record which method produced the answer and why. A symmetric matrix given without
+    ``near_nullspace`` whose pattern comes in dense 2 × 2 or 3 × 3 blocks (a vector PDE with interleaved dofs, or
+    a ``block_size``/BSR block above 1) gets a ``UserWarning`` and a note in ``method_reason``: for elasticity
+    ``near_nullspace=rigid_body_modes(coords)`` usually cuts the iterations several-fold.
+
     Args:
       A: the n × n matrix (SciPy sparse in any format, BCOO, dense or ``SparseMatrix``; concrete).
       b: right-hand side ``float[n]``.
@@ -391,10 +407,13 @@ def solve(A: Any, b: Any, *, rtol: float | None = None, atol: float = 0.0, max_s
         ``block_size``, ``max_coarse``, ``max_levels``, ``improve_candidates``, ``dtype``).
 
     Returns:
-      A `LinearSolution` with ``stats["num_steps"]`` and a true status.
+      A `LinearSolution` with ``stats["num_steps"]`` (of the method that produced ``value``), a true status,
+      ``method`` and ``method_reason``.
 
     Raises:
-      ValueError, TypeError: as in `amg_setup` and `AMGSolver.solve`.
+      ValueError, TypeError: as in `amg_setup` and `AMGSolver.solve`; a ``TypeError`` for a traced BCOO or dense
+        ``A`` (under ``jit``/``grad``/``vmap``), naming the calls that take one (a hierarchy built eagerly with
+        `amg_setup` and used under ``jit``, or a `SparseMatrix` with concrete indices).
       RuntimeError: with ``throw=True``, when the tolerance was not met.
 
     References:
@@ -408,18 +427,122 @@ def solve(A: Any, b: Any, *, rtol: float | None = None, atol: float = 0.0, max_s
       >>> sol = solve(A, np.ones(300), rtol=1e-5)
       >>> bool(np.linalg.norm(np.ones(300) - A @ np.asarray(sol.value, float)) <= 1e-5 * np.sqrt(300))
       True
+      >>> sol.method
+      'cg'
+      >>> H = (A * 300**2 - 30.0**2 * sp.eye(300)).tocsr()  # -u'' - k²u, k = 30: indefinite
+      >>> sol = solve(H, np.ones(300))
+      >>> sol.method, "CG broke down" in sol.method_reason
+      ('bicgstab', True)
     """
     unknown = set(setup) - {"strength", "relaxation", "cycle", "block_size", "max_coarse", "max_levels",
                             "improve_candidates", "dtype"}
     if unknown:
         raise TypeError(f"solve() got unexpected keyword arguments {sorted(unknown)}; see amg_setup for the set-up "
                         "options")
+    if not isinstance(A, SparseMatrix):
+        _refuse_traced(A, "solve")
     if isinstance(A, SparseMatrix) and is_traced(A.vals):
         solver, values = _traced_setup(A, near_nullspace, method, setup)
         solver = solver.update(values)
+        reason = (f"method={method!r} was passed" if method != "auto" else
+                  "A's values are traced, so its symmetry is unknown: GMRES holds for any nonsingular A")
     else:
         solver = amg_setup(A, near_nullspace=near_nullspace, method=method, **setup)
-    return solver.solve(b, rtol=rtol, atol=atol, max_steps=max_steps, throw=throw)
+        reason = f"method={method!r} was passed" if method != "auto" else _auto_reason(solver)
+        if near_nullspace is None and solver.method == "cg":
+            bs = _vector_block_size(A, setup.get("block_size"))
+            if bs > 1:
+                advice = (f"A looks like a vector PDE ({bs} dofs per node: its nonzeros come in {bs}×{bs} "
+                          "blocks) and no near_nullspace was given, so the hierarchy knows only the constant "
+                          "vectors; for elasticity, near_nullspace=rigid_body_modes(coords) (the rotations as well) "
+                          "usually cuts the iterations several-fold")
+                reason = f"{reason}; {advice}"
+                warnings.warn(f"solve: {advice}", UserWarning, stacklevel=2)
+    sol = solver.solve(b, rtol=rtol, atol=atol, max_steps=max_steps, throw=False)
+    if method == "auto" and solver.method == "cg" and not is_traced(sol.result._value) and bool(
+            (sol.result == RESULTS.breakdown) | (sol.result == RESULTS.nonfinite)):
+        # CG met a non-positive curvature pᵀAp (or rᵀBr): A, or its cycle, is not positive definite. BiCGStab
+        # needs neither symmetry nor definiteness and takes the same hierarchy as its preconditioner.
+        cg_steps = int(sol.num_steps)
+        fallback = AMGSolver(solver.hierarchy, solver.A, "bicgstab", solver.n, solver.hierarchy_on)
+        sol = fallback.solve(b, rtol=rtol, atol=atol, max_steps=max_steps, throw=False)
+        reason = (f"{reason}, but CG broke down after {cg_steps} step(s) (a non-positive curvature: A is "
+                  "indefinite or its cycle is not positive definite), so BiCGStab preconditioned by the same "
+                  "hierarchy took over")
+        sol = LinearSolution(sol.value, sol.result, sol.stats, "bicgstab", reason)
+        if throw and not bool(sol.result == RESULTS.successful):
+            from .._results import result_name
+
+            name = result_name(sol.result)
+            res = float(sol.residual_norm) / max(float(jnp.linalg.norm(jnp.asarray(b, sol.value.dtype))), 1e-300)
+            fix = ("The working precision cannot reach rtol here: enable float64 "
+                   "(jax.config.update('jax_enable_x64', True)), loosen rtol, or leave rtol=None (the rounding "
+                   "floor)" if name == "accuracy_limit" else
+                   "Pass method='bicgstab' with a larger max_steps, or method='gmres', or use GRANS() (flexible "
+                   "GCR, for symmetric indefinite systems)")
+            raise RuntimeError(
+                f"{name}: solve: A is symmetric but not positive definite (CG broke down after {cg_steps} "
+                f"step(s) with a non-positive curvature pᵀAp); BiCGStab with the same multigrid preconditioner "
+                f"then stopped after {int(sol.num_steps)} steps at relative residual {res:.2e}. {fix}; "
+                "throw=False returns the result record.")
+        return sol
+    sol = LinearSolution(sol.value, sol.result, sol.stats, solver.method, reason)
+    return raise_if_failed(sol, sol.result, throw)
+
+
+def _refuse_traced(A: Any, where: str) -> None:
+    """A traced matrix (a BCOO or dense array under ``jit``/``grad``/``vmap``) cannot reach the host set-up: say
+    which calls can take it instead."""
+    leaves = (A.data, A.indices) if hasattr(A, "indices") and hasattr(A, "data") else (A,)
+    if not is_traced(leaves):
+        return
+    raise TypeError(
+        f"{where}: A is traced ({type(A).__name__} under jax.jit, grad or vmap), and the multigrid set-up "
+        "(aggregation, on the host) needs a concrete matrix. Build the hierarchy eagerly, outside the traced "
+        "function: solver = amg_setup(A0), then call solver.solve(b), or cg(op, b, preconditioner=solver) / "
+        "gmres / bicgstab with the traced matrix as op, under jit; for new values on a fixed pattern, "
+        "amg_setup(A0, reuse_pattern=True) outside and solver.update(values).solve(b) inside; or pass "
+        "SparseMatrix(rows, cols, vals, shape) with concrete rows/cols and traced vals, which solve sets up from "
+        "the pattern")
+
+
+def _vector_block_size(A: Any, block_size: Any) -> int:
+    """Dofs per node of a vector PDE: ``block_size`` when given, a BSR matrix's block size, else the ``bs`` in
+    (3, 2) for which the ``bs × bs`` blocks of ``A``'s pattern that hold a nonzero are nearly full (at least
+    `BLOCK_FILL` of their entries stored: interleaved ordering, as scikit-fem and PyAMG assemble vector elements,
+    some couplings exactly zero on structured meshes); 1 when none fits (a scalar PDE's pattern fills a small
+    fraction of its blocks)."""
+    if block_size is not None:
+        return int(block_size)
+    bsr = getattr(A, "blocksize", None)
+    if bsr is not None and bsr[0] == bsr[1] and bsr[0] > 1:
+        return int(bsr[0])
+    if not hasattr(A, "tocsr"):
+        return 1
+    import scipy.sparse as sp  # set-up only
+
+    M = sp.csr_matrix(A)
+    n = M.shape[0]
+    for bs in (3, 2):
+        if n % bs or n < 2 * bs or M.nnz == 0:
+            continue
+        pat = sp.csr_matrix((np.ones(M.nnz), M.indices, M.indptr), shape=M.shape)
+        pat.sum_duplicates()
+        agg = sp.csr_matrix((np.ones(n), np.arange(n) // bs, np.arange(n + 1)), shape=(n, n // bs))
+        blocks = (agg.T @ pat @ agg).tocsr()
+        if pat.nnz >= BLOCK_FILL * blocks.nnz * bs * bs:
+            return bs
+    return 1
+
+
+def _auto_reason(solver: AMGSolver) -> str:
+    """Why ``method="auto"`` gave the set-up's Krylov method (the matrix class `amg_setup` found)."""
+    if solver.method == "cg":
+        return "method='auto': A is symmetric with a positive diagonal, so CG with the symmetric V-cycle"
+    if solver.hierarchy_on == "envelope":
+        return ("method='auto': A has a non-positive diagonal entry (indefinite or of mixed sign), so GMRES(30) "
+                "with the cycle of its M-matrix envelope")
+    return "method='auto': A is not symmetric, so GMRES(30) with the V-cycle"
 
 
 def _traced_setup(A: SparseMatrix, near_nullspace: Any, method: str, setup: dict) -> tuple[AMGSolver, jax.Array]:
