@@ -258,8 +258,8 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
         width = max(1, int(np.diff(cur.indptr).max())) if lvl == 0 and cur.nnz else None
         idx, val = _ell_slots(cur, pad, width=width)
         extra = np.arange(nl, pad) if lvl == 0 and A is not None else np.zeros(0, np.int64)
-        # the Krylov matrix is the finest operator with a 1 on each padding row's diagonal: the same slots (a
-        # padding row's first slot, empty in the operator, holds its own index) and, when padded, its own values
+        # the Krylov matrix is the finest operator with a 1 on each padding row's diagonal (a padding row's first
+        # slot, empty in the operator, holds its own index and a 1)
         idx[0, extra] = extra
         if level_data is not None:
             v = np.zeros(pad)
@@ -267,15 +267,15 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
             colors.append(to_device(v, dtype))
         elif relaxation is not None and relaxation.needs_coloring:
             colors.append(ColorBlocks.from_ell(idx, val, d, multicolor(cur, table), dtype))
+        # the cycle's finest operator is that Krylov matrix too (one copy of the finest values): its padding rows
+        # meet only vectors that are zero there (zero inverse diagonal and prolongator rows keep them so), where
+        # a 1 or a 0 on the diagonal gives the same products
+        val[0, extra] = 1.0
         op = EllMatrix(to_device(idx, np.int32), to_device(val, dtype), (pad, pad))
-        del idx
+        del idx, val
         ops.append(op)
         if lvl == 0 and A is not None:
             K = op
-            if extra.size:  # (the host values, uploaded for the operator, are reused in place: no second copy)
-                val[0, extra] = 1.0
-                K = EllMatrix(op.idx, to_device(val, dtype), (pad, pad))
-        del val
         dinv = np.zeros(pad)
         dinv[:nl] = 1.0 / d
         dinvs.append(to_device(dinv, dtype))
