@@ -20,10 +20,19 @@ The complex damped Helmholtz system $-\Delta u - (k^2 + i\,k^2/2) u$ (5-point st
 
 Usage: ``python benchmarks/solvers_amg.py --quick`` (about 16k-65k unknowns) or without ``--quick`` for 65k, 262k
 (``--sizes`` to choose, e.g. ``--sizes 1024`` for the 1M grids).
+
+``--large`` (part ``<part>_large``, default ``large``): 2-D Poisson at 4M unknowns (2048², 5-point) and 3-D Poisson
+at 1M (100³, 7-point) through ``icmlx.solvers.solve`` beside ``pyamg.smoothed_aggregation_solver`` + its CG solve at
+the same rtol. Each solver runs in a fresh child process (one at a time) that builds the matrix, sets up and solves;
+the rows give the child's whole-process wall time (interpreter start and imports included), its set-up + solve
+time, and its peak resident memory (``VmHWM``), with ``time_ratio`` and ``mem_ratio`` against PyAMG. ``--large-cases
+2d 3d`` picks the cases, ``--large-repeats`` the processes per solver (medians; peak memory: the largest).
 """
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import time
 
@@ -291,7 +300,70 @@ def run_helmholtz(m: int, repeats: int):
     return rows
 
 
+LARGE = {"2d": ("poisson2d", 2048), "3d": ("poisson3d", 100)}
+
+
+def _peak_rss_gb() -> float:
+    with open("/proc/self/status") as f:  # VmHWM: the process's peak resident set size, in kB
+        kb = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    return kb / 2**20
+
+
+def _large_child(solver: str, case: str) -> None:
+    """One whole-process run (the body of a ``--large`` child): matrix, set-up, solve; prints one JSON line."""
+    name, m = LARGE[case]
+    A = poisson((m, m) if case == "2d" else (m, m, m), format="csr")
+    b = np.random.default_rng(0).standard_normal(A.shape[0])
+    t = time.perf_counter()
+    if solver == "icmlx":
+        sol = icmlx.solvers.solve(A, b, rtol=RTOL, throw=False)
+        x = np.asarray(sol.value)
+        iters, status = int(sol.num_steps), icmlx.result_name(sol.result)
+    else:
+        res = []
+        ml = pyamg.smoothed_aggregation_solver(A)
+        x = ml.solve(b, tol=RTOL, accel="cg", residuals=res, maxiter=1000)
+        iters, status = len(res) - 1, "-"
+    t = time.perf_counter() - t
+    print(json.dumps(dict(problem=name, n=A.shape[0], solver=solver, iters=iters, status=status, in_process=t,
+                          relres=relres(A, b, x), peak_gb=_peak_rss_gb())), flush=True)
+
+
+def run_large(cases, repeats: int):
+    """Each solver on each case in its own child process, one process at a time; rows with the ratios."""
+    rows = []
+    for case in cases:
+        got = {}
+        for _ in range(repeats):
+            for solver in ("icmlx", "pyamg"):
+                t = time.perf_counter()
+                out = subprocess.run([sys.executable, os.path.abspath(__file__), "--large-child", solver, case],
+                                     capture_output=True, text=True, check=True)
+                wall = time.perf_counter() - t
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                r["wall"] = wall
+                got.setdefault(solver, []).append(r)
+        for solver in ("icmlx", "pyamg"):
+            rs = got[solver]
+            r = dict(rs[-1], wall=float(np.median([q["wall"] for q in rs])),
+                     in_process=float(np.median([q["in_process"] for q in rs])),
+                     peak_gb=max(q["peak_gb"] for q in rs), processes=len(rs))
+            r["solver"] = "icmlx solve" if solver == "icmlx" else "PyAMG SA+CG"
+            rows.append(r)
+        ic, py = rows[-2], rows[-1]
+        ic["time_ratio"] = ic["wall"] / py["wall"]
+        ic["mem_ratio"] = ic["peak_gb"] / py["peak_gb"]
+        for r in (ic, py):
+            print(f"{r['problem']:10s} {r['n']:8d} {r['solver']:12s} its {r['iters']:4d} wall {r['wall']:7.2f} s "
+                  f"set-up+solve {r['in_process']:7.2f} s peak {r['peak_gb']:5.2f} GB relres {r['relres']:8.1e}"
+                  + (f"  time×PyAMG {r['time_ratio']:.2f} mem×PyAMG {r['mem_ratio']:.2f}" if r is ic else ""),
+                  flush=True)
+    return rows
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--large-child":
+        return _large_child(sys.argv[2], sys.argv[3])
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sizes", type=int, nargs="*", default=None, help="grid sides m (n = m²)")
@@ -302,7 +374,16 @@ def main():
                     help="strength measures to run (icmlx and PyAMG SA with each, paired)")
     ap.add_argument("--part", default=None,
                     help="the part of results/solvers_amg.json this run replaces (default: quick or full)")
+    ap.add_argument("--large", action="store_true",
+                    help="only the 4M 2-D / 1M 3-D Poisson rows, each solver in its own process (wall time, peak RSS)")
+    ap.add_argument("--large-cases", nargs="*", default=["2d", "3d"], choices=sorted(LARGE))
+    ap.add_argument("--large-repeats", type=int, default=1)
     args = ap.parse_args()
+    if args.large:
+        rows = run_large(args.large_cases, args.large_repeats)
+        extra = dict(pyamg=pyamg.__version__, scipy=scipy.__version__, rtol=RTOL)
+        print(f"wrote {write_results(rows=rows, part=args.part or 'large', extra=extra)}")
+        return
     sizes = args.sizes or ([128, 256] if args.quick else [256, 512])
     rows, conv = [], []
     for m in sizes:

@@ -1,6 +1,9 @@
 """Smoothed aggregation at PyAMG's quality: strength strategies, near-nullspace candidates (rigid-body modes), and
 the set-up that turns the host levels of ``_sa_setup`` into a padded, jittable `MultilevelHierarchy`."""
 
+import ctypes
+import ctypes.util
+import functools
 from typing import Any
 
 import jax.numpy as jnp
@@ -11,7 +14,7 @@ from ..._strategy import as_strategy
 from .._classify import classify, input_eps
 from .._convert import as_scipy_csr, positive_int
 from .._sparse import bucket_size
-from ._hierarchy import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, _ell_host, m_matrix_envelope
+from ._hierarchy import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, _ell_width, m_matrix_envelope
 from ._levels import multicolor, sa_levels
 from ._numeric import build_pattern, numeric_setup_jit
 from ._relaxation import (
@@ -111,8 +114,12 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
     symbolic set-up (``_sa_numeric.SAPattern``), else ``None``; ``K`` the padded Krylov matrix (``A`` with identity
     padding rows) when the set-up made it (``None`` for an envelope hierarchy on the host path)."""
     raw = A
-    # (a copy: a CSR input may share its arrays, and the clean-up below is in place)
-    A = as_scipy_csr(A, name="A", allow_complex=True).copy()
+    A = as_scipy_csr(A, name="A", allow_complex=True)
+    # the clean-up below is in place and a CSR input may share its arrays with the caller's matrix: copy only when
+    # there is something to clean up (a canonical matrix without stored zeros is read, never written, and is not
+    # held twice through the set-up)
+    if not (A.has_canonical_format and np.all(A.data != 0)):
+        A = A.copy()
     n = A.shape[0]
     if n == 0:
         raise ValueError("amg_setup: A is empty (0 × 0); there is nothing to solve")
@@ -203,12 +210,53 @@ def _check_coarse(coarse: Any) -> None:
                          "or raise max_levels.")
 
 
+@functools.cache
+def _malloc_trim() -> Any:
+    try:  # glibc only; elsewhere the set-up simply keeps what its allocator keeps
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def _return_freed_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``). The host set-up frees many
+    arrays of a few MB, below glibc's (adaptive) mmap threshold, so they sit in the heap after the set-up; the
+    compiled solve would allocate its work vectors on top of them. The values are untouched."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+def _ell_slots(M, num_rows: int, width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The host ``(idx int32[k, num_rows], val[k, num_rows])`` (float64, or complex128 for a complex matrix) of a
+    CSR matrix without duplicate entries: slot ``j`` of row ``i`` holds its ``j``-th stored entry (the layout of
+    `EllMatrix.from_scipy`). Filled one slot at a time over the rows that reach it, so that no index array of the
+    matrix's length (two ``int64`` per stored entry) is made beside the ELL arrays: the largest transient of the
+    set-up's conversion."""
+    cnt = np.diff(M.indptr)
+    longest = int(cnt.max()) if cnt.size else 0
+    k = _ell_width(max(longest, 1)) if width is None else width
+    if longest > k:
+        raise ValueError(f"row width {longest} exceeds the requested ELL width {k}")
+    idx = np.zeros((k, num_rows), np.int32)
+    val = np.zeros((k, num_rows), np.result_type(M.dtype, np.float64))
+    rows = np.arange(M.shape[0], dtype=M.indptr.dtype)
+    for j in range(longest):  # (k ≤ the longest row: a loop over slots, not over rows or entries)
+        rows = rows[cnt[rows] > j]
+        pos = M.indptr[rows] + j
+        idx[j, rows] = M.indices[pos]
+        val[j, rows] = M.data[pos]
+    return idx, val
+
+
 def _ell(M, num_rows: int, num_cols: int, dtype) -> EllMatrix:
     # a prolongator or restriction of the set-up: canonical CSR without stored zeros, so no clean-up copy
     if not np.all(np.isfinite(M.data)):
         raise ValueError("EllMatrix.from_scipy: the matrix has NaN or Inf entries; fix them first")
-    idx, val = _ell_host(M, num_rows=num_rows, num_cols=num_cols)
-    return EllMatrix(to_device(idx, np.int32), to_device(val, dtype), (num_rows, num_cols))
+    idx, val = _ell_slots(M, num_rows)
+    idx_d = to_device(idx, np.int32)
+    del idx  # (each host array goes as soon as its device copy exists)
+    return EllMatrix(idx_d, to_device(val, dtype), (num_rows, num_cols))
 
 
 def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, level_data=None):
@@ -219,7 +267,12 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
     ops, dinvs, pros, ress, lams, sizes, colors = [], [], [], [], [], [], []
     pad = bucket_size(n)
     K = None
-    for lvl, (cur, P, upper, d, R, table) in enumerate(levels):
+    num_levels = len(levels)
+    for lvl in range(num_levels):
+        # the host levels are consumed as they are uploaded (the caller's list empties): a level's host matrices
+        # are released once its device arrays exist, so host and device copies of the whole hierarchy never
+        # coexist (the set-up's peak memory)
+        cur, P, upper, d, R, table = levels.pop(0)
         nl = cur.shape[0]
         pad_c = bucket_size(P.shape[1], minimum=16)
         if np.any(cur.data == 0):  # (a Galerkin product can store exact zeros: they would widen the ELL rows)
@@ -231,33 +284,38 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
         # of a cycle's work, and the stencil fixes that width across a mesh family; coarse levels keep the
         # multiple-of-4 widths, which vary less across the matrices of one padded size
         width = max(1, int(np.diff(cur.indptr).max())) if lvl == 0 and cur.nnz else None
-        idx, val = _ell_host(cur, num_rows=pad, num_cols=pad, width=width)
+        idx, val = _ell_slots(cur, pad, width=width)
         extra = np.arange(nl, pad) if lvl == 0 and A is not None else np.zeros(0, np.int64)
-        # the Krylov matrix is the finest operator with a 1 on each padding row's diagonal: the same slots (a
-        # padding row's first slot, empty in the operator, holds its own index) and, when padded, its own values
+        # the Krylov matrix is the finest operator with a 1 on each padding row's diagonal (a padding row's first
+        # slot, empty in the operator, holds its own index and a 1)
         idx[0, extra] = extra
-        op = EllMatrix(to_device(idx, np.int32), to_device(val, dtype), (pad, pad))
-        ops.append(op)
-        if lvl == 0 and A is not None:
-            K = op
-            if extra.size:
-                kval = val.copy()
-                kval[0, extra] = 1.0
-                K = EllMatrix(op.idx, to_device(kval, dtype), (pad, pad))
-        dinv = np.zeros(pad, np.result_type(d, np.float64))
-        dinv[:nl] = 1.0 / d
-        dinvs.append(to_device(dinv, dtype))
-        pros.append(_ell(P, pad, pad_c, dtype))
-        ress.append(_ell(R, pad_c, pad, dtype))
-        lams.append(upper)
-        sizes.append(pad)
         if level_data is not None:
             v = np.zeros(pad)
             v[:nl] = level_data[lvl]
             colors.append(to_device(v, dtype))
         elif relaxation is not None and relaxation.needs_coloring:
             colors.append(ColorBlocks.from_ell(idx, val, d, multicolor(cur, table), dtype))
+        # the cycle's finest operator is that Krylov matrix too (one copy of the finest values): its padding rows
+        # meet only vectors that are zero there (zero inverse diagonal and prolongator rows keep them so), where
+        # a 1 or a 0 on the diagonal gives the same products
+        val[0, extra] = 1.0
+        op = EllMatrix(to_device(idx, np.int32), to_device(val, dtype), (pad, pad))
+        del idx, val
+        ops.append(op)
+        if lvl == 0 and A is not None:
+            K = op
+        dinv = np.zeros(pad, np.result_type(d, np.float64))
+        dinv[:nl] = 1.0 / d
+        dinvs.append(to_device(dinv, dtype))
+        del cur
+        pros.append(_ell(P, pad, pad_c, dtype))
+        del P
+        ress.append(_ell(R, pad_c, pad, dtype))
+        del R
+        lams.append(upper)
+        sizes.append(pad)
         pad = pad_c
+        _return_freed_memory()
     if A is not None and K is None:  # (no level: A is solved by the coarsest dense inverse alone)
         K = EllMatrix.from_scipy(A, num_rows=pad, num_cols=pad, pad_identity=True, dtype=dtype)
     Cd = coarse.toarray()
