@@ -23,7 +23,6 @@ from icmlx.solvers import (
     cg,
     gmres,
     m_matrix_envelope,
-    mis2_aggregation,
     plot_residuals,
     smoothed_aggregation,
     standard_aggregation,
@@ -138,7 +137,7 @@ def test_setup_routines_take_any_matrix_type(A):
         want = aggregation_hierarchy(rows, cols, 100)
         assert [a.tolist() for a in got] == [a.tolist() for a in want]
         np.testing.assert_array_equal(standard_aggregation(M), standard_aggregation(rows, cols, 100))
-    np.testing.assert_array_equal(mis2_aggregation(SparseMatrix.from_scipy(A)), mis2_aggregation(A))
+    np.testing.assert_array_equal(standard_aggregation(SparseMatrix.from_scipy(A)), standard_aggregation(A))
     assert isinstance(smoothed_aggregation(sp.dia_matrix(A), max_coarse=20), MultilevelHierarchy)
 
 

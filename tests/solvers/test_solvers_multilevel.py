@@ -18,8 +18,8 @@ from icmlx.solvers import (
     SparseMatrix,
     cg,
     m_matrix_envelope,
-    mis2_aggregation,
     smoothed_aggregation,
+    standard_aggregation,
 )
 from icmlx.solvers.fem import make_problem, unit_square_mesh
 
@@ -71,51 +71,25 @@ def test_m_matrix_envelope_matches_direct_construction():
     assert abs(m_matrix_envelope(L) - L).max() == 0
 
 
-def test_mis2_aggregation_properties():
-    A = laplace2d(20)
-    agg = mis2_aggregation(A)
-    n = A.shape[0]
-    assert agg.shape == (n,) and agg.min() == 0
-    nagg = int(agg.max()) + 1
-    sizes = np.bincount(agg, minlength=nagg)
-    assert np.all(sizes >= 1) and 4 <= n / nagg <= 20
-    # every aggregate is connected within the graph (BFS restricted to the aggregate)
-    S = (A != 0).tocsr()
-    for a in range(nagg):
-        nodes = set(np.nonzero(agg == a)[0].tolist())
-        seen, stack = set(), [next(iter(nodes))]
-        while stack:
-            i = stack.pop()
-            if i in seen:
-                continue
-            seen.add(i)
-            stack.extend(j for j in S.indices[S.indptr[i]:S.indptr[i + 1]] if j in nodes)
-        assert seen == nodes
-    assert np.array_equal(mis2_aggregation(A), agg)  # deterministic
-
-
-def test_jitted_mis2_equals_numpy_mis2():
-    # the jitted ELL version used inside the set-up must give exactly the NumPy aggregates (two independent
-    # implementations of the same Luby rounds), on padded rows, on a mesh matrix and on a random pattern
-    from icmlx.solvers._amg._hierarchy import _mis2_from_ell
-
+def test_standard_aggregation_equals_pyamg():
+    # the public aggregation is the set-up's: PyAMG's standard aggregation of the graph node for node (a mesh
+    # stencil, a random symmetric pattern), and a node without neighbours becomes an aggregate of its own
+    pyamg_aggregate = pytest.importorskip("pyamg.aggregation.aggregate")
     rng = np.random.default_rng(4)
-    R = sp.random(700, 700, density=0.006, random_state=rng)
-    # a nonsymmetric 9-point convection-diffusion stencil on a 31 × 31 grid stands for a mesh matrix (its
-    # envelope is what the set-up aggregates); assembling a FEM problem here cost more than the check itself
-    st = np.array([[-0.3, -1.2, -0.1], [-1.5, 6.0, -0.6], [-0.2, -0.9, -0.4]])
-    conv = sp.csr_matrix(sum(sp.diags(np.full(31 * 31, st[1 + di, 1 + dj]), di * 31 + dj, shape=(961, 961))
+    R = sp.random(300, 300, density=0.01, random_state=rng)
+    st = np.array([[-0.3, -1.2, -0.1], [-1.5, 6.0, -0.6], [-0.2, -0.9, -0.4]])  # 9-point stencil, 21 × 21 grid
+    conv = sp.csr_matrix(sum(sp.diags(np.full(441, st[1 + di, 1 + dj]), di * 21 + dj, shape=(441, 441))
                              for di in (-1, 0, 1) for dj in (-1, 0, 1)))
-    mats = [m_matrix_envelope(conv), m_matrix_envelope((R + R.T + sp.eye(700)).tocsr()), laplace2d(30)]
-    # one padded shape for all three (padding rows and slots included), so the jitted rounds compile once
-    npad = max(A.shape[0] for A in mats) + 13
-    width = max(int(np.diff(sp.csr_matrix(A).indptr).max()) for A in mats) + 3
-    for A in mats:
-        n = A.shape[0]
-        ell = EllMatrix.from_scipy(A, num_rows=npad, num_cols=npad, width=width)
-        ref = mis2_aggregation(A)
-        assert np.array_equal(_mis2_from_ell(ell, n), ref), n
-        assert int(ref.max()) + 1 < n
+    for A in (conv, (R + R.T + sp.eye(300)).tocsr(), laplace2d(20)):
+        G = abs(A) + abs(A).T
+        G.setdiag(0)
+        G.eliminate_zeros()
+        ref = np.asarray(pyamg_aggregate.standard_aggregation(sp.csr_matrix(G))[0].argmax(axis=1)).ravel()
+        covered = np.asarray(G.sum(axis=1)).ravel() > 0
+        agg = standard_aggregation(A)
+        assert np.array_equal(agg[covered], ref[covered])
+        lone = agg[~covered]  # isolated nodes: their own aggregates, numbered after the others
+        assert np.array_equal(np.sort(lone), np.arange(ref[covered].max() + 1, agg.max() + 1))
 
 
 def test_hierarchy_is_galerkin_and_cycle_symmetric():
@@ -168,8 +142,8 @@ def test_bad_inputs():
         smoothed_aggregation(sp.random(10, 12, density=0.5, format="csr"))
     with pytest.raises(ValueError, match="degree"):
         smoothed_aggregation(laplace2d(5), degree=0)
-    with pytest.raises(ValueError, match="pad_to"):
-        smoothed_aggregation(laplace2d(5), pad_to=10)
+    with pytest.raises(ValueError, match="positive diagonal"):
+        smoothed_aggregation(-laplace2d(5), envelope=False)
     net = GRANSNet.init(jax.random.key(0), hidden=4, layers=1)
     with pytest.raises(ValueError, match="smoother"):
         GRANS(net, smoother="gauss_seidel")

@@ -39,7 +39,6 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._amg._hierarchy import EllMatrix as EllMatrix
     from ._amg._hierarchy import MultilevelHierarchy as MultilevelHierarchy
     from ._amg._hierarchy import m_matrix_envelope as m_matrix_envelope
-    from ._amg._hierarchy import mis2_aggregation as mis2_aggregation
     from ._amg._hierarchy import smoothed_aggregation as smoothed_aggregation
     from ._amg._relaxation import AbstractRelaxation as AbstractRelaxation
     from ._amg._relaxation import ChebyshevRelaxation as ChebyshevRelaxation
@@ -103,7 +102,6 @@ _LAZY = {
     "EllMatrix": "_amg._hierarchy",
     "MultilevelHierarchy": "_amg._hierarchy",
     "m_matrix_envelope": "_amg._hierarchy",
-    "mis2_aggregation": "_amg._hierarchy",
     "smoothed_aggregation": "_amg._hierarchy",
     "AbstractOuterStep": "_grans._outer",
     "FlexibleGCR": "_grans._outer",
@@ -145,7 +143,6 @@ __all__ = [
     "EllMatrix",
     "MultilevelHierarchy",
     "smoothed_aggregation",
-    "mis2_aggregation",
     "m_matrix_envelope",
     "solve",
     "amg_setup",

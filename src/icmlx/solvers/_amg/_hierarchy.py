@@ -10,16 +10,15 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Inexact, Int
+from jaxtyping import Array, Inexact, Int
 
 from ..._buckets import round_up
 from ..._inputs import to_device
 from .._convert import as_scipy_csr, positive_int
-from .._sparse import SparseMatrix, bucket_size
+from .._sparse import SparseMatrix
 from ._relaxation import relax
 
-__all__ = ["EllMatrix", "MultilevelHierarchy", "smoothed_aggregation", "mis2_aggregation",
-           "m_matrix_envelope"]
+__all__ = ["EllMatrix", "MultilevelHierarchy", "smoothed_aggregation", "m_matrix_envelope"]
 
 
 _MAX_DENSE_COARSE = 8192  # largest coarsest level inverted densely (0.5 GiB in float64)
@@ -188,115 +187,9 @@ def _nbr_max(indptr: np.ndarray, indices: np.ndarray, v: np.ndarray) -> np.ndarr
     return out
 
 
-def mis2_aggregation(A: Any) -> np.ndarray:
-    """Aggregates of the matrix graph from a distance-2 maximal independent set (vectorised NumPy).
-
-    Roots are chosen Luby-style: an undecided node whose (hashed, distinct) priority is the largest in its
-    2-hop neighbourhood becomes a root and covers that neighbourhood; this repeats until every node is
-    decided. Each root then takes its neighbours, and the remaining (2-hop) nodes join a neighbouring
-    aggregate. Purely topological and deterministic, so matrices on one mesh share their aggregates. About
-    8-15 nodes per aggregate on 2-D P1 meshes.
-
-    Args:
-      A: square matrix (SciPy sparse in any format, BCOO, dense or `SparseMatrix`); only its pattern
-        is used.
-
-    Returns:
-      ``int64[n]`` aggregate index of each node.
-
-    References:
-      Bell, Dalton & Olson, SIAM J. Sci. Comput. 34 (2012), "Exposing fine-grained parallelism in algebraic
-      multigrid methods" (MIS(k) aggregation).
-
-    Examples:
-      >>> import numpy as np, scipy.sparse as sp
-      >>> from icmlx.solvers import mis2_aggregation
-      >>> A = sp.diags([-np.ones(11), 2 * np.ones(12), -np.ones(11)], [-1, 0, 1])
-      >>> agg = mis2_aggregation(A); int(agg.max()) + 1, bool(np.all(np.bincount(agg) >= 2))
-      (4, True)
-    """
-    S = as_scipy_csr(A, name="A")
-    n = S.shape[0]
-    S = (abs(S) + abs(S).T).tocsr()
-    S.setdiag(0)
-    S.eliminate_zeros()
-    S.sort_indices()
-    indptr, indices = S.indptr, S.indices
-    prio = _mis2_priorities(n)
-    state = np.zeros(n, np.int8)  # 0 undecided, 1 root, 2 covered
-    for _ in range(64):  # Luby rounds (set-up time; typically 5-10)
-        und = state == 0
-        if not und.any():
-            break
-        p = np.where(und, prio, np.int32(-1))
-        m2 = _nbr_max(indptr, indices, _nbr_max(indptr, indices, p))
-        new = und & (prio == m2)
-        state[new] = 1
-        cov = _nbr_max(indptr, indices, _nbr_max(indptr, indices, new.astype(np.int8)))
-        state[(state == 0) & (cov > 0)] = 2
-    state[state == 0] = 1  # (not reached for finite graphs: every round adds a root)
-    roots = np.nonzero(state == 1)[0]
-    agg = np.full(n, -1, np.int32)
-    agg[roots] = np.arange(roots.size, dtype=np.int32)
-    for _ in range(3):  # neighbours of roots, then 2-hop nodes, then (defensive) a third sweep
-        free = agg < 0
-        if not free.any():
-            break
-        best = _nbr_max(indptr, indices, agg)
-        agg[free] = best[free]
-    left = agg < 0
-    agg[left] = roots.size + np.arange(int(left.sum()), dtype=np.int32)
-    return agg.astype(np.int64)
-
-
-def _mis2_priorities(n: int) -> np.ndarray:
+def _luby_priorities(n: int) -> np.ndarray:
     # distinct pseudo-random priorities: multiplication by an odd constant is a bijection mod 2^31
     return ((np.arange(n, dtype=np.uint64) * np.uint64(2654435761)) % np.uint64(2 ** 31)).astype(np.int32)
-
-
-@jax.jit
-def _mis2_ell_jit(nbr: Int[Array, "k n"], prio: Int[Array, " n"], real: Bool[Array, " n"]) -> Int[Array, " n"]:
-    # the rounds of mis2_aggregation on a padded ELL pattern (a slot that is not an edge points to its own row),
-    # as gathers; padding rows start "covered" and never become roots
-
-    def nmax(v):
-        return jax.lax.fori_loop(0, nbr.shape[0], lambda j, m: jnp.maximum(m, v[nbr[j]]), v)
-
-    def cond(c):
-        state, it = c
-        return jnp.any(state == 0) & (it < 64)
-
-    def body(c):
-        state, it = c
-        und = state == 0
-        m2 = nmax(nmax(jnp.where(und, prio, -1)))
-        new = und & (prio == m2)
-        state = jnp.where(new, 1, state)
-        cov = nmax(nmax(new.astype(jnp.int32)))
-        return jnp.where((state == 0) & (cov > 0), 2, state), it + 1
-
-    state, _ = jax.lax.while_loop(cond, body, (jnp.where(real, 0, 2).astype(jnp.int32), jnp.int32(0)))
-    roots = (state != 2) & real  # undecided after 64 rounds become roots, as in the NumPy version
-    agg = jnp.where(roots, jnp.cumsum(roots, dtype=jnp.int32) - 1, -1)
-    for _ in range(3):  # neighbours of roots, then 2-hop nodes, then (defensive) a third sweep
-        agg = jnp.where(agg < 0, nmax(agg), agg)
-    left = (agg < 0) & real
-    return jnp.where(left, jnp.sum(roots, dtype=jnp.int32) + jnp.cumsum(left, dtype=jnp.int32) - 1, agg)
-
-
-def _mis2_from_ell(ell: "EllMatrix", n: int) -> np.ndarray:
-    """`mis2_aggregation` of a structurally symmetric matrix given as padded ELL (first ``n`` rows real),
-    jitted (one compilation per padded shape): the same aggregates as the NumPy version, faster on large
-    meshes."""
-    npad = ell.shape[0]
-    # the pattern on the host (integer selects, exact): on the device each op was a program per level shape
-    idx = np.asarray(ell.idx)
-    rows = np.arange(npad, dtype=idx.dtype)[None, :]
-    nbr = np.where((np.asarray(ell.val) != 0) & (idx != rows), idx, rows)
-    prio = np.full(npad, -1, np.int32)
-    prio[:n] = _mis2_priorities(n)
-    real = np.arange(npad) < n
-    return np.asarray(_mis2_ell_jit(*(jax.device_put(a) for a in (nbr, prio, real))))[:n].astype(np.int64)
 
 
 def _spectral_radius(M: Any, d: np.ndarray, iters: int = 12, stop_at_cap: bool = False) -> float:
@@ -451,14 +344,16 @@ class _PaddedCycle(eqx.Module):
 
 
 def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: int = 2,
-                         envelope: bool = True, pad_to: int | None = None,
-                         dtype: Any = None) -> MultilevelHierarchy:
-    r"""Build a smoothed-aggregation hierarchy of ``A`` (eager NumPy/SciPy set-up; returns JAX arrays).
+                         envelope: bool = True, dtype: Any = None) -> MultilevelHierarchy:
+    r"""A smoothed-aggregation V-cycle of ``A`` (or of its M-matrix envelope): a preconditioner for any Krylov solve.
 
-    The hierarchy is built on the M-matrix envelope ``Ã`` of ``A`` (`m_matrix_envelope`; ``Ã = A``
-    for symmetric diagonally dominant M-matrices) with distance-2 MIS aggregation
-    (`mis2_aggregation`), Jacobi-smoothed prolongators ``P = (I − ω D⁻¹Ã) T`` and Galerkin coarse
-    operators ``PᵀÃP``, coarsening until at most ``max_coarse`` nodes remain.
+    The hierarchy is made by the builder `amg_setup` runs, on the M-matrix envelope ``Ã`` of ``A``
+    (`m_matrix_envelope`; ``Ã = A`` for symmetric diagonally dominant M-matrices): standard aggregation of the
+    graph of ``Ã``, Jacobi-smoothed prolongators ``P = (I − ω D⁻¹Ã) T`` and Galerkin coarse operators ``PᵀÃP``,
+    coarsening until at most ``max_coarse`` nodes remain, with `ChebyshevRelaxation` of ``degree`` on every
+    level. Since ``Ã`` is symmetric positive definite, the cycle is an SPD preconditioner even when ``A`` is
+    indefinite or nonsymmetric (a "Laplace preconditioner" for Helmholtz); `amg_setup` instead builds on ``A``
+    itself where it can and chooses the Krylov method.
 
     Args:
       A: square matrix: SciPy sparse in any format, a BCOO, a dense array or a `SparseMatrix`
@@ -467,14 +362,12 @@ def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10,
       max_levels: cap on the number of levels.
       degree: Chebyshev smoothing degree (products with ``Ã`` per pre-/post-smoothing).
       envelope: build on ``Ã`` (default). ``False`` uses ``A`` itself (must then be SPD-like).
-      pad_to: padded fine size (default `bucket_size` of ``n``).
       dtype: floating dtype of the values (default: JAX's default float).
 
     Returns:
-      A `MultilevelHierarchy`; pass it as ``preconditioner=`` to `cg` / `gmres` /
-      `bicgstab` (the Krylov iteration then uses ``A`` and the V-cycle preconditions it), or call
-      `as_preconditioner` for an n-vector map. Calling ``H`` itself applies one
-      V-cycle to a vector of the padded size ``H.sizes[0]``.
+      A `MultilevelHierarchy` padded to `bucket_size` of ``n``; pass it as ``preconditioner=`` to `cg` /
+      `gmres` / `bicgstab` (the Krylov iteration then uses ``A`` and the V-cycle preconditions it), or call
+      `as_preconditioner` for an n-vector map.
 
     Raises:
       ValueError: ``A`` not square, with NaN/Inf entries, or (on ``Ã``) a non-positive diagonal; ``degree``,
@@ -497,87 +390,14 @@ def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10,
       >>> int(sol.num_steps) < 15, bool(np.linalg.norm(np.ones(900) - A @ np.asarray(sol.value)) < 1e-3 * 30)
       (True, True)
     """
-    return build_sa_hierarchy(A, max_coarse=max_coarse, max_levels=max_levels, degree=degree, envelope=envelope,
-                     pad_to=pad_to, dtype=dtype)[0]
+    from ._build import build_hierarchy  # (the builder imports this module)
+    from ._relaxation import ChebyshevRelaxation
 
-
-def build_sa_hierarchy(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: int = 2,
-              envelope: bool = True, pad_to: int | None = None, dtype: Any = None, tight: bool = False):
-    """`smoothed_aggregation`, also returning the aggregate maps and the coarsest operator. With ``tight``
-    each ELL matrix is packed at its longest row's width instead of the width rounded up to a multiple of 4:
-    every product gathers every slot, so on a mesh with rows of 5 and 9 entries a third of the rounded work is
-    padding (G-RANS, whose cycle runs inside every iteration)."""
-    import scipy.sparse as sp
-
-    def ell(M, num_rows, num_cols):
-        width = None
-        if tight:  # the clean-up from_scipy does, first, so that the width counts the entries it packs
-            M = sp.csr_matrix(M, copy=True)
-            M.sum_duplicates()
-            M.eliminate_zeros()
-            width = max(1, int(np.diff(M.indptr).max()) if M.shape[0] else 1)
-        return EllMatrix.from_scipy(M, num_rows=num_rows, num_cols=num_cols, width=width, dtype=dtype)
-
+    positive_int(degree, "degree", "smoothed_aggregation")
     A = as_scipy_csr(A, name="A")
-    n = A.shape[0]
-    for name, value in (("degree", degree), ("max_coarse", max_coarse), ("max_levels", max_levels)):
-        positive_int(value, name, "smoothed_aggregation")
-    dtype = jnp.result_type(float) if dtype is None else dtype
-    At = m_matrix_envelope(A) if envelope else A.copy()
-    d = At.diagonal()
-    if np.any(d <= 0):
-        raise ValueError("the hierarchy operator needs a positive diagonal "
-                         f"(first bad row {int(np.nonzero(d <= 0)[0][0])})")
-    ops, dinvs, pros, ress, lams, sizes, maps = [], [], [], [], [], [], []
-    cur = At
-    pad = bucket_size(n) if pad_to is None else positive_int(pad_to, "pad_to", "smoothed_aggregation")
-    if pad < n:
-        raise ValueError(f"pad_to={pad} is smaller than n={n}")
-    while cur.shape[0] > max_coarse and len(ops) < max_levels - 1:
-        nl = cur.shape[0]
-        dl = cur.diagonal()
-        DA = sp.diags(1.0 / dl) @ cur
-        rho = _spectral_radius(cur, dl)
-        op_ell = ell(cur, pad, pad)
-        # the envelope (and its Galerkin products) is structurally symmetric: aggregate on its ELL pattern,
-        # jitted, where that pays off (the same aggregates as the NumPy version)
-        agg = _mis2_from_ell(op_ell, nl) if (envelope and nl >= 4096) else mis2_aggregation(cur)
-        nc = int(agg.max()) + 1
-        if nc >= nl:
-            break
-        maps.append(agg)
-        size = np.bincount(agg, minlength=nc).astype(np.float64)
-        T = sp.csr_matrix((1.0 / np.sqrt(size[agg]), (np.arange(nl), agg)), shape=(nl, nc))
-        P = (T - (4.0 / (3.0 * rho)) * (DA @ T)).tocsr()
-        P.eliminate_zeros()
-        R = P.T.tocsr()
-        pad_c = bucket_size(nc, minimum=16)
-        ops.append(op_ell)
-        dinv = np.zeros(pad)
-        dinv[:nl] = 1.0 / dl
-        dinvs.append(to_device(dinv, dtype))
-        pros.append(ell(P, pad, pad_c))
-        ress.append(ell(R, pad_c, pad))
-        lams.append(rho)
-        sizes.append(pad)
-        cur = (R @ cur @ P).tocsr()
-        cur.sum_duplicates()
-        pad = pad_c
-    # coarsest: dense inverse (pseudo-inverse guard for an exactly singular Galerkin operator)
-    if cur.shape[0] > _MAX_DENSE_COARSE:
-        raise ValueError(f"smoothed_aggregation: coarsening stopped at {cur.shape[0]} nodes (> {_MAX_DENSE_COARSE}), "
-                         f"whose dense coarsest inverse would need {8 * pad**2 / 2**30:.1f} GiB and O(n³) work: the "
-                         "graph does not coarsen (e.g. a diagonal or disconnected matrix) or max_levels is too small."
-                         "\nRaise max_levels, or use preconditioner='jacobi' for a (nearly) diagonal matrix.")
-    Cd = cur.toarray()
-    Cinv = np.zeros((pad, pad))
-    try:
-        Cinv[: Cd.shape[0], : Cd.shape[0]] = np.linalg.inv(Cd)
-    except np.linalg.LinAlgError:
-        Cinv[: Cd.shape[0], : Cd.shape[0]] = np.linalg.pinv(Cd)
-    sizes.append(pad)
-    H = MultilevelHierarchy(
-        ops=tuple(ops), dinv=tuple(dinvs), prolong=tuple(pros), restrict=tuple(ress),
-        lam=to_device(np.asarray(lams, np.float64), dtype), coarse_inv=to_device(Cinv, dtype),
-        sizes=tuple(sizes), degree=degree, n=n)
-    return H, maps, cur
+    At = m_matrix_envelope(A) if envelope else A
+    if np.any(At.diagonal() <= 0):
+        raise ValueError("smoothed_aggregation: the hierarchy operator needs a positive diagonal (first bad row "
+                         f"{int(np.nonzero(At.diagonal() <= 0)[0][0])}){'' if envelope else '; use envelope=True'}")
+    return build_hierarchy(At, relaxation=ChebyshevRelaxation(degree=degree), max_coarse=max_coarse,
+                           max_levels=max_levels, dtype=dtype)[0]

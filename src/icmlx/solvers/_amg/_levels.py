@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ._hierarchy import _mis2_priorities, _nbr_max, _spectral_radius
-from ._standard_aggregate import standard_aggregate
+from ._aggregation import standard_aggregate
+from ._hierarchy import _luby_priorities, _nbr_max, _spectral_radius
 from ._wavefront import MAX_DEGREE, closed_table, greedy_colors
 
 __all__: list[str] = []
@@ -164,7 +164,7 @@ def multicolor(A: Any, table: tuple | None = None) -> np.ndarray:
     deg = np.diff(G.indptr)
     if n and deg.max() <= MAX_DEGREE:
         return greedy_colors(*closed_table(G.indptr, G.indices))
-    prio = _mis2_priorities(n)
+    prio = _luby_priorities(n)
     color = np.full(n, -1, np.int64)
     c = 0
     while np.any(color < 0):

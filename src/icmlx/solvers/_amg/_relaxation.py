@@ -421,8 +421,8 @@ def _gs_sweep(cb: ColorBlocks, b, x, reverse: bool):
 
 
 def relax(strategy: AbstractRelaxation | None, A, dinv, lam, colors, b, x, zero: bool, degree: int):
-    """One pre- or post-smoothing by ``strategy`` (``None``: Chebyshev of ``degree`` for ``[λ/30, λ]``, the
-    smoother of `smoothed_aggregation`)."""
+    """One pre- or post-smoothing by ``strategy`` (``None``: Chebyshev of ``degree`` for ``[λ/30, λ]``, for a
+    `MultilevelHierarchy` made without a relaxation)."""
     if strategy is None:
         strategy = ChebyshevRelaxation(degree=degree)
     return strategy.relax(A, dinv, lam, colors, b, x, zero)

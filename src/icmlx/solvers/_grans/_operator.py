@@ -12,11 +12,11 @@ from jaxtyping import Array, Bool, Float, Int
 from ..._buckets import size_bucket
 from ..._inputs import to_device
 from .._amg._aggregation import aggregation_hierarchy
-from .._amg._hierarchy import EllMatrix, MultilevelHierarchy, build_sa_hierarchy, mis2_aggregation
+from .._amg._hierarchy import EllMatrix, MultilevelHierarchy
 from .._amg._relaxation import lambda_max_bound
 from .._classify import classify
 from .._sparse import SparseMatrix, bucket_size
-from ._smoothers import AbstractSmoother, MultilevelSmoother
+from ._smoothers import AbstractSmoother
 
 __all__ = ["GRANSOperator"]
 
@@ -132,22 +132,6 @@ def _select_levels(maps: list[np.ndarray], n: int, budget: int) -> tuple[np.ndar
 _lambda_max_jit = eqx.filter_jit(lambda_max_bound)
 
 
-def _mis2_maps(M: Any, maps: list[np.ndarray], min_size: int = 4) -> list[np.ndarray]:
-    """Continue an aggregation hierarchy with distance-2 MIS aggregation of Galerkin patterns."""
-    import scipy.sparse as sp
-
-    M = sp.csr_matrix(M)
-    while M.shape[0] > min_size and len(maps) < 16:
-        agg = mis2_aggregation(M)
-        nc = int(agg.max()) + 1
-        if nc >= M.shape[0]:
-            break
-        maps.append(agg)
-        T = sp.csr_matrix((np.ones(agg.size), (np.arange(agg.size), agg)), shape=(agg.size, nc))
-        M = (T.T @ abs(M) @ T).tocsr()
-    return maps
-
-
 def _unique_inverse(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(k, return_inverse=True)`` by a stable (timsort/radix) argsort, which is faster than
     ``np.unique``'s sort on the nearly row-sorted keys of the set-up."""
@@ -203,14 +187,8 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
         feats[:n] = _node_features(key, rows, cols, vals, diag, n)
     # hierarchy and basis levels
     n_pad = bucket_size(n)
-    hierarchy = None
-    if smoother.uses_hierarchy:  # SA V-cycle; its (vectorised MIS-2) aggregates also carry V
-        hierarchy, maps, coarse = build_sa_hierarchy(csr, max_coarse=smoother.max_coarse,
-                                                     max_levels=smoother.max_levels, degree=smoother.degree,
-                                                     pad_to=n_pad, dtype=hierarchy_dtype(smoother, dtype), tight=True)
-        if basis:
-            maps = _mis2_maps(coarse, maps)
-    elif basis:
+    hierarchy = smoother.hierarchy(csr, dtype)  # the V-cycle of a MultilevelSmoother (else None)
+    if basis:  # the basis levels: standard aggregation of the graph of A, repeated
         maps = aggregation_hierarchy(rows, cols, n)
     # padding
     pad_nodes = np.arange(n, n_pad)
@@ -246,12 +224,6 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
         col_used=to_device(col_used), lambda_max=lmax,
         ell=ell, hierarchy=hierarchy, n=n, symmetric=symmetric, spd_like=spd_like,
         num_aggregates=(N0, N1), has_basis=basis)
-
-
-def hierarchy_dtype(smoother: MultilevelSmoother, dtype: Any) -> Any:
-    """The dtype the V-cycle runs in: float32 for ``MultilevelSmoother(dtype="float32")`` (the default), else the
-    working ``dtype``."""
-    return np.dtype(np.float32) if smoother.dtype == "float32" else np.dtype(dtype)
 
 
 def _node_features(key, rows, cols, vals, diag, n: int) -> np.ndarray:

@@ -38,6 +38,11 @@ class AbstractSmoother(eqx.Module):
         """The degree of the polynomial smoothing in the G-RANS loop (a V-cycle smoother ignores it)."""
         return 3
 
+    def hierarchy(self, A: Any, dtype: Any) -> Any:
+        """The multigrid hierarchy the set-up builds for the SciPy CSR matrix ``A`` (``None``: this smoother uses
+        none)."""
+        return None
+
     @abc.abstractmethod
     def default_refresh(self, max_steps: int) -> int:
         """The basis refresh period of ``GRANS(refresh=None)``."""
@@ -97,9 +102,10 @@ class ChebyshevSmoother(AbstractSmoother):
 class MultilevelSmoother(AbstractSmoother):
     r"""One smoothed-aggregation V-cycle on the M-matrix envelope of ``A`` as the smoother (the default).
 
-    The hierarchy is built at set-up by `smoothed_aggregation` (vectorised MIS-2
-    aggregates, Jacobi-smoothed prolongators, Galerkin coarse operators, Chebyshev pre/post-smoothing of
-    ``degree`` on every level, a dense inverse on the coarsest); its aggregates also carry the basis ``V``.
+    The hierarchy is built at set-up by `smoothed_aggregation` (the builder `amg_setup` runs), on the
+    M-matrix envelope ``Ã`` (`m_matrix_envelope`): standard aggregation of the graph of ``Ã``,
+    Jacobi-smoothed prolongators, Galerkin coarse operators, Chebyshev pre/post-smoothing of ``degree`` on every
+    level (`ChebyshevRelaxation`) and a dense inverse on the coarsest.
     $S(r) = B r \approx \tilde A^{-1} r$. Iteration counts stay nearly flat in ``n``. The V-cycle
     contracts the error in the energy norm: on SPD-like matrices the energy-norm
     `ThreeTermStep` converges; elsewhere a `FlexibleGCR`
@@ -145,6 +151,17 @@ class MultilevelSmoother(AbstractSmoother):
                              f"got dtype={self.dtype!r}")
 
     uses_hierarchy = True
+
+    def hierarchy(self, A: Any, dtype: Any) -> Any:
+        """The V-cycle of the M-matrix envelope of ``A`` (SciPy CSR), in float32 (``dtype="float32"``) or in the
+        working ``dtype``, padded to ``bucket_size(n)`` as the G-RANS operator is."""
+        import numpy as np
+
+        from .._amg._hierarchy import smoothed_aggregation
+
+        dt = np.dtype(np.float32) if self.dtype == "float32" else np.dtype(dtype)
+        return smoothed_aggregation(A, max_coarse=self.max_coarse, max_levels=self.max_levels, degree=self.degree,
+                                    dtype=dt)
 
     def default_refresh(self, max_steps: int) -> int:
         return max_steps  # the initial basis throughout
