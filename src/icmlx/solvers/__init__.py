@@ -36,10 +36,12 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._amg._air import FCJacobiRelaxation as FCJacobiRelaxation
     from ._amg._air import air_setup as air_setup
     from ._amg._build import rigid_body_modes as rigid_body_modes
+    from ._amg._hierarchy import AbstractCycle as AbstractCycle
     from ._amg._hierarchy import EllMatrix as EllMatrix
     from ._amg._hierarchy import MultilevelHierarchy as MultilevelHierarchy
+    from ._amg._hierarchy import VCycle as VCycle
+    from ._amg._hierarchy import WCycle as WCycle
     from ._amg._hierarchy import m_matrix_envelope as m_matrix_envelope
-    from ._amg._hierarchy import smoothed_aggregation as smoothed_aggregation
     from ._amg._relaxation import AbstractRelaxation as AbstractRelaxation
     from ._amg._relaxation import ChebyshevRelaxation as ChebyshevRelaxation
     from ._amg._relaxation import GaussSeidelRelaxation as GaussSeidelRelaxation
@@ -47,6 +49,7 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._amg._relaxation import chebyshev_smoother as chebyshev_smoother
     from ._amg._relaxation import estimate_lambda_max as estimate_lambda_max
     from ._amg._relaxation import jacobi_smoother as jacobi_smoother
+    from ._amg._smoothed import smoothed_aggregation as smoothed_aggregation
     from ._amg._strength import AbstractStrength as AbstractStrength
     from ._amg._strength import EvolutionStrength as EvolutionStrength
     from ._amg._strength import SymmetricStrength as SymmetricStrength
@@ -102,7 +105,10 @@ _LAZY = {
     "EllMatrix": "_amg._hierarchy",
     "MultilevelHierarchy": "_amg._hierarchy",
     "m_matrix_envelope": "_amg._hierarchy",
-    "smoothed_aggregation": "_amg._hierarchy",
+    "smoothed_aggregation": "_amg._smoothed",
+    "AbstractCycle": "_amg._hierarchy",
+    "VCycle": "_amg._hierarchy",
+    "WCycle": "_amg._hierarchy",
     "AbstractOuterStep": "_grans._outer",
     "FlexibleGCR": "_grans._outer",
     "NoOuterStep": "_grans._outer",
@@ -156,6 +162,9 @@ __all__ = [
     "ChebyshevRelaxation",
     "GaussSeidelRelaxation",
     "FCJacobiRelaxation",
+    "AbstractCycle",
+    "VCycle",
+    "WCycle",
     "rigid_body_modes",
     "GRANS",
     "GRANSNet",

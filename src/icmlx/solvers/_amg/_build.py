@@ -14,7 +14,7 @@ from ..._strategy import as_strategy
 from .._classify import classify, input_eps
 from .._convert import as_scipy_csr, positive_int
 from .._sparse import bucket_size
-from ._hierarchy import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, _ell_width, m_matrix_envelope
+from ._hierarchy import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, _ell_width, as_cycle, m_matrix_envelope
 from ._levels import multicolor, sa_levels
 from ._numeric import build_pattern, numeric_setup_jit
 from ._relaxation import (
@@ -107,7 +107,7 @@ def _block_size(A: Any, block_size: Any, n: int) -> int:
 
 
 def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = None, strength: Any = None,
-                    relaxation: Any = None, cycle: str = "V", max_coarse: int = 500, max_levels: int = 10,
+                    relaxation: Any = None, cycle: Any = "V", max_coarse: int = 500, max_levels: int = 10,
                     improve_candidates: int = 4, dtype: Any = None, reuse_pattern: bool = False):
     """The hierarchy (`MultilevelHierarchy`) and the facts the solver needs: ``(H, symmetric, on, pattern,
     K)``, ``on`` ``"A"`` or ``"envelope"`` (the operator the hierarchy was built on); with ``reuse_pattern`` the
@@ -131,8 +131,7 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
     # FEM) it took no more CG iterations than the multicolour sweep, or fewer, at less work per cycle
     relaxation = as_strategy(ChebyshevRelaxation(degree=3) if relaxation is None else relaxation, AbstractRelaxation,
                              RELAXATIONS, "relaxation")
-    if cycle not in ("V", "W"):
-        raise ValueError(f"cycle must be 'V' or 'W', got cycle={cycle!r}")
+    cycle = as_cycle(cycle)
     positive_int(max_coarse, "max_coarse", "amg_setup")
     positive_int(max_levels, "max_levels", "amg_setup")
     positive_int(improve_candidates, "improve_candidates", "amg_setup", minimum=0)

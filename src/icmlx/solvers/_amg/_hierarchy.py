@@ -1,9 +1,7 @@
-"""Smoothed-aggregation multilevel hierarchy (NumPy/SciPy set-up, JAX V-cycle) and ELL sparse matrices.
+"""The multigrid hierarchy and its cycle (pure JAX): `MultilevelHierarchy`, the cycle strategies (`VCycle`,
+`WCycle`), ELL sparse matrices and the M-matrix envelope. The set-up that fills a hierarchy is ``_build``'s."""
 
-The hierarchy is the multi-scale backbone of G-RANS's ``smoother="multilevel"`` mode and, on its own, a
-non-learned algebraic-multigrid preconditioner for the JAX Krylov solvers (the ablation floor).
-"""
-
+import abc
 from typing import Any
 
 import equinox as eqx
@@ -14,11 +12,12 @@ from jaxtyping import Array, Inexact, Int
 
 from ..._buckets import round_up
 from ..._inputs import to_device
-from .._convert import as_scipy_csr, positive_int
+from ..._strategy import as_strategy
+from .._convert import as_scipy_csr
 from .._sparse import SparseMatrix
 from ._relaxation import relax
 
-__all__ = ["EllMatrix", "MultilevelHierarchy", "smoothed_aggregation", "m_matrix_envelope"]
+__all__ = ["EllMatrix", "MultilevelHierarchy", "AbstractCycle", "VCycle", "WCycle", "m_matrix_envelope"]
 
 
 _MAX_DENSE_COARSE = 8192  # largest coarsest level inverted densely (0.5 GiB in float64)
@@ -219,6 +218,58 @@ def _spectral_radius(M: Any, d: np.ndarray, iters: int = 12, stop_at_cap: bool =
     return min(1.1 * lam, gersh)
 
 
+class AbstractCycle(eqx.Module):
+    """How a multigrid cycle visits the coarser levels: a strategy object (static, hashable), passed as
+    ``amg_setup(cycle=...)`` (or its shorthand ``"V"``/``"W"``). `coarse_correction` is its behaviour."""
+
+    @abc.abstractmethod
+    def coarse_correction(self, H: "MultilevelHierarchy", lvl: int, r: Inexact[Array, " _n"]) -> Inexact[Array, " _n"]:
+        """The correction of level ``lvl + 1`` for the restricted residual ``r`` of level ``lvl`` of ``H``."""
+
+
+class VCycle(AbstractCycle):
+    r"""One visit to each coarser level per cycle: $e_{\ell+1} = B_{\ell+1} r$.
+
+    References:
+      Trottenberg, Oosterlee & Schüller, *Multigrid* (2001), §2.4.
+
+    Examples:
+      >>> from icmlx.solvers import VCycle
+      >>> VCycle()
+      VCycle()
+    """
+
+    def coarse_correction(self, H, lvl, r):
+        return H._cycle(lvl + 1, r)
+
+
+class WCycle(AbstractCycle):
+    r"""Two coarse cycles per level, the second on the residual the first leaves:
+    $e = B r$, $e \leftarrow e + B(r - A_{\ell+1} e)$; more robust than a V-cycle on hard problems, at more
+    coarse work per cycle.
+
+    References:
+      Trottenberg, Oosterlee & Schüller, *Multigrid* (2001), §2.4.
+
+    Examples:
+      >>> from icmlx.solvers import WCycle
+      >>> WCycle()
+      WCycle()
+    """
+
+    def coarse_correction(self, H, lvl, r):
+        if lvl + 1 == len(H.ops):  # the coarsest level is solved exactly: a second visit would add nothing
+            return H._cycle(lvl + 1, r)
+        A1 = H.ops[lvl + 1]
+        # a loop: the trace stays linear in the number of levels
+        return jax.lax.fori_loop(0, 2, lambda _, e: e + H._cycle(lvl + 1, r - A1.mv(e)), jnp.zeros_like(r))
+
+
+def as_cycle(cycle: Any) -> AbstractCycle:
+    """A cycle object from an object or its shorthand (``"V"``, ``"W"``)."""
+    return as_strategy(cycle, AbstractCycle, {"V": VCycle, "W": WCycle}, "cycle")
+
+
 class MultilevelHierarchy(eqx.Module):
     r"""A smoothed-aggregation hierarchy and its V-cycle, ``r ↦ B r ≈ Ã⁻¹ r`` (pure JAX, jit/vmap-safe).
 
@@ -226,7 +277,9 @@ class MultilevelHierarchy(eqx.Module):
     ``D_ℓ⁻¹Ã_ℓ``, and the prolongator ``P_ℓ = (I − ω D_ℓ⁻¹Ã_ℓ) T_ℓ`` (``T_ℓ`` the normalised aggregate
     indicator, ``ω = 4/(3ρ)``) with its transpose; ``Ã_{ℓ+1} = P_ℓᵀ Ã_ℓ P_ℓ``. The coarsest level is solved
     with a stored dense inverse. One V-cycle applies Chebyshev smoothing of degree ``degree`` before and
-    after each coarse correction; for symmetric ``Ã`` it is a symmetric positive-definite preconditioner.
+    after each coarse correction; for symmetric ``Ã`` it is a symmetric positive-definite preconditioner. How the
+    coarser levels are visited is the ``cycle`` strategy's `AbstractCycle.coarse_correction` (`VCycle` by
+    default, `WCycle`).
     All sizes are padded (nodes to `bucket_size`, row widths to multiples of 4): matrices of one mesh
     family reuse the compiled cycle.
 
@@ -248,7 +301,7 @@ class MultilevelHierarchy(eqx.Module):
     degree: int = eqx.field(static=True, default=2)
     n: int | None = eqx.field(static=True, default=None)
     relaxation: Any = eqx.field(static=True, default=None)  # an AbstractRelaxation; None: Chebyshev(degree)
-    cycle: str = eqx.field(static=True, default="V")
+    cycle: Any = eqx.field(static=True, default="V", converter=as_cycle)  # an AbstractCycle or its shorthand
     colors: tuple = ()  # per level data of the relaxation: ColorBlocks (Gauss–Seidel), the F-points (FC-Jacobi)
 
     @property
@@ -304,14 +357,7 @@ class MultilevelHierarchy(eqx.Module):
             return self.coarse_inv @ b
         x = self._smooth(lvl, b, jnp.zeros_like(b), zero=True)
         r = self.restrict[lvl].mv(b - self.ops[lvl].mv(x))
-        if self.cycle == "W" and lvl + 1 < len(self.ops):
-            # two coarse cycles, the second on the residual the first leaves (a loop: the trace stays linear
-            # in the number of levels)
-            A1 = self.ops[lvl + 1]
-            e = jax.lax.fori_loop(0, 2, lambda _, e: e + self._cycle(lvl + 1, r - A1.mv(e)), jnp.zeros_like(r))
-        else:
-            e = self._cycle(lvl + 1, r)
-        x = x + self.prolong[lvl].mv(e)
+        x = x + self.prolong[lvl].mv(self.cycle.coarse_correction(self, lvl, r))
         return self._smooth(lvl, b, x)
 
     def __call__(self, r: Inexact[Array, " n"]) -> Inexact[Array, " n"]:
@@ -341,63 +387,3 @@ class _PaddedCycle(eqx.Module):
 
     def __repr__(self) -> str:
         return f"V-cycle preconditioner on {self.n}-vectors of {self.hierarchy!r}"
-
-
-def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10, degree: int = 2,
-                         envelope: bool = True, dtype: Any = None) -> MultilevelHierarchy:
-    r"""A smoothed-aggregation V-cycle of ``A`` (or of its M-matrix envelope): a preconditioner for any Krylov solve.
-
-    The hierarchy is made by the builder `amg_setup` runs, on the M-matrix envelope ``Ã`` of ``A``
-    (`m_matrix_envelope`; ``Ã = A`` for symmetric diagonally dominant M-matrices): standard aggregation of the
-    graph of ``Ã``, Jacobi-smoothed prolongators ``P = (I − ω D⁻¹Ã) T`` and Galerkin coarse operators ``PᵀÃP``,
-    coarsening until at most ``max_coarse`` nodes remain, with `ChebyshevRelaxation` of ``degree`` on every
-    level. Since ``Ã`` is symmetric positive definite, the cycle is an SPD preconditioner even when ``A`` is
-    indefinite or nonsymmetric (a "Laplace preconditioner" for Helmholtz); `amg_setup` instead builds on ``A``
-    itself where it can and chooses the Krylov method.
-
-    Args:
-      A: square matrix: SciPy sparse in any format, a BCOO, a dense array or a `SparseMatrix`
-        (concrete, not traced).
-      max_coarse: largest coarsest level, solved by a dense inverse.
-      max_levels: cap on the number of levels.
-      degree: Chebyshev smoothing degree (products with ``Ã`` per pre-/post-smoothing).
-      envelope: build on ``Ã`` (default). ``False`` uses ``A`` itself (must then be SPD-like).
-      dtype: floating dtype of the values (default: JAX's default float).
-
-    Returns:
-      A `MultilevelHierarchy` padded to `bucket_size` of ``n``; pass it as ``preconditioner=`` to `cg` /
-      `gmres` / `bicgstab` (the Krylov iteration then uses ``A`` and the V-cycle preconditions it), or call
-      `as_preconditioner` for an n-vector map.
-
-    Raises:
-      ValueError: ``A`` not square, with NaN/Inf entries, or (on ``Ã``) a non-positive diagonal; ``degree``,
-        ``max_coarse`` or ``max_levels`` not a positive int; a coarsest level of more than 8192 nodes (the graph
-        does not coarsen: its dense inverse would not fit), checked before it is allocated.
-      TypeError: an unsupported matrix type, or called under ``jax.jit``.
-
-    References:
-      Vaněk, Mandel & Brezina, Computing 56 (1996), "Algebraic multigrid by smoothed aggregation for second
-      and fourth order elliptic problems"; Adams, Brezina, Hu & Tuminaro, J. Comput. Phys. 188 (2003)
-      (Chebyshev smoothers).
-
-    Examples:
-      >>> import numpy as np, scipy.sparse as sp
-      >>> from icmlx.solvers import cg, smoothed_aggregation
-      >>> T = sp.diags([-np.ones(29), 2 * np.ones(30), -np.ones(29)], [-1, 0, 1])
-      >>> A = (sp.kron(T, sp.eye(30)) + sp.kron(sp.eye(30), T)).tocsr()
-      >>> H = smoothed_aggregation(A, max_coarse=50)
-      >>> sol = cg(A, np.ones(900), preconditioner=H, rtol=1e-5)  # iterates on A, V-cycles precondition
-      >>> int(sol.num_steps) < 15, bool(np.linalg.norm(np.ones(900) - A @ np.asarray(sol.value)) < 1e-3 * 30)
-      (True, True)
-    """
-    from ._build import build_hierarchy  # (the builder imports this module)
-    from ._relaxation import ChebyshevRelaxation
-
-    positive_int(degree, "degree", "smoothed_aggregation")
-    A = as_scipy_csr(A, name="A")
-    At = m_matrix_envelope(A) if envelope else A
-    if np.any(At.diagonal() <= 0):
-        raise ValueError("smoothed_aggregation: the hierarchy operator needs a positive diagonal (first bad row "
-                         f"{int(np.nonzero(At.diagonal() <= 0)[0][0])}){'' if envelope else '; use envelope=True'}")
-    return build_hierarchy(At, relaxation=ChebyshevRelaxation(degree=degree), max_coarse=max_coarse,
-                           max_levels=max_levels, dtype=dtype)[0]

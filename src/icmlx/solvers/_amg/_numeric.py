@@ -62,7 +62,7 @@ class SAPattern(eqx.Module):
     improve_steps: int = eqx.field(static=True)
     symmetric: bool = eqx.field(static=True)
     relaxation: Any = eqx.field(static=True)
-    cycle: str = eqx.field(static=True)
+    cycle: Any = eqx.field(static=True)  # an AbstractCycle
 
 
 def _ell_index(rows, cols, slot, width, num_rows, identity_from: int | None = None) -> np.ndarray:
@@ -75,7 +75,7 @@ def _ell_index(rows, cols, slot, width, num_rows, identity_from: int | None = No
 
 
 def build_pattern(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, max_coarse: int, max_levels: int,
-                  improve_steps: int, symmetric: bool, relaxation: Any, cycle: str, dtype: Any):
+                  improve_steps: int, symmetric: bool, relaxation: Any, cycle: Any, dtype: Any):
     """Host levels of ``A`` and the `SAPattern` of them; returns ``(pattern, values of A, coarsest)``."""
     A = structural(A)
     host, coarse = host_levels(A, B=B, node_of=node_of, strength=strength, max_coarse=max_coarse, max_levels=max_levels,

@@ -157,7 +157,7 @@ class MultilevelSmoother(AbstractSmoother):
         working ``dtype``, padded to ``bucket_size(n)`` as the G-RANS operator is."""
         import numpy as np
 
-        from .._amg._hierarchy import smoothed_aggregation
+        from .._amg._smoothed import smoothed_aggregation
 
         dt = np.dtype(np.float32) if self.dtype == "float32" else np.dtype(dtype)
         return smoothed_aggregation(A, max_coarse=self.max_coarse, max_levels=self.max_levels, degree=self.degree,
