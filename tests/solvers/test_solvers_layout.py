@@ -104,3 +104,15 @@ def test_no_isinstance_on_another_folders_strategy():
 def test_a_folder_per_family(family):
     assert (ROOT / family / "__init__.py").is_file()
     assert not (ROOT / f"{family}.py").exists()
+
+
+def test_strategy_bases_declare_their_behaviour():
+    """Every strategy base (relaxation, strength, cycle, smoother, outer step) declares the method a subclass must
+    implement, and every public strategy class implements all of them (no flag-only strategy)."""
+    bases = {name: getattr(icmlx.solvers, name) for name in STRATEGY_BASES}
+    for name, base in bases.items():
+        assert base.__abstractmethods__, f"{name} declares no behaviour"
+    for name in icmlx.solvers.__all__:
+        obj = getattr(icmlx.solvers, name)
+        if isinstance(obj, type) and any(issubclass(obj, b) for b in bases.values()) and name not in bases:
+            assert not obj.__abstractmethods__, f"{name} leaves {sorted(obj.__abstractmethods__)} unimplemented"
