@@ -66,5 +66,12 @@ def smoothed_aggregation(A: Any, *, max_coarse: int = 400, max_levels: int = 10,
     if np.any(At.diagonal() <= 0):
         raise ValueError("smoothed_aggregation: the hierarchy operator needs a positive diagonal (first bad row "
                          f"{int(np.nonzero(At.diagonal() <= 0)[0][0])}){'' if envelope else '; use envelope=True'}")
-    return build_hierarchy(At, relaxation=ChebyshevRelaxation(degree=degree), max_coarse=max_coarse,
-                           max_levels=max_levels, dtype=dtype)[0]
+    try:
+        return build_hierarchy(At, relaxation=ChebyshevRelaxation(degree=degree), max_coarse=max_coarse,
+                               max_levels=max_levels, dtype=dtype)[0]
+    except ValueError as err:  # the builder's checks, named after this entry point
+        msg = str(err).replace("amg_setup:", "smoothed_aggregation:", 1)
+        if "coarsening stopped" in msg:  # (the strength advice of amg_setup does not apply: every coupling counts)
+            msg = (msg.splitlines()[0]
+                   + "\nRaise max_levels, or use preconditioner='jacobi' for a (nearly) diagonal matrix.")
+        raise ValueError(msg) from None
