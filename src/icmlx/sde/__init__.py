@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._bridges import BridgeSamples as BridgeSamples
     from ._bridges import smc_bridges as smc_bridges
     from ._diffusion import DiffusionEstimate as DiffusionEstimate
+    from ._diffusion import DiffusionField as DiffusionField
     from ._diffusion import estimate_diffusion as estimate_diffusion
     from ._em import DriftSolution as DriftSolution
     from ._em import EMHistory as EMHistory
@@ -60,6 +61,7 @@ _LAZY = {
     "BridgeSamples": "_bridges",
     "smc_bridges": "_bridges",
     "DiffusionEstimate": "_diffusion",
+    "DiffusionField": "_diffusion",
     "estimate_diffusion": "_diffusion",
     "DriftSolution": "_em",
     "EMHistory": "_em",
@@ -93,6 +95,7 @@ __all__ = [
     "AbstractGuidance",
     "BridgeSamples",
     "DiffusionEstimate",
+    "DiffusionField",
     "DriftEstimate",
     "DriftSolution",
     "EMHistory",
