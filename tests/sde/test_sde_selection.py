@@ -89,3 +89,26 @@ def test_bridge_score_errors():
         select_function_class(y, ts, 1.0, score="evidence")
     with pytest.raises(TypeError, match="em_options"):
         select_function_class(y, ts, 1.0, score="bridge", key=jax.random.key(0), em_options=[4])
+
+
+@pytest.mark.slow
+def test_infer_drift_auto_records_the_selection():
+    """function_class="auto" fits the chosen class and records the selection; on an OU process (drift -x, in
+    every candidate class) the drift is close to the truth on the bulk."""
+    from icmlx.sde import infer_drift, subsample
+
+    p = subsample(simulate(jax.random.key(3), lambda x: -x, 0.7, jnp.zeros((4, 1)), 40.0, 0.01), 50)
+    sol = infer_drift(jax.random.key(4), p.xs, p.ts, 0.7, function_class="auto", num_steps=4, num_particles=32,
+                      num_time_steps=10)
+    assert sol.selection is not None and sol.selection.scores.shape == (3,)
+    assert repr(sol.drift.basis) == repr(sol.selection.function_class.basis)
+    x = jnp.linspace(-0.8, 0.8, 9)[:, None]
+    assert float(jnp.sqrt(jnp.mean((sol.drift(x) + x) ** 2))) < 0.3
+
+
+def test_infer_drift_function_class_string_errors():
+    from icmlx.sde import infer_drift
+
+    y = np.cumsum(np.random.default_rng(1).normal(size=(20, 1)), 0)
+    with pytest.raises(ValueError, match="function_class"):
+        infer_drift(jax.random.key(0), y, np.arange(20.0), 1.0, function_class="cubic")
