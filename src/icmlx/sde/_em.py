@@ -17,6 +17,7 @@ from .._strategy import as_strategy
 from .._types import PRNGKey, RealScalarLike
 from ._basis import LinearDrift
 from ._bridges import _smc_bridges_jit
+from ._class_scores import select_by_bridges
 from ._data import ArrayOrFrame, as_observations, as_sigma, as_trajectories, is_ragged
 from ._diffusion import estimate_diffusion
 from ._estimators import _intervals, _named, check_function_class, default_function_class, fit_drift
@@ -260,13 +261,11 @@ def infer_drift(
         if function_class != "auto":
             raise ValueError(f"infer_drift: function_class must be a feature class, None or 'auto', got "
                              f"{function_class=}")
-        from ._selection import select_function_class  # the selection fits candidates with this function
-
         key, k_sel = jax.random.split(key)
         em = dict(num_steps=min(num_steps, 4), num_particles=min(num_particles, 32),
                   num_time_steps=min(num_time_steps, 10), guidance=guidance, lookahead=lookahead)
-        selection = select_function_class(observations, sigma_data[1] if is_ragged(observations) else ts,
-                                          None if learn_sigma else sig, score="bridge", key=k_sel, em_options=em)
+        selection = select_by_bridges(infer_drift, observations, sigma_data[1] if is_ragged(observations) else ts,
+                                      None if learn_sigma else sig, None, 0.25, k_sel, em, "infer_drift")
         function_class = selection.function_class
     fc = default_function_class(obs) if function_class is None else function_class
     n_traj, n_obs, d = obs.shape
