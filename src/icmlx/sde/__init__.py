@@ -17,7 +17,9 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._basis import box_grid as box_grid
     from ._bridges import BridgeSamples as BridgeSamples
     from ._bridges import smc_bridges as smc_bridges
+    from ._class_scores import FunctionClassSelection as FunctionClassSelection
     from ._diffusion import DiffusionEstimate as DiffusionEstimate
+    from ._diffusion import DiffusionField as DiffusionField
     from ._diffusion import estimate_diffusion as estimate_diffusion
     from ._em import DriftSolution as DriftSolution
     from ._em import EMHistory as EMHistory
@@ -36,7 +38,6 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._metrics import weighted_rmse as weighted_rmse
     from ._plot import plot_drift as plot_drift
     from ._plot import plot_paths as plot_paths
-    from ._selection import FunctionClassSelection as FunctionClassSelection
     from ._selection import select_function_class as select_function_class
     from ._simulate import SamplePaths as SamplePaths
     from ._simulate import simulate as simulate
@@ -60,6 +61,7 @@ _LAZY = {
     "BridgeSamples": "_bridges",
     "smc_bridges": "_bridges",
     "DiffusionEstimate": "_diffusion",
+    "DiffusionField": "_diffusion",
     "estimate_diffusion": "_diffusion",
     "DriftSolution": "_em",
     "EMHistory": "_em",
@@ -69,7 +71,7 @@ _LAZY = {
     "default_function_class": "_estimators",
     "naive_drift": "_estimators",
     "geodesic_targets": "_geodesic",
-    "FunctionClassSelection": "_selection",
+    "FunctionClassSelection": "_class_scores",
     "select_function_class": "_selection",
     "observation_metric": "_geodesic",
     "AbstractGuidance": "_guidance",
@@ -93,6 +95,7 @@ __all__ = [
     "AbstractGuidance",
     "BridgeSamples",
     "DiffusionEstimate",
+    "DiffusionField",
     "DriftEstimate",
     "DriftSolution",
     "EMHistory",

@@ -11,10 +11,10 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .._repr import summarise
-from ._basis import _exponents
-from ._data import ArrayOrFrame, interval_data
+from ._basis import _BROADCASTING, _exponents
+from ._data import ArrayOrFrame, as_real, interval_data
 
-__all__ = ["DiffusionEstimate", "estimate_diffusion"]
+__all__ = ["DiffusionEstimate", "DiffusionField", "estimate_diffusion"]
 
 _MODELS = ("scalar", "diagonal", "full")
 
@@ -31,8 +31,10 @@ class DiffusionEstimate(eqx.Module):
       covariance: the estimated $\\sigma\\sigma^\\top$, shape ``(d, d)`` (of the chosen model).
       noise: the localization-noise standard deviation in the same form as ``sigma`` (with
         ``measurement_noise=True``), else ``None``.
-      model: ``"scalar"``, ``"diagonal"`` or ``"full"``.
+      model: ``"scalar"``, ``"diagonal"``, ``"full"``, or ``"basis"`` for a state-dependent diffusion (then
+        ``sigma``, ``sigma_se``, ``covariance`` and ``noise`` are the scalar model's, the state average).
       num_intervals: the number of observation intervals used.
+      field: with ``model=<basis>``, the fitted state-dependent diffusion (a `DiffusionField`), else ``None``.
     """
 
     sigma: Float[Array, "*s"]
@@ -41,11 +43,72 @@ class DiffusionEstimate(eqx.Module):
     noise: Float[Array, "*s"] | None
     model: str = eqx.field(static=True)
     num_intervals: int = eqx.field(static=True)
+    field: "DiffusionField | None" = None
 
     def __repr__(self) -> str:
         noise = "" if self.noise is None else f", noise={summarise(self.noise)}"
         return (f"DiffusionEstimate(model={self.model!r}, sigma={summarise(self.sigma)}, "
                 f"sigma_se={summarise(self.sigma_se)}{noise}, num_intervals={self.num_intervals})")
+
+
+class DiffusionField(eqx.Module):
+    r"""A state-dependent diffusion $\sigma\sigma^\top(x) = \sum_j \phi_j(x)\,W_j$ in a feature basis.
+
+    Returned by `estimate_diffusion` with ``model=<basis>`` (the weights are fitted by least squares, see
+    there). ``field(x)`` gives $\sigma\sigma^\top(x)$, `diffusion` the diffusion tensor
+    $D(x) = \tfrac12\sigma\sigma^\top(x)$ (SFI's convention) and `sigma` a lower-triangular factor $L(x)$ with
+    $LL^\top = \sigma\sigma^\top(x)$ (negative eigenvalues of the fitted matrix, possible far from the data,
+    clipped to zero).
+
+    Attributes:
+      basis: the feature map, ``(..., d) -> (..., m)`` (a library basis) or ``(d,) -> (m,)`` (any callable).
+      weights: shape ``(m, d, d)``, each ``weights[j]`` symmetric.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.sde import DiffusionField, PolynomialBasis
+      >>> g = DiffusionField(PolynomialBasis(1, 2), jnp.array([[[0.25]], [[0.0]], [[1.0]]]))   # 0.25 + x^2
+      >>> g(jnp.array([1.0])).tolist(), g.sigma(jnp.array([0.0])).tolist()
+      ([[1.25]], [[0.5]])
+    """
+
+    basis: Callable
+    weights: Float[Array, "m d d"]
+
+    def _features(self, x):
+        x = as_real(x, "x", "DiffusionField", None if jnp.issubdtype(getattr(x, "dtype", float), jnp.floating)
+                    else self.weights.dtype)
+        d = self.weights.shape[-1]
+        if x.ndim == 0 or x.shape[-1] != d:
+            raise ValueError(f"DiffusionField: x must be states of shape (..., d) with d = {d}, got shape {x.shape}")
+        if x.ndim == 1 or isinstance(self.basis, _BROADCASTING):
+            return self.basis(x)
+        return jax.vmap(self.basis)(x.reshape(-1, d)).reshape(x.shape[:-1] + (-1,))
+
+    def __call__(self, x: ArrayOrFrame) -> Float[Array, "*batch d d"]:
+        r"""$\sigma\sigma^\top(x)$, shape ``(..., d, d)`` for states ``(..., d)``."""
+        phi = self._features(x)
+        return jnp.einsum("...m,mij->...ij", phi, self.weights.astype(phi.dtype))
+
+    def diffusion(self, x: ArrayOrFrame) -> Float[Array, "*batch d d"]:
+        r"""The diffusion tensor $D(x) = \tfrac12\sigma\sigma^\top(x)$, shape ``(..., d, d)``."""
+        return 0.5 * self(x)
+
+    def sigma(self, x: ArrayOrFrame) -> Float[Array, "*batch d d"]:
+        r"""A lower-triangular $L(x)$ with $LL^\top = \sigma\sigma^\top(x)$ (clipped to PSD), ``(..., d, d)``."""
+        S = self(x)
+        S = 0.5 * (S + jnp.swapaxes(S, -1, -2))
+        lam, vec = jnp.linalg.eigh(S)
+        lam = jnp.maximum(lam, 0.0)
+        d = S.shape[-1]
+        psd = jnp.einsum("...ik,...k,...jk->...ij", vec, lam, vec)
+        tr = jnp.trace(psd, axis1=-2, axis2=-1)[..., None, None]
+        jitter = 1e-12 * jnp.maximum(tr, jnp.finfo(S.dtype).tiny) * jnp.eye(d, dtype=S.dtype)
+        return jnp.linalg.cholesky(psd + jitter)
+
+    def __repr__(self) -> str:
+        m, d, _ = self.weights.shape
+        return f"DiffusionField(basis={self.basis!r}, num_features={m}, d={d})"
 
 
 def _poly_degree(d: int, n: int) -> int:
@@ -125,7 +188,7 @@ def _hac_cov(z, follows, lags: int):
 
 
 @eqx.filter_jit
-def _estimate(states, incs, dts, follows, drift, model: str, noise: bool, degree: int):
+def _estimate(states, incs, dts, follows, drift, model: str, noise: bool, degree: int, basis=None):
     n, d = states.shape
     dtype = states.dtype
     if drift is None:
@@ -189,14 +252,23 @@ def _estimate(states, incs, dts, follows, drift, model: str, noise: bool, degree
     J = jax.jacfwd(lambda c: _reduce(c.reshape(d, d), model).reshape(-1))(cov.reshape(-1))
     se = jnp.sqrt(jnp.maximum(jnp.sum((J @ V) * J, -1), 0.0)).reshape(sigma.shape)
     noise_level = None if noise_cov is None else _psd_factor(noise_cov, model)
-    return sigma, se, cov_m, noise_level
+    field = None
+    if basis is not None:  # static: sigma sigma^T(y_k) tau_k ~ q_k, least squares weighted by tau_k
+        psi = jax.vmap(basis)(states).astype(dtype)  # (N, m_s)
+        ms = psi.shape[-1]
+        G = (psi * (mask * dts)[:, None]).T @ psi
+        B = psi.T @ (scale * q * mask[:, None, None]).reshape(n, d * d)
+        ridge = 1e-10 * jnp.trace(jnp.abs(G)) / ms
+        Wf = jnp.linalg.solve(G + ridge * jnp.eye(ms, dtype=dtype), B).reshape(ms, d, d)
+        field = DiffusionField(basis, 0.5 * (Wf + jnp.swapaxes(Wf, 1, 2)))
+    return sigma, se, cov_m, noise_level, field
 
 
 def estimate_diffusion(
     observations: ArrayOrFrame,
     ts: ArrayOrFrame,
     *,
-    model: str = "scalar",
+    model: str | Callable = "scalar",
     measurement_noise: bool = False,
     drift: Callable | None = None,
 ) -> DiffusionEstimate:
@@ -225,21 +297,34 @@ def estimate_diffusion(
     `infer_drift` with ``sigma=None`` there). The standard errors come from the delta method with the
     within-trajectory dependence of the terms (lags 0, or 0 to 2 with noise).
 
+    With ``model=<basis>`` (features $\psi(x) \in \mathbb R^m$) the diffusion is state-dependent,
+    $\sigma\sigma^\top(x) = \sum_j \psi_j(x) W_j$, fitted by least squares of the same per-interval terms
+    $q_k$ ($r_k r_k^\top$, or the noise-robust combination above) on $\psi(y_k)\tau_k$,
+
+    $$\Big(\sum_k \tau_k\,\psi_k\psi_k^\top\Big) W = \sum_k \psi_k\, q_k$$
+
+    (SFI's ``infer_diffusion_linear``; a constant basis gives the scalar estimator's $\sum q_k / \sum \tau_k$).
+    It carries the $O(\tau)$ bias of the increments (no first-order correction), so it is meant for dense data.
+    ``sigma``, ``sigma_se`` and ``noise`` are then the scalar model's (the state average).
+
     Args:
       observations: shape ``(n_obs, d)`` or ``(n_traj, n_obs, d)`` (NumPy, JAX, lists, a DataFrame, a list of
         equal-length trajectories, a `SamplePaths`), or a list of trajectories of different lengths
         ``(n_i, d)`` (ragged).
       ts: observation times, shape ``(n_obs,)``, ``(n_traj, n_obs)``, or for ragged observations a list of
         the trajectories' time grids; ``None`` with a `SamplePaths`.
-      model: ``"scalar"`` (isotropic), ``"diagonal"`` (per-axis $\sigma_i$) or ``"full"`` (a Cholesky factor).
+      model: ``"scalar"`` (isotropic), ``"diagonal"`` (per-axis $\sigma_i$), ``"full"`` (a Cholesky factor), or a
+        feature basis (`PolynomialBasis`, `RBFBasis`, any callable ``(d,) -> (m,)``) for a state-dependent
+        diffusion, returned as ``field`` (see above).
       measurement_noise: use the noise-robust estimator and return the noise level.
       drift: a known drift ``(d,) -> (d,)`` to remove instead of the fitted one.
 
     Returns:
-      `DiffusionEstimate`.
+      `DiffusionEstimate` (with ``field``, a `DiffusionField`, for a basis ``model``).
 
     Raises:
-      ValueError: an unknown ``model``; shapes, NaN data, non-increasing times (as in `naive_drift`);
+      ValueError: an unknown ``model``; a basis that fails on one state, does not return a vector, or has more
+        features than there are intervals; shapes, NaN data, non-increasing times (as in `naive_drift`);
         ``measurement_noise=True`` without two consecutive intervals in some trajectory.
       TypeError: non-numeric data; ``measurement_noise`` not a bool; ``drift`` not callable.
 
@@ -257,8 +342,12 @@ def estimate_diffusion(
       (0.5, ())
     """
     fn = "estimate_diffusion"
-    if not isinstance(model, str) or model not in _MODELS:
-        raise ValueError(f"{fn}: model must be one of {_MODELS}, got {model=}")
+    basis = None
+    if callable(model) and not isinstance(model, str):
+        basis, model = model, "basis"
+    elif not isinstance(model, str) or model not in _MODELS:
+        raise ValueError(f"{fn}: model must be one of {_MODELS} or a feature basis (a callable (d,) -> (m,), e.g. "
+                         f"PolynomialBasis), got {model=}")
     if not isinstance(measurement_noise, bool):
         raise TypeError(f"{fn}: measurement_noise must be True or False, got {measurement_noise=}")
     if drift is not None and not callable(drift):
@@ -269,5 +358,18 @@ def estimate_diffusion(
         raise ValueError(f"{fn}: measurement_noise=True needs trajectories of at least three observations (two "
                          "consecutive intervals)")
     degree = _poly_degree(d, int(follows.sum()) if measurement_noise else n)
-    sigma, se, cov, noise = _estimate(states, incs, dts, follows, drift, model, measurement_noise, degree)
-    return DiffusionEstimate(sigma, se, cov, noise, model, n)
+    if basis is not None:
+        try:
+            m_s = jax.eval_shape(basis, jax.ShapeDtypeStruct((d,), states.dtype)).shape
+        except Exception as e:  # noqa: BLE001 - any failure of a user callable on one state
+            raise ValueError(f"{fn}: the basis must map one state of shape (d,) = ({d},) to features (m,); calling "
+                             f"it failed with {type(e).__name__}: {e}") from e
+        if len(m_s) != 1:
+            raise ValueError(f"{fn}: the basis must map one state (d,) to a feature vector (m,), got shape {m_s}")
+        if m_s[0] > n:
+            raise ValueError(f"{fn}: the basis has {m_s[0]} features but the data hold only {n} intervals; pass a "
+                             "smaller basis or more observations")
+    est_model = "scalar" if basis is not None else model
+    sigma, se, cov, noise, field = _estimate(states, incs, dts, follows, drift, est_model, measurement_noise, degree,
+                                             basis)
+    return DiffusionEstimate(sigma, se, cov, noise, model, n, field)
