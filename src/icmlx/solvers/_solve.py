@@ -30,6 +30,7 @@ _RESTART = 30  # GMRES cycle length
 # the share of stored entries in the nonzero bs × bs blocks above which A is taken for a vector PDE: 3-D P1
 # elasticity from scikit-fem fills 95% of its 3 × 3 blocks, scalar stencils under a third of theirs
 BLOCK_FILL = 0.9
+_BLOCK_ROWS_READ = 16384  # block rows that _vector_block_size reads (evenly spaced)
 
 _LOOPS = {"cg": (cg_loop, ()), "bicgstab": (bicgstab_loop, ()), "gmres": (gmres_loop, (_RESTART,))}
 
@@ -519,7 +520,8 @@ def _vector_block_size(A: Any, block_size: Any) -> int:
     """Dofs per node of a vector PDE: ``block_size`` when given, a BSR matrix's block size, else the ``bs`` in
     (3, 2) for which the ``bs × bs`` blocks of ``A``'s pattern that hold a nonzero are nearly full (at least
     `BLOCK_FILL` of their entries stored: interleaved ordering, as scikit-fem and PyAMG assemble vector elements,
-    some couplings exactly zero on structured meshes); 1 when none fits (a scalar PDE's pattern fills a small
+    some couplings exactly zero on structured meshes; counted on up to ``_BLOCK_ROWS_READ`` evenly spaced block
+    rows); 1 when none fits (a scalar PDE's pattern fills a small
     fraction of its blocks)."""
     if block_size is not None:
         return int(block_size)
@@ -535,11 +537,16 @@ def _vector_block_size(A: Any, block_size: Any) -> int:
     for bs in (3, 2):
         if n % bs or n < 2 * bs or M.nnz == 0:
             continue
-        pat = sp.csr_matrix((np.ones(M.nnz), M.indices, M.indptr), shape=M.shape)
+        # the fill is counted on evenly spaced block rows (all of them up to _BLOCK_ROWS_READ): a pattern copy and
+        # block products of the whole matrix would be the largest host transient of solve() on a large system
+        nb = n // bs
+        take = np.unique(np.linspace(0, nb - 1, min(nb, _BLOCK_ROWS_READ)).astype(np.int64))
+        sub = M[(take[:, None] * bs + np.arange(bs)).ravel()]
+        pat = sp.csr_matrix((np.ones(sub.nnz), sub.indices, sub.indptr), shape=sub.shape)
         pat.sum_duplicates()
-        agg = sp.csr_matrix((np.ones(n), np.arange(n) // bs, np.arange(n + 1)), shape=(n, n // bs))
-        blocks = (agg.T @ pat @ agg).tocsr()
-        if pat.nnz >= BLOCK_FILL * blocks.nnz * bs * bs:
+        block_row = np.repeat(np.arange(sub.shape[0]) // bs, np.diff(pat.indptr))
+        blocks = np.unique(block_row * nb + pat.indices // bs).size
+        if pat.nnz >= BLOCK_FILL * blocks * bs * bs:
             return bs
     return 1
 

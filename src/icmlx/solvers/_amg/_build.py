@@ -249,11 +249,15 @@ def _ell_slots(M, num_rows: int, width: int | None = None) -> tuple[np.ndarray, 
     return idx, val
 
 
-def _ell(M, num_rows: int, num_cols: int, dtype) -> EllMatrix:
-    # a prolongator or restriction of the set-up: canonical CSR without stored zeros, so no clean-up copy
+def _ell(M, num_rows: int, num_cols: int, dtype, exact: bool = False) -> EllMatrix:
+    # a prolongator or restriction of the set-up: canonical CSR without stored zeros, so no clean-up copy.
+    # ``exact``: the width is the longest row itself, not rounded up to a multiple of 4 (a prolongator: it has the
+    # fine level's rows, the most of any matrix but the operator, and few entries per row, so the rounding would
+    # add up to 3 empty slots to rows that hold 3 to 6 entries)
     if not np.all(np.isfinite(M.data)):
         raise ValueError("EllMatrix.from_scipy: the matrix has NaN or Inf entries; fix them first")
-    idx, val = _ell_slots(M, num_rows)
+    width = max(1, int(np.diff(M.indptr).max())) if exact and M.nnz else None
+    idx, val = _ell_slots(M, num_rows, width=width)
     idx_d = to_device(idx, np.int32)
     del idx  # (each host array goes as soon as its device copy exists)
     return EllMatrix(idx_d, to_device(val, dtype), (num_rows, num_cols))
@@ -308,7 +312,7 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
         dinv[:nl] = 1.0 / d
         dinvs.append(to_device(dinv, dtype))
         del cur
-        pros.append(_ell(P, pad, pad_c, dtype))
+        pros.append(_ell(P, pad, pad_c, dtype, exact=True))
         del P
         ress.append(_ell(R, pad_c, pad, dtype))
         del R
