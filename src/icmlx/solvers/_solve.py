@@ -13,7 +13,7 @@ import numpy as np
 from .._checks import is_traced
 from .._inputs import to_device
 from .._results import RESULTS, raise_if_failed
-from ._amg._build import build_hierarchy
+from ._amg._build import build_hierarchy, freed_after_compile
 from ._amg._hierarchy import EllMatrix, MultilevelHierarchy
 from ._amg._numeric import numeric_setup_jit
 from ._convert import as_scipy_csr, as_vector, check_square, check_tolerances, positive_int
@@ -253,9 +253,9 @@ class AMGSolver(lx.AbstractLinearSolver):
         x0 = None if x0 is None else as_vector(_on_host(x0, dtype), self.n, name="x0", dtype=dtype,
                                                allow_complex=True)
         rdt = jnp.finfo(dtype).dtype  # (tolerances are real for a complex system too)
-        x, result, stats = _amg_solve(self.method, self.A, self.hierarchy, b, x0, to_device(rtol, rdt),
-                                      to_device(atol, rdt),
-                                      max_steps, to_device(floor, bool), throw)
+        with freed_after_compile():  # (a first call compiles: its leftovers go before the work vectors come)
+            x, result, stats = _amg_solve(self.method, self.A, self.hierarchy, b, x0, to_device(rtol, rdt),
+                                          to_device(atol, rdt), max_steps, to_device(floor, bool), throw)
         return raise_if_failed(LinearSolution(x, result, stats, self.method), result, throw)
 
 

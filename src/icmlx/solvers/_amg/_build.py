@@ -1,15 +1,18 @@
 """Smoothed aggregation at PyAMG's quality: strength strategies, near-nullspace candidates (rigid-body modes), and
 the set-up that turns the host levels of ``_sa_setup`` into a padded, jittable `MultilevelHierarchy`."""
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Inexact
 
-from ..._inputs import to_device
+from ..._inputs import to_device, to_host
 from ..._strategy import as_strategy
 from .._classify import classify, input_eps
 from .._convert import as_scipy_csr, positive_int
@@ -174,7 +177,8 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
         return H, symmetric, on, pattern, K
     levels, coarse = sa_levels(A, B=B, node_of=np.arange(n) // bs, strength=strength,
                                max_coarse=max_coarse, max_levels=max_levels, improve_steps=improve_candidates,
-                               symmetric=symmetric and on == "A")
+                               symmetric=symmetric and on == "A", keep_tables=relaxation.needs_coloring,
+                               keep_restriction=False)
     _check_coarse(coarse)
     H, K = _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric and on == "A",
                      A if on == "A" else None)
@@ -227,19 +231,90 @@ def _return_freed_memory() -> None:
         trim(0)
 
 
-def _ell_slots(M, num_rows: int, width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The host ``(idx int32[k, num_rows], val[k, num_rows])`` (float64, or complex128 for a complex matrix) of a
-    CSR matrix without duplicate entries: slot ``j`` of row ``i`` holds its ``j``-th stored entry (the layout of
-    `EllMatrix.from_scipy`). Filled one slot at a time over the rows that reach it, so that no index array of the
-    matrix's length (two ``int64`` per stored entry) is made beside the ELL arrays: the largest transient of the
-    set-up's conversion."""
+class EllAdjoint(EllMatrix):
+    r"""The adjoint $M^H$ ($M^\top$ for a real ``M``) of an `EllMatrix` ``M``, held in ``M``'s own arrays
+    (``idx``, ``val`` of ``M``; ``shape`` that of $M^H$): `mv` adds each slot's products into the rows its indices
+    name. A smoothed-aggregation restriction $P^H$ so costs no memory beside the prolongator ``P``: as an ELL
+    matrix of its own it has the coarse rows, each as wide as the largest aggregate's reach (on 3-D Poisson with
+    1M unknowns 48 slots for a mean of 30 entries: more slots than ``P`` itself holds)."""
+
+    def mv(self, x: Inexact[Array, " n_cols"]) -> Inexact[Array, " n_rows"]:
+        if jnp.shape(x) != (self.shape[1],):
+            raise ValueError(f"EllAdjoint.mv: x must be a vector of length {self.shape[1]}, got shape {jnp.shape(x)}")
+
+        def body(j, y):
+            return y.at[self.idx[j]].add(jnp.conj(self.val[j]) * x)
+
+        return jax.lax.fori_loop(0, self.idx.shape[0], body,
+                                 jnp.zeros(self.shape[0], jnp.result_type(self.val, x)))
+
+    def diagonal(self) -> Inexact[Array, " n"]:
+        raise NotImplementedError("EllAdjoint: a restriction has no diagonal")
+
+
+_ALIGN = 64  # bytes: the alignment at which XLA:CPU adopts a host buffer instead of copying it
+
+
+def _host_zeros(shape: tuple, dtype: Any) -> np.ndarray:
+    """A zeroed host array whose data starts at an `_ALIGN`-byte boundary (NumPy's own allocations are only
+    16-byte aligned), so that `_adopt` can hand its memory to the CPU backend."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    buf = np.zeros(nbytes + _ALIGN, np.uint8)
+    off = (-buf.ctypes.data) % _ALIGN
+    return buf[off:off + nbytes].view(dtype).reshape(shape)
+
+
+def _adopt(a: np.ndarray, dtype: Any) -> Any:
+    """``a`` on the default device, converted to ``dtype`` as `to_device` does. The caller hands ``a`` over (it is
+    never written again): on the CPU backend an aligned array in the target dtype becomes the device buffer itself
+    (``may_alias``), so a level's matrices are not held twice, host and device, while they are uploaded (the
+    set-up's peak); elsewhere it is copied."""
+    return jax.device_put(to_host(a, dtype), may_alias=True)
+
+
+# jax.monitoring's event after each XLA compilation (``jax._src.dispatch.BACKEND_COMPILE_EVENT``)
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_TRIM_AFTER_COMPILE = [0]  # how many `freed_after_compile` blocks are open
+
+
+@functools.cache
+def _install_compile_trim() -> None:
+    def listener(event: str, duration: float, **metadata: Any) -> None:
+        if event == _COMPILE_EVENT and _TRIM_AFTER_COMPILE[0]:
+            _return_freed_memory()
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+
+
+@contextlib.contextmanager
+def freed_after_compile():
+    """Within the block, each XLA compilation is followed by `_return_freed_memory`, before the compiled program
+    first runs. Compiling a solve (an LLVM build of the whole cycle) frees most of what it allocated, but in small
+    pieces that stay in the C heap; the program's work vectors would then be allocated on top of them (on 3-D
+    Poisson with 1M unknowns the compile left about 0.14 GB behind, as much as the solve's work vectors)."""
+    _install_compile_trim()
+    _TRIM_AFTER_COMPILE[0] += 1
+    try:
+        yield
+    finally:
+        _TRIM_AFTER_COMPILE[0] -= 1
+
+
+def _ell_slots(M, num_rows: int, width: int | None = None, dtype: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """The host ``(idx int32[k, num_rows], val[k, num_rows])`` of a CSR matrix without duplicate entries: slot
+    ``j`` of row ``i`` holds its ``j``-th stored entry (the layout of `EllMatrix.from_scipy`). Filled one slot at a
+    time over the rows that reach it, so that no index array of the matrix's length (two ``int64`` per stored
+    entry) is made beside the ELL arrays: the largest transient of the set-up's conversion. ``val`` is in
+    ``dtype`` (``None``: float64, or complex128 for a complex matrix); both arrays are `_host_zeros`, ready for
+    `_adopt`."""
     cnt = np.diff(M.indptr)
     longest = int(cnt.max()) if cnt.size else 0
     k = _ell_width(max(longest, 1)) if width is None else width
     if longest > k:
         raise ValueError(f"row width {longest} exceeds the requested ELL width {k}")
-    idx = np.zeros((k, num_rows), np.int32)
-    val = np.zeros((k, num_rows), np.result_type(M.dtype, np.float64))
+    idx = _host_zeros((k, num_rows), np.int32)
+    val = _host_zeros((k, num_rows), np.result_type(M.dtype, np.float64) if dtype is None else dtype)
     rows = np.arange(M.shape[0], dtype=M.indptr.dtype)
     for j in range(longest):  # (k ≤ the longest row: a loop over slots, not over rows or entries)
         rows = rows[cnt[rows] > j]
@@ -257,10 +332,8 @@ def _ell(M, num_rows: int, num_cols: int, dtype, exact: bool = False) -> EllMatr
     if not np.all(np.isfinite(M.data)):
         raise ValueError("EllMatrix.from_scipy: the matrix has NaN or Inf entries; fix them first")
     width = max(1, int(np.diff(M.indptr).max())) if exact and M.nnz else None
-    idx, val = _ell_slots(M, num_rows, width=width)
-    idx_d = to_device(idx, np.int32)
-    del idx  # (each host array goes as soon as its device copy exists)
-    return EllMatrix(idx_d, to_device(val, dtype), (num_rows, num_cols))
+    idx, val = _ell_slots(M, num_rows, width=width, dtype=to_host(np.zeros(0, M.dtype), dtype).dtype)
+    return EllMatrix(_adopt(idx, np.int32), _adopt(val, dtype), (num_rows, num_cols))
 
 
 def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, level_data=None):
@@ -288,7 +361,10 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
         # of a cycle's work, and the stencil fixes that width across a mesh family; coarse levels keep the
         # multiple-of-4 widths, which vary less across the matrices of one padded size
         width = max(1, int(np.diff(cur.indptr).max())) if lvl == 0 and cur.nnz else None
-        idx, val = _ell_slots(cur, pad, width=width)
+        # (the values in the working dtype from the start, unless a colouring reads them first on the host)
+        coloured = level_data is None and relaxation is not None and relaxation.needs_coloring
+        idx, val = _ell_slots(cur, pad, width=width,
+                              dtype=None if coloured else to_host(np.zeros(0, cur.dtype), dtype).dtype)
         extra = np.arange(nl, pad) if lvl == 0 and A is not None else np.zeros(0, np.int64)
         # the Krylov matrix is the finest operator with a 1 on each padding row's diagonal (a padding row's first
         # slot, empty in the operator, holds its own index and a 1)
@@ -303,7 +379,7 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
         # meet only vectors that are zero there (zero inverse diagonal and prolongator rows keep them so), where
         # a 1 or a 0 on the diagonal gives the same products
         val[0, extra] = 1.0
-        op = EllMatrix(to_device(idx, np.int32), to_device(val, dtype), (pad, pad))
+        op = EllMatrix(_adopt(idx, np.int32), _adopt(val, dtype), (pad, pad))
         del idx, val
         ops.append(op)
         if lvl == 0 and A is not None:
@@ -314,7 +390,8 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
         del cur
         pros.append(_ell(P, pad, pad_c, dtype, exact=True))
         del P
-        ress.append(_ell(R, pad_c, pad, dtype))
+        # R = None: the restriction is Pᴴ, applied from the prolongator's own arrays (no second copy of them)
+        ress.append(EllAdjoint(pros[-1].idx, pros[-1].val, (pad_c, pad)) if R is None else _ell(R, pad_c, pad, dtype))
         del R
         lams.append(upper)
         sizes.append(pad)
