@@ -344,7 +344,9 @@ def test_packed_levels_are_scipys_products():
             assert np.allclose(ell_mv(H.ops[lvl], y)[:nl], M @ y[:nl], atol=tol * 8 * abs(M).max())
             z = rng.standard_normal(H.prolong[lvl].shape[1])
             assert np.allclose(ell_mv(H.prolong[lvl], z)[:nl], P @ z[:nc], atol=tol * 8)
-            assert np.allclose(ell_mv(H.restrict[lvl], y)[:nc], R @ y[:nl], atol=tol * 8)
+            # (the restriction is the prolongator's adjoint in P's own slots: its product, not an ELL layout)
+            ry = np.asarray(H.restrict[lvl].mv(jnp.asarray(y, H.restrict[lvl].val.dtype)), np.float64)
+            assert np.allclose(ry[:nc], R @ y[:nl], atol=tol * 8)
             cb = H.colors[lvl]
             rows, real = np.asarray(cb.rows), np.asarray(cb.dinv) != 0
             assert np.array_equal(np.sort(rows[real]), np.arange(nl))  # each row in exactly one colour block
