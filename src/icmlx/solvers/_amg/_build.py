@@ -10,7 +10,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Inexact
+from jaxtyping import Array, Inexact, Int
 
 from ..._inputs import to_device, to_host
 from ..._strategy import as_strategy
@@ -177,8 +177,7 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
         return H, symmetric, on, pattern, K
     levels, coarse = sa_levels(A, B=B, node_of=np.arange(n) // bs, strength=strength,
                                max_coarse=max_coarse, max_levels=max_levels, improve_steps=improve_candidates,
-                               symmetric=symmetric and on == "A", keep_tables=relaxation.needs_coloring,
-                               keep_restriction=False)
+                               symmetric=symmetric and on == "A", keep_tables=relaxation.needs_coloring)
     _check_coarse(coarse)
     H, K = _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric and on == "A",
                      A if on == "A" else None)
@@ -231,25 +230,88 @@ def _return_freed_memory() -> None:
         trim(0)
 
 
-class EllAdjoint(EllMatrix):
-    r"""The adjoint $M^H$ ($M^\top$ for a real ``M``) of an `EllMatrix` ``M``, held in ``M``'s own arrays
-    (``idx``, ``val`` of ``M``; ``shape`` that of $M^H$): `mv` adds each slot's products into the rows its indices
-    name. A smoothed-aggregation restriction $P^H$ so costs no memory beside the prolongator ``P``: as an ELL
-    matrix of its own it has the coarse rows, each as wide as the largest aggregate's reach (on 3-D Poisson with
-    1M unknowns 48 slots for a mean of 30 entries: more slots than ``P`` itself holds)."""
+class SplitEllMatrix(EllMatrix):
+    r"""An `EllMatrix` whose longest rows continue in an overflow block: ``idx``/``val`` hold the first ``k``
+    entries of every row, ``over_idx``/``over_val`` the rest of the ``m`` rows listed in ``over_rows`` (in the same
+    transposed layout), so that $(A x)_i = \sum_{j<k} \mathrm{val}_{ji} x_{\mathrm{idx}_{ji}}$ plus, for
+    $i = \mathrm{over\_rows}_r$, $\sum_j \mathrm{over\_val}_{jr} x_{\mathrm{over\_idx}_{jr}}$.
+
+    A level of a 3-D smoothed-aggregation hierarchy has rows of very unequal length (on 3-D Poisson with 1M
+    unknowns the first coarse operator has a mean of 31 entries a row and a longest of 45), and one ELL block pads
+    every row to the longest; `split_width` picks the ``k`` that stores the fewest slots.
+
+    Attributes:
+      over_idx: ``int32[k_over, m]`` column index of each overflow slot.
+      over_val: ``[k_over, m]`` its value (0 in unused slots).
+      over_rows: ``int32[m]`` the (distinct, increasing) row of each overflow column.
+    """
+
+    over_idx: Int[Array, "ko m"]
+    over_val: Inexact[Array, "ko m"]
+    over_rows: Int[Array, " m"]
 
     def mv(self, x: Inexact[Array, " n_cols"]) -> Inexact[Array, " n_rows"]:
-        if jnp.shape(x) != (self.shape[1],):
-            raise ValueError(f"EllAdjoint.mv: x must be a vector of length {self.shape[1]}, got shape {jnp.shape(x)}")
+        y = super().mv(x)
 
-        def body(j, y):
-            return y.at[self.idx[j]].add(jnp.conj(self.val[j]) * x)
+        def body(j, z):
+            return z + self.over_val[j] * x[self.over_idx[j]]
 
-        return jax.lax.fori_loop(0, self.idx.shape[0], body,
-                                 jnp.zeros(self.shape[0], jnp.result_type(self.val, x)))
+        # (the overflow holds at least one slot; the loop starts from its product, as `EllMatrix.mv` does)
+        z = jax.lax.fori_loop(1, self.over_idx.shape[0], body, body(0, 0.0))
+        return y.at[self.over_rows].add(z, indices_are_sorted=True, unique_indices=True)
 
     def diagonal(self) -> Inexact[Array, " n"]:
-        raise NotImplementedError("EllAdjoint: a restriction has no diagonal")
+        on = self.over_idx == self.over_rows[None, :]
+        return super().diagonal().at[self.over_rows].add(jnp.sum(jnp.where(on, self.over_val, 0.0), axis=0))
+
+
+def split_width(counts: np.ndarray, num_rows: int) -> int:
+    """The width ``k`` of the main block of a `SplitEllMatrix` for rows with ``counts`` entries, padded to
+    ``num_rows`` rows: the ``k`` minimising ``k · num_rows + (longest − k) · #{rows longer than k}``."""
+    longest = int(counts.max()) if counts.size else 0
+    if longest <= 1:
+        return max(longest, 1)
+    # rows longer than k, for every k (a histogram's tail sums)
+    longer = num_rows - np.cumsum(np.bincount(counts, minlength=longest + 1)) - (num_rows - counts.size)
+    k = np.arange(1, longest + 1)
+    return int(k[np.argmin(k * num_rows + (longest - k) * longer[1:longest + 1])])
+
+
+_SPLIT_GAIN = 0.85  # split a matrix only when that stores at most this fraction of the single block's slots
+
+
+def _ell_any(M, num_rows: int, num_cols: int, dtype, width: int | None = None, rows_first: Any = None):
+    """The device `EllMatrix` of a set-up matrix (canonical CSR without stored zeros), as a `SplitEllMatrix` when
+    that stores markedly fewer slots (`_SPLIT_GAIN`); ``width`` the single block's width (``None``: the longest
+    row rounded up to a multiple of 4). ``rows_first(idx, val)``, if given, edits the main block's host arrays
+    before the upload (the Krylov matrix's padding rows)."""
+    cnt = np.diff(M.indptr)
+    longest = int(cnt.max()) if cnt.size else 0
+    full = _ell_width(max(longest, 1)) if width is None else width
+    k = split_width(cnt, num_rows)
+    m = int(np.count_nonzero(cnt > k))
+    vdt = to_host(np.zeros(0, M.dtype), dtype).dtype
+    if k * num_rows + (longest - k) * m > _SPLIT_GAIN * full * num_rows:
+        idx, val = _ell_slots(M, num_rows, width=full, dtype=vdt)
+        if rows_first is not None:
+            rows_first(idx, val)
+        return EllMatrix(_adopt(idx, np.int32), _adopt(val, dtype), (num_rows, num_cols))
+    idx, val = _ell_slots(M, num_rows, width=k, dtype=vdt, truncate=True)
+    if rows_first is not None:
+        rows_first(idx, val)
+    main = (_adopt(idx, np.int32), _adopt(val, dtype))
+    del idx, val
+    rows = np.flatnonzero(cnt > k)
+    o_idx = np.zeros((longest - k, m), np.int32)
+    o_val = np.zeros((longest - k, m), vdt)
+    sel = np.arange(m)
+    for j in range(longest - k):  # (a loop over slots, not over rows)
+        sel = sel[cnt[rows[sel]] > k + j]
+        pos = M.indptr[rows[sel]] + k + j
+        o_idx[j, sel] = M.indices[pos]
+        o_val[j, sel] = M.data[pos]
+    return SplitEllMatrix(*main, (num_rows, num_cols), to_device(o_idx, np.int32), to_device(o_val, dtype),
+                          to_device(rows.astype(np.int32), np.int32))
 
 
 _ALIGN = 64  # bytes: the alignment at which XLA:CPU adopts a host buffer instead of copying it
@@ -301,17 +363,21 @@ def freed_after_compile():
         _TRIM_AFTER_COMPILE[0] -= 1
 
 
-def _ell_slots(M, num_rows: int, width: int | None = None, dtype: Any = None) -> tuple[np.ndarray, np.ndarray]:
+def _ell_slots(M, num_rows: int, width: int | None = None, dtype: Any = None,
+               truncate: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The host ``(idx int32[k, num_rows], val[k, num_rows])`` of a CSR matrix without duplicate entries: slot
     ``j`` of row ``i`` holds its ``j``-th stored entry (the layout of `EllMatrix.from_scipy`). Filled one slot at a
     time over the rows that reach it, so that no index array of the matrix's length (two ``int64`` per stored
     entry) is made beside the ELL arrays: the largest transient of the set-up's conversion. ``val`` is in
     ``dtype`` (``None``: float64, or complex128 for a complex matrix); both arrays are `_host_zeros`, ready for
-    `_adopt`."""
+    `_adopt`. ``truncate``: rows longer than ``width`` keep their first ``width`` entries (the main block of a
+    `SplitEllMatrix`)."""
     cnt = np.diff(M.indptr)
     longest = int(cnt.max()) if cnt.size else 0
     k = _ell_width(max(longest, 1)) if width is None else width
-    if longest > k:
+    if truncate:
+        longest = min(longest, k)
+    elif longest > k:
         raise ValueError(f"row width {longest} exceeds the requested ELL width {k}")
     idx = _host_zeros((k, num_rows), np.int32)
     val = _host_zeros((k, num_rows), np.result_type(M.dtype, np.float64) if dtype is None else dtype)
@@ -332,8 +398,7 @@ def _ell(M, num_rows: int, num_cols: int, dtype, exact: bool = False) -> EllMatr
     if not np.all(np.isfinite(M.data)):
         raise ValueError("EllMatrix.from_scipy: the matrix has NaN or Inf entries; fix them first")
     width = max(1, int(np.diff(M.indptr).max())) if exact and M.nnz else None
-    idx, val = _ell_slots(M, num_rows, width=width, dtype=to_host(np.zeros(0, M.dtype), dtype).dtype)
-    return EllMatrix(_adopt(idx, np.int32), _adopt(val, dtype), (num_rows, num_cols))
+    return _ell_any(M, num_rows, num_cols, dtype, width=width)
 
 
 def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, level_data=None):
@@ -361,26 +426,30 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
         # of a cycle's work, and the stencil fixes that width across a mesh family; coarse levels keep the
         # multiple-of-4 widths, which vary less across the matrices of one padded size
         width = max(1, int(np.diff(cur.indptr).max())) if lvl == 0 and cur.nnz else None
-        # (the values in the working dtype from the start, unless a colouring reads them first on the host)
         coloured = level_data is None and relaxation is not None and relaxation.needs_coloring
-        idx, val = _ell_slots(cur, pad, width=width,
-                              dtype=None if coloured else to_host(np.zeros(0, cur.dtype), dtype).dtype)
-        extra = np.arange(nl, pad) if lvl == 0 and A is not None else np.zeros(0, np.int64)
-        # the Krylov matrix is the finest operator with a 1 on each padding row's diagonal (a padding row's first
-        # slot, empty in the operator, holds its own index and a 1)
-        idx[0, extra] = extra
-        if level_data is not None:
-            v = np.zeros(pad)
-            v[:nl] = level_data[lvl]
-            colors.append(to_device(v, dtype))
-        elif relaxation is not None and relaxation.needs_coloring:
-            colors.append(ColorBlocks.from_ell(idx, val, d, multicolor(cur, table), dtype))
-        # the cycle's finest operator is that Krylov matrix too (one copy of the finest values): its padding rows
-        # meet only vectors that are zero there (zero inverse diagonal and prolongator rows keep them so), where
-        # a 1 or a 0 on the diagonal gives the same products
-        val[0, extra] = 1.0
-        op = EllMatrix(_adopt(idx, np.int32), _adopt(val, dtype), (pad, pad))
-        del idx, val
+        if lvl > 0 and level_data is None and not coloured:
+            # a coarse Galerkin operator: rows of unequal length (a SplitEllMatrix when that stores fewer slots)
+            op = _ell_any(cur, pad, pad, dtype)
+        else:
+            # (the values in the working dtype from the start, unless a colouring reads them first on the host)
+            idx, val = _ell_slots(cur, pad, width=width,
+                                  dtype=None if coloured else to_host(np.zeros(0, cur.dtype), dtype).dtype)
+            extra = np.arange(nl, pad) if lvl == 0 and A is not None else np.zeros(0, np.int64)
+            # the Krylov matrix is the finest operator with a 1 on each padding row's diagonal (a padding row's first
+            # slot, empty in the operator, holds its own index and a 1)
+            idx[0, extra] = extra
+            if level_data is not None:
+                v = np.zeros(pad)
+                v[:nl] = level_data[lvl]
+                colors.append(to_device(v, dtype))
+            elif relaxation is not None and relaxation.needs_coloring:
+                colors.append(ColorBlocks.from_ell(idx, val, d, multicolor(cur, table), dtype))
+            # the cycle's finest operator is that Krylov matrix too (one copy of the finest values): its padding rows
+            # meet only vectors that are zero there (zero inverse diagonal and prolongator rows keep them so), where
+            # a 1 or a 0 on the diagonal gives the same products
+            val[0, extra] = 1.0
+            op = EllMatrix(_adopt(idx, np.int32), _adopt(val, dtype), (pad, pad))
+            del idx, val
         ops.append(op)
         if lvl == 0 and A is not None:
             K = op
@@ -390,8 +459,7 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
         del cur
         pros.append(_ell(P, pad, pad_c, dtype, exact=True))
         del P
-        # R = None: the restriction is Pᴴ, applied from the prolongator's own arrays (no second copy of them)
-        ress.append(EllAdjoint(pros[-1].idx, pros[-1].val, (pad_c, pad)) if R is None else _ell(R, pad_c, pad, dtype))
+        ress.append(_ell(R, pad_c, pad, dtype))
         del R
         lams.append(upper)
         sizes.append(pad)
