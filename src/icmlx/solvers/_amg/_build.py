@@ -280,11 +280,10 @@ def split_width(counts: np.ndarray, num_rows: int) -> int:
 _SPLIT_GAIN = 0.85  # split a matrix only when that stores at most this fraction of the single block's slots
 
 
-def _ell_any(M, num_rows: int, num_cols: int, dtype, width: int | None = None, rows_first: Any = None):
+def _ell_any(M, num_rows: int, num_cols: int, dtype, width: int | None = None):
     """The device `EllMatrix` of a set-up matrix (canonical CSR without stored zeros), as a `SplitEllMatrix` when
     that stores markedly fewer slots (`_SPLIT_GAIN`); ``width`` the single block's width (``None``: the longest
-    row rounded up to a multiple of 4). ``rows_first(idx, val)``, if given, edits the main block's host arrays
-    before the upload (the Krylov matrix's padding rows)."""
+    row rounded up to a multiple of 4)."""
     cnt = np.diff(M.indptr)
     longest = int(cnt.max()) if cnt.size else 0
     full = _ell_width(max(longest, 1)) if width is None else width
@@ -293,12 +292,8 @@ def _ell_any(M, num_rows: int, num_cols: int, dtype, width: int | None = None, r
     vdt = to_host(np.zeros(0, M.dtype), dtype).dtype
     if k * num_rows + (longest - k) * m > _SPLIT_GAIN * full * num_rows:
         idx, val = _ell_slots(M, num_rows, width=full, dtype=vdt)
-        if rows_first is not None:
-            rows_first(idx, val)
         return EllMatrix(_adopt(idx, np.int32), _adopt(val, dtype), (num_rows, num_cols))
     idx, val = _ell_slots(M, num_rows, width=k, dtype=vdt, truncate=True)
-    if rows_first is not None:
-        rows_first(idx, val)
     main = (_adopt(idx, np.int32), _adopt(val, dtype))
     del idx, val
     rows = np.flatnonzero(cnt > k)
