@@ -323,7 +323,11 @@ def test_packed_levels_are_scipys_products():
 
     def ell_mv(E, x):
         idx, val = np.asarray(E.idx), np.asarray(E.val, np.float64)
-        return (val * x[idx]).sum(axis=0)
+        y = (val * x[idx]).sum(axis=0)
+        if hasattr(E, "over_rows"):  # a SplitEllMatrix: the overflow slots of its longest rows
+            oi, ov = np.asarray(E.over_idx), np.asarray(E.over_val, np.float64)
+            y[np.asarray(E.over_rows)] += (ov * x[oi]).sum(axis=0)
+        return y
 
     rng = np.random.default_rng(5)
     for A, pad_rows in ((poisson((30, 31), format="csr"), True), (aniso(32), False)):
@@ -351,3 +355,30 @@ def test_packed_levels_are_scipys_products():
             prod = (np.asarray(cb.val, np.float64) * y[np.asarray(cb.idx)]).sum(axis=1)  # (colours, m)
             assert np.allclose(prod[real], (M @ y[:nl])[rows[real]], atol=tol * 8 * abs(M).max())
             assert np.allclose(np.asarray(cb.dinv, np.float64)[real], 1.0 / d[rows[real]], rtol=tol)
+
+
+@pytest.mark.x64
+@pytest.mark.parametrize("complex_values", [False, True])
+def test_split_ell_matches_scipy(complex_values):
+    # rows of very unequal length (a few long rows among short ones): the set-up stores a SplitEllMatrix, whose
+    # product and diagonal are SciPy's, complex values included
+    from icmlx.solvers._amg._build import SplitEllMatrix, _ell_any
+
+    rng = np.random.default_rng(3)
+    n = 300
+    M = sp.random(n, n, density=0.01, random_state=4, format="lil")
+    M.setdiag(1.0 + rng.random(n))
+    M[:6, :] = sp.random(6, n, density=0.5, random_state=5).toarray()  # six long rows
+    M = sp.csr_matrix(M)
+    if complex_values:
+        M = M + 1j * sp.csr_matrix((rng.standard_normal(M.nnz), M.indices, M.indptr), shape=M.shape)
+    M.sum_duplicates()
+    M.eliminate_zeros()
+    dtype = jnp.result_type(complex if complex_values else float)
+    E = _ell_any(M, 320, 320, dtype)
+    assert isinstance(E, SplitEllMatrix)
+    x = rng.standard_normal(320) + (1j * rng.standard_normal(320) if complex_values else 0)
+    y = np.asarray(E.mv(jnp.asarray(x, dtype)))
+    tol = 1e-12 if X64 else 1e-4
+    assert np.allclose(y[:n], M @ x[:n], atol=tol * 10) and np.allclose(y[n:], 0)
+    assert np.allclose(np.asarray(E.diagonal())[:n], M.diagonal(), atol=tol)

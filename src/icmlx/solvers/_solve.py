@@ -13,7 +13,7 @@ import numpy as np
 from .._checks import is_traced
 from .._inputs import to_device
 from .._results import RESULTS, raise_if_failed
-from ._amg._build import build_hierarchy
+from ._amg._build import build_hierarchy, freed_after_compile
 from ._amg._hierarchy import EllMatrix, MultilevelHierarchy
 from ._amg._numeric import numeric_setup_jit
 from ._convert import as_scipy_csr, as_vector, check_square, check_tolerances, positive_int
@@ -30,6 +30,7 @@ _RESTART = 30  # GMRES cycle length
 # the share of stored entries in the nonzero bs × bs blocks above which A is taken for a vector PDE: 3-D P1
 # elasticity from scikit-fem fills 95% of its 3 × 3 blocks, scalar stencils under a third of theirs
 BLOCK_FILL = 0.9
+_BLOCK_ROWS_READ = 16384  # block rows that _vector_block_size reads (evenly spaced)
 
 _LOOPS = {"cg": (cg_loop, ()), "bicgstab": (bicgstab_loop, ()), "gmres": (gmres_loop, (_RESTART,))}
 
@@ -252,9 +253,9 @@ class AMGSolver(lx.AbstractLinearSolver):
         x0 = None if x0 is None else as_vector(_on_host(x0, dtype), self.n, name="x0", dtype=dtype,
                                                allow_complex=True)
         rdt = jnp.finfo(dtype).dtype  # (tolerances are real for a complex system too)
-        x, result, stats = _amg_solve(self.method, self.A, self.hierarchy, b, x0, to_device(rtol, rdt),
-                                      to_device(atol, rdt),
-                                      max_steps, to_device(floor, bool), throw)
+        with freed_after_compile():  # (a first call compiles: its leftovers go before the work vectors come)
+            x, result, stats = _amg_solve(self.method, self.A, self.hierarchy, b, x0, to_device(rtol, rdt),
+                                          to_device(atol, rdt), max_steps, to_device(floor, bool), throw)
         return raise_if_failed(LinearSolution(x, result, stats, self.method), result, throw)
 
 
@@ -272,11 +273,20 @@ def _amg_solve(method: str, A: EllMatrix, H: MultilevelHierarchy, b, x, rtol, at
     # ε‖|A||x| + |b|‖₂ bounds the rounding error of evaluating b − A x itself in the working precision: a residual
     # below it is as small as that precision can certify (Arioli, Demmel & Duff 1989, the normwise form)
     eps = jnp.finfo(b.dtype).eps
-    level = eps * jnp.linalg.norm(EllMatrix(A.idx, jnp.abs(A.val), A.shape).mv(jnp.abs(x)) + jnp.abs(b))
+    level = eps * jnp.linalg.norm(_abs_mv(A, jnp.abs(x)) + jnp.abs(b))
     stats = {**stats, "residual_floor": level}
     held = floor & (stats["residual_norm"] <= level) & jnp.all(jnp.isfinite(x))
     result = RESULTS.where(held, RESULTS.successful, result)
     return x[:n], result, stats
+
+
+def _abs_mv(A: EllMatrix, v: jax.Array) -> jax.Array:
+    """``|A| v`` slot by slot, taking ``|a_ij|`` inside the loop: no ``|A|`` beside ``A`` (a copy of all its
+    values, the largest temporary of the solve otherwise)."""
+    def body(j, y):
+        return y + jnp.abs(A.val[j]) * v[A.idx[j]]
+
+    return jax.lax.fori_loop(1, A.idx.shape[0], body, body(0, 0.0))  # (A has a slot: its padding rows' 1)
 
 
 def _on_host(v: Any, dtype: Any) -> Any:
@@ -510,7 +520,8 @@ def _vector_block_size(A: Any, block_size: Any) -> int:
     """Dofs per node of a vector PDE: ``block_size`` when given, a BSR matrix's block size, else the ``bs`` in
     (3, 2) for which the ``bs × bs`` blocks of ``A``'s pattern that hold a nonzero are nearly full (at least
     `BLOCK_FILL` of their entries stored: interleaved ordering, as scikit-fem and PyAMG assemble vector elements,
-    some couplings exactly zero on structured meshes); 1 when none fits (a scalar PDE's pattern fills a small
+    some couplings exactly zero on structured meshes; counted on up to ``_BLOCK_ROWS_READ`` evenly spaced block
+    rows); 1 when none fits (a scalar PDE's pattern fills a small
     fraction of its blocks)."""
     if block_size is not None:
         return int(block_size)
@@ -526,11 +537,16 @@ def _vector_block_size(A: Any, block_size: Any) -> int:
     for bs in (3, 2):
         if n % bs or n < 2 * bs or M.nnz == 0:
             continue
-        pat = sp.csr_matrix((np.ones(M.nnz), M.indices, M.indptr), shape=M.shape)
+        # the fill is counted on evenly spaced block rows (all of them up to _BLOCK_ROWS_READ): a pattern copy and
+        # block products of the whole matrix would be the largest host transient of solve() on a large system
+        nb = n // bs
+        take = np.unique(np.linspace(0, nb - 1, min(nb, _BLOCK_ROWS_READ)).astype(np.int64))
+        sub = M[(take[:, None] * bs + np.arange(bs)).ravel()]
+        pat = sp.csr_matrix((np.ones(sub.nnz), sub.indices, sub.indptr), shape=sub.shape)
         pat.sum_duplicates()
-        agg = sp.csr_matrix((np.ones(n), np.arange(n) // bs, np.arange(n + 1)), shape=(n, n // bs))
-        blocks = (agg.T @ pat @ agg).tocsr()
-        if pat.nnz >= BLOCK_FILL * blocks.nnz * bs * bs:
+        block_row = np.repeat(np.arange(sub.shape[0]) // bs, np.diff(pat.indptr))
+        blocks = np.unique(block_row * nb + pat.indices // bs).size
+        if pat.nnz >= BLOCK_FILL * blocks * bs * bs:
             return bs
     return 1
 

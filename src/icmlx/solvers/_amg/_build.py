@@ -1,15 +1,18 @@
 """Smoothed aggregation at PyAMG's quality: strength strategies, near-nullspace candidates (rigid-body modes), and
 the set-up that turns the host levels of ``_sa_setup`` into a padded, jittable `MultilevelHierarchy`."""
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Inexact, Int
 
-from ..._inputs import to_device
+from ..._inputs import to_device, to_host
 from ..._strategy import as_strategy
 from .._classify import classify, input_eps
 from .._convert import as_scipy_csr, positive_int
@@ -173,7 +176,7 @@ def build_hierarchy(A: Any, *, near_nullspace: Any = None, block_size: Any = Non
         return H, symmetric, on, pattern, K
     levels, coarse = sa_levels(A, B=B, node_of=np.arange(n) // bs, strength=strength,
                                max_coarse=max_coarse, max_levels=max_levels, improve_steps=improve_candidates,
-                               symmetric=symmetric and on == "A")
+                               symmetric=symmetric and on == "A", keep_tables=relaxation.needs_coloring)
     _check_coarse(coarse)
     H, K = _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric and on == "A",
                      A if on == "A" else None)
@@ -226,19 +229,152 @@ def _return_freed_memory() -> None:
         trim(0)
 
 
-def _ell_slots(M, num_rows: int, width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The host ``(idx int32[k, num_rows], val[k, num_rows])`` (float64, or complex128 for a complex matrix) of a
-    CSR matrix without duplicate entries: slot ``j`` of row ``i`` holds its ``j``-th stored entry (the layout of
-    `EllMatrix.from_scipy`). Filled one slot at a time over the rows that reach it, so that no index array of the
-    matrix's length (two ``int64`` per stored entry) is made beside the ELL arrays: the largest transient of the
-    set-up's conversion."""
+class SplitEllMatrix(EllMatrix):
+    r"""An `EllMatrix` whose longest rows continue in an overflow block: ``idx``/``val`` hold the first ``k``
+    entries of every row, ``over_idx``/``over_val`` the rest of the ``m`` rows listed in ``over_rows`` (in the same
+    transposed layout), so that $(A x)_i = \sum_{j<k} \mathrm{val}_{ji} x_{\mathrm{idx}_{ji}}$ plus, for
+    $i = \mathrm{over\_rows}_r$, $\sum_j \mathrm{over\_val}_{jr} x_{\mathrm{over\_idx}_{jr}}$.
+
+    A level of a 3-D smoothed-aggregation hierarchy has rows of very unequal length (on 3-D Poisson with 1M
+    unknowns the first coarse operator has a mean of 31 entries a row and a longest of 45), and one ELL block pads
+    every row to the longest; `split_width` picks the ``k`` that stores the fewest slots.
+
+    Attributes:
+      over_idx: ``int32[k_over, m]`` column index of each overflow slot.
+      over_val: ``[k_over, m]`` its value (0 in unused slots).
+      over_rows: ``int32[m]`` the (distinct, increasing) row of each overflow column.
+    """
+
+    over_idx: Int[Array, "ko m"]
+    over_val: Inexact[Array, "ko m"]
+    over_rows: Int[Array, " m"]
+
+    def mv(self, x: Inexact[Array, " n_cols"]) -> Inexact[Array, " n_rows"]:
+        y = super().mv(x)
+
+        def body(j, z):
+            return z + self.over_val[j] * x[self.over_idx[j]]
+
+        # (the overflow holds at least one slot; the loop starts from its product, as `EllMatrix.mv` does)
+        z = jax.lax.fori_loop(1, self.over_idx.shape[0], body, body(0, 0.0))
+        return y.at[self.over_rows].add(z, indices_are_sorted=True, unique_indices=True)
+
+    def diagonal(self) -> Inexact[Array, " n"]:
+        on = self.over_idx == self.over_rows[None, :]
+        return super().diagonal().at[self.over_rows].add(jnp.sum(jnp.where(on, self.over_val, 0.0), axis=0))
+
+
+def split_width(counts: np.ndarray, num_rows: int) -> int:
+    """The width ``k`` of the main block of a `SplitEllMatrix` for rows with ``counts`` entries, padded to
+    ``num_rows`` rows: the ``k`` minimising ``k · num_rows + (longest − k) · #{rows longer than k}``."""
+    longest = int(counts.max()) if counts.size else 0
+    if longest <= 1:
+        return max(longest, 1)
+    # rows longer than k, for every k (a histogram's tail sums)
+    longer = num_rows - np.cumsum(np.bincount(counts, minlength=longest + 1)) - (num_rows - counts.size)
+    k = np.arange(1, longest + 1)
+    return int(k[np.argmin(k * num_rows + (longest - k) * longer[1:longest + 1])])
+
+
+_SPLIT_GAIN = 0.85  # split a matrix only when that stores at most this fraction of the single block's slots
+
+
+def _ell_any(M, num_rows: int, num_cols: int, dtype, width: int | None = None):
+    """The device `EllMatrix` of a set-up matrix (canonical CSR without stored zeros), as a `SplitEllMatrix` when
+    that stores markedly fewer slots (`_SPLIT_GAIN`); ``width`` the single block's width (``None``: the longest
+    row rounded up to a multiple of 4)."""
+    cnt = np.diff(M.indptr)
+    longest = int(cnt.max()) if cnt.size else 0
+    full = _ell_width(max(longest, 1)) if width is None else width
+    k = split_width(cnt, num_rows)
+    m = int(np.count_nonzero(cnt > k))
+    vdt = to_host(np.zeros(0, M.dtype), dtype).dtype
+    if k * num_rows + (longest - k) * m > _SPLIT_GAIN * full * num_rows:
+        idx, val = _ell_slots(M, num_rows, width=full, dtype=vdt)
+        return EllMatrix(_adopt(idx, np.int32), _adopt(val, dtype), (num_rows, num_cols))
+    idx, val = _ell_slots(M, num_rows, width=k, dtype=vdt, truncate=True)
+    main = (_adopt(idx, np.int32), _adopt(val, dtype))
+    del idx, val
+    rows = np.flatnonzero(cnt > k)
+    o_idx = np.zeros((longest - k, m), np.int32)
+    o_val = np.zeros((longest - k, m), vdt)
+    sel = np.arange(m)
+    for j in range(longest - k):  # (a loop over slots, not over rows)
+        sel = sel[cnt[rows[sel]] > k + j]
+        pos = M.indptr[rows[sel]] + k + j
+        o_idx[j, sel] = M.indices[pos]
+        o_val[j, sel] = M.data[pos]
+    return SplitEllMatrix(*main, (num_rows, num_cols), to_device(o_idx, np.int32), to_device(o_val, dtype),
+                          to_device(rows.astype(np.int32), np.int32))
+
+
+_ALIGN = 64  # bytes: the alignment at which XLA:CPU adopts a host buffer instead of copying it
+
+
+def _host_zeros(shape: tuple, dtype: Any) -> np.ndarray:
+    """A zeroed host array whose data starts at an `_ALIGN`-byte boundary (NumPy's own allocations are only
+    16-byte aligned), so that `_adopt` can hand its memory to the CPU backend."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    buf = np.zeros(nbytes + _ALIGN, np.uint8)
+    off = (-buf.ctypes.data) % _ALIGN
+    return buf[off:off + nbytes].view(dtype).reshape(shape)
+
+
+def _adopt(a: np.ndarray, dtype: Any) -> Any:
+    """``a`` on the default device, converted to ``dtype`` as `to_device` does. The caller hands ``a`` over (it is
+    never written again): on the CPU backend an aligned array in the target dtype becomes the device buffer itself
+    (``may_alias``), so a level's matrices are not held twice, host and device, while they are uploaded (the
+    set-up's peak); elsewhere it is copied."""
+    return jax.device_put(to_host(a, dtype), may_alias=True)
+
+
+# jax.monitoring's event after each XLA compilation (``jax._src.dispatch.BACKEND_COMPILE_EVENT``)
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_TRIM_AFTER_COMPILE = [0]  # how many `freed_after_compile` blocks are open
+
+
+@functools.cache
+def _install_compile_trim() -> None:
+    def listener(event: str, duration: float, **metadata: Any) -> None:
+        if event == _COMPILE_EVENT and _TRIM_AFTER_COMPILE[0]:
+            _return_freed_memory()
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+
+
+@contextlib.contextmanager
+def freed_after_compile():
+    """Within the block, each XLA compilation is followed by `_return_freed_memory`, before the compiled program
+    first runs. Compiling a solve (an LLVM build of the whole cycle) frees most of what it allocated, but in small
+    pieces that stay in the C heap; the program's work vectors would then be allocated on top of them (on 3-D
+    Poisson with 1M unknowns the compile left about 0.14 GB behind, as much as the solve's work vectors)."""
+    _install_compile_trim()
+    _TRIM_AFTER_COMPILE[0] += 1
+    try:
+        yield
+    finally:
+        _TRIM_AFTER_COMPILE[0] -= 1
+
+
+def _ell_slots(M, num_rows: int, width: int | None = None, dtype: Any = None,
+               truncate: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The host ``(idx int32[k, num_rows], val[k, num_rows])`` of a CSR matrix without duplicate entries: slot
+    ``j`` of row ``i`` holds its ``j``-th stored entry (the layout of `EllMatrix.from_scipy`). Filled one slot at a
+    time over the rows that reach it, so that no index array of the matrix's length (two ``int64`` per stored
+    entry) is made beside the ELL arrays: the largest transient of the set-up's conversion. ``val`` is in
+    ``dtype`` (``None``: float64, or complex128 for a complex matrix); both arrays are `_host_zeros`, ready for
+    `_adopt`. ``truncate``: rows longer than ``width`` keep their first ``width`` entries (the main block of a
+    `SplitEllMatrix`)."""
     cnt = np.diff(M.indptr)
     longest = int(cnt.max()) if cnt.size else 0
     k = _ell_width(max(longest, 1)) if width is None else width
-    if longest > k:
+    if truncate:
+        longest = min(longest, k)
+    elif longest > k:
         raise ValueError(f"row width {longest} exceeds the requested ELL width {k}")
-    idx = np.zeros((k, num_rows), np.int32)
-    val = np.zeros((k, num_rows), np.result_type(M.dtype, np.float64))
+    idx = _host_zeros((k, num_rows), np.int32)
+    val = _host_zeros((k, num_rows), np.result_type(M.dtype, np.float64) if dtype is None else dtype)
     rows = np.arange(M.shape[0], dtype=M.indptr.dtype)
     for j in range(longest):  # (k ≤ the longest row: a loop over slots, not over rows or entries)
         rows = rows[cnt[rows] > j]
@@ -248,14 +384,15 @@ def _ell_slots(M, num_rows: int, width: int | None = None) -> tuple[np.ndarray, 
     return idx, val
 
 
-def _ell(M, num_rows: int, num_cols: int, dtype) -> EllMatrix:
-    # a prolongator or restriction of the set-up: canonical CSR without stored zeros, so no clean-up copy
+def _ell(M, num_rows: int, num_cols: int, dtype, exact: bool = False) -> EllMatrix:
+    # a prolongator or restriction of the set-up: canonical CSR without stored zeros, so no clean-up copy.
+    # ``exact``: the width is the longest row itself, not rounded up to a multiple of 4 (a prolongator: it has the
+    # fine level's rows, the most of any matrix but the operator, and few entries per row, so the rounding would
+    # add up to 3 empty slots to rows that hold 3 to 6 entries)
     if not np.all(np.isfinite(M.data)):
         raise ValueError("EllMatrix.from_scipy: the matrix has NaN or Inf entries; fix them first")
-    idx, val = _ell_slots(M, num_rows)
-    idx_d = to_device(idx, np.int32)
-    del idx  # (each host array goes as soon as its device copy exists)
-    return EllMatrix(idx_d, to_device(val, dtype), (num_rows, num_cols))
+    width = max(1, int(np.diff(M.indptr).max())) if exact and M.nnz else None
+    return _ell_any(M, num_rows, num_cols, dtype, width=width)
 
 
 def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, level_data=None):
@@ -283,23 +420,30 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
         # of a cycle's work, and the stencil fixes that width across a mesh family; coarse levels keep the
         # multiple-of-4 widths, which vary less across the matrices of one padded size
         width = max(1, int(np.diff(cur.indptr).max())) if lvl == 0 and cur.nnz else None
-        idx, val = _ell_slots(cur, pad, width=width)
-        extra = np.arange(nl, pad) if lvl == 0 and A is not None else np.zeros(0, np.int64)
-        # the Krylov matrix is the finest operator with a 1 on each padding row's diagonal (a padding row's first
-        # slot, empty in the operator, holds its own index and a 1)
-        idx[0, extra] = extra
-        if level_data is not None:
-            v = np.zeros(pad)
-            v[:nl] = level_data[lvl]
-            colors.append(to_device(v, dtype))
-        elif relaxation is not None and relaxation.needs_coloring:
-            colors.append(ColorBlocks.from_ell(idx, val, d, multicolor(cur, table), dtype))
-        # the cycle's finest operator is that Krylov matrix too (one copy of the finest values): its padding rows
-        # meet only vectors that are zero there (zero inverse diagonal and prolongator rows keep them so), where
-        # a 1 or a 0 on the diagonal gives the same products
-        val[0, extra] = 1.0
-        op = EllMatrix(to_device(idx, np.int32), to_device(val, dtype), (pad, pad))
-        del idx, val
+        coloured = level_data is None and relaxation is not None and relaxation.needs_coloring
+        if lvl > 0 and level_data is None and not coloured:
+            # a coarse Galerkin operator: rows of unequal length (a SplitEllMatrix when that stores fewer slots)
+            op = _ell_any(cur, pad, pad, dtype)
+        else:
+            # (the values in the working dtype from the start, unless a colouring reads them first on the host)
+            idx, val = _ell_slots(cur, pad, width=width,
+                                  dtype=None if coloured else to_host(np.zeros(0, cur.dtype), dtype).dtype)
+            extra = np.arange(nl, pad) if lvl == 0 and A is not None else np.zeros(0, np.int64)
+            # the Krylov matrix is the finest operator with a 1 on each padding row's diagonal (a padding row's first
+            # slot, empty in the operator, holds its own index and a 1)
+            idx[0, extra] = extra
+            if level_data is not None:
+                v = np.zeros(pad)
+                v[:nl] = level_data[lvl]
+                colors.append(to_device(v, dtype))
+            elif relaxation is not None and relaxation.needs_coloring:
+                colors.append(ColorBlocks.from_ell(idx, val, d, multicolor(cur, table), dtype))
+            # the cycle's finest operator is that Krylov matrix too (one copy of the finest values): its padding rows
+            # meet only vectors that are zero there (zero inverse diagonal and prolongator rows keep them so), where
+            # a 1 or a 0 on the diagonal gives the same products
+            val[0, extra] = 1.0
+            op = EllMatrix(_adopt(idx, np.int32), _adopt(val, dtype), (pad, pad))
+            del idx, val
         ops.append(op)
         if lvl == 0 and A is not None:
             K = op
@@ -307,7 +451,7 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
         dinv[:nl] = 1.0 / d
         dinvs.append(to_device(dinv, dtype))
         del cur
-        pros.append(_ell(P, pad, pad_c, dtype))
+        pros.append(_ell(P, pad, pad_c, dtype, exact=True))
         del P
         ress.append(_ell(R, pad_c, pad, dtype))
         del R

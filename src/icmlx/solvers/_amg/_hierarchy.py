@@ -122,8 +122,12 @@ class EllMatrix(eqx.Module):
         def body(j, y):
             return y + self.val[j] * x[self.idx[j]]
 
-        return jax.lax.fori_loop(0, self.idx.shape[0], body,
-                                 jnp.zeros(self.shape[0], jnp.result_type(self.val, x)))
+        dtype = jnp.result_type(self.val, x)
+        if self.idx.shape[0] == 0:
+            return jnp.zeros(self.shape[0], dtype)
+        # (the loop starts from slot 0's product, not from zeros: XLA merges every zeros vector of one size into one
+        # and copies it into each loop, and those copies were live together, the peak of a compiled V-cycle)
+        return jax.lax.fori_loop(1, self.idx.shape[0], body, (self.val[0] * x[self.idx[0]]).astype(dtype))
 
     def diagonal(self) -> Inexact[Array, " n"]:
         """Main diagonal (square matrices)."""

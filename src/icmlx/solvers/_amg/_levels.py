@@ -218,10 +218,12 @@ def _symmetrised(M: Any) -> Any:
 
 
 def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, max_coarse: int, max_levels: int,
-              improve_steps: int, symmetric: bool, record: list | None = None):
+              improve_steps: int, symmetric: bool, record: list | None = None, keep_tables: bool = True):
     """The SA levels on the host: ``[(A_ℓ, P_ℓ, ρ_ℓ upper bound, d_ℓ, P_ℓᵀ, graph table)]`` and the coarsest
     ``A_L``; the graph table is the `._wavefront.closed_table` of the graph of ``A_ℓ`` when the strength graph
-    is that graph (else ``None``), for `multicolor`. ``strength``: an ``AbstractStrength`` (its
+    is that graph (else ``None``), for `multicolor`; ``keep_tables=False`` keeps ``None`` there (a relaxation
+    without a colouring: the tables, an ``int64`` row per node, are then dropped as soon as a level is
+    aggregated). ``strength``: an ``AbstractStrength`` (its
     ``strong_graph`` reads the level's candidates before the finest level's improvement, as PyAMG's evolution
     measure does).
 
@@ -261,6 +263,7 @@ def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, max_
             nxt = _symmetrised(nxt)
         # a scalar problem at theta = 0: the strength graph is the graph of A, which the colouring reads too
         same = strength.is_graph_of_a and num_nodes == cur.shape[0] and np.array_equal(node_of, np.arange(num_nodes))
-        levels.append((cur, P, upper, d, R, table if same else None))
+        levels.append((cur, P, upper, d, R, table if same and keep_tables else None))
+        del table
         cur, B, node_of, num_nodes = nxt, Bc, coarse_node, num_aggs
     return levels, cur
