@@ -416,10 +416,13 @@ def test_setup_keeps_only_used_ell_slots_and_a_float32_cycle(four_equations):
     H = op.hierarchy
     assert H.coarse_inv.dtype == jnp.float32 and H.sizes[0] == op.padded_size and H.num_levels >= 2
 
-    def dense(E):  # an EllMatrix summed from its slots on the host
+    def dense(E):  # an EllMatrix summed from its slots on the host (a SplitEllMatrix's overflow slots too)
         idx, val = np.asarray(E.idx), np.asarray(E.val, np.float64)
         D = np.zeros(E.shape)
         np.add.at(D, (np.broadcast_to(np.arange(E.shape[0]), idx.shape), idx), val)
+        if hasattr(E, "over_rows"):
+            oi, ov = np.asarray(E.over_idx), np.asarray(E.over_val, np.float64)
+            np.add.at(D, (np.broadcast_to(np.asarray(E.over_rows), oi.shape), oi), ov)
         return D
 
     n = op.n
