@@ -112,3 +112,22 @@ def test_infer_drift_function_class_string_errors():
     y = np.cumsum(np.random.default_rng(1).normal(size=(20, 1)), 0)
     with pytest.raises(ValueError, match="function_class"):
         infer_drift(jax.random.key(0), y, np.arange(20.0), 1.0, function_class="cubic")
+
+
+@pytest.mark.slow
+def test_auto_picks_the_linear_class_for_an_ou_process():
+    """OU process, f(x) = -x (linear) at tau = 0.5: the default bridge candidates start with linear monomials, and
+    the one-standard-error rule keeps them over the larger classes that only tie; the chosen fit recovers the
+    slope -1 (closed form)."""
+    from icmlx.sde import infer_drift, subsample
+
+    p = simulate(jax.random.key(3), lambda x: -x, 0.7, jnp.zeros((8, 1)), 45.0, 0.01)
+    sp = subsample(p, 50)
+    keep = sp.ts >= 5.0
+    obs, ts = sp.xs[:, keep], sp.ts[keep]
+    sol = infer_drift(jax.random.key(1), obs, ts, 0.7, function_class="auto", num_steps=4, num_particles=32,
+                      num_time_steps=10)
+    assert sol.selection.index == 0 and len(sol.selection.candidates) == 4
+    x = jnp.linspace(-1.0, 1.0, 5)[:, None]
+    slope = np.polyfit(np.asarray(x[:, 0]), np.asarray(sol.drift(x)[:, 0]), 1)[0]
+    assert abs(slope + 1.0) < 0.3

@@ -36,12 +36,14 @@ class FunctionClassSelection(eqx.Module):
 
 
 def default_candidates(states, d: int) -> tuple:
-    """The bridge score's candidates, simplest first: cubic monomials, RBF ridge regression, the sparse GP."""
+    """The bridge score's candidates, simplest first: linear and cubic monomials, RBF ridge regression, the sparse
+    GP."""
     pts = np.asarray(states).reshape(-1, d)
     k = {1: 12, 2: 8, 3: 5}.get(d, 3)
     width = float(np.mean(pts.max(0) - pts.min(0) + 1.0))
     rbf = RidgeRegression(RBFBasis(box_grid(pts, k, 0.5), width / (k - 1)), 1e-2)
-    return (RidgeRegression(PolynomialBasis(d, 3), 1e-3), rbf, default_function_class(pts))
+    polys = tuple(RidgeRegression(PolynomialBasis(d, k), 1e-3) for k in (1, 3))
+    return polys + (rbf, default_function_class(pts))
 
 
 def _split_trajectories(observations, ts, holdout: float, fn: str):

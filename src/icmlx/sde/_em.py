@@ -187,9 +187,9 @@ def infer_drift(
       num_time_steps: bridge time steps per interval (``>= 2``).
       num_paths: paths drawn per interval for the M-step.
       function_class: drift class (default `default_function_class`), or ``"auto"`` to choose it from the data
-        with `select_function_class` (``score="bridge"``: cubic monomials, RBF ridge regression or the sparse GP,
-        each fitted by a smaller EM on three quarters of the data and scored by the held-out bridge evidence;
-        about four times the cost of one fit). The selection is ``selection`` of the result.
+        with `select_function_class` (``score="bridge"``: linear or cubic monomials, RBF ridge regression or the
+        sparse GP, each fitted by a smaller EM on three quarters of the data and scored by the held-out bridge
+        evidence; about four times the cost of one fit in 1-2 dimensions). The selection is ``selection`` of the result.
       init: starting drift (default: the naive estimate in the same class).
       lookahead: use the look-ahead twisted SMC weights (see `smc_bridges`).
       progress: report one line per EM iteration on standard error (loss, ESS, drift change). ``None`` shows

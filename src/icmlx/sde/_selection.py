@@ -58,8 +58,8 @@ def select_function_class(
     by the SMC estimate of the held-out transition log-likelihood $\log p_{\hat f,\hat\sigma}(y_{k+1}\mid y_k)$
     (look-ahead bridges, the same random numbers for every candidate), with the same one-standard-error rule.
     On a double well and a rotating well at $\tau \in \{0.1, 0.5, 1\}$ it picks a class whose EM drift is
-    within 1.2x of the best of cubic monomials, RBF ridge regression and the sparse GP, where the Euler score
-    picks the sparse GP at $\tau = 0.5$ (4.5x the best; ``benchmarks/sde_function_class.py``). It costs one
+    within 1.2x of the best of linear and cubic monomials, RBF ridge regression and the sparse GP, where the
+    Euler score picks the sparse GP at $\tau = 0.5$ (4.5x the best; ``benchmarks/sde_function_class.py``). It costs one
     smaller EM per candidate on three quarters of the data plus one bridge pass.
 
     Args:
@@ -70,8 +70,8 @@ def select_function_class(
         monomials of degree 1, 2 and 3 (`RidgeRegression` with ridge ``1e-3``) and `default_function_class`.
       holdout: the held-out fraction of the intervals (``score="bridge"``: of the trajectories), in ``(0, 1)``.
       score: ``"euler"`` (the naive fits' Euler likelihood, above) or ``"bridge"`` (the EM fits' held-out bridge
-        evidence). With ``"bridge"`` the default candidates are, simplest first, cubic monomials (ridge
-        ``1e-3``), RBF ridge regression (a grid of 12, 8, 5 or 3 centres per axis in d = 1, 2, 3 or more,
+        evidence). With ``"bridge"`` the default candidates are, simplest first, linear and cubic monomials
+        (ridge ``1e-3``), RBF ridge regression (a grid of 12, 8, 5 or 3 centres per axis in d = 1, 2, 3 or more,
         lengthscale the grid spacing, ridge ``1e-2``) and `default_function_class`.
       key: PRNG key for ``score="bridge"`` (the EM fits and the bridges).
       em_options: `infer_drift` keyword arguments for the candidates' fits with ``score="bridge"``.
