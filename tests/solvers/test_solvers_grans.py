@@ -11,6 +11,7 @@ import lineax as lx
 import numpy as np
 import pytest
 
+from _ell_host import ell_dense
 from icmlx import RESULTS
 from icmlx.solvers import (
     GRANS,
@@ -416,26 +417,18 @@ def test_setup_keeps_only_used_ell_slots_and_a_float32_cycle(four_equations):
     H = op.hierarchy
     assert H.coarse_inv.dtype == jnp.float32 and H.sizes[0] == op.padded_size and H.num_levels >= 2
 
-    def dense(E):  # an EllMatrix summed from its slots on the host (a SplitEllMatrix's overflow slots too)
-        idx, val = np.asarray(E.idx), np.asarray(E.val, np.float64)
-        D = np.zeros(E.shape)
-        np.add.at(D, (np.broadcast_to(np.arange(E.shape[0]), idx.shape), idx), val)
-        if hasattr(E, "over_rows"):
-            oi, ov = np.asarray(E.over_idx), np.asarray(E.over_val, np.float64)
-            np.add.at(D, (np.broadcast_to(np.asarray(E.over_rows), oi.shape), oi), ov)
-        return D
 
     n = op.n
     Ad = A.toarray()
     off = np.abs(Ad - np.diag(np.diag(Ad)))
     off = (off + off.T) / 2
     env = np.diag(np.maximum(np.diag(Ad), off.sum(1))) - off  # the envelope's closed form
-    A0 = dense(H.ops[0])[:n, :n]
+    A0 = ell_dense(H.ops[0])[:n, :n]
     np.testing.assert_allclose(A0, env, atol=1e-6 * np.abs(env).max())
     assert H.ops[0].val.shape[0] == np.diff(sp.csr_matrix(env).indptr).max()  # finest level at its longest row
     m = int(np.asarray(H.prolong[0].idx)[np.asarray(H.prolong[0].val) != 0].max()) + 1  # coarse unknowns
-    P = dense(H.prolong[0])[:n, :m]
-    coarse = dense(H.ops[1])[:m, :m] if H.num_levels > 2 else np.linalg.inv(np.asarray(H.coarse_inv, float)[:m, :m])
+    P = ell_dense(H.prolong[0])[:n, :m]
+    coarse = ell_dense(H.ops[1])[:m, :m] if H.num_levels > 2 else np.linalg.inv(np.asarray(H.coarse_inv, float)[:m, :m])
     np.testing.assert_allclose(coarse, P.T @ env @ P, atol=1e-4 * np.abs(coarse).max())  # Galerkin
     assert MultilevelSmoother(dtype="auto") != MultilevelSmoother()
     with pytest.raises((ValueError, TypeError), match="dtype"):

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from _ell_host import ell_dense
 from icmlx.solvers import (
     GRANS,
     EllMatrix,
@@ -32,14 +33,6 @@ TOL = 1e-12 if X64 else 1e-5
 def laplace2d(m):
     T = sp.diags([-np.ones(m - 1), 2 * np.ones(m), -np.ones(m - 1)], [-1, 0, 1])
     return (sp.kron(T, sp.eye(m)) + sp.kron(sp.eye(m), T)).tocsr()
-
-
-def host_dense(E):
-    """An EllMatrix as a dense float64 array, summed from its (index, value) slots in NumPy."""
-    idx, val = np.asarray(E.idx), np.asarray(E.val, np.float64)
-    D = np.zeros(E.shape)
-    np.add.at(D, (np.broadcast_to(np.arange(E.shape[0]), idx.shape), idx), val)
-    return D
 
 
 def test_ell_matches_scipy_and_pads():
@@ -99,13 +92,13 @@ def test_hierarchy_is_galerkin_and_cycle_symmetric():
     n0 = A.shape[0]
     # the level matrices read from their ELL slots on the host (the ELL product itself is checked against SciPy
     # in test_ell_matches_scipy_and_pads; compiling one product per matrix here cost most of this test)
-    A0 = host_dense(H.ops[0])[:n0, :n0]
+    A0 = ell_dense(H.ops[0])[:n0, :n0]
     assert np.allclose(A0, A.toarray(), atol=TOL)
     n1 = H.prolong[0].shape[1]
-    P = host_dense(H.prolong[0])[:n0, :n1]
-    R = host_dense(H.restrict[0])
+    P = ell_dense(H.prolong[0])[:n0, :n1]
+    R = ell_dense(H.restrict[0])
     assert np.allclose(R[:n1, :n0], P.T, atol=TOL)
-    A1 = host_dense(H.ops[1])[:n1, :n1]
+    A1 = ell_dense(H.ops[1])[:n1, :n1]
     assert np.allclose(A1, P.T @ A.toarray() @ P, atol=1e2 * TOL)
     # the V-cycle is a symmetric positive-definite operator for symmetric A
     rng = np.random.default_rng(1)
