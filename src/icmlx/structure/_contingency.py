@@ -28,7 +28,7 @@ import numpy as np
 
 from .._buckets import size_bucket
 from .._checks import default_float_dtype
-from ._batched import _BatchedTest, _bucket, _pad_dim
+from ._batched import _BatchedTest, _bucket, _pad_dim, _to_host
 from ._chi2_tail import chi2_sf, chi2_sf_host
 from ._sorted_counts import _sorted_stat_dof
 
@@ -611,7 +611,7 @@ class _ChiSquareEngine(_BatchedTest):
         if self.mesh is not None:
             out = np.empty(x.shape[0], dtype=np.float64)
             for idx, chunks in self._pending(x, y, s):
-                out[idx] = np.concatenate([np.asarray(p)[:m] for p, m in chunks])
+                out[idx] = np.concatenate([_to_host(p)[:m] for p, m in chunks])
             return out
         stat, dof = self.stat_dof(x, y, s)
         # float64 tail of the float32 statistic, rounded as the device p-value would be

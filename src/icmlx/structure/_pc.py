@@ -449,7 +449,9 @@ def pc(
       nan_policy: ``"raise"``, ``"listwise"`` (drop incomplete rows) or ``"testwise"`` (each test uses the
         rows complete in its own variables ``x, y, S``; Fisher-z and function testers, which receive the NaNs).
       meek_r4: apply Meek's R4 (default: only with background knowledge).
-      mesh: optional device mesh; CI-test batches of the built-in testers are sharded along its first axis.
+      mesh: optional device mesh; CI-test batches of the built-in testers are sharded along its first axis. A
+        mesh over the devices of several processes (``jax.distributed``) works when every process makes the same
+        call on the same data: each gathers every batch's p-values and gets the whole graph.
       max_batch: largest batch per kernel call.
       names: variable names for NumPy/JAX data (default: a DataFrame's columns, else none).
       progress: show the skeleton's levels (depth, tests so far, edges left) on standard error. None shows
