@@ -21,6 +21,7 @@ from pathlib import Path
 os.environ.setdefault("JAX_ENABLE_X64", "1")
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,7 +36,7 @@ def _freqs(graphs):
 
 
 def _resamples(key, n, num):
-    return [np.asarray(jax.random.randint(k, (n,), 0, n)) for k in jax.random.split(key, num)]
+    return [np.asarray(jax.random.randint(k, (n,), 0, n, jnp.int32)) for k in jax.random.split(key, num)]
 
 
 def case(name, x, test, num, alpha, repeats, with_cl):

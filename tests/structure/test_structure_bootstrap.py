@@ -4,6 +4,7 @@
 import warnings
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -71,10 +72,10 @@ def test_bootstrap_frequencies_equal_a_loop_of_pc():
     x = _gauss(7, 10, 1000, degree=2.5)
     key, num = jax.random.key(8), 6
     res = bootstrap_pc(key, x, num, alpha=0.05)
-    # the documented resampling: resample b takes rows randint(split(key, num)[b], (n,), 0, n)
+    # the documented resampling: resample b takes rows randint(split(key, num)[b], (n,), 0, n, int32)
     counts = np.zeros((3, 10, 10))
     for k in jax.random.split(key, num):
-        g = _pc_graph(x[np.asarray(jax.random.randint(k, (1000,), 0, 1000))], alpha=0.05)
+        g = _pc_graph(x[np.asarray(jax.random.randint(k, (1000,), 0, 1000, jnp.int32))], alpha=0.05)
         counts += [(g.T == 1) & (g == -1), (g == -1) & (g.T == -1), (g == 1) & (g.T == 1)]
     np.testing.assert_allclose(np.asarray(res.directed_frequency), counts[0] / num, atol=1e-7)
     np.testing.assert_allclose(np.asarray(res.undirected_frequency), counts[1] / num, atol=1e-7)

@@ -2,6 +2,7 @@
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
@@ -50,7 +51,8 @@ def bootstrap_pc(
     $$\hat f_{ij} = \frac1B \sum_{b=1}^B \mathbf 1[i \text{ and } j \text{ adjacent in } G^{(b)}],$$
 
     and likewise for ``i -> j``, ``i - j`` and ``i <-> j`` (causal-cmd's ``--numberResampling``). Resample $b$
-    takes the rows ``jax.random.randint(jax.random.split(key, num_resamples)[b], (n,), 0, n)``.
+    takes the rows ``jax.random.randint(jax.random.split(key, num_resamples)[b], (n,), 0, n, jnp.int32)`` (int32
+    whether or not float64 is enabled, so the resamples are the same in both modes).
 
     The data are checked once; the resamples then run PC-stable in lockstep: each keeps its own adjacencies,
     separating sets and largest p-values, and the new tests of one level, of all resamples together, go to the
@@ -100,7 +102,8 @@ def bootstrap_pc(
     arr, names = test.check_input(data, nan_policy=nan_policy, names=pc_kwargs.pop("names", None))
     arr = np.asarray(arr)
     n, d = arr.shape
-    rows = np.asarray(jax.vmap(lambda k: jax.random.randint(k, (n,), 0, n))(jax.random.split(key, num_resamples)))
+    rows = np.asarray(jax.vmap(lambda k: jax.random.randint(k, (n,), 0, n, jnp.int32))(
+        jax.random.split(key, num_resamples)))
     counts = np.zeros((3, d, d))
     unknown = set(pc_kwargs) - _LOCKSTEP_KWARGS
     if unknown:
