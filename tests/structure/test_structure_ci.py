@@ -240,12 +240,13 @@ def test_sorted_counting_agrees_with_table_counting(k):
     # the sorted per-sample counts against the per-sample counts from tables (scatter-ranked strata for |S| = 1,
     # strata codes past int32, re-ranked column by column, for |S| = 8 with 20 categories: 20^8 > 2^31)
     import icmlx.structure._contingency as ct
+    import icmlx.structure._flat_counts as fc
 
     rng = np.random.default_rng(11)
     x = jnp.asarray(rng.integers(0, 20, size=(700, 10)), jnp.int32)
     xs, ys, ss = _triples(10, k, 6, seed=k)
-    old = ct.DENSE_CELLS
-    ct.DENSE_CELLS = 1  # every test to the per-sample plans
+    old, old_flat = ct.DENSE_CELLS, fc.FLAT_CELLS
+    ct.DENSE_CELLS, fc.FLAT_CELLS = 1, 0  # every test to the sorted or table per-sample plans
     try:
         kinds = {plan[0] for _, plan in ct._chi_square_groups(np.full(11, 20), xs, ys, ss, 4096, 32, n_true=700)}
         assert kinds == {"sorted" if k == 1 else "sorted_each"}
@@ -253,6 +254,44 @@ def test_sorted_counting_agrees_with_table_counting(k):
         ct.SORTED_PLANS = False
         ref = chi_square(x, xs, ys, ss)
     finally:
-        ct.DENSE_CELLS, ct.SORTED_PLANS = old, True
+        ct.DENSE_CELLS, ct.SORTED_PLANS, fc.FLAT_CELLS = old, True, old_flat
     np.testing.assert_array_equal(np.asarray(got.dof), np.asarray(ref.dof))
     np.testing.assert_allclose(np.asarray(got.statistic), np.asarray(ref.statistic), rtol=1e-5)
+
+
+@pytest.mark.parametrize("g_square", [False, True])
+def test_flat_counting_matches_a_numpy_table(g_square):
+    # the flat-buffer per-sample counts (high-cardinality x, y given one or two others) against X² / G² and
+    # causal-learn's dof from explicit NumPy tables; a rare category of x left out of some strata exercises the
+    # empty rows and columns
+    import icmlx.structure._contingency as ct
+
+    rng = np.random.default_rng(12)
+    n, cards = 3000, np.array([90, 70, 12, 5, 9])
+    x = np.stack([rng.integers(0, c, n) for c in cards], axis=1)
+    x[:, 1] = np.where(rng.random(n) < 0.6, x[:, 0] % 70, x[:, 1])
+    x[:, 0] = np.where(x[:, 0] == 89, np.where(x[:, 2] == 0, 89, 0), x[:, 0])
+    xs, ys = np.array([0, 0, 1, 0]), np.array([1, 1, 3, 3])
+    ss = [np.array([[2], [4], [2], [4]]), np.array([[2, 4], [4, 2], [2, 4], [4, 2]])]
+    for s in ss:
+        kinds = {plan[0] for _, plan in ct._chi_square_groups(np.append(cards, 1), xs, ys, s, 4096, 128, n_true=n)}
+        assert kinds == {"flat"}
+        idx = (jnp.asarray(v, jnp.int32) for v in (xs, ys, s))
+        got = chi_square(jnp.asarray(x, jnp.int32), *idx, g_square=g_square)
+        for t in range(len(xs)):
+            stratum = np.ravel_multi_index(tuple(x[:, v] for v in s[t]), tuple(cards[s[t]]))
+            stat, dof = 0.0, 0
+            for r in np.unique(stratum):
+                rows = stratum == r
+                tab = np.zeros((cards[xs[t]], cards[ys[t]]))
+                np.add.at(tab, (x[rows, xs[t]], x[rows, ys[t]]), 1.0)
+                e = tab.sum(1, keepdims=True) * tab.sum(0, keepdims=True) / tab.sum()
+                use = e > 0
+                if g_square:
+                    pos = use & (tab > 0)
+                    stat += 2.0 * np.sum(tab[pos] * np.log(tab[pos] / e[pos]))
+                else:
+                    stat += np.sum((tab[use] - e[use]) ** 2 / e[use])
+                dof += ((tab.sum(1) > 0).sum() - 1) * ((tab.sum(0) > 0).sum() - 1)
+            assert int(got.dof[t]) == dof, (t, int(got.dof[t]), dof)
+            np.testing.assert_allclose(float(got.statistic[t]), stat, rtol=2e-4)

@@ -32,6 +32,17 @@ def _pow2_cap(budget: int, per_test: int, max_batch: int) -> int:
     return min(max(16, 1 << int(math.log2(max(budget // max(per_test, 1), 16)))), max_batch)
 
 
+def _to_host(p) -> np.ndarray:
+    """A kernel's output as a NumPy array. Over a mesh that spans several processes (``jax.distributed``) each
+    process holds only its own shards, so every process gathers the whole batch: a collective, which all
+    processes reach because they make the same calls on the same data."""
+    if isinstance(p, jax.Array) and not p.is_fully_addressable:
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(p, tiled=True))
+    return np.asarray(p)
+
+
 class _BatchedTest:
     """A CI test bound to its data: ``pvalues(x, y, s)`` evaluates a batch of one conditioning-set size.
 
@@ -60,7 +71,7 @@ class _BatchedTest:
         return _pow2_cap(2**24, self.per_test, self.max_batch)
 
     def pvalues(self, x: np.ndarray, y: np.ndarray, s: np.ndarray) -> np.ndarray:
-        return np.concatenate([np.asarray(p)[:m] for p, m in self._dispatch(x, y, s)]).astype(np.float64)
+        return np.concatenate([_to_host(p)[:m] for p, m in self._dispatch(x, y, s)]).astype(np.float64)
 
     def _batch_size(self, m: int, plan) -> int:
         if self.fixed_batch and self.mesh is None:

@@ -1,15 +1,16 @@
 """Edge stability of PC by the nonparametric bootstrap: how often each adjacency and each orientation appears."""
 
-import warnings
-
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
 from .._checks import check_int, default_float_dtype
 from ._inputs import TableLike
-from ._pc import _resolve_ci_test, pc
+from ._pc import _resolve_ci_test
+from ._pc_lockstep import _LOCKSTEP_KWARGS, _lockstep_graphs, _pc_quiet
+from ._testers import AbstractCITest
 
 __all__ = ["BootstrapResult", "bootstrap_pc"]
 
@@ -49,11 +50,20 @@ def bootstrap_pc(
 
     $$\hat f_{ij} = \frac1B \sum_{b=1}^B \mathbf 1[i \text{ and } j \text{ adjacent in } G^{(b)}],$$
 
-    and likewise for ``i -> j``, ``i - j`` and ``i <-> j`` (causal-cmd's ``--numberResampling``). The data are
-    checked and coded once; the resamples run one after another, each level of each run one batch through the
-    tester's compiled kernels, and all resamples share those programs (same shapes, so nothing compiles after
-    the first). Warnings about constant or duplicated columns that a resample happens to create (a rare category
-    drawn zero times) are silenced; the result counts what each resample's PC found.
+    and likewise for ``i -> j``, ``i - j`` and ``i <-> j`` (causal-cmd's ``--numberResampling``). Resample $b$
+    takes the rows ``jax.random.randint(jax.random.split(key, num_resamples)[b], (n,), 0, n, jnp.int32)`` (int32
+    whether or not float64 is enabled, so the resamples are the same in both modes).
+
+    The data are checked once; the resamples then run PC-stable in lockstep: each keeps its own adjacencies,
+    separating sets and largest p-values, and the new tests of one level, of all resamples together, go to the
+    tester as one batch through its compiled kernels (Fisher-z reads each resample's own correlation matrix;
+    χ²/G², KCI and the mixed-data test see the resamples' columns side by side). Every test reads only its own
+    resample, so each resample's CPDAG is the one `icmlx.structure.pc` gives on it (the same tests, the same
+    p-values up to the rounding of a differently sized batch). Resamples are taken together up to 2,048 columns
+    (``num_resamples * d``) and $2^{26}$ data cells at a time. The original (``stable=False``) PC and function
+    testers run ``pc`` resample by resample instead, sharing its compiled programs. Warnings about constant or
+    duplicated columns that a resample happens to create (a rare category drawn zero times) are silenced; the
+    result counts what each resample's PC found.
 
     Args:
       key: PRNG key of the resampling.
@@ -67,6 +77,7 @@ def bootstrap_pc(
     Raises:
       ValueError: ``num_resamples`` not a positive integer, the d-separation oracle (it has no data to
         resample), or anything `icmlx.structure.pc` refuses.
+      TypeError: a keyword argument `icmlx.structure.pc` does not take.
 
     References:
       Friedman, Goldszmidt & Wyner, "Data analysis with Bayesian networks: a bootstrap approach", UAI (1999);
@@ -91,12 +102,20 @@ def bootstrap_pc(
     arr, names = test.check_input(data, nan_policy=nan_policy, names=pc_kwargs.pop("names", None))
     arr = np.asarray(arr)
     n, d = arr.shape
-    rows = np.asarray(jax.vmap(lambda k: jax.random.randint(k, (n,), 0, n))(jax.random.split(key, num_resamples)))
+    rows = np.asarray(jax.vmap(lambda k: jax.random.randint(k, (n,), 0, n, jnp.int32))(
+        jax.random.split(key, num_resamples)))
     counts = np.zeros((3, d, d))
-    for idx in rows:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="(constant|duplicated) columns")
-            g = np.asarray(pc(arr[idx], ci_test=test, nan_policy=nan_policy, names=names, **pc_kwargs).graph)
+    unknown = set(pc_kwargs) - _LOCKSTEP_KWARGS
+    if unknown:
+        raise TypeError(f"bootstrap_pc got unexpected keyword arguments {sorted(unknown)} (pc's are "
+                        f"{sorted(_LOCKSTEP_KWARGS | {'ci_test', 'nan_policy', 'names'})})")
+    lockstep = pc_kwargs.get("stable", True) and d >= 2 and type(test)._prepare_resamples is not \
+        AbstractCITest._prepare_resamples
+    if lockstep:
+        graphs = _lockstep_graphs(test, arr, rows, nan_policy, names, **pc_kwargs)
+    else:  # the original (order-dependent) PC, or a tester that takes one sample at a time
+        graphs = (_pc_quiet(arr[idx], ci_test=test, nan_policy=nan_policy, names=names, **pc_kwargs) for idx in rows)
+    for g in graphs:
         directed = (g.T == 1) & (g == -1)  # g[j, i] = 1, g[i, j] = -1: i -> j
         counts[0] += directed
         counts[1] += (g == -1) & (g.T == -1)

@@ -3,8 +3,9 @@
 A batch of tests is planned on the host (`_chi_square_groups`): small and medium tables are counted by one
 scatter of the samples into a dense ``(strata, K, K)`` table (AND + popcount of per-category bitsets is an opt-in
 alternative for the smallest, `BITS_MIN_TESTS`), and large products of cardinalities per sample: each sample's
-cell, row, column and stratum counts come from sorting the codes (`_sorted_stat_dof`), so neither the product of
-the conditioning cardinalities nor the ``kmax^2`` cells of a stratum are ever allocated. On high-cardinality
+cell, row, column and stratum counts come from scatters into flat buffers of the test's own cells while those
+fit (`._flat_counts`, O(n) per test), else from sorting the codes (`_sorted_stat_dof`), so neither the product
+of the conditioning cardinalities nor the ``kmax^2`` cells of a stratum are ever scanned. On high-cardinality
 data (tens to a hundred categories) the tables of the older per-sample plans (strata re-ranked into
 ``(strata, kmax, kmax)`` tables, kept behind `SORTED_PLANS`) were mostly empty and dominated the run.
 `icmlx.structure.chi_square` and PC's tester both dispatch through
@@ -28,8 +29,10 @@ import numpy as np
 
 from .._buckets import size_bucket
 from .._checks import default_float_dtype
-from ._batched import _BatchedTest, _bucket, _pad_dim
+from . import _flat_counts
+from ._batched import _BatchedTest, _bucket, _pad_dim, _to_host
 from ._chi2_tail import chi2_sf, chi2_sf_host
+from ._flat_counts import _chi_square_flat_kernel
 from ._sorted_counts import _sorted_stat_dof
 
 __all__: list[str] = []
@@ -478,6 +481,9 @@ def _chi_square_plan(plan, data_t, bits, cards, x, y, s, m, n, *, const, kmax, g
     """
     k = np.int32(s.shape[1])
     n = np.int32(n)
+    if plan[0] == "flat":
+        return _chi_square_flat_kernel(data_t, cards, x, y, _pad_sets(s, const), m, n, g_square=g_square,
+                                       cells=plan[1], length=plan[2])
     if plan[0] in ("bits", "dense1"):
         use_bits = plan[0] == "bits"
         width = _bits_width() if use_bits else _dense_width(kmax)
@@ -519,11 +525,16 @@ def _chi_square_groups(cards_np, x, y, s, n: int, kmax: int, sharded: bool = Fal
     if BITS_MIN_TESTS is None or bits.sum() < BITS_MIN_TESTS:  # off, or too few to repay its compilation
         bits[:] = False
     dense = (lr + 2 * int(math.log2(kmax)) <= int(math.log2(DENSE_CELLS))) & (not sharded) & ~bits
-    key = np.where(bits, lc, np.where(dense, 64 + lr, -1 - lr))
+    cap = _flat_counts.FLAT_CELLS
+    flat = (lc <= int(math.log2(max(cap, 1)))) & (cap > 0) & (not sharded) & ~bits & ~dense
+    key = np.where(bits, lc, np.where(dense, 64 + lr, np.where(flat, 128 + lc, -1 - lr)))
     merged: dict[tuple, list] = {}
     for kb in np.unique(key):
         idx = np.nonzero(key == kb)[0]
-        if kb >= 64:
+        if kb >= 128:
+            length = size_bucket(n_true, minimum=256, steps=4, maximum=n) if n_true is not None else n
+            plan = ("flat", size_bucket(1 << int(kb - 128), minimum=2**12, growth=4), length)
+        elif kb >= 64:
             plan = ("dense1", 1 << int(kb - 64))
         elif kb >= 0:
             plan = ("bits", 1 << int(kb))
@@ -611,7 +622,7 @@ class _ChiSquareEngine(_BatchedTest):
         if self.mesh is not None:
             out = np.empty(x.shape[0], dtype=np.float64)
             for idx, chunks in self._pending(x, y, s):
-                out[idx] = np.concatenate([np.asarray(p)[:m] for p, m in chunks])
+                out[idx] = np.concatenate([_to_host(p)[:m] for p, m in chunks])
             return out
         stat, dof = self.stat_dof(x, y, s)
         # float64 tail of the float32 statistic, rounded as the device p-value would be

@@ -122,6 +122,25 @@ class _FisherZBatch(_BatchedTest):
             g[:d] = group
             self.group = jax.device_put(g)
 
+    @classmethod
+    def from_blocks(cls, arrays, mesh, max_batch: int, groups) -> "_FisherZBatch":
+        """The tests of several ``(n, d)`` samples side by side (sample ``b``'s variable ``j`` is column
+        ``b d + j``): each sample's correlation matrix, as `correlation_matrix` computes it alone, on a diagonal
+        block (zero off the blocks, which no test reads), and the duplicate groups shifted to match."""
+        n, d = arrays[0].shape
+        dp = _pad_dim(d)
+        big = np.eye(_pad_dim(len(arrays) * d), dtype=default_float_dtype())
+        group = np.arange(big.shape[0], dtype=np.int32)
+        for b, (a, g) in enumerate(zip(arrays, groups)):
+            big[b * d:(b + 1) * d, b * d:(b + 1) * d] = np.asarray(correlation_matrix(a, dp, big.dtype))[:d, :d]
+            group[b * d:(b + 1) * d] = np.asarray(g) + b * d
+        out = cls.__new__(cls)
+        _BatchedTest.__init__(out, mesh, max_batch)
+        out.n = np.int32(n)
+        out.corr = jax.device_put(big)
+        out.group = jax.device_put(group) if np.any(group != np.arange(group.shape[0])) else None
+        return out
+
     def _kernel(self, xs, ys, ss, kk, plan, m):
         kk = np.int32(0) if kk is None else kk
         if self.group is not None:

@@ -232,6 +232,59 @@ def _level_chunks(deg: np.ndarray, depth: int):
     yield lo, d
 
 
+def _level_tests(adj, depth: int, lo: int, hi: int):
+    """The tests of one chunk ``[lo, hi)`` of ``x`` at ``depth``: ``(x, y, s, uniq, inv)`` with ``uniq`` the
+    distinct canonical rows ``(min, max, sorted S)`` and ``inv`` mapping each test to its row; ``None`` if none."""
+    d = adj.shape[0]
+    xs, ys, ss = [], [], []
+    for x in range(lo, hi):
+        nb = np.flatnonzero(adj[x])
+        if len(nb) - 1 < depth:
+            continue
+        cl = list(combinations(nb.tolist(), depth))
+        combos = np.asarray(cl, np.int64).reshape(len(cl), depth)
+        # (y, S) pairs with S a subset of adj(x) \ {y}: all at once, y-major (sorted rows of S)
+        yi, ci = np.nonzero(~(combos[None, :, :] == nb[:, None, None]).any(axis=2))
+        xs.append(np.full(len(yi), x, np.int64))
+        ys.append(nb[yi])
+        ss.append(combos[ci])
+    if not xs:
+        return None
+    x, y, s = np.concatenate(xs), np.concatenate(ys), np.concatenate(ss)
+    del xs, ys, ss
+    rows = np.column_stack([np.minimum(x, y), np.maximum(x, y), s])
+    if (depth + 2) * math.log2(max(d, 2)) < 62:  # rows as one mixed-radix int64 key: a 1-D unique is fast
+        code = rows @ (d ** np.arange(depth + 2, dtype=np.int64))
+        _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+        uniq = rows[first]
+        del code
+    else:
+        uniq, inv = np.unique(rows, axis=0, return_inverse=True)
+    return x, y, s, uniq, inv
+
+
+def _level_apply(chunk, p_u: np.ndarray, depth: int, alpha: float, removal, sep: "_Sepsets", maxp) -> None:
+    """Record a chunk's p-values ``p_u`` (one per distinct row of `_level_tests`): ``maxp``, the edges to
+    remove (``p > alpha``) and their separating sets, in place."""
+    x, y, s, _, inv = chunk
+    p = p_u[inv.reshape(-1)]
+    np.maximum.at(maxp, (x, y), p)
+    np.maximum.at(maxp, (y, x), p)
+    ind = p > alpha
+    removal[x[ind], y[ind]] = True
+    for j in range(depth):
+        sep.add(x[ind], y[ind], s[ind, j])
+
+
+def _check_level_memory(adj, depth: int) -> None:
+    deg = adj.sum(axis=1)
+    per_x = [k * math.comb(k - 1, depth) for k in deg.tolist() if k - 1 >= depth]
+    num = float(min(sum(per_x), max([LEVEL_CHUNK_TESTS, *per_x])))  # the largest chunk
+    # per test row of a chunk: x, y, S, the canonical row and its key, index arrays of the unique (int64), p-values
+    check_memory(num * 8.0 * (3 * (depth + 2) + 6), f"pc's level {depth} ({num:.3g} CI tests in a chunk)",
+                 f"pass max_depth={depth - 1}, a smaller alpha or fewer variables" if depth else "use fewer variables")
+
+
 def _stable_level(tester: _Tester, adj, depth, alpha, sep: _Sepsets, maxp, counted, bk_forbid_both) -> np.ndarray:
     """One PC-stable level, vectorised: every ``(x, y, S)`` with ``y`` adjacent to ``x`` and ``S`` a ``depth``-subset
     of ``adj(x) \\ {y}`` (adjacencies frozen), distinct tests evaluated once, in chunks of ``x`` of at most
@@ -239,48 +292,14 @@ def _stable_level(tester: _Tester, adj, depth, alpha, sep: _Sepsets, maxp, count
     mask of edges to remove."""
     d = adj.shape[0]
     deg = adj.sum(axis=1)
-    per_x = [k * math.comb(k - 1, depth) for k in deg.tolist() if k - 1 >= depth]
-    num = float(min(sum(per_x), max([LEVEL_CHUNK_TESTS, *per_x])))  # the largest chunk
-    # per test row of a chunk: x, y, S, the canonical row and its key, index arrays of the unique (int64), p-values
-    check_memory(num * 8.0 * (3 * (depth + 2) + 6), f"pc's level {depth} ({num:.3g} CI tests in a chunk)",
-                 f"pass max_depth={depth - 1}, a smaller alpha or fewer variables" if depth else "use fewer variables")
+    _check_level_memory(adj, depth)
     removal = np.zeros((d, d), bool)
     if bk_forbid_both is not None:
         removal |= np.asarray(bk_forbid_both, bool) & adj
     for lo, hi in _level_chunks(deg, depth):
-        xs, ys, ss = [], [], []
-        for x in range(lo, hi):
-            nb = np.flatnonzero(adj[x])
-            if len(nb) - 1 < depth:
-                continue
-            cl = list(combinations(nb.tolist(), depth))
-            combos = np.asarray(cl, np.int64).reshape(len(cl), depth)
-            # (y, S) pairs with S a subset of adj(x) \ {y}: all at once, y-major (sorted rows of S)
-            yi, ci = np.nonzero(~(combos[None, :, :] == nb[:, None, None]).any(axis=2))
-            xs.append(np.full(len(yi), x, np.int64))
-            ys.append(nb[yi])
-            ss.append(combos[ci])
-        if not xs:
-            continue
-        x, y, s = np.concatenate(xs), np.concatenate(ys), np.concatenate(ss)
-        del xs, ys, ss
-        rows = np.column_stack([np.minimum(x, y), np.maximum(x, y), s])
-        if (depth + 2) * math.log2(max(d, 2)) < 62:  # rows as one mixed-radix int64 key: a 1-D unique is fast
-            code = rows @ (d ** np.arange(depth + 2, dtype=np.int64))
-            _, first, inv = np.unique(code, return_index=True, return_inverse=True)
-            uniq = rows[first]
-            del code
-        else:
-            uniq, inv = np.unique(rows, axis=0, return_inverse=True)
-        del rows
-        p_u = tester.pvalues_rows(uniq)
-        p = p_u[inv.reshape(-1)]
-        np.maximum.at(maxp, (x, y), p)
-        np.maximum.at(maxp, (y, x), p)
-        ind = p > alpha
-        removal[x[ind], y[ind]] = True
-        for j in range(depth):
-            sep.add(x[ind], y[ind], s[ind, j])
+        chunk = _level_tests(adj, depth, lo, hi)
+        if chunk is not None:
+            _level_apply(chunk, tester.pvalues_rows(chunk[3]), depth, alpha, removal, sep, maxp)
     return removal | removal.T
 
 
@@ -320,6 +339,49 @@ def _skeleton(tester: _Tester, d, alpha, stable, max_depth, bk_forbid_both, on_l
         if on_level is not None:
             on_level(depth, len(counted), adj)
     return adj, sep, maxp, counted
+
+
+def _orient_result(adj, sep, maxp, counted, pfn, bk, rule, alpha: float, meek_r4, names) -> "PCResult":
+    """The orientation phase on a skeleton (colliders by ``rule``, background knowledge ``bk``, Meek's rules) and
+    the `PCResult`; ``pfn`` evaluates the orientation phase's extra tests, which ``counted`` records."""
+    d = adj.shape[0]
+    g = _orient._Graph(adj)
+    if bk is not None:
+        _orient.orient_by_background(g, bk)
+    conflicts: list = []
+
+    def pfn_counted(triples):
+        counted.update((min(x, y), max(x, y), *sorted(S)) for x, y, S in triples)
+        return pfn(triples)  # evaluated tests are in the tester's count (PC-stable)
+
+    r4 = (bk is not None) if meek_r4 is None else bool(meek_r4)
+    pr = rule.priority
+    if isinstance(rule, DefiniteMaxPColliders):
+        duc, dnuc = _orient.definite_maxp(g, float(alpha), pr, bk, pfn_counted, conflicts)
+        _orient.definite_meek(g, bk, duc, dnuc)
+        _orient.meek(g, bk, r4)
+    elif isinstance(rule, MaxPColliders):
+        _orient.maxp(g, pr, bk, pfn_counted, conflicts)
+        _orient.meek(g, bk, r4)
+    else:
+        _orient.uc_sepset(g, sep, pr, bk, pfn_counted, conflicts)
+        _orient.meek(g, bk, r4)
+
+    conf = np.zeros((d, d), bool)
+    for x, y, z in conflicts:
+        conf[x, y] = conf[y, x] = conf[z, y] = conf[y, z] = True
+    maxp = np.where(np.isfinite(maxp), maxp, 0.0)
+    return PCResult(
+        # jax.device_put of host arrays compiles nothing; jnp.asarray compiles a small program per new shape.
+        graph=jax.device_put(g.g.astype(np.int32)),
+        edges=jax.device_put(np.asarray(graph_to_edges(g.g))),
+        skeleton=jax.device_put(np.asarray(adj)),
+        sepset_members=jax.device_put(sep.rows().astype(np.int32)),
+        max_pvalue=jax.device_put(np.asarray(maxp, dtype=default_float_dtype())),
+        num_tests=jax.device_put(np.asarray(len(counted), dtype=np.int32)),
+        conflicts=jax.device_put(np.asarray(conf)),
+        names=names,
+    )
 
 
 def pc(
@@ -387,7 +449,9 @@ def pc(
       nan_policy: ``"raise"``, ``"listwise"`` (drop incomplete rows) or ``"testwise"`` (each test uses the
         rows complete in its own variables ``x, y, S``; Fisher-z and function testers, which receive the NaNs).
       meek_r4: apply Meek's R4 (default: only with background knowledge).
-      mesh: optional device mesh; CI-test batches of the built-in testers are sharded along its first axis.
+      mesh: optional device mesh; CI-test batches of the built-in testers are sharded along its first axis. A
+        mesh over the devices of several processes (``jax.distributed``) works when every process makes the same
+        call on the same data: each gathers every batch's p-values and gets the whole graph.
       max_batch: largest batch per kernel call.
       names: variable names for NumPy/JAX data (default: a DataFrame's columns, else none).
       progress: show the skeleton's levels (depth, tests so far, edges left) on standard error. None shows
@@ -461,44 +525,7 @@ def pc(
 
             adj, sep, maxp, counted = _skeleton(tester, d, float(alpha), stable, max_depth, forbid_both, on_level)
 
-        g = _orient._Graph(adj)
-        if bk is not None:
-            _orient.orient_by_background(g, bk)
-        conflicts: list = []
-        pfn = tester.pvalues
-
-        def pfn_counted(triples):
-            counted.update((min(x, y), max(x, y), *sorted(S)) for x, y, S in triples)
-            return pfn(triples)  # evaluated tests are in the tester's count (PC-stable)
-
-        r4 = (bk is not None) if meek_r4 is None else bool(meek_r4)
-        pr = rule.priority
-        if isinstance(rule, DefiniteMaxPColliders):
-            duc, dnuc = _orient.definite_maxp(g, float(alpha), pr, bk, pfn_counted, conflicts)
-            _orient.definite_meek(g, bk, duc, dnuc)
-            _orient.meek(g, bk, r4)
-        elif isinstance(rule, MaxPColliders):
-            _orient.maxp(g, pr, bk, pfn_counted, conflicts)
-            _orient.meek(g, bk, r4)
-        else:
-            _orient.uc_sepset(g, sep, pr, bk, pfn_counted, conflicts)
-            _orient.meek(g, bk, r4)
-
-        conf = np.zeros((d, d), bool)
-        for x, y, z in conflicts:
-            conf[x, y] = conf[y, x] = conf[z, y] = conf[y, z] = True
-        maxp = np.where(np.isfinite(maxp), maxp, 0.0)
-        return PCResult(
-            # jax.device_put of host arrays compiles nothing; jnp.asarray compiles a small program per new shape.
-            graph=jax.device_put(g.g.astype(np.int32)),
-            edges=jax.device_put(np.asarray(graph_to_edges(g.g))),
-            skeleton=jax.device_put(np.asarray(adj)),
-            sepset_members=jax.device_put(sep.rows().astype(np.int32)),
-            max_pvalue=jax.device_put(np.asarray(maxp, dtype=default_float_dtype())),
-            num_tests=jax.device_put(np.asarray(len(counted), dtype=np.int32)),
-            conflicts=jax.device_put(np.asarray(conf)),
-            names=names,
-        )
+        return _orient_result(adj, sep, maxp, counted, tester.pvalues, bk, rule, float(alpha), meek_r4, names)
 
     with _gc_paused():
         return run()

@@ -63,6 +63,14 @@ class AbstractCITest(eqx.Module):
         """The batched evaluator of this tester on the checked ``data`` (see the class docstring)."""
         raise NotImplementedError(f"{type(self).__name__} has no batched evaluator")
 
+    def _prepare_resamples(self, arrays, *, mesh=None, max_batch: int = 8192):
+        """One batched evaluator over several checked samples of ``d`` columns side by side (sample ``b``'s
+        variable ``j`` is column ``b d + j``; every test stays within one sample), or ``None`` when the tester
+        cannot take them together (`icmlx.structure.bootstrap_pc` then runs ``pc`` sample by sample). The
+        built-in testers compute each test from its own columns only, so a test gives the p-value it gives on
+        its sample alone."""
+        return None
+
     def _tree_scores(self, data, alpha, threshold, chunk_size, progress):
         """``pc_tree``'s ``(marginal, conditional, separator, cut0, cut1)`` from this tester's p-values: the
         score is ``-p`` and the cut ``-alpha``, so "dependent" (``score >= cut``) means ``p <= alpha``."""
@@ -165,6 +173,17 @@ class FisherZ(_FusedTreeTest):
             return _TestwiseFisherZ(data, max_batch=max_batch)
         return _FisherZBatch(data, mesh, max_batch, group=_duplicate_groups(data))
 
+    def _prepare_resamples(self, arrays, *, mesh=None, max_batch: int = 8192):
+        from ._fisher_padded import _FisherZBatch
+        from ._inputs import _duplicate_groups
+
+        if any(np.isnan(a).any() for a in arrays):
+            from ._testwise import _TestwiseFisherZ
+
+            return _TestwiseFisherZ(np.hstack(arrays), max_batch=max_batch)
+        # each sample's own correlation matrix on the diagonal blocks: the entries its tests read
+        return _FisherZBatch.from_blocks(arrays, mesh, max_batch, [_duplicate_groups(a) for a in arrays])
+
     def _tree_threshold(self, t: float, threshold) -> None:
         if not 0.0 < t < 1.0:
             raise ValueError(f"with ci_test='fisherz' the threshold cuts |partial correlation|: pass 0 < threshold "
@@ -209,6 +228,9 @@ class ChiSquare(AbstractCITest):
         from ._contingency import _ChiSquareEngine
 
         return _ChiSquareEngine(np.asarray(data), g_square=self.g_square, mesh=mesh, max_batch=max_batch)
+
+    def _prepare_resamples(self, arrays, *, mesh=None, max_batch: int = 8192):
+        return self.prepare(np.hstack(arrays), mesh=mesh, max_batch=max_batch)
 
 
 class GSquare(ChiSquare):
@@ -476,6 +498,9 @@ class DegenerateGaussian(AbstractCITest):
         arr = np.asarray(data)
         return _DegenerateGaussianBatch(arr, [f"X{j + 1}" for j in range(arr.shape[1])], max_batch)
 
+    def _prepare_resamples(self, arrays, *, mesh=None, max_batch: int = 8192):
+        return self.prepare(np.hstack(arrays), mesh=mesh, max_batch=max_batch)
+
 
 class KCI(AbstractCITest):
     r"""Kernel conditional-independence tests (KCI, Zhang et al. 2011) in the random-feature form of RCIT.
@@ -538,6 +563,9 @@ class KCI(AbstractCITest):
         key = jax.random.key(0) if self.key is None else self.key
         return _KCIBatch(np.asarray(data), key=key, num_xy=self.num_xy, num_z=self.num_z, ridge=self.ridge,
                          max_batch=max_batch)
+
+    def _prepare_resamples(self, arrays, *, mesh=None, max_batch: int = 8192):
+        return self.prepare(np.hstack(arrays), mesh=mesh, max_batch=max_batch)
 
 
 _BY_NAME = {c.name: c for c in (FisherZ, ChiSquare, GSquare, Bernoulli, Nonparametric, DSeparation,
