@@ -247,7 +247,8 @@ def horseshoe_test(
       x: observations, shape ``(*batch, n)``: list, NumPy, JAX or pandas Series (its index comes back as
         ``result.labels``); all finite.
       tau: global scale > 0 (scalar, or shape ``(*batch,)`` per row) or ``"eb"``.
-      sigma: noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row.
+      sigma: noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row
+        (``"empirical"``/`EmpiricalNullSigma`: the empirical null's centre and scale; ``x`` is centred first).
 
     Returns:
       `HorseshoeResult` (``reject``, ``threshold``, ``tau``, ``sigma``, ``labels``).
@@ -269,7 +270,7 @@ def horseshoe_test(
         raise ValueError(f"horseshoe_test: tau must be a positive number, an array or 'eb', got {tau=!r}")
     x, labels = prepare_scores(x, "horseshoe_test")
     dt = x.dtype
-    s, estimated = resolve_sigma(sigma, x, "horseshoe_test")
+    x, s, estimated = resolve_sigma(sigma, x, "horseshoe_test")
     warn_if_pvalues(x, None if estimated else s, "horseshoe_test", stacklevel=2)
     batch = x.shape[:-1]
     if isinstance(tau, str):

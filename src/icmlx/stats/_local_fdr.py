@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from ._central_matching import central_matching_fit, central_region, histogram
 from ._checks import Labels, prepare_scores, static_int
 
 __all__ = ["LocalFDRResult", "local_fdr"]
@@ -76,44 +77,15 @@ def _poisson_fit(x, y, knots, num_steps):
 def _row(z, empirical, num_bins, df, central):
     dt = z.dtype
     m = z.shape[-1]
-    lo, hi = jnp.min(z), jnp.max(z)
-    width = (hi - lo) / num_bins
-    width = jnp.where(width > 0, width, 1.0)
-    idx = jnp.clip(jnp.floor((z - lo) / width).astype(jnp.int32), 0, num_bins - 1)
-    counts = jnp.zeros(num_bins, dt).at[idx].add(1.0)
-    x = lo + (jnp.arange(num_bins, dtype=dt) + 0.5) * width
+    counts, x, width = histogram(z, num_bins)
     # knots at quantiles of z, boundary knots at the outer bin centres: the flexibility goes where the data are
     inner = jnp.quantile(z, jnp.linspace(0.0, 1.0, df + 1, dtype=dt)[1:-1])
     knots = jnp.concatenate([x[:1], inner, x[-1:]])
     log_f = _poisson_fit(x, counts, knots, 30) - jnp.log(m * width)  # the fitted density f on the bin centres
 
-    q_lo, q_hi = jnp.quantile(z, central), jnp.quantile(z, 1.0 - central)
-    inside = (x >= q_lo) & (x <= q_hi)
+    inside = central_region(z, x, central)
     if empirical:
-        # central matching: log f is quadratic near the centre, where the null dominates; fitted to the central
-        # bins' counts by Poisson regression (the counts there, not the global smooth, carry the curvature)
-        c = jnp.sum(jnp.where(inside, x, 0.0)) / jnp.maximum(jnp.sum(inside).astype(dt), 1.0)
-        half = jnp.maximum(jnp.max(jnp.where(inside, jnp.abs(x - c), 0.0)), width)
-        u = (x - c) / half
-        basis = jnp.stack([jnp.ones_like(u), u, u * u], axis=-1)
-        w = inside.astype(dt)
-        eye = 1e-10 * jnp.eye(3, dtype=dt)
-        b = jnp.linalg.solve((basis * w[:, None]).T @ basis + eye, (basis * w[:, None]).T @ jnp.log(counts + 1.0))
-
-        def newton(_, b):
-            mu = jnp.exp(jnp.clip(basis @ b, -50.0, 50.0)) * w
-            return b + jnp.linalg.solve((basis * mu[:, None]).T @ basis + eye, basis.T @ ((counts - mu) * w))
-
-        b = jax.lax.fori_loop(0, 30, newton, b)
-        b = b / jnp.stack([jnp.ones((), dt), half, half * half]) - jnp.stack([jnp.log(m * width), 0.0, 0.0])
-        curved = b[2] < 0
-        b2 = jnp.where(curved, b[2], -0.5)
-        sd = jnp.sqrt(-0.5 / b2)
-        mean = c + b[1] * sd * sd
-        log_pi0 = b[0] - (b[1] * b[1]) / (4.0 * b2) + 0.5 * math.log(2.0 * math.pi) + jnp.log(sd)
-        pi0_cm = jnp.exp(log_pi0)
-        mean = jnp.where(curved, mean, 0.0)
-        sd = jnp.where(curved, sd, 1.0)
+        mean, sd, pi0_cm, curved = central_matching_fit(x, counts, width, inside, m)
     else:
         mean = jnp.zeros((), dt)
         sd = jnp.ones((), dt)
