@@ -116,3 +116,59 @@ def test_jit_vmap_and_bad_settings():
         EmpiricalNullSigma(central=0.7)
     with pytest.raises(TypeError, match="central"):
         EmpiricalNullSigma(central="0.1")
+
+
+def _mle_null_ref(z):
+    """Float64 reference of the ML null: the values within c robust sds of the median (c as locfdr,
+    4.3 exp(-0.26 log10 m)), scipy.stats.truncnorm's log likelihood maximised by scipy.optimize, pi0 = (N0/m)/P0."""
+    from scipy import optimize
+    from scipy import stats as sps
+
+    z = np.asarray(z, np.float64)
+    m = z.size
+    c = 4.3 * np.exp(-0.26 * np.log10(m))
+    med = np.median(z)
+    s = (np.quantile(z, 0.75) - np.quantile(z, 0.25)) / (2.0 * sps.norm.ppf(0.75))
+    a, b = med - c * s, med + c * s
+    inside = z[(z >= a) & (z <= b)]
+
+    def nll(t):
+        mu, sd = t[0], np.exp(t[1])
+        return -np.sum(sps.truncnorm.logpdf(inside, (a - mu) / sd, (b - mu) / sd, loc=mu, scale=sd))
+
+    t = optimize.minimize(nll, [med, np.log(s)], method="Nelder-Mead",
+                          options={"xatol": 1e-11, "fatol": 1e-12, "maxiter": 20_000}).x
+    mu, sd = t[0], np.exp(t[1])
+    p0 = sps.norm.cdf((b - mu) / sd) - sps.norm.cdf((a - mu) / sd)
+    return mu, sd, min(inside.size / m / p0, 1.0)
+
+
+@pytest.mark.x64
+def test_mle_null_equals_scipy_truncated_normal_mle():
+    rng = np.random.default_rng(4)
+    z = _sample(rng, 3, 8_000, np.array([[0.0], [0.3], [-0.5]]), np.array([[1.0], [1.3], [0.8]]), 0.05)
+    zj = jnp.asarray(z, FLOAT)
+    ref = np.array([_mle_null_ref(r) for r in np.asarray(zj, np.float64)])
+    res = local_fdr(zj, null="mle")
+    tol = 1e-6 if FLOAT == jnp.float64 else 2e-3
+    np.testing.assert_allclose(np.asarray(res.null_mean, np.float64), ref[:, 0], rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.asarray(res.null_sd, np.float64), ref[:, 1], rtol=tol)
+    np.testing.assert_allclose(np.asarray(res.pi0, np.float64), ref[:, 2], rtol=tol)
+
+
+def test_mle_null_recovers_a_shifted_widened_null():
+    # the issue's design (null N(0.3, 1.3^2), 5% signals, m = 2e4, 8 replicates): centre and scale within 0.05,
+    # no worse than statsmodels' NullDistribution (truncated-normal ML on a fixed band) on the same data
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    z = _sample(np.random.default_rng(0), 8, 20_000, 0.3, 1.3, 0.05)
+    res = local_fdr(jnp.asarray(z, FLOAT), null="mle")
+    err_mean = np.mean(np.abs(np.asarray(res.null_mean, np.float64) - 0.3))
+    err_sd = np.mean(np.abs(np.asarray(res.null_sd, np.float64) - 1.3))
+    ref = [multitest.NullDistribution(row) for row in z]
+    assert err_mean < 0.05 and err_sd < 0.05, (err_mean, err_sd)
+    assert err_mean <= np.mean([abs(r.mean - 0.3) for r in ref]) and err_sd <= np.mean([abs(r.sd - 1.3) for r in ref])
+    assert np.all(np.asarray(res.pi0) <= 1.0)
+    np.testing.assert_allclose(np.asarray(res.pi0, np.float64), 0.95, atol=0.04)
+    # the lfdr is pi0 f0 / f with the fitted null: large for the bulk, small far out
+    lf = np.asarray(res.lfdr)
+    assert np.median(lf[np.abs(z - 0.3) < 0.5]) > 0.9 and np.median(lf[np.abs(z - 0.3) > 5.5]) < 0.05
