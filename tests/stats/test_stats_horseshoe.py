@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from icmlx.stats import horseshoe_shrinkage, horseshoe_test, horseshoe_threshold
+from icmlx.stats import estimate_sigma, horseshoe_mmle_tau, horseshoe_shrinkage, horseshoe_test, horseshoe_threshold
 
 X64 = bool(jax.config.jax_enable_x64)
 
@@ -59,6 +59,53 @@ def test_threshold_and_test():
     res = horseshoe_test(xb, "eb")
     np.testing.assert_allclose(np.asarray(res.tau), [0.1, 0.01], rtol=1e-6)
     assert [int(v) for v in res.num_rejected] == [10, 0]
+
+
+@pytest.mark.x64
+def test_mmle_tau_is_horseshoe_mmle_tau_per_row():
+    # tau="mmle" is horseshoe_mmle_tau of x / sigma on [1/n, 1] (checked against SciPy in
+    # test_stats_horseshoe_intervals.py), per row; the decisions are the exact shrinkage > 1/2 rule at that tau
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 400)) * 1.7
+    x[0, :20] += 9.0
+    x = jnp.asarray(x, jnp.result_type(float))
+    res = horseshoe_test(x, "mmle", sigma="mad")
+    s = estimate_sigma(x, "mad")
+    want = np.array([float(horseshoe_mmle_tau(x[i], sigma=float(s[i]))) for i in range(2)])
+    # float32: the flat likelihood near its maximum moves the golden-section answer by ~1e-4 under 1-ulp changes of z
+    np.testing.assert_allclose(np.asarray(res.tau), want, rtol=1e-6 if X64 else 1e-3)
+    assert want[0] > want[1]
+    for i in range(2):
+        direct = np.asarray(horseshoe_shrinkage(x[i] / s[i], float(res.tau[i]))) > 0.5
+        assert np.array_equal(np.asarray(res.reject[i]), direct)
+
+
+@pytest.mark.x64
+def test_default_tau_is_one_minus_storey_pi0():
+    # tau="storey" (the default): 1 - pi0 with pi0 from an independent NumPy Storey bootstrap on the
+    # two-sided p-values: the lambda grid 0.05..0.95, the lambda of least estimated MSE (Storey et al. 2004)
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 2000))
+    x[0, :200] += rng.choice([-4.0, 4.0], 200)
+    x = jnp.asarray(x, jnp.result_type(float))
+    res = horseshoe_test(x)
+    p = 2.0 * sps.norm.sf(np.abs(np.asarray(x, np.float64)))
+    lam = np.round(np.arange(0.05, 0.951, 0.05), 2)
+    want = []
+    for row in p:
+        m = row.size
+        w = np.array([(row >= v).sum() for v in lam], np.float64)
+        curve = w / (m * (1.0 - lam))
+        mse = w / (m**2 * (1.0 - lam) ** 2) * (1.0 - w / m) + (curve - np.quantile(curve, 0.1)) ** 2
+        pi0 = np.clip(curve[mse == mse.min()].min(), 1.0 / m, 1.0)
+        want.append(np.clip(1.0 - pi0, 1.0 / m, 1.0))
+    np.testing.assert_allclose(np.asarray(res.tau), want, rtol=1e-5 if X64 else 1e-3)
+    assert 0.05 < float(res.tau[0]) < 0.15 and float(res.tau[1]) < 0.03
+    for i in range(2):
+        direct = np.asarray(horseshoe_shrinkage(x[i], float(res.tau[i]))) > 0.5
+        assert np.array_equal(np.asarray(res.reject[i]), direct)
 
 
 def test_bad_inputs():

@@ -5,8 +5,8 @@ one hyperparameter, chosen by a rule object (`OracleGamma2`, `SparsityGamma2`,
 `EBSparsityGamma2`, `EBMMLEGamma2`); the Bayes oracle and the exact risks of threshold rules in the
 two-groups model of Bogdan et al. (2011); Benjamini–Hochberg, Bonferroni and horseshoe rules; empirical-Bayes fits
 (`two_groups_em` returns a `TwoGroupsSolution`); the noise scale estimated from the data
-(``sigma="mad"``, `MADSigma`, `estimate_sigma`); and a common-random-numbers simulation driver for
-asymptotic Bayes optimality under sparsity.
+(``sigma="mad"``, `MADSigma`; ``sigma="empirical"``, `EmpiricalNullSigma`; `estimate_sigma`); and a
+common-random-numbers simulation driver for asymptotic Bayes optimality under sparsity.
 
 The tests take what users hold: lists, NumPy or JAX arrays, and pandas Series, whose index comes back on the result
 (``result.rejected_labels``). Non-finite z-scores are refused with a short ``ValueError``; z-scores that all lie in
@@ -72,6 +72,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time each module loads o
     from ._relative_belief import relative_belief_test as relative_belief_test
     from ._relative_belief import relative_belief_threshold as relative_belief_threshold
     from ._sigma import AbstractSigma as AbstractSigma
+    from ._sigma import EmpiricalNullSigma as EmpiricalNullSigma
     from ._sigma import MADSigma as MADSigma
     from ._sigma import estimate_sigma as estimate_sigma
     from ._simulate import RiskComparison as RiskComparison
@@ -132,6 +133,7 @@ _LAZY = {
     "relative_belief_test": "_relative_belief",
     "relative_belief_threshold": "_relative_belief",
     "AbstractSigma": "_sigma",
+    "EmpiricalNullSigma": "_sigma",
     "MADSigma": "_sigma",
     "estimate_sigma": "_sigma",
     "RiskComparison": "_simulate",
@@ -148,6 +150,7 @@ __all__ = [
     "EBMMLEGamma2",
     "EBSparsityGamma2",
     "EBStoreyGamma2",
+    "EmpiricalNullSigma",
     "HorseshoeIntervals",
     "HorseshoeMCMCResult",
     "HorseshoeResult",

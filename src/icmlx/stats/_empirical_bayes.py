@@ -38,7 +38,8 @@ def estimate_sparsity(
 
     Args:
       x: observations, shape ``(*batch, n)`` (list, NumPy, JAX or pandas Series); tests run along the last axis.
-      sigma: known noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row.
+      sigma: known noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row
+        (``"empirical"``/`EmpiricalNullSigma`: the empirical null's centre and scale; ``x`` is centred first).
       c1: the threshold and normalising constants (Python floats > 0).
       c2: the threshold and normalising constants (Python floats > 0).
 
@@ -65,7 +66,7 @@ def estimate_sparsity(
     x, _ = prepare_scores(x, "estimate_sparsity")
     if x.shape[-1] < 2:
         raise ValueError(f"estimate_sparsity: x must have at least 2 tests along its last axis, got {x.shape=}")
-    s, estimated = resolve_sigma(sigma, x, "estimate_sparsity")
+    x, s, estimated = resolve_sigma(sigma, x, "estimate_sparsity")
     warn_if_pvalues(x, None if estimated else s, "estimate_sparsity", stacklevel=2)
     return _sparsity_core(x, s, float(c1), float(c2))
 
@@ -136,7 +137,8 @@ def two_groups_em(
 
     Args:
       x: observations, shape ``(*batch, n)`` (list, NumPy, JAX or pandas Series); all finite.
-      sigma: known noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row first
+      sigma: known noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row
+        (``"empirical"``/`EmpiricalNullSigma`: the empirical null's centre and scale; ``x`` is centred first) first
         (then the fit is that of ``x / sigma_hat``, with ``tau2`` given back in the units of ``x``).
       num_steps: number of EM steps (static Python int >= 1).
       p_init: starting p; default `estimate_sparsity` clipped to ``[1/n, 0.5]``.
@@ -174,7 +176,7 @@ def two_groups_em(
     x, _ = prepare_scores(x, "two_groups_em")
     if x.shape[-1] < 2:
         raise ValueError(f"two_groups_em: x must have at least 2 tests along its last axis, got {x.shape=}")
-    s, estimated = resolve_sigma(sigma, x, "two_groups_em")
+    x, s, estimated = resolve_sigma(sigma, x, "two_groups_em")
     warn_if_pvalues(x, None if estimated else s, "two_groups_em", stacklevel=2)
     return fit_two_groups(x, s, num_steps, p_init, tau2_init, throw, sigma_out=s[..., 0] if estimated else s)
 

@@ -46,7 +46,8 @@ def two_sided_pvalues(
       x: observations, shape ``(*batch, n)``: list, NumPy, JAX or pandas Series (z-scores when ``sigma=1``). An
         infinite value gives the p-value 0. Values that all lie in ``[0, 1]`` look like p-values and give a
         warning.
-      sigma: noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row.
+      sigma: noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row
+        (``"empirical"``/`EmpiricalNullSigma`: the empirical null's centre and scale; ``x`` is centred first).
 
     Returns:
       p-values, same shape and dtype as ``x``.
@@ -72,7 +73,7 @@ def two_sided_pvalues(
 
 def _pvalue_inputs(x, sigma):
     x = check_values(x, lambda xp, v: xp.isnan(v), "two_sided_pvalues: x contains NaN; drop or impute it first")
-    s, estimated = resolve_sigma(sigma, x, "two_sided_pvalues")
+    x, s, estimated = resolve_sigma(sigma, x, "two_sided_pvalues")
     warn_if_pvalues(x, None if estimated else s, "two_sided_pvalues", stacklevel=3)
     return x, s
 

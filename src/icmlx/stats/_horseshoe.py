@@ -1,6 +1,7 @@
 """Horseshoe shrinkage E[1 - kappa | x] by Gauss–Legendre quadrature, and the Datta–Ghosh horseshoe test."""
 
 import functools
+import math
 from typing import Any
 
 import equinox as eqx
@@ -205,6 +206,16 @@ def _compare(x, s, thr):
     return jnp.abs(x / s) > thr[..., None]
 
 
+@jax.jit
+def _storey_tau(x, s):
+    from jax.scipy.special import ndtr
+
+    from ._qvalues import DEFAULT_LAMBDAS, _pi0_core
+
+    pi0, _ = _pi0_core(2.0 * ndtr(-jnp.abs(x / s)), DEFAULT_LAMBDAS, "bootstrap", 3.0)
+    return jnp.clip(1.0 - pi0, 1.0 / x.shape[-1], 1.0)
+
+
 class HorseshoeResult(TestDecisions):
     """Result of `horseshoe_test`.
 
@@ -233,21 +244,33 @@ class HorseshoeResult(TestDecisions):
 
 def horseshoe_test(
     x: Any,
-    tau: ScalarOrBatch | str = "eb",
+    tau: ScalarOrBatch | str = "storey",
     sigma: RealScalarLike | AbstractSigma | str = 1.0,
 ) -> HorseshoeResult:
     r"""Horseshoe multiple test of Datta & Ghosh (2013): reject iff $E[1-\kappa_i\mid x_i] > 1/2$.
 
     For a fixed $\tau$ this is the threshold rule $|x_i|/\sigma > c(\tau)$ (`horseshoe_threshold`),
-    so decisions cost one comparison per test. ``tau="eb"`` uses the empirical-Bayes
-    $\hat\tau=\max(1/n, \#\{|x_i|>\sigma\sqrt{2\log n}\}/n)$ per row (`estimate_sparsity`). With
-    $\tau\asymp p$ the risk is within a constant factor of the oracle.
+    so decisions cost one comparison per test. ``tau="storey"`` (default) takes $\hat\tau=1-\hat\pi_0$ per row,
+    kept in $[1/n, 1]$, with $\hat\pi_0$ Storey's bootstrap estimate from the two-sided p-values (`estimate_pi0`);
+    ``tau="mmle"`` maximises the marginal likelihood on $[1/n, 1]$ (`horseshoe_mmle_tau`, van der Pas, Szabó &
+    van der Vaart 2017; quadrature per test and step, about 200 times the cost of ``"storey"``);
+    ``tau="eb"`` is the count estimate $\hat\tau=\max(1/n, \#\{|x_i|>\sigma\sqrt{2\log n}\}/n)$
+    (`estimate_sparsity`). With $\tau\asymp p$ the risk is within a constant factor of the oracle. The count
+    estimate targets $p\,P(|x|>\sigma\sqrt{2\log n}\mid\text{signal})$, far below $p$ for moderate effects.
+    Measured by ``benchmarks/stats_horseshoe_tau.py`` (10,000 two-sample t-tests with 10 per group as z-scores;
+    1, 5, 10% signals; random N(0, 1) or fixed ±1.5 standardised effects; 20 replicates), the misclassification
+    risk per test at 1 / 5 / 10% signals was 0.0097–0.0101 / 0.048–0.049 / 0.095–0.096 with ``"eb"`` (barely
+    below rejecting nothing), 0.0087–0.0099 / 0.038–0.047 / 0.066–0.090 with ``"storey"``, 0.0088–0.0099 /
+    0.033–0.046 / 0.051–0.088 with ``"mmle"`` and 0.0084–0.0099 / 0.028–0.045 / 0.044–0.086 with BH(0.1): at
+    these moderate effects the horseshoe rule stays above BH(0.1)'s risk (``"storey"`` by 0.2–49%, ``"mmle"``
+    by 0.5–16%).
 
     Args:
       x: observations, shape ``(*batch, n)``: list, NumPy, JAX or pandas Series (its index comes back as
         ``result.labels``); all finite.
-      tau: global scale > 0 (scalar, or shape ``(*batch,)`` per row) or ``"eb"``.
-      sigma: noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row.
+      tau: global scale > 0 (scalar, or shape ``(*batch,)`` per row), ``"storey"``, ``"mmle"`` or ``"eb"``.
+      sigma: noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row
+        (``"empirical"``/`EmpiricalNullSigma`: the empirical null's centre and scale; ``x`` is centred first).
 
     Returns:
       `HorseshoeResult` (``reject``, ``threshold``, ``tau``, ``sigma``, ``labels``).
@@ -257,7 +280,8 @@ def horseshoe_test(
 
     References:
       Datta & Ghosh (2013), Bayesian Anal. 8(1). Ghosh, Tang, Ghosh & Chakrabarti (2016), Bayesian Anal. 11(3).
-      van der Pas, Kleijn & van der Vaart (2014), arXiv:1404.0202.
+      van der Pas, Kleijn & van der Vaart (2014), arXiv:1404.0202. van der Pas, Szabó & van der Vaart (2017),
+      Bayesian Anal. 12(4), arXiv:1702.03698 (the MMLE of $\tau$).
 
     Examples:
       >>> import jax.numpy as jnp
@@ -265,17 +289,28 @@ def horseshoe_test(
       >>> print(horseshoe_test(jnp.array([1.0, 3.9, 4.1]), tau=0.01).reject)
       [False False  True]
     """
-    if isinstance(tau, str) and tau != "eb":
-        raise ValueError(f"horseshoe_test: tau must be a positive number, an array or 'eb', got {tau=!r}")
+    if isinstance(tau, str) and tau not in ("storey", "mmle", "eb"):
+        raise ValueError(
+            f"horseshoe_test: tau must be a positive number, an array, 'storey', 'mmle' or 'eb', got {tau=!r}")
     x, labels = prepare_scores(x, "horseshoe_test")
     dt = x.dtype
-    s, estimated = resolve_sigma(sigma, x, "horseshoe_test")
+    x, s, estimated = resolve_sigma(sigma, x, "horseshoe_test")
     warn_if_pvalues(x, None if estimated else s, "horseshoe_test", stacklevel=2)
     batch = x.shape[:-1]
     if isinstance(tau, str):
         if x.shape[-1] < 2:
-            raise ValueError(f"horseshoe_test: tau='eb' needs at least 2 tests along the last axis, got {x.shape=}")
-        t = _sparsity_core(x, s, 2.0, 1.0)
+            raise ValueError(f"horseshoe_test: tau={tau!r} needs at least 2 tests along the last axis, got {x.shape=}")
+        if tau == "eb":
+            t = _sparsity_core(x, s, 2.0, 1.0)
+        elif tau == "storey":
+            t = _storey_tau(x, s)
+        else:
+            from ._horseshoe_intervals import _mmle  # that module imports this one
+
+            n = x.shape[-1]
+            z = (x / s).reshape(-1, n)
+            lo = jnp.full((z.shape[0],), -math.log(n), dt)
+            t = _mmle(z, lo, jnp.zeros_like(lo)).reshape(batch)
     else:
         t = jnp.broadcast_to(_check_tau(tau, dt), batch)
     thr = _hs_threshold(jnp.log(t), 50)

@@ -9,11 +9,12 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from ._central_matching import central_matching_fit, central_region, histogram, mle_half_width, mle_null
 from ._checks import Labels, prepare_scores, static_int
 
 __all__ = ["LocalFDRResult", "local_fdr"]
 
-_NULLS = ("empirical", "theoretical")
+_NULLS = ("empirical", "mle", "theoretical")
 
 
 class LocalFDRResult(eqx.Module):
@@ -73,45 +74,20 @@ def _poisson_fit(x, y, knots, num_steps):
     return basis @ beta
 
 
-def _row(z, empirical, num_bins, df, central):
+def _row(z, null, num_bins, df, central, half_width):
     dt = z.dtype
     m = z.shape[-1]
-    lo, hi = jnp.min(z), jnp.max(z)
-    width = (hi - lo) / num_bins
-    width = jnp.where(width > 0, width, 1.0)
-    idx = jnp.clip(jnp.floor((z - lo) / width).astype(jnp.int32), 0, num_bins - 1)
-    counts = jnp.zeros(num_bins, dt).at[idx].add(1.0)
-    x = lo + (jnp.arange(num_bins, dtype=dt) + 0.5) * width
+    counts, x, width = histogram(z, num_bins)
     # knots at quantiles of z, boundary knots at the outer bin centres: the flexibility goes where the data are
     inner = jnp.quantile(z, jnp.linspace(0.0, 1.0, df + 1, dtype=dt)[1:-1])
     knots = jnp.concatenate([x[:1], inner, x[-1:]])
     log_f = _poisson_fit(x, counts, knots, 30) - jnp.log(m * width)  # the fitted density f on the bin centres
 
-    q_lo, q_hi = jnp.quantile(z, central), jnp.quantile(z, 1.0 - central)
-    inside = (x >= q_lo) & (x <= q_hi)
-    if empirical:
-        # central matching: log f is quadratic near the centre, where the null dominates; fitted to the central
-        # bins' counts by Poisson regression (the counts there, not the global smooth, carry the curvature)
-        c = jnp.sum(jnp.where(inside, x, 0.0)) / jnp.maximum(jnp.sum(inside).astype(dt), 1.0)
-        half = jnp.maximum(jnp.max(jnp.where(inside, jnp.abs(x - c), 0.0)), width)
-        u = (x - c) / half
-        basis = jnp.stack([jnp.ones_like(u), u, u * u], axis=-1)
-        w = inside.astype(dt)
-        eye = 1e-10 * jnp.eye(3, dtype=dt)
-        b = jnp.linalg.solve((basis * w[:, None]).T @ basis + eye, (basis * w[:, None]).T @ jnp.log(counts + 1.0))
-
-        def newton(_, b):
-            mu = jnp.exp(jnp.clip(basis @ b, -50.0, 50.0)) * w
-            return b + jnp.linalg.solve((basis * mu[:, None]).T @ basis + eye, basis.T @ ((counts - mu) * w))
-
-        b = jax.lax.fori_loop(0, 30, newton, b)
-        b = b / jnp.stack([jnp.ones((), dt), half, half * half]) - jnp.stack([jnp.log(m * width), 0.0, 0.0])
-        curved = b[2] < 0
-        b2 = jnp.where(curved, b[2], -0.5)
-        sd = jnp.sqrt(-0.5 / b2)
-        mean = c + b[1] * sd * sd
-        log_pi0 = b[0] - (b[1] * b[1]) / (4.0 * b2) + 0.5 * math.log(2.0 * math.pi) + jnp.log(sd)
-        pi0_cm = jnp.exp(log_pi0)
+    inside = central_region(z, x, central)
+    if null == "empirical":
+        mean, sd, pi0_cm, curved = central_matching_fit(x, counts, width, inside, m)
+    elif null == "mle":
+        mean, sd, pi0_cm, curved = mle_null(z, half_width)
         mean = jnp.where(curved, mean, 0.0)
         sd = jnp.where(curved, sd, 1.0)
     else:
@@ -126,16 +102,16 @@ def _row(z, empirical, num_bins, df, central):
     # empirical one's when central matching found no curvature
     ratio = jnp.sum(jnp.where(inside, jnp.exp(log_f), 0.0)) / jnp.maximum(
         jnp.sum(jnp.where(inside, jnp.exp(log_f0(x)), 0.0)), jnp.finfo(dt).tiny)
-    pi0 = jnp.where(curved, pi0_cm, ratio) if empirical else ratio
+    pi0 = ratio if null == "theoretical" else jnp.where(curved, pi0_cm, ratio)
     pi0 = jnp.clip(pi0, jnp.finfo(dt).tiny, 1.0)
     lfdr = jnp.minimum(pi0 * jnp.exp(log_f0(z) - jnp.interp(z, x, log_f)), 1.0)
     return lfdr, mean, sd, pi0
 
 
-@functools.partial(jax.jit, static_argnames=("empirical", "num_bins", "df", "central"))
-def _local_fdr_core(z, empirical, num_bins, df, central):
+@functools.partial(jax.jit, static_argnames=("null", "num_bins", "df", "central", "half_width"))
+def _local_fdr_core(z, null, num_bins, df, central, half_width):
     batch, m = z.shape[:-1], z.shape[-1]
-    out = jax.vmap(lambda r: _row(r, empirical, num_bins, df, central))(z.reshape(-1, m))
+    out = jax.vmap(lambda r: _row(r, null, num_bins, df, central, half_width))(z.reshape(-1, m))
     lfdr, mean, sd, pi0 = out
     return lfdr.reshape(z.shape), mean.reshape(batch), sd.reshape(batch), pi0.reshape(batch)
 
@@ -162,12 +138,18 @@ def local_fdr(
     matching (locfdr's ``"CM"``): over $A$, $\log f(z)\approx\beta_0+\beta_1 z+\beta_2 z^2$ by least
     squares, so $\sigma_0^2=-1/(2\beta_2)$, $\delta_0=\beta_1\sigma_0^2$ and
     $\pi_0=\sqrt{2\pi}\,\sigma_0\exp(\beta_0+\delta_0^2/(2\sigma_0^2))$ (capped at 1; if the centre of
-    $\log f$ is not concave it falls back to the theoretical null). Use the empirical null when the z-scores'
-    null is not $N(0,1)$ (correlation, a wrong variance, an overall shift; Efron 2004).
+    $\log f$ is not concave it falls back to the theoretical null). ``null="mle"`` is Efron's maximum-likelihood
+    empirical null (locfdr's ``"MLE"``): on $A_0=[\tilde z-c\,s,\ \tilde z+c\,s]$ ($\tilde z$ the median, $s$
+    the normal-consistent interquartile range, $c=4.3\exp(-0.26\log_{10}m)$ as locfdr), taken to hold null
+    values only, $(\delta_0,\sigma_0)$ maximise the likelihood of the $N_0$ values in $A_0$ as a sample of
+    $N(\delta_0,\sigma_0^2)$ truncated to $A_0$, and $\pi_0=(N_0/m)/P_0(A_0)$, capped at 1.
+    Use an empirical null when the z-scores' null is not $N(0,1)$ (correlation, a wrong variance, an overall
+    shift; Efron 2004).
 
     Args:
       z: z-scores, shape ``(*batch, m)`` (list, NumPy, JAX, pandas Series; finite); one family per row.
-      null: ``"empirical"`` (default) or ``"theoretical"`` (static).
+      null: ``"empirical"`` (central matching, default), ``"mle"`` (truncated-normal maximum likelihood) or
+        ``"theoretical"`` (static).
       num_bins: histogram bins (static int >= 10).
       df: degrees of freedom of the natural spline for $\log f$ (static int in 2..15; knots at quantiles of
         ``z``).
@@ -181,7 +163,8 @@ def local_fdr(
 
     References:
       Efron (2004), J. Amer. Statist. Assoc. 99 (the empirical null). Efron (2007), Ann. Statist. 35 (central
-      matching). Efron (2010), *Large-Scale Inference*, Cambridge, ch. 5–6. Lindsey (1974), J. R. Stat. Soc. B 36.
+      matching, the ML null). Efron (2010), *Large-Scale Inference*, Cambridge, ch. 5–6. Lindsey (1974),
+      J. R. Stat. Soc. B 36.
 
     Examples:
       >>> import jax
@@ -189,6 +172,9 @@ def local_fdr(
       >>> z = 0.3 + 1.3 * jax.random.normal(jax.random.key(0), (20_000,))
       >>> res = local_fdr(z)
       >>> print(round(float(res.null_mean), 1), round(float(res.null_sd), 1))
+      0.3 1.3
+      >>> ml = local_fdr(z, null="mle")
+      >>> print(round(float(ml.null_mean), 1), round(float(ml.null_sd), 1))
       0.3 1.3
     """
     if null not in _NULLS:
@@ -202,5 +188,6 @@ def local_fdr(
     x, labels = prepare_scores(z, "local_fdr", name="z")
     if x.shape[-1] < 10:
         raise ValueError(f"local_fdr needs at least 10 z-scores per row to fit a density, got {x.shape[-1]}")
-    lfdr, mean, sd, pi0 = _local_fdr_core(x, null == "empirical", num_bins, df, float(central))
+    half_width = mle_half_width(x.shape[-1])
+    lfdr, mean, sd, pi0 = _local_fdr_core(x, null, num_bins, df, float(central), half_width)
     return LocalFDRResult(lfdr=lfdr, null_mean=mean, null_sd=sd, pi0=pi0, _labels=labels)

@@ -317,6 +317,7 @@ def relative_belief_test(
         default ``EBStoreyGamma2()``. Rule objects and strings are static under ``jax.jit``.
       k: evidence cutoff (> 0), default 1 (Evans's principle of evidence).
       sigma: noise standard deviation: a known number (> 0), or ``"mad"``/`MADSigma` to estimate it per row
+        (``"empirical"``/`EmpiricalNullSigma`: the empirical null's centre and scale; ``x`` is centred first)
         from the data (`estimate_sigma`).
 
     Returns:
@@ -347,7 +348,7 @@ def relative_belief_test(
     x, labels = prepare_scores(x, "relative_belief_test")
     dt = x.dtype
     kk = positive("k", k, dt)
-    s, estimated = resolve_sigma(sigma, x, "relative_belief_test")
+    x, s, estimated = resolve_sigma(sigma, x, "relative_belief_test")
     warn_if_pvalues(x, None if estimated else s, "relative_belief_test", stacklevel=2)
     if estimated:
         z = x / s
