@@ -10,6 +10,13 @@ Problems:
   block 32 and 96 x 64 at block 64 (``--full`` adds 160 x 100 at block 128).
 * **MLP on scikit-learn's digits** (64-64-10, tanh, full-batch cross-entropy on 1,347 training images for half
   the regressions' steps; test accuracy on the other 450), block 32; skipped when scikit-learn is not installed.
+* **Small CNN on the digits** (3x3 convolutions 1 -> 8 -> 16 channels, the second with stride 2, tanh, then dense
+  256 -> 10; full-batch cross-entropy on a 512-image subsample of the training split for half the regressions'
+  steps), block 32, on its own coarser learning-rate grid ``CNN_LRS``.
+* **Character-level LM** on the bytes of the standard library's ``argparse.py`` (text from outside this project,
+  present wherever Python is): 16 characters of context embedded in 16 dims each -> 128 tanh -> 128 logits,
+  minibatches of 128 windows for 150 steps, block 128; the final loss is on 2,048 held-out windows. It stands in
+  for the transformer of ``examples/dash_lm.py`` at a size that fits the suite; grid ``LM_LRS``.
 
 Every run decays its learning rate linearly from the peak (the grid value) to 0, so the final loss measures
 convergence rather than the noise floor of a constant step.
@@ -22,14 +29,16 @@ Optimizers, each at the learning rate of one shared grid that gives it the lowes
   (``preconditioning_compute_steps=10``), ``graft_type=RMSPROP_NORMALIZED``, ``start_preconditioning_step=1``,
   its default ``matrix_epsilon=1e-6`` (relative);
 * ``optax.adam``;
-* with ``--variants``, DASH with its grafting changed (``"rmsprop_normalized"``, ``"adam_normalized"``, and
-  ``"rmsprop_normalized"`` with Distributed Shampoo's ``factor_decay = b2 = 0.999``); with ``--ablation``, DASH
-  with one other default changed (``factor_decay=0.999``, ``b2=0.999``, ``start_preconditioning_step=5``).
+* with ``--variants``, DASH with its grafting changed (``"rmsprop_normalized"``, ``"adam_normalized"`` with
+  ``b2`` 0.95 and 0.999, and ``"rmsprop_normalized"`` with Distributed Shampoo's ``factor_decay = b2 = 0.999``);
+  with ``--ablation``, DASH with one other default changed (``factor_decay=0.999``, ``b2=0.999``,
+  ``start_preconditioning_step=5``).
 
 Each run is one compiled ``lax.scan`` (the learning rate and the problem data are arguments, so a shape compiles
 once per optimizer). Reported per problem and optimizer: the best learning rate, the mean final loss over seeds
-with its min and max, the mean number of steps to reach ``1e-3`` (regressions) or ``1e-2`` (MLP) times the
-starting loss (``null`` when a seed never reaches it), and the ratio of DASH's mean final loss to Distributed Shampoo's.
+with its min and max, the mean number of steps to reach ``1e-3`` (regressions) or ``1e-2`` (MLP, CNN) times the
+starting loss (``null`` when a seed never reaches it; the LM's is its minibatch loss reaching half the
+first one), and the ratio of DASH's mean final loss to Distributed Shampoo's.
 
 Usage::
 
@@ -37,6 +46,7 @@ Usage::
     python benchmarks/optim_suite.py --quick --variants                  # and DASH's other graftings
     python benchmarks/optim_suite.py --quick --ablation   # the ablation, as the file's "ablation" entry
     python benchmarks/optim_suite.py --full --variants                   # 3 seeds, 400 steps, block 128 too
+    python benchmarks/optim_suite.py --quick --rows cnn lm   # only these rows, merged into results/optim_suite.json
 """
 
 from __future__ import annotations
@@ -80,6 +90,8 @@ def optimizers(variants: bool, ablation: bool = False) -> dict:
         out |= {
             "DASH grafting=rmsprop_normalized": lambda lr, b: dash(lr, block_size=b, grafting="rmsprop_normalized"),
             "DASH grafting=adam_normalized": lambda lr, b: dash(lr, block_size=b, grafting="adam_normalized"),
+            "DASH adam_normalized, b2=0.999": lambda lr, b: dash(lr, block_size=b, grafting="adam_normalized",
+                                                                  b2=0.999),
             "DASH rmsprop_normalized, factor_decay=0.999, b2=0.999": lambda lr, b: dash(
                 lr, block_size=b, grafting="rmsprop_normalized", factor_decay=0.999, b2=0.999),
         }
@@ -176,6 +188,109 @@ def mlp_runner(make, block, steps):
     return run
 
 
+#: CNN: filters of its two convolutions and the training subsample (a fixed, seed-dependent draw)
+CNN_FILTERS, CNN_TRAIN = (8, 16), 512
+
+
+def cnn_runner(make, block, steps):
+    """Two 3x3 convolutions (1 -> 8 -> 16 channels, the second with stride 2, tanh) and a dense 256 -> 10
+    layer on the 8 x 8 digits, full-batch cross-entropy; returns the loss history and the test accuracy."""
+    dn = ("NHWC", "HWIO", "NHWC")
+    f1, f2 = CNN_FILTERS
+
+    def forward(p, x):
+        h = x.reshape(-1, 8, 8, 1)
+        h = jnp.tanh(jax.lax.conv_general_dilated(h, p["k1"], (1, 1), "SAME", dimension_numbers=dn) + p["c1"])
+        h = jnp.tanh(jax.lax.conv_general_dilated(h, p["k2"], (2, 2), "SAME", dimension_numbers=dn) + p["c2"])
+        return h.reshape(h.shape[0], -1) @ p["w"] + p["b"]
+
+    def loss(p, x, y):
+        return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(forward(p, x), y))
+
+    @jax.jit
+    def run(lr, key, xtr, ytr, xte, yte):
+        lr = optax.linear_schedule(lr, 0.0, steps)
+        k1, k2, k3 = jax.random.split(key, 3)
+        p = {"k1": jax.random.normal(k1, (3, 3, 1, f1)) / 3.0, "c1": jnp.zeros(f1),
+             "k2": jax.random.normal(k2, (3, 3, f1, f2)) / jnp.sqrt(9.0 * f1), "c2": jnp.zeros(f2),
+             "w": jax.random.normal(k3, (16 * f2, 10)) / jnp.sqrt(16.0 * f2), "b": jnp.zeros(10)}
+        opt = make(lr, block)
+        s = opt.init(p)
+
+        def body(carry, _):
+            p, s = carry
+            val, g = jax.value_and_grad(loss)(p, xtr, ytr)
+            u, s = opt.update(g, s, p)
+            return (optax.apply_updates(p, u), s), val
+
+        (p, _), hist = jax.lax.scan(body, (p, s), None, length=steps)
+        acc = jnp.mean(jnp.argmax(forward(p, xte), -1) == yte)
+        return jnp.append(hist, loss(p, xtr, ytr)), acc
+
+    return run
+
+
+#: the char-LM's text: a file of the Python standard library (written by CPython's authors, on every machine)
+LM_SOURCE = "argparse.py"
+LM_CONTEXT, LM_EMBED, LM_HIDDEN, LM_BATCH, LM_STEPS = 16, 16, 128, 128, 150
+#: the CNN's and the char-LM's learning-rate grids (coarser than ``LRS``: their steps cost more)
+CNN_LRS = (1e-3, 1e-2, 1e-1, 1.0)
+LM_LRS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
+
+
+def lm_data(n_chars: int = 60_000):
+    """Bytes of ``LM_SOURCE`` (non-ASCII mapped to 0) split 90/10 into training and validation text."""
+    import sysconfig
+
+    raw = (Path(sysconfig.get_paths()["stdlib"]) / LM_SOURCE).read_bytes()[:n_chars]
+    ids = np.frombuffer(raw, np.uint8).astype(np.int32)
+    ids = np.where(ids < 128, ids, 0)
+    cut = int(0.9 * ids.size)
+    return jnp.asarray(ids[:cut]), jnp.asarray(ids[cut:])
+
+
+def lm_runner(make, block, steps):
+    """Char-level LM: 16 previous characters, each embedded in 16 dims, concatenated (256) -> 128 tanh -> 128
+    logits; minibatches of 128 random windows (the seed fixes them and the initialisation); the history is the
+    minibatch loss and its last entry the loss on 2,048 fixed windows of the held-out text (``nan`` after a
+    divergence)."""
+    def forward(p, ctx):
+        e = p["emb"][ctx].reshape(ctx.shape[0], -1)
+        return jnp.tanh(e @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+    def windows(text, starts):
+        idx = starts[:, None] + jnp.arange(LM_CONTEXT + 1)
+        w = text[idx]
+        return w[:, :-1], w[:, -1]
+
+    def loss(p, ctx, y):
+        return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(forward(p, ctx), y))
+
+    @jax.jit
+    def run(lr, key, train, valid):
+        lr = optax.linear_schedule(lr, 0.0, steps)
+        k1, k2, k3, kb = jax.random.split(key, 4)
+        d_in = LM_CONTEXT * LM_EMBED
+        p = {"emb": jax.random.normal(k1, (128, LM_EMBED)),
+             "w1": jax.random.normal(k2, (d_in, LM_HIDDEN)) / jnp.sqrt(float(d_in)), "b1": jnp.zeros(LM_HIDDEN),
+             "w2": jax.random.normal(k3, (LM_HIDDEN, 128)) / jnp.sqrt(float(LM_HIDDEN)), "b2": jnp.zeros(128)}
+        starts = jax.random.randint(kb, (steps, LM_BATCH), 0, train.shape[0] - LM_CONTEXT - 1)
+        opt = make(lr, block)
+        s = opt.init(p)
+
+        def body(carry, st):
+            p, s = carry
+            val, g = jax.value_and_grad(loss)(p, *windows(train, st))
+            u, s = opt.update(g, s, p)
+            return (optax.apply_updates(p, u), s), val
+
+        (p, _), hist = jax.lax.scan(body, (p, s), starts)
+        vstarts = jnp.linspace(0, valid.shape[0] - LM_CONTEXT - 2, 2048).astype(jnp.int32)
+        return jnp.append(hist, loss(p, *windows(valid, vstarts)))
+
+    return run
+
+
 # --------------------------------------------------------------------------------------------------- report
 
 
@@ -204,6 +319,42 @@ def _summarize(per_lr: dict, target_frac: float) -> dict:
     return row
 
 
+def _over(num, den):
+    """``num / den``, or ``None`` where the denominator is 0 (a cross-entropy that reached float32's 0)."""
+    return num / den if den else None
+
+
+def _ratios(rows: list) -> list:
+    ratios = []
+    for prob in dict.fromkeys(r["problem"] for r in rows):
+        by = {r["optimizer"]: r for r in rows if r["problem"] == prob}
+        d, s = by.get("icmlx DASH (defaults)"), by.get("JAX Distributed Shampoo")
+        if d and s and d.get("final_mean") is not None and s.get("final_mean") is not None:
+            adam = by.get("optax.adam", {}).get("final_mean")
+            soap_ = by.get("icmlx SOAP", {}).get("final_mean")
+            ratios.append({"problem": prob, "dash_over_shampoo": _over(d["final_mean"], s["final_mean"]),
+                           "dash_max_over_shampoo_min": _over(d["final_max"], s["final_min"]),
+                           "soap_over_shampoo": _over(soap_, s["final_mean"]) if soap_ is not None else None,
+                           "dash_over_adam": _over(d["final_mean"], adam) if adam is not None else None,
+                           "dash_minus_shampoo": d["final_mean"] - s["final_mean"]})
+    return ratios
+
+
+def _tune(run_one, lrs, seeds_data, target_frac):
+    """Every (learning rate, seed) run of one optimizer on one problem, summarised at the best learning rate."""
+    per_lr = {}
+    for lr in lrs:
+        per_lr[lr] = []
+        for d in seeds_data:
+            h, extra = run_one(jnp.float32(lr), d)
+            h = np.asarray(h, np.float64)
+            per_lr[lr].append((np.where(np.isfinite(h), h, np.inf), extra))
+    return _summarize(per_lr, target_frac)
+
+
+ROWS = ("regression", "mlp", "cnn", "lm")
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     size = ap.add_mutually_exclusive_group()
@@ -211,77 +362,99 @@ def main(argv=None) -> dict:
     size.add_argument("--full", action="store_true", help="3 seeds, 400 steps, block 128 too")
     ap.add_argument("--variants", action="store_true", help="also DASH with other graftings")
     ap.add_argument("--ablation", action="store_true", help="also DASH with factor_decay, b2 or the start changed")
+    ap.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS),
+                    help="problems to run (default all); a subset replaces those rows of --out and keeps the rest")
+    ap.add_argument("--no-soap", action="store_true", help="leave SOAP out")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "optim_suite.json")
     args = ap.parse_args(argv)
     seeds, steps = ((0, 1, 2), 400) if args.full else ((0, 1), 200)
     cases = [((64, 48), 32), ((96, 64), 64)] + ([((160, 100), 128)] if args.full else [])
     kappas = (10.0, 1e2, 1e3)
     opts = optimizers(args.variants, args.ablation)
+    if args.no_soap:
+        opts.pop("icmlx SOAP")
     t_start = time.perf_counter()
     rows = []
+
+    def add(problem, block, name, summary, **extra):
+        rows.append({"problem": problem, "block": block, "optimizer": name, **extra, **summary})
+        print(rows[-1], flush=True)
+
     with jax.numpy_dtype_promotion("standard"):  # optax and Distributed Shampoo mix int32 and float
-        for shape, block in cases:
+        for shape, block in cases if "regression" in args.rows else ():
             data = {k: [regression(shape, k, s) for s in seeds] for k in kappas}
             for name, make in opts.items():
                 run = regression_runner(make, block, shape, steps)
                 for kappa in kappas:
-                    per_lr = {}
-                    for lr in LRS:
-                        per_lr[lr] = []
-                        for (abc, opt_loss) in data[kappa]:
-                            h = np.asarray(run(jnp.float32(lr), *abc), np.float64) - opt_loss
-                            per_lr[lr].append((np.where(np.isfinite(h), h, np.inf), None))
-                    rows.append({"problem": f"regression {shape[0]}x{shape[1]} kappa={kappa:g}", "block": block,
-                                 "optimizer": name, **_summarize(per_lr, 1e-3)})
-                    print(rows[-1], flush=True)
+                    add(f"regression {shape[0]}x{shape[1]} kappa={kappa:g}", block, name,
+                        _tune(lambda lr, d, run=run: (np.asarray(run(lr, *d[0]), np.float64) - d[1], None),
+                              LRS, data[kappa], 1e-3))
         try:
-            digits = [digits_data(s) for s in seeds]
+            digits = [digits_data(s) for s in seeds] if {"mlp", "cnn"} & set(args.rows) else None
         except ImportError:
             digits = None
-        if digits is not None:
+
+        def classify(run, key_seeds, data):
+            def one(lr, d):
+                s, (xtr, xte, ytr, yte) = d
+                h, acc = run(lr, jax.random.key(s), xtr, ytr, xte, yte)
+                return h, float(acc)
+            return one, list(zip(key_seeds, data))
+
+        if digits is not None and "mlp" in args.rows:
             for name, make in opts.items():
-                run = mlp_runner(make, 32, steps // 2)
-                per_lr = {}
-                for lr in LRS:
-                    per_lr[lr] = []
-                    for s, (xtr, xte, ytr, yte) in zip(seeds, digits):
-                        h, acc = run(jnp.float32(lr), jax.random.key(s), xtr, ytr, xte, yte)
-                        h = np.asarray(h, np.float64)
-                        per_lr[lr].append((np.where(np.isfinite(h), h, np.inf), float(acc)))
-                rows.append({"problem": "mlp digits 64-64-10", "block": 32, "optimizer": name,
-                             **_summarize(per_lr, 1e-2)})
-                print(rows[-1], flush=True)
-    ratios = []
-    for prob in dict.fromkeys(r["problem"] for r in rows):
-        by = {r["optimizer"]: r for r in rows if r["problem"] == prob}
-        d, s = by.get("icmlx DASH (defaults)"), by.get("JAX Distributed Shampoo")
-        if d and s and d.get("final_mean") is not None and s.get("final_mean") is not None:
-            ratios.append({"problem": prob, "dash_over_shampoo": d["final_mean"] / s["final_mean"],
-                           "dash_max_over_shampoo_min": d["final_max"] / s["final_min"],
-                           "soap_over_shampoo": (by["icmlx SOAP"]["final_mean"] / s["final_mean"]
-                                                 if by.get("icmlx SOAP", {}).get("final_mean") else None),
-                           "dash_over_adam": d["final_mean"] / by["optax.adam"]["final_mean"]})
-    record = {"benchmark": "optim_suite", "command": "python benchmarks/optim_suite.py "
-              + " ".join(argv if argv is not None else sys.argv[1:]), "seeds": list(seeds), "steps": steps,
-              "learning_rates": list(LRS), "environment": environment("float32"),
-              "total_s": time.perf_counter() - t_start, "rows": rows, "ratios": ratios}
+                one, data = classify(mlp_runner(make, 32, steps // 2), seeds, digits)
+                add("mlp digits 64-64-10", 32, name, _tune(one, LRS, data, 1e-2))
+        if digits is not None and "cnn" in args.rows:
+            sub = []
+            for s, (xtr, xte, ytr, yte) in zip(seeds, digits):
+                idx = np.random.default_rng(s).choice(xtr.shape[0], CNN_TRAIN, replace=False)
+                sub.append((xtr[idx], xte, ytr[idx], yte))
+            for name, make in opts.items():
+                one, data = classify(cnn_runner(make, 32, steps // 2), seeds, sub)
+                add(f"cnn digits conv{CNN_FILTERS[0]}-conv{CNN_FILTERS[1]}-10, {CNN_TRAIN} images", 32, name,
+                    _tune(one, CNN_LRS, data, 1e-2), steps=steps // 2, learning_rates=list(CNN_LRS))
+        if "lm" in args.rows:
+            train, valid = lm_data()
+            for name, make in opts.items():
+                run = lm_runner(make, 128, LM_STEPS)
+                add(f"char-lm {LM_SOURCE} (validation loss)", 128, name,
+                    _tune(lambda lr, s, run=run: (run(lr, jax.random.key(s), train, valid), None), LM_LRS, seeds,
+                          0.5), steps=LM_STEPS, learning_rates=list(LM_LRS))
+    total_s = time.perf_counter() - t_start
+    command = "python benchmarks/optim_suite.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    run_info = {"command": command, "seeds": list(seeds), "steps": steps, "environment": environment("float32"),
+                "total_s": total_s}
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        previous = json.loads(args.out.read_text())
+    except (OSError, ValueError):
+        previous = {"benchmark": "optim_suite"}
     if args.ablation:
         # one result file per benchmark: the ablation is an entry of the suite's file, the rest of it kept
-        try:
-            suite = json.loads(args.out.read_text())
-        except (OSError, ValueError):
-            suite = {"benchmark": "optim_suite"}
-        suite["ablation"] = {k: v for k, v in record.items() if k != "benchmark"}
-        args.out.write_text(json.dumps(suite, indent=2))
-    else:
-        previous = json.loads(args.out.read_text()) if args.out.exists() else {}
+        record = previous
+        record["ablation"] = {**run_info, "learning_rates": list(LRS), "rows": rows, "ratios": _ratios(rows)}
+    elif set(args.rows) == set(ROWS):
+        record = {"benchmark": "optim_suite", **run_info, "learning_rates": list(LRS), "rows": rows,
+                  "ratios": _ratios(rows)}
         if "ablation" in previous:
             record["ablation"] = previous["ablation"]
-        args.out.write_text(json.dumps(record, indent=2))
-    for r in ratios:
+    else:
+        # a subset of the problems: its rows replace the file's rows of the same problems, the rest kept
+        new = {r["problem"] for r in rows}
+        record = previous
+        kept = [r for r in previous.get("rows", []) if r["problem"] not in new]
+        order = ("regression", "mlp", "cnn", "char-lm")  # the file lists the problems in the order a full run does
+        record["rows"] = sorted(kept + rows, key=lambda r: next(
+            (i for i, k in enumerate(order) if r["problem"].startswith(k)), len(order)))
+        record["ratios"] = _ratios(record["rows"])
+        record.setdefault("row_runs", {})
+        for name in args.rows:
+            record["row_runs"][name] = run_info
+    args.out.write_text(json.dumps(record, indent=2))
+    for r in _ratios(rows):
         print(r)
-    print(f"wrote {args.out} ({record['total_s']:.0f} s)")
+    print(f"wrote {args.out} ({total_s:.0f} s)")
     return record
 
 
