@@ -1,4 +1,5 @@
-"""The smoother ``S`` of a G-RANS iteration, as a strategy object: a polynomial smoother or one V-cycle."""
+"""The smoother ``S`` of a G-RANS iteration, as a strategy object: polynomial relaxation (the multigrid family's
+`ChebyshevRelaxation` / `JacobiRelaxation`) or one V-cycle of the multigrid family's hierarchy."""
 
 import abc
 from typing import Any
@@ -7,6 +8,7 @@ import equinox as eqx
 
 from ..._checks import check_int
 from ..._strategy import as_strategy
+from .._amg._relaxation import AbstractRelaxation, ChebyshevRelaxation, JacobiRelaxation, relaxation_diagonal
 
 __all__ = ["AbstractSmoother", "ChebyshevSmoother", "MultilevelSmoother"]
 
@@ -25,18 +27,16 @@ class AbstractSmoother(eqx.Module):
 
     A strategy object (static settings only, hashable, not callable): pass one as ``GRANS(smoother=...)``.
     Subclasses are `MultilevelSmoother` (the default) and `ChebyshevSmoother` (the paper's). Each
-    carries what the solver asks of it: `uses_hierarchy` (the set-up builds a multigrid hierarchy),
-    `polynomial_degree`, `default_refresh` and `auto_outer` (the outer step of
-    ``GRANS(outer="auto")``).
+    carries what the solver asks of it: `smooth` (apply ``S``), `uses_hierarchy` (the set-up builds a
+    multigrid hierarchy), `default_refresh` and `auto_outer` (the outer step of ``GRANS(outer="auto")``).
     """
 
     uses_hierarchy = False
     pretrained_network = False  # GRANS.pretrained() loads the shipped network with it
 
-    @property
-    def polynomial_degree(self) -> int:
-        """The degree of the polynomial smoothing in the G-RANS loop (a V-cycle smoother ignores it)."""
-        return 3
+    @abc.abstractmethod
+    def smooth(self, op: Any, r: Any) -> Any:
+        """``S(r)`` on the padded vectors of the `GRANSOperator` ``op`` (set up for this smoother)."""
 
     def hierarchy(self, A: Any, dtype: Any) -> Any:
         """The multigrid hierarchy the set-up builds for the SciPy CSR matrix ``A`` (``None``: this smoother uses
@@ -57,10 +57,11 @@ class ChebyshevSmoother(AbstractSmoother):
 
     On SPD-like matrices (symmetric, positive diagonal, non-negative row sums)
     $S(r) = p_{\mathrm{degree}}(D^{-1}A) D^{-1} r$, the Chebyshev polynomial for
-    $[\lambda_{\max}/30, \lambda_{\max}]$ (`chebyshev_smoother`, with
-    $\lambda_{\max}$ from a power iteration at set-up); otherwise ``degree`` ℓ1-Jacobi sweeps
-    (`jacobi_smoother`). The paper's smoother; the shipped weights were trained with
-    ``degree=3``, and ``GRANS.pretrained(smoother="chebyshev")`` runs them with the network every iteration.
+    $[\lambda_{\max}/30, \lambda_{\max}]$ (``ChebyshevRelaxation(degree)``, with
+    $\lambda_{\max}$ 1.1 times a power-iteration estimate at set-up); otherwise ``degree`` ℓ1-Jacobi sweeps
+    (``JacobiRelaxation(omega=1, num_steps=degree)`` with $D_{ii} = \sum_j |a_{ij}|$). The paper's smoother; the
+    shipped weights were trained with ``degree=3``, and ``GRANS.pretrained(smoother="chebyshev")`` runs them with
+    the network every iteration.
 
     Attributes:
       degree: matrix-vector products per smoothing (a positive int).
@@ -86,9 +87,16 @@ class ChebyshevSmoother(AbstractSmoother):
 
     pretrained_network = True
 
-    @property
-    def polynomial_degree(self) -> int:
-        return self.degree
+    def relaxation(self, spd_like: bool) -> AbstractRelaxation:
+        """The relaxation it runs on a matrix of this class: Chebyshev on SPD-like ones, else ℓ1-Jacobi."""
+        if spd_like:
+            return ChebyshevRelaxation(degree=self.degree)
+        return JacobiRelaxation(omega=1.0, num_steps=self.degree)
+
+    def smooth(self, op: Any, r: Any) -> Any:
+        # ℓ1 row sums off SPD-like matrices bound ρ(D⁻¹A) by 1, the λ the operator then carries
+        d = relaxation_diagonal(op.A, l1=not op.spd_like)
+        return self.relaxation(op.spd_like).correction(op.A, 1.0 / d, op.lambda_max, r)
 
     def default_refresh(self, max_steps: int) -> int:
         return 1  # the paper's residual-aware basis, every iteration
@@ -151,6 +159,11 @@ class MultilevelSmoother(AbstractSmoother):
                              f"got dtype={self.dtype!r}")
 
     uses_hierarchy = True
+
+    def smooth(self, op: Any, r: Any) -> Any:
+        # in the hierarchy's dtype (float32 by default); the outer step, its true residuals and the safeguard stay
+        # in the working dtype
+        return op.hierarchy(r.astype(op.hierarchy.coarse_inv.dtype)).astype(r.dtype)
 
     def hierarchy(self, A: Any, dtype: Any) -> Any:
         """The V-cycle of the M-matrix envelope of ``A`` (SciPy CSR), in float32 (``dtype="float32"``) or in the
