@@ -126,7 +126,9 @@ class AbstractRelaxation(eqx.Module):
     A strategy object (static settings only, hashable): pass one as ``relaxation=`` to
     `amg_setup` or `solve`. Subclasses: `JacobiRelaxation`,
     `ChebyshevRelaxation` (the default for symmetric ``A``) and `GaussSeidelRelaxation`. Each
-    carries its behaviour: `relax` smooths one level, `needs_coloring` asks the set-up for a colouring.
+    carries its behaviour: `relax` smooths one level, `needs_coloring` asks the set-up for a colouring; the
+    polynomial ones (Jacobi, Chebyshev) also `apply` to a whole matrix on their own, and G-RANS's
+    `ChebyshevSmoother` runs them.
     """
 
     needs_coloring = False

@@ -5,10 +5,17 @@ import abc
 from typing import Any
 
 import equinox as eqx
+import jax.numpy as jnp
 
 from ..._checks import check_int
 from ..._strategy import as_strategy
-from .._amg._relaxation import AbstractRelaxation, ChebyshevRelaxation, JacobiRelaxation, relaxation_diagonal
+from .._amg._relaxation import (
+    AbstractRelaxation,
+    ChebyshevRelaxation,
+    JacobiRelaxation,
+    lambda_max_bound,
+    relaxation_diagonal,
+)
 
 __all__ = ["AbstractSmoother", "ChebyshevSmoother", "MultilevelSmoother"]
 
@@ -16,6 +23,10 @@ __all__ = ["AbstractSmoother", "ChebyshevSmoother", "MultilevelSmoother"]
 # k = 12 needs about twice its iteration count in memory; advection-diffusion converges with 40)
 GCR_MEMORY_SYMMETRIC = 100
 GCR_MEMORY_NONSYMMETRIC = 40
+
+
+# jitted: compiled once per size bucket, not once per set-up
+_lambda_max_jit = eqx.filter_jit(lambda_max_bound)
 
 
 def _positive_int(value: Any, name: str, owner: str) -> None:
@@ -27,8 +38,9 @@ class AbstractSmoother(eqx.Module):
 
     A strategy object (static settings only, hashable, not callable): pass one as ``GRANS(smoother=...)``.
     Subclasses are `MultilevelSmoother` (the default) and `ChebyshevSmoother` (the paper's). Each
-    carries what the solver asks of it: `smooth` (apply ``S``), `uses_hierarchy` (the set-up builds a
-    multigrid hierarchy), `default_refresh` and `auto_outer` (the outer step of ``GRANS(outer="auto")``).
+    carries what the solver asks of it: `smooth` (apply ``S``), `spectral_bound` (what the set-up stores for it),
+    `uses_hierarchy` (the set-up builds a multigrid hierarchy), `default_refresh` and `auto_outer` (the outer step
+    of ``GRANS(outer="auto")``).
     """
 
     uses_hierarchy = False
@@ -37,6 +49,11 @@ class AbstractSmoother(eqx.Module):
     @abc.abstractmethod
     def smooth(self, op: Any, r: Any) -> Any:
         """``S(r)`` on the padded vectors of the `GRANSOperator` ``op`` (set up for this smoother)."""
+
+    def spectral_bound(self, A: Any, spd_like: bool) -> Any:
+        """The bound of ``ρ(D⁻¹A)`` that the set-up stores for `smooth` (the padded ``SparseMatrix`` ``A``): 1,
+        unless the smoother's relaxation needs an estimate."""
+        return jnp.ones((), A.dtype)
 
     def hierarchy(self, A: Any, dtype: Any) -> Any:
         """The multigrid hierarchy the set-up builds for the SciPy CSR matrix ``A`` (``None``: this smoother uses
@@ -92,6 +109,10 @@ class ChebyshevSmoother(AbstractSmoother):
         if spd_like:
             return ChebyshevRelaxation(degree=self.degree)
         return JacobiRelaxation(omega=1.0, num_steps=self.degree)
+
+    def spectral_bound(self, A: Any, spd_like: bool) -> Any:
+        # Chebyshev needs a bound of the spectrum: 1.1 times a power-iteration estimate; ℓ1-Jacobi has 1
+        return 1.1 * _lambda_max_jit(A) if spd_like else super().spectral_bound(A, spd_like)
 
     def smooth(self, op: Any, r: Any) -> Any:
         # ℓ1 row sums off SPD-like matrices bound ρ(D⁻¹A) by 1, the λ the operator then carries
