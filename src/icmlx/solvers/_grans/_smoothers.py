@@ -95,6 +95,10 @@ class ChebyshevSmoother(AbstractSmoother):
       ChebyshevSmoother(degree=4)
       >>> hash(ChebyshevSmoother()) == hash(ChebyshevSmoother(degree=3))
       True
+      >>> ChebyshevSmoother(degree=4).relaxation(spd_like=True)  # the multigrid family's objects
+      ChebyshevRelaxation(degree=4)
+      >>> ChebyshevSmoother(degree=4).relaxation(spd_like=False)
+      JacobiRelaxation(omega=1.0, num_steps=4)
     """
 
     degree: int = eqx.field(static=True, default=3)
