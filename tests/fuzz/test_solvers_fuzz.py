@@ -264,11 +264,12 @@ def smoother_cases() -> list[Case]:
     A = lap1d(4)
     Asm = S.SparseMatrix.from_dense(A)
     r = np.array([1.0, 0.0, 2.0, 1.0])
-    c = [Case("solvers.jacobi_smoother.valid.eager", lambda: S.jacobi_smoother(Asm, jnp.asarray(r, jnp.float32),
-                                                                               omega=0.5, num_steps=3),
+    jac = lambda omega=2.0 / 3.0, num_steps=2: S.JacobiRelaxation(omega=omega, num_steps=num_steps)
+    c = [Case("solvers.JacobiRelaxation.apply.valid.eager",
+              lambda: jac(0.5, 3).apply(Asm, jnp.asarray(r, jnp.float32), lambda_max=1.0),
               check=close(jacobi_ref(A, r, 0.5, 3)))]
-    c.append(Case("solvers.jacobi_smoother.scipy_A.eager",
-                  lambda: S.jacobi_smoother(sp.csr_array(A), jnp.asarray(r, jnp.float32), omega=0.5, num_steps=3),
+    c.append(Case("solvers.JacobiRelaxation.apply.scipy_A.eager",
+                  lambda: jac(0.5, 3).apply(sp.csr_array(A), jnp.asarray(r, jnp.float32), lambda_max=1.0),
                   check=close(jacobi_ref(A, r, 0.5, 3)), words=("sparsematrix", "A")))
     for what, kw, words in [("omega_nan", dict(omega=float("nan")), ("omega",)),
                             ("omega_zero", dict(omega=0.0), ("omega",)),
@@ -276,43 +277,44 @@ def smoother_cases() -> list[Case]:
                             ("omega_large", dict(omega=5.0), ("omega",)),
                             ("num_steps_zero", dict(num_steps=0), ("num_steps",)),
                             ("num_steps_negative", dict(num_steps=-2), ("num_steps",))]:
-        c.append(Case(f"solvers.jacobi_smoother.{what}.eager",
-                      lambda kw=kw: S.jacobi_smoother(Asm, jnp.asarray(r, jnp.float32), **kw), words=words,
+        c.append(Case(f"solvers.JacobiRelaxation.apply.{what}.eager",
+                      lambda kw=kw: jac(**kw).apply(Asm, jnp.asarray(r, jnp.float32), lambda_max=1.0), words=words,
                       slow=what not in ("omega_nan", "num_steps_zero")))
-    c.append(Case("solvers.jacobi_smoother.nan_r.eager",
-                  lambda: S.jacobi_smoother(Asm, jnp.array([np.nan, 0, 0, 0], jnp.float32)), words=NAN_WORDS))
-    c.append(Case("solvers.jacobi_smoother.r_length.eager",
-                  lambda: S.jacobi_smoother(Asm, jnp.ones(3)), words=("length", "r ")))
-    c.append(Case("solvers.jacobi_smoother.zero_diagonal.eager",
-                  lambda: S.jacobi_smoother(S.SparseMatrix.from_dense(np.array([[0.0, 1.0], [1.0, 2.0]])),
-                                            jnp.ones(2)), words=("diagonal",)))
-    c.append(Case("solvers.jacobi_smoother.l1_zero_row.eager",
-                  lambda: S.jacobi_smoother(S.SparseMatrix.from_coo([1], [1], [2.0], (2, 2)), jnp.ones(2), l1=True),
+    c.append(Case("solvers.JacobiRelaxation.apply.nan_r.eager",
+                  lambda: jac().apply(Asm, jnp.array([np.nan, 0, 0, 0], jnp.float32)), words=NAN_WORDS))
+    c.append(Case("solvers.JacobiRelaxation.apply.r_length.eager",
+                  lambda: jac().apply(Asm, jnp.ones(3)), words=("length", "r ")))
+    c.append(Case("solvers.JacobiRelaxation.apply.zero_diagonal.eager",
+                  lambda: jac().apply(S.SparseMatrix.from_dense(np.array([[0.0, 1.0], [1.0, 2.0]])), jnp.ones(2)),
+                  words=("diagonal",)))
+    c.append(Case("solvers.JacobiRelaxation.apply.l1_zero_row.eager",
+                  lambda: jac().apply(S.SparseMatrix.from_coo([1], [1], [2.0], (2, 2)), jnp.ones(2), l1=True),
                   words=("diagonal", "row")))
-    c.append(Case("solvers.jacobi_smoother.zero_diagonal.jit",
-                  lambda: jax.jit(lambda v: S.jacobi_smoother(S.SparseMatrix.from_coo([0, 1], [1, 1], v, (2, 2)),
-                                                              jnp.ones(2)))(jnp.array([1.0, 2.0])),
+    c.append(Case("solvers.JacobiRelaxation.apply.zero_diagonal.jit",
+                  lambda: jax.jit(lambda v: jac().apply(S.SparseMatrix.from_coo([0, 1], [1, 1], v, (2, 2)),
+                                                        jnp.ones(2), lambda_max=1.0))(jnp.array([1.0, 2.0])),
                   words=("diagonal",), slow=True))
-    # chebyshev_smoother
+    # ChebyshevRelaxation.apply
     lam = 1.1 * np.max(np.linalg.eigvals(A / np.diag(A)[:, None]).real)
-    c.append(Case("solvers.chebyshev_smoother.valid.eager",
-                  lambda: S.chebyshev_smoother(Asm, jnp.asarray(r, jnp.float32), lambda_max=float(lam), degree=3),
+    cheb = lambda degree=3, ratio=30.0: S.ChebyshevRelaxation(degree=degree, ratio=ratio)
+    c.append(Case("solvers.ChebyshevRelaxation.apply.valid.eager",
+                  lambda: cheb(3).apply(Asm, jnp.asarray(r, jnp.float32), lambda_max=float(lam)),
                   check=close(_cheb_ref(A, r, lam, 3, 30.0), 1e-3)))
-    for what, kw, words in [("lambda_nan", dict(lambda_max=float("nan")), ("lambda_max",)),
-                            ("lambda_zero", dict(lambda_max=0.0), ("lambda_max",)),
-                            ("lambda_negative", dict(lambda_max=-1.0), ("lambda_max",)),
-                            ("degree_zero", dict(lambda_max=2.0, degree=0), ("degree",)),
-                            ("ratio_one", dict(lambda_max=2.0, ratio=1.0), ("ratio",)),
-                            ("ratio_nan", dict(lambda_max=2.0, ratio=float("nan")), ("ratio",)),
-                            ("dinv_length", dict(lambda_max=2.0, dinv=jnp.ones(3)), ("dinv",))]:
-        c.append(Case(f"solvers.chebyshev_smoother.{what}.eager",
-                      lambda kw=kw: S.chebyshev_smoother(Asm, jnp.asarray(r, jnp.float32), **kw), words=words,
+    for what, make, kw, words in [("lambda_nan", cheb, dict(lambda_max=float("nan")), ("lambda_max",)),
+                                  ("lambda_zero", cheb, dict(lambda_max=0.0), ("lambda_max",)),
+                                  ("lambda_negative", cheb, dict(lambda_max=-1.0), ("lambda_max",)),
+                                  ("degree_zero", lambda: cheb(degree=0), dict(lambda_max=2.0), ("degree",)),
+                                  ("ratio_one", lambda: cheb(ratio=1.0), dict(lambda_max=2.0), ("ratio",)),
+                                  ("ratio_nan", lambda: cheb(ratio=float("nan")), dict(lambda_max=2.0), ("ratio",)),
+                                  ("l1_not_bool", cheb, dict(lambda_max=2.0, l1=1), ("l1",))]:
+        c.append(Case(f"solvers.ChebyshevRelaxation.apply.{what}.eager",
+                      lambda make=make, kw=kw: make().apply(Asm, jnp.asarray(r, jnp.float32), **kw), words=words,
                       slow=what not in ("lambda_nan", "ratio_one")))
-    c.append(Case("solvers.chebyshev_smoother.scipy_A.eager",
-                  lambda: S.chebyshev_smoother(sp.csr_array(A), jnp.asarray(r, jnp.float32), lambda_max=float(lam)),
+    c.append(Case("solvers.ChebyshevRelaxation.apply.scipy_A.eager",
+                  lambda: cheb().apply(sp.csr_array(A), jnp.asarray(r, jnp.float32), lambda_max=float(lam)),
                   check=close(_cheb_ref(A, r, lam, 3, 30.0), 1e-3), words=("sparsematrix", "A"), slow=True))
-    c.append(Case("solvers.chebyshev_smoother.lambda_traced_nan.jit",
-                  lambda: jax.jit(lambda l: S.chebyshev_smoother(Asm, jnp.asarray(r, jnp.float32), lambda_max=l))(
+    c.append(Case("solvers.ChebyshevRelaxation.apply.lambda_traced_nan.jit",
+                  lambda: jax.jit(lambda l: cheb().apply(Asm, jnp.asarray(r, jnp.float32), lambda_max=l))(
                       jnp.float32(np.nan)), words=("lambda_max",), slow=True))
     # estimate_lambda_max: the spectral radius of D^-1 A (symmetric positive: the power iteration's limit)
     rho = np.max(np.abs(np.linalg.eigvals(A / np.diag(A)[:, None])))

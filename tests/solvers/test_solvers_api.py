@@ -19,6 +19,7 @@ from icmlx.solvers import (
     EllMatrix,
     FlexibleGCR,
     GRANSNet,
+    JacobiRelaxation,
     LinearSolution,
     MultilevelSmoother,
     NoOuterStep,
@@ -29,7 +30,6 @@ from icmlx.solvers import (
     estimate_lambda_max,
     gmres,
     grans_loss,
-    jacobi_smoother,
     smoothed_aggregation,
 )
 from icmlx.solvers.fem import make_problem, random_field, unit_square_mesh
@@ -173,7 +173,7 @@ def test_no_outer_step_keeps_the_residual_monotone(small, net):
 def test_removed_names_and_keywords_are_errors(small, net):
     import icmlx.solvers as solvers
 
-    for old in ("GRANSSolution", "KrylovSolution"):
+    for old in ("GRANSSolution", "KrylovSolution", "jacobi_smoother", "chebyshev_smoother"):
         assert old not in solvers.__all__
         with pytest.raises(AttributeError):
             getattr(solvers, old)
@@ -185,7 +185,7 @@ def test_removed_names_and_keywords_are_errors(small, net):
     A = SparseMatrix.from_dense(jnp.array([[4.0, -1.0, 0.0], [-1.0, 4.0, -1.0], [0.0, -1.0, 4.0]]))
     r = jnp.array([1.0, 2.0, 3.0])
     with pytest.raises(TypeError):
-        jacobi_smoother(A, r, steps=3)
+        JacobiRelaxation().apply(A, r, steps=3)
     with pytest.raises(TypeError):
         estimate_lambda_max(A, steps=4)
     M = sp.random(9, 7, density=0.3, random_state=0, format="csr")

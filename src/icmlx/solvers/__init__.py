@@ -46,9 +46,7 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._amg._relaxation import ChebyshevRelaxation as ChebyshevRelaxation
     from ._amg._relaxation import GaussSeidelRelaxation as GaussSeidelRelaxation
     from ._amg._relaxation import JacobiRelaxation as JacobiRelaxation
-    from ._amg._relaxation import chebyshev_smoother as chebyshev_smoother
     from ._amg._relaxation import estimate_lambda_max as estimate_lambda_max
-    from ._amg._relaxation import jacobi_smoother as jacobi_smoother
     from ._amg._smoothed import smoothed_aggregation as smoothed_aggregation
     from ._amg._strength import AbstractStrength as AbstractStrength
     from ._amg._strength import EvolutionStrength as EvolutionStrength
@@ -114,9 +112,7 @@ _LAZY = {
     "NoOuterStep": "_grans._outer",
     "ThreeTermStep": "_grans._outer",
     "plot_residuals": "_plot",
-    "chebyshev_smoother": "_amg._relaxation",
     "estimate_lambda_max": "_amg._relaxation",
-    "jacobi_smoother": "_amg._relaxation",
     "AbstractSmoother": "_grans._smoothers",
     "ChebyshevSmoother": "_grans._smoothers",
     "MultilevelSmoother": "_grans._smoothers",
@@ -141,8 +137,6 @@ __all__ = [
     "cg",
     "gmres",
     "bicgstab",
-    "jacobi_smoother",
-    "chebyshev_smoother",
     "estimate_lambda_max",
     "standard_aggregation",
     "aggregation_hierarchy",

@@ -1,7 +1,7 @@
-"""Relaxation, one family: the unchecked kernels (``jacobi_sweep``, ``chebyshev_sweep``, ``lambda_max_bound``)
-used inside the compiled loops (multigrid cycles and the G-RANS smoothers), their checked public forms
-(``jacobi_smoother``, ``chebyshev_smoother``, ``estimate_lambda_max``), and the multigrid relaxation strategies
-(damped Jacobi, Chebyshev, multicolour symmetric Gauss–Seidel) that apply them on one level of a hierarchy."""
+"""Relaxation, one family: the multigrid relaxation strategies (damped Jacobi, Chebyshev, multicolour symmetric
+Gauss–Seidel) that smooth one level of a hierarchy and, through `apply`, a whole matrix on their own; the G-RANS
+smoothers run the same objects. With them the spectral bound they are scaled by: `estimate_lambda_max` (checked)
+and its unchecked kernel ``lambda_max_bound``."""
 
 import abc
 from typing import Any
@@ -18,8 +18,8 @@ from ..._inputs import to_device
 from .._convert import as_sparse_matrix, check_real, check_square, positive_int
 from .._sparse import SparseMatrix
 
-__all__ = ["jacobi_smoother", "chebyshev_smoother", "estimate_lambda_max", "AbstractRelaxation", "JacobiRelaxation",
-           "ChebyshevRelaxation", "GaussSeidelRelaxation"]
+__all__ = ["estimate_lambda_max", "AbstractRelaxation", "JacobiRelaxation", "ChebyshevRelaxation",
+           "GaussSeidelRelaxation"]
 
 
 def _matrix(A: Any) -> Any:
@@ -56,67 +56,14 @@ def _positive(value: Any, name: str, where: str, upper: float | None = None) -> 
                         f"got {shown}")
 
 
-def jacobi_smoother(
-    A: Any,
-    r: Float[Array, " n"],
-    *,
-    omega: float = 2.0 / 3.0,
-    num_steps: int = 2,
-    l1: bool = False,
-) -> Float[Array, " n"]:
-    r"""Damped (or ℓ1) Jacobi sweeps on $A e = r$ from $e = 0$.
-
-    $$
-    e \leftarrow e + \omega D^{-1}(r - A e), \qquad D = \mathrm{diag}(A)\ \text{or}\
-    D_{ii} = \textstyle\sum_j |a_{ij}|\ (\ell_1)
-    $$
-
-    Args:
-      A: the n × n matrix (a ``SparseMatrix``, SciPy sparse, BCOO or dense).
-      r: residual ``float[n]``.
-      omega: damping in ``(0, 2]`` (use 1 with ``l1=True``).
-      num_steps: number of sweeps (static, ``>= 1``).
-      l1: use the ℓ1 row sums, which make the sweep convergent for any SPD ``A``.
-
-    Returns:
-      The correction ``e`` (``float[n]``).
-
-    Raises:
-      ValueError: ``omega`` outside ``(0, 2]``, ``num_steps < 1``, ``r`` of the wrong length, NaN/Inf in ``A`` or
-        ``r``, or a zero entry of ``D``.
-
-    Examples:
-      >>> import jax.numpy as jnp
-      >>> from icmlx.solvers import SparseMatrix, jacobi_smoother
-      >>> A = SparseMatrix.from_dense(jnp.array([[2.0, 0.0], [0.0, 4.0]]))
-      >>> jacobi_smoother(A, jnp.array([2.0, 4.0]), omega=1.0, num_steps=1)
-      Array([1., 1.], dtype=float32)
-    """
-    A = _matrix(A)
-    r = _vector(r, A)
-    omega = _positive(omega, "omega", "jacobi_smoother", upper=2.0)
-    num_steps = positive_int(num_steps, "num_steps", "jacobi_smoother")
-    d = _nonzero(_l1_rows(A) if l1 else A.diagonal(), "l1 row sum" if l1 else "diagonal entry")
-    return jacobi_sweep(A, r, omega=omega, num_steps=num_steps, l1=l1, d=d)
-
-
-def _l1_rows(A: Any) -> jax.Array:
+def relaxation_diagonal(A: Any, *, l1: bool = False) -> jax.Array:
+    """The ``D`` a relaxation divides by: ``diag(A)``, or with ``l1`` the ℓ1 row sums ``Σ_j |a_ij|`` (unchecked).
+    ``A``: a ``SparseMatrix`` or an ``EllMatrix``."""
+    if not l1:
+        return A.diagonal()
     if not isinstance(A, SparseMatrix):  # EllMatrix: one row per column of val
         return jnp.sum(jnp.abs(A.val), axis=0)
     return jax.ops.segment_sum(jnp.abs(A.vals), A.rows, num_segments=A.shape[0])
-
-
-def jacobi_sweep(A, r, *, omega, num_steps: int, l1: bool, d=None, dinv=None):  # A: SparseMatrix or EllMatrix
-    # ``dinv``: the inverse diagonal itself (a padded hierarchy level stores it, with 0 on padding rows)
-    if dinv is None:
-        if d is None:
-            d = _l1_rows(A) if l1 else A.diagonal()
-        dinv = 1.0 / d
-    dinv = omega * dinv
-    e = dinv * r
-    for _ in range(num_steps - 1):  # static, small
-        e = e + dinv * (r - A.mv(e))
-    return e
 
 
 def estimate_lambda_max(A: Any, *, num_steps: int = 15) -> Float[Array, ""]:
@@ -161,80 +108,6 @@ def lambda_max_bound(A: SparseMatrix, *, num_steps: int = 15, d=None):
     return jnp.vdot(v, w) / jnp.vdot(v, v)
 
 
-def chebyshev_smoother(
-    A: Any,
-    r: Float[Array, " n"],
-    *,
-    lambda_max: Float[Array, ""] | float,
-    degree: int = 3,
-    ratio: float = 30.0,
-    dinv: Float[Array, " n"] | None = None,
-) -> Float[Array, " n"]:
-    r"""Chebyshev polynomial smoother on $D^{-1}A e = D^{-1} r$ from $e = 0$.
-
-    Targets the interval $[\lambda_{\max}/\mathrm{ratio},\ \lambda_{\max}]$ with the three-term
-    recurrence of Saad (Alg. 12.1); ``degree`` matrix-vector products.
-
-    Args:
-      A: the n × n matrix, SPD with positive diagonal (a ``SparseMatrix``, SciPy sparse, BCOO or dense).
-      r: residual ``float[n]``.
-      lambda_max: upper bound of the spectrum of ``D⁻¹A`` (e.g. ``1.1 * estimate_lambda_max(A)``), ``> 0``.
-      degree: polynomial degree (static, ≥ 1).
-      ratio: ``lambda_max / lambda_min`` of the targeted interval, ``> 1``.
-      dinv: precomputed ``1 / diag(A)`` (default: from ``A.diagonal()``); 0 on padding rows keeps them 0.
-
-    Returns:
-      The correction ``e`` (``float[n]``).
-
-    Raises:
-      ValueError: ``degree < 1``, ``lambda_max <= 0`` or NaN, ``ratio <= 1``, ``r`` or ``dinv`` of the wrong
-        length, NaN/Inf in ``A`` or ``r``, a zero diagonal entry (without ``dinv``).
-
-    References:
-      Adams, Brezina, Hu & Tuminaro, J. Comput. Phys. 188 (2003).
-
-    Examples:
-      >>> import jax.numpy as jnp
-      >>> from icmlx.solvers import SparseMatrix, chebyshev_smoother
-      >>> A = SparseMatrix.from_dense(jnp.array([[2.0, -1.0], [-1.0, 2.0]]))
-      >>> e = chebyshev_smoother(A, jnp.array([1.0, 1.0]), lambda_max=1.6, degree=3)
-      >>> bool(jnp.linalg.norm(jnp.array([1.0, 1.0]) - A.mv(e)) < 1.0)
-      True
-    """
-    degree = positive_int(degree, "degree", "chebyshev_smoother")
-    A = _matrix(A)
-    r = _vector(r, A)
-    lambda_max = _positive(lambda_max, "lambda_max", "chebyshev_smoother")
-    check_real(ratio, "ratio", "chebyshev_smoother")
-    if not is_traced(ratio) and not ratio > 1:
-        raise ValueError(f"chebyshev_smoother: ratio = lambda_max / lambda_min must be > 1, got {ratio=!r}")
-    if dinv is None:
-        dinv = 1.0 / _nonzero(A.diagonal(), "diagonal entry")
-    else:
-        dinv = _vector(dinv, A, "dinv")
-    return chebyshev_sweep(A, r, lambda_max=lambda_max, degree=degree, ratio=ratio, dinv=dinv)
-
-
-def chebyshev_sweep(A, r, *, lambda_max, degree: int = 3, ratio: float = 30.0, dinv=None):
-    if dinv is None:
-        dinv = 1.0 / A.diagonal()
-    lmax = jnp.asarray(lambda_max, r.dtype)
-    lmin = lmax / ratio
-    theta = 0.5 * (lmax + lmin)
-    delta = 0.5 * (lmax - lmin)
-    sigma = theta / delta
-    rho = 1.0 / sigma
-    d = dinv * r / theta
-    e = d
-    for _ in range(degree - 1):  # static, small
-        r = r - A.mv(d)
-        rho_new = 1.0 / (2.0 * sigma - rho)
-        d = rho_new * rho * d + (2.0 * rho_new / delta) * (dinv * r)
-        e = e + d
-        rho = rho_new
-    return e
-
-
 # -- relaxation strategies of a multigrid cycle ----------------------------------------------------------------------
 def _check_int(value: Any, name: str, owner: str) -> None:
     check_int(value, name, where=owner, minimum=1)
@@ -253,7 +126,9 @@ class AbstractRelaxation(eqx.Module):
     A strategy object (static settings only, hashable): pass one as ``relaxation=`` to
     `amg_setup` or `solve`. Subclasses: `JacobiRelaxation`,
     `ChebyshevRelaxation` (the default for symmetric ``A``) and `GaussSeidelRelaxation`. Each
-    carries its behaviour: `relax` smooths one level, `needs_coloring` asks the set-up for a colouring.
+    carries its behaviour: `relax` smooths one level, `needs_coloring` asks the set-up for a colouring; the
+    polynomial ones (Jacobi, Chebyshev) also `apply` to a whole matrix on their own, and G-RANS's
+    `ChebyshevSmoother` runs them.
     """
 
     needs_coloring = False
@@ -271,26 +146,70 @@ class _PolynomialRelaxation(AbstractRelaxation):
 
     @abc.abstractmethod
     def correction(self, A, dinv, lam, r):
-        """The smoother from a zero guess applied to ``r``."""
+        """The smoother from a zero guess applied to ``r`` (unchecked: the kernel of the compiled loops)."""
 
     def relax(self, A, dinv, lam, colors, b, x, zero: bool):
         r = b if zero else b - A.mv(x)
         e = self.correction(A, dinv, lam, r)
         return e if zero else x + e
 
+    def apply(self, A: Any, r: Float[Array, " n"], *, lambda_max: Float[Array, ""] | float | None = None,
+              l1: bool = False) -> Float[Array, " n"]:
+        r"""This smoothing of $A e = r$ from $e = 0$, on its own (checked; jit-safe).
+
+        Args:
+          A: the n × n matrix (a ``SparseMatrix``, SciPy sparse, BCOO or dense).
+          r: residual ``float[n]``.
+          lambda_max: the bound $\rho \ge \rho(D^{-1}A)$ the relaxation is scaled by, ``> 0``. ``None``
+            (default): 1 with ``l1`` (the ℓ1 row sums bound the spectrum by 1), else
+            ``1.1 * estimate_lambda_max(A)``.
+          l1: take $D_{ii} = \sum_j |a_{ij}|$ (the ℓ1 row sums) in place of the diagonal.
+
+        Returns:
+          The correction ``e`` (``float[n]``).
+
+        Raises:
+          ValueError: ``r`` of the wrong length, NaN/Inf in ``A`` or ``r``, a zero entry of ``D``, or
+            ``lambda_max <= 0`` or NaN.
+          TypeError: ``l1`` is not a bool.
+        """
+        where = f"{type(self).__name__}.apply"
+        A = _matrix(A)
+        r = _vector(r, A)
+        if not isinstance(l1, bool):
+            raise TypeError(f"{where}: l1 must be a bool, got l1={l1!r}")
+        d = _nonzero(relaxation_diagonal(A, l1=l1), "l1 row sum" if l1 else "diagonal entry")
+        if lambda_max is None:
+            if A.shape[0] == 0:  # (an empty power iteration divides 0 by 0)
+                return r
+            lambda_max = 1.0 if l1 else 1.1 * lambda_max_bound(A, d=d)
+        else:
+            lambda_max = _positive(lambda_max, "lambda_max", where)
+        return self.correction(A, 1.0 / d, lambda_max, r)
+
 
 class JacobiRelaxation(_PolynomialRelaxation):
     r"""Damped Jacobi sweeps $x \leftarrow x + \frac{\omega}{\rho} D^{-1}(b - A x)$, ``ρ ≥ ρ(D⁻¹A)``.
 
+    On a multigrid level ``ρ`` is the set-up's bound; `apply` runs the sweeps on their own (from $e = 0$, so the
+    first is $e = \frac{\omega}{\rho} D^{-1} r$), with ``lambda_max=1`` for the classical damped Jacobi
+    $e \leftarrow e + \omega D^{-1}(r - A e)$, and ``l1=True`` for ℓ1-Jacobi (convergent for any SPD ``A``
+    with ``omega=1``).
+
     Attributes:
       omega: damping relative to ``1/ρ(D⁻¹A)`` in ``(0, 2]`` (``4/3`` minimises the largest amplification of the
         upper half of the spectrum).
-      num_steps: sweeps per pre- and post-smoothing.
+      num_steps: sweeps per pre- and post-smoothing (matrix-vector products: ``num_steps``, the first free
+        from a zero guess).
 
     Examples:
-      >>> from icmlx.solvers import JacobiRelaxation
+      >>> import jax.numpy as jnp
+      >>> from icmlx.solvers import JacobiRelaxation, SparseMatrix
       >>> JacobiRelaxation(num_steps=2)
       JacobiRelaxation(num_steps=2)
+      >>> A = SparseMatrix.from_dense(jnp.array([[2.0, 0.0], [0.0, 4.0]]))
+      >>> JacobiRelaxation(omega=1.0).apply(A, jnp.array([2.0, 4.0]), lambda_max=1.0)
+      Array([1., 1.], dtype=float32)
     """
 
     omega: float = eqx.field(static=True, default=4.0 / 3.0)
@@ -301,25 +220,40 @@ class JacobiRelaxation(_PolynomialRelaxation):
         _check_int(self.num_steps, "num_steps", "JacobiRelaxation")
 
     def correction(self, A, dinv, lam, r):
-        return jacobi_sweep(A, r, omega=self.omega / lam, num_steps=self.num_steps, l1=False, dinv=dinv)
+        # ``dinv``: 0 on the padding rows of a hierarchy level keeps them 0
+        w = (self.omega / lam) * dinv
+        e = w * r
+        for _ in range(self.num_steps - 1):  # static, small
+            e = e + w * (r - A.mv(e))
+        return e
 
 
 class ChebyshevRelaxation(_PolynomialRelaxation):
     r"""Chebyshev polynomial smoothing on $D^{-1}A$ for $[\rho/\mathrm{ratio}, \rho]$.
 
-    ``degree`` matrix-vector products per smoothing; ``ρ`` is a safe upper bound of ``ρ(D⁻¹A)`` from the set-up.
+    ``degree`` matrix-vector products per smoothing (the three-term recurrence of Saad, Alg. 12.1); ``ρ`` is a safe
+    upper bound of ``ρ(D⁻¹A)`` from the set-up, or the ``lambda_max`` given to `apply`. The error after one
+    smoothing from zero is $p(D^{-1}A)\,e$ with $p(\lambda) = T_k\big((\theta - \lambda)/\delta\big) /
+    T_k(\theta/\delta)$, $\theta, \delta$ the centre and half-width of the interval, $k$ the degree.
 
     Attributes:
       degree: polynomial degree (a positive int).
       ratio: ``ρ / λ_min`` of the targeted interval, ``> 1``.
 
     References:
-      Adams, Brezina, Hu & Tuminaro, J. Comput. Phys. 188 (2003).
+      Adams, Brezina, Hu & Tuminaro, J. Comput. Phys. 188 (2003); Saad, *Iterative Methods for Sparse Linear
+      Systems*, 2nd ed., Alg. 12.1.
 
     Examples:
-      >>> from icmlx.solvers import ChebyshevRelaxation
+      >>> import jax.numpy as jnp
+      >>> from icmlx.solvers import ChebyshevRelaxation, SparseMatrix
       >>> ChebyshevRelaxation(degree=3)
       ChebyshevRelaxation(degree=3)
+      >>> A = SparseMatrix.from_dense(jnp.array([[2.0, -1.0], [-1.0, 2.0]]))
+      >>> r = jnp.array([1.0, 1.0])
+      >>> e = ChebyshevRelaxation(degree=3).apply(A, r, lambda_max=1.6)
+      >>> bool(jnp.linalg.norm(r - A.mv(e)) < 1.0)
+      True
     """
 
     degree: int = eqx.field(static=True, default=2)
@@ -330,7 +264,21 @@ class ChebyshevRelaxation(_PolynomialRelaxation):
         _check_range(self.ratio, "ratio", "ChebyshevRelaxation", 1.0, float("inf"))
 
     def correction(self, A, dinv, lam, r):
-        return chebyshev_sweep(A, r, lambda_max=lam, degree=self.degree, ratio=self.ratio, dinv=dinv)
+        lmax = jnp.asarray(lam, r.dtype)
+        lmin = lmax / self.ratio
+        theta = 0.5 * (lmax + lmin)
+        delta = 0.5 * (lmax - lmin)
+        sigma = theta / delta
+        rho = 1.0 / sigma
+        d = dinv * r / theta
+        e = d
+        for _ in range(self.degree - 1):  # static, small
+            r = r - A.mv(d)
+            rho_new = 1.0 / (2.0 * sigma - rho)
+            d = rho_new * rho * d + (2.0 * rho_new / delta) * (dinv * r)
+            e = e + d
+            rho = rho_new
+        return e
 
 
 class GaussSeidelRelaxation(AbstractRelaxation):

@@ -13,7 +13,6 @@ from ..._buckets import size_bucket
 from ..._inputs import to_device
 from .._amg._aggregation import aggregation_hierarchy
 from .._amg._hierarchy import EllMatrix, MultilevelHierarchy
-from .._amg._relaxation import lambda_max_bound
 from .._classify import classify
 from .._sparse import SparseMatrix, bucket_size
 from ._smoothers import AbstractSmoother
@@ -129,8 +128,6 @@ def _select_levels(maps: list[np.ndarray], n: int, budget: int) -> tuple[np.ndar
     return comp[-2], comp[-1]
 
 
-_lambda_max_jit = eqx.filter_jit(lambda_max_bound)
-
 
 def _unique_inverse(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(k, return_inverse=True)`` by a stable (timsort/radix) argsort, which is faster than
@@ -210,10 +207,7 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     mask = np.zeros(n_pad)
     mask[:n] = 1.0
     Ap = SparseMatrix(to_device(prow, np.int32), to_device(pcol, np.int32), to_device(pval, dtype), (n_pad, n_pad))
-    if spd_like and hierarchy is None:
-        lmax = 1.1 * _lambda_max_jit(Ap)  # jitted: compiled once per bucket, not once per set-up
-    else:
-        lmax = to_device(1.0, dtype)
+    lmax = smoother.spectral_bound(Ap, spd_like)  # the bound of ρ(D⁻¹A) its relaxation is scaled by
     # the row width is the longest row's, not rounded up: the product inside the loop gathers every slot (P1
     # reaction-diffusion on the unit-square mesh has rows of 5 and 9 entries; rounded to 12, a third are empty)
     ell = EllMatrix.from_scipy(csr, num_rows=n_pad, num_cols=n_pad, pad_identity=True, dtype=dtype,

@@ -5,25 +5,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from .._amg._relaxation import chebyshev_sweep, jacobi_sweep
 from ._network import GRANSNet
 from ._operator import GRANSOperator
 from ._outer import _outer3
 
 __all__: list[str] = []
-
-
-def _smooth(op: GRANSOperator, r, degree: int):
-    """``S(r)``: the V-cycle when the operator was set up with a ``MultilevelSmoother``, else Chebyshev
-    (SPD-like) or ℓ1-Jacobi of ``degree`` products."""
-    if op.hierarchy is not None:  # one smoothed-aggregation V-cycle on the M-matrix envelope of A
-        # in the hierarchy's dtype (float32 by default, MultilevelSmoother.dtype); the outer step, its true
-        # residuals and the safeguard stay in the working dtype
-        hdt = op.hierarchy.coarse_inv.dtype
-        return op.hierarchy(r.astype(hdt)).astype(r.dtype)
-    if op.spd_like:
-        return chebyshev_sweep(op.A, r, lambda_max=op.lambda_max, degree=degree)
-    return jacobi_sweep(op.A, r, omega=1.0, num_steps=degree, l1=True)
 
 
 def _coarse_factor(op: GRANSOperator, w, galerkin: bool, explicit: bool = False):
@@ -98,12 +84,12 @@ def _coarse(op: GRANSOperator, w, r, galerkin: bool):
     return _coarse_apply(op, w, Z, F, piv, r, galerkin)
 
 
-def _basis(net: Any, op: GRANSOperator, r, *, degree: int, galerkin: bool, explicit: bool = False):
+def _basis(net: Any, op: GRANSOperator, r, *, smoother: Any, galerkin: bool, explicit: bool = False):
     """Basis weights of a head (a ``GRANSNet`` or the zero head) for the residual after one pre-smoothing, and the
     factored projection."""
     dt = r.dtype
     dinv_sqrt = 1.0 / jnp.sqrt(jnp.abs(op.ell.diagonal()))  # the ELL layout, as in the network (no scatter)
-    e1 = _smooth(op, r, degree)
+    e1 = smoother.smooth(op, r)
     s = dinv_sqrt * (r - op.ell.mv(e1))
     rs = s / jnp.maximum(jnp.linalg.norm(s), jnp.finfo(dt).tiny) * jnp.sqrt(jnp.asarray(op.n, dt))
     w = net(op, rs.astype(jnp.float32)).astype(dt)
@@ -113,27 +99,27 @@ def _basis(net: Any, op: GRANSOperator, r, *, degree: int, galerkin: bool, expli
     return w, (None if galerkin else Z), F, piv
 
 
-def _precondition_with(op: GRANSOperator, basis, r, *, degree: int, galerkin: bool,
+def _precondition_with(op: GRANSOperator, basis, r, *, smoother: Any, galerkin: bool,
                        explicit: bool = False):
     """``u = M(r)`` for a given (possibly reused) basis: smooth, project, smooth; with ``A u`` and ``e_1``."""
     w, Z, F, piv = basis
-    e1 = _smooth(op, r, degree)
+    e1 = smoother.smooth(op, r)
     Ae1 = op.ell.mv(e1)
     r1 = r - Ae1
     e2, Ae2 = _coarse_apply(op, w, Z, F, piv, r1, galerkin, explicit)
-    e3 = _smooth(op, r1 - Ae2, degree)
+    e3 = smoother.smooth(op, r1 - Ae2)
     Ae3 = op.ell.mv(e3)
     return e1 + e2 + e3, Ae1 + Ae2 + Ae3, e1, Ae1
 
 
-def _precondition(net: GRANSNet, op: GRANSOperator, r, *, degree: int, galerkin: bool):
+def _precondition(net: GRANSNet, op: GRANSOperator, r, *, smoother: Any, galerkin: bool):
     """The G-RANS correction ``u = M_θ(r)`` (smooth, learned projection, smooth) with ``A u`` and ``e_1``:
     a fresh basis for ``r`` (`_basis`) applied once (`_precondition_with`)."""
-    basis = _basis(net, op, r, degree=degree, galerkin=galerkin)
-    return _precondition_with(op, basis, r, degree=degree, galerkin=galerkin)
+    basis = _basis(net, op, r, smoother=smoother, galerkin=galerkin)
+    return _precondition_with(op, basis, r, smoother=smoother, galerkin=galerkin)
 
 
-def _iterate(net: GRANSNet, op: GRANSOperator, b, x, r, p, Ap, *, degree: int, galerkin: bool,
+def _iterate(net: GRANSNet, op: GRANSOperator, b, x, r, p, Ap, *, smoother: Any, galerkin: bool,
              outer: str):
     """One G-RANS iteration (fresh basis for ``r``); returns the proposed ``(dx, A dx)``.
 
@@ -141,7 +127,7 @@ def _iterate(net: GRANSNet, op: GRANSOperator, b, x, r, p, Ap, *, degree: int, g
     norm needs an SPD-like ``A``, checked by the callers) or ``"none"`` (``dx = u``)."""
     if outer not in ("none", "residual", "energy"):
         raise ValueError(f"_iterate: outer must be 'none', 'residual' or 'energy', got {outer=!r}")
-    u, Au, e1, Ae1 = _precondition(net, op, r, degree=degree, galerkin=galerkin)
+    u, Au, e1, Ae1 = _precondition(net, op, r, smoother=smoother, galerkin=galerkin)
     if outer == "none":
         return u, Au
     return _outer3(u, Au, e1, Ae1, p, Ap, r, energy=outer == "energy")

@@ -1,12 +1,21 @@
-"""The smoother ``S`` of a G-RANS iteration, as a strategy object: a polynomial smoother or one V-cycle."""
+"""The smoother ``S`` of a G-RANS iteration, as a strategy object: polynomial relaxation (the multigrid family's
+`ChebyshevRelaxation` / `JacobiRelaxation`) or one V-cycle of the multigrid family's hierarchy."""
 
 import abc
 from typing import Any
 
 import equinox as eqx
+import jax.numpy as jnp
 
 from ..._checks import check_int
 from ..._strategy import as_strategy
+from .._amg._relaxation import (
+    AbstractRelaxation,
+    ChebyshevRelaxation,
+    JacobiRelaxation,
+    lambda_max_bound,
+    relaxation_diagonal,
+)
 
 __all__ = ["AbstractSmoother", "ChebyshevSmoother", "MultilevelSmoother"]
 
@@ -14,6 +23,10 @@ __all__ = ["AbstractSmoother", "ChebyshevSmoother", "MultilevelSmoother"]
 # k = 12 needs about twice its iteration count in memory; advection-diffusion converges with 40)
 GCR_MEMORY_SYMMETRIC = 100
 GCR_MEMORY_NONSYMMETRIC = 40
+
+
+# jitted: compiled once per size bucket, not once per set-up
+_lambda_max_jit = eqx.filter_jit(lambda_max_bound)
 
 
 def _positive_int(value: Any, name: str, owner: str) -> None:
@@ -25,18 +38,22 @@ class AbstractSmoother(eqx.Module):
 
     A strategy object (static settings only, hashable, not callable): pass one as ``GRANS(smoother=...)``.
     Subclasses are `MultilevelSmoother` (the default) and `ChebyshevSmoother` (the paper's). Each
-    carries what the solver asks of it: `uses_hierarchy` (the set-up builds a multigrid hierarchy),
-    `polynomial_degree`, `default_refresh` and `auto_outer` (the outer step of
-    ``GRANS(outer="auto")``).
+    carries what the solver asks of it: `smooth` (apply ``S``), `spectral_bound` (what the set-up stores for it),
+    `uses_hierarchy` (the set-up builds a multigrid hierarchy), `default_refresh` and `auto_outer` (the outer step
+    of ``GRANS(outer="auto")``).
     """
 
     uses_hierarchy = False
     pretrained_network = False  # GRANS.pretrained() loads the shipped network with it
 
-    @property
-    def polynomial_degree(self) -> int:
-        """The degree of the polynomial smoothing in the G-RANS loop (a V-cycle smoother ignores it)."""
-        return 3
+    @abc.abstractmethod
+    def smooth(self, op: Any, r: Any) -> Any:
+        """``S(r)`` on the padded vectors of the `GRANSOperator` ``op`` (set up for this smoother)."""
+
+    def spectral_bound(self, A: Any, spd_like: bool) -> Any:
+        """The bound of ``ρ(D⁻¹A)`` that the set-up stores for `smooth` (the padded ``SparseMatrix`` ``A``): 1,
+        unless the smoother's relaxation needs an estimate."""
+        return jnp.ones((), A.dtype)
 
     def hierarchy(self, A: Any, dtype: Any) -> Any:
         """The multigrid hierarchy the set-up builds for the SciPy CSR matrix ``A`` (``None``: this smoother uses
@@ -57,10 +74,11 @@ class ChebyshevSmoother(AbstractSmoother):
 
     On SPD-like matrices (symmetric, positive diagonal, non-negative row sums)
     $S(r) = p_{\mathrm{degree}}(D^{-1}A) D^{-1} r$, the Chebyshev polynomial for
-    $[\lambda_{\max}/30, \lambda_{\max}]$ (`chebyshev_smoother`, with
-    $\lambda_{\max}$ from a power iteration at set-up); otherwise ``degree`` ℓ1-Jacobi sweeps
-    (`jacobi_smoother`). The paper's smoother; the shipped weights were trained with
-    ``degree=3``, and ``GRANS.pretrained(smoother="chebyshev")`` runs them with the network every iteration.
+    $[\lambda_{\max}/30, \lambda_{\max}]$ (``ChebyshevRelaxation(degree)``, with
+    $\lambda_{\max}$ 1.1 times a power-iteration estimate at set-up); otherwise ``degree`` ℓ1-Jacobi sweeps
+    (``JacobiRelaxation(omega=1, num_steps=degree)`` with $D_{ii} = \sum_j |a_{ij}|$). The paper's smoother; the
+    shipped weights were trained with ``degree=3``, and ``GRANS.pretrained(smoother="chebyshev")`` runs them with
+    the network every iteration.
 
     Attributes:
       degree: matrix-vector products per smoothing (a positive int).
@@ -77,6 +95,10 @@ class ChebyshevSmoother(AbstractSmoother):
       ChebyshevSmoother(degree=4)
       >>> hash(ChebyshevSmoother()) == hash(ChebyshevSmoother(degree=3))
       True
+      >>> ChebyshevSmoother(degree=4).relaxation(spd_like=True)  # the multigrid family's objects
+      ChebyshevRelaxation(degree=4)
+      >>> ChebyshevSmoother(degree=4).relaxation(spd_like=False)
+      JacobiRelaxation(omega=1.0, num_steps=4)
     """
 
     degree: int = eqx.field(static=True, default=3)
@@ -86,9 +108,20 @@ class ChebyshevSmoother(AbstractSmoother):
 
     pretrained_network = True
 
-    @property
-    def polynomial_degree(self) -> int:
-        return self.degree
+    def relaxation(self, spd_like: bool) -> AbstractRelaxation:
+        """The relaxation it runs on a matrix of this class: Chebyshev on SPD-like ones, else ℓ1-Jacobi."""
+        if spd_like:
+            return ChebyshevRelaxation(degree=self.degree)
+        return JacobiRelaxation(omega=1.0, num_steps=self.degree)
+
+    def spectral_bound(self, A: Any, spd_like: bool) -> Any:
+        # Chebyshev needs a bound of the spectrum: 1.1 times a power-iteration estimate; ℓ1-Jacobi has 1
+        return 1.1 * _lambda_max_jit(A) if spd_like else super().spectral_bound(A, spd_like)
+
+    def smooth(self, op: Any, r: Any) -> Any:
+        # ℓ1 row sums off SPD-like matrices bound ρ(D⁻¹A) by 1, the λ the operator then carries
+        d = relaxation_diagonal(op.A, l1=not op.spd_like)
+        return self.relaxation(op.spd_like).correction(op.A, 1.0 / d, op.lambda_max, r)
 
     def default_refresh(self, max_steps: int) -> int:
         return 1  # the paper's residual-aware basis, every iteration
@@ -151,6 +184,11 @@ class MultilevelSmoother(AbstractSmoother):
                              f"got dtype={self.dtype!r}")
 
     uses_hierarchy = True
+
+    def smooth(self, op: Any, r: Any) -> Any:
+        # in the hierarchy's dtype (float32 by default); the outer step, its true residuals and the safeguard stay
+        # in the working dtype
+        return op.hierarchy(r.astype(op.hierarchy.coarse_inv.dtype)).astype(r.dtype)
 
     def hierarchy(self, A: Any, dtype: Any) -> Any:
         """The V-cycle of the M-matrix envelope of ``A`` (SciPy CSR), in float32 (``dtype="float32"``) or in the

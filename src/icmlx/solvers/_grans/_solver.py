@@ -23,7 +23,7 @@ from ._operator import GRANSOperator, _setup
 from ._outer import (
     AbstractOuterStep,
 )
-from ._precondition import _basis, _precondition_with, _smooth
+from ._precondition import _basis, _precondition_with
 from ._smoothers import AbstractSmoother, MultilevelSmoother, _as_smoother
 
 __all__ = ["GRANS"]
@@ -477,21 +477,20 @@ def _iterate(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
                          "set it up with this solver's setup()")
     energy = solver.outer_norm(op) == "energy"
     slack = 1e3 * jnp.finfo(dt).eps
-    # the polynomial smoother's degree (a V-cycle smoother, set up in `op.hierarchy`, ignores it)
-    degree = solver.smoother.polynomial_degree
+    smoother = solver.smoother
 
     def cond(c):
         _, r, rn, _, _, it, stall, *_ = c
         return (rn > tol) & (it < K) & (stall < solver.stall_patience)
 
-    kw = dict(degree=degree, galerkin=galerkin, explicit=refresh > 1)
+    kw = dict(smoother=smoother, galerkin=galerkin, explicit=refresh > 1)
     head = solver.net if solver.net is not None else _ZeroHead(channels=solver.channels)
     new_basis = lambda r: _basis(head, op, r, **kw)
 
     def body(c):
         x, r, rn, p, Ap, it, stall, hist, rej, Zb, AZb, ptr, basis = c
         if not projection:  # smoother and outer step only, no basis
-            u, Au, e1, Ae1 = _smoothed(op, r, degree)
+            u, Au, e1, Ae1 = _smoothed(op, r, smoother)
         else:
             if refresh == 1:
                 basis = new_basis(r)
@@ -548,11 +547,11 @@ def _iterate(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
 
 
 
-def _smoothed(op: GRANSOperator, r, degree: int):
+def _smoothed(op: GRANSOperator, r, smoother: AbstractSmoother):
     """``u = e_1 + S(r − A e_1)`` with ``e_1 = S(r)`` (the preconditioner without the projection), with ``A u``
     and ``e_1``, ``A e_1``."""
-    e1 = _smooth(op, r, degree)
+    e1 = smoother.smooth(op, r)
     Ae1 = op.ell.mv(e1)
-    e3 = _smooth(op, r - Ae1, degree)
+    e3 = smoother.smooth(op, r - Ae1)
     Ae3 = op.ell.mv(e3)
     return e1 + e3, Ae1 + Ae3, e1, Ae1

@@ -15,11 +15,12 @@ from ..._checks import check_int, check_number, check_values
 from ..._progress import ProgressBar, resolve_progress
 from ..._repr import record_repr
 from ..._types import PRNGKey
+from .._amg._relaxation import JacobiRelaxation
 from .._convert import as_vector
 from ._network import GRANSNet
 from ._operator import GRANSOperator
 from ._outer import AbstractOuterStep, ThreeTermStep, _outer3
-from ._precondition import _basis, _iterate, _precondition_with, _smooth
+from ._precondition import _basis, _iterate, _precondition_with
 from ._smoothers import AbstractSmoother, ChebyshevSmoother, MultilevelSmoother
 from ._weights import save_weights
 
@@ -65,7 +66,7 @@ _LOSSES = ("auto", "residual", "energy")
 
 
 def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, where: str):
-    """``(degree, outer)`` for `_iterate` from the strategy objects; ``outer`` is a ``NoOuterStep`` or a
+    """``(smoother, outer)`` for `_iterate` from the strategy objects; ``outer`` is a ``NoOuterStep`` or a
     ``ThreeTermStep`` (resolved per operator by `_step_mode`)."""
     smoother = _smoother_of(op, smoother)
     if not isinstance(smoother, AbstractSmoother):
@@ -77,8 +78,7 @@ def _training_modes(op: GRANSOperator | None, smoother: Any, outer: Any, where: 
     if not (isinstance(outer, AbstractOuterStep) and outer.trainable):
         raise ValueError(f"{where}: the loss trains through ThreeTermStep(norm='residual'|'energy'|'auto') or "
                          f"NoOuterStep(), got outer={outer!r}")
-    degree = smoother.polynomial_degree  # (a V-cycle ignores it)
-    return degree, outer
+    return smoother, outer
 
 
 def _step_mode(op: GRANSOperator, outer: AbstractOuterStep, loss: str, where: str) -> tuple[str, str]:
@@ -161,35 +161,36 @@ def grans_loss(net: GRANSNet, op: GRANSOperator, r: Float[Array, "batch npad"],
     """
     if not isinstance(op, GRANSOperator):
         raise TypeError(f"grans_loss: op must be a GRANSOperator (GRANS.setup(A)), got {type(op).__name__}")
-    degree, outer = _training_modes(op, smoother, outer, "grans_loss()")
+    smoother, outer = _training_modes(op, smoother, outer, "grans_loss()")
     step, norm = _step_mode(op, outer, loss, "grans_loss()")
     _check_unroll(unroll, "grans_loss")
     r, p, Ap = _states(op, r, p, Ap)
-    return _loss(net, op, r, p, Ap, degree, step, norm, unroll)
+    return _loss(net, op, r, p, Ap, smoother, step, norm, unroll)
 
 
 def _check_unroll(unroll, where: str):
     check_int(unroll, "unroll", where=where, minimum=1)
 
 
-def _sq_norm(op: GRANSOperator, r, degree: int, norm: str):
+def _sq_norm(op: GRANSOperator, r, smoother: AbstractSmoother, norm: str):
     """``rᵀ S r`` (``norm="energy"``, ``S`` the smoother: the energy-norm proxy) or ``rᵀ D⁻¹ r``."""
     if norm == "energy":
-        return jnp.maximum(jnp.vdot(r, _smooth(op, r, degree)), jnp.finfo(r.dtype).tiny)
+        return jnp.maximum(jnp.vdot(r, smoother.smooth(op, r)), jnp.finfo(r.dtype).tiny)
     return jnp.sum(r * r / jnp.abs(op.A.diagonal()))
 
 
-def _loss(net: GRANSNet, op: GRANSOperator, r, p, Ap, degree: int, step: str, norm: str, unroll: int = 1):
+def _loss(net: GRANSNet, op: GRANSOperator, r, p, Ap, smoother: AbstractSmoother, step: str, norm: str,
+          unroll: int = 1):
     """`grans_loss` without the input checks (what the training step differentiates)."""
     if unroll > 1:
-        return jnp.mean(jax.vmap(lambda r, p, Ap: _unrolled(net, op, r, p, Ap, degree, step, norm, unroll))(
+        return jnp.mean(jax.vmap(lambda r, p, Ap: _unrolled(net, op, r, p, Ap, smoother, step, norm, unroll))(
             r, p, Ap))
 
     def one(r, p, Ap):
-        _, Adx = _iterate(net, op, r, jnp.zeros_like(r), r, p, Ap, degree=degree,
+        _, Adx = _iterate(net, op, r, jnp.zeros_like(r), r, p, Ap, smoother=smoother,
                           galerkin=op.spd_like, outer=step)
         rn = r - Adx
-        return 0.5 * (jnp.log(_sq_norm(op, rn, degree, norm)) - jnp.log(_sq_norm(op, r, degree, norm)))
+        return 0.5 * (jnp.log(_sq_norm(op, rn, smoother, norm)) - jnp.log(_sq_norm(op, r, smoother, norm)))
 
     return jnp.mean(jax.vmap(one)(r, p, Ap))
 
@@ -202,14 +203,14 @@ def _accepted(step: str, dx, r, rn):
     return jnp.linalg.norm(rn) <= jnp.linalg.norm(r)
 
 
-def _unrolled(net, op: GRANSOperator, r, p, Ap, degree: int, step: str, norm: str, unroll: int):
+def _unrolled(net, op: GRANSOperator, r, p, Ap, smoother: AbstractSmoother, step: str, norm: str, unroll: int):
     """Mean log reduction per iteration over ``unroll`` safeguarded iterations with one basis (from ``r``)."""
     galerkin = op.spd_like
-    basis = _basis(net, op, r, degree=degree, galerkin=galerkin)
+    basis = _basis(net, op, r, smoother=smoother, galerkin=galerkin)
 
     def body(c, _):
         r, p, Ap = c
-        u, Au, e1, Ae1 = _precondition_with(op, basis, r, degree=degree, galerkin=galerkin)
+        u, Au, e1, Ae1 = _precondition_with(op, basis, r, smoother=smoother, galerkin=galerkin)
         if step == "none":
             dx, Adx = u, Au
         else:
@@ -219,7 +220,7 @@ def _unrolled(net, op: GRANSOperator, r, p, Ap, degree: int, step: str, norm: st
         return (jnp.where(ok, rn, r), jnp.where(ok, dx, p), jnp.where(ok, Adx, Ap)), None
 
     (rk, _, _), _ = jax.lax.scan(body, (r, p, Ap), None, length=unroll)
-    return 0.5 * (jnp.log(_sq_norm(op, rk, degree, norm)) - jnp.log(_sq_norm(op, r, degree, norm))) / unroll
+    return 0.5 * (jnp.log(_sq_norm(op, rk, smoother, norm)) - jnp.log(_sq_norm(op, r, smoother, norm))) / unroll
 
 
 def _states(op: GRANSOperator, r, p, Ap):
@@ -264,16 +265,14 @@ def _initial_states(key, op: GRANSOperator, b, count: int):
     npad = op.padded_size
     keys = jax.random.split(key, count)
     dinv = 1.0 / op.A.diagonal()
+    jacobi = JacobiRelaxation(omega=2.0 / 3.0, num_steps=10)  # with ρ = 1: ten classical ω = 2/3 sweeps
 
     def make(k, i):
         k1, k2 = jax.random.split(k)
         white = jax.random.normal(k1, (npad,), dt) * op.mask
         e = jax.random.normal(k2, (npad,), dt) * op.mask
-
-        def sweep(_, e):
-            return e - (2.0 / 3.0) * dinv * op.A.mv(e)
-
-        smooth = op.A.mv(jax.lax.fori_loop(0, 10, sweep, e))
+        # the error of ten Jacobi sweeps on A x = 0 from x = e
+        smooth = op.A.mv(jacobi.relax(op.A, dinv, 1.0, None, jnp.zeros_like(e), e, zero=False))
         bp = jnp.zeros((npad,), dt).at[: op.n].set(b.astype(dt))
         r = jnp.stack([bp, white, smooth])[i % 3]
         return r / jnp.linalg.norm(r)
@@ -282,7 +281,7 @@ def _initial_states(key, op: GRANSOperator, b, count: int):
 
 
 @eqx.filter_jit
-def _rollout(net: GRANSNet, op: GRANSOperator, r0, steps, degree: int, step: str = "residual"):
+def _rollout(net: GRANSNet, op: GRANSOperator, r0, steps, smoother: AbstractSmoother, step: str = "residual"):
     """Run the frozen solver ``steps`` iterations from residuals r0 (x0 = 0, b = r0); normalised states.
 
     ``step``: the outer step (``"residual"`` or ``"energy"``; ``"none"`` rolls out the residual-norm step, as
@@ -295,7 +294,7 @@ def _rollout(net: GRANSNet, op: GRANSOperator, r0, steps, degree: int, step: str
 
         def body(_, c):
             r, p, Ap = c
-            dx, Adx = _iterate(net, op, r, z, r, p, Ap, degree=degree, galerkin=op.spd_like,
+            dx, Adx = _iterate(net, op, r, z, r, p, Ap, smoother=smoother, galerkin=op.spd_like,
                                outer=step)
             rn = r - Adx
             ok = _accepted(step, dx, r, rn)
@@ -379,7 +378,7 @@ def train_grans(
     """
     smoother = _smoother_of(operators[0] if len(operators) and isinstance(operators[0], GRANSOperator)
                             else None, smoother)
-    degree, outer = _training_modes(None, smoother, outer, "train_grans()")
+    smoother, outer = _training_modes(None, smoother, outer, "train_grans()")
     rhs = _check_training(operators, rhs, learning_rate, stages, states_per_operator)
     _check_unroll(unroll, "train_grans")
     modes = [(*_step_mode(op, outer, loss, f"train_grans(): operators[{i}]"), int(unroll))
@@ -403,7 +402,7 @@ def train_grans(
     @eqx.filter_jit
     def step(params, opt_state, op, r, p, Ap, mode):
         def lossf(params):
-            return _loss(eqx.combine(params, static), op, r, p, Ap, degree, *mode)
+            return _loss(eqx.combine(params, static), op, r, p, Ap, smoother, *mode)
 
         loss, grads = jax.value_and_grad(lossf)(params)
         # optax's Adam bias correction computes float ** int32, which strict promotion rejects
@@ -411,7 +410,7 @@ def train_grans(
             updates, opt_state = opt.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    eval_loss = eqx.filter_jit(lambda net, op, r, p, Ap, mode: _loss(net, op, r, p, Ap, degree, *mode))
+    eval_loss = eqx.filter_jit(lambda net, op, r, p, Ap, mode: _loss(net, op, r, p, Ap, smoother, *mode))
     dkeys = jax.random.split(kdata, len(operators))
     r0 = [_initial_states(k, op, b, states_per_operator) for k, op, b in zip(dkeys, operators, rhs)]
     buffers: list[list[tuple]] = [[] for _ in operators]  # per operator: list of (r, p, Ap) per stage
@@ -425,7 +424,7 @@ def train_grans(
                     z = jnp.zeros_like(r0[i])
                     buffers[i].append((r0[i], z, z))
                 else:
-                    buffers[i].append(_rollout(cur, op, r0[i], jnp.asarray(K, jnp.int32), degree,
+                    buffers[i].append(_rollout(cur, op, r0[i], jnp.asarray(K, jnp.int32), smoother,
                                                modes[i][0]))
             for _ in range(steps_per_stage):
                 i = int(rng.integers(len(operators)))
