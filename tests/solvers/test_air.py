@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from icmlx import RESULTS
 from icmlx.solvers import AMGSolver, FCJacobiRelaxation, air_setup, amg_setup, solve
 from icmlx.solvers._amg._air import air_restriction, cf_splitting, classical_strength, one_point_interpolation
 
@@ -281,3 +282,18 @@ def test_air_solver_update_says_to_set_up_again():
     for call in (lambda: solver.update(A.data), lambda: solver.update(A), lambda: solver.values_of(A)):
         with pytest.raises(ValueError, match=r"built by air_setup.*air_setup\(A_new\)"):
             call()
+
+
+@pytest.mark.x64
+def test_solve_falls_back_to_smoothed_aggregation_when_air_fails():
+    """When AIR + GMRES does not converge (here: a one-step budget), ``solve`` runs smoothed aggregation + GMRES
+    with the same budget, says so in ``method_reason``, and reports the true status of the answer it returns."""
+    A = convection_diffusion(32, 1e-2)  # (above max_coarse: not the dense coarsest solve alone)
+    b = np.ones(A.shape[0])
+    sol = solve(A, b, rtol=RTOL, max_steps=1, throw=False)
+    assert "AIR + GMRES ended with max_steps_reached after 1 steps" in sol.method_reason
+    assert "V-cycle took over" in sol.method_reason and int(sol.num_steps) == 1
+    ok = relres(A, b, sol.value) <= RTOL
+    assert ok == bool(sol.result == RESULTS.successful)
+    with pytest.raises(RuntimeError, match="max_steps_reached"):
+        solve(A, b, rtol=RTOL, max_steps=1)
