@@ -196,8 +196,9 @@ def convection_diffusion(m: int, eps: float):
 def run_convection(m: int, eps: float, repeats: int):
     """icmlx AIR + GMRES(30) and PyAMG AIR + GMRES, set-ups and solves alternating (medians of ``repeats``); icmlx
     AIR + BiCGStab (a step applies the cycle twice); the same AIR cycle inside PyAMG's GMRES (the same
-    preconditioner under the peer's Krylov method); and icmlx smoothed aggregation + GMRES, what
-    ``solve`` takes for a nonsymmetric matrix, for reference (single timings)."""
+    preconditioner under the peer's Krylov method); the default ``solve(A, b)`` (set-up and solve in one call,
+    which takes AIR + GMRES for this class of matrix); and icmlx smoothed aggregation + GMRES, which ``solve`` took
+    for a nonsymmetric matrix before, for reference (single timings)."""
     A = convection_diffusion(m, eps)
     n = A.shape[0]
     b = np.random.default_rng(0).standard_normal(n)
@@ -232,8 +233,14 @@ def run_convection(m: int, eps: float, repeats: int):
     s_b = air_setup(A, method="bicgstab")
     timed(lambda: s_b.solve(b, rtol=RTOL, throw=False))
     sol_b, t_b, _ = timed(lambda: s_b.solve(b, rtol=RTOL, throw=False))
+    timed(lambda: solve(A, b, rtol=RTOL, throw=False))
+    tv_d = []
+    for _ in range(repeats):
+        sol_d, t, _ = timed(lambda: solve(A, b, rtol=RTOL, throw=False))
+        tv_d.append(t)
+    t_d = float(np.median(tv_d))
     sa_s, t_sa_setup, _ = timed(lambda: amg_setup(A))
-    timed(lambda: sa_s.solve(b, rtol=RTOL, throw=False))
+    timed(lambda: sa_s.solve(b, rtol=RTOL, max_steps=3000, throw=False))  # (max_steps is static: the same program)
     sa_sol, t_sa, _ = timed(lambda: sa_s.solve(b, rtol=RTOL, max_steps=3000, throw=False))
     name = f"convdiff_pe{int(round(1 / eps))}"
     rows = [
@@ -247,6 +254,9 @@ def run_convection(m: int, eps: float, repeats: int):
              total=t_setup + t_c, compile=0.0, relres=relres(A, b, x_c), status="-"),
         dict(solver="PyAMG AIR+GMRES", iters=p_iters, setup=p_setup, solve=p_solve, total=p_setup + p_solve,
              compile=0.0, relres=relres(A, b, x_p), status="-"),
+        dict(solver="icmlx solve(A, b) (default)", iters=int(sol_d.num_steps), setup=0.0, solve=t_d, total=t_d,
+             compile=0.0, relres=relres(A, b, sol_d.value), status=icmlx.result_name(sol_d.result),
+             method=sol_d.method, air="AIR" in sol_d.method_reason),
         dict(solver="icmlx amg_setup (SA+GMRES)", iters=int(sa_sol.num_steps), setup=t_sa_setup, solve=t_sa,
              total=t_sa_setup + t_sa, compile=0.0, relres=relres(A, b, sa_sol.value),
              status=icmlx.result_name(sa_sol.result)),

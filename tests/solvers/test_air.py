@@ -10,7 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from icmlx.solvers import AMGSolver, FCJacobiRelaxation, air_setup, amg_setup
+from icmlx import RESULTS
+from icmlx.solvers import AMGSolver, FCJacobiRelaxation, air_setup, amg_setup, solve
 from icmlx.solvers._amg._air import air_restriction, cf_splitting, classical_strength, one_point_interpolation
 
 sp = pytest.importorskip("scipy.sparse")
@@ -144,6 +145,36 @@ def test_air_iterations_within_twice_pyamg_and_solution_is_spsolves(eps, wind):
     assert int(sol_b.num_steps) <= len(ref_res) - 1 and relres(A, b, sol_b.value) <= RTOL
 
 
+@pytest.mark.x64
+@pytest.mark.parametrize("eps,wind", [(1e-2, "recirculating"), (1e-3, "recirculating"), (1e-3, "constant")])
+def test_solve_takes_air_on_convection_within_twice_pyamg_air(eps, wind):
+    """The default ``solve(A, b)`` on convection–diffusion at Péclet ≈ 100 and 1,000 (nonsymmetric, positive
+    diagonal): AIR + GMRES, in at most twice the GMRES iterations of PyAMG's ``air_solver``, to the true float64
+    residual ``rtol``."""
+    pyamg = pytest.importorskip("pyamg")
+    A = convection_diffusion(48, eps, wind)
+    b = np.random.default_rng(1).standard_normal(A.shape[0])
+    ref_res = []
+    pyamg.air_solver(A).solve(b, tol=RTOL, accel="gmres", residuals=ref_res, maxiter=200)
+    sol = solve(A, b, rtol=RTOL)
+    assert sol.method == "gmres" and "AIR" in sol.method_reason and "not symmetric" in sol.method_reason
+    assert int(sol.num_steps) <= 2 * (len(ref_res) - 1), (int(sol.num_steps), len(ref_res) - 1)
+    assert relres(A, b, sol.value) <= RTOL
+
+
+def test_solve_keeps_smoothed_aggregation_when_asked_or_symmetric():
+    """An option only smoothed aggregation takes (``strength``), or an explicit ``method``, keeps `amg_setup`;
+    a symmetric matrix keeps CG."""
+    A = convection_diffusion(20, 1e-2)
+    b = np.ones(A.shape[0])
+    for kw in (dict(strength="symmetric"), dict(method="gmres")):
+        sol = solve(A, b, rtol=RTOL, **kw)
+        assert "AIR" not in sol.method_reason and relres(A, b, sol.value) <= RTOL
+    S = (A + A.T).tocsr() * 0.5
+    sol = solve(S, b, rtol=RTOL)
+    assert sol.method == "cg" and "AIR" not in sol.method_reason
+
+
 def test_air_beats_smoothed_aggregation_on_transport():
     A = convection_diffusion(32, 1e-3)
     b = np.ones(A.shape[0])
@@ -238,3 +269,31 @@ def test_air_setup_errors():
     with pytest.raises(ValueError, match="air_setup"):  # no C/F splitting in a smoothed-aggregation hierarchy
         amg_setup(convection_diffusion(30, 1e-2), relaxation=FCJacobiRelaxation(), max_coarse=50).solve(
             np.ones(900))
+
+
+@pytest.mark.x64
+def test_air_solver_update_says_to_set_up_again():
+    """An `AMGSolver` from ``air_setup`` keeps no sparsity pattern: ``update`` and ``values_of`` name the builder
+    and the call to make instead (``air_setup`` on the new matrix), rather than suggesting ``reuse_pattern``."""
+    A = convection_diffusion(12, 1e-2)
+    solver = air_setup(A, max_coarse=20)
+    assert solver.builder == "air_setup" and "air_setup" in repr(solver)
+    assert amg_setup(A, max_coarse=20).builder == "amg_setup"
+    for call in (lambda: solver.update(A.data), lambda: solver.update(A), lambda: solver.values_of(A)):
+        with pytest.raises(ValueError, match=r"built by air_setup.*air_setup\(A_new\)"):
+            call()
+
+
+@pytest.mark.x64
+def test_solve_falls_back_to_smoothed_aggregation_when_air_fails():
+    """When AIR + GMRES does not converge (here: a one-step budget), ``solve`` runs smoothed aggregation + GMRES
+    with the same budget, says so in ``method_reason``, and reports the true status of the answer it returns."""
+    A = convection_diffusion(32, 1e-2)  # (above max_coarse: not the dense coarsest solve alone)
+    b = np.ones(A.shape[0])
+    sol = solve(A, b, rtol=RTOL, max_steps=1, throw=False)
+    assert "AIR + GMRES ended with max_steps_reached after 1 steps" in sol.method_reason
+    assert "V-cycle took over" in sol.method_reason and int(sol.num_steps) == 1
+    ok = relres(A, b, sol.value) <= RTOL
+    assert ok == bool(sol.result == RESULTS.successful)
+    with pytest.raises(RuntimeError, match="max_steps_reached"):
+        solve(A, b, rtol=RTOL, max_steps=1)

@@ -347,9 +347,10 @@ def air_setup(A: Any, *, theta: float = 0.3, restrict_theta: float = 0.05, dista
       dtype: floating dtype of the solve (default: JAX's default float).
 
     Returns:
-      An `AMGSolver` (``hierarchy_on="A"``, no symbolic pattern): ``solver.solve(b)`` solves for one right-hand
-      side (jit/vmap it for many; differentiable as for `amg_setup`), and ``solver.as_preconditioner()`` gives the
-      cycle as a lineax operator.
+      An `AMGSolver` (``hierarchy_on="A"``, ``builder="air_setup"``, no symbolic pattern): ``solver.solve(b)``
+      solves for one right-hand side (jit/vmap it for many; differentiable in ``b``), and
+      ``solver.as_preconditioner()`` gives the cycle as a lineax operator. ``solver.update(values)`` raises a
+      ``ValueError``: the set-up keeps no pattern, so a new matrix takes a new ``air_setup``.
 
     Raises:
       ValueError: ``A`` not square, empty, with NaN/Inf or a zero diagonal entry; a threshold outside ``[0, 1)``;
@@ -413,4 +414,4 @@ def air_setup(A: Any, *, theta: float = 0.3, restrict_theta: float = 0.05, dista
                          "max_levels.")
     dtype = jnp.result_type(float) if dtype is None else dtype
     H, K = _assemble(levels, coarse, relaxation, "V", n, dtype, False, A, level_data=fpts)
-    return AMGSolver(H, K, method, n, "A")
+    return AMGSolver(H, K, method, n, "A", builder="air_setup")

@@ -68,8 +68,9 @@ class GRANSOperator(lx.AbstractLinearOperator):
 
     @property
     def matrix_class(self) -> str:
-        """``"spd_like"`` (symmetric, positive diagonal, non-negative row sums), ``"symmetric"`` (otherwise
-        symmetric, e.g. indefinite) or ``"nonsymmetric"``: what ``GRANS(outer="auto")`` chooses by."""
+        """``"spd_like"`` (symmetric, positive diagonal, non-negative row sums or, up to 100k unknowns,
+        positive definite by the inertia of a sparse factorisation), ``"symmetric"`` (otherwise symmetric, e.g.
+        indefinite) or ``"nonsymmetric"``: what ``GRANS(outer="auto")`` chooses by."""
         return "spd_like" if self.spd_like else ("symmetric" if self.symmetric else "nonsymmetric")
 
     @property
@@ -176,7 +177,9 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
 
     csr = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
     csr.eliminate_zeros()  # stored zeros (FEM assembly) would widen every ELL row
-    matrix_class = classify(csr, in_eps)  # the one classifier amg_setup uses too
+    # the one classifier amg_setup uses too; a symmetric matrix with a positive diagonal that fails the row-sum
+    # test (P2 stiffness as well as Helmholtz) is settled by its inertia: SPD-like means the energy-norm step
+    matrix_class = classify(csr, in_eps, probe_definite=True)
     symmetric = matrix_class.symmetric
     spd_like = matrix_class.spd_like
     feats = np.zeros((bucket_size(n), 3), np.float32)

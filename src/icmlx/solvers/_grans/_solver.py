@@ -43,7 +43,8 @@ class GRANS(lx.AbstractLinearSolver):
     e_2 = V (W^\top A V)^{-1} W^\top r_1,\ e_3 = S(r_1 - A e_2)
     $$
 
-    with $W = V$ (Galerkin) when ``A`` is symmetric with non-negative scaled row sums (SPD-like)
+    with $W = V$ (Galerkin) when ``A`` is SPD-like (symmetric, positive diagonal, and non-negative scaled row sums
+    or, up to 100k unknowns, positive pivots of a symmetric sparse factorisation: P2 stiffness)
     and $W = AV$ (least squares) otherwise. ``V`` has the aggregates of two levels of the aggregation
     hierarchy as supports, weighted per node by $w = [1, \hat r] + \text{head}_\theta$ (``channels``
     per level); ``S`` is the ``smoother``. The outer step combines $u = e_1+e_2+e_3$ into the update:
@@ -65,7 +66,8 @@ class GRANS(lx.AbstractLinearSolver):
     ``outer="auto"``, chosen per matrix at ``setup`` and recorded by `configuration` and in
     ``stats["energy_norm"]`` / ``stats["outer_memory"]``:
 
-    - SPD-like (symmetric, positive diagonal, non-negative row sums): ``ThreeTermStep(norm="energy")``;
+    - SPD-like (symmetric, positive diagonal, non-negative row sums or proven positive definite by its inertia
+      up to 100k unknowns): ``ThreeTermStep(norm="energy")``;
     - symmetric, not SPD-like (indefinite, e.g. Helmholtz): ``FlexibleGCR(memory=100)``;
     - nonsymmetric (e.g. advection-diffusion): ``FlexibleGCR(memory=40)``
 
