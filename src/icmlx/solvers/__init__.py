@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._amg._strength import AbstractStrength as AbstractStrength
     from ._amg._strength import EvolutionStrength as EvolutionStrength
     from ._amg._strength import SymmetricStrength as SymmetricStrength
+    from ._amg_solver import AMGSolver as AMGSolver
     from ._dtype import working_dtype as working_dtype
     from ._grans._network import GRANSNet as GRANSNet
     from ._grans._operator import GRANSOperator as GRANSOperator
@@ -72,7 +73,6 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._krylov._methods import gmres as gmres
     from ._plot import plot_residuals as plot_residuals
     from ._solution import LinearSolution as LinearSolution
-    from ._solve import AMGSolver as AMGSolver
     from ._solve import amg_setup as amg_setup
     from ._solve import solve as solve
     from ._sparse import SparseMatrix as SparseMatrix
@@ -117,7 +117,7 @@ _LAZY = {
     "ChebyshevSmoother": "_grans._smoothers",
     "MultilevelSmoother": "_grans._smoothers",
     "LinearSolution": "_solution",
-    "AMGSolver": "_solve",
+    "AMGSolver": "_amg_solver",
     "amg_setup": "_solve",
     "solve": "_solve",
     "SparseMatrix": "_sparse",

@@ -14,7 +14,6 @@ from ._checks import (
     Labels,
     as_input_array,
     check_no_nan,
-    check_scalar,
     float_dtype,
     positive,
     prepare_scores,
@@ -22,6 +21,7 @@ from ._checks import (
     warn_if_pvalues,
 )
 from ._empirical_bayes import _sparsity_core
+from ._horseshoe_intervals import _check_tau, _mmle
 from ._records import TestDecisions
 from ._sigma import AbstractSigma, resolve_sigma
 
@@ -65,16 +65,6 @@ def _shrinkage_z2(z2, log_tau):
     den = jnp.logaddexp(jax.nn.logsumexp(log_g + log_w, axis=-1), jnp.logaddexp(tail_lo, tail_hi))
     num = jnp.logaddexp(jax.nn.logsumexp(log_g + log_1mk + log_w, axis=-1), jnp.logaddexp(tail_lo, tail_hi_num))
     return jnp.where(infinite, 1.0, jnp.exp(num - den)).astype(out_dt)
-
-
-#: The range of tau on which the quadrature is accurate to about 1e-8 (it covers every normal float32 tau; the
-#: trapezoid step grows with |log tau|, so a wider range would need more nodes).
-TAU_RANGE = (1e-38, 1e38)
-
-
-def _check_tau(tau, dt):
-    lo, hi = TAU_RANGE
-    return check_scalar("tau", tau, dt, lo=lo, hi=hi, lo_closed=True, hi_closed=True)
 
 
 def _prep_tau(tau, dt):
@@ -305,8 +295,6 @@ def horseshoe_test(
         elif tau == "storey":
             t = _storey_tau(x, s)
         else:
-            from ._horseshoe_intervals import _mmle  # that module imports this one
-
             n = x.shape[-1]
             z = (x / s).reshape(-1, n)
             lo = jnp.full((z.shape[0],), -math.log(n), dt)

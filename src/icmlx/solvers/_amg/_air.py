@@ -376,7 +376,7 @@ def air_setup(A: Any, *, theta: float = 0.3, restrict_theta: float = 0.05, dista
     """
     import jax.numpy as jnp
 
-    from .._solve import AMGSolver  # (the front door's solver type; imported here, so _solve may import this)
+    from .._amg_solver import AMGSolver
     from ._build import _assemble
 
     for name, v in (("theta", theta), ("restrict_theta", restrict_theta)):
