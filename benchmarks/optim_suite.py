@@ -159,6 +159,23 @@ def digits_data(seed):
     return tuple(jnp.asarray(a, jnp.float32) for a in (xtr, xte)) + (jnp.asarray(ytr), jnp.asarray(yte))
 
 
+def _train_full_batch(opt, loss, forward, p, data, steps):
+    """``steps`` full-batch steps of ``opt`` from ``p`` in one scan: the loss history (with the final loss) and the
+    test accuracy."""
+    xtr, ytr, xte, yte = data
+    s = opt.init(p)
+
+    def body(carry, _):
+        p, s = carry
+        val, g = jax.value_and_grad(loss)(p, xtr, ytr)
+        u, s = opt.update(g, s, p)
+        return (optax.apply_updates(p, u), s), val
+
+    (p, _), hist = jax.lax.scan(body, (p, s), None, length=steps)
+    acc = jnp.mean(jnp.argmax(forward(p, xte), -1) == yte)
+    return jnp.append(hist, loss(p, xtr, ytr)), acc
+
+
 def mlp_runner(make, block, steps):
     def forward(p, x):
         return jnp.tanh(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
@@ -172,18 +189,7 @@ def mlp_runner(make, block, steps):
         k1, k2 = jax.random.split(key)
         p = {"w1": jax.random.normal(k1, (64, 64)) / 8.0, "b1": jnp.zeros(64),
              "w2": jax.random.normal(k2, (64, 10)) / 8.0, "b2": jnp.zeros(10)}
-        opt = make(lr, block)
-        s = opt.init(p)
-
-        def body(carry, _):
-            p, s = carry
-            val, g = jax.value_and_grad(loss)(p, xtr, ytr)
-            u, s = opt.update(g, s, p)
-            return (optax.apply_updates(p, u), s), val
-
-        (p, _), hist = jax.lax.scan(body, (p, s), None, length=steps)
-        acc = jnp.mean(jnp.argmax(forward(p, xte), -1) == yte)
-        return jnp.append(hist, loss(p, xtr, ytr)), acc
+        return _train_full_batch(make(lr, block), loss, forward, p, (xtr, ytr, xte, yte), steps)
 
     return run
 
@@ -214,18 +220,7 @@ def cnn_runner(make, block, steps):
         p = {"k1": jax.random.normal(k1, (3, 3, 1, f1)) / 3.0, "c1": jnp.zeros(f1),
              "k2": jax.random.normal(k2, (3, 3, f1, f2)) / jnp.sqrt(9.0 * f1), "c2": jnp.zeros(f2),
              "w": jax.random.normal(k3, (16 * f2, 10)) / jnp.sqrt(16.0 * f2), "b": jnp.zeros(10)}
-        opt = make(lr, block)
-        s = opt.init(p)
-
-        def body(carry, _):
-            p, s = carry
-            val, g = jax.value_and_grad(loss)(p, xtr, ytr)
-            u, s = opt.update(g, s, p)
-            return (optax.apply_updates(p, u), s), val
-
-        (p, _), hist = jax.lax.scan(body, (p, s), None, length=steps)
-        acc = jnp.mean(jnp.argmax(forward(p, xte), -1) == yte)
-        return jnp.append(hist, loss(p, xtr, ytr)), acc
+        return _train_full_batch(make(lr, block), loss, forward, p, (xtr, ytr, xte, yte), steps)
 
     return run
 
