@@ -63,6 +63,8 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._grans._smoothers import ChebyshevSmoother as ChebyshevSmoother
     from ._grans._smoothers import MultilevelSmoother as MultilevelSmoother
     from ._grans._solver import GRANS as GRANS
+    from ._grans._helmholtz import helmholtz_family as helmholtz_family
+    from ._grans._helmholtz import train_grans_helmholtz as train_grans_helmholtz
     from ._grans._train import TrainResult as TrainResult
     from ._grans._train import grans_loss as grans_loss
     from ._grans._train import train_grans as train_grans
@@ -125,6 +127,8 @@ _LAZY = {
     "TrainResult": "_grans._train",
     "grans_loss": "_grans._train",
     "train_grans": "_grans._train",
+    "helmholtz_family": "_grans._helmholtz",
+    "train_grans_helmholtz": "_grans._helmholtz",
     "load_weights": "_grans._weights",
     "save_weights": "_grans._weights",
 }
@@ -173,6 +177,8 @@ __all__ = [
     "working_dtype",
     "TrainResult",
     "train_grans",
+    "train_grans_helmholtz",
+    "helmholtz_family",
     "grans_loss",
     "save_weights",
     "load_weights",
