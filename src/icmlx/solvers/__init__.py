@@ -53,6 +53,8 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._amg._strength import SymmetricStrength as SymmetricStrength
     from ._amg_solver import AMGSolver as AMGSolver
     from ._dtype import working_dtype as working_dtype
+    from ._grans._helmholtz import helmholtz_family as helmholtz_family
+    from ._grans._helmholtz import train_grans_helmholtz as train_grans_helmholtz
     from ._grans._network import GRANSNet as GRANSNet
     from ._grans._operator import GRANSOperator as GRANSOperator
     from ._grans._outer import AbstractOuterStep as AbstractOuterStep
@@ -63,8 +65,6 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._grans._smoothers import ChebyshevSmoother as ChebyshevSmoother
     from ._grans._smoothers import MultilevelSmoother as MultilevelSmoother
     from ._grans._solver import GRANS as GRANS
-    from ._grans._helmholtz import helmholtz_family as helmholtz_family
-    from ._grans._helmholtz import train_grans_helmholtz as train_grans_helmholtz
     from ._grans._train import TrainResult as TrainResult
     from ._grans._train import grans_loss as grans_loss
     from ._grans._train import train_grans as train_grans
