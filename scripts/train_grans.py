@@ -19,7 +19,7 @@ the repository: binary)::
     XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
     JAX_ENABLE_X64=1 nice -n 10 python scripts/train_grans.py --multilevel --seed 1
 
-``--helmholtz`` trains for indefinite Helmholtz (`train_grans_helmholtz`): ``--count`` problems of
+``--helmholtz`` trains for indefinite Helmholtz (`train_grans_helmholtz`): ``--num-problems`` problems of
 `helmholtz_family` (wavenumbers uniform in ``--k-range``, random medium and source, ``unit_square_mesh(--refine)``),
 none within 1 of the held-out wavenumbers of ``benchmarks/solvers_grans_ablation.py --helmholtz``, the V-cycle
 smoother and the residual-norm 3-term step, and writes the shipped ``grans_helmholtz.eqx``
@@ -107,7 +107,7 @@ def main(argv=None):
     ap.add_argument("--helmholtz", action="store_true",
                     help="train for indefinite Helmholtz (train_grans_helmholtz) and write grans_helmholtz.eqx")
     ap.add_argument("--k-range", type=float, nargs=2, default=[5.0, 30.0], help="--helmholtz: wavenumber range")
-    ap.add_argument("--count", type=int, default=6, help="--helmholtz: training problems")
+    ap.add_argument("--num-problems", type=int, default=6, help="--helmholtz: training problems")
     ap.add_argument("--refine", type=int, default=None,
                     help="mesh refinement (default 4; 5 with --multilevel or --helmholtz)")
     ap.add_argument("--per-equation", type=int, default=None, help="training matrices per equation / class")
@@ -199,8 +199,8 @@ def train_helmholtz(args, argv):
 
     refine = args.refine or 5
     key = jax.random.key(args.seed)
-    problems = helmholtz_family(jax.random.fold_in(key, 0), args.count, k_range=tuple(args.k_range), refine=refine,
-                                exclude=HELMHOLTZ_HELD_OUT_K)
+    problems = helmholtz_family(jax.random.fold_in(key, 0), args.num_problems, wavenumber_range=tuple(args.k_range),
+                                refine=refine, exclude=HELMHOLTZ_HELD_OUT_K)
     t0 = time.perf_counter()
     res = train_grans_helmholtz(key, problems, hidden=args.hidden, stages=tuple(args.stages),
                                 steps_per_stage=args.steps_per_stage, batch=args.batch,
@@ -210,7 +210,7 @@ def train_helmholtz(args, argv):
     meta = {"seed": args.seed, "command": "python scripts/train_grans.py " + " ".join(sys.argv[1:] if argv is None
                                                                                        else argv),
             "family": "helmholtz", "refine": refine, "n_train": int(problems[0].A.shape[0]),
-            "wavenumbers": [round(float(p.param), 4) for p in problems], "k_range": list(args.k_range),
+            "wavenumbers": [round(float(p.param), 4) for p in problems], "wavenumber_range": list(args.k_range),
             "held_out_k": list(HELMHOLTZ_HELD_OUT_K), "stages": list(args.stages),
             "steps_per_stage": args.steps_per_stage, "smoother": "multilevel", "outer": "ThreeTermStep(norm='auto')",
             "batch": args.batch, "learning_rate": args.learning_rate, "unroll": args.unroll,

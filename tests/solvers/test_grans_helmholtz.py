@@ -26,7 +26,7 @@ def _true_relres(A, b, x):
 
 
 def test_family_draws_wavenumbers_in_range_away_from_held_out():
-    pbs = helmholtz_family(jax.random.key(3), 6, k_range=(5.0, 15.0), refine=2, exclude=(8.0, 12.0))
+    pbs = helmholtz_family(jax.random.key(3), 6, wavenumber_range=(5.0, 15.0), refine=2, exclude=(8.0, 12.0))
     ks = np.array([pb.param for pb in pbs])
     assert np.all((ks >= 5.0) & (ks <= 15.0))
     assert np.all(np.abs(ks[:, None] - np.array([8.0, 12.0])[None]) > 1.0)
@@ -41,21 +41,21 @@ def test_family_draws_wavenumbers_in_range_away_from_held_out():
 
 
 def test_family_refuses_bad_input():
-    with pytest.raises(TypeError, match="k_range"):
-        helmholtz_family(jax.random.key(0), 2, k_range=5.0)
-    with pytest.raises(ValueError, match="k_range"):
-        helmholtz_family(jax.random.key(0), 2, k_range=(9.0, 5.0))
+    with pytest.raises(TypeError, match="wavenumber_range"):
+        helmholtz_family(jax.random.key(0), 2, wavenumber_range=5.0)
+    with pytest.raises(ValueError, match="wavenumber_range"):
+        helmholtz_family(jax.random.key(0), 2, wavenumber_range=(9.0, 5.0))
     with pytest.raises(ValueError, match="count"):
         helmholtz_family(jax.random.key(0), 0)
     with pytest.raises(ValueError, match="no wavenumber"):
-        helmholtz_family(jax.random.key(0), 1, k_range=(11.5, 12.5), exclude=(12.0,))
+        helmholtz_family(jax.random.key(0), 1, wavenumber_range=(11.5, 12.5), exclude=(12.0,))
 
 
 @pytest.mark.x64
 def test_training_steps_lower_the_true_residual_after_fixed_iterations():
     """A few training steps from the zero head: the solver with the trained network leaves a smaller true residual
     (SciPy) after a fixed number of iterations on its training problem than the zero head does."""
-    pb = helmholtz_family(jax.random.key(11), 1, k_range=(9.0, 9.5), refine=3)[0]  # n = 225, indefinite
+    pb = helmholtz_family(jax.random.key(11), 1, wavenumber_range=(9.0, 9.5), refine=3)[0]  # n = 225, indefinite
     res = train_grans_helmholtz(jax.random.key(0), [pb], hidden=8, layers=1, stages=(0, 1), steps_per_stage=8,
                                 batch=4, states_per_operator=6, learning_rate=2e-2, progress=False)
     assert res.losses.shape == (16,) and bool(jnp.all(jnp.isfinite(res.losses)))

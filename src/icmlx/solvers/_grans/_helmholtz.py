@@ -29,9 +29,10 @@ def _check_range(value: Any, name: str, where: str, minimum: float = 0.0) -> tup
     return float(lo), float(hi)
 
 
-def helmholtz_family(key: PRNGKey, count: int, *, k_range: tuple[float, float] = (5.0, 30.0), refine: int = 5,
-                     exclude: Sequence[float] = (), exclude_width: float = 1.0, min_gap: float = 0.005) -> list:
-    r"""``count`` random indefinite Helmholtz problems $-\Delta u - k^2(1 + 0.02\tanh g)\,u = f$ (P1, unit square).
+def helmholtz_family(key: PRNGKey, num_problems: int, *, wavenumber_range: tuple[float, float] = (5.0, 30.0),
+                     refine: int = 5, exclude: Sequence[float] = (), exclude_width: float = 1.0,
+                     min_gap: float = 0.005) -> list:
+    r"""``num_problems`` random indefinite Helmholtz problems $-\Delta u - k^2(1 + 0.02\tanh g)\,u = f$ (P1 FEM).
 
     Each problem draws its wavenumber $k \sim U(k_{lo}, k_{hi})$ and its medium $g$ and source $f$ (smooth random
     fields) from its own key: ``make_problem(key_i, unit_square_mesh(refine), "helmholtz", param=k)``. A draw
@@ -40,8 +41,8 @@ def helmholtz_family(key: PRNGKey, count: int, *, k_range: tuple[float, float] =
 
     Args:
       key: JAX PRNG key.
-      count: number of problems (a positive int).
-      k_range: ``(low, high)`` wavenumbers, ``0 <= low <= high``.
+      num_problems: number of problems (a positive int).
+      wavenumber_range: ``(low, high)`` wavenumbers, ``0 <= low <= high``.
       refine: ``unit_square_mesh`` refinement (``refine=5``: ``n = 3,969`` unknowns).
       exclude: wavenumbers no draw may come within ``exclude_width`` of.
       exclude_width: half-width of the excluded windows.
@@ -52,44 +53,45 @@ def helmholtz_family(key: PRNGKey, count: int, *, k_range: tuple[float, float] =
       A list of ``FEMProblem`` (``A``, ``b``, ``param`` = the wavenumber).
 
     Raises:
-      TypeError: ``k_range`` is not a pair of numbers.
-      ValueError: ``count`` or ``refine`` not a positive int, a range with ``low > high``, or no admissible
+      TypeError: ``wavenumber_range`` is not a pair of numbers.
+      ValueError: ``num_problems`` or ``refine`` not a positive int, a range with ``low > high``, or no admissible
         wavenumber found in 1,000 draws.
 
     Examples:
       >>> import jax
       >>> from icmlx.solvers import helmholtz_family
-      >>> pbs = helmholtz_family(jax.random.key(0), 2, k_range=(5.0, 10.0), refine=2)
+      >>> pbs = helmholtz_family(jax.random.key(0), 2, wavenumber_range=(5.0, 10.0), refine=2)
       >>> [pb.A.shape for pb in pbs], all(5.0 <= pb.param <= 10.0 for pb in pbs)
       ([(49, 49), (49, 49)], True)
     """
     from ..fem import make_problem, resonance_gap, unit_square_mesh
 
     where = "helmholtz_family"
-    count = check_int(count, "count", where=where, minimum=1)
+    num_problems = check_int(num_problems, "num_problems", where=where, minimum=1)
     refine = check_int(refine, "refine", where=where, minimum=1)
-    lo, hi = _check_range(k_range, "k_range", where)
+    lo, hi = _check_range(wavenumber_range, "wavenumber_range", where)
     width = check_number(exclude_width, "exclude_width", where=where, minimum=0)
     held = [check_number(k, "exclude[]", where=where) for k in exclude]
     mesh = unit_square_mesh(refine)
     kk, kp = jax.random.split(key)
     rng = np.random.default_rng(int(jax.random.randint(kk, (), 0, 2**31 - 1)))
     out = []
-    for key_i in jax.random.split(kp, count):  # host loop: eager set-up of a training set, not traced
+    for key_i in jax.random.split(kp, num_problems):  # host loop: eager set-up of a training set, not traced
         for _ in range(_MAX_DRAWS):
             k = float(rng.uniform(lo, hi))
             if all(abs(k - h) > width for h in held) and resonance_gap(k) >= min_gap:
                 break
         else:
-            raise ValueError(f"{where}: no wavenumber in k_range={k_range!r} away from exclude={list(exclude)!r} "
-                             f"with resonance_gap >= {min_gap} in {_MAX_DRAWS} draws")
+            raise ValueError(f"{where}: no wavenumber in wavenumber_range={wavenumber_range!r} away from "
+                             f"exclude={list(exclude)!r} with resonance_gap >= {min_gap} in {_MAX_DRAWS} draws")
         out.append(make_problem(key_i, mesh, "helmholtz", param=k, min_gap=min_gap))
     return out
 
 
-def train_grans_helmholtz(key: PRNGKey, problems: Sequence[Any] | None = None, *, count: int = 6,
-                          k_range: tuple[float, float] = (5.0, 30.0), refine: int = 5, exclude: Sequence[float] = (),
-                          hidden: int = 16, layers: int = 3, **train_kwargs: Any) -> TrainResult:
+def train_grans_helmholtz(key: PRNGKey, problems: Sequence[Any] | None = None, *, num_problems: int = 6,
+                          wavenumber_range: tuple[float, float] = (5.0, 30.0), refine: int = 5,
+                          exclude: Sequence[float] = (), hidden: int = 16, layers: int = 3,
+                          **train_kwargs: Any) -> TrainResult:
     r"""Train the G-RANS network for indefinite Helmholtz systems (`train_grans` on `helmholtz_family`).
 
     The network is trained for the solver as ``GRANS`` runs it with a network: the V-cycle smoother
@@ -102,10 +104,11 @@ def train_grans_helmholtz(key: PRNGKey, problems: Sequence[Any] | None = None, *
 
     Args:
       key: JAX PRNG key (problems from ``fold_in(key, 0)``, training from ``fold_in(key, 1)``).
-      problems: training problems (``FEMProblem``\ s or ``(A, b)`` pairs); ``None`` (default): ``count`` problems
-        of ``helmholtz_family(fold_in(key, 0), count, k_range=k_range, refine=refine, exclude=exclude)``.
-      count: problems drawn when ``problems`` is None.
-      k_range: wavenumber range when ``problems`` is None.
+      problems: training problems (``FEMProblem``\ s or ``(A, b)`` pairs); ``None`` (default): ``num_problems``
+        problems of ``helmholtz_family(fold_in(key, 0), num_problems, wavenumber_range=wavenumber_range,
+        refine=refine, exclude=exclude)``.
+      num_problems: problems drawn when ``problems`` is None.
+      wavenumber_range: wavenumber range when ``problems`` is None.
       refine: mesh refinement when ``problems`` is None.
       exclude: held-out wavenumbers no training draw comes within 1 of.
       hidden: network architecture (``GRANSNet.init``, zero output head: training starts from the zero head).
@@ -122,7 +125,7 @@ def train_grans_helmholtz(key: PRNGKey, problems: Sequence[Any] | None = None, *
     Examples:
       >>> import jax
       >>> from icmlx.solvers import train_grans_helmholtz
-      >>> res = train_grans_helmholtz(jax.random.key(0), count=1, refine=2, hidden=4, layers=1, stages=(0,),
+      >>> res = train_grans_helmholtz(jax.random.key(0), num_problems=1, refine=2, hidden=4, layers=1, stages=(0,),
       ...                             steps_per_stage=2, batch=2, states_per_operator=2)
       >>> res.losses.shape, res.net.channels
       ((2,), 2)
@@ -131,7 +134,8 @@ def train_grans_helmholtz(key: PRNGKey, problems: Sequence[Any] | None = None, *
 
     kp, kt = jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
     if problems is None:
-        problems = helmholtz_family(kp, count, k_range=k_range, refine=refine, exclude=exclude)
+        problems = helmholtz_family(kp, num_problems, wavenumber_range=wavenumber_range, refine=refine,
+                                    exclude=exclude)
     pairs = [(p.A, p.b) if hasattr(p, "A") else tuple(p) for p in problems]
     smoother = MultilevelSmoother()
     net = GRANSNet.init(kt, hidden=hidden, layers=layers)
