@@ -45,7 +45,7 @@ def test_family_refuses_bad_input():
         helmholtz_family(jax.random.key(0), 2, wavenumber_range=5.0)
     with pytest.raises(ValueError, match="wavenumber_range"):
         helmholtz_family(jax.random.key(0), 2, wavenumber_range=(9.0, 5.0))
-    with pytest.raises(ValueError, match="count"):
+    with pytest.raises(ValueError, match="num_problems"):
         helmholtz_family(jax.random.key(0), 0)
     with pytest.raises(ValueError, match="no wavenumber"):
         helmholtz_family(jax.random.key(0), 1, wavenumber_range=(11.5, 12.5), exclude=(12.0,))
