@@ -19,6 +19,15 @@ the repository: binary)::
     XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
     JAX_ENABLE_X64=1 nice -n 10 python scripts/train_grans.py --multilevel --seed 1
 
+``--helmholtz`` trains for indefinite Helmholtz (`train_grans_helmholtz`): ``--num-problems`` problems of
+`helmholtz_family` (wavenumbers uniform in ``--k-range``, random medium and source, ``unit_square_mesh(--refine)``),
+none within 1 of the held-out wavenumbers of ``benchmarks/solvers_grans_ablation.py --helmholtz``, the V-cycle
+smoother and the residual-norm 3-term step, and writes the shipped ``grans_helmholtz.eqx``
+(``GRANS.pretrained(weights="helmholtz")``)::
+
+    XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
+    JAX_ENABLE_X64=1 python scripts/train_grans.py --helmholtz --seed 0
+
 Training seeds are ``seed * 1000 + 10 j + i`` (< 30,000); the held-out matrices of the ablation benchmark use seeds
 >= 30,000, and the held-out loss printed here uses seeds 40,000 + ..., so neither is ever trained on. The loss
 curve and the held-out loss of the initial net (a zero head: ``head_scale=0``) and the trained one go to
@@ -49,7 +58,9 @@ from icmlx.solvers import (
 from icmlx.solvers.fem import EQUATIONS, make_problem, unit_square_mesh
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "src" / "icmlx" / "solvers" / "grans_pretrained.eqx"
+OUT = ROOT / "src" / "icmlx" / "solvers" / "_grans" / "grans_pretrained.eqx"
+OUT_HELMHOLTZ = ROOT / "src" / "icmlx" / "solvers" / "_grans" / "grans_helmholtz.eqx"
+HELMHOLTZ_HELD_OUT_K = (12.0, 18.5, 25.0)  # the wavenumbers of benchmarks/solvers_grans_ablation.py --helmholtz
 OUT_MULTILEVEL = ROOT / "benchmarks" / "results" / "grans_multilevel.eqx"
 HARD = ("high_contrast", "anisotropic", "helmholtz")
 HELD_OUT_EVAL = 40_000
@@ -93,7 +104,12 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--multilevel", action="store_true",
                     help="train for the V-cycle smoother and the solver's outer step on the hard classes")
-    ap.add_argument("--refine", type=int, default=None, help="mesh refinement (default 4; 5 with --multilevel)")
+    ap.add_argument("--helmholtz", action="store_true",
+                    help="train for indefinite Helmholtz (train_grans_helmholtz) and write grans_helmholtz.eqx")
+    ap.add_argument("--k-range", type=float, nargs=2, default=[5.0, 30.0], help="--helmholtz: wavenumber range")
+    ap.add_argument("--num-problems", type=int, default=6, help="--helmholtz: training problems")
+    ap.add_argument("--refine", type=int, default=None,
+                    help="mesh refinement (default 4; 5 with --multilevel or --helmholtz)")
     ap.add_argument("--per-equation", type=int, default=None, help="training matrices per equation / class")
     ap.add_argument("--equations", nargs="*", default=None,
                     help="make_problem equations (default: all four) or, with --multilevel, classes")
@@ -111,6 +127,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if not jax.config.jax_enable_x64:
         raise SystemExit("run with JAX_ENABLE_X64=1 (float64 x, r and projection)")
+    if args.helmholtz:
+        return train_helmholtz(args, argv)
     ml = args.multilevel
     refine = args.refine or (5 if ml else 4)
     per = args.per_equation or (3 if ml else 2)
@@ -169,6 +187,41 @@ def main(argv=None):
                 print(f"held-out loss, unroll={k} (lower is better; {time.perf_counter() - t1:.0f} s):")
                 for name, per_cls in held.items():
                     print(f"  {name:22s}", "  ".join(f"{c} {v:+.4f}" for c, v in per_cls.items()))
+        args.log.parent.mkdir(parents=True, exist_ok=True)
+        args.log.write_text(json.dumps(log, indent=1) + "\n")
+        print(f"wrote {args.log}")
+
+
+def train_helmholtz(args, argv):
+    """``--helmholtz``: `train_grans_helmholtz` and the shipped ``grans_helmholtz.eqx`` with its command in the
+    header; the loss of the zero head (the initial net) and the trained net on held-out problems go to ``--log``."""
+    from icmlx.solvers import helmholtz_family, train_grans_helmholtz
+
+    refine = args.refine or 5
+    key = jax.random.key(args.seed)
+    problems = helmholtz_family(jax.random.fold_in(key, 0), args.num_problems, wavenumber_range=tuple(args.k_range),
+                                refine=refine, exclude=HELMHOLTZ_HELD_OUT_K)
+    t0 = time.perf_counter()
+    res = train_grans_helmholtz(key, problems, hidden=args.hidden, stages=tuple(args.stages),
+                                steps_per_stage=args.steps_per_stage, batch=args.batch,
+                                learning_rate=args.learning_rate, unroll=args.unroll)
+    dt = time.perf_counter() - t0
+    out = args.out or OUT_HELMHOLTZ
+    meta = {"seed": args.seed, "command": "python scripts/train_grans.py " + " ".join(sys.argv[1:] if argv is None
+                                                                                       else argv),
+            "family": "helmholtz", "refine": refine, "n_train": int(problems[0].A.shape[0]),
+            "wavenumbers": [round(float(p.param), 4) for p in problems], "wavenumber_range": list(args.k_range),
+            "held_out_k": list(HELMHOLTZ_HELD_OUT_K), "stages": list(args.stages),
+            "steps_per_stage": args.steps_per_stage, "smoother": "multilevel", "outer": "ThreeTermStep(norm='auto')",
+            "batch": args.batch, "learning_rate": args.learning_rate, "unroll": args.unroll,
+            "eval_before": res.eval_before, "eval_after": res.eval_after, "train_seconds": round(dt, 1),
+            "jax": jax.__version__}
+    save_weights(out, res.net, meta)
+    print(f"wrote {out} ({out.stat().st_size} bytes); wavenumbers {meta['wavenumbers']}; training-state loss "
+          f"{res.eval_before:+.3f} -> {res.eval_after:+.3f} in {dt:.0f} s", flush=True)
+    if args.log is not None:
+        log = {**meta, "losses": [float(v) for v in np.asarray(res.losses)],
+               "stage_of_step": [int(v) for v in res.stage_of_step]}
         args.log.parent.mkdir(parents=True, exist_ok=True)
         args.log.write_text(json.dumps(log, indent=1) + "\n")
         print(f"wrote {args.log}")

@@ -53,6 +53,8 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._amg._strength import SymmetricStrength as SymmetricStrength
     from ._amg_solver import AMGSolver as AMGSolver
     from ._dtype import working_dtype as working_dtype
+    from ._grans._helmholtz import helmholtz_family as helmholtz_family
+    from ._grans._helmholtz import train_grans_helmholtz as train_grans_helmholtz
     from ._grans._network import GRANSNet as GRANSNet
     from ._grans._operator import GRANSOperator as GRANSOperator
     from ._grans._outer import AbstractOuterStep as AbstractOuterStep
@@ -125,6 +127,8 @@ _LAZY = {
     "TrainResult": "_grans._train",
     "grans_loss": "_grans._train",
     "train_grans": "_grans._train",
+    "helmholtz_family": "_grans._helmholtz",
+    "train_grans_helmholtz": "_grans._helmholtz",
     "load_weights": "_grans._weights",
     "save_weights": "_grans._weights",
 }
@@ -173,6 +177,8 @@ __all__ = [
     "working_dtype",
     "TrainResult",
     "train_grans",
+    "train_grans_helmholtz",
+    "helmholtz_family",
     "grans_loss",
     "save_weights",
     "load_weights",

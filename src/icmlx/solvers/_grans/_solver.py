@@ -31,6 +31,8 @@ __all__ = ["GRANS"]
 _DEFAULT_SMOOTHER = MultilevelSmoother()
 # the ablation's decision (benchmarks/solvers_grans_ablation.py): GRANS.pretrained() runs no network
 _NETWORK_ON_DEFAULT_PATH = False
+# the weight files shipped beside this module, by the name GRANS.pretrained(weights=...) takes
+_WEIGHT_FILES = {"pretrained": "grans_pretrained.eqx", "helmholtz": "grans_helmholtz.eqx"}
 
 
 class GRANS(lx.AbstractLinearSolver):
@@ -82,6 +84,12 @@ class GRANS(lx.AbstractLinearSolver):
     anisotropy and Helmholtz; ``scripts/train_grans.py --multilevel``) save at most 7.7% (anisotropy) and 23%
     (Helmholtz, against a zero head that re-reads every residual and is itself worse than one built once) of the
     matched zero head's iterations, at more time: still short, so no network runs by default.
+    A network trained on indefinite Helmholtz alone (`train_grans_helmholtz`, wavenumbers in [5, 30],
+    ``GRANS.pretrained(weights="helmholtz")``) does not change that: on held-out scikit-fem Helmholtz at
+    n = 16,129 to rtol 1e-8 (``benchmarks/solvers_indefinite.py --quick``) it takes 33 iterations at k = 12, as the
+    zero head does, at 4.5× the default ``solve``'s time (``GRANS()``: 25, 2.9×), and stagnates at k = 18.5
+    (1.6e-8) and k = 25 (5e-4), where ``GRANS()`` converges (49 and 135 iterations) — so neither ``solve`` nor
+    ``GRANS()`` runs it.
     The network and the projection stay available: ``GRANS.pretrained(network=True)`` (shipped weights, with
     the projection), ``GRANS(None, projection=True)`` (the zero head), and the paper's configuration by name,
     ``GRANS.pretrained(smoother="chebyshev")`` (Chebyshev smoother, network every iteration; with it
@@ -256,18 +264,23 @@ class GRANS(lx.AbstractLinearSolver):
 
     # -- construction ------------------------------------------------------------------------------
     @classmethod
-    def pretrained(cls, *, network: bool | None = None, **kwargs: Any) -> "GRANS":
-        """The solver in its default configuration, or with the weights shipped in the package.
+    def pretrained(cls, *, network: bool | None = None, weights: str = "pretrained", **kwargs: Any) -> "GRANS":
+        """The solver in its default configuration, or with weights shipped in the package.
 
-        The shipped weights (``grans_pretrained.eqx``, trained by ``scripts/train_grans.py`` with the Chebyshev
-        smoother) are loaded with ``network=True``, and by default with ``smoother="chebyshev"`` (the paper's
-        configuration: network basis every iteration). Otherwise — the default configuration — no network
-        is run: the ablation (``benchmarks/solvers_grans_ablation.py``) found it saves no iterations there
-        (class docstring), so ``GRANS.pretrained()`` equals ``GRANS()``.
+        Two weight files are shipped: ``weights="pretrained"`` (``grans_pretrained.eqx``, trained by
+        ``scripts/train_grans.py`` with the Chebyshev smoother on the four model equations) and
+        ``weights="helmholtz"`` (``grans_helmholtz.eqx``, trained by ``scripts/train_grans.py --helmholtz`` through
+        `train_grans_helmholtz` with the V-cycle smoother on indefinite Helmholtz problems, wavenumbers in
+        [5, 30]). The network is loaded with ``network=True``; by default with ``smoother="chebyshev"`` (the
+        paper's configuration: network basis every iteration) or with ``weights="helmholtz"``. Otherwise — the
+        default configuration — no network is run: the ablations (``benchmarks/solvers_grans_ablation.py``, and
+        its ``--helmholtz`` part for the Helmholtz weights) found it saves no time there (class docstring), so
+        ``GRANS.pretrained()`` equals ``GRANS()``.
 
         Args:
           network: ``True``: the shipped network (with the projection); ``False``: none; ``None`` (default):
-            the shipped network with a ``ChebyshevSmoother``, none otherwise.
+            the network with a ``ChebyshevSmoother`` or ``weights="helmholtz"``, none otherwise.
+          weights: ``"pretrained"`` (default) or ``"helmholtz"``: which shipped weight file.
           **kwargs: overrides for ``rtol``, ``atol``, ``max_steps``, ``smoother``, ``outer``, ``projection``,
             ``dtype``, ...
 
@@ -275,7 +288,7 @@ class GRANS(lx.AbstractLinearSolver):
           A ``GRANS``.
 
         Raises:
-          ValueError: ``network`` is not ``True``, ``False`` or ``None``.
+          ValueError: ``network`` is not ``True``, ``False`` or ``None``, or ``weights`` is not a shipped name.
 
         Examples:
           >>> from icmlx.solvers import GRANS
@@ -283,15 +296,20 @@ class GRANS(lx.AbstractLinearSolver):
           True
           >>> GRANS.pretrained(smoother="chebyshev", dtype="float32").net.w_out.shape[1]  # the paper's
           4
+          >>> GRANS.pretrained(weights="helmholtz", dtype="float32").net is not None
+          True
         """
         from ._weights import load_weights
 
+        if weights not in _WEIGHT_FILES:
+            raise ValueError(f"GRANS.pretrained: weights must be one of {tuple(_WEIGHT_FILES)}, got "
+                             f"weights={weights!r}")
         if network is None:
             smoother = _as_smoother(kwargs.get("smoother", _DEFAULT_SMOOTHER))
-            network = smoother.pretrained_network or _NETWORK_ON_DEFAULT_PATH
+            network = weights == "helmholtz" or smoother.pretrained_network or _NETWORK_ON_DEFAULT_PATH
         if not isinstance(network, bool):
             raise ValueError(f"GRANS.pretrained: network must be True, False or None, got network={network!r}")
-        net = load_weights(Path(__file__).parent / "grans_pretrained.eqx")[0] if network else None
+        net = load_weights(Path(__file__).parent / _WEIGHT_FILES[weights])[0] if network else None
         return cls(net=net, **kwargs)
 
     def setup(self, A: Any) -> GRANSOperator:
