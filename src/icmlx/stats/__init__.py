@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time each module loads o
     from ._fdr import two_sided_pvalues as two_sided_pvalues
     from ._gamma2 import PRESETS as PRESETS
     from ._gamma2 import AbstractGamma2 as AbstractGamma2
+    from ._gamma2 import EBLocalFDRGamma2 as EBLocalFDRGamma2
     from ._gamma2 import EBMMLEGamma2 as EBMMLEGamma2
     from ._gamma2 import EBSparsityGamma2 as EBSparsityGamma2
     from ._gamma2 import EBStoreyGamma2 as EBStoreyGamma2
@@ -102,6 +103,7 @@ _LAZY = {
     "EBMMLEGamma2": "_gamma2",
     "EBSparsityGamma2": "_gamma2",
     "EBStoreyGamma2": "_gamma2",
+    "EBLocalFDRGamma2": "_gamma2",
     "OracleGamma2": "_gamma2",
     "SparsityGamma2": "_gamma2",
     "relative_belief_gamma2": "_gamma2",
@@ -150,6 +152,7 @@ __all__ = [
     "EBMMLEGamma2",
     "EBSparsityGamma2",
     "EBStoreyGamma2",
+    "EBLocalFDRGamma2",
     "EmpiricalNullSigma",
     "HorseshoeIntervals",
     "HorseshoeMCMCResult",

@@ -206,6 +206,31 @@ def _storey_tau(x, s):
     return jnp.clip(1.0 - pi0, 1.0 / x.shape[-1], 1.0)
 
 
+def _lfdr_tau(x, s):
+    """tau whose Datta-Ghosh cutoff is the local-fdr risk-minimising cutoff (`_risk_threshold`), per row."""
+    if x.shape[-1] < 10:  # too few tests for a density fit
+        return _storey_tau(x, s)
+    from ._risk_threshold import risk_cutoff
+
+    return _tau_for_cutoff(risk_cutoff(x / s))
+
+
+@jax.jit
+def _tau_for_cutoff(c):
+    """The tau with E[1 - kappa | z = c; tau] = 1/2 (that expectation rises with tau), by bisection on log tau in
+    [-80, 0]: tau = 1 gives the cutoff 0, tau = e^-80 a cutoff near 27, past any |z| a float32 holds as a p-value."""
+    z2 = c * c
+
+    def body(_, lohi):
+        lo, hi = lohi
+        mid = 0.5 * (lo + hi)
+        above = _shrinkage_z2(z2, mid) > 0.5
+        return jnp.where(above, lo, mid), jnp.where(above, mid, hi)
+
+    lo, hi = jax.lax.fori_loop(0, 60, body, (jnp.full_like(c, -80.0), jnp.zeros_like(c)))
+    return jnp.exp(0.5 * (lo + hi))
+
+
 class HorseshoeResult(TestDecisions):
     """Result of `horseshoe_test`.
 
@@ -234,7 +259,7 @@ class HorseshoeResult(TestDecisions):
 
 def horseshoe_test(
     x: Any,
-    tau: ScalarOrBatch | str = "storey",
+    tau: ScalarOrBatch | str = "lfdr",
     sigma: RealScalarLike | AbstractSigma | str = 1.0,
 ) -> HorseshoeResult:
     r"""Horseshoe multiple test of Datta & Ghosh (2013): reject iff $E[1-\kappa_i\mid x_i] > 1/2$.
@@ -279,9 +304,9 @@ def horseshoe_test(
       >>> print(horseshoe_test(jnp.array([1.0, 3.9, 4.1]), tau=0.01).reject)
       [False False  True]
     """
-    if isinstance(tau, str) and tau not in ("storey", "mmle", "eb"):
+    if isinstance(tau, str) and tau not in ("lfdr", "storey", "mmle", "eb"):
         raise ValueError(
-            f"horseshoe_test: tau must be a positive number, an array, 'storey', 'mmle' or 'eb', got {tau=!r}")
+            f"horseshoe_test: tau must be a positive number, an array, 'lfdr', 'storey', 'mmle' or 'eb', got {tau=!r}")
     x, labels = prepare_scores(x, "horseshoe_test")
     dt = x.dtype
     x, s, estimated = resolve_sigma(sigma, x, "horseshoe_test")
@@ -294,6 +319,8 @@ def horseshoe_test(
             t = _sparsity_core(x, s, 2.0, 1.0)
         elif tau == "storey":
             t = _storey_tau(x, s)
+        elif tau == "lfdr":
+            t = _lfdr_tau(x, s)
         else:
             n = x.shape[-1]
             z = (x / s).reshape(-1, n)
