@@ -1,10 +1,10 @@
 """The default γ² rule of ``relative_belief_test``: FDR, power and Bayes risk against BH and the Bayes oracle.
 
-Backs the choice of ``EBSparsityGamma2()`` as the rule used when ``gamma2`` is omitted. Both candidate rules that
-need nothing but the data (``EBSparsityGamma2``, ``EBMMLEGamma2``) run on two-groups data from
-``simulate_two_groups`` over a grid of sparsities p and slab variances τ². That includes the ABOS calibration
-τ²(p) with C = 1. The references on the same draws are statsmodels' BH (``multipletests(fdr_bh)`` at α = 0.05
-and 0.1) and the Bayes oracle, which knows p and τ².
+Backs the choice of ``EBLocalFDRGamma2()`` as the rule used when ``gamma2`` is omitted. The rules that need
+nothing but the data (``EBLocalFDRGamma2``, ``EBStoreyGamma2``, ``EBSparsityGamma2``, ``EBMMLEGamma2``) run on
+two-groups data from ``simulate_two_groups`` over a grid of sparsities p and slab variances τ². That includes the
+ABOS calibration τ²(p) with C = 1. The references on the same draws are statsmodels' BH
+(``multipletests(fdr_bh)`` at α = 0.05 and 0.1) and the Bayes oracle, which knows p and τ².
 
 A second part ("t designs") runs expression-study designs: n two-sample t-tests with 10 observations per group
 (18 degrees of freedom), converted to z-scores through the t distribution, with 1%, 5% or 10% signals whose
@@ -112,8 +112,8 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     n = args.n or (1_000 if args.quick else 10_000)
     reps = args.replicates or (50 if args.quick else 100)
-    rules = {"EBStoreyGamma2": stats.EBStoreyGamma2(), "EBSparsityGamma2": stats.EBSparsityGamma2(),
-             "EBMMLEGamma2": stats.EBMMLEGamma2()}
+    rules = {"EBLocalFDRGamma2": stats.EBLocalFDRGamma2(), "EBStoreyGamma2": stats.EBStoreyGamma2(),
+             "EBSparsityGamma2": stats.EBSparsityGamma2(), "EBMMLEGamma2": stats.EBMMLEGamma2()}
     rows = []
     if not args.only_t:
         for p in (0.001, 0.005, 0.01, 0.05, 0.1, 0.2):

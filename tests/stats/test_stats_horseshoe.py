@@ -81,8 +81,8 @@ def test_mmle_tau_is_horseshoe_mmle_tau_per_row():
 
 
 @pytest.mark.x64
-def test_default_tau_is_one_minus_storey_pi0():
-    # tau="storey" (the default): 1 - pi0 with pi0 from an independent NumPy Storey bootstrap on the
+def test_storey_tau_is_one_minus_storey_pi0():
+    # tau="storey": 1 - pi0 with pi0 from an independent NumPy Storey bootstrap on the
     # two-sided p-values: the lambda grid 0.05..0.95, the lambda of least estimated MSE (Storey et al. 2004)
     from scipy import stats as sps
 
@@ -90,7 +90,7 @@ def test_default_tau_is_one_minus_storey_pi0():
     x = rng.standard_normal((2, 2000))
     x[0, :200] += rng.choice([-4.0, 4.0], 200)
     x = jnp.asarray(x, jnp.result_type(float))
-    res = horseshoe_test(x)
+    res = horseshoe_test(x, "storey")
     p = 2.0 * sps.norm.sf(np.abs(np.asarray(x, np.float64)))
     lam = np.round(np.arange(0.05, 0.951, 0.05), 2)
     want = []

@@ -16,9 +16,9 @@ from statsmodels.stats.multitest import multipletests
 
 from icmlx import stats
 from icmlx.stats import (
+    EBLocalFDRGamma2,
     EBMMLEGamma2,
     EBSparsityGamma2,
-    EBStoreyGamma2,
     MADSigma,
     benjamini_hochberg,
     bh_adjusted_pvalues,
@@ -53,10 +53,10 @@ def _eb_sparsity_reference(z):
 # --- the default gamma2 --------------------------------------------------------------------------------------
 
 
-def test_relative_belief_test_runs_with_its_defaults_and_is_eb_storey():
+def test_relative_belief_test_runs_with_its_defaults_and_is_eb_lfdr():
     z = _z().x[0]
     res = relative_belief_test(z)  # raised "needs gamma2" before
-    default = relative_belief_test(z, gamma2=EBStoreyGamma2())
+    default = relative_belief_test(z, gamma2=EBLocalFDRGamma2())
     assert np.array_equal(np.asarray(res.reject), np.asarray(default.reject))
     res = relative_belief_test(z, gamma2=EBSparsityGamma2())
     reject, g, c2 = _eb_sparsity_reference(z)

@@ -370,8 +370,6 @@ def _gamma2_from_c2(c2, s, dtype):
 def _eb_lfdr(x, sigma):
     x = _need_x(x, "EBLocalFDRGamma2")
     s = positive("sigma", sigma, x.dtype)
-    if x.shape[-1] < _MIN_LFDR_TESTS:  # too few tests for a density fit: the plug-in oracle at Storey's p
-        return _eb_storey_core(x, s)
     from ._risk_threshold import risk_cutoff
 
     c = risk_cutoff(x / s)
@@ -381,11 +379,6 @@ def _eb_lfdr(x, sigma):
 @jax.jit
 def _gamma2_from_c2_jit(c2, s):
     return _gamma2_from_c2(c2, s, c2.dtype)
-
-
-#: Below this many tests per row `EBLocalFDRGamma2` falls back to `EBStoreyGamma2` (the local fdr's histogram
-#: needs at least 10 values; `local_fdr` refuses fewer).
-_MIN_LFDR_TESTS = 10
 
 
 def resolve_rule(gamma2: Any, where: str) -> AbstractGamma2 | None:

@@ -208,8 +208,6 @@ def _storey_tau(x, s):
 
 def _lfdr_tau(x, s):
     """tau whose Datta-Ghosh cutoff is the local-fdr risk-minimising cutoff (`_risk_threshold`), per row."""
-    if x.shape[-1] < 10:  # too few tests for a density fit
-        return _storey_tau(x, s)
     from ._risk_threshold import risk_cutoff
 
     return _tau_for_cutoff(risk_cutoff(x / s))
