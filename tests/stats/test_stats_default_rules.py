@@ -71,7 +71,7 @@ def _npmle_lfdr(z, grid_size=51, steps=200):
     return np.minimum(pi0 * lik0 / (pi0 * lik0 + (1.0 - pi0) * lik @ w), 1.0)
 
 
-def _data(n=4000, reps=3, seed=5):
+def _data(n=2000, reps=3, seed=5):
     dt = jnp.result_type(float)
     return simulate_two_groups(jax.random.key(seed), n, 0.05, 9.0, reps, dtype=dt).x
 
