@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 #: The strings accepted for ``gamma2``: shorthands of the rules without settings, `EBSparsityGamma2`,
-#: `EBMMLEGamma2` and `EBStoreyGamma2` (the rules with settings are passed as objects).
+#: `EBMMLEGamma2`, `EBStoreyGamma2` and `EBLocalFDRGamma2` (the rules with settings are passed as objects).
 PRESETS = ("eb_sparsity", "eb_mmle", "eb_storey", "eb_lfdr")
 
 ScalarOrBatch = RealScalarLike | Float[Array, "..."]
@@ -227,7 +227,8 @@ class EBLocalFDRGamma2(AbstractGamma2):
     $\hat\pi_0$ held fixed), so $\mathrm{fdr}(z)=\hat\pi_0\varphi(z)/\hat f(z)$. For unit losses the Bayes rule
     rejects iff $\mathrm{fdr}<1/2$; among the threshold rules $|z|>c$ the cutoff $\hat c$ minimises the estimated
     risk $\sum_{|z_i|>c}\mathrm{fdr}(z_i)+\sum_{|z_i|\le c}(1-\mathrm{fdr}(z_i))$; then $g$ solves
-    $(1+1/g)\log(1+g)=\hat c^2$, so the RB test at $k=1$ rejects exactly the tests past $\hat c$. Unlike
+    $(1+1/g)\log(1+g)=\hat c^2$, so the RB test at $k=1$ rejects exactly the tests past $\hat c$ (a
+    $\hat c<1$, below the smallest cutoff of the RB test at $k=1$, becomes 1). Unlike
     `EBStoreyGamma2` it assumes no shape for the alternative: a normal slab fitted by moments to fixed effects
     (±1.5 standard deviations on $t_{18}$ statistics, 5% signals) put the plug-in oracle's cutoff near 3.0 where the
     exact Bayes rule's was 2.65. The NPMLE keeps $f_1$'s tails as light as the normal's, so pure noise gives
