@@ -163,7 +163,7 @@ class SparsityGamma2(AbstractGamma2):
 class EBSparsityGamma2(AbstractGamma2):
     r"""Rule H3, "eb_sparsity": $\gamma^2=\sigma^2\hat f^2$ with $\hat p$ from `estimate_sparsity`.
 
-    The default of `relative_belief_test` until `EBStoreyGamma2` replaced it (see that docstring).
+    The default of `relative_belief_test` before `EBStoreyGamma2` and `EBLocalFDRGamma2` (see their docstrings).
     Data-driven, per row of ``x``. The estimate $\hat p=\max(1/n,\#\{|x_i|>\sigma\sqrt{2\log n}\}/n)$ is about
     $pP$ with $P=2\bar\Phi(\sqrt{2\log n/(1+u)})$, so $g\approx f^2/P^2$, and $1/P^2$ is close
     to $u$ for $n\le10^8$: in practice the rule behaves like H1 (Monte Carlo risk ratio 1.013 at
