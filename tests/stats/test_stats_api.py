@@ -172,7 +172,7 @@ def test_removed_gamma2_flags_are_errors():
         relative_belief_gamma2("oracle", p=0.01, tau2=9.0)
     with pytest.raises(TypeError):  # the old keyword name of rule
         relative_belief_gamma2(preset="eb_sparsity", x=x)
-    assert stats.PRESETS == ("eb_sparsity", "eb_mmle", "eb_storey")
+    assert stats.PRESETS == ("eb_sparsity", "eb_mmle", "eb_storey", "eb_lfdr")
 
 
 def test_shorthand_strings_do_not_warn():
