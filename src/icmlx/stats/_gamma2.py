@@ -233,7 +233,7 @@ class EBLocalFDRGamma2(AbstractGamma2):
     (±1.5 standard deviations on $t_{18}$ statistics, 5% signals) put the plug-in oracle's cutoff near 3.0 where the
     exact Bayes rule's was 2.65. The NPMLE keeps $f_1$'s tails as light as the normal's, so pure noise gives
     almost no rejections (a spline density estimate, as in `local_fdr`, has log-linear tails and rejects the largest
-    few $|z|$ of pure noise). It has no settings; the cost is $O(nK)$ per EM step.
+    few $|z|$ of pure noise). It has no settings; time per EM step and memory are $O(nK)$ per row ($K=51$).
 
     Measured by ``benchmarks/stats_default_gamma2.py`` on its t designs (10,000 two-sample t-tests with 10 per
     group, as z-scores; 1, 5 and 10% signals with random N(0, 1) or fixed ±1.5 standardised effects; 50
