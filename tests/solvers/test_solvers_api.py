@@ -31,6 +31,7 @@ from icmlx.solvers import (
     gmres,
     grans_loss,
     smoothed_aggregation,
+    solve,
 )
 from icmlx.solvers.fem import make_problem, random_field, unit_square_mesh
 
@@ -99,6 +100,28 @@ def test_throw_true_raises_exactly_when_not_successful(small, net):
     with pytest.raises(RuntimeError):
         jax.block_until_ready(cg(small.A, small.b, rtol=1e-12, max_steps=2).value)
     # (a converged solve returns without raising: test_every_solver_returns_a_linear_solution_...)
+
+
+def test_failure_text_under_jit_is_the_eager_text():
+    """A failed ``solve(throw=True)`` names the status and the fix on its first line eagerly; under the user's
+    ``jax.jit`` XLA's runtime makes the exception (its first line is JAX's callback notice, which no code inside
+    the compiled program can change), and the exception line it carries is the eager text, status name first."""
+    import scipy.sparse as sp
+
+    one = sp.diags([-np.ones(11), 2.0 * np.ones(12), -np.ones(11)], [-1, 0, 1])
+    A = sp.kronsum(one, one).tocsr()
+    b = jnp.ones(A.shape[0], DT)
+    with pytest.raises(RuntimeError) as eager:
+        solve(A, b, rtol=1e-12, max_steps=1)
+    first = str(eager.value).splitlines()[0]
+    assert first.startswith("max_steps_reached: ") and "max_steps" in first.split(": ", 1)[1]
+    assert "Pass throw=False" in str(eager.value)
+    with pytest.raises(RuntimeError) as traced:
+        jax.block_until_ready(jax.jit(lambda b: solve(A, b, rtol=1e-12, max_steps=1).value)(b))
+    lines = str(traced.value).splitlines()
+    carried = [line.split("Error: ", 1)[1] for line in lines if "Error: max_steps_reached: " in line]
+    assert carried == [first], lines
+    assert "Pass throw=False" in str(traced.value)
 
 
 # -- strategy objects -------------------------------------------------------------------------------------
