@@ -253,3 +253,26 @@ def test_grans_loss_strategies(small, net):
         grans_loss(net, op, r, z, z, outer=FlexibleGCR(memory=8))
     # the energy-norm 3-term step is trained through on an SPD-like matrix (refused off it: test_solvers_train.py)
     assert np.isfinite(float(loss(net, op, r, z, z, outer=ThreeTermStep(norm="energy"))))
+
+
+def test_vmap_over_right_hand_sides_solves_each_as_alone():
+    """``vmap`` of ``AMGSolver.solve`` and of ``cg`` over right-hand sides (run one member at a time inside the
+    program): each column equals SciPy's ``spsolve`` to the tolerance and takes the steps its own call takes."""
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
+
+    from icmlx.solvers import amg_setup
+
+    one = sp.diags([-np.ones(19), 2.0 * np.ones(20), -np.ones(19)], [-1, 0, 1])
+    A = sp.kronsum(one, one).tocsr()
+    rng = np.random.default_rng(3)
+    B = rng.standard_normal((3, A.shape[0]))
+    B[1] *= 1e-3  # a different scale: a different step count
+    S = amg_setup(A, max_coarse=20)
+    Bj = jnp.asarray(B, DT)
+    for run in (lambda b: S.solve(b, rtol=1e-5), lambda b: cg(SparseMatrix.from_scipy(A.astype(DT)), b, rtol=1e-5)):
+        batch = jax.vmap(run)(Bj)
+        for i in range(3):
+            ref = spla.spsolve(A.tocsc(), B[i])
+            assert np.linalg.norm(np.asarray(batch.value[i], np.float64) - ref) <= 1e-3 * np.linalg.norm(ref)
+            assert int(batch.num_steps[i]) == int(run(Bj[i]).num_steps)
