@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import lineax as lx
 import numpy as np
-from equinox.internal import unvmap_any
 from jaxtyping import Array
 
 from ..._checks import check_values, is_traced
@@ -26,6 +25,7 @@ from .._convert import (
 )
 from .._solution import LinearSolution
 from .._sparse import SparseMatrix, bucket_size
+from ._batching import one_at_a_time
 
 __all__ = ["cg", "gmres", "bicgstab"]
 
@@ -228,35 +228,13 @@ def _power_scaled(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_ste
         ka = power_of_two_exponent(jax.lax.stop_gradient(entries))
         mv = jax.tree_util.Partial(_ldexp_after, mv, -ka)
         M = M if M is _identity else jax.tree_util.Partial(_ldexp_after, M, ka)
-    else:
-        ka = jnp.zeros((), jnp.int32)
+    ka = ka if entries is not None else jnp.zeros((), jnp.int32)
     s = jnp.ldexp(jnp.ones((), _real_dtype(b.dtype)), kb)
     sb = s.astype(b.dtype) if jnp.iscomplexobj(b) else s
-    x, result, stats = _one_at_a_time(loop, mv, M, b / sb, x / sb, rtol, atol / s, static, max_steps, show)
-    x = _ldexp(x, kb - ka)
+    x, result, stats = one_at_a_time(loop, mv, M, b / sb, x / sb, rtol, atol / s, static, max_steps, show)
+    x = _ldexp(x, kb - ka)  # (under vmap the loop runs per member: `._batching.one_at_a_time`)
     result = RESULTS.where(jnp.all(jnp.isfinite(x)), result, RESULTS.nonfinite)
     return x, (result, {**stats, "residual_norm": stats["residual_norm"] * s})
-
-
-def _one_at_a_time(loop, mv, M, b, x, rtol, atol, static: tuple, max_steps: int, show: bool):
-    """``loop(mv, M, b, x, ...)``, which under ``vmap`` runs once per batch member inside the compiled program
-    (`jax.custom_batching.sequential_vmap`) instead of as one batched loop: a batched ``while_loop`` runs every
-    member to the slowest one's count and selects between the old and new carry on every step, and its
-    preconditioner and products on stacked vectors were measured slower than solving the members in turn (a
-    Python loop over the right-hand sides, less its dispatch and host syncs, is the result)."""
-    def solve_one(b, x, rtol, atol):
-        return loop(mv, M, b, x, rtol, atol, *static, max_steps, show)
-
-    # the operator and preconditioner may be closures over traced arrays (custom_linear_solve's products): traced
-    # once to a jaxpr, their arrays become arguments of the sequential map rather than captured values
-    closed, shape = jax.make_jaxpr(solve_one, return_shape=True)(b, x, rtol, atol)
-    out_tree = jax.tree_util.tree_structure(shape)
-
-    def run(consts, b, x, rtol, atol):
-        out = jax.core.eval_jaxpr(closed.jaxpr, consts, *jax.tree_util.tree_leaves((b, x, rtol, atol)))
-        return jax.tree_util.tree_unflatten(out_tree, out)
-
-    return jax.custom_batching.sequential_vmap(run)(list(closed.consts), b, x, rtol, atol)
 
 
 def transposed_preconditioner(M, like):
@@ -305,9 +283,7 @@ def _replace_residual(mv, b, x, r, tol2, last):
     instead of cycling to ``max_steps``. Returns ``(r, replaced, stalled, last)``, ``replaced`` true when the
     true residual still misses the tolerance and ``last`` the squared true norm at the latest replacement."""
     converged = _norm2(r) <= tol2
-    # (the predicate of the cond is whether any member of a vmapped batch converged, so a batch of right-hand
-    # sides pays the extra product only on those steps, not on every step as a batched cond's select would)
-    r = jax.lax.cond(unvmap_any(converged), lambda: jnp.where(converged, b - mv(x), r), lambda: r)
+    r = jax.lax.cond(converged, lambda: b - mv(x), lambda: r)
     rr = _norm2(r)
     replaced = converged & (rr > tol2)
     stalled = replaced & (rr > 0.25 * last)
