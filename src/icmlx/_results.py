@@ -80,28 +80,40 @@ def result_name(result: Any) -> str | np.ndarray:
     return np.vectorize(lambda v: by_index[int(v)])(value)
 
 
+def _failure_text(name: str, where: str = "") -> str:
+    """The text of a failed status: its name and what happened on the first line, then the fix."""
+    item = RESULTS._name_to_item[name]
+    return (f"{name}{where}: {item._enumeration[item]}\n"
+            "Pass throw=False to get the result record instead of this error.")
+
+
 def raise_if_failed(token: Any, result: RESULTS, throw: bool) -> Any:
     """Raise when ``throw`` and ``result`` (scalar or batched) is not successful; return ``token``.
 
     A concrete ``result`` (an eager call) is checked on the host and raises a ``RuntimeError`` whose text is the
-    item's message: what happened and what to do, without the traceback of a compiled program. A traced
-    ``result`` (inside the user's ``jit``) threads `equinox.error_if` onto ``token`` instead, which raises
-    with the same message when the program runs.
+    item's name and message (what happened, then what to do), without the traceback of a compiled program. A
+    traced ``result`` (inside the user's ``jit``) threads `equinox.branched_error_if` onto ``token`` instead,
+    which raises the same text when the program runs. There the exception is made by XLA's runtime, not by
+    Python code of icmlx: under ``jax.jit`` its first line is JAX's ``INTERNAL: CpuCallback error calling
+    callback:`` followed by the Python frames, and the icmlx text is the exception line below them
+    (``_EquinoxRuntimeError: max_steps_reached: ...``); under ``equinox.filter_jit`` it is the
+    ``equinox.EquinoxRuntimeError:`` line. Nothing a library runs inside the compiled program can change the
+    first line; ``throw=False`` and ``sol.result`` avoid the exception.
     """
     if not throw:
         return token
     value = result._value
     if isinstance(value, jax.core.Tracer):
-        return result.error_if(token, result != RESULTS.successful)
+        names = status_names(RESULTS)
+        msgs = [_failure_text(names[i]) for i in range(len(names))]
+        return eqx.branched_error_if(token, result != RESULTS.successful, value, msgs)
     codes = np.ravel(np.asarray(value))
     ok = int(RESULTS.successful._value)
     bad = codes[codes != ok]
     if bad.size:
         name = status_names(RESULTS)[int(bad[0])]
         where = f" ({bad.size} of {codes.size} in the batch)" if codes.size > 1 else ""
-        item = RESULTS._name_to_item[name]
-        raise RuntimeError(f"{name}{where}: {item._enumeration[item]}\n"
-                           "Pass throw=False to get the result record instead of this error.")
+        raise RuntimeError(_failure_text(name, where))
     return token
 
 

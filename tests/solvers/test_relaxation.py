@@ -65,8 +65,8 @@ def test_chebyshev_error_is_the_closed_form_polynomial(degree):
 
 @pytest.mark.x64
 def test_chebyshev_default_bound_and_jit():
-    """``lambda_max=None`` is 1.1 times the power-iteration estimate, which bounds the true λ_max(D⁻¹A) from
-    below; the checked call compiles."""
+    """``lambda_max=None`` is 1.1 times the power-iteration estimate (which bounds the true λ_max(D⁻¹A) from
+    below) capped by the Gershgorin bound max_i Σ_j |a_ij| / a_ii; the checked call compiles."""
     A = _laplacian(12)
     As = SparseMatrix.from_dense(jnp.asarray(A, DT))
     r = jnp.asarray(np.sin(np.arange(12.0)), DT)
@@ -75,7 +75,10 @@ def test_chebyshev_default_bound_and_jit():
     assert 0.9 * lam <= est <= lam * (1 + 1e-5)
     relaxation = ChebyshevRelaxation(degree=3)
     got = relaxation.apply(As, r)
-    _close(got, np.asarray(relaxation.apply(As, r, lambda_max=1.1 * estimate_lambda_max(As)), np.float64))
+    gershgorin = (np.abs(A).sum(axis=1) / np.diag(A)).max()
+    bound = min(1.1 * float(estimate_lambda_max(As)), gershgorin)
+    assert lam <= bound <= gershgorin
+    _close(got, np.asarray(relaxation.apply(As, r, lambda_max=bound), np.float64))
     _close(jax.jit(lambda r: relaxation.apply(As, r, lambda_max=1.6))(r),
            (np.eye(12) - _chebyshev_error(A, 3, 1.6, 30.0)) @ np.linalg.solve(A, np.asarray(r, np.float64)))
 
@@ -142,3 +145,33 @@ def test_apply_refuses_bad_input(call, error, words):
     A = SparseMatrix.from_dense(jnp.array([[2.0, -1.0], [-1.0, 2.0]]))
     with pytest.raises(error, match=words):
         call(A, jnp.array([1.0, 1.0]))
+
+
+@pytest.mark.x64
+def test_one_power_bound_for_relaxation_and_both_setups():
+    """The relaxations, the host set-up and the numeric set-up of the hierarchy take one bound of ρ(D⁻¹A): on a
+    2-D variable-coefficient diffusion matrix every one lies between the true λ_max(D⁻¹A) (dense ``eigvalsh``)
+    and the Gershgorin cap; a negative diagonal (−A) leaves D⁻¹A, so the estimate, unchanged."""
+    import scipy.sparse as sp
+
+    from icmlx.solvers import amg_setup
+
+    m = 24
+    k = 1.0 + 0.9 * np.sin(np.arange(m * m) * 0.37) ** 2
+    one = sp.diags([-np.ones(m - 1), 2.0 * np.ones(m), -np.ones(m - 1)], [-1, 0, 1])
+    L = sp.kronsum(one, one).tocsr()
+    A = (sp.diags(np.sqrt(k)) @ L @ sp.diags(np.sqrt(k))).tocsr()
+    Ad = A.toarray()
+    s = 1.0 / np.sqrt(np.diag(Ad))
+    lam = np.linalg.eigvalsh(Ad * s[:, None] * s[None, :]).max()
+    cap = (np.abs(Ad).sum(axis=1) / np.diag(Ad)).max()
+    As = SparseMatrix.from_dense(jnp.asarray(Ad, DT))
+    est = float(estimate_lambda_max(As, num_steps=40))
+    assert 0.95 * lam <= est <= lam * (1 + 1e-9)
+    assert abs(float(estimate_lambda_max(SparseMatrix.from_dense(jnp.asarray(-Ad, DT)), num_steps=40)) - est) \
+        <= 1e-9 * est
+    host = amg_setup(A, max_coarse=50, reuse_pattern=True)
+    numeric = host.update(A.data)
+    ub_host, ub_numeric = float(host.hierarchy.lam[0]), float(numeric.hierarchy.lam[0])
+    assert lam <= ub_host <= cap * (1 + 1e-12) and lam <= ub_numeric <= cap * (1 + 1e-12)
+    assert abs(ub_host - ub_numeric) <= 1e-9 * ub_host

@@ -31,6 +31,7 @@ from icmlx.solvers import (
     gmres,
     grans_loss,
     smoothed_aggregation,
+    solve,
 )
 from icmlx.solvers.fem import make_problem, random_field, unit_square_mesh
 
@@ -99,6 +100,28 @@ def test_throw_true_raises_exactly_when_not_successful(small, net):
     with pytest.raises(RuntimeError):
         jax.block_until_ready(cg(small.A, small.b, rtol=1e-12, max_steps=2).value)
     # (a converged solve returns without raising: test_every_solver_returns_a_linear_solution_...)
+
+
+def test_failure_text_under_jit_is_the_eager_text():
+    """A failed ``solve(throw=True)`` names the status and the fix on its first line eagerly; under the user's
+    ``jax.jit`` XLA's runtime makes the exception (its first line is JAX's callback notice, which no code inside
+    the compiled program can change), and the exception line it carries is the eager text, status name first."""
+    import scipy.sparse as sp
+
+    one = sp.diags([-np.ones(11), 2.0 * np.ones(12), -np.ones(11)], [-1, 0, 1])
+    A = sp.kronsum(one, one).tocsr()
+    b = jnp.ones(A.shape[0], DT)
+    with pytest.raises(RuntimeError) as eager:
+        solve(A, b, rtol=1e-12, max_steps=1)
+    first = str(eager.value).splitlines()[0]
+    assert first.startswith("max_steps_reached: ") and "max_steps" in first.split(": ", 1)[1]
+    assert "Pass throw=False" in str(eager.value)
+    with pytest.raises(RuntimeError) as traced:
+        jax.block_until_ready(jax.jit(lambda b: solve(A, b, rtol=1e-12, max_steps=1).value)(b))
+    lines = str(traced.value).splitlines()
+    carried = [line.split("Error: ", 1)[1] for line in lines if "Error: max_steps_reached: " in line]
+    assert carried == [first], lines
+    assert "Pass throw=False" in str(traced.value)
 
 
 # -- strategy objects -------------------------------------------------------------------------------------
@@ -230,3 +253,26 @@ def test_grans_loss_strategies(small, net):
         grans_loss(net, op, r, z, z, outer=FlexibleGCR(memory=8))
     # the energy-norm 3-term step is trained through on an SPD-like matrix (refused off it: test_solvers_train.py)
     assert np.isfinite(float(loss(net, op, r, z, z, outer=ThreeTermStep(norm="energy"))))
+
+
+def test_vmap_over_right_hand_sides_solves_each_as_alone():
+    """``vmap`` of ``AMGSolver.solve`` and of ``cg`` over right-hand sides (run one member at a time inside the
+    program): each column equals SciPy's ``spsolve`` to the tolerance and takes the steps its own call takes."""
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
+
+    from icmlx.solvers import amg_setup
+
+    one = sp.diags([-np.ones(19), 2.0 * np.ones(20), -np.ones(19)], [-1, 0, 1])
+    A = sp.kronsum(one, one).tocsr()
+    rng = np.random.default_rng(3)
+    B = rng.standard_normal((3, A.shape[0]))
+    B[1] *= 1e-3  # a different scale: a different step count
+    S = amg_setup(A, max_coarse=20)
+    Bj = jnp.asarray(B, DT)
+    for run in (lambda b: S.solve(b, rtol=1e-5), lambda b: cg(SparseMatrix.from_scipy(A.astype(DT)), b, rtol=1e-5)):
+        batch = jax.vmap(run)(Bj)
+        for i in range(3):
+            ref = spla.spsolve(A.tocsc(), B[i])
+            assert np.linalg.norm(np.asarray(batch.value[i], np.float64) - ref) <= 1e-3 * np.linalg.norm(ref)
+            assert int(batch.num_steps[i]) == int(run(Bj[i]).num_steps)

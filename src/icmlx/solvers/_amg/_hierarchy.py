@@ -195,33 +195,6 @@ def _luby_priorities(n: int) -> np.ndarray:
     return ((np.arange(n, dtype=np.uint64) * np.uint64(2654435761)) % np.uint64(2 ** 31)).astype(np.int32)
 
 
-def _spectral_radius(M: Any, d: np.ndarray, iters: int = 12, stop_at_cap: bool = False) -> float:
-    """Upper estimate of ρ(D⁻¹M) for symmetric ``M`` with positive diagonal ``d``.
-
-    ``1.1 ×`` the Rayleigh quotient of ``D^{-1/2} M D^{-1/2}`` after ``iters`` power steps (from a fixed
-    pseudo-random start), capped by the Gershgorin bound ``max_i Σ_j |m_ij| / d_i``, which it can never
-    exceed. An underestimate would make the Chebyshev smoother amplify the top of the spectrum. With
-    ``stop_at_cap`` the steps stop once ``1.1 ×`` the quotient reaches the cap (the result is the cap then; for
-    a positive semi-definite ``M`` later quotients could not lower it, see `._sa_setup.rho_dinv_a`)."""
-    import scipy.sparse as sp
-
-    M = sp.csr_matrix(M)
-    s = 1.0 / np.sqrt(d)
-    row = np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
-    gersh = float(np.max(np.bincount(row, weights=np.abs(M.data), minlength=M.shape[0]) / d))
-    # D^{-1/2} M D^{-1/2} formed once (one pass over the entries), so a power step is one product
-    Ms = sp.csr_matrix((M.data * s[row] * s[M.indices], M.indices, M.indptr), shape=M.shape)
-    x = np.random.default_rng(0).standard_normal(M.shape[0])
-    lam = gersh
-    for _ in range(iters):
-        y = Ms @ x
-        lam = float(x @ y / max(x @ x, 1e-300))
-        if stop_at_cap and 1.1 * lam >= gersh:
-            break
-        x = y / max(np.linalg.norm(y), 1e-300)
-    return min(1.1 * lam, gersh)
-
-
 class AbstractCycle(eqx.Module):
     """How a multigrid cycle visits the coarser levels: a strategy object (static, hashable), passed as
     ``amg_setup(cycle=...)`` (or its shorthand ``"V"``/``"W"``). `coarse_correction` is its behaviour."""

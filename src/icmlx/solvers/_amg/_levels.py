@@ -7,12 +7,17 @@ over levels, candidates (``k ≤ 6``), Luby rounds and the wavefront rounds of a
 (`._wavefront`).
 """
 
+from functools import partial
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
+from ..._buckets import size_bucket
 from ._aggregation import standard_aggregate
-from ._hierarchy import _luby_priorities, _nbr_max, _spectral_radius
+from ._hierarchy import _luby_priorities, _nbr_max
+from ._relaxation import power_bound
 from ._wavefront import MAX_DEGREE, closed_table, greedy_colors
 
 __all__: list[str] = []
@@ -131,22 +136,42 @@ def fit_candidates(agg_of_dof: np.ndarray, B: np.ndarray, num_aggs: int, *, rtol
     return T, Bc, coarse_node
 
 
-def rho_dinv_a(A: Any, d: np.ndarray, iters: int = 20, symmetric: bool = False) -> tuple[float, float]:
-    """``(estimate, safe upper bound)`` of ``ρ(D⁻¹A)``: a Rayleigh quotient after ``iters`` power steps, and
-    ``1.1 ×`` that capped by Gershgorin (what a Chebyshev smoother needs: an underestimate would amplify).
+@partial(jax.jit, static_argnames=("n", "num_steps"))
+def _coo_power_bound(data, rows, cols, d, start, *, n: int, num_steps: int):
+    return power_bound(lambda v: jax.ops.segment_sum(data * v[cols], rows, num_segments=n), d,
+                       jax.ops.segment_sum(jnp.abs(data), rows, num_segments=n), start, num_steps)
 
-    With ``symmetric`` the steps stop once ``1.1 ×`` the quotient reaches the Gershgorin cap: for a positive
-    semi-definite ``D^{-1/2} A D^{-1/2}`` the quotients of the power iterates never decrease (the moments
-    ``x₀ᵀ S^j x₀`` are log-convex in ``j``), so the remaining steps could not move the result off the cap. (A
-    symmetric indefinite ``A`` then also gets the cap, still an upper bound of ``ρ``.)"""
+
+def rho_dinv_a(A: Any, d: np.ndarray, iters: int = 20) -> tuple[float, float]:
+    """``(upper / 1.1, safe upper bound)`` of ``ρ(D⁻¹A)``: `._relaxation.power_bound` (``1.1 ×`` a Rayleigh
+    quotient after ``iters`` power steps from the level's fixed pseudo-random start, capped by Gershgorin: what a
+    Chebyshev smoother needs), the same function and start the JAX numeric set-up runs, so both set-ups
+    give a level the same bound. Sizes are padded to `size_bucket` rungs so the levels share compiled programs
+    (padded entries are zero, padded diagonal entries one)."""
     if np.iscomplexobj(A.data):
         # a complex A: the Gershgorin bound max_i Σ_j |a_ij| / |a_ii| (its spectrum is not on the real line, where
         # the Rayleigh quotient of the power steps would bound it)
         row = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
         upper = float(np.max(np.bincount(row, weights=np.abs(A.data), minlength=A.shape[0]) / np.abs(d)))
         return upper, upper
-    upper = _spectral_radius(A, np.abs(d), iters=iters, stop_at_cap=symmetric)
-    return upper / 1.1, upper
+    n, nnz = A.shape[0], A.nnz
+    n_pad, nnz_pad = size_bucket(n, minimum=64, steps=4), size_bucket(nnz, minimum=256, steps=4)
+    row = np.repeat(np.arange(n, dtype=np.int32), np.diff(A.indptr))
+    data = np.zeros(nnz_pad, A.data.dtype)
+    data[:nnz] = A.data
+    rows = np.full(nnz_pad, n_pad - 1, np.int32)
+    rows[:nnz] = row
+    cols = np.full(nnz_pad, n_pad - 1, np.int32)
+    cols[:nnz] = A.indices
+    dd = np.ones(n_pad, np.asarray(d).dtype)
+    dd[:n] = d
+    start = np.zeros(n_pad)
+    start[:n] = np.random.default_rng(0).standard_normal(n)
+    dtype = jnp.result_type(float)
+    _, upper = _coo_power_bound(jnp.asarray(data, dtype), jnp.asarray(rows), jnp.asarray(cols),
+                                jnp.asarray(dd, dtype), jnp.asarray(start, dtype), n=n_pad, num_steps=iters)
+    # the estimate is upper / 1.1 (the capped one when Gershgorin binds), as the numeric set-up's ω = 4 / (3 ρ)
+    return float(upper) / 1.1, float(upper)
 
 
 def multicolor(A: Any, table: tuple | None = None) -> np.ndarray:
@@ -238,7 +263,7 @@ def sa_levels(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, max_
         d = cur.diagonal()
         if np.any(d == 0):
             break  # (only reachable for the caller's envelope fallback; the fine level is checked up front)
-        rho, upper = rho_dinv_a(cur, d, symmetric=symmetric)
+        rho, upper = rho_dinv_a(cur, d)
         S = strength.strong_graph(cur, B=B, node_of=node_of, num_nodes=num_nodes, rho=rho)
         if not levels and improve_steps:
             B = improve_candidates(cur, B, d, rho, improve_steps)

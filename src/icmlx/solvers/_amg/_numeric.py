@@ -20,7 +20,7 @@ from ..._inputs import to_device
 from .._sparse import bucket_size
 from ._hierarchy import EllMatrix, MultilevelHierarchy
 from ._pattern import NUM_POWER_STEPS, coo_of, ell_slots, host_levels, level_pattern, structural
-from ._relaxation import ColorBlocks
+from ._relaxation import ColorBlocks, power_bound
 
 __all__: list[str] = []
 
@@ -122,23 +122,6 @@ def build_pattern(A: Any, *, B: np.ndarray, node_of: np.ndarray, strength: Any, 
     return pattern, A.data, coarse
 
 
-def _power_bound(a, rows, cols, n: int, start):
-    """The host's safe upper bound of ``ρ(D⁻¹A)`` (``_multilevel._spectral_radius``), in JAX."""
-    tiny = jnp.finfo(a.dtype).tiny
-    d = jnp.abs(jax.ops.segment_sum(jnp.where(rows == cols, a, 0.0), rows, num_segments=n))
-    s = 1.0 / jnp.sqrt(d)
-    gersh = jnp.max(jax.ops.segment_sum(jnp.abs(a), rows, num_segments=n) / d)
-
-    def body(_, c):
-        x, _lam = c
-        y = s * jax.ops.segment_sum(a * (s * x)[cols], rows, num_segments=n)
-        lam = jnp.vdot(x, y) / jnp.maximum(jnp.vdot(x, x), tiny)
-        return y / jnp.maximum(jnp.linalg.norm(y), tiny), lam
-
-    _, lam = jax.lax.fori_loop(0, NUM_POWER_STEPS, body, (start, gersh))
-    return jnp.minimum(1.1 * lam, gersh)
-
-
 def _tentative(L: SALevelPattern, B):
     """Per-aggregate modified Gram–Schmidt of the candidates: ``(T values, R)`` (``Q`` on the T entries)."""
     ix = L.index
@@ -179,7 +162,8 @@ def _level(L: SALevelPattern, a, B, improve_steps: int, symmetric: bool):
     n, nc, pad, pad_c = L.size("n"), L.size("nc"), L.size("pad"), L.size("pad_c")
     rows, cols = ix["arows"], ix["acols"]
     d = a[ix["diag"]]
-    upper = _power_bound(a, rows, cols, n, L.start)
+    _, upper = power_bound(lambda v: jax.ops.segment_sum(a * v[cols], rows, num_segments=n), d,
+                           jax.ops.segment_sum(jnp.abs(a), rows, num_segments=n), L.start, NUM_POWER_STEPS)
     omega = 4.0 / (3.0 * (upper / 1.1))
     for _ in range(improve_steps):  # damped Jacobi on A B = 0 (first level only)
         B = B - (omega / d)[:, None] * jax.ops.segment_sum(a[:, None] * B[cols], rows, num_segments=n)

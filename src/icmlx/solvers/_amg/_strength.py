@@ -165,7 +165,7 @@ def evolution_strength(A: Any, B: np.ndarray, *, rho: float, node_of: np.ndarray
       B: ``float[n]`` or ``float[n, k]`` candidates.
       node_of: the node of each dof (default: one dof per node).
       num_nodes: their number.
-      rho: an estimate of ``ρ(D⁻¹A)`` (the set-up's `._sa_setup.rho_dinv_a`).
+      rho: an estimate of ``ρ(D⁻¹A)`` (the set-up's `._levels.rho_dinv_a`).
       k, epsilon: as `EvolutionStrength`.
     """
     import scipy.sparse as sp

@@ -25,6 +25,7 @@ from .._convert import (
 )
 from .._solution import LinearSolution
 from .._sparse import SparseMatrix, bucket_size
+from ._batching import one_at_a_time
 
 __all__ = ["cg", "gmres", "bicgstab"]
 
@@ -227,12 +228,11 @@ def _power_scaled(loop, mv, M, entries, b, x, rtol, atol, static: tuple, max_ste
         ka = power_of_two_exponent(jax.lax.stop_gradient(entries))
         mv = jax.tree_util.Partial(_ldexp_after, mv, -ka)
         M = M if M is _identity else jax.tree_util.Partial(_ldexp_after, M, ka)
-    else:
-        ka = jnp.zeros((), jnp.int32)
+    ka = ka if entries is not None else jnp.zeros((), jnp.int32)
     s = jnp.ldexp(jnp.ones((), _real_dtype(b.dtype)), kb)
     sb = s.astype(b.dtype) if jnp.iscomplexobj(b) else s
-    x, result, stats = loop(mv, M, b / sb, x / sb, rtol, atol / s, *static, max_steps, show)
-    x = _ldexp(x, kb - ka)
+    x, result, stats = one_at_a_time(loop, mv, M, b / sb, x / sb, rtol, atol / s, static, max_steps, show)
+    x = _ldexp(x, kb - ka)  # (under vmap the loop runs per member: `._batching.one_at_a_time`)
     result = RESULTS.where(jnp.all(jnp.isfinite(x)), result, RESULTS.nonfinite)
     return x, (result, {**stats, "residual_norm": stats["residual_norm"] * s})
 
