@@ -94,6 +94,12 @@ def optimizers(variants: bool, ablation: bool = False) -> dict:
                                                                   b2=0.999),
             "DASH rmsprop_normalized, factor_decay=0.999, b2=0.999": lambda lr, b: dash(
                 lr, block_size=b, grafting="rmsprop_normalized", factor_decay=0.999, b2=0.999),
+            "DASH adam_normalized, b2=0.95, no graft bias correction": lambda lr, b: dash(
+                lr, block_size=b, grafting="adam_normalized", b2=0.95, graft_bias_correction=False),
+            "DASH adam_normalized, b2=0.999, no graft bias correction": lambda lr, b: dash(
+                lr, block_size=b, grafting="adam_normalized", b2=0.999, graft_bias_correction=False),
+            "DASH rmsprop_normalized, b2=0.999, no graft bias correction": lambda lr, b: dash(
+                lr, block_size=b, grafting="rmsprop_normalized", b2=0.999, graft_bias_correction=False),
         }
     if ablation:
         out |= {
@@ -348,6 +354,32 @@ def _tune(run_one, lrs, seeds_data, target_frac):
 
 
 ROWS = ("regression", "mlp", "cnn", "lm")
+#: problem-name prefixes in the order a full run writes them (``"lm"`` rows are named ``"char-lm ..."``)
+_ROW_ORDER = ("regression", "mlp", "cnn", "char-lm")
+
+
+def merge_results(previous: dict, rows: list, run_info: dict, row_names, complete: bool) -> dict:
+    """The result record after a run: a complete run replaces the file (keeping its ``ablation`` entry); a partial
+    run (a subset of ``--rows`` or of ``--optimizers``) replaces the file's rows of the same (problem,
+    optimizer), keeps the others, lists them in a full run's problem order and records its ``run_info`` under
+    ``row_runs[name]`` for each name of ``row_names``; ``ratios`` are recomputed from the merged rows."""
+    if complete:
+        record = {"benchmark": "optim_suite", **run_info, "learning_rates": list(LRS), "rows": rows,
+                  "ratios": _ratios(rows)}
+        if "ablation" in previous:
+            record["ablation"] = previous["ablation"]
+        return record
+    new = {(r["problem"], r["optimizer"]) for r in rows}
+    record = dict(previous)
+    kept = [r for r in previous.get("rows", []) if (r["problem"], r["optimizer"]) not in new]
+
+    def rank(r):
+        return next((i for i, k in enumerate(_ROW_ORDER) if r["problem"].startswith(k)), len(_ROW_ORDER))
+
+    record["rows"] = sorted(kept + rows, key=rank)  # stable: within a problem, kept rows first, then new ones
+    record["ratios"] = _ratios(record["rows"])
+    record["row_runs"] = {**previous.get("row_runs", {}), **{name: run_info for name in row_names}}
+    return record
 
 
 def main(argv=None) -> dict:
@@ -360,6 +392,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS),
                     help="problems to run (default all); a subset replaces those rows of --out and keeps the rest")
     ap.add_argument("--no-soap", action="store_true", help="leave SOAP out")
+    ap.add_argument("--optimizers", nargs="+", metavar="SUBSTRING",
+                    help="run only the optimizers whose name contains one of these substrings (with a subset of "
+                         "--rows, the file's rows of the other optimizers are kept)")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "optim_suite.json")
     args = ap.parse_args(argv)
     seeds, steps = ((0, 1, 2), 400) if args.full else ((0, 1), 200)
@@ -368,6 +403,8 @@ def main(argv=None) -> dict:
     opts = optimizers(args.variants, args.ablation)
     if args.no_soap:
         opts.pop("icmlx SOAP")
+    if args.optimizers:
+        opts = {k: v for k, v in opts.items() if any(sub in k for sub in args.optimizers)}
     t_start = time.perf_counter()
     rows = []
 
@@ -429,23 +466,9 @@ def main(argv=None) -> dict:
         # one result file per benchmark: the ablation is an entry of the suite's file, the rest of it kept
         record = previous
         record["ablation"] = {**run_info, "learning_rates": list(LRS), "rows": rows, "ratios": _ratios(rows)}
-    elif set(args.rows) == set(ROWS):
-        record = {"benchmark": "optim_suite", **run_info, "learning_rates": list(LRS), "rows": rows,
-                  "ratios": _ratios(rows)}
-        if "ablation" in previous:
-            record["ablation"] = previous["ablation"]
     else:
-        # a subset of the problems: its rows replace the file's rows of the same problems, the rest kept
-        new = {r["problem"] for r in rows}
-        record = previous
-        kept = [r for r in previous.get("rows", []) if r["problem"] not in new]
-        order = ("regression", "mlp", "cnn", "char-lm")  # the file lists the problems in the order a full run does
-        record["rows"] = sorted(kept + rows, key=lambda r: next(
-            (i for i, k in enumerate(order) if r["problem"].startswith(k)), len(order)))
-        record["ratios"] = _ratios(record["rows"])
-        record.setdefault("row_runs", {})
-        for name in args.rows:
-            record["row_runs"][name] = run_info
+        record = merge_results(previous, rows, run_info, args.rows,
+                               complete=set(args.rows) == set(ROWS) and not args.optimizers)
     args.out.write_text(json.dumps(record, indent=2))
     for r in _ratios(rows):
         print(r)

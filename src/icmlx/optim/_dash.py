@@ -38,8 +38,9 @@ __all__ = ["DashState", "scale_by_dash", "dash", "DASH_STATIC_ARGS"]
 
 #: Arguments of `dash` that must stay Python values under ``optax.inject_hyperparams``.
 DASH_STATIC_ARGS = (
-    "block_size", "nesterov", "precondition_frequency", "start_preconditioning_step", "root_epsilon",
-    "root_chunk_size", "max_precondition_dim", "merge_small_dims", "statistics_dtype", "inverse_exponent_override",
+    "block_size", "nesterov", "graft_bias_correction", "precondition_frequency", "start_preconditioning_step",
+    "root_epsilon", "root_chunk_size", "max_precondition_dim", "merge_small_dims", "statistics_dtype",
+    "inverse_exponent_override",
 )
 
 
@@ -184,6 +185,7 @@ def scale_by_dash(
     eps: float | Array = 1e-8,
     *,
     grafting: str = "adam",
+    graft_bias_correction: bool = True,
     momentum: float | Array = 0.0,
     nesterov: bool = True,
     precondition_frequency: int = 10,
@@ -383,6 +385,8 @@ def scale_by_dash(
     _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, one_dim, nonfinite,
                     precondition_frequency, start_preconditioning_step, root_epsilon, root_chunk_size, mesh,
                     mesh_axis, max_precondition_dim, merge_small_dims)
+    if not isinstance(graft_bias_correction, (bool, np.bool_)):
+        raise ValueError(f"graft_bias_correction must be True or False, got {graft_bias_correction=}")
     sdt_setting = _statistics_dtype(statistics_dtype, factor_decay, "scale_by_dash")
     solver = as_inverse_root(inverse_root, "inverse_root")
     plan_roots = _override_roots(inverse_exponent_override, solver)
@@ -464,7 +468,7 @@ def scale_by_dash(
         gmu_in = treedef.flatten_up_to(state.graft_mu) if graft_moment else None
         mu, nu, graft_leaves, adam_leaves, gmu = moments_and_graft(
             leaves, treedef.flatten_up_to(state.mu), treedef.flatten_up_to(state.nu), t, b1, b2, eps, grafting,
-            fdt, [lp.kind != ADAM for lp in plan.leaves], gmu_in)
+            fdt, [lp.kind != ADAM for lp in plan.leaves], gmu_in, graft_bias_correction)
         mu, nu = jax.tree.unflatten(treedef, mu), jax.tree.unflatten(treedef, nu)
         gmu = jax.tree.unflatten(treedef, [m.astype(g.dtype) for m, g in zip(gmu, leaves)]) if graft_moment else ()
         factors = _update_factors(plan, leaves, state.factors, factor_decay, fdt, _constrain)
@@ -512,6 +516,7 @@ def dash(
     weight_decay_mask: Any = None,
     *,
     grafting: str = "adam",
+    graft_bias_correction: bool = True,
     momentum: float | Array = 0.0,
     nesterov: bool = True,
     precondition_frequency: int = 10,
@@ -606,7 +611,8 @@ def dash(
         weight_decay_mask = lambda p: jax.tree.map(lambda x: x.ndim >= 2, p)
     return optax.chain(
         scale_by_dash(
-            block_size, b1, b2, factor_decay, eps, grafting=grafting, momentum=momentum, nesterov=nesterov,
+            block_size, b1, b2, factor_decay, eps, grafting=grafting, graft_bias_correction=graft_bias_correction,
+            momentum=momentum, nesterov=nesterov,
             precondition_frequency=precondition_frequency,
             start_preconditioning_step=start_preconditioning_step, inverse_root=inverse_root,
             root_epsilon=root_epsilon, root_chunk_size=root_chunk_size, one_dim=one_dim, nonfinite=nonfinite,
