@@ -29,10 +29,10 @@ Optimizers, each at the learning rate of one shared grid that gives it the lowes
   (``preconditioning_compute_steps=10``), ``graft_type=RMSPROP_NORMALIZED``, ``start_preconditioning_step=1``,
   its default ``matrix_epsilon=1e-6`` (relative);
 * ``optax.adam``;
-* with ``--variants``, DASH with its grafting changed (``"rmsprop_normalized"``, ``"adam_normalized"`` with
-  ``b2`` 0.95 and 0.999, and ``"rmsprop_normalized"`` with Distributed Shampoo's ``factor_decay = b2 = 0.999``);
-  with ``--ablation``, DASH with one other default changed (``factor_decay=0.999``, ``b2=0.999``,
-  ``start_preconditioning_step=5``).
+* with ``--variants``, DASH with its previous defaults (``grafting="adam"``, ``b1=0.9``, ``b2=0.95``, no
+  momentum) and the defaults with one setting changed (``b1=0.9`` without momentum, ``grafting="adam"``,
+  ``"adam_normalized"`` with ``b1=0.9`` and no momentum, ``b2=0.95``, ``factor_decay=0.999``,
+  ``graft_bias_correction=False`` alone and with ``factor_decay=0.999``).
 
 Each run is one compiled ``lax.scan`` (the learning rate and the problem data are arguments, so a shape compiles
 once per optimizer). Reported per problem and optimizer: the best learning rate, the mean final loss over seeds
@@ -43,10 +43,13 @@ first one), and the ratio of DASH's mean final loss to Distributed Shampoo's.
 Usage::
 
     python benchmarks/optim_suite.py --quick            # 2 seeds, 200 steps -> results/optim_suite.json
-    python benchmarks/optim_suite.py --quick --variants                  # and DASH's other graftings
-    python benchmarks/optim_suite.py --quick --ablation   # the ablation, as the file's "ablation" entry
+    python benchmarks/optim_suite.py --quick --variants             # and DASH's previous and one-change settings
     python benchmarks/optim_suite.py --full --variants                   # 3 seeds, 400 steps, block 128 too
     python benchmarks/optim_suite.py --quick --rows cnn lm   # only these rows, merged into results/optim_suite.json
+    python benchmarks/optim_suite.py --quick --variants --rows lm --optimizers Shampoo "DASH b"   # and optimizers
+
+A partial run (``--rows`` or ``--optimizers``) replaces the file's rows of the same problem and optimizer and
+keeps the others (`merge_results`).
 """
 
 from __future__ import annotations
@@ -78,7 +81,11 @@ def _ds(lr, block):
                                   generate_training_metrics=False)
 
 
-def optimizers(variants: bool, ablation: bool = False) -> dict:
+#: DASH's settings before the defaults changed (Adam grafting with the gradient EMA, no momentum)
+PREVIOUS_DEFAULTS = dict(b1=0.9, b2=0.95, grafting="adam", momentum=0.0)
+
+
+def optimizers(variants: bool) -> dict:
     out = {
         "icmlx DASH (defaults)": lambda lr, b: dash(lr, block_size=b),
         "icmlx SOAP": lambda lr, b: soap(lr, b, weight_decay=0.0),
@@ -87,26 +94,21 @@ def optimizers(variants: bool, ablation: bool = False) -> dict:
         out["JAX Distributed Shampoo"] = _ds
     out["optax.adam"] = lambda lr, b: optax.adam(lr)
     if variants:
-        out |= {
-            "DASH grafting=rmsprop_normalized": lambda lr, b: dash(lr, block_size=b, grafting="rmsprop_normalized"),
-            "DASH grafting=adam_normalized": lambda lr, b: dash(lr, block_size=b, grafting="adam_normalized"),
-            "DASH adam_normalized, b2=0.999": lambda lr, b: dash(lr, block_size=b, grafting="adam_normalized",
-                                                                  b2=0.999),
-            "DASH rmsprop_normalized, factor_decay=0.999, b2=0.999": lambda lr, b: dash(
-                lr, block_size=b, grafting="rmsprop_normalized", factor_decay=0.999, b2=0.999),
-            "DASH adam_normalized, b2=0.95, no graft bias correction": lambda lr, b: dash(
-                lr, block_size=b, grafting="adam_normalized", b2=0.95, graft_bias_correction=False),
-            "DASH adam_normalized, b2=0.999, no graft bias correction": lambda lr, b: dash(
-                lr, block_size=b, grafting="adam_normalized", b2=0.999, graft_bias_correction=False),
-            "DASH rmsprop_normalized, b2=0.999, no graft bias correction": lambda lr, b: dash(
-                lr, block_size=b, grafting="rmsprop_normalized", b2=0.999, graft_bias_correction=False),
-        }
-    if ablation:
-        out |= {
-            "DASH factor_decay=0.999": lambda lr, b: dash(lr, block_size=b, factor_decay=0.999),
-            "DASH b2=0.999": lambda lr, b: dash(lr, block_size=b, b2=0.999),
-            "DASH start_preconditioning_step=5": lambda lr, b: dash(lr, block_size=b, start_preconditioning_step=5),
-        }
+        # the previous defaults, then the defaults with one setting changed (the last: Distributed Shampoo's
+        # recommended grafting statistics and factor decay)
+        for name, kw in {
+            "DASH previous defaults (adam grafting, b1=0.9, b2=0.95, momentum=0)": PREVIOUS_DEFAULTS,
+            "DASH b1=0.9, momentum=0": dict(b1=0.9, momentum=0.0),
+            "DASH grafting=adam": dict(grafting="adam"),
+            "DASH grafting=adam_normalized, b1=0.9, momentum=0": dict(grafting="adam_normalized", b1=0.9,
+                                                                      momentum=0.0),
+            "DASH b2=0.95": dict(b2=0.95),
+            "DASH factor_decay=0.999": dict(factor_decay=0.999),
+            "DASH graft_bias_correction=False": dict(graft_bias_correction=False),
+            "DASH graft_bias_correction=False, factor_decay=0.999": dict(graft_bias_correction=False,
+                                                                         factor_decay=0.999),
+        }.items():
+            out[name] = lambda lr, b, kw=kw: dash(lr, block_size=b, **kw)
     return out
 
 
@@ -359,16 +361,13 @@ _ROW_ORDER = ("regression", "mlp", "cnn", "char-lm")
 
 
 def merge_results(previous: dict, rows: list, run_info: dict, row_names, complete: bool) -> dict:
-    """The result record after a run: a complete run replaces the file (keeping its ``ablation`` entry); a partial
+    """The result record after a run: a complete run replaces the file; a partial
     run (a subset of ``--rows`` or of ``--optimizers``) replaces the file's rows of the same (problem,
     optimizer), keeps the others, lists them in a full run's problem order and records its ``run_info`` under
     ``row_runs[name]`` for each name of ``row_names``; ``ratios`` are recomputed from the merged rows."""
     if complete:
-        record = {"benchmark": "optim_suite", **run_info, "learning_rates": list(LRS), "rows": rows,
-                  "ratios": _ratios(rows)}
-        if "ablation" in previous:
-            record["ablation"] = previous["ablation"]
-        return record
+        return {"benchmark": "optim_suite", **run_info, "learning_rates": list(LRS), "rows": rows,
+                "ratios": _ratios(rows)}
     new = {(r["problem"], r["optimizer"]) for r in rows}
     record = dict(previous)
     kept = [r for r in previous.get("rows", []) if (r["problem"], r["optimizer"]) not in new]
@@ -388,7 +387,6 @@ def main(argv=None) -> dict:
     size.add_argument("--quick", action="store_true", help="2 seeds, 200 steps (default)")
     size.add_argument("--full", action="store_true", help="3 seeds, 400 steps, block 128 too")
     ap.add_argument("--variants", action="store_true", help="also DASH with other graftings")
-    ap.add_argument("--ablation", action="store_true", help="also DASH with factor_decay, b2 or the start changed")
     ap.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS),
                     help="problems to run (default all); a subset replaces those rows of --out and keeps the rest")
     ap.add_argument("--no-soap", action="store_true", help="leave SOAP out")
@@ -400,7 +398,7 @@ def main(argv=None) -> dict:
     seeds, steps = ((0, 1, 2), 400) if args.full else ((0, 1), 200)
     cases = [((64, 48), 32), ((96, 64), 64)] + ([((160, 100), 128)] if args.full else [])
     kappas = (10.0, 1e2, 1e3)
-    opts = optimizers(args.variants, args.ablation)
+    opts = optimizers(args.variants)
     if args.no_soap:
         opts.pop("icmlx SOAP")
     if args.optimizers:
@@ -462,13 +460,8 @@ def main(argv=None) -> dict:
         previous = json.loads(args.out.read_text())
     except (OSError, ValueError):
         previous = {"benchmark": "optim_suite"}
-    if args.ablation:
-        # one result file per benchmark: the ablation is an entry of the suite's file, the rest of it kept
-        record = previous
-        record["ablation"] = {**run_info, "learning_rates": list(LRS), "rows": rows, "ratios": _ratios(rows)}
-    else:
-        record = merge_results(previous, rows, run_info, args.rows,
-                               complete=set(args.rows) == set(ROWS) and not args.optimizers)
+    record = merge_results(previous, rows, run_info, args.rows,
+                           complete=set(args.rows) == set(ROWS) and not args.optimizers)
     args.out.write_text(json.dumps(record, indent=2))
     for r in _ratios(rows):
         print(r)

@@ -23,7 +23,7 @@ def _previous():
             _row(MLP, DASH, 8.0), _row(MLP, DS, 2.0),
             _row(LM, DASH, 3.0), _row(LM, DS, 6.0)]
     return {"benchmark": "optim_suite", "command": "full", "rows": rows, "ratios": [],
-            "ablation": {"rows": ["kept"]}, "row_runs": {"lm": {"command": "old lm"}}}
+            "note": {"kept": True}, "row_runs": {"lm": {"command": "old lm"}}}
 
 
 def test_partial_rerun_replaces_only_its_rows():
@@ -39,7 +39,7 @@ def test_partial_rerun_replaces_only_its_rows():
     assert [ratios[p]["dash_over_shampoo"] for p in (REG, MLP, LM)] == [0.5, 0.25, 0.5]
     assert ratios[REG]["dash_over_adam"] == 0.25 and ratios[MLP]["dash_over_adam"] is None
     assert rec["row_runs"] == {"lm": {"command": "old lm"}, "mlp": info}
-    assert rec["command"] == "full" and rec["ablation"] == {"rows": ["kept"]}
+    assert rec["command"] == "full" and rec["note"] == {"kept": True}
     assert [r["final_mean"] for r in prev["rows"]] == [1.0, 2.0, 4.0, 8.0, 2.0, 3.0, 6.0]  # input not mutated
     assert prev["row_runs"] == {"lm": {"command": "old lm"}}
 
@@ -63,10 +63,9 @@ def test_new_problem_is_placed_in_full_run_order_and_empty_file():
     assert first["rows"] == [_row(LM, DS, 2.0)] and first["ratios"] == []
 
 
-def test_complete_run_replaces_rows_and_keeps_ablation():
+def test_complete_run_replaces_the_record():
     new = [_row(REG, DASH, 5.0), _row(REG, DS, 10.0)]
     rec = optim_suite.merge_results(_previous(), new, {"command": "full again"}, list(optim_suite.ROWS),
                                     complete=True)
-    assert rec["rows"] == new and rec["command"] == "full again" and "row_runs" not in rec
-    assert rec["ablation"] == {"rows": ["kept"]}
+    assert rec["rows"] == new and rec["command"] == "full again" and "row_runs" not in rec and "note" not in rec
     assert rec["ratios"][0]["dash_over_shampoo"] == 0.5 and rec["ratios"][0]["dash_max_over_shampoo_min"] == 0.5

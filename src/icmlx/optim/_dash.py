@@ -179,14 +179,14 @@ def _with_momentum(direction, buffer, momentum, nesterov: bool, use_momentum: bo
 @_check_static_args
 def scale_by_dash(
     block_size: int | None = None,
-    b1: float | Array = 0.9,
-    b2: float | Array = 0.95,
+    b1: float | Array = 0.0,
+    b2: float | Array = 0.999,
     factor_decay: float | Array = 0.95,
     eps: float | Array = 1e-8,
     *,
-    grafting: str = "adam",
+    grafting: str = "rmsprop_normalized",
     graft_bias_correction: bool = True,
-    momentum: float | Array = 0.0,
+    momentum: float | Array = 0.9,
     nesterov: bool = True,
     precondition_frequency: int = 10,
     start_preconditioning_step: int = 1,
@@ -231,6 +231,11 @@ def scale_by_dash(
     Frobenius norm: $A \leftarrow b_2 A + (1-b_2) S^2$, $P^{graft} = S/(\sqrt{\hat A}+\epsilon)$,
     resp. $A \leftarrow A + S^2$, $P^{graft} = S/(\sqrt{A}+\epsilon)$ (on preconditioned leaves;
     the Adam-routed leaves keep Adam's raw-gradient EMA whatever the grafting, so their update is Adam's).
+    ``graft_bias_correction=False`` drops the second-moment bias correction of the EMA graftings
+    (``"adam"``, ``"adam_normalized"``, ``"rmsprop[_normalized]"``): $\hat A = A$ instead of
+    $A / (1 - b_2^t)$, as Distributed Shampoo's RMSprop grafting, so the grafted step is
+    $1/\sqrt{1-b_2^t}$ times larger (about 32x at $t = 1$ and 2.3x at $t = 200$ for $b_2 = 0.999$): an implicit
+    decay of the step over the first $\sim 1/(1-b_2)$ steps.
     Optional momentum: $M \leftarrow \mu M + P$, then
     $P + \mu M$ (Nesterov) or $M$. The factor EMAs have no bias correction (the grafting rescale
     makes the scale of $\bar L, \bar R$ irrelevant).
@@ -307,13 +312,19 @@ def scale_by_dash(
         with ``B``; on a GPU the batched solve of large blocks fills the device, on a CPU it is a long serial
         computation, so small blocks keep a CPU refresh short (smaller blocks are a coarser, block-diagonal
         preconditioner). An explicit ``block_size`` whose factors exceed 512 on the CPU backend warns once.
-      b1: gradient EMA $\beta_G$ (0 disables it).
+      b1: gradient EMA $\beta_G$ (0, the default, disables it: the momentum below acts on the grafted
+        direction instead).
       b2: grafting second-moment EMA $\beta_{graft}$.
       factor_decay: Kronecker-factor EMA $\beta_{LR}$; 1.0 gives a plain sum (AdaGrad-style).
       eps: grafting epsilon.
-      grafting: ``"adam"``, ``"adam_normalized"``, ``"adagrad"``, ``"rmsprop"``, ``"adagrad_normalized"``,
-        ``"rmsprop_normalized"``, ``"sgd"`` or ``"none"``.
-      momentum: heavy-ball $\mu$ (0 disables the buffer).
+      grafting: ``"rmsprop_normalized"`` (default), ``"adam"``, ``"adam_normalized"``, ``"adagrad"``,
+        ``"rmsprop"``, ``"adagrad_normalized"``, ``"sgd"`` or ``"none"``.
+      graft_bias_correction: divide the grafting's second moment by $1 - b_2^t$ (``True``, default) or not
+        (``False``, Distributed Shampoo's RMSprop grafting). Static.
+      momentum: heavy-ball $\mu$ on the grafted direction (0 disables the buffer). With the default 0.9 the
+        step at a steady direction is about $1/(1-\mu) = 10$ times the grafted one, so DASH's best learning
+        rates sit about 10x below Adam's (``benchmarks/results/optim_suite.json``: 1e-3 to 1e-2 where Adam's
+        are 1e-1 to 3).
       nesterov: Nesterov form of the momentum.
       precondition_frequency: refresh period $f$ of the inverse roots (static).
       start_preconditioning_step: first preconditioned step $t_0 \ge 1$ (static).
@@ -360,6 +371,8 @@ def scale_by_dash(
         ``grafting`` or ``statistics_dtype``, a non-bool ``merge_small_dims``, a structural
         argument given as an array (use ``optax.inject_hyperparams(..., static_args=DASH_STATIC_ARGS)``).
 
+      TypeError: a non-bool ``graft_bias_correction``.
+
     Warns:
       UserWarning: once per factor side, an explicit ``block_size`` giving factors larger than 512 on the
         CPU backend (slow refreshes); ``statistics_dtype="bfloat16"`` with ``factor_decay=1``.
@@ -386,12 +399,13 @@ def scale_by_dash(
                     precondition_frequency, start_preconditioning_step, root_epsilon, root_chunk_size, mesh,
                     mesh_axis, max_precondition_dim, merge_small_dims)
     if not isinstance(graft_bias_correction, (bool, np.bool_)):
-        raise ValueError(f"graft_bias_correction must be True or False, got {graft_bias_correction=}")
+        raise TypeError(f"graft_bias_correction must be True or False, got {graft_bias_correction=}")
     sdt_setting = _statistics_dtype(statistics_dtype, factor_decay, "scale_by_dash")
     solver = as_inverse_root(inverse_root, "inverse_root")
     plan_roots = _override_roots(inverse_exponent_override, solver)
     num_shards = 1 if mesh is None else int(mesh.shape[mesh_axis])
     use_momentum = not (_is_number(momentum) and momentum == 0.0)
+    use_mu = not (_is_number(b1) and b1 == 0.0)  # b1 = 0: the "EMA" is the gradient itself, not stored
     graft_moment = grafting == "adam_normalized"
 
     def _constrain(x: Array) -> Array:
@@ -431,7 +445,7 @@ def scale_by_dash(
         if mesh is None and all(_on_host_ok(x) for x in leaves):
             # Concrete parameters: the state is built in NumPy and transferred, so an eager init compiles no
             # programs (one per leaf shape and stack otherwise, each paid again in a fresh process).
-            mu = jax.tree.map(_host_zeros_like, params)
+            mu = jax.tree.map(_host_zeros_like, params) if use_mu else ()
             nu = jax.tree.map(_host_zeros_like, params)
             mom = jax.tree.map(_host_zeros_like, params) if use_momentum else ()
             factors = tuple(jax.device_put(np.zeros((npad, z, z), sdt)) for z, _, _, npad in plan.stacks)
@@ -440,7 +454,7 @@ def scale_by_dash(
             zero = jax.device_put(np.zeros((), np.int32))
             gmu = jax.tree.map(_host_zeros_like, params) if graft_moment else ()
             return DashState(zero, mu, nu, mom, factors, roots, jax.device_put(np.zeros((), np.int32)), gmu)
-        mu = jax.tree.map(jnp.zeros_like, params)
+        mu = jax.tree.map(jnp.zeros_like, params) if use_mu else ()
         nu = jax.tree.map(jnp.zeros_like, params)
         mom = jax.tree.map(jnp.zeros_like, params) if use_momentum else ()
         factors = tuple(_constrain(jnp.zeros((npad, z, z), sdt)) for z, _, _, npad in plan.stacks)
@@ -467,7 +481,8 @@ def scale_by_dash(
 
         gmu_in = treedef.flatten_up_to(state.graft_mu) if graft_moment else None
         mu, nu, graft_leaves, adam_leaves, gmu = moments_and_graft(
-            leaves, treedef.flatten_up_to(state.mu), treedef.flatten_up_to(state.nu), t, b1, b2, eps, grafting,
+            leaves, treedef.flatten_up_to(state.mu) if use_mu else leaves, treedef.flatten_up_to(state.nu), t, b1,
+            b2, eps, grafting,
             fdt, [lp.kind != ADAM for lp in plan.leaves], gmu_in, graft_bias_correction)
         mu, nu = jax.tree.unflatten(treedef, mu), jax.tree.unflatten(treedef, nu)
         gmu = jax.tree.unflatten(treedef, [m.astype(g.dtype) for m, g in zip(gmu, leaves)]) if graft_moment else ()
@@ -492,7 +507,7 @@ def scale_by_dash(
         out, mom = _with_momentum(direction, state.momentum, momentum, nesterov, use_momentum)
 
         out = jax.tree.map(lambda o, g: o.astype(g.dtype), out, updates)
-        mu = jax.tree.map(lambda m, g: m.astype(g.dtype), mu, state.mu)
+        mu = jax.tree.map(lambda m, g: m.astype(g.dtype), mu, state.mu) if use_mu else ()
         nu = jax.tree.map(lambda m, g: m.astype(g.dtype), nu, state.nu)
         new_state = DashState(count, mu, nu, mom, factors, tuple(roots), state.root_failures + n_failed, gmu)
         if nonfinite != "ignore":
@@ -508,16 +523,16 @@ def scale_by_dash(
 def dash(
     learning_rate: optax.ScalarOrSchedule,
     block_size: int | None = None,
-    b1: float | Array = 0.9,
-    b2: float | Array = 0.95,
+    b1: float | Array = 0.0,
+    b2: float | Array = 0.999,
     factor_decay: float | Array = 0.95,
     eps: float | Array = 1e-8,
     weight_decay: float | Array = 0.0,
     weight_decay_mask: Any = None,
     *,
-    grafting: str = "adam",
+    grafting: str = "rmsprop_normalized",
     graft_bias_correction: bool = True,
-    momentum: float | Array = 0.0,
+    momentum: float | Array = 0.9,
     nesterov: bool = True,
     precondition_frequency: int = 10,
     start_preconditioning_step: int = 1,
@@ -559,6 +574,7 @@ def dash(
       weight_decay: decoupled weight decay $\lambda$.
       weight_decay_mask: pytree/callable mask for the decay (default: ``ndim >= 2`` leaves).
       grafting: as in `scale_by_dash`.
+      graft_bias_correction: as in `scale_by_dash`.
       momentum: as in `scale_by_dash`.
       nesterov: as in `scale_by_dash`.
       precondition_frequency: as in `scale_by_dash`.
