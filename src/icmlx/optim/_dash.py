@@ -282,21 +282,30 @@ def scale_by_dash(
     Defaults, measured: ``benchmarks/optim_suite.py --quick --variants`` (``benchmarks/results/optim_suite.json``)
     runs every optimizer at its best peak learning rate of one grid (linear decay to 0, mean over 2 seeds) on
     matrix regressions $\min_W \|AWB - C\|^2$ (Hessian condition $\kappa^2$, $\kappa \in \{10, 10^2, 10^3\}$,
-    ragged shapes at blocks 32 and 64), a 64-64-10 MLP and a small CNN on scikit-learn's digits, and a
-    character-level LM. With these defaults DASH ends below JAX Distributed Shampoo at its recommended settings
-    ($\beta_2 = 0.999$, roots every 10 steps, RMSprop-normalized grafting) on all six regressions (0.05-0.87x its
-    final loss) and on the LM (validation loss 2.006 vs 2.143), and above it on the MLP (885x its final training
-    loss; test accuracy 0.967 vs 0.980) and the CNN (1.8e-4 vs a float32 zero; 0.950 vs 0.961). The ablation
-    (``--ablation``, the ``ablation`` entry of the same file): ``factor_decay=0.999`` is mixed (17x lower on one
-    $\kappa = 10^2$ regression, 1.2-1.3x higher at $\kappa = 10^3$), ``b2=0.999`` is 2-3x better at
-    $\kappa = 10$ and 2-50x worse at $\kappa \ge 10^2$, ``start_preconditioning_step=5`` stays within about the
-    seeds' spread, and none of them moves the MLP (2.1e-3 to 5.7e-3), so they stay as they are: the grafting
-    decides. ``grafting="adam_normalized"`` (``b2`` 0.95 or 0.999) wins the MLP (2.5-2.6e-7 vs 2.7e-6), reaches
-    4.1e-8 on the CNN and wins the $\kappa \ge 10^2$ regressions, but ends 5-10x above Distributed Shampoo at
-    $\kappa = 10$ (8.0e-9 to 1.7e-8 vs 1.6e-9; the default reaches 2.3e-10): a normalized grafting's step norm is
-    set by the schedule alone, while Adam grafting's shrinks with the gradient. ``"rmsprop_normalized"`` is the
-    best at $\kappa = 10^3$ and the worst at $\kappa = 10$. No grafting wins every problem of the suite, so the
-    default stays ``"adam"``; use ``"adam_normalized"`` on networks trained full-batch.
+    ragged shapes 64x48 at block 32 and 96x64 at block 64), a 64-64-10 MLP and a small CNN on scikit-learn's
+    digits (full batch), and a character-level LM. Against JAX Distributed Shampoo at its recommended settings
+    ($\beta_2 = 0.999$, roots every 10 steps, RMSprop-normalized grafting), DASH at its defaults ends at
+    2.3e-10 / 1.7e-9 vs 1.6e-9 / 1.65e-9 at $\kappa = 10$ (the second within Shampoo's seed range
+    4.0e-10 to 2.9e-9), 5.5e-5 / 3.0e-6 vs 1.3e-3 / 1.3e-4 at $\kappa = 10^2$, 1.7e-2 / 2.2e-3 vs 8.2e-2 / 3.5e-2
+    at $\kappa = 10^3$, a float32 zero vs 2.7e-6 on the MLP, a float32 zero on the CNN (as Shampoo), and
+    LM_DEFAULTS on the LM. Each default, against the same run with that one setting changed:
+    ``momentum=0.9`` on the grafted direction with ``b1=0`` (the gradient itself as the Shampoo numerator,
+    nothing stored for it) instead of the gradient EMA ``b1=0.9`` without momentum: 200-1,400x lower at
+    $\kappa = 10$ (3.2e-7 / 3.6e-7 without) and 2.4e-7 -> 0 on the MLP, mixed at $\kappa = 10^2$, 1.9-2.1x
+    higher at $\kappa = 10^3$ (still 5-16x below Shampoo); heavy-ball momentum accelerates the deterministic,
+    well-conditioned problems, which a gradient EMA does not. ``grafting="rmsprop_normalized"`` (each leaf's gradient over its
+    Frobenius norm in the accumulator and the numerator, as Distributed Shampoo's) instead of ``"adam"``: Adam
+    grafting reaches 3e-14 to 1.3e-13 at $\kappa = 10$ but 2.0e-3 on the MLP (750x Shampoo) and is 2-7x higher at
+    $\kappa = 10^3$: a normalized grafting's step norm is set by the schedule alone, while Adam grafting's shrinks
+    with the gradient, which stalls the networks. ``b2=0.999`` instead of 0.95: within about the seeds' spread on
+    the regressions (4.0e-10 / 9.3e-10 at $\kappa = 10$) and the MLP, B2_LM on the LM.
+    ``factor_decay=0.95`` instead of 0.999: 0.999 ends 3x above Shampoo on the 64x48 $\kappa = 10$ regression
+    (4.7e-9). ``graft_bias_correction=True``: without it (Distributed Shampoo's choice) $\kappa = 10$ is 1.6e-9 /
+    9.3e-11 and the MLP still 0, BC_LM on the LM. The previous defaults (Adam grafting with ``b1=0.9``,
+    ``b2=0.95``, no momentum) ended 885x above Shampoo on the MLP and at 1.9e-4 on the CNN. Against Adam, at
+    $\kappa = 10$ the defaults end 1.6x / 12x above its 1.4e-10 (a float32 floor both approach) and 8-3,900x
+    below it at $\kappa \ge 10^2$. The momentum puts DASH's best peak learning rates at 1e-3 to 1e-2 on these
+    problems, about 10x below Adam's.
 
     Failed refreshes: when a block's refreshed inverse root has a non-finite entry (e.g. its statistic
     overflowed, or came from non-finite gradients under ``nonfinite="ignore"``) or its solver reports
