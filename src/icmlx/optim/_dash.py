@@ -287,24 +287,24 @@ def scale_by_dash(
     every 10 steps, RMSprop-normalized grafting), DASH at its defaults ends at 2.3e-10 / 1.7e-9 vs 1.6e-9 / 1.65e-9
     at $\kappa = 10$ (the second within Shampoo's seed range 4.0e-10 to 2.9e-9), 5.5e-5 / 3.0e-6 vs 1.3e-3 / 1.3e-4
     at $\kappa = 10^2$, 1.7e-2 / 2.2e-3 vs 8.2e-2 / 3.5e-2 at $\kappa = 10^3$, a float32 zero vs 2.7e-6 on the MLP,
-    a float32 zero on the CNN (as Shampoo), and LM_DEFAULTS on the LM. Each default, against the same run with that
-    one setting changed: ``momentum=0.9`` on the grafted direction with ``b1=0`` (the gradient itself as the Shampoo
-    numerator, nothing stored for it) instead of the gradient EMA ``b1=0.9`` without momentum: 200-1,400x lower at
-    $\kappa = 10$ (3.2e-7 / 3.6e-7 without) and 2.4e-7 -> 0 on the MLP, mixed at $\kappa = 10^2$, 1.9-2.1x higher at
-    $\kappa = 10^3$ (still 5-16x below Shampoo); heavy-ball momentum accelerates the deterministic, well-conditioned
-    problems, which a gradient EMA does not. ``grafting="rmsprop_normalized"`` (each leaf's gradient over its
-    Frobenius norm in the accumulator and the numerator, as Distributed Shampoo's) instead of ``"adam"``: Adam
-    grafting reaches 3e-14 to 1.3e-13 at $\kappa = 10$ but 2.0e-3 on the MLP (750x Shampoo) and is 2-7x higher at
-    $\kappa = 10^3$: a normalized grafting's step norm is set by the schedule alone, while Adam grafting's shrinks
-    with the gradient, which stalls the networks. ``b2=0.999`` instead of 0.95: within about the seeds' spread on
-    the regressions (4.0e-10 / 9.3e-10 at $\kappa = 10$) and the MLP, B2_LM on the LM. ``factor_decay=0.95`` instead
-    of 0.999: 0.999 ends 3x above Shampoo on the 64x48 $\kappa = 10$ regression (4.7e-9).
-    ``graft_bias_correction=True``: without it (Distributed Shampoo's choice) $\kappa = 10$ is 1.6e-9 / 9.3e-11 and
-    the MLP still 0, BC_LM on the LM. The previous defaults (Adam grafting with ``b1=0.9``, ``b2=0.95``, no
-    momentum) ended 885x above Shampoo on the MLP and at 1.9e-4 on the CNN. Against Adam, at $\kappa = 10$ the
-    defaults end 1.6x / 12x above its 1.4e-10 (a float32 floor both approach) and 8-3,900x below it at $\kappa \ge
-    10^2$. The momentum puts DASH's best peak learning rates at 1e-3 to 1e-2 on these problems, about 10x below
-    Adam's.
+    a float32 zero on the CNN (as Shampoo), and 1.991 vs 2.143 on the LM's validation loss. Each default, against
+    the same run with that one setting changed: ``momentum=0.9`` on the grafted direction with ``b1=0`` (the
+    gradient itself as the Shampoo numerator, nothing stored for it) instead of the gradient EMA ``b1=0.9`` without
+    momentum: 200-1,400x lower at $\kappa = 10$ (3.2e-7 / 3.6e-7 without) and 2.4e-7 -> 0 on the MLP, mixed at
+    $\kappa = 10^2$, 1.9-2.1x higher at $\kappa = 10^3$ (still 5-16x below Shampoo); heavy-ball momentum accelerates
+    the deterministic, well-conditioned problems, which a gradient EMA does not. ``grafting="rmsprop_normalized"``
+    (each leaf's gradient over its Frobenius norm in the accumulator and the numerator, as Distributed Shampoo's)
+    instead of ``"adam"``: Adam grafting reaches 3e-14 to 1.3e-13 at $\kappa = 10$ but 2.0e-3 on the MLP (750x
+    Shampoo) and is 2-7x higher at $\kappa = 10^3$: a normalized grafting's step norm is set by the schedule alone,
+    while Adam grafting's shrinks with the gradient, which stalls the networks. ``b2=0.999`` instead of 0.95: within
+    about the seeds' spread on the regressions (4.0e-10 / 9.3e-10 at $\kappa = 10$) and the MLP, 2.001 instead of
+    1.991 on the LM. ``factor_decay=0.95`` instead of 0.999: 0.999 ends 3x above Shampoo on the 64x48 $\kappa = 10$
+    regression (4.7e-9). ``graft_bias_correction=True``: without it (Distributed Shampoo's choice) $\kappa = 10$ is
+    1.6e-9 / 9.3e-11 and the MLP still 0, 2.148 on the LM (above Shampoo's 2.143). The previous defaults (Adam
+    grafting with ``b1=0.9``, ``b2=0.95``, no momentum) ended 885x above Shampoo on the MLP and at 1.9e-4 on the
+    CNN. Against Adam, at $\kappa = 10$ the defaults end 1.6x / 12x above its 1.4e-10 and 8-3,900x below it at
+    $\kappa \ge 10^2$. The momentum puts DASH's best peak learning rates at 1e-3 to 1e-2 on these problems, about
+    10x below Adam's.
 
     Failed refreshes: when a block's refreshed inverse root has a non-finite entry (e.g. its statistic
     overflowed, or came from non-finite gradients under ``nonfinite="ignore"``) or its solver reports
