@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -452,7 +453,7 @@ def main(argv=None) -> dict:
                     _tune(lambda lr, s, run=run: (run(lr, jax.random.key(s), train, valid), None), LM_LRS, seeds,
                           0.5), steps=LM_STEPS, learning_rates=list(LM_LRS))
     total_s = time.perf_counter() - t_start
-    command = "python benchmarks/optim_suite.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python benchmarks/optim_suite.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     run_info = {"command": command, "seeds": list(seeds), "steps": steps, "environment": environment("float32"),
                 "total_s": total_s}
     args.out.parent.mkdir(parents=True, exist_ok=True)
