@@ -29,10 +29,10 @@ Optimizers, each at the learning rate of one shared grid that gives it the lowes
   (``preconditioning_compute_steps=10``), ``graft_type=RMSPROP_NORMALIZED``, ``start_preconditioning_step=1``,
   its default ``matrix_epsilon=1e-6`` (relative);
 * ``optax.adam``;
-* with ``--variants``, DASH with its grafting changed (``"rmsprop_normalized"``, ``"adam_normalized"`` with
-  ``b2`` 0.95 and 0.999, and ``"rmsprop_normalized"`` with Distributed Shampoo's ``factor_decay = b2 = 0.999``);
-  with ``--ablation``, DASH with one other default changed (``factor_decay=0.999``, ``b2=0.999``,
-  ``start_preconditioning_step=5``).
+* with ``--variants``, DASH with its previous defaults (``grafting="adam"``, ``b1=0.9``, ``b2=0.95``, no
+  momentum) and the defaults with one setting changed (``b1=0.9`` without momentum, ``grafting="adam"``,
+  ``"adam_normalized"`` with ``b1=0.9`` and no momentum, ``b2=0.95``, ``factor_decay=0.999``,
+  ``graft_bias_correction=False`` alone and with ``factor_decay=0.999``).
 
 Each run is one compiled ``lax.scan`` (the learning rate and the problem data are arguments, so a shape compiles
 once per optimizer). Reported per problem and optimizer: the best learning rate, the mean final loss over seeds
@@ -43,16 +43,20 @@ first one), and the ratio of DASH's mean final loss to Distributed Shampoo's.
 Usage::
 
     python benchmarks/optim_suite.py --quick            # 2 seeds, 200 steps -> results/optim_suite.json
-    python benchmarks/optim_suite.py --quick --variants                  # and DASH's other graftings
-    python benchmarks/optim_suite.py --quick --ablation   # the ablation, as the file's "ablation" entry
+    python benchmarks/optim_suite.py --quick --variants             # and DASH's previous and one-change settings
     python benchmarks/optim_suite.py --full --variants                   # 3 seeds, 400 steps, block 128 too
     python benchmarks/optim_suite.py --quick --rows cnn lm   # only these rows, merged into results/optim_suite.json
+    python benchmarks/optim_suite.py --quick --variants --rows lm --optimizers Shampoo "DASH b"   # and optimizers
+
+A partial run (``--rows`` or ``--optimizers``) replaces the file's rows of the same problem and optimizer and
+keeps the others (`merge_results`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -78,7 +82,11 @@ def _ds(lr, block):
                                   generate_training_metrics=False)
 
 
-def optimizers(variants: bool, ablation: bool = False) -> dict:
+#: DASH's settings before the defaults changed (Adam grafting with the gradient EMA, no momentum)
+PREVIOUS_DEFAULTS = dict(b1=0.9, b2=0.95, grafting="adam", momentum=0.0)
+
+
+def optimizers(variants: bool) -> dict:
     out = {
         "icmlx DASH (defaults)": lambda lr, b: dash(lr, block_size=b),
         "icmlx SOAP": lambda lr, b: soap(lr, b, weight_decay=0.0),
@@ -87,20 +95,21 @@ def optimizers(variants: bool, ablation: bool = False) -> dict:
         out["JAX Distributed Shampoo"] = _ds
     out["optax.adam"] = lambda lr, b: optax.adam(lr)
     if variants:
-        out |= {
-            "DASH grafting=rmsprop_normalized": lambda lr, b: dash(lr, block_size=b, grafting="rmsprop_normalized"),
-            "DASH grafting=adam_normalized": lambda lr, b: dash(lr, block_size=b, grafting="adam_normalized"),
-            "DASH adam_normalized, b2=0.999": lambda lr, b: dash(lr, block_size=b, grafting="adam_normalized",
-                                                                  b2=0.999),
-            "DASH rmsprop_normalized, factor_decay=0.999, b2=0.999": lambda lr, b: dash(
-                lr, block_size=b, grafting="rmsprop_normalized", factor_decay=0.999, b2=0.999),
-        }
-    if ablation:
-        out |= {
-            "DASH factor_decay=0.999": lambda lr, b: dash(lr, block_size=b, factor_decay=0.999),
-            "DASH b2=0.999": lambda lr, b: dash(lr, block_size=b, b2=0.999),
-            "DASH start_preconditioning_step=5": lambda lr, b: dash(lr, block_size=b, start_preconditioning_step=5),
-        }
+        # the previous defaults, then the defaults with one setting changed (the last: Distributed Shampoo's
+        # recommended grafting statistics and factor decay)
+        for name, kw in {
+            "DASH previous defaults (adam grafting, b1=0.9, b2=0.95, momentum=0)": PREVIOUS_DEFAULTS,
+            "DASH b1=0.9, momentum=0": dict(b1=0.9, momentum=0.0),
+            "DASH grafting=adam": dict(grafting="adam"),
+            "DASH grafting=adam_normalized, b1=0.9, momentum=0": dict(grafting="adam_normalized", b1=0.9,
+                                                                      momentum=0.0),
+            "DASH b2=0.95": dict(b2=0.95),
+            "DASH factor_decay=0.999": dict(factor_decay=0.999),
+            "DASH graft_bias_correction=False": dict(graft_bias_correction=False),
+            "DASH graft_bias_correction=False, factor_decay=0.999": dict(graft_bias_correction=False,
+                                                                         factor_decay=0.999),
+        }.items():
+            out[name] = lambda lr, b, kw=kw: dash(lr, block_size=b, **kw)
     return out
 
 
@@ -348,6 +357,29 @@ def _tune(run_one, lrs, seeds_data, target_frac):
 
 
 ROWS = ("regression", "mlp", "cnn", "lm")
+#: problem-name prefixes in the order a full run writes them (``"lm"`` rows are named ``"char-lm ..."``)
+_ROW_ORDER = ("regression", "mlp", "cnn", "char-lm")
+
+
+def merge_results(previous: dict, rows: list, run_info: dict, row_names, complete: bool) -> dict:
+    """The result record after a run: a complete run replaces the file; a partial
+    run (a subset of ``--rows`` or of ``--optimizers``) replaces the file's rows of the same (problem,
+    optimizer), keeps the others, lists them in a full run's problem order and records its ``run_info`` under
+    ``row_runs[name]`` for each name of ``row_names``; ``ratios`` are recomputed from the merged rows."""
+    if complete:
+        return {"benchmark": "optim_suite", **run_info, "learning_rates": list(LRS), "rows": rows,
+                "ratios": _ratios(rows)}
+    new = {(r["problem"], r["optimizer"]) for r in rows}
+    record = dict(previous)
+    kept = [r for r in previous.get("rows", []) if (r["problem"], r["optimizer"]) not in new]
+
+    def rank(r):
+        return next((i for i, k in enumerate(_ROW_ORDER) if r["problem"].startswith(k)), len(_ROW_ORDER))
+
+    record["rows"] = sorted(kept + rows, key=rank)  # stable: within a problem, kept rows first, then new ones
+    record["ratios"] = _ratios(record["rows"])
+    record["row_runs"] = {**previous.get("row_runs", {}), **{name: run_info for name in row_names}}
+    return record
 
 
 def main(argv=None) -> dict:
@@ -356,18 +388,22 @@ def main(argv=None) -> dict:
     size.add_argument("--quick", action="store_true", help="2 seeds, 200 steps (default)")
     size.add_argument("--full", action="store_true", help="3 seeds, 400 steps, block 128 too")
     ap.add_argument("--variants", action="store_true", help="also DASH with other graftings")
-    ap.add_argument("--ablation", action="store_true", help="also DASH with factor_decay, b2 or the start changed")
     ap.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS),
                     help="problems to run (default all); a subset replaces those rows of --out and keeps the rest")
     ap.add_argument("--no-soap", action="store_true", help="leave SOAP out")
+    ap.add_argument("--optimizers", nargs="+", metavar="SUBSTRING",
+                    help="run only the optimizers whose name contains one of these substrings (with a subset of "
+                         "--rows, the file's rows of the other optimizers are kept)")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "optim_suite.json")
     args = ap.parse_args(argv)
     seeds, steps = ((0, 1, 2), 400) if args.full else ((0, 1), 200)
     cases = [((64, 48), 32), ((96, 64), 64)] + ([((160, 100), 128)] if args.full else [])
     kappas = (10.0, 1e2, 1e3)
-    opts = optimizers(args.variants, args.ablation)
+    opts = optimizers(args.variants)
     if args.no_soap:
         opts.pop("icmlx SOAP")
+    if args.optimizers:
+        opts = {k: v for k, v in opts.items() if any(sub in k for sub in args.optimizers)}
     t_start = time.perf_counter()
     rows = []
 
@@ -417,7 +453,7 @@ def main(argv=None) -> dict:
                     _tune(lambda lr, s, run=run: (run(lr, jax.random.key(s), train, valid), None), LM_LRS, seeds,
                           0.5), steps=LM_STEPS, learning_rates=list(LM_LRS))
     total_s = time.perf_counter() - t_start
-    command = "python benchmarks/optim_suite.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python benchmarks/optim_suite.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     run_info = {"command": command, "seeds": list(seeds), "steps": steps, "environment": environment("float32"),
                 "total_s": total_s}
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -425,27 +461,8 @@ def main(argv=None) -> dict:
         previous = json.loads(args.out.read_text())
     except (OSError, ValueError):
         previous = {"benchmark": "optim_suite"}
-    if args.ablation:
-        # one result file per benchmark: the ablation is an entry of the suite's file, the rest of it kept
-        record = previous
-        record["ablation"] = {**run_info, "learning_rates": list(LRS), "rows": rows, "ratios": _ratios(rows)}
-    elif set(args.rows) == set(ROWS):
-        record = {"benchmark": "optim_suite", **run_info, "learning_rates": list(LRS), "rows": rows,
-                  "ratios": _ratios(rows)}
-        if "ablation" in previous:
-            record["ablation"] = previous["ablation"]
-    else:
-        # a subset of the problems: its rows replace the file's rows of the same problems, the rest kept
-        new = {r["problem"] for r in rows}
-        record = previous
-        kept = [r for r in previous.get("rows", []) if r["problem"] not in new]
-        order = ("regression", "mlp", "cnn", "char-lm")  # the file lists the problems in the order a full run does
-        record["rows"] = sorted(kept + rows, key=lambda r: next(
-            (i for i, k in enumerate(order) if r["problem"].startswith(k)), len(order)))
-        record["ratios"] = _ratios(record["rows"])
-        record.setdefault("row_runs", {})
-        for name in args.rows:
-            record["row_runs"][name] = run_info
+    record = merge_results(previous, rows, run_info, args.rows,
+                           complete=set(args.rows) == set(ROWS) and not args.optimizers)
     args.out.write_text(json.dumps(record, indent=2))
     for r in _ratios(rows):
         print(r)

@@ -56,9 +56,11 @@ def _view(shape, B=None):
     return [c for c in cands if max(c) == best][-1]
 
 
-def reference_dash(grads_seq, *, B, b1=0.9, b2=0.95, beta=0.95, eps=1e-8, freq=10, t0=1, mu=0.0,
-                   nesterov=True, one_dim="adam", grafting="adam", merge=True, exponents=(0.25, 0.25, 0.5)):
-    """Return the list of update dicts (direction before learning rate) for a sequence of grad dicts."""
+def reference_dash(grads_seq, *, B, b1=0.0, b2=0.999, beta=0.95, eps=1e-8, freq=10, t0=1, mu=0.9,
+                   nesterov=True, one_dim="adam", grafting="rmsprop_normalized", merge=True,
+                   exponents=(0.25, 0.25, 0.5), graft_bc=True):
+    """Return the list of update dicts (direction before learning rate) for a sequence of grad dicts; the
+    defaults are `scale_by_dash`'s."""
     st = {}
     outs = []
     for t, grads in enumerate(grads_seq, start=1):
@@ -71,6 +73,7 @@ def reference_dash(grads_seq, *, B, b1=0.9, b2=0.95, beta=0.95, eps=1e-8, freq=1
             s["m"] = b1 * s["m"] + (1 - b1) * g
             s["v"] = b2 * s["v"] + (1 - b2) * g * g
             adam = (s["m"] / (1 - b1**t)) / (np.sqrt(s["v"] / (1 - b2**t)) + eps)
+            cg = (1 - b2**t) if graft_bc else 1.0  # the grafting's second-moment bias correction
             # grafting accumulator of the preconditioned leaves (the normalized ones divide g by ||g||_F)
             sg = g / (np.linalg.norm(g) + 1e-25) if grafting.endswith("_normalized") else g
             if grafting.startswith("adagrad"):
@@ -78,13 +81,13 @@ def reference_dash(grads_seq, *, B, b1=0.9, b2=0.95, beta=0.95, eps=1e-8, freq=1
                 graft = sg / (np.sqrt(s["vg"]) + eps)
             elif grafting.startswith("rmsprop"):
                 s["vg"] = b2 * s["vg"] + (1 - b2) * sg * sg
-                graft = sg / (np.sqrt(s["vg"] / (1 - b2**t)) + eps)
+                graft = sg / (np.sqrt(s["vg"] / cg) + eps)
             elif grafting == "adam_normalized":
                 s["mg"] = b1 * s["mg"] + (1 - b1) * sg
                 s["vg"] = b2 * s["vg"] + (1 - b2) * sg * sg
-                graft = (s["mg"] / (1 - b1**t)) / (np.sqrt(s["vg"] / (1 - b2**t)) + eps)
+                graft = (s["mg"] / (1 - b1**t)) / (np.sqrt(s["vg"] / cg) + eps)
             else:
-                graft = adam
+                graft = (s["m"] / (1 - b1**t)) / (np.sqrt(s["v"] / cg) + eps)
             view = _view(g.shape, B if merge else None)
             if len(view) == 2 or (len(view) == 1 and one_dim == "shampoo"):
                 vec = len(view) == 1
@@ -265,7 +268,7 @@ def test_no_grafting_matches_reference(ref_setup):
 
 def test_disabled_preconditioning_equals_optax_adam(ref_setup):
     grads, params = ref_setup
-    tx = scale_by_dash(8, b1=0.9, b2=0.99, eps=1e-8, start_preconditioning_step=10**6)
+    tx = scale_by_dash(8, b1=0.9, b2=0.99, eps=1e-8, grafting="adam", momentum=0.0, start_preconditioning_step=10**6)
     outs, _ = _run(tx, grads, params)
     with jax.numpy_dtype_promotion("standard"):  # optax's bias correction mixes int32 and float
         ref_outs, _ = _run(optax.scale_by_adam(b1=0.9, b2=0.99, eps=1e-8), grads, params)
@@ -278,7 +281,7 @@ def test_long_sides_fall_back_to_adam_and_state_stays_small():
     # its Kronecker factors (its update differs from Adam's)
     params = {"emb": jnp.zeros((40, 6), DT), "w": jnp.zeros((20, 16), DT)}
     grads = _grads(3, {"emb": (40, 6), "w": (20, 16)}, 3)
-    tx = scale_by_dash(8, b1=0.9, b2=0.99, eps=1e-8, precondition_frequency=1, max_precondition_dim=32)
+    tx = scale_by_dash(8, b1=0.9, b2=0.99, eps=1e-8, momentum=0.0, precondition_frequency=1, max_precondition_dim=32)
     outs, state = _run(tx, grads, params)
     with jax.numpy_dtype_promotion("standard"):  # optax's bias correction mixes int32 and float
         ref_outs, _ = _run(optax.scale_by_adam(b1=0.9, b2=0.99, eps=1e-8), grads, params)
@@ -306,8 +309,8 @@ def test_grafting_choices():
     params = {"w": jnp.zeros((16, 24), DT)}
     outs, _ = _run(scale_by_dash(8, grafting="adagrad", precondition_frequency=1), grads, params)
     assert np.all(np.isfinite(np.asarray(outs[-1]["w"])))
-    # sgd grafting: every 8x8 block of the update has the Frobenius norm of the gradient block
-    outs, _ = _run(scale_by_dash(8, grafting="sgd", precondition_frequency=1), grads, params)
+    # sgd grafting without momentum: every 8x8 block of the update has the Frobenius norm of the gradient block
+    outs, _ = _run(scale_by_dash(8, grafting="sgd", momentum=0.0, precondition_frequency=1), grads, params)
     u, g = np.asarray(outs[-1]["w"]), grads[-1]["w"]
     for i in range(0, 16, 8):
         for j in range(0, 24, 8):
@@ -329,6 +332,26 @@ def test_normalized_grafting_matches_numpy(grafting):
     assert _max_rel(outs, refs) <= tol  # "b" (Adam-routed) keeps the raw-gradient Adam update
     plain = reference_dash(grads, B=8, freq=2, t0=2, grafting=grafting.removesuffix("_normalized"))
     assert _max_rel(outs, plain, keys=["w"]) > 0.1  # the normalization is not a no-op here
+
+
+@pytest.mark.parametrize("grafting", ["rmsprop_normalized", "adam_normalized", "adam"])
+def test_graft_without_bias_correction_matches_numpy(grafting):
+    shapes = {"w": (16, 12), "b": (12,)}
+    grads = [{k: v * 10.0 ** (t % 3 - 1) for k, v in g.items()} for t, g in enumerate(_grads(6, shapes, 5))]
+    params = {k: jnp.zeros(sh, DT) for k, sh in shapes.items()}
+    tx = scale_by_dash(8, b1=0.9, b2=0.99, inverse_root="eigh", grafting=grafting, graft_bias_correction=False,
+                       precondition_frequency=2, start_preconditioning_step=2)
+    outs, _ = _run(tx, grads, params)
+    kw = dict(B=8, b1=0.9, b2=0.99, freq=2, t0=2, grafting=grafting)
+    # float32 eigh roots of factors with condition numbers up to ~1e4: ~1e-3 relative, carried by the momentum
+    assert _max_rel(outs, reference_dash(grads, graft_bc=False, **kw)) <= (1e-8 if DT == jnp.float64 else 5e-3)
+    # 1 / sqrt(1 - 0.99^t) is 3.2 to 10 over these steps: the correction is not a no-op on "w"
+    assert _max_rel(outs, reference_dash(grads, graft_bc=True, **kw), keys=["w"]) > 0.5
+
+
+def test_graft_bias_correction_must_be_bool():
+    with pytest.raises(TypeError, match="graft_bias_correction"):  # jaxtyping's check, or scale_by_dash's
+        scale_by_dash(8, graft_bias_correction="no")
 
 
 @pytest.mark.parametrize("override, exponents, solver", [
@@ -407,7 +430,8 @@ def test_bfloat16_statistics():
     shapes = {"w": (16, 24), "b": (24,)}
     grads = _grads(7, shapes, 6)
     params = {k: jnp.zeros(sh, DT) for k, sh in shapes.items()}
-    kw = dict(precondition_frequency=2, inverse_root="eigh")
+    # no momentum: its buffer would carry step 1's (documented) O(1) root difference into the later steps
+    kw = dict(precondition_frequency=2, inverse_root="eigh", momentum=0.0)
     outs, state = _run(scale_by_dash(8, statistics_dtype="bfloat16", **kw), grads, params)
     ref32, state32 = _run(scale_by_dash(8, **kw), grads, params)
     assert all(f.dtype == jnp.bfloat16 for f in state.factors)
@@ -416,7 +440,7 @@ def test_bfloat16_statistics():
     # is resolved down to eigenvalues ~1e-2 of its largest; step 1's one-sample square 8 x 8 blocks have
     # G G^T condition numbers up to ~1e5, whose roots bfloat16 cannot carry (documented)
     assert _max_rel(outs[1:], [jax.tree.map(np.asarray, r) for r in ref32[1:]]) <= 1e-2
-    assert _max_rel(outs[1:], reference_dash(grads, B=8, freq=2)[1:]) <= 1e-2  # float64 NumPy Shampoo
+    assert _max_rel(outs[1:], reference_dash(grads, B=8, freq=2, mu=0.0)[1:]) <= 1e-2  # float64 NumPy Shampoo
     nbytes = lambda fs: sum(f.size * f.dtype.itemsize for f in fs)  # noqa: E731
     assert nbytes(state32.factors) == (4 if DT == jnp.float64 else 2) * nbytes(state.factors)
     with pytest.warns(UserWarning, match="factor_decay"):
@@ -670,7 +694,8 @@ def test_dash_beats_adam_on_ill_conditioned_regression():
 
         return train
 
-    grid = [jnp.asarray(lr, DT) for lr in (3e-2, 1e-1)]
+    # DASH's momentum (0.9) puts its best learning rates about 10x below Adam's: one grid covering both
+    grid = [jnp.asarray(lr, DT) for lr in (3e-3, 1e-2, 3e-2, 1e-1)]
     with jax.numpy_dtype_promotion("standard"):  # optax.adam mixes int32 and float internally
         train_adam = make_train(optax.adam)
         best_adam = min(float(train_adam(lr)) for lr in grid)

@@ -56,7 +56,7 @@ def test_fsdp_four_devices_equal_unsharded(kind):
         assert r.shape[0] % 4 == 0 and r.addressable_shards[0].data.shape[0] == r.shape[0] // 4
     # the parameter-shaped moments keep the parameters' layout (sliced the same way, not gathered)
     for k in SHAPES:
-        assert inner.mu[k].addressable_shards[0].data.shape == params[k].addressable_shards[0].data.shape
+        assert inner.nu[k].addressable_shards[0].data.shape == params[k].addressable_shards[0].data.shape
     assert ref_losses[-1] < 0.9 * ref_losses[0]  # the runs did something
 
 

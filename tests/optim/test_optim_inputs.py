@@ -95,7 +95,7 @@ def test_inject_hyperparams_with_static_args_matches_optax_adam():
     params = jnp.linspace(-1.0, 1.0, 48).reshape(8, 6)
     grads = [jnp.cos(params * (k + 1.0)) for k in range(4)]
     opt = optax.inject_hyperparams(dash, static_args=DASH_STATIC_ARGS)(
-        learning_rate=1e-2, start_preconditioning_step=100)
+        learning_rate=1e-2, start_preconditioning_step=100, b1=0.9, b2=0.95, grafting="adam", momentum=0.0)
     s = opt.init(params)
     update = jax.jit(opt.update)
     lr, m, v = 1e-2, 0.0, 0.0
@@ -104,7 +104,7 @@ def test_inject_hyperparams_with_static_args_matches_optax_adam():
             lr = 3e-3
             s.hyperparams["learning_rate"] = jnp.asarray(lr)
         u, s = update(g, s, params)
-        # Adam in float64 NumPy (b1 = 0.9, b2 = 0.95, eps = 1e-8: DASH's defaults)
+        # Adam in float64 NumPy (b1 = 0.9, b2 = 0.95, eps = 1e-8)
         gn = np.asarray(g, np.float64)
         m, v = 0.9 * m + 0.1 * gn, 0.95 * v + 0.05 * gn**2
         ref = -lr * (m / (1 - 0.9 ** (k + 1))) / (np.sqrt(v / (1 - 0.95 ** (k + 1))) + 1e-8)

@@ -38,8 +38,9 @@ __all__ = ["DashState", "scale_by_dash", "dash", "DASH_STATIC_ARGS"]
 
 #: Arguments of `dash` that must stay Python values under ``optax.inject_hyperparams``.
 DASH_STATIC_ARGS = (
-    "block_size", "nesterov", "precondition_frequency", "start_preconditioning_step", "root_epsilon",
-    "root_chunk_size", "max_precondition_dim", "merge_small_dims", "statistics_dtype", "inverse_exponent_override",
+    "block_size", "nesterov", "graft_bias_correction", "precondition_frequency", "start_preconditioning_step",
+    "root_epsilon", "root_chunk_size", "max_precondition_dim", "merge_small_dims", "statistics_dtype",
+    "inverse_exponent_override",
 )
 
 
@@ -178,13 +179,14 @@ def _with_momentum(direction, buffer, momentum, nesterov: bool, use_momentum: bo
 @_check_static_args
 def scale_by_dash(
     block_size: int | None = None,
-    b1: float | Array = 0.9,
-    b2: float | Array = 0.95,
+    b1: float | Array = 0.0,
+    b2: float | Array = 0.999,
     factor_decay: float | Array = 0.95,
     eps: float | Array = 1e-8,
     *,
-    grafting: str = "adam",
-    momentum: float | Array = 0.0,
+    grafting: str = "rmsprop_normalized",
+    graft_bias_correction: bool = True,
+    momentum: float | Array = 0.9,
     nesterov: bool = True,
     precondition_frequency: int = 10,
     start_preconditioning_step: int = 1,
@@ -229,6 +231,11 @@ def scale_by_dash(
     Frobenius norm: $A \leftarrow b_2 A + (1-b_2) S^2$, $P^{graft} = S/(\sqrt{\hat A}+\epsilon)$,
     resp. $A \leftarrow A + S^2$, $P^{graft} = S/(\sqrt{A}+\epsilon)$ (on preconditioned leaves;
     the Adam-routed leaves keep Adam's raw-gradient EMA whatever the grafting, so their update is Adam's).
+    ``graft_bias_correction=False`` drops the second-moment bias correction of the EMA graftings
+    (``"adam"``, ``"adam_normalized"``, ``"rmsprop[_normalized]"``): $\hat A = A$ instead of
+    $A / (1 - b_2^t)$, as Distributed Shampoo's RMSprop grafting, so the grafted step is
+    $1/\sqrt{1-b_2^t}$ times larger (about 32x at $t = 1$ and 2.3x at $t = 200$ for $b_2 = 0.999$): an implicit
+    decay of the step over the first $\sim 1/(1-b_2)$ steps.
     Optional momentum: $M \leftarrow \mu M + P$, then
     $P + \mu M$ (Nesterov) or $M$. The factor EMAs have no bias correction (the grafting rescale
     makes the scale of $\bar L, \bar R$ irrelevant).
@@ -273,23 +280,31 @@ def scale_by_dash(
     (chunked by ``root_chunk_size`` within that share); the result equals the single-device one.
 
     Defaults, measured: ``benchmarks/optim_suite.py --quick --variants`` (``benchmarks/results/optim_suite.json``)
-    runs every optimizer at its best peak learning rate of one grid (linear decay to 0, mean over 2 seeds) on
-    matrix regressions $\min_W \|AWB - C\|^2$ (Hessian condition $\kappa^2$, $\kappa \in \{10, 10^2, 10^3\}$,
-    ragged shapes at blocks 32 and 64), a 64-64-10 MLP and a small CNN on scikit-learn's digits, and a
-    character-level LM. With these defaults DASH ends below JAX Distributed Shampoo at its recommended settings
-    ($\beta_2 = 0.999$, roots every 10 steps, RMSprop-normalized grafting) on all six regressions (0.05-0.87x its
-    final loss) and on the LM (validation loss 2.006 vs 2.143), and above it on the MLP (885x its final training
-    loss; test accuracy 0.967 vs 0.980) and the CNN (1.8e-4 vs a float32 zero; 0.950 vs 0.961). The ablation
-    (``--ablation``, the ``ablation`` entry of the same file): ``factor_decay=0.999`` is mixed (17x lower on one
-    $\kappa = 10^2$ regression, 1.2-1.3x higher at $\kappa = 10^3$), ``b2=0.999`` is 2-3x better at
-    $\kappa = 10$ and 2-50x worse at $\kappa \ge 10^2$, ``start_preconditioning_step=5`` stays within about the
-    seeds' spread, and none of them moves the MLP (2.1e-3 to 5.7e-3), so they stay as they are: the grafting
-    decides. ``grafting="adam_normalized"`` (``b2`` 0.95 or 0.999) wins the MLP (2.5-2.6e-7 vs 2.7e-6), reaches
-    4.1e-8 on the CNN and wins the $\kappa \ge 10^2$ regressions, but ends 5-10x above Distributed Shampoo at
-    $\kappa = 10$ (8.0e-9 to 1.7e-8 vs 1.6e-9; the default reaches 2.3e-10): a normalized grafting's step norm is
-    set by the schedule alone, while Adam grafting's shrinks with the gradient. ``"rmsprop_normalized"`` is the
-    best at $\kappa = 10^3$ and the worst at $\kappa = 10$. No grafting wins every problem of the suite, so the
-    default stays ``"adam"``; use ``"adam_normalized"`` on networks trained full-batch.
+    runs every optimizer at its best peak learning rate of one grid (linear decay to 0, mean over 2 seeds) on matrix
+    regressions $\min_W \|AWB - C\|^2$ (Hessian condition $\kappa^2$, $\kappa \in \{10, 10^2, 10^3\}$, ragged shapes
+    64x48 at block 32 and 96x64 at block 64), a 64-64-10 MLP and a small CNN on scikit-learn's digits (full batch),
+    and a character-level LM. Against JAX Distributed Shampoo at its recommended settings ($\beta_2 = 0.999$, roots
+    every 10 steps, RMSprop-normalized grafting), DASH at its defaults ends at 2.3e-10 / 1.7e-9 vs 1.6e-9 / 1.65e-9
+    at $\kappa = 10$ (the second within Shampoo's seed range 4.0e-10 to 2.9e-9), 5.5e-5 / 3.0e-6 vs 1.3e-3 / 1.3e-4
+    at $\kappa = 10^2$, 1.7e-2 / 2.2e-3 vs 8.2e-2 / 3.5e-2 at $\kappa = 10^3$, a float32 zero vs 2.7e-6 on the MLP,
+    a float32 zero on the CNN (as Shampoo), and 1.991 vs 2.143 on the LM's validation loss. Each default, against
+    the same run with that one setting changed: ``momentum=0.9`` on the grafted direction with ``b1=0`` (the
+    gradient itself as the Shampoo numerator, nothing stored for it) instead of the gradient EMA ``b1=0.9`` without
+    momentum: 200-1,400x lower at $\kappa = 10$ (3.2e-7 / 3.6e-7 without) and 2.4e-7 -> 0 on the MLP, mixed at
+    $\kappa = 10^2$, 1.9-2.1x higher at $\kappa = 10^3$ (still 5-16x below Shampoo); heavy-ball momentum accelerates
+    the deterministic, well-conditioned problems, which a gradient EMA does not. ``grafting="rmsprop_normalized"``
+    (each leaf's gradient over its Frobenius norm in the accumulator and the numerator, as Distributed Shampoo's)
+    instead of ``"adam"``: Adam grafting reaches 3e-14 to 1.3e-13 at $\kappa = 10$ but 2.0e-3 on the MLP (750x
+    Shampoo) and is 2-7x higher at $\kappa = 10^3$: a normalized grafting's step norm is set by the schedule alone,
+    while Adam grafting's shrinks with the gradient, which stalls the networks. ``b2=0.999`` instead of 0.95: within
+    about the seeds' spread on the regressions (4.0e-10 / 9.3e-10 at $\kappa = 10$) and the MLP, 2.001 instead of
+    1.991 on the LM. ``factor_decay=0.95`` instead of 0.999: 0.999 ends 3x above Shampoo on the 64x48 $\kappa = 10$
+    regression (4.7e-9). ``graft_bias_correction=True``: without it (Distributed Shampoo's choice) $\kappa = 10$ is
+    1.6e-9 / 9.3e-11 and the MLP still 0, 2.148 on the LM (above Shampoo's 2.143). The previous defaults (Adam
+    grafting with ``b1=0.9``, ``b2=0.95``, no momentum) ended 885x above Shampoo on the MLP and at 1.9e-4 on the
+    CNN. Against Adam, at $\kappa = 10$ the defaults end 1.6x / 12x above its 1.4e-10 and 8-3,900x below it at
+    $\kappa \ge 10^2$. The momentum puts DASH's best peak learning rates at 1e-3 to 1e-2 on these problems, about
+    10x below Adam's.
 
     Failed refreshes: when a block's refreshed inverse root has a non-finite entry (e.g. its statistic
     overflowed, or came from non-finite gradients under ``nonfinite="ignore"``) or its solver reports
@@ -305,13 +320,19 @@ def scale_by_dash(
         with ``B``; on a GPU the batched solve of large blocks fills the device, on a CPU it is a long serial
         computation, so small blocks keep a CPU refresh short (smaller blocks are a coarser, block-diagonal
         preconditioner). An explicit ``block_size`` whose factors exceed 512 on the CPU backend warns once.
-      b1: gradient EMA $\beta_G$ (0 disables it).
+      b1: gradient EMA $\beta_G$ (0, the default, disables it: the momentum below acts on the grafted
+        direction instead).
       b2: grafting second-moment EMA $\beta_{graft}$.
       factor_decay: Kronecker-factor EMA $\beta_{LR}$; 1.0 gives a plain sum (AdaGrad-style).
       eps: grafting epsilon.
-      grafting: ``"adam"``, ``"adam_normalized"``, ``"adagrad"``, ``"rmsprop"``, ``"adagrad_normalized"``,
-        ``"rmsprop_normalized"``, ``"sgd"`` or ``"none"``.
-      momentum: heavy-ball $\mu$ (0 disables the buffer).
+      grafting: ``"rmsprop_normalized"`` (default), ``"adam"``, ``"adam_normalized"``, ``"adagrad"``,
+        ``"rmsprop"``, ``"adagrad_normalized"``, ``"sgd"`` or ``"none"``.
+      graft_bias_correction: divide the grafting's second moment by $1 - b_2^t$ (``True``, default) or not
+        (``False``, Distributed Shampoo's RMSprop grafting). Static.
+      momentum: heavy-ball $\mu$ on the grafted direction (0 disables the buffer). With the default 0.9 the
+        step at a steady direction is about $1/(1-\mu) = 10$ times the grafted one, so DASH's best learning
+        rates sit about 10x below Adam's (``benchmarks/results/optim_suite.json``: 1e-3 to 1e-2 where Adam's
+        are 1e-1 to 3).
       nesterov: Nesterov form of the momentum.
       precondition_frequency: refresh period $f$ of the inverse roots (static).
       start_preconditioning_step: first preconditioned step $t_0 \ge 1$ (static).
@@ -358,6 +379,8 @@ def scale_by_dash(
         ``grafting`` or ``statistics_dtype``, a non-bool ``merge_small_dims``, a structural
         argument given as an array (use ``optax.inject_hyperparams(..., static_args=DASH_STATIC_ARGS)``).
 
+      TypeError: a non-bool ``graft_bias_correction``.
+
     Warns:
       UserWarning: once per factor side, an explicit ``block_size`` giving factors larger than 512 on the
         CPU backend (slow refreshes); ``statistics_dtype="bfloat16"`` with ``factor_decay=1``.
@@ -383,11 +406,14 @@ def scale_by_dash(
     _check_settings(block_size, b1, b2, factor_decay, eps, momentum, grafting, one_dim, nonfinite,
                     precondition_frequency, start_preconditioning_step, root_epsilon, root_chunk_size, mesh,
                     mesh_axis, max_precondition_dim, merge_small_dims)
+    if not isinstance(graft_bias_correction, (bool, np.bool_)):
+        raise TypeError(f"graft_bias_correction must be True or False, got {graft_bias_correction=}")
     sdt_setting = _statistics_dtype(statistics_dtype, factor_decay, "scale_by_dash")
     solver = as_inverse_root(inverse_root, "inverse_root")
     plan_roots = _override_roots(inverse_exponent_override, solver)
     num_shards = 1 if mesh is None else int(mesh.shape[mesh_axis])
     use_momentum = not (_is_number(momentum) and momentum == 0.0)
+    use_mu = not (_is_number(b1) and b1 == 0.0)  # b1 = 0: the "EMA" is the gradient itself, not stored
     graft_moment = grafting == "adam_normalized"
 
     def _constrain(x: Array) -> Array:
@@ -427,7 +453,7 @@ def scale_by_dash(
         if mesh is None and all(_on_host_ok(x) for x in leaves):
             # Concrete parameters: the state is built in NumPy and transferred, so an eager init compiles no
             # programs (one per leaf shape and stack otherwise, each paid again in a fresh process).
-            mu = jax.tree.map(_host_zeros_like, params)
+            mu = jax.tree.map(_host_zeros_like, params) if use_mu else ()
             nu = jax.tree.map(_host_zeros_like, params)
             mom = jax.tree.map(_host_zeros_like, params) if use_momentum else ()
             factors = tuple(jax.device_put(np.zeros((npad, z, z), sdt)) for z, _, _, npad in plan.stacks)
@@ -436,7 +462,7 @@ def scale_by_dash(
             zero = jax.device_put(np.zeros((), np.int32))
             gmu = jax.tree.map(_host_zeros_like, params) if graft_moment else ()
             return DashState(zero, mu, nu, mom, factors, roots, jax.device_put(np.zeros((), np.int32)), gmu)
-        mu = jax.tree.map(jnp.zeros_like, params)
+        mu = jax.tree.map(jnp.zeros_like, params) if use_mu else ()
         nu = jax.tree.map(jnp.zeros_like, params)
         mom = jax.tree.map(jnp.zeros_like, params) if use_momentum else ()
         factors = tuple(_constrain(jnp.zeros((npad, z, z), sdt)) for z, _, _, npad in plan.stacks)
@@ -463,8 +489,9 @@ def scale_by_dash(
 
         gmu_in = treedef.flatten_up_to(state.graft_mu) if graft_moment else None
         mu, nu, graft_leaves, adam_leaves, gmu = moments_and_graft(
-            leaves, treedef.flatten_up_to(state.mu), treedef.flatten_up_to(state.nu), t, b1, b2, eps, grafting,
-            fdt, [lp.kind != ADAM for lp in plan.leaves], gmu_in)
+            leaves, treedef.flatten_up_to(state.mu) if use_mu else leaves, treedef.flatten_up_to(state.nu), t, b1,
+            b2, eps, grafting,
+            fdt, [lp.kind != ADAM for lp in plan.leaves], gmu_in, graft_bias_correction)
         mu, nu = jax.tree.unflatten(treedef, mu), jax.tree.unflatten(treedef, nu)
         gmu = jax.tree.unflatten(treedef, [m.astype(g.dtype) for m, g in zip(gmu, leaves)]) if graft_moment else ()
         factors = _update_factors(plan, leaves, state.factors, factor_decay, fdt, _constrain)
@@ -488,7 +515,7 @@ def scale_by_dash(
         out, mom = _with_momentum(direction, state.momentum, momentum, nesterov, use_momentum)
 
         out = jax.tree.map(lambda o, g: o.astype(g.dtype), out, updates)
-        mu = jax.tree.map(lambda m, g: m.astype(g.dtype), mu, state.mu)
+        mu = jax.tree.map(lambda m, g: m.astype(g.dtype), mu, state.mu) if use_mu else ()
         nu = jax.tree.map(lambda m, g: m.astype(g.dtype), nu, state.nu)
         new_state = DashState(count, mu, nu, mom, factors, tuple(roots), state.root_failures + n_failed, gmu)
         if nonfinite != "ignore":
@@ -504,15 +531,16 @@ def scale_by_dash(
 def dash(
     learning_rate: optax.ScalarOrSchedule,
     block_size: int | None = None,
-    b1: float | Array = 0.9,
-    b2: float | Array = 0.95,
+    b1: float | Array = 0.0,
+    b2: float | Array = 0.999,
     factor_decay: float | Array = 0.95,
     eps: float | Array = 1e-8,
     weight_decay: float | Array = 0.0,
     weight_decay_mask: Any = None,
     *,
-    grafting: str = "adam",
-    momentum: float | Array = 0.0,
+    grafting: str = "rmsprop_normalized",
+    graft_bias_correction: bool = True,
+    momentum: float | Array = 0.9,
     nesterov: bool = True,
     precondition_frequency: int = 10,
     start_preconditioning_step: int = 1,
@@ -554,6 +582,7 @@ def dash(
       weight_decay: decoupled weight decay $\lambda$.
       weight_decay_mask: pytree/callable mask for the decay (default: ``ndim >= 2`` leaves).
       grafting: as in `scale_by_dash`.
+      graft_bias_correction: as in `scale_by_dash`.
       momentum: as in `scale_by_dash`.
       nesterov: as in `scale_by_dash`.
       precondition_frequency: as in `scale_by_dash`.
@@ -593,7 +622,7 @@ def dash(
       ...     updates, state = update(jax.grad(loss)(params), state, params)
       ...     params = optax.apply_updates(params, updates)
       >>> print(round(float(params[0, 0]), 3))
-      1.03
+      1.081
     """
     _check_numeric("learning_rate", learning_rate, schedule=True)
     _check_numeric("weight_decay", weight_decay)
@@ -606,7 +635,8 @@ def dash(
         weight_decay_mask = lambda p: jax.tree.map(lambda x: x.ndim >= 2, p)
     return optax.chain(
         scale_by_dash(
-            block_size, b1, b2, factor_decay, eps, grafting=grafting, momentum=momentum, nesterov=nesterov,
+            block_size, b1, b2, factor_decay, eps, grafting=grafting, graft_bias_correction=graft_bias_correction,
+            momentum=momentum, nesterov=nesterov,
             precondition_frequency=precondition_frequency,
             start_preconditioning_step=start_preconditioning_step, inverse_root=inverse_root,
             root_epsilon=root_epsilon, root_chunk_size=root_chunk_size, one_dim=one_dim, nonfinite=nonfinite,

@@ -25,7 +25,8 @@ def _normalized(g: Array, fdt) -> Array:
 
 
 def moments_and_graft(grads: list[Array], mu: list[Array], nu: list[Array], t: Array, b1, b2, eps,
-                      grafting: str, fdt, preconditioned: list[bool], graft_mu: list[Array] | None = None):
+                      grafting: str, fdt, preconditioned: list[bool], graft_mu: list[Array] | None = None,
+                      graft_bias_correction: bool = True):
     r"""One step of the diagonal statistics, on flat lists of leaves.
 
     With $g$ the gradient of a leaf, $s = g$ except for the normalized graftings, where
@@ -50,6 +51,11 @@ def moments_and_graft(grads: list[Array], mu: list[Array], nu: list[Array], t: A
     Leaves that are not preconditioned keep $s = g$ and the EMA $v$, so their update is Adam's
     whatever the grafting.
 
+    With ``graft_bias_correction=False`` the grafting directions of the EMA graftings (adam,
+    adam_normalized, rmsprop[_normalized]) divide by $\sqrt{v} + \epsilon$ instead of
+    $\sqrt{\hat v} + \epsilon$ (Distributed Shampoo's RMSprop grafting has no bias correction);
+    $\hat m$ stays corrected and the Adam direction of the leaves DASH does not precondition is unchanged.
+
     Args:
       grads, mu, nu: the gradient, its EMA and the grafting accumulator, one array per leaf.
       t: the 1-based step, int32 scalar.
@@ -58,6 +64,7 @@ def moments_and_graft(grads: list[Array], mu: list[Array], nu: list[Array], t: A
       fdt: the factor dtype (bias corrections and norms are computed in it).
       preconditioned: per leaf, whether it gets Kronecker factors.
       graft_mu: ``adam_normalized`` only: the EMA $m_s$ of $s$, one array per leaf.
+      graft_bias_correction: whether the grafting directions divide $v$ by $1 - b_2^t$ (static).
 
     Returns:
       ``(mu, nu, graft, adam, graft_mu)``, lists of leaves (``graft_mu`` ``None`` unless ``adam_normalized``).
@@ -75,13 +82,14 @@ def moments_and_graft(grads: list[Array], mu: list[Array], nu: list[Array], t: A
     mu_hat = [m / bc1.astype(m.dtype) for m in mu]
     nu_hat = [v / bc2.astype(v.dtype) for v in nu]
     adam = [m / (jnp.sqrt(v) + eps) for m, v in zip(mu_hat, nu_hat)]
+    nu_graft = nu_hat if graft_bias_correction else nu
     if grafting == "adam":
-        graft = adam
+        graft = adam if graft_bias_correction else [m / (jnp.sqrt(v) + eps) for m, v in zip(mu_hat, nu)]
     elif grafting == "adam_normalized":
         graft_mu = [optax.tree.update_moment(x, m, b1, 1) for x, m in zip(scaled, graft_mu)]
-        graft = [(m / bc1.astype(m.dtype)) / (jnp.sqrt(v) + eps) for m, v in zip(graft_mu, nu_hat)]
+        graft = [(m / bc1.astype(m.dtype)) / (jnp.sqrt(v) + eps) for m, v in zip(graft_mu, nu_graft)]
     elif grafting.startswith("rmsprop"):
-        graft = [s / (jnp.sqrt(v) + eps) for s, v in zip(scaled, nu_hat)]
+        graft = [s / (jnp.sqrt(v) + eps) for s, v in zip(scaled, nu_graft)]
     elif grafting.startswith("adagrad"):
         graft = [s / (jnp.sqrt(v) + eps) for s, v in zip(scaled, nu)]
     elif grafting == "sgd":
