@@ -131,3 +131,20 @@ def test_auto_picks_the_linear_class_for_an_ou_process():
     x = jnp.linspace(-1.0, 1.0, 5)[:, None]
     slope = np.polyfit(np.asarray(x[:, 0]), np.asarray(sol.drift(x)[:, 0]), 1)[0]
     assert abs(slope + 1.0) < 0.3
+
+
+def test_auto_under_jit_is_a_clear_type_error():
+    """function_class="auto" selects on the host: under jax.jit it raises a TypeError naming the option (not a
+    tracer-conversion error), while the default class runs under jit."""
+    from icmlx.sde import infer_drift
+
+    obs = np.cumsum(np.random.default_rng(0).normal(size=(4, 12, 1)) * 0.3, 1)
+    ts = np.arange(12) * 0.5
+
+    def fit(o, fc):
+        return infer_drift(jax.random.key(0), o, ts, 0.7, function_class=fc, num_steps=2, num_particles=8,
+                           num_time_steps=4).drift(jnp.zeros((1, 1)))
+
+    with pytest.raises(TypeError, match="function_class='auto'"):
+        jax.jit(lambda o: fit(o, "auto"))(obs)
+    assert np.all(np.isfinite(np.asarray(jax.jit(lambda o: fit(o, None))(obs))))

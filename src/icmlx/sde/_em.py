@@ -190,6 +190,8 @@ def infer_drift(
         with `select_function_class` (``score="bridge"``: linear or cubic monomials, RBF ridge regression or the
         sparse GP, each fitted by a smaller EM on three quarters of the data and scored by the held-out bridge
         evidence; about four times the cost of one fit in 1-2 dimensions). The selection is ``selection`` of the result.
+        It runs on the host, so ``"auto"`` under `jax.jit`/`jax.vmap` is a `TypeError`: select the class
+        outside the transformation and pass it.
       init: starting drift (default: the naive estimate in the same class).
       lookahead: use the look-ahead twisted SMC weights (see `smc_bridges`).
       progress: report one line per EM iteration on standard error (loss, ESS, drift change). ``None`` shows
@@ -261,6 +263,11 @@ def infer_drift(
         if function_class != "auto":
             raise ValueError(f"infer_drift: function_class must be a feature class, None or 'auto', got "
                              f"{function_class=}")
+        if any(isinstance(a, jax.core.Tracer) for a in jax.tree_util.tree_leaves((observations, ts, sigma))):
+            # the selection splits trajectories and compares separately compiled fits on the host
+            raise TypeError("infer_drift: function_class='auto' cannot run under jax.jit/vmap (the observations, "
+                            "ts or sigma are traced); select the class outside the transformation with "
+                            "select_function_class and pass it as function_class=")
         key, k_sel = jax.random.split(key)
         em = dict(num_steps=min(num_steps, 4), num_particles=min(num_particles, 32),
                   num_time_steps=min(num_time_steps, 10), guidance=guidance, lookahead=lookahead)
