@@ -273,9 +273,14 @@ def _dash_reference(g, root_eps=1e-10):
     return u * np.linalg.norm(adam) / np.linalg.norm(u)
 
 
+# the settings `_dash_reference` models (a gradient EMA with b1 = 0.9, Adam grafting, no momentum after it),
+# named because DASH's defaults differ (b1 = 0, momentum 0.9 on the grafted direction)
+_REFERENCE_SETTINGS = dict(b1=0.9, b2=0.95, grafting="adam", momentum=0.0)
+
+
 def _dash_step(g, dtype=jnp.float32, mode="jit", **kw):
     def run():
-        tx = O.scale_by_dash(block_size=4, **kw)
+        tx = O.scale_by_dash(block_size=4, **{**_REFERENCE_SETTINGS, **kw})
         p = jnp.zeros(g.shape, dtype)
         state = tx.init(p)
         upd = jax.jit(tx.update) if mode == "jit" else tx.update
@@ -316,7 +321,7 @@ add("scale_by_dash.dtype_complex", _dash_step(np.ones((4, 4), np.complex64), jnp
 
 
 def _empty_leaf():
-    tx = O.scale_by_dash(block_size=4)
+    tx = O.scale_by_dash(block_size=4, **_REFERENCE_SETTINGS)
     p = {"w": jnp.zeros((0, 4)), "v": jnp.zeros((4, 4))}
     state = tx.init(p)
     g = {"w": jnp.zeros((0, 4)), "v": jnp.asarray(G4)}
@@ -398,10 +403,11 @@ for name, values in (("learning_rate", (float("nan"), -1e-3, float("inf"))),
 
 
 def _dash_adam_run(dtype=jnp.float32, lr=1e-2):
-    """dash with preconditioning deferred past the run equals optax.adamw (b2 = 0.95, matrices decayed)."""
+    """dash with Adam grafting and preconditioning deferred past the run equals optax.adamw (b2 = 0.95, matrices
+    decayed)."""
 
     def run():
-        opt = O.dash(lr, block_size=4, start_preconditioning_step=100, weight_decay=0.1)
+        opt = O.dash(lr, block_size=4, start_preconditioning_step=100, weight_decay=0.1, **_REFERENCE_SETTINGS)
         p = jnp.ones((4, 4), dtype)
         state = opt.init(p)
         for i in range(3):

@@ -6,8 +6,24 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-optim_suite = pytest.importorskip("optim_suite")
+_BENCHMARKS = str(Path(__file__).resolve().parents[2] / "benchmarks")
+
+
+def _import_suite():
+    """Import ``benchmarks/optim_suite.py`` with the benchmarks' ``_harness``; ``tests/fuzz`` has a module of the
+    same name, so whichever ``_harness`` was loaded before is put back afterwards."""
+    saved = sys.modules.pop("_harness", None)
+    sys.path.insert(0, _BENCHMARKS)
+    try:
+        return pytest.importorskip("optim_suite")
+    finally:
+        sys.path.remove(_BENCHMARKS)
+        sys.modules.pop("_harness", None)
+        if saved is not None:
+            sys.modules["_harness"] = saved
+
+
+optim_suite = _import_suite()
 
 DASH, DS, ADAM = "icmlx DASH (defaults)", "JAX Distributed Shampoo", "optax.adam"
 REG, MLP, LM = "regression 64x48 kappa=10", "mlp digits 64-64-10", "char-lm argparse.py (validation loss)"
