@@ -160,8 +160,7 @@ def main(argv=None):
                       learning_rate=args.learning_rate, smoother=smoother, outer=outer, unroll=args.unroll)
     dt = time.perf_counter() - t0
     meta = {
-        "seed": args.seed, "command": "python scripts/train_grans.py " + " ".join(sys.argv[1:] if argv is None
-                                                                                  else argv),
+        "seed": args.seed, "command": _command(argv),
         "refine": refine, "n_train": int(ops[0].n), ("classes" if ml else "equations"): names,
         "train_seeds": seeds,
         "train_seed_hash": hashlib.sha256(str(seeds).encode()).hexdigest()[:16],
@@ -175,8 +174,7 @@ def main(argv=None):
     print(f"wrote {out} ({out.stat().st_size} bytes); training-state loss "
           f"{res.eval_before:+.3f} -> {res.eval_after:+.3f} in {dt:.0f} s", flush=True)
     if args.log is not None:
-        log = {**meta, "losses": [float(v) for v in np.asarray(res.losses)],
-               "stage_of_step": [int(v) for v in res.stage_of_step]}
+        log = _training_log(meta, res)
         if ml and args.eval_seeds:
             t1 = time.perf_counter()
             nets = {"initial (zero head)": res.initial_net, "trained": res.net}
@@ -187,9 +185,24 @@ def main(argv=None):
                 print(f"held-out loss, unroll={k} (lower is better; {time.perf_counter() - t1:.0f} s):")
                 for name, per_cls in held.items():
                     print(f"  {name:22s}", "  ".join(f"{c} {v:+.4f}" for c, v in per_cls.items()))
-        args.log.parent.mkdir(parents=True, exist_ok=True)
-        args.log.write_text(json.dumps(log, indent=1) + "\n")
-        print(f"wrote {args.log}")
+        _write_log(args.log, log)
+
+
+def _command(argv) -> str:
+    """The command line recorded in a weight file's header."""
+    return "python scripts/train_grans.py " + " ".join(sys.argv[1:] if argv is None else argv)
+
+
+def _training_log(meta: dict, res) -> dict:
+    """The header plus the per-step losses and stages of a training run."""
+    return {**meta, "losses": [float(v) for v in np.asarray(res.losses)],
+            "stage_of_step": [int(v) for v in res.stage_of_step]}
+
+
+def _write_log(path, log: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(log, indent=1) + "\n")
+    print(f"wrote {path}")
 
 
 def train_helmholtz(args, argv):
@@ -207,8 +220,7 @@ def train_helmholtz(args, argv):
                                 learning_rate=args.learning_rate, unroll=args.unroll)
     dt = time.perf_counter() - t0
     out = args.out or OUT_HELMHOLTZ
-    meta = {"seed": args.seed, "command": "python scripts/train_grans.py " + " ".join(sys.argv[1:] if argv is None
-                                                                                       else argv),
+    meta = {"seed": args.seed, "command": _command(argv),
             "family": "helmholtz", "refine": refine, "n_train": int(problems[0].A.shape[0]),
             "wavenumbers": [round(float(p.param), 4) for p in problems], "wavenumber_range": list(args.k_range),
             "held_out_k": list(HELMHOLTZ_HELD_OUT_K), "stages": list(args.stages),
@@ -220,11 +232,7 @@ def train_helmholtz(args, argv):
     print(f"wrote {out} ({out.stat().st_size} bytes); wavenumbers {meta['wavenumbers']}; training-state loss "
           f"{res.eval_before:+.3f} -> {res.eval_after:+.3f} in {dt:.0f} s", flush=True)
     if args.log is not None:
-        log = {**meta, "losses": [float(v) for v in np.asarray(res.losses)],
-               "stage_of_step": [int(v) for v in res.stage_of_step]}
-        args.log.parent.mkdir(parents=True, exist_ok=True)
-        args.log.write_text(json.dumps(log, indent=1) + "\n")
-        print(f"wrote {args.log}")
+        _write_log(args.log, _training_log(meta, res))
 
 
 if __name__ == "__main__":

@@ -11,9 +11,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scipy import integrate, optimize
+from scipy import optimize
 from scipy import stats as sps
 
+from _horseshoe_quad import horseshoe_shrinkage_quad
 from icmlx.stats import (
     EBLocalFDRGamma2,
     horseshoe_test,
@@ -23,20 +24,6 @@ from icmlx.stats import (
 )
 
 X64 = bool(jax.config.jax_enable_x64)
-
-
-def _shrinkage_quad(z, tau):
-    """E[1 - kappa | z; tau] by SciPy adaptive quadrature over s = sqrt(1 - kappa), in t = log s (float64)."""
-
-    def f(t, k):
-        s2m1 = np.expm1(2 * t)
-        return np.exp(0.5 * z * z * s2m1 + (1 + 2 * k) * t) / (tau**2 * (-s2m1) + np.exp(2 * t))
-
-    lo = np.log(tau) - 40.0
-    pts = [q for q in (np.log(tau) - 5, np.log(tau), np.log(tau) + 5, -1.0, -0.1, -0.01) if lo < q < 0]
-    num = integrate.quad(f, lo, 0, args=(1,), points=pts, epsabs=0, epsrel=1e-12, limit=500)[0]
-    den = integrate.quad(f, lo, 0, args=(0,), points=pts, epsabs=0, epsrel=1e-12, limit=500)[0]
-    return num / den
 
 
 def _brute_force_cutoff(z, lfdr):
@@ -107,7 +94,7 @@ def test_horseshoe_lfdr_tau_puts_the_cutoff_at_the_risk_minimiser():
     for r in range(z.shape[0]):
         c, _ = _brute_force_cutoff(z[r], lfdr[r])
         # SciPy: the tau with E[1 - kappa | z = c; tau] = 1/2 by adaptive quadrature and brentq on log tau
-        lt = optimize.brentq(lambda lt, c=c: _shrinkage_quad(c, np.exp(lt)) - 0.5, -30.0, 0.0, xtol=1e-12)
+        lt = optimize.brentq(lambda lt, c=c: horseshoe_shrinkage_quad(c, np.exp(lt)) - 0.5, -30.0, 0.0, xtol=1e-12)
         assert np.log(float(res.tau[r])) == pytest.approx(lt, rel=1e-6 if X64 else 1e-3)
         assert float(res.threshold[r]) == pytest.approx(c, rel=1e-6 if X64 else 1e-3)
         got = np.asarray(res.reject[r])
