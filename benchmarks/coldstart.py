@@ -250,14 +250,15 @@ print(json.dumps({"import_s": _t1 - _t0, "first_s": _t2 - _t1, "second_s": _t3 -
 """,
     },
     "infer_drift_vdp": {
-        "what": "infer_drift (geodesic EM, 4 iterations, 32 particles, 10 steps/interval), Van der Pol, 250 obs, "
+        "what": "infer_drift (geodesic EM, sparse GP class, 4 iterations, 32 particles, 10 steps/interval), Van der "
+                "Pol, 250 obs, "
                 "vs SFI infer_force_linear (KM)",
         "icmlx": _TIMER + """
 import numpy as np, jax
 from icmlx.sde import infer_drift
 obs = np.load(DATA)
 ts = np.arange(obs.shape[0]) * 2.0
-cfg = dict(num_steps=4, num_particles=32, num_time_steps=10, throw=False)
+cfg = dict(num_steps=4, num_particles=32, num_time_steps=10, function_class=None, throw=False)
 _t1 = time.perf_counter()
 sol = infer_drift(jax.random.key(1), obs, ts, 0.25, **cfg)
 ok = bool(np.all(np.isfinite(np.asarray(sol.drift.weights))))

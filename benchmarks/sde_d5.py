@@ -69,7 +69,7 @@ def main():
     for name, fc in (("icmlx infer_drift (linear monomials)", RidgeRegression(PolynomialBasis(D, 1), 1e-3)),
                      ("icmlx infer_drift (cubic monomials)", RidgeRegression(PolynomialBasis(D, 3), 1e-3)),
                      ("icmlx infer_drift (default sparse GP)", None),
-                     ("icmlx infer_drift (function_class='auto')", "auto")):
+                     ("icmlx infer_drift (function_class='auto', the default)", "auto")):
         t0 = time.perf_counter()
         sol = infer_drift(jax.random.key(1), obs, ts, function_class=fc, throw=False)
         jax.block_until_ready(sol.value.weights)

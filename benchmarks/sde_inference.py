@@ -102,8 +102,10 @@ def run(tau, repeats):
 
     def em(guidance):
         g = GeodesicGuidance(strength=5.0) if guidance == "geodesic" else NoGuidance()
-        # throw=False: collapsed bridges are recorded in the row (num_degenerate) rather than raised
-        return infer_drift(jax.random.key(1), obs, ts, SIGMA, guidance=g, throw=False, **EM_CFG)
+        # throw=False: collapsed bridges are recorded in the row (num_degenerate) rather than raised; the sparse GP
+        # (function_class=None), the class of the paper and of the naive row above
+        return infer_drift(jax.random.key(1), obs, ts, SIGMA, guidance=g, function_class=None, throw=False,
+                           **EM_CFG)
 
     keep = {}
     for guidance, name in (("geodesic", "icmlx geodesic EM (8 it)"), ("none", "icmlx plain-bridge EM (8 it)")):

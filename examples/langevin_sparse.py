@@ -81,8 +81,10 @@ def run_setting(system, seed, sigma, tau, *, num_steps, num_particles, num_time_
             d = naive_drift(dense.xs, dense.ts, sigma).drift
         else:
             g = GeodesicGuidance(strength=strength) if m == "em_geodesic" else NoGuidance()
+            # the paper's class, the sparse GP (function_class=None), as for the naive and conservative fits
             res = infer_drift(jax.random.key(100 + seed), obs, ts, sigma, guidance=g, num_steps=num_steps,
-                              num_particles=num_particles, num_time_steps=num_time_steps, throw=False)
+                              num_particles=num_particles, num_time_steps=num_time_steps, function_class=None,
+                              throw=False)
             d = res.drift
             out[m + "_ess"] = float(res.stats["ess_median"][-1])
             # collapsed bridges in the final iteration (left out of the M-step; result degenerate_bridges)

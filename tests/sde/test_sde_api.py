@@ -133,9 +133,11 @@ def test_removed_keywords_are_errors(walk):
 def test_infer_drift_guidance_objects_and_strings(walk):
     y, ts = walk
     start = naive_drift(y, ts, 0.3).drift
-    plain = _no_warnings(infer_drift, jax.random.key(1), y, ts, 0.3, init=start, guidance=NoGuidance(), **TINY)
+    plain = _no_warnings(infer_drift, jax.random.key(1), y, ts, 0.3, init=start, function_class=None,
+                         guidance=NoGuidance(), **TINY)
     # the shorthand strings mean the default objects
-    short = _no_warnings(infer_drift, jax.random.key(1), y, ts, 0.3, init=start, guidance="none", **TINY)
+    short = _no_warnings(infer_drift, jax.random.key(1), y, ts, 0.3, init=start, function_class=None,
+                         guidance="none", **TINY)
     np.testing.assert_array_equal(np.asarray(short.drift.weights), np.asarray(plain.drift.weights))
     assert isinstance(plain, icmlx.Solution) and bool(plain.result == icmlx.RESULTS.successful)
     assert set(plain.stats) == {"num_steps", "loss", "ess_median", "ess_min", "drift_change", "num_degenerate"}

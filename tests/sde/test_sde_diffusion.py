@@ -131,7 +131,8 @@ def test_ragged_infer_drift_matches_equal_pieces_to_monte_carlo_error():
     ragged = [y[a: b + 1] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
     ragged_t = [t[a: b + 1] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
     init = naive_drift(equal, equal_t, 0.7).drift
-    cfg = dict(num_steps=3, num_particles=32, num_time_steps=10, guidance=NoGuidance(), init=init)
+    cfg = dict(num_steps=3, num_particles=32, num_time_steps=10, guidance=NoGuidance(), init=init,
+               function_class=None)
     e1 = infer_drift(jax.random.key(1), equal, equal_t, 0.7, **cfg)
     e2 = infer_drift(jax.random.key(2), equal, equal_t, 0.7, **cfg)
     r1 = infer_drift(jax.random.key(1), ragged, ragged_t, 0.7, **cfg)

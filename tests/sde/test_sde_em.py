@@ -141,6 +141,8 @@ def test_em_improves_on_its_start_and_keeps_ess(ring_obs, guidance):
 
 #: The tiny EM configuration shared by the tests below (one compiled EM loop: init is always given).
 TINY = dict(num_steps=1, num_particles=8, num_time_steps=4)
+#: with init=: the class init was fitted in (the default sparse GP)
+TINY_INIT = dict(TINY, function_class=None)
 
 
 def test_degenerate_bridges_are_reported_and_raise(ring_obs):
@@ -149,11 +151,11 @@ def test_degenerate_bridges_are_reported_and_raise(ring_obs):
     # A NaN start is refused at the boundary ...
     nan = LinearDrift(basis, jnp.full((basis.centers.shape[0], 2), jnp.nan))
     with pytest.raises(ValueError, match="init has NaN"):
-        infer_drift(jax.random.key(2), obs, ts, 0.5, guidance=NoGuidance(), init=nan, **TINY)
+        infer_drift(jax.random.key(2), obs, ts, 0.5, guidance=NoGuidance(), init=nan, **TINY_INIT)
     # ... while an explosive (finite) drift overflows every bridge weight: all 20 bridges collapse and the M-step
     # has nothing to fit.
     bad = LinearDrift(basis, jnp.full((basis.centers.shape[0], 2), 1e30))
-    res = infer_drift(jax.random.key(2), obs, ts, 0.5, guidance=NoGuidance(), init=bad, throw=False, **TINY)
+    res = infer_drift(jax.random.key(2), obs, ts, 0.5, guidance=NoGuidance(), init=bad, throw=False, **TINY_INIT)
     assert int(res.history.num_degenerate[0]) == 20 and int(res.stats["num_degenerate"][0]) == 20
     assert bool(res.degenerate.all())
     assert bool(res.result == RESULTS.degenerate_bridges)
@@ -163,17 +165,19 @@ def test_degenerate_bridges_are_reported_and_raise(ring_obs):
     # throw=True (the default) raises exactly because result is not successful
     with pytest.raises(RuntimeError, match="collapsed"):
         jax.block_until_ready(infer_drift(jax.random.key(2), obs, ts, 0.5, guidance=NoGuidance(), init=bad,
-                                          **TINY).value.weights)
+                                          **TINY_INIT).value.weights)
     # ... and a healthy start does not raise
     start = naive_drift(obs, ts, 0.5).drift
-    good = infer_drift(jax.random.key(2), obs, ts, 0.5, guidance=NoGuidance(), init=start, **TINY)
+    good = infer_drift(jax.random.key(2), obs, ts, 0.5, guidance=NoGuidance(), init=start, **TINY_INIT)
     assert bool(good.result == RESULTS.successful) and int(good.stats["num_degenerate"][0]) == 0
 
 
 def test_infer_drift_jit_vmap_and_compile_once(ring_obs):
     obs, ts = ring_obs.xs[:2], ring_obs.ts
+    # the sparse GP (function_class=None), compared with naive_drift's start below; the default "auto" under
+    # jit/vmap is tested in test_sde_selection.py
     kw = dict(guidance=GeodesicGuidance(num_nodes=20), num_steps=2, num_particles=8, num_time_steps=4,
-              num_paths=2)
+              num_paths=2, function_class=None)
     pts = obs.reshape(-1, 2)
 
     def run(k):

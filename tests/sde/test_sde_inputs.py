@@ -335,7 +335,8 @@ def test_infer_drift_progress_follows_the_shared_rule(walk, capfd, monkeypatch):
     monkeypatch.delenv("ICMLX_PROGRESS", raising=False)
     y, ts = walk
     init = naive_drift(y, ts, 0.3).drift
-    tiny = dict(num_steps=2, num_particles=8, num_time_steps=4, guidance=NoGuidance(), init=init)
+    tiny = dict(num_steps=2, num_particles=8, num_time_steps=4, guidance=NoGuidance(), init=init,
+                function_class=None)
     # what infer_drift hands its compiled loop: progress off for None (also under a terminal), on for True
     import icmlx.sde._em as em
 
@@ -397,7 +398,7 @@ def test_drift_solution_repr_and_names_from_dataframes(walk, monkeypatch):
     # names of DataFrame columns reach the returned drift (the compiled loop is replaced by a stub here)
     monkeypatch.setattr(em, "_infer_core", lambda *args, **kwargs: _fake_solution(args[6]))
     frames = [pd.DataFrame(t, columns=["p", "q"]) for t in y]
-    sol = infer_drift(jax.random.key(1), frames, ts, 0.3, guidance=NoGuidance(), init=init)
+    sol = infer_drift(jax.random.key(1), frames, ts, 0.3, guidance=NoGuidance(), init=init, function_class=None)
     assert sol.drift.names == ("p", "q") and sol.drift_at(0).names == ("p", "q")
     assert "names=('p', 'q')" in repr(sol)
 
@@ -407,7 +408,8 @@ def test_infer_drift_progress_true_prints_each_iteration_and_keeps_names(walk, c
     y, ts = walk
     df_list = [pd.DataFrame(t, columns=["p", "q"]) for t in y]
     init = naive_drift(y, ts, 0.3).drift
-    tiny = dict(num_steps=2, num_particles=8, num_time_steps=4, guidance=NoGuidance(), init=init)
+    tiny = dict(num_steps=2, num_particles=8, num_time_steps=4, guidance=NoGuidance(), init=init,
+                function_class=None)
     # progress=True: one line per EM iteration on stderr
     sol = infer_drift(jax.random.key(1), df_list, ts, 0.3, progress=True, **tiny)
     jax.effects_barrier()

@@ -133,18 +133,76 @@ def test_auto_picks_the_linear_class_for_an_ou_process():
     assert abs(slope + 1.0) < 0.3
 
 
-def test_auto_under_jit_is_a_clear_type_error():
-    """function_class="auto" selects on the host: under jax.jit it raises a TypeError naming the option (not a
-    tracer-conversion error), while the default class runs under jit."""
-    from icmlx.sde import infer_drift
+def test_auto_is_the_default_and_runs_under_jit_and_vmap():
+    """function_class="auto" (the default) selects inside a caller's jax.jit: the same scores, choice and drift as
+    the eager run (which fits the chosen class itself), the drift a LinearDrift on a SelectedBasis; jax.vmap over
+    keys runs; init= with the default is refused with a message naming function_class."""
+    import inspect
 
-    obs = np.cumsum(np.random.default_rng(0).normal(size=(4, 12, 1)) * 0.3, 1)
-    ts = np.arange(12) * 0.5
+    from icmlx.sde import SelectedBasis, infer_drift
 
-    def fit(o, fc):
-        return infer_drift(jax.random.key(0), o, ts, 0.7, function_class=fc, num_steps=2, num_particles=8,
-                           num_time_steps=4).drift(jnp.zeros((1, 1)))
+    assert inspect.signature(infer_drift).parameters["function_class"].default == "auto"
+    rng = np.random.default_rng(0)
+    obs = np.zeros((4, 14, 1), np.float32)
+    for i in range(1, 14):  # an OU process observed every 0.5 (Euler steps of 0.05)
+        x = obs[:, i - 1]
+        for _ in range(10):
+            x = x - x * 0.05 + 0.7 * np.sqrt(0.05) * rng.normal(size=x.shape).astype(np.float32)
+        obs[:, i] = x
+    ts = np.arange(14, dtype=np.float32) * 0.5
+    cfg = dict(num_steps=1, num_particles=8, num_time_steps=4, throw=False)
+    eager = infer_drift(jax.random.key(0), obs, ts, 0.7, **cfg)
+    traced = jax.jit(lambda o: infer_drift(jax.random.key(0), o, ts, 0.7, **cfg))(obs)
+    assert int(traced.selection.index) == int(eager.selection.index)
+    np.testing.assert_allclose(np.asarray(traced.selection.scores), np.asarray(eager.selection.scores), rtol=1e-4)
+    assert isinstance(traced.drift.basis, SelectedBasis) and not isinstance(eager.drift.basis, SelectedBasis)
+    x = jnp.linspace(-1.0, 1.0, 7)[:, None]
+    np.testing.assert_allclose(np.asarray(traced.drift(x)), np.asarray(eager.drift(x)), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(traced.drift.std(x)), np.asarray(eager.drift.std(x)), rtol=1e-4,
+                               atol=1e-6)
+    batched = jax.jit(jax.vmap(lambda k: infer_drift(k, obs, ts, 0.7, **cfg).drift(x)))(
+        jax.random.split(jax.random.key(1), 2))
+    assert batched.shape == (2, 7, 1) and np.all(np.isfinite(np.asarray(batched)))
+    with pytest.raises(ValueError, match="function_class"):
+        infer_drift(jax.random.key(0), obs, ts, 0.7, init=eager.drift, **cfg)
 
-    with pytest.raises(TypeError, match="function_class='auto'"):
-        jax.jit(lambda o: fit(o, "auto"))(obs)
-    assert np.all(np.isfinite(np.asarray(jax.jit(lambda o: fit(o, None))(obs))))
+
+def test_selected_class_fits_the_chosen_candidate():
+    """SelectedClass(candidates, i).fit equals candidate i's ridge solution (float64 NumPy normal equations),
+    padded with zeros to the largest candidate's size, for a traced index too; SelectedBasis pads the features."""
+    from icmlx.sde import SelectedBasis, SelectedClass
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(300, 1)).astype(np.float32)
+    dx = (0.1 * (x - x**3) + 0.05 * rng.normal(size=x.shape)).astype(np.float32)
+    lin, cub = RidgeRegression(PolynomialBasis(1, 1), 1e-2), RidgeRegression(PolynomialBasis(1, 3), 1e-2)
+    for i, deg in ((0, 1), (1, 3)):
+        f = jax.jit(lambda i: SelectedClass((lin, cub), i).fit(x, dx, 0.1, 0.5))(i)
+        phi = np.concatenate([np.ones_like(x, np.float64), x.astype(np.float64)] +
+                             [x.astype(np.float64) ** k for k in range(2, deg + 1)], 1)
+        ref = np.linalg.solve(0.1 * phi.T @ phi + 0.25 * 1e-2 * np.eye(phi.shape[1]), phi.T @ dx)
+        assert f.weights.shape == (4, 1)
+        np.testing.assert_allclose(np.asarray(f.weights[: deg + 1]), ref, rtol=2e-3, atol=2e-4)
+        assert not np.any(np.asarray(f.weights[deg + 1:]))
+        np.testing.assert_allclose(np.asarray(f(x[:5])), phi[:5] @ ref, rtol=2e-3, atol=2e-4)
+    b = SelectedBasis((PolynomialBasis(1, 1), PolynomialBasis(1, 3)), 0)
+    assert np.asarray(b(jnp.array([[2.0], [3.0]]))).tolist() == [[1.0, 2.0, 0.0, 0.0], [1.0, 3.0, 0.0, 0.0]]
+
+
+def test_one_standard_error_rule_matches_numpy():
+    """The traced choice equals a float64 NumPy one-standard-error rule on random per-interval scores, with
+    non-finite entries counted as -1e30 and ties broken towards the simplest class."""
+    from icmlx.sde._class_scores import one_standard_error_choice
+
+    rng = np.random.default_rng(5)
+    for trial in range(20):
+        ll = rng.normal(size=(4, 50)) + rng.normal(size=(4, 1)) * 0.3
+        if trial % 5 == 0:
+            ll[2, 3] = -np.inf
+        scores, se, index = jax.jit(one_standard_error_choice)(jnp.asarray(ll, jnp.float32))
+        ref = np.where(np.isfinite(ll), ll, -1e30)
+        m = ref.mean(1)
+        best = int(np.argmax(m))
+        e = (ref - ref[best]).std(1, ddof=1) / np.sqrt(ref.shape[1])
+        assert int(index) == int(np.flatnonzero(m >= m[best] - e)[0])
+        np.testing.assert_allclose(np.asarray(scores), m, rtol=1e-5, atol=1e-6)

@@ -13,11 +13,13 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._basis import PolynomialBasis as PolynomialBasis
     from ._basis import RBFBasis as RBFBasis
     from ._basis import RidgeRegression as RidgeRegression
+    from ._basis import SelectedBasis as SelectedBasis
     from ._basis import SparseGP as SparseGP
     from ._basis import box_grid as box_grid
     from ._bridges import BridgeSamples as BridgeSamples
     from ._bridges import smc_bridges as smc_bridges
     from ._class_scores import FunctionClassSelection as FunctionClassSelection
+    from ._class_scores import SelectedClass as SelectedClass
     from ._diffusion import DiffusionEstimate as DiffusionEstimate
     from ._diffusion import DiffusionField as DiffusionField
     from ._diffusion import estimate_diffusion as estimate_diffusion
@@ -72,6 +74,8 @@ _LAZY = {
     "naive_drift": "_estimators",
     "geodesic_targets": "_geodesic",
     "FunctionClassSelection": "_class_scores",
+    "SelectedClass": "_class_scores",
+    "SelectedBasis": "_basis",
     "select_function_class": "_selection",
     "observation_metric": "_geodesic",
     "AbstractGuidance": "_guidance",
@@ -109,6 +113,8 @@ __all__ = [
     "RESULTS",
     "RidgeRegression",
     "SamplePaths",
+    "SelectedBasis",
+    "SelectedClass",
     "SparseGP",
     "box_grid",
     "conservative_drift",

@@ -22,7 +22,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, Int
 
 from .._checks import check_values, is_traced
 from .._inputs import is_dataframe
@@ -37,6 +37,7 @@ __all__ = [
     "LinearDrift",
     "RidgeRegression",
     "SparseGP",
+    "SelectedBasis",
     "box_grid",
 ]
 
@@ -214,6 +215,70 @@ def _exponents(d: int, degree: int):
             yield (e, *rest)
 
 
+class SelectedBasis(eqx.Module):
+    r"""One of several bases, chosen by an index that may be traced: $\phi(x) = [\phi_i(x), 0]$ for ``i = index``.
+
+    The features of the chosen basis are padded with zeros to ``num_features``, the largest size among
+    ``bases``, so every choice gives a feature vector (and a `LinearDrift` weight matrix) of one shape. That
+    is what lets a function class chosen inside a compiled program (`infer_drift`'s ``function_class="auto"``
+    under `jax.jit`) return one drift type whatever the choice; evaluation runs the chosen basis only
+    (``lax.switch``), unless the index itself is batched by `jax.vmap`.
+
+    Attributes:
+      bases: the candidate bases (library bases or callables ``(d,) -> (m_i,)``).
+      index: which one, an integer array of shape ``()``.
+      sizes: the feature counts ``m_i`` (static).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from icmlx.sde import PolynomialBasis, SelectedBasis
+      >>> b = SelectedBasis((PolynomialBasis(1, 1), PolynomialBasis(1, 3)), jnp.array(0))
+      >>> b(jnp.array([2.0])).tolist()   # linear monomials [1, x], padded to the cubic's four features
+      [1.0, 2.0, 0.0, 0.0]
+    """
+
+    bases: tuple
+    index: Int[Array, ""]
+    sizes: tuple[int, ...] = eqx.field(static=True)
+
+    def __init__(self, bases, index, sizes=None):
+        bases = tuple(bases)
+        if not bases:
+            raise ValueError("SelectedBasis: bases must hold at least one basis")
+        if sizes is None:
+            sizes = []
+            for b in bases:
+                m = _num_features(b)
+                if m is None:
+                    raise ValueError(f"SelectedBasis: the size of {b!r} is unknown; pass sizes=")
+                sizes.append(m)
+        self.bases = bases
+        self.index = jnp.asarray(index, jnp.int32)
+        self.sizes = tuple(int(m) for m in sizes)
+
+    @property
+    def num_features(self) -> int:
+        """The padded feature count, ``max(sizes)``."""
+        return max(self.sizes)
+
+    def __call__(self, x: ArrayOrFrame) -> Float[Array, "*batch m"]:
+        x = jnp.asarray(x)
+        m = self.num_features
+
+        def branch(b, k):
+            def f(x):
+                phi = b(x) if x.ndim == 1 or isinstance(b, _BROADCASTING) else jax.vmap(b)(
+                    x.reshape(-1, x.shape[-1])).reshape(x.shape[:-1] + (k,))
+                return jnp.concatenate([phi, jnp.zeros(phi.shape[:-1] + (m - k,), phi.dtype)], -1)
+            return f
+
+        branches = [branch(b, k) for b, k in zip(self.bases, self.sizes)]
+        return jax.lax.switch(jnp.clip(self.index, 0, len(branches) - 1), branches, x)
+
+    def __repr__(self) -> str:
+        return f"SelectedBasis(index={summarise(self.index)}, bases={self.bases!r})"
+
+
 class LinearDrift(eqx.Module):
     """A fitted drift ``f(x) = W^T phi(x)``, evaluated on states of shape ``(..., d)``.
 
@@ -328,7 +393,7 @@ class LinearDrift(eqx.Module):
         return f"LinearDrift(basis={self.basis!r}, weights={summarise(self.weights)}{tail})"
 
 
-_BROADCASTING = (RBFBasis, FourierBasis, PolynomialBasis)
+_BROADCASTING = (RBFBasis, FourierBasis, PolynomialBasis, SelectedBasis)
 
 
 def _floating(x) -> bool:
@@ -343,6 +408,8 @@ def _num_features(basis) -> int | None:
         return basis.phases.shape[0]
     if isinstance(basis, PolynomialBasis):
         return len(basis.exponents)
+    if isinstance(basis, SelectedBasis):
+        return basis.num_features
     return None
 
 
@@ -493,6 +560,8 @@ def _input_dim(basis) -> int | None:
         return len(basis.exponents[0])
     if isinstance(basis, FourierBasis):
         return basis.omegas.shape[1]
+    if isinstance(basis, SelectedBasis):
+        return _input_dim(basis.bases[0])
     return None
 
 

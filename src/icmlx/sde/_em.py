@@ -17,7 +17,7 @@ from .._strategy import as_strategy
 from .._types import PRNGKey, RealScalarLike
 from ._basis import LinearDrift
 from ._bridges import _smc_bridges_jit
-from ._class_scores import select_by_bridges
+from ._class_scores import select_candidates
 from ._data import ArrayOrFrame, as_observations, as_sigma, as_trajectories, is_ragged
 from ._diffusion import estimate_diffusion
 from ._estimators import _intervals, _named, check_function_class, default_function_class, fit_drift
@@ -75,7 +75,8 @@ class DriftSolution(Solution):
       degenerate: final-iteration collapsed-bridge flags per interval, shape ``(n_intervals,)``.
       sigma: the diffusion scale of the final drift: the given one, or with ``sigma=None`` the EM's estimate.
       initial_sigma: the EM's starting diffusion scale (the given one, or `estimate_diffusion`'s).
-      selection: with ``function_class="auto"``, the `FunctionClassSelection` that chose the class, else ``None``.
+      selection: with ``function_class="auto"`` (the default), the `FunctionClassSelection` that chose the class;
+        ``None`` for a given class.
     """
 
     initial_drift: LinearDrift
@@ -134,7 +135,7 @@ def infer_drift(
     num_particles: int = 128,
     num_time_steps: int = 40,
     num_paths: int = 4,
-    function_class: eqx.Module | str | None = None,
+    function_class: eqx.Module | str | None = "auto",
     init: LinearDrift | None = None,
     lookahead: bool = False,
     progress: bool | None = None,
@@ -186,12 +187,18 @@ def infer_drift(
       num_particles: SMC particles per interval.
       num_time_steps: bridge time steps per interval (``>= 2``).
       num_paths: paths drawn per interval for the M-step.
-      function_class: drift class (default `default_function_class`), or ``"auto"`` to choose it from the data
-        with `select_function_class` (``score="bridge"``: linear or cubic monomials, RBF ridge regression or the
-        sparse GP, each fitted by a smaller EM on three quarters of the data and scored by the held-out bridge
-        evidence; about four times the cost of one fit in 1-2 dimensions). The selection is ``selection`` of the result.
-        It runs on the host, so ``"auto"`` under `jax.jit`/`jax.vmap` is a `TypeError`: select the class
-        outside the transformation and pass it.
+      function_class: ``"auto"`` (default) chooses the drift's class from the data with
+        `select_function_class` (``score="bridge"``): linear or cubic monomials, RBF ridge regression or
+        `default_function_class`'s sparse GP, each fitted by a smaller EM (at most 4 iterations, 32 particles, 10
+        steps per interval) on three quarters of the data and scored by the held-out bridge evidence, the
+        simplest within one standard error of the best winning; ``selection`` of the result records it. It costs
+        about four smaller fits more than one fit in 1-2 dimensions, and is faster than the sparse GP alone at
+        $d \ge 3$, where the GP's inducing grid is large. On a double well and a rotating well at
+        $\tau \in \{0.1, 0.5, 1\}$ its drift is within 1.2x the weighted RMSE of the best of the four classes,
+        where the sparse GP alone is up to 4.6x (``python benchmarks/sde_function_class.py``). Under `jax.jit` /
+        `jax.vmap` the choice is made inside the program and the drift is a `LinearDrift` on a `SelectedBasis`
+        (the chosen class's weights padded to the largest candidate's size; the same values as the eager run).
+        Or a feature class (`SparseGP`, `RidgeRegression`), or ``None`` for `default_function_class`.
       init: starting drift (default: the naive estimate in the same class).
       lookahead: use the look-ahead twisted SMC weights (see `smc_bridges`).
       progress: report one line per EM iteration on standard error (loss, ESS, drift change). ``None`` shows
@@ -215,7 +222,8 @@ def infer_drift(
     Raises:
       ValueError: bad ``guidance``, sizes, shapes or ``sigma``; NaN observations, a constant coordinate or
         non-increasing times (host checks for concrete input; ``eqx.error_if`` inside the caller's ``jit``);
-        a ``function_class`` or ``init`` for another ``d``, or an ``init`` with non-finite weights.
+        a ``function_class`` or ``init`` for another ``d``, an ``init`` with non-finite weights, or an ``init``
+        with ``function_class="auto"``.
       RuntimeError: with ``throw=True``, degenerate bridges in the final iteration or a non-finite drift.
 
     References:
@@ -240,42 +248,25 @@ def infer_drift(
     num_particles = check_int(num_particles, "num_particles", where="infer_drift", minimum=1)
     num_paths = check_int(num_paths, "num_paths", where="infer_drift", minimum=1)
     num_time_steps = check_int(num_time_steps, "num_time_steps", where="infer_drift", minimum=2)
-    if is_ragged(observations):
-        # each trajectory padded to the longest on the host, its true length entering the program as data
-        trajs, names = as_trajectories(observations, ts, fn="infer_drift")
-        lengths = np.array([len(t) for _, t in trajs])
-        n_max = int(lengths.max())
-        padded = [_pad_observations(np.asarray(o)[None], np.asarray(t), n_max) for o, t in trajs]
-        obs = jax.device_put(np.concatenate([np.asarray(o) for o, _ in padded]))
-        ts = jax.device_put(np.stack([np.asarray(t) for _, t in padded]))
-        sig = as_sigma(sigma, obs.dtype, "infer_drift", allow_none=True)
-        sigma_data = (observations, [t for _, t in trajs])
-    else:
-        obs, ts, sig, names = as_observations(observations, ts, sigma, fn="infer_drift", allow_none=True)
-        lengths = np.full(obs.shape[0], obs.shape[1])
-        sigma_data = (obs, ts)
-    learn_sigma = sig is None
-    if learn_sigma:
-        sig = estimate_diffusion(*sigma_data).sigma
+    obs_p, ts_p, lengths, sig, learn_sigma, names = _prepare(observations, ts, sigma, "infer_drift")
+    n_traj, n_obs, d = obs_p.shape[0], int(lengths.max()), obs_p.shape[2]
     show = resolve_progress(progress, in_program=True)
     selection = None
     if isinstance(function_class, str):
         if function_class != "auto":
             raise ValueError(f"infer_drift: function_class must be a feature class, None or 'auto', got "
                              f"{function_class=}")
-        if any(isinstance(a, jax.core.Tracer) for a in jax.tree_util.tree_leaves((observations, ts, sigma))):
-            # the selection splits trajectories and compares separately compiled fits on the host
-            raise TypeError("infer_drift: function_class='auto' cannot run under jax.jit/vmap (the observations, "
-                            "ts or sigma are traced); select the class outside the transformation with "
-                            "select_function_class and pass it as function_class=")
+        if init is not None:
+            raise ValueError("infer_drift: init needs the class it was fitted in; pass that class as function_class= "
+                             "with init (function_class='auto', the default, chooses the class from the data)")
         key, k_sel = jax.random.split(key)
-        em = dict(num_steps=min(num_steps, 4), num_particles=min(num_particles, 32),
-                  num_time_steps=min(num_time_steps, 10), guidance=guidance, lookahead=lookahead)
-        selection = select_by_bridges(infer_drift, observations, sigma_data[1] if is_ragged(observations) else ts,
-                                      None if learn_sigma else sig, None, 0.25, k_sel, em, "infer_drift")
+        # concrete data: the chosen class itself; traced data: a SelectedClass over every candidate
+        selection = _bridge_selection(k_sel, obs_p, ts_p, lengths, sig, learn_sigma, None, 0.25, guidance,
+                                      min(num_steps, 4), min(num_particles, 32), min(num_time_steps, 10), num_paths,
+                                      lookahead, "infer_drift")
         function_class = selection.function_class
-    fc = default_function_class(obs) if function_class is None else function_class
-    n_traj, n_obs, d = obs.shape
+    # the padding repeats each trajectory's last observation: the same bounding box as the observations'
+    fc = default_function_class(obs_p) if function_class is None else function_class
     check_function_class(fc, d, "infer_drift")
     if init is not None:
         if not isinstance(init, LinearDrift) or init.weights.shape[-1] != d:
@@ -284,10 +275,6 @@ def infer_drift(
         weights = check_values(init.weights, lambda xp, v: ~xp.isfinite(v),
                                "infer_drift: init has NaN or inf weights; pass a finite starting drift")
         init = eqx.tree_at(lambda f: f.weights, init, weights)
-    # New sizes reuse the compiled programs: the observation count is padded to a bucket (:func:`_bucket_obs`) and
-    # the true count enters the programs as data, masking the padding intervals. The bucket is a function of the
-    # count alone, so a call's result never depends on what the process ran before.
-    obs_p, ts_p = _pad_observations(obs, ts, _bucket_obs(n_obs))
     n_valid = jax.device_put(lengths.astype(np.int32))
     # The guidance enters the compiled EM loop only as data (targets, beta): plain and geodesic runs of the
     # same size share one compiled function (beta = 0 makes the path cost vanish).
@@ -319,6 +306,74 @@ def infer_drift(
     if names is not None:
         sol = eqx.tree_at(lambda s: s.value, sol, _named(sol.value, names))
     return sol
+
+
+def _prepare(observations, ts, sigma, fn: str):
+    """Validated observations padded to their size bucket: ``(obs (n_traj, n_pad, d), ts, lengths, sigma,
+    learn_sigma, names)``, ``lengths`` the real observations per trajectory (host integers: static for traced
+    input, which is never ragged) and ``sigma`` `estimate_diffusion`'s when none was given.
+
+    New sizes reuse the compiled programs: the observation count is padded to a bucket (`_bucket_obs`) and the
+    true count enters the programs as data, masking the padding intervals. The bucket is a function of the count
+    alone, so a call's result never depends on what the process ran before.
+    """
+    if is_ragged(observations):
+        # each trajectory padded to the longest on the host, its true length entering the program as data
+        trajs, names = as_trajectories(observations, ts, fn=fn)
+        lengths = np.array([len(t) for _, t in trajs])
+        n_max = int(lengths.max())
+        padded = [_pad_observations(np.asarray(o)[None], np.asarray(t), n_max) for o, t in trajs]
+        obs = jax.device_put(np.concatenate([np.asarray(o) for o, _ in padded]))
+        ts = jax.device_put(np.stack([np.asarray(t) for _, t in padded]))
+        sig = as_sigma(sigma, obs.dtype, fn, allow_none=True)
+        sigma_data = (observations, [t for _, t in trajs])
+    else:
+        obs, ts, sig, names = as_observations(observations, ts, sigma, fn=fn, allow_none=True)
+        lengths = np.full(obs.shape[0], obs.shape[1])
+        sigma_data = (obs, ts)
+    learn_sigma = sig is None
+    if learn_sigma:
+        sig = estimate_diffusion(*sigma_data).sigma
+    obs_p, ts_p = _pad_observations(obs, ts, _bucket_obs(obs.shape[1]))
+    return obs_p, ts_p, lengths, sig, learn_sigma, names
+
+
+def _bridge_selection(key, obs_p, ts_p, lengths, sig, learn_sigma, candidates, holdout, guidance, num_steps,
+                      num_particles, num_time_steps, num_paths, lookahead, fn):
+    """`select_candidates` with each candidate fitted by the EM loop on the padded observations, its training
+    part given as each trajectory's count of real observations (one compiled EM per class and size bucket)."""
+    targets, beta = guidance._padded_targets(obs_p, num_time_steps, int(lengths.max()))
+
+    def fit(fc, n_train, k):
+        sol = _infer_core(k, obs_p, ts_p, n_train, sig, fc, None, targets, beta, num_steps, num_particles,
+                          num_time_steps, num_paths, lookahead, False, learn_sigma=learn_sigma)
+        return sol.value, sol.sigma
+
+    return select_candidates(fit, obs_p, ts_p, lengths, None if learn_sigma else sig, candidates, holdout, key,
+                             num_particles, num_time_steps, fn)
+
+
+def select_by_bridges(observations, ts, sigma, candidates, holdout, key, em_options, fn):
+    """`select_function_class` with ``score="bridge"``: the observations prepared as `infer_drift` prepares
+    them, the candidates fitted by its EM (``em_options``: its ``num_steps``, ``num_particles``,
+    ``num_time_steps``, ``num_paths``, ``guidance`` and ``lookahead``)."""
+    if key is None:
+        raise ValueError(f"{fn}: score='bridge' needs a PRNG key (key=jax.random.key(0)) for the EM fits and the "
+                         "bridges")
+    opts = dict(num_steps=4, num_particles=32, num_time_steps=10, num_paths=4, guidance="geodesic", lookahead=False)
+    if em_options is not None:
+        if not isinstance(em_options, dict):
+            raise TypeError(f"{fn}: em_options must be a dict of infer_drift options, got {em_options!r}")
+        unknown = sorted(set(em_options) - set(opts))
+        if unknown:
+            raise TypeError(f"{fn}: em_options takes {', '.join(sorted(opts))}; got {', '.join(map(str, unknown))}")
+        opts.update(em_options)
+    counts = {k: check_int(opts[k], k, where=fn, minimum=2 if k == "num_time_steps" else 1)
+              for k in ("num_steps", "num_particles", "num_time_steps", "num_paths")}
+    obs_p, ts_p, lengths, sig, learn_sigma, _ = _prepare(observations, ts, sigma, fn)
+    return _bridge_selection(key, obs_p, ts_p, lengths, sig, learn_sigma, candidates, holdout,
+                             _as_guidance(opts["guidance"]), counts["num_steps"], counts["num_particles"],
+                             counts["num_time_steps"], counts["num_paths"], bool(opts["lookahead"]), fn)
 
 
 def _bucket_obs(n_obs: int) -> int:

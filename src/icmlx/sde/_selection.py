@@ -8,10 +8,10 @@ import numpy as np
 from .._checks import check_number
 from .._types import PRNGKey, RealScalarLike
 from ._basis import PolynomialBasis, RidgeRegression
-from ._class_scores import FunctionClassSelection, select_by_bridges
+from ._class_scores import FunctionClassSelection, one_standard_error_choice
 from ._data import ArrayOrFrame, as_sigma, interval_data
 from ._diffusion import estimate_diffusion
-from ._em import infer_drift
+from ._em import select_by_bridges
 from ._estimators import check_function_class, default_function_class, fit_drift
 
 __all__ = ["FunctionClassSelection", "select_function_class"]
@@ -94,7 +94,7 @@ def select_function_class(
       >>> from icmlx.sde import select_function_class, simulate
       >>> p = simulate(jax.random.key(0), lambda x: x - x**3, 0.7, jnp.zeros((8, 1)), 20.0, 0.01, save_every=5)
       >>> sel = select_function_class(p, None)
-      >>> sel.index in (1, 2, 3), sel.scores.shape   # not the linear class for a double well
+      >>> int(sel.index) in (1, 2, 3), sel.scores.shape   # not the linear class for a double well
       (True, (4,))
     """
     fn = "select_function_class"
@@ -104,7 +104,7 @@ def select_function_class(
     if score not in ("euler", "bridge"):
         raise ValueError(f"{fn}: score must be 'euler' or 'bridge', got {score=}")
     if score == "bridge":
-        return select_by_bridges(infer_drift, observations, ts, sigma, candidates, holdout, key, em_options, fn)
+        return select_by_bridges(observations, ts, sigma, candidates, holdout, key, em_options, fn)
     states, incs, dts, _, _, _ = interval_data(observations, ts, fn=fn)
     n, d = states.shape
     n_train = int(round(n * (1.0 - holdout)))
@@ -124,16 +124,9 @@ def select_function_class(
     tr = (jax.device_put(np.asarray(a)[:n_train]) for a in (states, incs, dts))
     xs, dxs, hs = (jax.device_put(np.asarray(a)[n_train:]) for a in (states, incs, dts))
     tr = tuple(tr)
-    ll = np.stack([np.asarray(_loglik(fit_drift(fc, *tr, sig), xs, dxs, hs, sig), np.float64) for fc in candidates])
-    ll = np.where(np.isfinite(ll), ll, -np.inf)
-    scores = ll.mean(1)
-    best = int(np.argmax(scores))
-    diff = ll - ll[best]
-    se = np.nan_to_num(diff.std(1, ddof=1) / np.sqrt(ll.shape[1]), nan=np.inf)
-    index = int(np.flatnonzero(scores >= scores[best] - se)[0])
-    dtype = states.dtype
-    return FunctionClassSelection(candidates[index], candidates, jnp.asarray(scores, dtype), jnp.asarray(se, dtype),
-                                  index, sig)
+    ll = jnp.stack([_loglik(fit_drift(fc, *tr, sig), xs, dxs, hs, sig) for fc in candidates])
+    scores, se, index = one_standard_error_choice(ll)
+    return FunctionClassSelection(candidates[int(index)], candidates, scores, se, index, sig)
 
 
 @eqx.filter_jit
