@@ -10,8 +10,9 @@ Systems (sigma = 0.7 known, 8 trajectories of T = 40 from x = 0 after a burn-in 
 Each class is fitted by `infer_drift` (geodesic guidance, 6 EM iterations, 32 particles, 10 steps per interval)
 and scored by the density-weighted RMSE of the drift (`weighted_rmse`); the selection runs on the same
 observations (its cost is reported apart), with the Euler score of the naive fits (``score="euler"``) and with the
-held-out bridge evidence of EM fits (``score="bridge"``). The table gives each class's RMSE, each score's pick, and
-the pick's RMSE over the best one's.
+held-out bridge evidence of EM fits (``score="bridge"``). `infer_drift` at its default (``function_class="auto"``,
+the bridge score over its own default candidates, then the final fit) runs at the same EM settings. The table gives
+each class's RMSE, each score's pick, the pick's RMSE over the best one's, and the same for the default.
 
     python benchmarks/sde_function_class.py
 """
@@ -88,9 +89,17 @@ def run():
                                           key=jax.random.key(2))
             t_bridge = time.perf_counter() - t0
             pick, pick_b = ORDER[sel.index], ORDER[sel_b.index]
+            # infer_drift at its default, function_class="auto" (candidates built from its own training part)
+            t0 = time.perf_counter()
+            auto = infer_drift(jax.random.key(1), obs, ts, SIGMA, throw=False, **EM_CFG)
+            jax.block_until_ready(auto.value.weights)
+            t_default = time.perf_counter() - t0
+            err_default = float(weighted_rmse(f, auto.drift, obs.reshape(-1, d)))
             best = min(errs.values())
             row = dict(system=name, tau=tau, **{f"wrmse_{k}": v for k, v in errs.items()}, pick_euler=pick,
                        ratio_euler=errs[pick] / best, pick_bridge=pick_b, ratio_bridge=errs[pick_b] / best,
+                       pick_default=ORDER[auto.selection.index], wrmse_default=err_default,
+                       ratio_default=err_default / best, default_s=t_default,
                        select_euler_s=t_euler, select_bridge_s=t_bridge,
                        **{f"em_s_{k}": v for k, v in times.items()})
             rows.append(row)
@@ -101,10 +110,11 @@ def run():
 def main():
     rows = run()
     cols = ["system", "tau", *(f"wrmse_{k}" for k in ORDER), "pick_euler", "ratio_euler", "pick_bridge",
-            "ratio_bridge", "select_euler_s", "select_bridge_s", *(f"em_s_{k}" for k in ORDER)]
+            "ratio_bridge", "pick_default", "ratio_default", "default_s", "select_euler_s", "select_bridge_s",
+            *(f"em_s_{k}" for k in ORDER)]
     print_table(rows, cols,
                 title="infer_drift weighted RMSE by function class, and the selected class (sigma known)")
-    for score in ("euler", "bridge"):
+    for score in ("euler", "bridge", "default"):
         ok = sum(r[f"ratio_{score}"] <= 1.2 for r in rows)
         print(f"score={score!r}: pick within 1.2x of the best class in {ok} of {len(rows)} cases")
     path = write_results("sde_function_class", rows, dtype="float32")

@@ -89,6 +89,8 @@ def test_bridge_score_errors():
         select_function_class(y, ts, 1.0, score="evidence")
     with pytest.raises(TypeError, match="em_options"):
         select_function_class(y, ts, 1.0, score="bridge", key=jax.random.key(0), em_options=[4])
+    with pytest.raises(TypeError, match="num_iters"):
+        select_function_class(y, ts, 1.0, score="bridge", key=jax.random.key(0), em_options={"num_iters": 2})
 
 
 @pytest.mark.slow
@@ -156,6 +158,9 @@ def test_auto_is_the_default_and_runs_under_jit_and_vmap():
     assert int(traced.selection.index) == int(eager.selection.index)
     np.testing.assert_allclose(np.asarray(traced.selection.scores), np.asarray(eager.selection.scores), rtol=1e-4)
     assert isinstance(traced.drift.basis, SelectedBasis) and not isinstance(eager.drift.basis, SelectedBasis)
+    # the final fit is the chosen class's own fit with the caller's key
+    chosen = infer_drift(jax.random.key(0), obs, ts, 0.7, function_class=eager.selection.function_class, **cfg)
+    np.testing.assert_array_equal(np.asarray(chosen.drift.weights), np.asarray(eager.drift.weights))
     x = jnp.linspace(-1.0, 1.0, 7)[:, None]
     np.testing.assert_allclose(np.asarray(traced.drift(x)), np.asarray(eager.drift(x)), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(np.asarray(traced.drift.std(x)), np.asarray(eager.drift.std(x)), rtol=1e-4,

@@ -218,11 +218,9 @@ def _exponents(d: int, degree: int):
 class SelectedBasis(eqx.Module):
     r"""One of several bases, chosen by an index that may be traced: $\phi(x) = [\phi_i(x), 0]$ for ``i = index``.
 
-    The features of the chosen basis are padded with zeros to ``num_features``, the largest size among
-    ``bases``, so every choice gives a feature vector (and a `LinearDrift` weight matrix) of one shape. That
-    is what lets a function class chosen inside a compiled program (`infer_drift`'s ``function_class="auto"``
-    under `jax.jit`) return one drift type whatever the choice; evaluation runs the chosen basis only
-    (``lax.switch``), unless the index itself is batched by `jax.vmap`.
+    The chosen basis's features are padded with zeros to ``num_features``, the largest size among ``bases``, so
+    every choice gives one shape: a class chosen inside a compiled program (`SelectedClass`) returns one drift
+    type. Evaluation runs the chosen basis only (``lax.switch``), unless `jax.vmap` batches the index.
 
     Attributes:
       bases: the candidate bases (library bases or callables ``(d,) -> (m_i,)``).
@@ -245,13 +243,9 @@ class SelectedBasis(eqx.Module):
         bases = tuple(bases)
         if not bases:
             raise ValueError("SelectedBasis: bases must hold at least one basis")
-        if sizes is None:
-            sizes = []
-            for b in bases:
-                m = _num_features(b)
-                if m is None:
-                    raise ValueError(f"SelectedBasis: the size of {b!r} is unknown; pass sizes=")
-                sizes.append(m)
+        sizes = [_num_features(b) for b in bases] if sizes is None else sizes
+        if None in sizes:
+            raise ValueError(f"SelectedBasis: the feature count of a basis in {bases!r} is unknown; pass sizes=")
         self.bases = bases
         self.index = jnp.asarray(index, jnp.int32)
         self.sizes = tuple(int(m) for m in sizes)

@@ -259,7 +259,8 @@ def infer_drift(
         if init is not None:
             raise ValueError("infer_drift: init needs the class it was fitted in; pass that class as function_class= "
                              "with init (function_class='auto', the default, chooses the class from the data)")
-        key, k_sel = jax.random.split(key)
+        # the final fit keeps the caller's key: it equals infer_drift(key, ..., function_class=<the chosen class>)
+        k_sel = jax.random.fold_in(key, 1)
         # concrete data: the chosen class itself; traced data: a SelectedClass over every candidate
         selection = _bridge_selection(k_sel, obs_p, ts_p, lengths, sig, learn_sigma, None, 0.25, guidance,
                                       min(num_steps, 4), min(num_particles, 32), min(num_time_steps, 10), num_paths,

@@ -53,14 +53,17 @@ def select_function_class(
 
     ``score="bridge"`` scores what `infer_drift` finds instead: the trajectories are split into training and
     held-out ones (the last ``holdout`` of them; a single trajectory, or too few, is cut in time), each candidate
-    is fitted by `infer_drift` on the training part (a smaller EM: ``em_options``, default 4 iterations, 32
-    particles, 10 steps per interval, geodesic guidance; ``sigma=None`` learns $\sigma$ in each fit), and scored
+    is fitted by `infer_drift`'s EM on the training part (a smaller EM: ``em_options``, default 4 iterations, 32
+    particles, 10 steps per interval, geodesic guidance; ``sigma=None`` learns $\sigma$ in each fit; the fit runs
+    on the observations padded to their size bucket with the training part as each trajectory's count of
+    observations, so new sizes of one bucket compile nothing), and scored
     by the SMC estimate of the held-out transition log-likelihood $\log p_{\hat f,\hat\sigma}(y_{k+1}\mid y_k)$
     (look-ahead bridges, the same random numbers for every candidate), with the same one-standard-error rule.
     On a double well and a rotating well at $\tau \in \{0.1, 0.5, 1\}$ it picks a class whose EM drift is
     within 1.2x of the best of linear and cubic monomials, RBF ridge regression and the sparse GP, where the
     Euler score picks the sparse GP at $\tau = 0.5$ (4.5x the best; ``benchmarks/sde_function_class.py``). It costs one
-    smaller EM per candidate on three quarters of the data plus one bridge pass.
+    smaller EM per candidate on three quarters of the data plus one bridge pass. It runs under `jax.jit` and
+    `jax.vmap` as well (the split depends on the shapes only); there ``function_class`` is a `SelectedClass`.
 
     Args:
       observations: as in `naive_drift` (regular or ragged trajectories, a DataFrame, a `SamplePaths`).
@@ -74,7 +77,8 @@ def select_function_class(
         (ridge ``1e-3``), RBF ridge regression (a grid of 12, 8, 5 or 3 centres per axis in d = 1, 2, 3 or more,
         lengthscale the grid spacing, ridge ``1e-2``) and `default_function_class`.
       key: PRNG key for ``score="bridge"`` (the EM fits and the bridges).
-      em_options: `infer_drift` keyword arguments for the candidates' fits with ``score="bridge"``.
+      em_options: for the candidates' fits with ``score="bridge"``, a dict of `infer_drift`'s ``num_steps``,
+        ``num_particles``, ``num_time_steps``, ``num_paths``, ``guidance`` and ``lookahead``.
 
     Returns:
       `FunctionClassSelection`.
@@ -83,7 +87,7 @@ def select_function_class(
       ValueError: ``holdout`` outside ``(0, 1)``, fewer than two intervals in either block, an empty
         ``candidates``, a candidate for another ``d``, an unknown ``score``, ``score="bridge"`` without ``key``;
         the input errors of `naive_drift`.
-      TypeError: a candidate that is not a feature class; ``em_options`` not a dict.
+      TypeError: a candidate that is not a feature class; ``em_options`` not a dict, or with another key.
 
     References:
       Maoutsa, arXiv:2512.23566; Frishman & Ronceray, Phys. Rev. X 10, 021009 (2020), arXiv:1809.09650
