@@ -195,7 +195,7 @@ def infer_drift(
         about four smaller fits more than one fit in 1-2 dimensions, and is faster than the sparse GP alone at
         $d \ge 3$, where the GP's inducing grid is large. On a double well and a rotating well at
         $\tau \in \{0.1, 0.5, 1\}$ its drift is within 1.2x the weighted RMSE of the best of the four classes,
-        where the sparse GP alone is up to 4.6x (``python benchmarks/sde_function_class.py``). Under `jax.jit` /
+        where the sparse GP alone is up to 5.1x (``python benchmarks/sde_function_class.py``). Under `jax.jit` /
         `jax.vmap` the choice is made inside the program and the drift is a `LinearDrift` on a `SelectedBasis`
         (the chosen class's weights padded to the largest candidate's size; the same values as the eager run).
         Or a feature class (`SparseGP`, `RidgeRegression`), or ``None`` for `default_function_class`.
