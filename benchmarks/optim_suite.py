@@ -32,7 +32,7 @@ Optimizers, each at the learning rate of one shared grid that gives it the lowes
 * with ``--variants``, DASH with its previous defaults (``grafting="adam"``, ``b1=0.9``, ``b2=0.95``, no
   momentum) and the defaults with one setting changed (``b1=0.9`` without momentum, ``grafting="adam"``,
   ``"adam_normalized"`` with ``b1=0.9`` and no momentum, ``b2=0.95``, ``factor_decay=0.999``,
-  ``graft_bias_correction=False`` alone and with ``factor_decay=0.999``).
+  ``graft_bias_correction=False`` alone and with ``factor_decay=0.999``), and SOAP with ``b1=0.9``.
 
 Each run is one compiled ``lax.scan`` (the learning rate and the problem data are arguments, so a shape compiles
 once per optimizer). Reported per problem and optimizer: the best learning rate, the mean final loss over seeds
@@ -43,6 +43,7 @@ first one), and the ratio of DASH's mean final loss to Distributed Shampoo's.
 Usage::
 
     python benchmarks/optim_suite.py --quick            # 2 seeds, 200 steps -> results/optim_suite.json
+    python benchmarks/optim_suite.py --quick --seeds 3 --rows regression mlp    # 3 seeds at the quick steps
     python benchmarks/optim_suite.py --quick --variants             # and DASH's previous and one-change settings
     python benchmarks/optim_suite.py --full --variants                   # 3 seeds, 400 steps, block 128 too
     python benchmarks/optim_suite.py --quick --rows cnn lm   # only these rows, merged into results/optim_suite.json
@@ -110,6 +111,8 @@ def optimizers(variants: bool) -> dict:
                                                                          factor_decay=0.999),
         }.items():
             out[name] = lambda lr, b, kw=kw: dash(lr, block_size=b, **kw)
+        # SOAP with Adam's first-moment rate below the reference's b1 = b2 = 0.95
+        out["SOAP b1=0.9"] = lambda lr, b: soap(lr, b, b1=0.9, weight_decay=0.0)
     return out
 
 
@@ -387,7 +390,10 @@ def main(argv=None) -> dict:
     size = ap.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="2 seeds, 200 steps (default)")
     size.add_argument("--full", action="store_true", help="3 seeds, 400 steps, block 128 too")
-    ap.add_argument("--variants", action="store_true", help="also DASH with other graftings")
+    ap.add_argument("--seeds", type=int, metavar="N",
+                    help="seeds 0..N-1 (default 2 with --quick, 3 with --full); the steps stay those of the size")
+    ap.add_argument("--variants", action="store_true",
+                    help="also DASH's previous and one-change settings, and SOAP b1=0.9")
     ap.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS),
                     help="problems to run (default all); a subset replaces those rows of --out and keeps the rest")
     ap.add_argument("--no-soap", action="store_true", help="leave SOAP out")
@@ -397,6 +403,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "optim_suite.json")
     args = ap.parse_args(argv)
     seeds, steps = ((0, 1, 2), 400) if args.full else ((0, 1), 200)
+    if args.seeds is not None:
+        if args.seeds < 1:
+            ap.error(f"--seeds must be at least 1, got {args.seeds}")
+        seeds = tuple(range(args.seeds))
     cases = [((64, 48), 32), ((96, 64), 64)] + ([((160, 100), 128)] if args.full else [])
     kappas = (10.0, 1e2, 1e3)
     opts = optimizers(args.variants)
@@ -408,7 +418,7 @@ def main(argv=None) -> dict:
     rows = []
 
     def add(problem, block, name, summary, **extra):
-        rows.append({"problem": problem, "block": block, "optimizer": name, **extra, **summary})
+        rows.append({"problem": problem, "block": block, "optimizer": name, "seeds": len(seeds), **extra, **summary})
         print(rows[-1], flush=True)
 
     with jax.numpy_dtype_promotion("standard"):  # optax and Distributed Shampoo mix int32 and float
