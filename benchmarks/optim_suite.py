@@ -32,7 +32,8 @@ Optimizers, each at the learning rate of one shared grid that gives it the lowes
 * with ``--variants``, DASH with its previous defaults (``grafting="adam"``, ``b1=0.9``, ``b2=0.95``, no
   momentum) and the defaults with one setting changed (``b1=0.9`` without momentum, ``grafting="adam"``,
   ``"adam_normalized"`` with ``b1=0.9`` and no momentum, ``b2=0.95``, ``factor_decay=0.999``,
-  ``graft_bias_correction=False`` alone and with ``factor_decay=0.999``), and SOAP with ``b1=0.9``.
+  ``graft_bias_correction=False`` alone and with ``factor_decay=0.999``), SOAP with ``b1=0.9`` and Adam at SOAP's
+  ``b1 = b2 = 0.95``.
 
 Each run is one compiled ``lax.scan`` (the learning rate and the problem data are arguments, so a shape compiles
 once per optimizer). Reported per problem and optimizer: the best learning rate, the mean final loss over seeds
@@ -113,6 +114,8 @@ def optimizers(variants: bool) -> dict:
             out[name] = lambda lr, b, kw=kw: dash(lr, block_size=b, **kw)
         # SOAP with Adam's first-moment rate below the reference's b1 = b2 = 0.95
         out["SOAP b1=0.9"] = lambda lr, b: soap(lr, b, b1=0.9, weight_decay=0.0)
+        # Adam at SOAP's moment rates, in the parameter basis
+        out["optax.adam b1=b2=0.95"] = lambda lr, b: optax.adam(lr, b1=0.95, b2=0.95)
     return out
 
 
@@ -393,7 +396,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--seeds", type=int, metavar="N",
                     help="seeds 0..N-1 (default 2 with --quick, 3 with --full); the steps stay those of the size")
     ap.add_argument("--variants", action="store_true",
-                    help="also DASH's previous and one-change settings, and SOAP b1=0.9")
+                    help="also DASH's previous and one-change settings, SOAP b1=0.9, Adam b1=b2=0.95")
     ap.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS),
                     help="problems to run (default all); a subset replaces those rows of --out and keeps the rest")
     ap.add_argument("--no-soap", action="store_true", help="leave SOAP out")
