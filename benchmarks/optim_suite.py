@@ -36,7 +36,8 @@ Optimizers, each at the learning rate of one shared grid that gives it the lowes
   ``b1 = b2 = 0.95``.
 
 Each run is one compiled ``lax.scan`` (the learning rate and the problem data are arguments, so a shape compiles
-once per optimizer). Reported per problem and optimizer: the best learning rate, the mean final loss over seeds
+once per optimizer). Reported per problem and optimizer (with the command that wrote the row and its number of
+seeds): the best learning rate, the mean final loss over seeds
 with its min and max, the mean number of steps to reach ``1e-3`` (regressions) or ``1e-2`` (MLP, CNN) times the
 starting loss (``null`` when a seed never reaches it; the LM's is its minibatch loss reaching half the
 first one), and the ratio of DASH's mean final loss to Distributed Shampoo's.
@@ -141,15 +142,16 @@ def regression(shape, kappa, seed):
     return tuple(jnp.asarray(x, jnp.float32) for x in (A, B, C)), float(opt)
 
 
-def regression_runner(make, block, shape, steps):
-    """``run(peak_lr, A, B, C)``: the loss before each step and after the last, one compiled scan."""
+def regression_runner(make, block, shape, steps, dtype=jnp.float32):
+    """``run(peak_lr, A, B, C)``: the loss before each step and after the last, one compiled scan from ``W = 0`` in
+    ``dtype``."""
     def loss(w, A, B, C):
         return 0.5 * jnp.mean((A @ w @ B - C) ** 2)
 
     @jax.jit
     def run(lr, A, B, C):
         opt = make(optax.linear_schedule(lr, 0.0, steps), block)
-        w = jnp.zeros(shape, jnp.float32)
+        w = jnp.zeros(shape, dtype)
         s = opt.init(w)
 
         def body(carry, _):
@@ -417,11 +419,13 @@ def main(argv=None) -> dict:
         opts.pop("icmlx SOAP")
     if args.optimizers:
         opts = {k: v for k, v in opts.items() if any(sub in k for sub in args.optimizers)}
+    command = "python benchmarks/optim_suite.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     t_start = time.perf_counter()
     rows = []
 
     def add(problem, block, name, summary, **extra):
-        rows.append({"problem": problem, "block": block, "optimizer": name, "seeds": len(seeds), **extra, **summary})
+        rows.append({"problem": problem, "block": block, "optimizer": name, "seeds": len(seeds), **extra, **summary,
+                     "command": command})
         print(rows[-1], flush=True)
 
     with jax.numpy_dtype_promotion("standard"):  # optax and Distributed Shampoo mix int32 and float
@@ -466,7 +470,6 @@ def main(argv=None) -> dict:
                     _tune(lambda lr, s, run=run: (run(lr, jax.random.key(s), train, valid), None), LM_LRS, seeds,
                           0.5), steps=LM_STEPS, learning_rates=list(LM_LRS))
     total_s = time.perf_counter() - t_start
-    command = "python benchmarks/optim_suite.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     run_info = {"command": command, "seeds": list(seeds), "steps": steps, "environment": environment("float32"),
                 "total_s": total_s}
     args.out.parent.mkdir(parents=True, exist_ok=True)
