@@ -32,10 +32,12 @@ Optimizers, each at the learning rate of one shared grid that gives it the lowes
 * with ``--variants``, DASH with its previous defaults (``grafting="adam"``, ``b1=0.9``, ``b2=0.95``, no
   momentum) and the defaults with one setting changed (``b1=0.9`` without momentum, ``grafting="adam"``,
   ``"adam_normalized"`` with ``b1=0.9`` and no momentum, ``b2=0.95``, ``factor_decay=0.999``,
-  ``graft_bias_correction=False`` alone and with ``factor_decay=0.999``).
+  ``graft_bias_correction=False`` alone and with ``factor_decay=0.999``), SOAP with ``b1=0.9`` and Adam at SOAP's
+  ``b1 = b2 = 0.95``.
 
 Each run is one compiled ``lax.scan`` (the learning rate and the problem data are arguments, so a shape compiles
-once per optimizer). Reported per problem and optimizer: the best learning rate, the mean final loss over seeds
+once per optimizer). Reported per problem and optimizer (with the command that wrote the row and its number of
+seeds): the best learning rate, the mean final loss over seeds
 with its min and max, the mean number of steps to reach ``1e-3`` (regressions) or ``1e-2`` (MLP, CNN) times the
 starting loss (``null`` when a seed never reaches it; the LM's is its minibatch loss reaching half the
 first one), and the ratio of DASH's mean final loss to Distributed Shampoo's.
@@ -43,6 +45,7 @@ first one), and the ratio of DASH's mean final loss to Distributed Shampoo's.
 Usage::
 
     python benchmarks/optim_suite.py --quick            # 2 seeds, 200 steps -> results/optim_suite.json
+    python benchmarks/optim_suite.py --quick --seeds 3 --rows regression mlp    # 3 seeds at the quick steps
     python benchmarks/optim_suite.py --quick --variants             # and DASH's previous and one-change settings
     python benchmarks/optim_suite.py --full --variants                   # 3 seeds, 400 steps, block 128 too
     python benchmarks/optim_suite.py --quick --rows cnn lm   # only these rows, merged into results/optim_suite.json
@@ -110,6 +113,10 @@ def optimizers(variants: bool) -> dict:
                                                                          factor_decay=0.999),
         }.items():
             out[name] = lambda lr, b, kw=kw: dash(lr, block_size=b, **kw)
+        # SOAP with Adam's first-moment rate below the reference's b1 = b2 = 0.95
+        out["SOAP b1=0.9"] = lambda lr, b: soap(lr, b, b1=0.9, weight_decay=0.0)
+        # Adam at SOAP's moment rates, in the parameter basis
+        out["optax.adam b1=b2=0.95"] = lambda lr, b: optax.adam(lr, b1=0.95, b2=0.95)
     return out
 
 
@@ -135,15 +142,16 @@ def regression(shape, kappa, seed):
     return tuple(jnp.asarray(x, jnp.float32) for x in (A, B, C)), float(opt)
 
 
-def regression_runner(make, block, shape, steps):
-    """``run(peak_lr, A, B, C)``: the loss before each step and after the last, one compiled scan."""
+def regression_runner(make, block, shape, steps, dtype=jnp.float32):
+    """``run(peak_lr, A, B, C)``: the loss before each step and after the last, one compiled scan from ``W = 0`` in
+    ``dtype``."""
     def loss(w, A, B, C):
         return 0.5 * jnp.mean((A @ w @ B - C) ** 2)
 
     @jax.jit
     def run(lr, A, B, C):
         opt = make(optax.linear_schedule(lr, 0.0, steps), block)
-        w = jnp.zeros(shape, jnp.float32)
+        w = jnp.zeros(shape, dtype)
         s = opt.init(w)
 
         def body(carry, _):
@@ -387,7 +395,10 @@ def main(argv=None) -> dict:
     size = ap.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="2 seeds, 200 steps (default)")
     size.add_argument("--full", action="store_true", help="3 seeds, 400 steps, block 128 too")
-    ap.add_argument("--variants", action="store_true", help="also DASH with other graftings")
+    ap.add_argument("--seeds", type=int, metavar="N",
+                    help="seeds 0..N-1 (default 2 with --quick, 3 with --full); the steps stay those of the size")
+    ap.add_argument("--variants", action="store_true",
+                    help="also DASH's previous and one-change settings, SOAP b1=0.9, Adam b1=b2=0.95")
     ap.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS),
                     help="problems to run (default all); a subset replaces those rows of --out and keeps the rest")
     ap.add_argument("--no-soap", action="store_true", help="leave SOAP out")
@@ -397,6 +408,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "optim_suite.json")
     args = ap.parse_args(argv)
     seeds, steps = ((0, 1, 2), 400) if args.full else ((0, 1), 200)
+    if args.seeds is not None:
+        if args.seeds < 1:
+            ap.error(f"--seeds must be at least 1, got {args.seeds}")
+        seeds = tuple(range(args.seeds))
     cases = [((64, 48), 32), ((96, 64), 64)] + ([((160, 100), 128)] if args.full else [])
     kappas = (10.0, 1e2, 1e3)
     opts = optimizers(args.variants)
@@ -404,11 +419,13 @@ def main(argv=None) -> dict:
         opts.pop("icmlx SOAP")
     if args.optimizers:
         opts = {k: v for k, v in opts.items() if any(sub in k for sub in args.optimizers)}
+    command = "python benchmarks/optim_suite.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     t_start = time.perf_counter()
     rows = []
 
     def add(problem, block, name, summary, **extra):
-        rows.append({"problem": problem, "block": block, "optimizer": name, **extra, **summary})
+        rows.append({"problem": problem, "block": block, "optimizer": name, "seeds": len(seeds), **extra, **summary,
+                     "command": command})
         print(rows[-1], flush=True)
 
     with jax.numpy_dtype_promotion("standard"):  # optax and Distributed Shampoo mix int32 and float
@@ -453,7 +470,6 @@ def main(argv=None) -> dict:
                     _tune(lambda lr, s, run=run: (run(lr, jax.random.key(s), train, valid), None), LM_LRS, seeds,
                           0.5), steps=LM_STEPS, learning_rates=list(LM_LRS))
     total_s = time.perf_counter() - t_start
-    command = "python benchmarks/optim_suite.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     run_info = {"command": command, "seeds": list(seeds), "steps": steps, "environment": environment("float32"),
                 "total_s": total_s}
     args.out.parent.mkdir(parents=True, exist_ok=True)

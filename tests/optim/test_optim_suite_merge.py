@@ -85,3 +85,10 @@ def test_complete_run_replaces_the_record():
                                     complete=True)
     assert rec["rows"] == new and rec["command"] == "full again" and "row_runs" not in rec and "note" not in rec
     assert rec["ratios"][0]["dash_over_shampoo"] == 0.5 and rec["ratios"][0]["dash_max_over_shampoo_min"] == 0.5
+
+
+def test_seeds_must_be_positive(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        optim_suite.main(["--seeds", "0", "--out", str(tmp_path / "s.json")])
+    assert "--seeds must be at least 1" in capsys.readouterr().err
+    assert not (tmp_path / "s.json").exists()
