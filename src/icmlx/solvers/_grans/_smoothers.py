@@ -189,7 +189,10 @@ class MultilevelSmoother(AbstractSmoother):
     def smooth(self, op: Any, r: Any) -> Any:
         # in the hierarchy's dtype (float32 by default); the outer step, its true residuals and the safeguard stay
         # in the working dtype
-        return op.hierarchy(r.astype(op.hierarchy.coarse_inv.dtype)).astype(r.dtype)
+        dt = op.hierarchy.coarse_inv.dtype
+        if jnp.iscomplexobj(r):  # the real cycle of the envelope on the real and imaginary parts (S is real-linear)
+            return (op.hierarchy(r.real.astype(dt)) + 1j * op.hierarchy(r.imag.astype(dt))).astype(r.dtype)
+        return op.hierarchy(r.astype(dt)).astype(r.dtype)
 
     def hierarchy(self, A: Any, dtype: Any) -> Any:
         """The V-cycle of the M-matrix envelope of ``A`` (SciPy CSR), in float32 (``dtype="float32"``) or in the
@@ -199,6 +202,10 @@ class MultilevelSmoother(AbstractSmoother):
         from .._amg._smoothed import smoothed_aggregation
 
         dt = np.dtype(np.float32) if self.dtype == "float32" else np.dtype(dtype)
+        if np.iscomplexobj(A.data):  # a complex A: the real cycle of its (real) envelope, on each part of r
+            from .._amg._hierarchy import m_matrix_envelope
+
+            A = m_matrix_envelope(A)
         return smoothed_aggregation(A, max_coarse=self.max_coarse, max_levels=self.max_levels, degree=self.degree,
                                     dtype=dt)
 

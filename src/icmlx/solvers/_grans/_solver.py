@@ -330,7 +330,7 @@ class GRANS(lx.AbstractLinearSolver):
             return A
         if isinstance(A, SparseMatrix) and isinstance(A.vals, jax.core.Tracer):
             raise TypeError("GRANS.setup is eager (NumPy aggregation): call it outside jax.jit")
-        A = as_sparse_matrix(A, name="A")
+        A = as_sparse_matrix(A, name="A", allow_complex=True)
         return _setup(A, channels=self.channels, max_columns=self.max_columns,
                       dtype=working_dtype(self.dtype), smoother=self.smoother, basis=self.uses_projection)
 
@@ -381,9 +381,13 @@ class GRANS(lx.AbstractLinearSolver):
             ``stagnation``).
         """
         op = self.setup(operator)
-        b = as_vector(b, op.n, name="b")
+        cplx = jnp.iscomplexobj(op.A.vals)
+        b = as_vector(b, op.n, name="b", allow_complex=True, dtype=op.A.dtype if cplx else None)
+        if jnp.iscomplexobj(b) and not cplx:
+            raise TypeError(f"b is complex ({b.dtype}) but A is real; pass A as a complex matrix (e.g. "
+                            "A.astype(complex)) to solve a complex system")
         if x0 is not None:
-            x0 = as_vector(x0, op.n, name="x0", dtype=b.dtype)
+            x0 = as_vector(x0, op.n, name="x0", dtype=b.dtype, allow_complex=cplx)
         show = resolve_progress(progress, in_program=True)
         x, result, stats = _solve(self, op, b, x0, show)
         sol = LinearSolution(x, RESULTS.promote(result), stats)
@@ -477,7 +481,7 @@ def _iterate(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
     tol = jnp.maximum(solver.rtol * bnorm, solver.atol / s)
     denom = jnp.where(bnorm > 0, bnorm, 1.0)
     K = solver.max_steps
-    hist = jnp.full((K + 1,), jnp.nan, dt).at[0].set(jnp.linalg.norm(r) / denom)
+    hist = jnp.full((K + 1,), jnp.nan, jnp.finfo(dt).dtype).at[0].set(jnp.linalg.norm(r) / denom)
     galerkin = op.spd_like
     zero = jnp.zeros((npad,), dt)
     outer = solver.outer_for(op)  # "auto": chosen from the matrix class (static flags of op)
