@@ -217,7 +217,7 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     dtype = np.result_type(dtype, np.complex64) if cplx else dtype
     Ap = SparseMatrix(to_device(prow, np.int32), to_device(pcol, np.int32), to_device(pval, dtype), (n_pad, n_pad))
     # the bound of ρ(D⁻¹A) its relaxation is scaled by
-    lmax = jnp.asarray(smoother.spectral_bound(Ap, spd_like)).astype(real_dtype)
+    lmax = jnp.real(smoother.spectral_bound(Ap, spd_like)).astype(real_dtype)
     # the row width is the longest row's, not rounded up: the product inside the loop gathers every slot (P1
     # reaction-diffusion on the unit-square mesh has rows of 5 and 9 entries; rounded to 12, a third are empty)
     ell = EllMatrix.from_scipy(csr, num_rows=n_pad, num_cols=n_pad, pad_identity=True, dtype=dtype,

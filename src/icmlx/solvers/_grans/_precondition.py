@@ -92,8 +92,9 @@ def _basis(net: Any, op: GRANSOperator, r, *, smoother: Any, galerkin: bool, exp
     dt = r.dtype
     dinv_sqrt = 1.0 / jnp.sqrt(jnp.abs(op.ell.diagonal()))  # the ELL layout, as in the network (no scatter)
     e1 = smoother.smooth(op, r)
-    s = dinv_sqrt * (r - op.ell.mv(e1))
-    rs = s / jnp.maximum(jnp.linalg.norm(s), jnp.finfo(dt).tiny) * jnp.sqrt(jnp.asarray(op.n, jnp.finfo(dt).dtype))
+    s = dinv_sqrt.astype(dt) * (r - op.ell.mv(e1))
+    rdt = jnp.finfo(dt).dtype  # (real; cast to dt for a complex residual)
+    rs = s * (jnp.sqrt(jnp.asarray(op.n, rdt)) / jnp.maximum(jnp.linalg.norm(s), jnp.finfo(dt).tiny)).astype(dt)
     w = _head_weights(net, op, rs).astype(dt)
     Z, F, piv = _coarse_factor(op, w, galerkin, explicit)
     # the Galerkin application needs only V and the factors: not carrying the (n, S) compressed AV keeps the
@@ -113,12 +114,12 @@ def _head_weights(net: Any, op: GRANSOperator, rs):
     if not jnp.iscomplexobj(rs):
         return net(op, rs.astype(jnp.float32))
     q = jnp.sum(rs * rs)
-    phase = jnp.where(jnp.abs(q) > 0, jnp.conj(jnp.sqrt(q / jnp.maximum(jnp.abs(q), jnp.finfo(q.dtype).tiny))),
-                      1.0)
+    phase = jnp.conj(jnp.sqrt(q / jnp.maximum(jnp.abs(q), jnp.finfo(q.dtype).tiny).astype(q.dtype)))
+    phase = jnp.where(jnp.abs(q) > 0, phase, jnp.ones((), q.dtype))
     rs = (rs * phase).astype(jnp.complex64)
     wr, wi = jax.vmap(lambda v: net(op, v))(jnp.stack([rs.real, rs.imag]))
     const = (jnp.arange(wi.shape[1]) % (wi.shape[1] // N_LEVELS) == 0).astype(wi.dtype)  # the [1, 0] columns
-    return wr + 1j * (wi - const[None, :] * op.mask.astype(wi.dtype)[:, None])
+    return jax.lax.complex(wr, wi - const[None, :] * op.mask.astype(wi.dtype)[:, None])
 
 
 def _precondition_with(op: GRANSOperator, basis, r, *, smoother: Any, galerkin: bool,

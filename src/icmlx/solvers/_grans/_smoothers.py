@@ -5,6 +5,7 @@ import abc
 from typing import Any
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 
 from ..._checks import check_int
@@ -122,7 +123,9 @@ class ChebyshevSmoother(AbstractSmoother):
     def smooth(self, op: Any, r: Any) -> Any:
         # ℓ1 row sums off SPD-like matrices bound ρ(D⁻¹A) by 1, the λ the operator then carries
         d = relaxation_diagonal(op.A, l1=not op.spd_like)
-        return self.relaxation(op.spd_like).correction(op.A, 1.0 / d, op.lambda_max, r)
+        # (a complex A: the real ℓ1 diagonal and bound cast to the complex dtype of r)
+        return self.relaxation(op.spd_like).correction(op.A, (1.0 / d).astype(r.dtype), op.lambda_max.astype(r.dtype),
+                                                       r)
 
     def default_refresh(self, max_steps: int) -> int:
         return 1  # the paper's residual-aware basis, every iteration
@@ -191,7 +194,7 @@ class MultilevelSmoother(AbstractSmoother):
         # in the working dtype
         dt = op.hierarchy.coarse_inv.dtype
         if jnp.iscomplexobj(r):  # the real cycle of the envelope on the real and imaginary parts (S is real-linear)
-            return (op.hierarchy(r.real.astype(dt)) + 1j * op.hierarchy(r.imag.astype(dt))).astype(r.dtype)
+            return jax.lax.complex(op.hierarchy(r.real.astype(dt)), op.hierarchy(r.imag.astype(dt))).astype(r.dtype)
         return op.hierarchy(r.astype(dt)).astype(r.dtype)
 
     def hierarchy(self, A: Any, dtype: Any) -> Any:

@@ -470,12 +470,12 @@ def _iterate(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
     bp = jnp.zeros((npad,), dt).at[:n].set(b.astype(dt))
     # solve for b / s with s a power of two (exact; the network sees normalised residuals, so the iterates are
     # unchanged): ‖b‖ and the projections' inner products stay finite and normal for any finite b
-    s = power_of_two_scale(bp)
-    bp = bp / s
+    s = power_of_two_scale(bp)  # (real; cast for a complex system)
+    bp = bp / s.astype(dt)
     x = jnp.zeros((npad,), dt)
     r = bp
     if x0 is not None:
-        x = x.at[:n].set(jnp.asarray(x0).astype(dt) / s)
+        x = x.at[:n].set(jnp.asarray(x0).astype(dt) / s.astype(dt))
         r = bp - op.ell.mv(x)
     bnorm = jnp.linalg.norm(bp)
     tol = jnp.maximum(solver.rtol * bnorm, solver.atol / s)
@@ -566,7 +566,7 @@ def _iterate(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
                          lx.RESULTS.max_steps_reached))
     stats = {"num_steps": it, "residual_norm": rn * s, "residual_history": hist, "rejected": rej,
              "energy_norm": jnp.asarray(energy), "outer_memory": jnp.asarray(m, jnp.int32)}
-    return x[:n] * s, result, stats
+    return x[:n] * s.astype(dt), result, stats
 
 
 
