@@ -147,7 +147,9 @@ class MultilevelSmoother(AbstractSmoother):
     contracts the error in the energy norm: on SPD-like matrices the energy-norm
     `ThreeTermStep` converges; elsewhere a `FlexibleGCR`
     with ``memory >= 40`` is needed, since a residual-norm step with a short memory stalls.
-    ``GRANS(outer="auto")`` (the default) picks these per matrix.
+    ``GRANS(outer="auto")`` (the default) picks these per matrix. For a complex ``A`` the envelope is real (moduli
+    off the diagonal, $\operatorname{Re} a_{ii}$ on it) and the real cycle is applied to the real and imaginary
+    parts of ``r`` (``S`` is real-linear).
 
     The cycle runs in float32 by default whatever the solver's working dtype: it is a preconditioner, so its
     rounding changes the search directions, not the answer. The outer step, its true residuals ``b − A x`` and

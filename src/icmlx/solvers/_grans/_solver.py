@@ -95,6 +95,15 @@ class GRANS(lx.AbstractLinearSolver):
     ``GRANS.pretrained(smoother="chebyshev")`` (Chebyshev smoother, network every iteration; with it
     ``outer="auto"`` is the paper's ``ThreeTermStep(norm="auto")``).
 
+    **Complex matrices** (e.g. damped Helmholtz $K - k^2(1 + i\alpha)M$, complex symmetric) are solved natively:
+    ``setup`` keeps the complex values, the V-cycle is the real one of the M-matrix envelope (moduli off the
+    diagonal, $\operatorname{Re} a_{ii}$ on it) applied to the real and imaginary parts of the residual, the
+    projection is the Hermitian least-squares one and the outer steps use conjugated inner products, so ``b`` and
+    ``x`` are complex and the safeguard, the stall rule and the status read the true residual as for a real
+    matrix. A complex matrix is never SPD-like: ``outer="auto"`` picks ``FlexibleGCR`` (memory 100 when
+    $A^\top = A$, else 40). The real network runs on the phase-aligned real and imaginary parts of the residual
+    (see ``docs/design/grans.md``).
+
     Usable through ``lineax.linear_solve(GRANS.setup(A), b, solver)`` or ``solver.solve(op, b)``.
     The solve is jitted once per padded size bucket and structural flags.
 
@@ -316,8 +325,9 @@ class GRANS(lx.AbstractLinearSolver):
         """Eager per-matrix set-up: padding, scaling, aggregation hierarchy, features.
 
         Args:
-          A: the square matrix: SciPy sparse in any format (csr, csc, coo, bsr, lil, dok, dia; ``sparray`` or
-            ``spmatrix``), a ``jax.experimental.sparse`` BCOO/BCSR, a dense array or a ``SparseMatrix``.
+          A: the square matrix, real or complex: SciPy sparse in any format (csr, csc, coo, bsr, lil, dok, dia;
+            ``sparray`` or ``spmatrix``), a ``jax.experimental.sparse`` BCOO/BCSR, a dense array or a
+            ``SparseMatrix``.
 
         Returns:
           A ``GRANSOperator`` (a lineax operator and pytree).
@@ -360,7 +370,9 @@ class GRANS(lx.AbstractLinearSolver):
 
         Args:
           operator: a ``GRANSOperator`` from ``setup`` (or any matrix ``setup`` accepts, set up eagerly).
-          b: right-hand side ``float[n]`` (NumPy, JAX or a pandas Series). All zeros returns ``x = 0`` with 0
+          b: right-hand side ``float[n]``, or ``complex[n]`` for a complex ``A`` (NumPy, JAX or a pandas Series; a
+            real ``b`` with a complex ``A`` is cast to complex, a complex ``b`` with a real ``A`` is refused). All
+            zeros returns ``x = 0`` with 0
             iterations.
           x0: initial guess (zeros if ``None``).
           throw: raise (at run time, under ``jit`` too) when the result is not ``RESULTS.successful``;
@@ -377,6 +389,7 @@ class GRANS(lx.AbstractLinearSolver):
         Raises:
           ValueError: shape mismatch; NaN/Inf in ``b`` or ``x0`` (at call time; ``eqx.error_if`` only when
             traced under the caller's ``jit``).
+          TypeError: a complex ``b`` with a real ``A``.
           RuntimeError: ``throw=True`` and the solve did not reach the tolerance (``max_steps_reached`` or
             ``stagnation``).
         """
