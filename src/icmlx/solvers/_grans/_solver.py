@@ -84,11 +84,14 @@ class GRANS(lx.AbstractLinearSolver):
     anisotropy and Helmholtz; ``scripts/train_grans.py --multilevel``) save at most 7.7% (anisotropy) and 23%
     (Helmholtz, against a zero head that re-reads every residual and is itself worse than one built once) of the
     matched zero head's iterations, at more time: still short, so no network runs by default.
-    A network trained on indefinite Helmholtz alone (`train_grans_helmholtz`, wavenumbers in [5, 30],
+    A network trained on indefinite Helmholtz (`train_grans_helmholtz`, wavenumbers in [5, 30],
     ``GRANS.pretrained(weights="helmholtz")``) does not change that: on held-out scikit-fem Helmholtz at
-    n = 16,129 to rtol 1e-8 (``benchmarks/solvers_indefinite.py --quick``) it takes 33 iterations at k = 12, as the
-    zero head does, at 4.5× the default ``solve``'s time (``GRANS()``: 25, 2.9×), and stagnates at k = 18.5
-    (1.6e-8) and k = 25 (5e-4), where ``GRANS()`` converges (49 and 135 iterations) — so neither ``solve`` nor
+    n = 16,129 to rtol 1e-8 (``benchmarks/solvers_indefinite.py --quick``, time relative to ``solve(A, b)``'s in the
+    same run) it takes 33 iterations at k = 12, as the zero head does, at 3.9× the time (``GRANS()``: 25, 2.4×), and
+    stagnates at k = 18.5 (1.6e-8) and k = 25 (5e-4), where ``GRANS()`` converges (49 and 135 iterations). With
+    absorption 0.05 (complex) it takes 32 (k = 12, 4.0×) and 76 iterations (k = 18.5, 1.12×; zero head 94, 1.48×)
+    where ``GRANS()`` takes 25 (2.7×) and 46 (0.57×: faster than ``solve``'s complex smoothed aggregation + GMRES,
+    843 steps); retrained with damped problems in its training set it is no better. So neither ``solve`` nor
     ``GRANS()`` runs it.
     The network and the projection stay available: ``GRANS.pretrained(network=True)`` (shipped weights, with
     the projection), ``GRANS(None, projection=True)`` (the zero head), and the paper's configuration by name,
