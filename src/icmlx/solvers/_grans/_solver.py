@@ -91,8 +91,10 @@ class GRANS(lx.AbstractLinearSolver):
     stagnates at k = 18.5 (1.6e-8) and k = 25 (5e-4), where ``GRANS()`` converges (49 and 135 iterations). With
     absorption 0.05 (complex) it takes 32 (k = 12, 4.0×) and 76 iterations (k = 18.5, 1.12×; zero head 94, 1.48×)
     where ``GRANS()`` takes 25 (2.7×) and 46 (0.57×: faster than ``solve``'s complex smoothed aggregation + GMRES,
-    843 steps); retrained with damped problems in its training set it is no better. So neither ``solve`` nor
-    ``GRANS()`` runs it.
+    843 steps). Retrained with damped problems in its training set (``scripts/train_grans.py --helmholtz
+    --num-damped 4``) it converges at k = 18.5 (98 iterations) but stagnates higher at k = 25 and needs more
+    iterations on both damped cases (33, 87), so it is not shipped. Neither ``solve`` nor ``GRANS()`` runs a
+    network.
     The network and the projection stay available: ``GRANS.pretrained(network=True)`` (shipped weights, with
     the projection), ``GRANS(None, projection=True)`` (the zero head), and the paper's configuration by name,
     ``GRANS.pretrained(smoother="chebyshev")`` (Chebyshev smoother, network every iteration; with it
