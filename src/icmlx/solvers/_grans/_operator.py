@@ -29,9 +29,10 @@ class GRANSOperator(lx.AbstractLinearOperator):
     through ``jax.jit`` and to ``lineax.linear_solve``. ``mv`` acts on unpadded vectors of length ``n``.
 
     Attributes:
-      A: padded ``SparseMatrix`` (padded nodes carry an identity row), working dtype.
+      A: padded ``SparseMatrix`` (padded nodes carry an identity row), working dtype (its complex counterpart for a
+        complex matrix).
       feats: ``float32[n_pad, 3]`` matrix-only node features.
-      mask: ``[n_pad]`` 1 on true nodes, 0 on padding (working dtype).
+      mask: ``[n_pad]`` 1 on true nodes, 0 on padding (real working dtype).
       colidx: ``int32[n_pad, Q]`` basis column of each node's slot (level, channel).
       pool: ``int32[n_pad, 2]`` aggregate of each node on the two basis levels.
       zslot: ``int32[nnz, Q]`` slot of ``a_kj w_jq`` in the compressed ``A V`` rows.
