@@ -28,6 +28,13 @@ smoother and the residual-norm 3-term step, and writes the shipped ``grans_helmh
     XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
     JAX_ENABLE_X64=1 python scripts/train_grans.py --helmholtz --seed 0
 
+``--num-damped N --absorption LO HI`` adds ``N`` damped problems (absorption α uniform in ``[LO, HI]``: complex
+symmetric matrices, trained through G-RANS's complex path) to the ``--num-problems`` real ones, drawn from their own
+key (``fold_in(key, 2)``; the real ones are those of the same seed without damped problems)::
+
+    JAX_ENABLE_X64=1 python scripts/train_grans.py --helmholtz --seed 0 --num-damped 4 --absorption 0 0.1 \
+        --out /tmp/grans_helmholtz_damped.eqx
+
 Training seeds are ``seed * 1000 + 10 j + i`` (< 30,000); the held-out matrices of the ablation benchmark use seeds
 >= 30,000, and the held-out loss printed here uses seeds 40,000 + ..., so neither is ever trained on. The loss
 curve and the held-out loss of the initial net (a zero head: ``head_scale=0``) and the trained one go to
@@ -108,6 +115,10 @@ def main(argv=None):
                     help="train for indefinite Helmholtz (train_grans_helmholtz) and write grans_helmholtz.eqx")
     ap.add_argument("--k-range", type=float, nargs=2, default=[5.0, 30.0], help="--helmholtz: wavenumber range")
     ap.add_argument("--num-problems", type=int, default=6, help="--helmholtz: training problems")
+    ap.add_argument("--num-damped", type=int, default=0,
+                    help="--helmholtz: damped (complex) training problems added to the --num-problems real ones")
+    ap.add_argument("--absorption", type=float, nargs=2, default=[0.0, 0.1],
+                    help="--helmholtz: absorption range of the --num-damped problems")
     ap.add_argument("--refine", type=int, default=None,
                     help="mesh refinement (default 4; 5 with --multilevel or --helmholtz)")
     ap.add_argument("--per-equation", type=int, default=None, help="training matrices per equation / class")
@@ -214,6 +225,10 @@ def train_helmholtz(args, argv):
     key = jax.random.key(args.seed)
     problems = helmholtz_family(jax.random.fold_in(key, 0), args.num_problems, wavenumber_range=tuple(args.k_range),
                                 refine=refine, exclude=HELMHOLTZ_HELD_OUT_K)
+    if args.num_damped:
+        problems += helmholtz_family(jax.random.fold_in(key, 2), args.num_damped, wavenumber_range=tuple(args.k_range),
+                                     refine=refine, exclude=HELMHOLTZ_HELD_OUT_K,
+                                     absorption_range=tuple(args.absorption))
     t0 = time.perf_counter()
     res = train_grans_helmholtz(key, problems, hidden=args.hidden, stages=tuple(args.stages),
                                 steps_per_stage=args.steps_per_stage, batch=args.batch,
@@ -223,6 +238,7 @@ def train_helmholtz(args, argv):
     meta = {"seed": args.seed, "command": _command(argv),
             "family": "helmholtz", "refine": refine, "n_train": int(problems[0].A.shape[0]),
             "wavenumbers": [round(float(p.param), 4) for p in problems], "wavenumber_range": list(args.k_range),
+            "absorptions": [round(float(p.absorption), 4) for p in problems],
             "held_out_k": list(HELMHOLTZ_HELD_OUT_K), "stages": list(args.stages),
             "steps_per_stage": args.steps_per_stage, "smoother": "multilevel", "outer": "ThreeTermStep(norm='auto')",
             "batch": args.batch, "learning_rate": args.learning_rate, "unroll": args.unroll,

@@ -460,8 +460,10 @@ def container_cases() -> list[Case]:
              words=NAN_WORDS),
         Case("solvers.m_matrix_envelope.nonsquare.eager", lambda: S.m_matrix_envelope(np.ones((2, 3))),
              words=("square",), slow=True),
-        Case("solvers.m_matrix_envelope.complex.eager", lambda: S.m_matrix_envelope(np.eye(2) * 1j),
-             words=("complex",), slow=True),
+        # a complex matrix: moduli off the diagonal, the real part on it (a real envelope)
+        Case("solvers.m_matrix_envelope.complex.eager",
+             lambda: S.m_matrix_envelope(np.array([[2 + 1j, -1j], [-1j, 2 + 1j]])),
+             check=lambda M: np.array_equal(M.toarray(), [[2.0, -1.0], [-1.0, 2.0]]), slow=True),
     ]
     # smoothed aggregation: checked through the preconditioned solve it exists for
     def sa_solve(A, b, **kw):
@@ -774,8 +776,12 @@ def grans_cases() -> list[Case]:
              lambda: grans_solver()[1].setup(S.SparseMatrix.from_coo(np.r_[np.arange(20), 25], np.r_[np.arange(20), 0],
                                                                        np.ones(21), (20, 20))),
              words=("range", "indices")),
-        Case("solvers.GRANS.setup.complex.eager", lambda: grans_solver()[1].setup(np.eye(20) * (1 + 1j)),
-             words=("complex",), slow=True),
+        # a complex (symmetric) A: solved on the complex path, judged on the complex128 residual
+        Case("solvers.GRANS.solve.complex_A.eager",
+             lambda: grans_solver()[1].solve(lap1d(20) * (1 + 0.5j), np.ones(20)),
+             check=lambda out: bool(np.linalg.norm(lap1d(20) * (1 + 0.5j) @ np.asarray(out.value, complex)
+                                                   - np.ones(20)) <= 2e-4 * np.sqrt(20)),
+             status=status_of, slow=True),
     ]
     net = lambda: grans_solver()[0]
     for what, kw, words in [("rtol_nan", dict(rtol=float("nan")), ("rtol",)),

@@ -14,7 +14,6 @@ from icmlx import RESULTS
 from icmlx.solvers import GRANS, MultilevelSmoother, ThreeTermStep, helmholtz_family, train_grans_helmholtz
 from icmlx.solvers.fem import make_problem, resonance_gap, unit_square_mesh
 
-sp = pytest.importorskip("scipy.sparse")
 sla = pytest.importorskip("scipy.sparse.linalg")
 
 X64 = bool(jax.config.jax_enable_x64)
@@ -110,10 +109,3 @@ def test_helmholtz_weights_header_and_names():
     with pytest.raises(ValueError, match="weights must be one of"):
         GRANS.pretrained(weights="poisson")
 
-
-def test_complex_helmholtz_is_refused_by_name():
-    """Damped (complex symmetric) Helmholtz: G-RANS takes real matrices; the refusal says so."""
-    pb = _held_out_problem(12.0, 3, seed=1)
-    A = (pb.A.to_scipy() - 1j * 0.05 * 144.0 * sp.eye(pb.A.shape[0])).tocsr()
-    with pytest.raises(TypeError, match="real"):
-        GRANS.pretrained(weights="helmholtz", dtype="float32").setup(A)

@@ -127,5 +127,5 @@ def power_of_two_exponent(b: jax.Array) -> jax.Array:
 
 
 def power_of_two_scale(b: jax.Array) -> jax.Array:
-    """``s = 2^k`` for the ``k`` of `power_of_two_exponent` (1 for ``b = 0``), in ``b``'s dtype."""
-    return jnp.ldexp(jnp.ones((), b.dtype), power_of_two_exponent(b))
+    """``s = 2^k`` for the ``k`` of `power_of_two_exponent` (1 for ``b = 0``), in ``b``'s (real) dtype."""
+    return jnp.ldexp(jnp.ones((), jnp.finfo(b.dtype).dtype), power_of_two_exponent(b))

@@ -307,7 +307,8 @@ def is_scipy_sparse(x: Any) -> bool:
     return hasattr(x, "tocoo") and not hasattr(x, "n_batch") and hasattr(x, "shape")
 
 
-COMPLEX_ENTRY_POINTS = "cg, gmres and bicgstab (with SparseMatrix or any matrix they accept)"
+COMPLEX_ENTRY_POINTS = ("solve, amg_setup, GRANS, cg, gmres and bicgstab (with SparseMatrix or any matrix they "
+                        "accept)")
 
 
 def _float_dtype(dtype: Any, allow_complex: bool = False) -> Any:

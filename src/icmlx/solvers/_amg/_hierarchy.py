@@ -146,6 +146,10 @@ def m_matrix_envelope(A: Any) -> Any:
     \tilde a_{ii} = \max\bigl(a_{ii},\ \textstyle\sum_{j\ne i} |\tilde a_{ij}|\bigr).
     $$
 
+    A complex ``A`` gets the moduli $|a_{ij}|$ off the diagonal and the real part $\operatorname{Re} a_{ii}$ in
+    the diagonal's place (for Helmholtz with absorption, $K - k^2(1 + i\alpha)M$, the envelope of its real part
+    with off-diagonal entries enlarged by at most a factor $\sqrt{1 + \alpha^2}$).
+
     For a symmetric diagonally dominant M-matrix (P1 Poisson, reaction–diffusion with a dominant stiffness)
     ``Ã = A`` exactly; for advection–diffusion it is a diffusion-like symmetrisation and for Helmholtz
     ``K − k²M`` a Laplacian-like positive definite operator (a "Laplace preconditioner"): the hierarchy
@@ -153,10 +157,10 @@ def m_matrix_envelope(A: Any) -> Any:
     handles the rest.
 
     Args:
-      A: square matrix: SciPy sparse (any format), BCOO, dense, or a `SparseMatrix` (concrete).
+      A: square matrix, real or complex: SciPy sparse (any format), BCOO, dense, or a `SparseMatrix` (concrete).
 
     Returns:
-      ``Ã`` as a float64 ``scipy.sparse.csr_matrix``.
+      ``Ã`` as a float64 ``scipy.sparse.csr_matrix`` (real for a complex ``A`` too).
 
     Raises:
       ValueError: ``A`` not square or with NaN/Inf entries. TypeError: an unsupported type.
@@ -169,10 +173,10 @@ def m_matrix_envelope(A: Any) -> Any:
     """
     import scipy.sparse as sp
 
-    A = as_scipy_csr(A, name="A")
+    A = as_scipy_csr(A, name="A", allow_complex=True)
     d = A.diagonal()
-    off = A - sp.diags(d)
-    off = abs(off)
+    off = abs(A - sp.diags(d))  # (the moduli: real for a complex A)
+    d = d.real
     off = (off + off.T) * 0.5
     off.eliminate_zeros()
     dd = np.maximum(d, np.asarray(off.sum(axis=1)).ravel())

@@ -375,12 +375,14 @@ class FEMProblem(eqx.Module):
       b: the load vector ``float[n]``.
       equation: one of ``EQUATIONS`` (static).
       param: the equation's main parameter (contrast, c, ``‖β‖`` or k; static).
+      absorption: the Helmholtz absorption α (0: a real matrix; static).
     """
 
     A: SparseMatrix
     b: Float[Array, " n"]
     equation: str = eqx.field(static=True)
     param: float = eqx.field(static=True)
+    absorption: float = eqx.field(static=True, default=0.0)
 
 
 _DEFAULTS = {"poisson": 2.0, "reaction": 100.0, "advection": 40.0, "helmholtz": 12.0}
@@ -394,6 +396,7 @@ def make_problem(
     param: float | None = None,
     shift: float = 0.0,
     min_gap: float = 0.05,
+    absorption: float = 0.0,
 ) -> FEMProblem:
     r"""A random instance of one of the four model equations on ``mesh``.
 
@@ -403,7 +406,9 @@ def make_problem(
     - ``advection``: $-\Delta u + \beta\cdot\nabla u = f$, $\|\beta\|$ = ``param``
       (default 40), random direction. Nonsymmetric.
     - ``helmholtz``: $-\Delta u - k^2 (1 + 0.02 \tanh g) u = f$, ``k = param`` (default 12). Symmetric
-      indefinite; rejected (ValueError) when ``resonance_gap(k) < min_gap``.
+      indefinite; rejected (ValueError) when ``resonance_gap(k) < min_gap``. With ``absorption`` $\alpha > 0$:
+      $-\Delta u - k^2 (1 + 0.02 \tanh g)(1 + i\alpha) u = f$, complex symmetric (``A`` complex, ``b`` real;
+      the resonance filter is still applied).
 
     ``shift`` rescales the parameter by ``(1 + shift)`` (the ±70% robustness protocol). The source
     $f = 1 + g_f$ is a random smooth field.
@@ -415,12 +420,14 @@ def make_problem(
       param: main parameter (default per equation).
       shift: relative parameter shift in ``(-1, ∞)``.
       min_gap: Helmholtz resonance filter threshold.
+      absorption: Helmholtz absorption $\alpha \ge 0$ (default 0: a real matrix); other equations take only 0.
 
     Returns:
       A ``FEMProblem``.
 
     Raises:
-      ValueError: unknown equation, ``shift <= -1``, or a near-resonant Helmholtz wave number.
+      ValueError: unknown equation, ``shift <= -1``, a near-resonant Helmholtz wave number, or ``absorption``
+        negative, not finite, or nonzero for an equation other than ``helmholtz``.
 
     Examples:
       >>> import jax
@@ -437,6 +444,12 @@ def make_problem(
         raise ValueError(f"make_problem: param must be a finite number, got {param=}")
     if not 0 <= min_gap < 1:
         raise ValueError(f"make_problem: min_gap must be in [0, 1), got {min_gap=}")
+    if not (isinstance(absorption, int | float) and not isinstance(absorption, bool)):
+        raise TypeError(f"make_problem: absorption must be a number, got {absorption=!r}")
+    if not (math.isfinite(absorption) and absorption >= 0):
+        raise ValueError(f"make_problem: absorption must be a finite number >= 0, got {absorption=}")
+    if absorption and equation != "helmholtz":
+        raise ValueError(f"make_problem: absorption applies to equation='helmholtz' only, got {equation=!r}")
     p = float(_DEFAULTS[equation] if param is None else param) * (1.0 + shift)
     k1, k2, k3 = jax.random.split(key, 3)
     xq = quadrature_points(mesh).astype(jnp.zeros(()).dtype)
@@ -455,5 +468,10 @@ def make_problem(
         if gap < min_gap:
             raise ValueError(f"Helmholtz wave number k={p:.4g} is within {gap:.3%} of a Dirichlet "
                              f"eigenvalue (needs >= {min_gap:.0%}); choose another k")
-        A, b = assemble_p1(mesh, reaction=-(p * p) * (1.0 + 0.02 * jnp.tanh(g)), source=f)
-    return FEMProblem(A, b, equation, p)
+        c = -(p * p) * (1.0 + 0.02 * jnp.tanh(g))
+        A, b = assemble_p1(mesh, reaction=c, source=f)
+        if absorption:  # + iα times the mass term (same mesh, so the same COO pattern entry for entry)
+            Mc, _ = assemble_p1(mesh, kappa=0.0, reaction=c, source=f)
+            cdt = np.complex128 if A.vals.dtype == np.float64 else np.complex64
+            A = SparseMatrix(A.rows, A.cols, A.vals.astype(cdt) + (1j * absorption) * Mc.vals.astype(cdt), A.shape)
+    return FEMProblem(A, b, equation, p, float(absorption))

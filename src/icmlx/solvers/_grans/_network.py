@@ -87,7 +87,8 @@ class GRANSNet(eqx.Module):
         # XLA:CPU runs faster than a COO gather + segment sum
         ell = op.ell
         sd = jnp.sqrt(jnp.abs(ell.diagonal()))
-        av = jnp.where(op.mask[None, :] > 0, ell.val / (sd[None, :] * sd[ell.idx]), 0.0).astype(jnp.float32)
+        # (a complex A: the real part of Â, the real-linear part the real and imaginary residuals each pass through)
+        av = jnp.where(op.mask[None, :] > 0, jnp.real(ell.val) / (sd[None, :] * sd[ell.idx]), 0.0).astype(jnp.float32)
 
         def amv(h):
             return jax.lax.fori_loop(0, ell.idx.shape[0], lambda j, y: y + av[j][:, None] * h[ell.idx[j]],

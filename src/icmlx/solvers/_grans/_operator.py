@@ -29,9 +29,10 @@ class GRANSOperator(lx.AbstractLinearOperator):
     through ``jax.jit`` and to ``lineax.linear_solve``. ``mv`` acts on unpadded vectors of length ``n``.
 
     Attributes:
-      A: padded ``SparseMatrix`` (padded nodes carry an identity row), working dtype.
+      A: padded ``SparseMatrix`` (padded nodes carry an identity row), working dtype (its complex counterpart for a
+        complex matrix).
       feats: ``float32[n_pad, 3]`` matrix-only node features.
-      mask: ``[n_pad]`` 1 on true nodes, 0 on padding (working dtype).
+      mask: ``[n_pad]`` 1 on true nodes, 0 on padding (real working dtype).
       colidx: ``int32[n_pad, Q]`` basis column of each node's slot (level, channel).
       pool: ``int32[n_pad, 2]`` aggregate of each node on the two basis levels.
       zslot: ``int32[nnz, Q]`` slot of ``a_kj w_jq`` in the compressed ``A V`` rows.
@@ -158,16 +159,17 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     rows = np.asarray(A.rows).astype(np.int64)
     cols = np.asarray(A.cols).astype(np.int64)
     in_eps = float(np.finfo(np.asarray(A.vals).dtype).eps)
-    vals = np.asarray(A.vals).astype(np.float64)
+    cplx = np.iscomplexobj(np.asarray(A.vals))
+    vals = np.asarray(A.vals).astype(np.complex128 if cplx else np.float64)
     if not np.all(np.isfinite(vals)):
         raise ValueError("matrix has NaN or Inf entries")
     if rows.size and (rows.min() < 0 or rows.max() >= n or cols.min() < 0 or cols.max() >= n):
         raise ValueError("matrix indices out of range")
     # coalesce duplicates
     key, inv = _unique_inverse(rows * n + cols)
-    vals = np.bincount(inv, weights=vals, minlength=key.size)
+    vals = _bincount(inv, vals, key.size)
     rows, cols = key // n, key % n
-    diag = np.zeros(n)
+    diag = np.zeros(n, vals.dtype)
     np.add.at(diag, rows[rows == cols], vals[rows == cols])
     if np.any(diag == 0):
         bad = int(np.nonzero(diag == 0)[0][0])
@@ -179,9 +181,12 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     csr.eliminate_zeros()  # stored zeros (FEM assembly) would widen every ELL row
     # the one classifier amg_setup uses too; a symmetric matrix with a positive diagonal that fails the row-sum
     # test (P2 stiffness as well as Helmholtz) is settled by its inertia: SPD-like means the energy-norm step
-    matrix_class = classify(csr, in_eps, probe_definite=True)
-    symmetric = matrix_class.symmetric
-    spd_like = matrix_class.spd_like
+    if cplx:  # complex symmetric (Aᵀ = A: Helmholtz with absorption) or not; never SPD-like (no energy-norm step)
+        symmetric, spd_like = _complex_symmetric(csr, in_eps), False
+    else:
+        matrix_class = classify(csr, in_eps, probe_definite=True)
+        symmetric = matrix_class.symmetric
+        spd_like = matrix_class.spd_like
     feats = np.zeros((bucket_size(n), 3), np.float32)
     if basis:  # the network's node features (the transpose lookup serves only them)
         feats[:n] = _node_features(key, rows, cols, vals, diag, n)
@@ -209,30 +214,53 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
         col_used, (N0, N1) = np.zeros(2 * Q, bool), (0, 0)
     mask = np.zeros(n_pad)
     mask[:n] = 1.0
+    real_dtype = np.finfo(np.dtype(dtype)).dtype  # (the mask and the spectral bound are real for a complex A)
+    dtype = np.result_type(dtype, np.complex64) if cplx else dtype
     Ap = SparseMatrix(to_device(prow, np.int32), to_device(pcol, np.int32), to_device(pval, dtype), (n_pad, n_pad))
-    lmax = smoother.spectral_bound(Ap, spd_like)  # the bound of ρ(D⁻¹A) its relaxation is scaled by
+    # the bound of ρ(D⁻¹A) its relaxation is scaled by
+    lmax = jnp.real(smoother.spectral_bound(Ap, spd_like)).astype(real_dtype)
     # the row width is the longest row's, not rounded up: the product inside the loop gathers every slot (P1
     # reaction-diffusion on the unit-square mesh has rows of 5 and 9 entries; rounded to 12, a third are empty)
     ell = EllMatrix.from_scipy(csr, num_rows=n_pad, num_cols=n_pad, pad_identity=True, dtype=dtype,
                                width=max(1, int(np.diff(csr.indptr).max())))
     return GRANSOperator(
-        A=Ap, feats=to_device(feats), mask=to_device(mask, dtype), colidx=to_device(colidx, np.int32),
+        A=Ap, feats=to_device(feats), mask=to_device(mask, real_dtype), colidx=to_device(colidx, np.int32),
         pool=to_device(pool, np.int32), zslot=to_device(zslot, np.int32), zcol=to_device(zcol, np.int32),
         col_used=to_device(col_used), lambda_max=lmax,
         ell=ell, hierarchy=hierarchy, n=n, symmetric=symmetric, spd_like=spd_like,
         num_aggregates=(N0, N1), has_basis=basis)
 
 
+def _bincount(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """``np.bincount`` with real or complex weights (NumPy's takes real ones only)."""
+    if np.iscomplexobj(weights):
+        return (np.bincount(index, weights=weights.real, minlength=size)
+                + 1j * np.bincount(index, weights=weights.imag, minlength=size))
+    return np.bincount(index, weights=weights, minlength=size)
+
+
+def _complex_symmetric(csr, eps: float) -> bool:
+    """Whether the complex ``csr`` equals its transpose (not its conjugate transpose) to the relative tolerance of
+    `classify`: the test that decides the outer step and the adjoint solve (``Aᵀλ = g`` is then a solve with A)."""
+    from .._classify import symmetry_tolerance
+
+    scale = float(np.abs(csr.data).max()) if csr.nnz else 0.0
+    asym = float(abs(csr - csr.T).max()) if csr.nnz else 0.0
+    return asym <= symmetry_tolerance(eps) * scale
+
+
 def _node_features(key, rows, cols, vals, diag, n: int) -> np.ndarray:
     """The network's matrix-only node features ``float[n, 3]``: row sum, absolute row sum and asymmetry
-    ``Σ_j |â_ij − â_ji|`` of the scaled ``Â = D^{-1/2} A D^{-1/2}`` (``key = rows·n + cols`` sorted, coalesced)."""
+    ``Σ_j |â_ij − â_ji|`` of the scaled ``Â = D^{-1/2} A D^{-1/2}`` (``key = rows·n + cols`` sorted, coalesced).
+    For a complex ``A`` the row sum is that of ``Re Â`` (the network's message passing runs on ``Re Â``) and the
+    other two use the moduli."""
     tkey = cols * n + rows  # transpose lookup
     pos = np.minimum(np.searchsorted(key, tkey), key.size - 1)
     vals_t = np.where(key[pos] == tkey, vals[pos], 0.0)
     sd = np.sqrt(np.abs(diag))
     scale = sd[rows] * sd[cols]
     ahat, ahat_t = vals / scale, vals_t / scale
-    rowsum = np.bincount(rows, weights=ahat, minlength=n)
+    rowsum = np.bincount(rows, weights=ahat.real, minlength=n)
     rowabs = np.bincount(rows, weights=np.abs(ahat), minlength=n)
     asym = np.bincount(rows, weights=np.abs(ahat - ahat_t), minlength=n)
     return np.stack([rowsum, rowabs, asym], 1)

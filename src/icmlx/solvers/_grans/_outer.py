@@ -157,9 +157,10 @@ def _outer3(u, Au, e1, Ae1, p, Ap, r, energy: bool = False):
     U, AU = (u, p, e1), (Au, Ap, Ae1)
     L = U if energy else AU
     Gm = jnp.stack([jnp.stack([jnp.vdot(a, c) for c in AU]) for a in L])
-    Gm = 0.5 * (Gm + Gm.T)
+    Gm = 0.5 * (Gm + jnp.conj(Gm).T)  # (Hermitian: jnp.vdot conjugates its first argument)
     tr = jnp.trace(Gm)
-    Gm = Gm + (1e3 * jnp.finfo(dt).eps * jnp.abs(tr) + jnp.finfo(dt).tiny) * jnp.eye(3, dtype=dt)
+    ridge = (1e3 * jnp.finfo(dt).eps * jnp.abs(tr) + jnp.finfo(dt).tiny) * jnp.eye(3, dtype=jnp.finfo(dt).dtype)
+    Gm = Gm + ridge.astype(dt)
     alpha = jnp.linalg.solve(Gm, jnp.stack([jnp.vdot(a, r) for a in L]))
     alpha = jnp.where(jnp.isfinite(alpha), alpha, 0.0)
     return (alpha[0] * u + alpha[1] * p + alpha[2] * e1), (alpha[0] * Au + alpha[1] * Ap + alpha[2] * Ae1)
@@ -182,10 +183,12 @@ def _gcr_update(cands, r, Z, AZ, ptr):
     U = jnp.stack([u for u, _ in cands])  # [k, n]
     Q = jnp.stack([au for _, au in cands])
     nq0 = jnp.linalg.norm(Q, axis=1)
-    HB = AZ @ jnp.concatenate([Q, r[None]]).T  # [m, k+1]: pass-1 coefficients and β_old = AZ r
+    # (inner products conjugate the stored window: a complex A makes this GCR in the Hermitian inner product)
+    AZc = jnp.conj(AZ)
+    HB = AZc @ jnp.concatenate([Q, r[None]]).T  # [m, k+1]: pass-1 coefficients and β_old = AZ^H r
     H, beta_old = HB[:, :k], HB[:, k]
     Q = Q - H.T @ AZ
-    H2 = AZ @ Q.T  # pass 2 (re-orthogonalisation)
+    H2 = AZc @ Q.T  # pass 2 (re-orthogonalisation)
     Q = Q - H2.T @ AZ
     C = (Z.T @ jnp.concatenate([H + H2, beta_old[:, None]], axis=1)).T  # one read of Z: [k+1, n]
     U = U - C[:k]
@@ -193,14 +196,14 @@ def _gcr_update(cands, r, Z, AZ, ptr):
     for i in range(k):  # static: orthonormalise the new block (modified Gram-Schmidt) and insert
         q, z = Q[i], U[i]
         for j in range(i):
-            hj = Q[j] @ q
+            hj = jnp.vdot(Q[j], q)
             q, z = q - hj * Q[j], z - hj * U[j]
         nq = jnp.linalg.norm(q)
         good = (nq > 1e-8 * nq0[i]) & jnp.isfinite(nq) & jnp.all(jnp.isfinite(z))
         inv = jnp.where(good, 1.0 / jnp.where(good, nq, 1.0), 0.0).astype(dt)
         q, z = q * inv, z * inv
         Q, U = Q.at[i].set(q), U.at[i].set(z)
-        dx = dx + (q @ r) * z
+        dx = dx + jnp.vdot(q, r) * z
         Z = Z.at[ptr].set(jnp.where(good, z, Z[ptr]))
         AZ = AZ.at[ptr].set(jnp.where(good, q, AZ[ptr]))
         ptr = jnp.where(good, (ptr + 1) % m, ptr)

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 
 from ._network import GRANSNet
-from ._operator import GRANSOperator
+from ._operator import N_LEVELS, GRANSOperator
 from ._outer import _outer3
 
 __all__: list[str] = []
@@ -24,28 +24,30 @@ def _coarse_factor(op: GRANSOperator, w, galerkin: bool, explicit: bool = False)
     npad = A.shape[0]
     S = op.zcol.shape[1]
     m = op.col_used.shape[0]
-    # compressed A V: Z[k, s] at column zcol[k, s]
+    # compressed A V: Z[k, s] at column zcol[k, s] (conjugated inner products below: a complex A or basis gives the
+    # Hermitian Gram matrix V^H A V or (AV)^H AV)
     contrib = A.vals[:, None] * w[A.cols]  # [nnz, Q]
     Z = jax.ops.segment_sum(contrib.reshape(-1), op.zslot.reshape(-1),
                             num_segments=npad * S + 1)[:-1].reshape(npad, S)
     # Gram matrix by one flat segment sum (faster on CPU than a 2-D scatter-add)
     if galerkin:  # G = Vᵀ A V
         idx = op.colidx[:, :, None] * m + op.zcol[:, None, :]
-        G = jax.ops.segment_sum((w[:, :, None] * Z[:, None, :]).reshape(-1), idx.reshape(-1),
+        G = jax.ops.segment_sum((jnp.conj(w)[:, :, None] * Z[:, None, :]).reshape(-1), idx.reshape(-1),
                                 num_segments=m * m).reshape(m, m)
     else:  # least squares: G = (AV)ᵀ(AV)
         idx = op.zcol[:, :, None] * m + op.zcol[:, None, :]
-        G = jax.ops.segment_sum((Z[:, :, None] * Z[:, None, :]).reshape(-1), idx.reshape(-1),
+        G = jax.ops.segment_sum((jnp.conj(Z)[:, :, None] * Z[:, None, :]).reshape(-1), idx.reshape(-1),
                                 num_segments=m * m).reshape(m, m)
     used = op.col_used
     dg = jnp.diagonal(G)
-    scale = jnp.sum(jnp.where(used, jnp.abs(dg), 0.0)) / jnp.maximum(jnp.sum(used), 1).astype(dt)
+    rdt = jnp.finfo(dt).dtype
+    scale = jnp.sum(jnp.where(used, jnp.abs(dg), 0.0)) / jnp.maximum(jnp.sum(used), 1).astype(rdt)
     eps = jnp.finfo(dt).eps
     tau = 1e4 * eps * scale
     G = jnp.where(used[:, None] & used[None, :], G, 0.0)
-    G = G + jnp.diag(jnp.where(used, tau, jnp.maximum(scale, 1.0)))
+    G = G + jnp.diag(jnp.where(used, tau, jnp.maximum(scale, 1.0))).astype(G.dtype)
     eye = jnp.eye(m, dtype=dt)
-    if galerkin and not op.symmetric:
+    if galerkin and not op.symmetric:  # (a complex A is never Galerkin: it is not SPD-like)
         F, piv = jax.scipy.linalg.lu_factor(G)
         if explicit:
             return Z, jax.scipy.linalg.lu_solve((F, piv), eye), jnp.zeros((m,), jnp.int32)
@@ -59,9 +61,9 @@ def _coarse_factor(op: GRANSOperator, w, galerkin: bool, explicit: bool = False)
 def _coarse_apply(op: GRANSOperator, w, Z, F, piv, r, galerkin: bool, explicit: bool = False):
     """Apply the factored projection to ``r``: ``e = V y``, ``A e = (AV) y``."""
     if galerkin:
-        g = jnp.zeros(F.shape[:1], r.dtype).at[op.colidx].add(w * r[:, None])  # Vᵀ r
+        g = jnp.zeros(F.shape[:1], r.dtype).at[op.colidx].add(jnp.conj(w) * r[:, None])  # V^H r
     else:
-        g = jnp.zeros(F.shape[:1], r.dtype).at[op.zcol].add(Z * r[:, None])  # (AV)ᵀ r
+        g = jnp.zeros(F.shape[:1], r.dtype).at[op.zcol].add(jnp.conj(Z) * r[:, None])  # (AV)^H r
     g = jnp.where(op.col_used, g, 0.0)
     if explicit:
         y = F @ g
@@ -90,13 +92,34 @@ def _basis(net: Any, op: GRANSOperator, r, *, smoother: Any, galerkin: bool, exp
     dt = r.dtype
     dinv_sqrt = 1.0 / jnp.sqrt(jnp.abs(op.ell.diagonal()))  # the ELL layout, as in the network (no scatter)
     e1 = smoother.smooth(op, r)
-    s = dinv_sqrt * (r - op.ell.mv(e1))
-    rs = s / jnp.maximum(jnp.linalg.norm(s), jnp.finfo(dt).tiny) * jnp.sqrt(jnp.asarray(op.n, dt))
-    w = net(op, rs.astype(jnp.float32)).astype(dt)
+    s = dinv_sqrt.astype(dt) * (r - op.ell.mv(e1))
+    rdt = jnp.finfo(dt).dtype  # (real; cast to dt for a complex residual)
+    rs = s * (jnp.sqrt(jnp.asarray(op.n, rdt)) / jnp.maximum(jnp.linalg.norm(s), jnp.finfo(dt).tiny)).astype(dt)
+    w = _head_weights(net, op, rs).astype(dt)
     Z, F, piv = _coarse_factor(op, w, galerkin, explicit)
     # the Galerkin application needs only V and the factors: not carrying the (n, S) compressed AV keeps the
     # solve loop's state small
     return w, (None if galerkin else Z), F, piv
+
+
+def _head_weights(net: Any, op: GRANSOperator, rs):
+    r"""The basis weights ``w[n_pad, Q]`` of a head for the normalised residual ``rs`` (float32 network).
+
+    Real ``rs``: ``net(op, rs)``. Complex ``rs`` (a complex ``A``): the residual is first turned by the global
+    phase that makes $\sum_i \hat r_i^2$ real and non-negative (so its real part carries at least as much as its
+    imaginary part and the two are orthogonal, whatever phase the residual had), then the real network runs on the
+    real and the imaginary part, as a batch of two, and
+    $w = \mathrm{net}(\operatorname{Re}\hat r) + i\,(\mathrm{net}(\operatorname{Im}\hat r) - [1, 0])$: the
+    zero head gives the complex $[1, \hat r]$ exactly, and a network adds its learned head to each part."""
+    if not jnp.iscomplexobj(rs):
+        return net(op, rs.astype(jnp.float32))
+    q = jnp.sum(rs * rs)
+    phase = jnp.conj(jnp.sqrt(q / jnp.maximum(jnp.abs(q), jnp.finfo(q.dtype).tiny).astype(q.dtype)))
+    phase = jnp.where(jnp.abs(q) > 0, phase, jnp.ones((), q.dtype))
+    rs = (rs * phase).astype(jnp.complex64)
+    wr, wi = jax.vmap(lambda v: net(op, v))(jnp.stack([rs.real, rs.imag]))
+    const = (jnp.arange(wi.shape[1]) % (wi.shape[1] // N_LEVELS) == 0).astype(wi.dtype)  # the [1, 0] columns
+    return jax.lax.complex(wr, wi - const[None, :] * op.mask.astype(wi.dtype)[:, None])
 
 
 def _precondition_with(op: GRANSOperator, basis, r, *, smoother: Any, galerkin: bool,

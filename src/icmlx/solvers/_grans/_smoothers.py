@@ -5,6 +5,7 @@ import abc
 from typing import Any
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 
 from ..._checks import check_int
@@ -122,7 +123,9 @@ class ChebyshevSmoother(AbstractSmoother):
     def smooth(self, op: Any, r: Any) -> Any:
         # ℓ1 row sums off SPD-like matrices bound ρ(D⁻¹A) by 1, the λ the operator then carries
         d = relaxation_diagonal(op.A, l1=not op.spd_like)
-        return self.relaxation(op.spd_like).correction(op.A, 1.0 / d, op.lambda_max, r)
+        # (a complex A: the real ℓ1 diagonal and bound cast to the complex dtype of r)
+        return self.relaxation(op.spd_like).correction(op.A, (1.0 / d).astype(r.dtype), op.lambda_max.astype(r.dtype),
+                                                       r)
 
     def default_refresh(self, max_steps: int) -> int:
         return 1  # the paper's residual-aware basis, every iteration
@@ -144,7 +147,9 @@ class MultilevelSmoother(AbstractSmoother):
     contracts the error in the energy norm: on SPD-like matrices the energy-norm
     `ThreeTermStep` converges; elsewhere a `FlexibleGCR`
     with ``memory >= 40`` is needed, since a residual-norm step with a short memory stalls.
-    ``GRANS(outer="auto")`` (the default) picks these per matrix.
+    ``GRANS(outer="auto")`` (the default) picks these per matrix. For a complex ``A`` the envelope is real (moduli
+    off the diagonal, $\operatorname{Re} a_{ii}$ on it) and the real cycle is applied to the real and imaginary
+    parts of ``r`` (``S`` is real-linear).
 
     The cycle runs in float32 by default whatever the solver's working dtype: it is a preconditioner, so its
     rounding changes the search directions, not the answer. The outer step, its true residuals ``b − A x`` and
@@ -189,7 +194,10 @@ class MultilevelSmoother(AbstractSmoother):
     def smooth(self, op: Any, r: Any) -> Any:
         # in the hierarchy's dtype (float32 by default); the outer step, its true residuals and the safeguard stay
         # in the working dtype
-        return op.hierarchy(r.astype(op.hierarchy.coarse_inv.dtype)).astype(r.dtype)
+        dt = op.hierarchy.coarse_inv.dtype
+        if jnp.iscomplexobj(r):  # the real cycle of the envelope on the real and imaginary parts (S is real-linear)
+            return jax.lax.complex(op.hierarchy(r.real.astype(dt)), op.hierarchy(r.imag.astype(dt))).astype(r.dtype)
+        return op.hierarchy(r.astype(dt)).astype(r.dtype)
 
     def hierarchy(self, A: Any, dtype: Any) -> Any:
         """The V-cycle of the M-matrix envelope of ``A`` (SciPy CSR), in float32 (``dtype="float32"``) or in the
@@ -199,6 +207,10 @@ class MultilevelSmoother(AbstractSmoother):
         from .._amg._smoothed import smoothed_aggregation
 
         dt = np.dtype(np.float32) if self.dtype == "float32" else np.dtype(dtype)
+        if np.iscomplexobj(A.data):  # a complex A: the real cycle of its (real) envelope, on each part of r
+            from .._amg._hierarchy import m_matrix_envelope
+
+            A = m_matrix_envelope(A)
         return smoothed_aggregation(A, max_coarse=self.max_coarse, max_levels=self.max_levels, degree=self.degree,
                                     dtype=dt)
 

@@ -84,16 +84,30 @@ class GRANS(lx.AbstractLinearSolver):
     anisotropy and Helmholtz; ``scripts/train_grans.py --multilevel``) save at most 7.7% (anisotropy) and 23%
     (Helmholtz, against a zero head that re-reads every residual and is itself worse than one built once) of the
     matched zero head's iterations, at more time: still short, so no network runs by default.
-    A network trained on indefinite Helmholtz alone (`train_grans_helmholtz`, wavenumbers in [5, 30],
+    A network trained on indefinite Helmholtz (`train_grans_helmholtz`, wavenumbers in [5, 30],
     ``GRANS.pretrained(weights="helmholtz")``) does not change that: on held-out scikit-fem Helmholtz at
-    n = 16,129 to rtol 1e-8 (``benchmarks/solvers_indefinite.py --quick``) it takes 33 iterations at k = 12, as the
-    zero head does, at 4.5× the default ``solve``'s time (``GRANS()``: 25, 2.9×), and stagnates at k = 18.5
-    (1.6e-8) and k = 25 (5e-4), where ``GRANS()`` converges (49 and 135 iterations) — so neither ``solve`` nor
-    ``GRANS()`` runs it.
+    n = 16,129 to rtol 1e-8 (``benchmarks/solvers_indefinite.py --quick``, time relative to ``solve(A, b)``'s in the
+    same run) it takes 33 iterations at k = 12, as the zero head does, at 3.9× the time (``GRANS()``: 25, 2.4×), and
+    stagnates at k = 18.5 (1.6e-8) and k = 25 (5e-4), where ``GRANS()`` converges (49 and 135 iterations). With
+    absorption 0.05 (complex) it takes 32 (k = 12, 4.0×) and 76 iterations (k = 18.5, 1.12×; zero head 94, 1.48×)
+    where ``GRANS()`` takes 25 (2.7×) and 46 (0.57×: faster than ``solve``'s complex smoothed aggregation + GMRES,
+    843 steps). Retrained with damped problems in its training set (``scripts/train_grans.py --helmholtz
+    --num-damped 4``) it converges at k = 18.5 (98 iterations) but stagnates higher at k = 25 and needs more
+    iterations on both damped cases (33, 87), so it is not shipped. Neither ``solve`` nor ``GRANS()`` runs a
+    network.
     The network and the projection stay available: ``GRANS.pretrained(network=True)`` (shipped weights, with
     the projection), ``GRANS(None, projection=True)`` (the zero head), and the paper's configuration by name,
     ``GRANS.pretrained(smoother="chebyshev")`` (Chebyshev smoother, network every iteration; with it
     ``outer="auto"`` is the paper's ``ThreeTermStep(norm="auto")``).
+
+    **Complex matrices** (e.g. damped Helmholtz $K - k^2(1 + i\alpha)M$, complex symmetric) are solved natively:
+    ``setup`` keeps the complex values, the V-cycle is the real one of the M-matrix envelope (moduli off the
+    diagonal, $\operatorname{Re} a_{ii}$ on it) applied to the real and imaginary parts of the residual, the
+    projection is the Hermitian least-squares one and the outer steps use conjugated inner products, so ``b`` and
+    ``x`` are complex and the safeguard, the stall rule and the status read the true residual as for a real
+    matrix. A complex matrix is never SPD-like: ``outer="auto"`` picks ``FlexibleGCR`` (memory 100 when
+    $A^\top = A$, else 40). The real network runs on the phase-aligned real and imaginary parts of the residual
+    (see ``docs/design/grans.md``).
 
     Usable through ``lineax.linear_solve(GRANS.setup(A), b, solver)`` or ``solver.solve(op, b)``.
     The solve is jitted once per padded size bucket and structural flags.
@@ -316,8 +330,9 @@ class GRANS(lx.AbstractLinearSolver):
         """Eager per-matrix set-up: padding, scaling, aggregation hierarchy, features.
 
         Args:
-          A: the square matrix: SciPy sparse in any format (csr, csc, coo, bsr, lil, dok, dia; ``sparray`` or
-            ``spmatrix``), a ``jax.experimental.sparse`` BCOO/BCSR, a dense array or a ``SparseMatrix``.
+          A: the square matrix, real or complex: SciPy sparse in any format (csr, csc, coo, bsr, lil, dok, dia;
+            ``sparray`` or ``spmatrix``), a ``jax.experimental.sparse`` BCOO/BCSR, a dense array or a
+            ``SparseMatrix``.
 
         Returns:
           A ``GRANSOperator`` (a lineax operator and pytree).
@@ -330,7 +345,7 @@ class GRANS(lx.AbstractLinearSolver):
             return A
         if isinstance(A, SparseMatrix) and isinstance(A.vals, jax.core.Tracer):
             raise TypeError("GRANS.setup is eager (NumPy aggregation): call it outside jax.jit")
-        A = as_sparse_matrix(A, name="A")
+        A = as_sparse_matrix(A, name="A", allow_complex=True)
         return _setup(A, channels=self.channels, max_columns=self.max_columns,
                       dtype=working_dtype(self.dtype), smoother=self.smoother, basis=self.uses_projection)
 
@@ -360,7 +375,9 @@ class GRANS(lx.AbstractLinearSolver):
 
         Args:
           operator: a ``GRANSOperator`` from ``setup`` (or any matrix ``setup`` accepts, set up eagerly).
-          b: right-hand side ``float[n]`` (NumPy, JAX or a pandas Series). All zeros returns ``x = 0`` with 0
+          b: right-hand side ``float[n]``, or ``complex[n]`` for a complex ``A`` (NumPy, JAX or a pandas Series; a
+            real ``b`` with a complex ``A`` is cast to complex, a complex ``b`` with a real ``A`` is refused). All
+            zeros returns ``x = 0`` with 0
             iterations.
           x0: initial guess (zeros if ``None``).
           throw: raise (at run time, under ``jit`` too) when the result is not ``RESULTS.successful``;
@@ -377,13 +394,18 @@ class GRANS(lx.AbstractLinearSolver):
         Raises:
           ValueError: shape mismatch; NaN/Inf in ``b`` or ``x0`` (at call time; ``eqx.error_if`` only when
             traced under the caller's ``jit``).
+          TypeError: a complex ``b`` with a real ``A``.
           RuntimeError: ``throw=True`` and the solve did not reach the tolerance (``max_steps_reached`` or
             ``stagnation``).
         """
         op = self.setup(operator)
-        b = as_vector(b, op.n, name="b")
+        cplx = jnp.iscomplexobj(op.A.vals)
+        b = as_vector(b, op.n, name="b", allow_complex=True, dtype=op.A.dtype if cplx else None)
+        if jnp.iscomplexobj(b) and not cplx:
+            raise TypeError(f"b is complex ({b.dtype}) but A is real; pass A as a complex matrix (e.g. "
+                            "A.astype(complex)) to solve a complex system")
         if x0 is not None:
-            x0 = as_vector(x0, op.n, name="x0", dtype=b.dtype)
+            x0 = as_vector(x0, op.n, name="x0", dtype=b.dtype, allow_complex=cplx)
         show = resolve_progress(progress, in_program=True)
         x, result, stats = _solve(self, op, b, x0, show)
         sol = LinearSolution(x, RESULTS.promote(result), stats)
@@ -466,18 +488,18 @@ def _iterate(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
     bp = jnp.zeros((npad,), dt).at[:n].set(b.astype(dt))
     # solve for b / s with s a power of two (exact; the network sees normalised residuals, so the iterates are
     # unchanged): ‖b‖ and the projections' inner products stay finite and normal for any finite b
-    s = power_of_two_scale(bp)
-    bp = bp / s
+    s = power_of_two_scale(bp)  # (real; cast for a complex system)
+    bp = bp / s.astype(dt)
     x = jnp.zeros((npad,), dt)
     r = bp
     if x0 is not None:
-        x = x.at[:n].set(jnp.asarray(x0).astype(dt) / s)
+        x = x.at[:n].set(jnp.asarray(x0).astype(dt) / s.astype(dt))
         r = bp - op.ell.mv(x)
     bnorm = jnp.linalg.norm(bp)
     tol = jnp.maximum(solver.rtol * bnorm, solver.atol / s)
     denom = jnp.where(bnorm > 0, bnorm, 1.0)
     K = solver.max_steps
-    hist = jnp.full((K + 1,), jnp.nan, dt).at[0].set(jnp.linalg.norm(r) / denom)
+    hist = jnp.full((K + 1,), jnp.nan, jnp.finfo(dt).dtype).at[0].set(jnp.linalg.norm(r) / denom)
     galerkin = op.spd_like
     zero = jnp.zeros((npad,), dt)
     outer = solver.outer_for(op)  # "auto": chosen from the matrix class (static flags of op)
@@ -562,7 +584,7 @@ def _iterate(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
                          lx.RESULTS.max_steps_reached))
     stats = {"num_steps": it, "residual_norm": rn * s, "residual_history": hist, "rejected": rej,
              "energy_norm": jnp.asarray(energy), "outer_memory": jnp.asarray(m, jnp.int32)}
-    return x[:n] * s, result, stats
+    return x[:n] * s.astype(dt), result, stats
 
 
 

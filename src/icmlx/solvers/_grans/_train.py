@@ -176,7 +176,7 @@ def _sq_norm(op: GRANSOperator, r, smoother: AbstractSmoother, norm: str):
     """``rᵀ S r`` (``norm="energy"``, ``S`` the smoother: the energy-norm proxy) or ``rᵀ D⁻¹ r``."""
     if norm == "energy":
         return jnp.maximum(jnp.vdot(r, smoother.smooth(op, r)), jnp.finfo(r.dtype).tiny)
-    return jnp.sum(r * r / jnp.abs(op.A.diagonal()))
+    return jnp.sum(jnp.abs(r) ** 2 / jnp.abs(op.A.diagonal()))  # (|r|²: a complex residual too)
 
 
 def _loss(net: GRANSNet, op: GRANSOperator, r, p, Ap, smoother: AbstractSmoother, step: str, norm: str,
@@ -255,7 +255,8 @@ def _check_training(operators, rhs, learning_rate, stages, states_per_operator) 
         if not isinstance(op, GRANSOperator):
             raise TypeError(f"train_grans: operators[{i}] must be a GRANSOperator (GRANS.setup(A)), got "
                             f"{type(op).__name__}")
-        out.append(as_vector(b, op.n, name=f"rhs[{i}]", matrix=f"operators[{i}]"))
+        out.append(as_vector(b, op.n, name=f"rhs[{i}]", matrix=f"operators[{i}]",
+                             allow_complex=bool(jnp.iscomplexobj(op.A.vals))))
     return out
 
 
@@ -265,17 +266,18 @@ def _initial_states(key, op: GRANSOperator, b, count: int):
     npad = op.padded_size
     keys = jax.random.split(key, count)
     dinv = 1.0 / op.A.diagonal()
+    mask = op.mask.astype(dt)  # (complex for a complex A: the states are complex)
     jacobi = JacobiRelaxation(omega=2.0 / 3.0, num_steps=10)  # with ρ = 1: ten classical ω = 2/3 sweeps
 
     def make(k, i):
         k1, k2 = jax.random.split(k)
-        white = jax.random.normal(k1, (npad,), dt) * op.mask
-        e = jax.random.normal(k2, (npad,), dt) * op.mask
+        white = jax.random.normal(k1, (npad,), dt) * mask
+        e = jax.random.normal(k2, (npad,), dt) * mask
         # the error of ten Jacobi sweeps on A x = 0 from x = e
         smooth = op.A.mv(jacobi.relax(op.A, dinv, 1.0, None, jnp.zeros_like(e), e, zero=False))
         bp = jnp.zeros((npad,), dt).at[: op.n].set(b.astype(dt))
         r = jnp.stack([bp, white, smooth])[i % 3]
-        return r / jnp.linalg.norm(r)
+        return r / jnp.linalg.norm(r).astype(dt)
 
     return jax.vmap(make)(keys, jnp.arange(count))
 
@@ -301,7 +303,7 @@ def _rollout(net: GRANSNet, op: GRANSOperator, r0, steps, smoother: AbstractSmoo
             rn = jnp.where(ok, rn, r)
             dx = jnp.where(ok, dx, p)
             Adx = jnp.where(ok, Adx, Ap)
-            s = 1.0 / jnp.linalg.norm(rn)
+            s = (1.0 / jnp.linalg.norm(rn)).astype(rn.dtype)
             return rn * s, dx * s, Adx * s
 
         r, p, Ap = jax.lax.fori_loop(0, steps, body, (r, z, z))
