@@ -2,9 +2,9 @@
 (8 EM iterations, 128 particles, 40 steps per interval, geodesic guidance, sigma estimated jointly).
 
 Observations: 4 trajectories of T = 50 sampled every tau = 0.5 (400 intervals) of $dX = -A X\\,dt + 0.7\\,dW$,
-$A = I + 0.5 (E - E^\\top)$ with $E$ the superdiagonal ones (a rotating OU). Classes: the default sparse GP (4
-inducing points per axis, 1,024), cubic monomials (56 features) and linear monomials (6, the OU's own class);
-beside them SFI 2.0.4's
+$A = I + 0.5 (E - E^\\top)$ with $E$ the superdiagonal ones (a rotating OU). Classes: the sparse GP of
+`default_function_class` (4 inducing points per axis, 1,024), cubic monomials (56 features) and linear monomials
+(6, the OU's own class); beside them SFI 2.0.4's
 ``compute_diffusion_constant`` + ``infer_force_linear`` on linear monomials (the OU's own class) when SFI is
 installed; and `function_class="auto"` (the class chosen by held-out bridge evidence among linear and cubic
 monomials, RBF ridge regression and the sparse GP, then fitted). Times are one call each (compilation
@@ -68,7 +68,7 @@ def main():
         print(r, flush=True)
     for name, fc in (("icmlx infer_drift (linear monomials)", RidgeRegression(PolynomialBasis(D, 1), 1e-3)),
                      ("icmlx infer_drift (cubic monomials)", RidgeRegression(PolynomialBasis(D, 3), 1e-3)),
-                     ("icmlx infer_drift (default sparse GP)", None),
+                     ("icmlx infer_drift (sparse GP, function_class=None)", None),
                      ("icmlx infer_drift (function_class='auto', the default)", "auto")):
         t0 = time.perf_counter()
         sol = infer_drift(jax.random.key(1), obs, ts, function_class=fc, throw=False)

@@ -1,5 +1,6 @@
-"""Drift function classes for `infer_drift`: cubic monomials, the default sparse GP and RBF ridge regression on a
-1-D double well and a 2-D rotating well at tau in {0.1, 0.5, 1}, beside what `select_function_class` picks.
+"""Drift function classes for `infer_drift`: cubic monomials, the sparse GP of `default_function_class` and RBF
+ridge regression on a 1-D double well and a 2-D rotating well at tau in {0.1, 0.5, 1}, beside what
+`select_function_class` picks.
 
 Systems (sigma = 0.7 known, 8 trajectories of T = 40 from x = 0 after a burn-in of 5, simulated at dt = 0.01):
 
@@ -54,7 +55,7 @@ SYSTEMS = (("double well", double_well, 1), ("rotating well", rotating_well, 2))
 
 
 def candidates(obs, d):
-    """The classes compared: linear and cubic monomials, the default sparse GP, RBF ridge regression (the
+    """The classes compared: linear and cubic monomials, the sparse GP, RBF ridge regression (the
     default candidates of ``score="bridge"`` and ``infer_drift(function_class="auto")``)."""
     pts = np.asarray(obs).reshape(-1, d)
     k = 12 if d == 1 else 8

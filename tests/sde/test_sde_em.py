@@ -141,7 +141,7 @@ def test_em_improves_on_its_start_and_keeps_ess(ring_obs, guidance):
 
 #: The tiny EM configuration shared by the tests below (one compiled EM loop: init is always given).
 TINY = dict(num_steps=1, num_particles=8, num_time_steps=4)
-#: with init=: the class init was fitted in (the default sparse GP)
+#: with init=: the class init was fitted in (the sparse GP of default_function_class)
 TINY_INIT = dict(TINY, function_class=None)
 
 
