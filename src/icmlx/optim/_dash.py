@@ -303,14 +303,9 @@ def scale_by_dash(
     $\kappa = 10$ regressions (3.7e-9 / 1.8e-9). ``graft_bias_correction=True``: without it (Distributed Shampoo's
     choice) $\kappa = 10$ is 1.2e-9 / 1.4e-10 and the MLP still 0, but the LM ends at 2.146 (above Shampoo's
     2.133); without it and with ``factor_decay=0.999`` as well, DASH ends below Shampoo on every regression
-    (4.7e-10 / 3.7e-10 at $\kappa = 10$) and at 2.144 on the LM. The previous defaults (Adam grafting with
-    ``b1=0.9``, ``b2=0.95``, no momentum) ended 760x above Shampoo on the MLP and at 2.1e-4 on the CNN. Against Adam,
-    at $\kappa = 10$ the defaults end 2.2x / 33x above its 1.4e-10 and 8-5,500x below it at $\kappa \ge 10^2$:
-    the plateau is the normalized grafting, not the roots (``benchmarks/optim_dash_kappa10.py``, one setting changed:
-    with exact ``Eigh`` roots, Newton-DB's relative ridge 1e-9 or 1e-4, ``root_epsilon=0``, roots every step or
-    float64 throughout DASH ends between 2.8e-10 and 5.7e-9, never at Adam's level; with ``grafting="rmsprop"`` at
-    1.1e-13 / 3.1e-14). The momentum puts DASH's best peak learning rates at 1e-3 to 1e-2 on these problems, about
-    10x below Adam's.
+    (4.7e-10 / 3.7e-10 at $\kappa = 10$) and at 2.144 on the LM. Against Adam, at $\kappa = 10$ the defaults end
+    2.2x / 33x above its 1.4e-10 (the normalized grafting's plateau: ``benchmarks/optim_dash_kappa10.py``) and
+    8-5,500x below it at $\kappa \ge 10^2$. Best peak learning rates: 1e-3 to 1e-2, about 10x below Adam's.
 
     Failed refreshes: when a block's refreshed inverse root has a non-finite entry (e.g. its statistic
     overflowed, or came from non-finite gradients under ``nonfinite="ignore"``) or its solver reports
