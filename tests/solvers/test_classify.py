@@ -66,3 +66,28 @@ def test_grans_solves_p2_poisson_as_spd():
     assert np.linalg.norm(b - P2 @ x) <= 1e-8 * np.linalg.norm(b)
     x_ref = spla.spsolve(P2.tocsc(), b)
     assert np.linalg.norm(x - x_ref) <= 1e-5 * np.linalg.norm(x_ref)
+
+
+def test_is_symmetric_matches_a_dense_max_norm_test_for_transpose_and_conjugate_transpose():
+    """`is_symmetric` against the dense float64 test max|A - B| <= 1e3 eps max|A| with B = Aᵀ or A^H, on complex
+    matrices that are symmetric, Hermitian, or either up to a perturbation just inside or outside the tolerance;
+    a complex64 matrix gets float32's epsilon (`input_eps`)."""
+    import scipy.sparse as sp
+
+    from icmlx.solvers._classify import input_eps, is_symmetric
+
+    rng = np.random.default_rng(0)
+    M = sp.random(30, 30, density=0.2, random_state=1) + 1j * sp.random(30, 30, density=0.2, random_state=2)
+    M = (M + sp.eye(30)).tocsr()
+    assert input_eps(M.astype(np.complex64)) == float(np.finfo(np.float32).eps)
+    for base, conj in ((M + M.T, False), (M + M.conj().T, True)):
+        base = sp.csr_matrix(base)
+        for rel in (0.0, 1e-14, 1e-11, 1e-6):
+            eps = float(np.finfo(np.float64).eps)
+            P = base.copy()
+            P.data = P.data + rel * np.abs(P.data).max() * rng.standard_normal(P.nnz)
+            D = P.toarray()
+            ref = np.abs(D - (D.conj().T if conj else D.T)).max() <= 1e3 * eps * np.abs(D).max()
+            assert is_symmetric(P, eps, conjugate=conj) == ref
+            # a complex symmetric matrix is Hermitian only when it is real, and conversely
+            assert not is_symmetric(base, eps, conjugate=not conj)

@@ -29,7 +29,7 @@ def input_eps(A: Any) -> float:
     """Machine epsilon of the dtype the caller's matrix holds (float64 when it holds none, or integers)."""
     for obj in (getattr(A, "vals", None), getattr(A, "data", None), A):
         dt = getattr(obj, "dtype", None)
-        if dt is not None and np.issubdtype(np.dtype(dt), np.floating):
+        if dt is not None and np.issubdtype(np.dtype(dt), np.inexact):  # (complex64: float32's epsilon)
             return float(np.finfo(np.dtype(dt)).eps)
     return float(np.finfo(np.float64).eps)
 
@@ -37,6 +37,21 @@ def input_eps(A: Any) -> float:
 def symmetry_tolerance(eps: float) -> float:
     r"""Relative tolerance $\tau = 10^3 \varepsilon$ of `classify`'s symmetry test."""
     return SYMMETRY_EPS_MULTIPLE * eps
+
+
+def is_symmetric(A: Any, eps: float, *, conjugate: bool = False) -> bool:
+    r"""Whether the SciPy CSR ``A`` equals $B = A^\top$ (or $A^H$ with ``conjugate``, for a complex ``A``) to
+    `symmetry_tolerance`: $\max_{ij} |a_{ij} - b_{ij}| \le \tau \max_{ij} |a_{ij}|$ (a max-norm test: one
+    asymmetric row is not averaged away, as a Frobenius-norm test over all entries would do)."""
+    if not A.nnz:
+        return True
+    scale = float(np.abs(A.data).max())
+    T = (A.conj().T if conjugate else A.T).tocsr()  # (sorted columns, no repeats)
+    if A.has_canonical_format and np.array_equal(A.indptr, T.indptr) and np.array_equal(A.indices, T.indices):
+        asym = float(np.abs(A.data - T.data).max())  # a symmetric pattern: Bᵀ entry for entry, no sparse sum
+    else:
+        asym = float(abs(A - T).max())
+    return asym <= symmetry_tolerance(eps) * scale
 
 
 def positive_definite_by_inertia(A: Any) -> bool | None:
@@ -67,8 +82,7 @@ def positive_definite_by_inertia(A: Any) -> bool | None:
 def classify(A: Any, eps: float, *, probe_definite: bool = False) -> MatrixClass:
     r"""Classify a SciPy sparse matrix (float64 values of an input whose dtype had machine epsilon ``eps``).
 
-    Symmetric when $\max_{ij} |a_{ij} - a_{ji}| \le \tau \max_{ij} |a_{ij}|$, ``τ = 1e3 ε`` (a max-norm
-    test: one asymmetric row is not averaged away, as a Frobenius-norm test over all entries would do); SPD-like
+    Symmetric by `is_symmetric` ($\max_{ij} |a_{ij} - a_{ji}| \le \tau \max_{ij} |a_{ij}|$, ``τ = 1e3 ε``); SPD-like
     when moreover every diagonal entry is positive and every row sum is at least ``−τ Σ_j |a_ij|``. The row-sum
     test holds for M-matrices (P1 stiffness, finite differences) but fails for symmetric positive definite
     matrices with positive off-diagonal entries (P2 and higher-order stiffness matrices, whose rows next to a
@@ -81,15 +95,7 @@ def classify(A: Any, eps: float, *, probe_definite: bool = False) -> MatrixClass
     A = sp.csr_matrix(A)
     tau = symmetry_tolerance(eps)
     absdata = np.abs(A.data)
-    scale = float(absdata.max()) if A.nnz else 0.0
-    asym = 0.0
-    if A.nnz:
-        T = A.T.tocsr()  # (sorted columns, no repeats)
-        if A.has_canonical_format and np.array_equal(A.indptr, T.indptr) and np.array_equal(A.indices, T.indices):
-            asym = float(np.abs(A.data - T.data).max())  # a symmetric pattern: Aᵀ entry for entry, no sparse sum
-        else:
-            asym = float(abs(A - T).max())
-    symmetric = asym <= tau * scale
+    symmetric = is_symmetric(A, eps)
     d = A.diagonal()
     posdiag = bool(np.all(d > 0))
     row = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))

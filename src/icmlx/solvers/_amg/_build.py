@@ -14,7 +14,7 @@ from jaxtyping import Array, Inexact, Int
 
 from ..._inputs import to_device, to_host
 from ..._strategy import as_strategy
-from .._classify import classify, input_eps
+from .._classify import classify, input_eps, is_symmetric, symmetry_tolerance
 from .._convert import as_scipy_csr, positive_int
 from .._sparse import bucket_size
 from ._hierarchy import _MAX_DENSE_COARSE, EllMatrix, MultilevelHierarchy, _ell_width, as_cycle, m_matrix_envelope
@@ -197,10 +197,8 @@ def _classify_complex(A: Any, strength: Any, reuse_pattern: bool, eps: float) ->
     if np.any(d == 0):
         raise ValueError("amg_setup: a complex A needs a nonzero diagonal (its relaxation divides by it); this A has "
                          "a zero diagonal entry: use gmres or bicgstab without this preconditioner")
-    tau = 1e3 * eps
-    scale = float(np.abs(A.data).max()) if A.nnz else 0.0
-    hermitian = A.nnz == 0 or float(abs(A - A.conj().T).max()) <= tau * scale
-    posdiag = bool(np.all(d.real > 0) and np.all(np.abs(d.imag) <= tau * np.abs(d)))
+    hermitian = is_symmetric(A, eps, conjugate=True)
+    posdiag = bool(np.all(d.real > 0) and np.all(np.abs(d.imag) <= symmetry_tolerance(eps) * np.abs(d)))
     return bool(hermitian and posdiag), posdiag
 
 

@@ -13,7 +13,7 @@ from ..._buckets import size_bucket
 from ..._inputs import to_device
 from .._amg._aggregation import aggregation_hierarchy
 from .._amg._hierarchy import EllMatrix, MultilevelHierarchy
-from .._classify import classify
+from .._classify import classify, is_symmetric
 from .._sparse import SparseMatrix, bucket_size
 from ._smoothers import AbstractSmoother
 
@@ -182,7 +182,8 @@ def _setup(A: SparseMatrix, *, channels: int, max_columns: int, dtype: Any,
     # the one classifier amg_setup uses too; a symmetric matrix with a positive diagonal that fails the row-sum
     # test (P2 stiffness as well as Helmholtz) is settled by its inertia: SPD-like means the energy-norm step
     if cplx:  # complex symmetric (Aᵀ = A: Helmholtz with absorption) or not; never SPD-like (no energy-norm step)
-        symmetric, spd_like = _complex_symmetric(csr, in_eps), False
+        # (Aᵀ = A decides the outer step and the adjoint solve: Aᵀλ = g is then a solve with A)
+        symmetric, spd_like = is_symmetric(csr, in_eps), False
     else:
         matrix_class = classify(csr, in_eps, probe_definite=True)
         symmetric = matrix_class.symmetric
@@ -237,16 +238,6 @@ def _bincount(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
         return (np.bincount(index, weights=weights.real, minlength=size)
                 + 1j * np.bincount(index, weights=weights.imag, minlength=size))
     return np.bincount(index, weights=weights, minlength=size)
-
-
-def _complex_symmetric(csr, eps: float) -> bool:
-    """Whether the complex ``csr`` equals its transpose (not its conjugate transpose) to the relative tolerance of
-    `classify`: the test that decides the outer step and the adjoint solve (``Aᵀλ = g`` is then a solve with A)."""
-    from .._classify import symmetry_tolerance
-
-    scale = float(np.abs(csr.data).max()) if csr.nnz else 0.0
-    asym = float(abs(csr - csr.T).max()) if csr.nnz else 0.0
-    return asym <= symmetry_tolerance(eps) * scale
 
 
 def _node_features(key, rows, cols, vals, diag, n: int) -> np.ndarray:
