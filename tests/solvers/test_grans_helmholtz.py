@@ -20,8 +20,11 @@ X64 = bool(jax.config.jax_enable_x64)
 
 
 def _true_relres(A, b, x):
-    A, b = A.to_scipy().tocsr(), np.asarray(b, np.float64)
-    return float(np.linalg.norm(b - A @ np.asarray(x, np.float64)) / np.linalg.norm(b))
+    """``‖b − A x‖ / ‖b‖`` in SciPy, float64 (complex128 for a complex ``A`` or ``x``)."""
+    A = A.to_scipy().tocsr()
+    dt = np.complex128 if np.iscomplexobj(A.data) or np.iscomplexobj(np.asarray(x)) else np.float64
+    b = np.asarray(b, dt)
+    return float(np.linalg.norm(b - A @ np.asarray(x, dt)) / np.linalg.norm(b))
 
 
 def test_family_draws_wavenumbers_in_range_away_from_held_out():
@@ -51,10 +54,18 @@ def test_family_refuses_bad_input():
 
 
 @pytest.mark.x64
-def test_training_steps_lower_the_true_residual_after_fixed_iterations():
+@pytest.mark.parametrize("absorption", [
+    (0.0, 0.0),
+    # float32 training on the complex problem: 0.277 -> 0.262 after three iterations, short of the 10% bar that
+    # float64 passes (0.203 -> 0.141)
+    pytest.param((0.05, 0.1), marks=[pytest.mark.slow, pytest.mark.skipif(not X64, reason="meets its bar in float64")]),
+], ids=["real", "damped"])
+def test_training_steps_lower_the_true_residual_after_fixed_iterations(absorption):
     """A few training steps from the zero head: the solver with the trained network leaves a smaller true residual
-    (SciPy) after a fixed number of iterations on its training problem than the zero head does."""
-    pb = helmholtz_family(jax.random.key(11), 1, wavenumber_range=(9.0, 9.5), refine=3)[0]  # n = 225, indefinite
+    (SciPy; complex128 for the damped, complex symmetric problem) after a fixed number of iterations on its
+    training problem than the zero head does."""
+    pb = helmholtz_family(jax.random.key(11), 1, wavenumber_range=(9.0, 9.5), refine=3,
+                          absorption_range=absorption)[0]  # n = 225, indefinite
     res = train_grans_helmholtz(jax.random.key(0), [pb], hidden=8, layers=1, stages=(0, 1), steps_per_stage=8,
                                 batch=4, states_per_operator=6, learning_rate=2e-2, progress=False)
     assert res.losses.shape == (16,) and bool(jnp.all(jnp.isfinite(res.losses)))
