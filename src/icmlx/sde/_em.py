@@ -244,10 +244,8 @@ def infer_drift(
       ((2,), 2, True)
     """
     guidance = _as_guidance(guidance)
-    num_steps = check_int(num_steps, "num_steps", where="infer_drift", minimum=1)
-    num_particles = check_int(num_particles, "num_particles", where="infer_drift", minimum=1)
-    num_paths = check_int(num_paths, "num_paths", where="infer_drift", minimum=1)
-    num_time_steps = check_int(num_time_steps, "num_time_steps", where="infer_drift", minimum=2)
+    num_steps, num_particles, num_time_steps, num_paths = _check_counts(
+        num_steps, num_particles, num_time_steps, num_paths, "infer_drift")
     obs_p, ts_p, lengths, sig, learn_sigma, names = _prepare(observations, ts, sigma, "infer_drift")
     n_traj, n_obs, d = obs_p.shape[0], int(lengths.max()), obs_p.shape[2]
     show = resolve_progress(progress, in_program=True)
@@ -307,6 +305,14 @@ def infer_drift(
     if names is not None:
         sol = eqx.tree_at(lambda s: s.value, sol, _named(sol.value, names))
     return sol
+
+
+def _check_counts(num_steps, num_particles, num_time_steps, num_paths, fn: str) -> tuple[int, int, int, int]:
+    """The EM's sizes as ints, each at least 1 (``num_time_steps`` at least 2), or an error naming it."""
+    return (check_int(num_steps, "num_steps", where=fn, minimum=1),
+            check_int(num_particles, "num_particles", where=fn, minimum=1),
+            check_int(num_time_steps, "num_time_steps", where=fn, minimum=2),
+            check_int(num_paths, "num_paths", where=fn, minimum=1))
 
 
 def _prepare(observations, ts, sigma, fn: str):
@@ -369,12 +375,10 @@ def select_by_bridges(observations, ts, sigma, candidates, holdout, key, em_opti
         if unknown:
             raise TypeError(f"{fn}: em_options takes {', '.join(sorted(opts))}; got {', '.join(map(str, unknown))}")
         opts.update(em_options)
-    counts = {k: check_int(opts[k], k, where=fn, minimum=2 if k == "num_time_steps" else 1)
-              for k in ("num_steps", "num_particles", "num_time_steps", "num_paths")}
+    counts = _check_counts(*(opts[k] for k in ("num_steps", "num_particles", "num_time_steps", "num_paths")), fn)
     obs_p, ts_p, lengths, sig, learn_sigma, _ = _prepare(observations, ts, sigma, fn)
     return _bridge_selection(key, obs_p, ts_p, lengths, sig, learn_sigma, candidates, holdout,
-                             _as_guidance(opts["guidance"]), counts["num_steps"], counts["num_particles"],
-                             counts["num_time_steps"], counts["num_paths"], bool(opts["lookahead"]), fn)
+                             _as_guidance(opts["guidance"]), *counts, bool(opts["lookahead"]), fn)
 
 
 def _bucket_obs(n_obs: int) -> int:
