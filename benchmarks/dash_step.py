@@ -131,7 +131,7 @@ def bench_step(size: str, repeats: int) -> list[dict]:
         n_blocks = sum(int(np.ceil(p.shape[0] / block) * np.ceil(p.shape[1] / block))
                        for p in params.values() if p.ndim == 2)
         # correctness: the looped baseline reproduces the stacked update (Newton-DB in both)
-        sd = scale_by_dash(block, precondition_frequency=1, inverse_root="newton_db")
+        sd = scale_by_dash(block, precondition_frequency=1, inverse_root="newton_db", **_example.LOOP_SETTINGS)
         u_dash, _ = jax.jit(sd.update)(grads, sd.init(params), params)
         u_loop = LoopShampoo(params, block, "newton_db", precondition_frequency=1).step(grads)
         err = rel_diff(u_dash, u_loop)

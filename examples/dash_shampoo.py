@@ -139,8 +139,9 @@ def _adam_moments(g, m, v, t, b1, b2, eps):
 
 
 # the DASH settings LoopShampoo computes (a gradient EMA, Adam grafting, no momentum after it); DASH's defaults
-# differ (b1 = 0, momentum on the grafted direction), so the step-time and equality checks pass these
-LOOP_SETTINGS = dict(b1=0.9, b2=0.95, grafting="adam", momentum=0.0)
+# differ (b1 = 0, momentum on the grafted direction, no grafting bias correction), so the step-time and
+# equality checks pass these
+LOOP_SETTINGS = dict(b1=0.9, b2=0.95, grafting="adam", graft_bias_correction=True, momentum=0.0)
 
 
 class LoopShampoo:

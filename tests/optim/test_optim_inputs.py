@@ -95,7 +95,8 @@ def test_inject_hyperparams_with_static_args_matches_optax_adam():
     params = jnp.linspace(-1.0, 1.0, 48).reshape(8, 6)
     grads = [jnp.cos(params * (k + 1.0)) for k in range(4)]
     opt = optax.inject_hyperparams(dash, static_args=DASH_STATIC_ARGS)(
-        learning_rate=1e-2, start_preconditioning_step=100, b1=0.9, b2=0.95, grafting="adam", momentum=0.0)
+        learning_rate=1e-2, start_preconditioning_step=100, b1=0.9, b2=0.95, grafting="adam",
+        graft_bias_correction=True, momentum=0.0)
     s = opt.init(params)
     update = jax.jit(opt.update)
     lr, m, v = 1e-2, 0.0, 0.0
