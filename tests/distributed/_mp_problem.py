@@ -24,9 +24,10 @@ def dash_problem(mesh, put):
     y = rng.standard_normal((64, 20)).astype(np.float32)
     kw = {} if mesh is None else {"mesh": mesh, "mesh_axis": "blocks"}
     # a step at which ten steps stay well conditioned in float32: at 0.05 (with the default momentum 0.9) a
-    # 2e-7 relative change of w0 moves the final weights by 1.8e-3, so summation order alone would decide
-    # whether the sharded and unsharded runs agree
-    tx = optax.chain(scale_by_dash(8, precondition_frequency=2, **kw), optax.scale(-0.005))
+    # 2e-7 relative change of w0 moves the final weights by 1.8e-3, at 0.005 by 8e-5 (the first grafted steps are
+    # up to 10x the later ones), at 0.001 by 3e-5, so summation order alone would decide whether the sharded and
+    # unsharded runs agree at the larger steps
+    tx = optax.chain(scale_by_dash(8, precondition_frequency=2, **kw), optax.scale(-0.001))
 
     def loss(p, x, y):
         return jnp.mean((x @ p["w"] - y) ** 2)
