@@ -273,9 +273,9 @@ def _dash_reference(g, root_eps=1e-10):
     return u * np.linalg.norm(adam) / np.linalg.norm(u)
 
 
-# the settings `_dash_reference` models (a gradient EMA with b1 = 0.9, Adam grafting, no momentum after it),
-# named because DASH's defaults differ (b1 = 0, momentum 0.9 on the grafted direction)
-_REFERENCE_SETTINGS = dict(b1=0.9, b2=0.95, grafting="adam", momentum=0.0)
+# the settings `_dash_reference` models (a gradient EMA with b1 = 0.9, bias-corrected Adam grafting, no momentum
+# after it), named because DASH's defaults differ (b1 = 0, momentum 0.9 on the grafted direction, no bias correction)
+_REFERENCE_SETTINGS = dict(b1=0.9, b2=0.95, grafting="adam", graft_bias_correction=True, momentum=0.0)
 
 
 def _dash_step(g, dtype=jnp.float32, mode="jit", **kw):

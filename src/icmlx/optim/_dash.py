@@ -621,7 +621,7 @@ def dash(
       ...     updates, state = update(jax.grad(loss)(params), state, params)
       ...     params = optax.apply_updates(params, updates)
       >>> print(round(float(params[0, 0]), 3))
-      1.081
+      1.643
     """
     _check_numeric("learning_rate", learning_rate, schedule=True)
     _check_numeric("weight_decay", weight_decay)
