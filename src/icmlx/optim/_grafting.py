@@ -25,8 +25,8 @@ def _normalized(g: Array, fdt) -> Array:
 
 
 def moments_and_graft(grads: list[Array], mu: list[Array], nu: list[Array], t: Array, b1, b2, eps,
-                      grafting: str, fdt, preconditioned: list[bool], graft_mu: list[Array] | None = None,
-                      graft_bias_correction: bool = True):
+                      grafting: str, fdt, preconditioned: list[bool], graft_mu: list[Array] | None,
+                      graft_bias_correction: bool):
     r"""One step of the diagonal statistics, on flat lists of leaves.
 
     With $g$ the gradient of a leaf, $s = g$ except for the normalized graftings, where
@@ -63,7 +63,7 @@ def moments_and_graft(grads: list[Array], mu: list[Array], nu: list[Array], t: A
       grafting: one of `GRAFTINGS`.
       fdt: the factor dtype (bias corrections and norms are computed in it).
       preconditioned: per leaf, whether it gets Kronecker factors.
-      graft_mu: ``adam_normalized`` only: the EMA $m_s$ of $s$, one array per leaf.
+      graft_mu: ``adam_normalized`` only: the EMA $m_s$ of $s$, one array per leaf (``None`` otherwise).
       graft_bias_correction: whether the grafting directions divide $v$ by $1 - b_2^t$ (static).
 
     Returns:
