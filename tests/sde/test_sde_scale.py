@@ -2,6 +2,7 @@
 past the int32 boundaries run, and the diffusion estimator's standard error equals a float64 NumPy reference
 (lag products inside a trajectory only)."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -116,3 +117,176 @@ def test_chunk_size_errors():
         estimate_diffusion(y, ts, chunk_size=0)
     with pytest.raises(TypeError, match="chunk_size"):
         estimate_diffusion(y, ts, chunk_size=2.5)
+
+
+# --------------------------------------------------------------------------- infer_drift
+
+from icmlx.sde import (  # noqa: E402
+    NoGuidance,
+    RidgeRegression,
+    default_function_class,
+    infer_drift,
+    select_function_class,
+    smc_bridges,
+)
+
+_EM = dict(num_particles=16, num_time_steps=8, num_paths=2)
+
+
+def _coarse(seed=6, n_traj=4, n_obs=17):
+    """Double-well-like paths sampled at tau = 0.5 (17 observations: 16 intervals, no padding)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n_traj, 2))
+    out = [x]
+    for _ in range(n_obs - 1):
+        for _ in range(50):
+            x = x + (x - x**3) * 0.01 + 0.6 * 0.1 * rng.normal(size=x.shape)
+        out.append(x)
+    return np.stack(out, 1).astype(np.float32), np.arange(n_obs) * 0.5
+
+
+def test_one_em_step_equals_a_float64_numpy_m_step():
+    """The streamed E- and M-step (three chunks of intervals) against the bridges drawn by `smc_bridges` with the
+    same key, fitted in float64 NumPy: the drift's weights and the sigma update of the docstring."""
+    y, ts = _coarse()
+    fc = RidgeRegression(PolynomialBasis(2, 3), 1e-3)
+    init = fc.fit(y[:, :-1].reshape(-1, 2), np.diff(y, axis=1).reshape(-1, 2), 0.5, 0.6)
+    key = jax.random.key(3)
+    sol = infer_drift(key, y, ts, None, guidance=NoGuidance(), function_class=fc, init=init, num_steps=1,
+                      chunk_size=24, **_EM)
+    sig0 = float(sol.initial_sigma)
+    a, b = y[:, :-1].reshape(-1, 2), y[:, 1:].reshape(-1, 2)
+    bs = smc_bridges(jax.random.split(key)[1], init, sig0, a, b, np.full(len(a), 0.5, np.float32), **_EM)
+    p = np.asarray(bs.paths, np.float64)  # (B, R, K+1, d)
+    K, R = _EM["num_time_steps"], _EM["num_paths"]
+    w = np.where(np.asarray(bs.degenerate), 0.0, 1.0 / R)
+    x, dx = p[:, :, :-1].reshape(-1, 2), np.diff(p, axis=2).reshape(-1, 2)
+    h = 0.5 / K
+    wr = np.repeat(w, R * K)
+    phi = np.asarray(fc.basis(jnp.asarray(x, jnp.float32)), np.float64)
+    G = (phi * (wr * h)[:, None]).T @ phi + sig0**2 * 1e-3 * np.eye(phi.shape[1])
+    W = np.linalg.solve(G, (phi * wr[:, None]).T @ dx)
+    np.testing.assert_allclose(np.asarray(sol.drift.weights), W, rtol=2e-3, atol=2e-3 * np.abs(W).max())
+    fh = (phi @ W * h).reshape(len(a), R, K, 2).sum(2)
+    resid = (b - a)[:, None] - fh
+    sigma = np.sqrt(np.sum(np.repeat(w, R) * np.sum(resid.reshape(-1, 2) ** 2, -1)) / (2 * np.sum(w * R * 0.5)))
+    np.testing.assert_allclose(float(sol.sigma), sigma, rtol=1e-4)
+
+
+@pytest.mark.parametrize("sigma", [0.6, None])
+def test_infer_drift_chunked_equals_one_chunk(sigma):
+    y, ts = _coarse(n_traj=3, n_obs=14)  # 13 of 16 padded intervals real: chunks of 5 cut trajectories
+    fc = RidgeRegression(PolynomialBasis(2, 3), 1e-3)
+    runs = [infer_drift(jax.random.key(1), y, ts, sigma, function_class=fc, num_steps=2, chunk_size=c, **_EM)
+            for c in (None, 5)]
+    # float32 sums in another order, carried through a second iteration's bridges (weights of order one)
+    np.testing.assert_allclose(np.asarray(runs[1].drift.weights), np.asarray(runs[0].drift.weights), rtol=1e-3,
+                               atol=2e-3)
+    np.testing.assert_allclose(float(runs[1].sigma), float(runs[0].sigma), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(runs[1].ess), np.asarray(runs[0].ess), rtol=1e-3)
+    np.testing.assert_allclose(np.asarray(runs[1].history.loss), np.asarray(runs[0].history.loss), rtol=1e-3)
+    np.testing.assert_allclose(np.asarray(runs[1].history.drift_change), np.asarray(runs[0].history.drift_change),
+                               rtol=1e-3)
+
+
+def test_infer_drift_chunked_with_a_user_class_and_the_default_class():
+    """A user class with only ``fit`` gets every interval at once (the same result whatever ``chunk_size``); the
+    sparse GP streams."""
+    y, ts = _coarse(n_traj=2)
+    lib = RidgeRegression(PolynomialBasis(2, 1), 1e-3)
+
+    class UserClass(eqx.Module):
+        basis: eqx.Module
+
+        def fit(self, states, increments, dt, sigma, weights=None):
+            return lib.fit(states, increments, dt, sigma, weights)
+
+    user = [infer_drift(jax.random.key(2), y, ts, 0.6, function_class=UserClass(lib.basis), num_steps=2,
+                        chunk_size=c, **_EM) for c in (None, 4)]
+    np.testing.assert_array_equal(np.asarray(user[1].drift.weights), np.asarray(user[0].drift.weights))
+    gp = default_function_class(y)
+    runs = [infer_drift(jax.random.key(2), y, ts, 0.6, function_class=gp, num_steps=1, chunk_size=c, **_EM)
+            for c in (None, 4)]
+    grid = jnp.linspace(-1.0, 1.0, 5)[:, None] * jnp.ones(2)
+    np.testing.assert_allclose(np.asarray(runs[1].drift(grid)), np.asarray(runs[0].drift(grid)), rtol=1e-3,
+                               atol=1e-3)
+
+
+def test_bridge_selection_chunked_equals_one_chunk():
+    y, ts = _coarse(n_traj=4)
+    opts = dict(num_steps=1, num_particles=8, num_time_steps=4)
+    sel = [select_function_class(y, ts, 0.6, score="bridge", key=jax.random.key(0), em_options=opts,
+                                 chunk_size=c) for c in (None, 3)]
+    assert int(sel[0].index) == int(sel[1].index)
+    np.testing.assert_allclose(np.asarray(sel[1].scores), np.asarray(sel[0].scores), rtol=1e-4)
+
+
+def test_infer_drift_past_the_int32_square():
+    """Past 46,341 intervals the sigma estimate that starts the EM squared a Python int (an OverflowError)."""
+    rng = np.random.default_rng(0)
+    y = np.cumsum(0.06 * rng.normal(size=(1, 46_400, 1)), axis=1).astype(np.float32)
+    sol = infer_drift(jax.random.key(0), y, np.arange(46_400) * 0.01, None, guidance="none",
+                      function_class=RidgeRegression(PolynomialBasis(1, 1), 1e-3), num_steps=1, num_particles=2,
+                      num_time_steps=2, num_paths=1)
+    assert abs(float(sol.initial_sigma) / 0.6 - 1) < 0.05
+
+
+# --------------------------------------------------------------------------- the other entry points
+
+from icmlx.sde import conservative_drift, geodesic_targets, naive_drift, weighted_rmse  # noqa: E402
+from icmlx.sde._geodesic import _geodesic_jit  # noqa: E402
+
+
+def test_naive_and_conservative_drift_chunked_equal_one_chunk():
+    y, ts = _ou_paths(7, 4, 60)
+    fc = RidgeRegression(PolynomialBasis(2, 3), 1e-3)  # well conditioned: float32 sums in any order agree
+    grid = jnp.asarray(np.linspace(-1, 1, 6)[:, None] * np.ones(2), jnp.float32)
+    for est in (naive_drift, conservative_drift):
+        a, b = (est(y, ts, 0.6, function_class=fc, chunk_size=c) for c in (None, 9))
+        np.testing.assert_allclose(np.asarray(b.drift(grid)), np.asarray(a.drift(grid)), rtol=2e-3, atol=2e-3)
+        np.testing.assert_allclose(np.asarray(b.drift.std(grid)), np.asarray(a.drift.std(grid)), rtol=2e-3,
+                                   atol=1e-5)
+
+
+def test_conservative_drift_sandwich_against_numpy():
+    """The streamed two-pass sandwich covariance against the one-pass float64 formula of the docstring."""
+    rng = np.random.default_rng(0)
+    pts = rng.normal(size=(300, 1)) * 0.5
+    fc = RidgeRegression(PolynomialBasis(1, 2), 1e-3)
+    est = conservative_drift(pts.astype(np.float32), None, 1.0, function_class=fc, chunk_size=64)
+    x = pts[:, 0]
+    phi = np.stack([np.ones_like(x), x, x * x], 1)
+    dphi = np.stack([np.zeros_like(x), np.ones_like(x), 2 * x], 1)
+    n = len(x)
+    G = phi.T @ phi / n + 1e-3 * 1e-3 * np.eye(3)
+    w = -np.linalg.solve(G, dphi.sum(0) / n)
+    u = phi * (phi @ w)[:, None] + dphi
+    u = u - u.mean(0)
+    Ginv = np.linalg.inv(G)
+    cov = 0.25 / n * Ginv @ (u.T @ u / n) @ Ginv
+    np.testing.assert_allclose(np.asarray(est.drift.weights)[:, 0], 0.5 * w, rtol=1e-3)
+    np.testing.assert_allclose(np.asarray(est.drift.covariance)[0], cov, rtol=2e-3)
+
+
+def test_select_function_class_euler_chunked_equals_one_chunk():
+    y, ts = _ou_paths(8, 4, 60)
+    a, b = (select_function_class(y, ts, 0.6, chunk_size=c) for c in (None, 11))
+    assert int(a.index) == int(b.index)
+    np.testing.assert_allclose(np.asarray(b.scores), np.asarray(a.scores), rtol=1e-4)
+
+
+def test_weighted_rmse_past_the_old_kde_limit():
+    """The KDE runs over chunks of observations: 10^6 observations on a 20 x 20 grid (4 x 10^8 pairs, which
+    used to be refused) give the closed form of a constant error."""
+    obs = np.random.default_rng(0).normal(size=(1_000_000, 2)).astype(np.float32)
+    assert float(weighted_rmse(lambda x: -x, lambda x: -x + 0.25, obs)) == pytest.approx(0.25, rel=1e-5)
+
+
+def test_geodesic_targets_chunked_equal_one_batch():
+    y, _ = _ou_paths(9, 3, 12)
+    whole = geodesic_targets(jnp.asarray(y), 6, num_nodes=30, num_neighbors=4)
+    for eps in (None, 0.05):
+        a, b = (_geodesic_jit(jnp.asarray(y), 12, 6, 30, 4, 0.15, 1e-3, 2000, eps, c) for c in (None, 5))
+        np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
+    np.testing.assert_allclose(np.asarray(_geodesic_jit(jnp.asarray(y), 12, 6, 30, 4, 0.15, 1e-3, 2000, None, 5)),
+                               np.asarray(whole), rtol=1e-6)

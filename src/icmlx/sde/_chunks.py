@@ -53,8 +53,10 @@ def _pad_rows(a, front: int, total: int):
     return xp.pad(a, widths, mode="edge")
 
 
-def chunked(fn, arrays: tuple, n: int, chunk: int, *, front: int = 0, back: int = 0):
-    """``fn`` over windows of ``chunk`` consecutive rows of ``arrays``, its sums added up.
+def chunked(fn, arrays: tuple, n: int, chunk: int, *, front: int = 0, back: int = 0, combine=jnp.add,
+            identity: float = 0.0):
+    """``fn`` over windows of ``chunk`` consecutive rows of ``arrays``, its sums added up (or combined by
+    ``combine``, whose identity is ``identity``: ``jnp.logaddexp`` and ``-inf`` for sums of exponentials).
 
     Window ``c`` holds rows ``c * chunk - front`` to ``(c + 1) * chunk + back`` (exclusive) of every array in
     ``arrays`` (each with ``n`` rows along axis 0); rows outside ``[0, n)`` are edge copies. ``fn(window, valid)``
@@ -66,8 +68,8 @@ def chunked(fn, arrays: tuple, n: int, chunk: int, *, front: int = 0, back: int 
     """
     n_chunks = max(1, -(-n // chunk))
     total = n_chunks * chunk + front + back
-    if n_chunks == 1 and front == 0 and back == 0 and chunk == n:
-        padded = arrays  # one window holding the data: no copy
+    if front == 0 and back == 0 and n_chunks * chunk == n:
+        padded = arrays  # the windows tile the data: no copy
     else:
         padded = tuple(_pad_rows(a, front, total) for a in arrays)
     width = chunk + front + back
@@ -78,7 +80,7 @@ def chunked(fn, arrays: tuple, n: int, chunk: int, *, front: int = 0, back: int 
         window = tuple(jax.lax.dynamic_slice_in_dim(a, start, width) for a in padded)
         idx = start + offsets
         sums, rows = fn(window, (idx >= 0) & (idx < n))
-        acc = sums if acc is None else jax.tree.map(jnp.add, acc, sums)
+        acc = sums if acc is None else jax.tree.map(combine, acc, sums)
         return acc, rows
 
     if n_chunks == 1:
@@ -86,7 +88,7 @@ def chunked(fn, arrays: tuple, n: int, chunk: int, *, front: int = 0, back: int 
         rows = jax.tree.map(lambda r: r[None], rows)
     else:
         first = jax.eval_shape(lambda: body(None, 0)[0])
-        zero = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), first)
+        zero = jax.tree.map(lambda s: jnp.full(s.shape, identity, s.dtype), first)
         sums, rows = jax.lax.scan(lambda acc, c: body(acc, c), zero, jnp.arange(n_chunks))
     rows = jax.tree.map(lambda r: r.reshape((n_chunks * chunk,) + r.shape[2:])[:n], rows)
     return sums, rows
