@@ -23,6 +23,17 @@ def _rank_bins_np(v, b):
     return ranks * b // len(v)
 
 
+def test_rank_bins_where_rank_times_bins_passes_int32():
+    # rank * bins passes 2^31, which int32 arithmetic wraps (here 2,100 bins of a million samples; cond_bins grown
+    # as sqrt(n) / 5 passes it from 5 million samples on): the bins against NumPy's int64 ranks
+    from icmlx.structure._nonparametric import _rank_bins
+
+    n, b = 2**20 + 5, 2100
+    v = np.random.default_rng(3).permutation(n).astype(np.float32)  # distinct and exact in float32
+    got = np.asarray(jax.jit(_rank_bins, static_argnums=1)(jnp.asarray(v)[:, None], b))[:, 0]
+    np.testing.assert_array_equal(got, _rank_bins_np(v, b))
+
+
 def _u_brute(xs, ys):
     """Unbiased estimate of sum_ab (p_ab - p_a p_b)^2 by averaging the order-4 kernel over all ordered
     4-tuples of distinct samples (no count formulas)."""

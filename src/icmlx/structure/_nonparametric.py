@@ -36,10 +36,14 @@ __all__ = [
 
 
 def _rank_bins(data, num_bins):
-    """Equal-frequency bins 0..num_bins-1 of each column (ranks), ties broken by order."""
+    """Equal-frequency bins 0..num_bins-1 of each column (ranks), ties broken by order: rank ``r`` of ``n`` is in
+    bin ``floor(r num_bins / n)``, counted as the bin starts ``ceil(b n / num_bins)``, ``b >= 1``, at or below
+    ``r``. The starts are exact host integers below ``n``, so no product ``r num_bins`` is formed: in int32 it
+    wraps once ``n num_bins >= 2^31`` (``cond_bins`` grown with ``n``: 600 bins of 4 million samples)."""
     n = data.shape[0]
     ranks = jnp.argsort(jnp.argsort(data, axis=0), axis=0)
-    return (ranks * num_bins) // n
+    starts = (np.arange(1, num_bins, dtype=np.int64) * n + num_bins - 1) // num_bins
+    return jnp.searchsorted(jnp.asarray(starts.astype(np.int32)), ranks, side="right")
 
 
 def _u_stat_cells(nab, na, nb, m):
