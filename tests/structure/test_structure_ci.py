@@ -280,6 +280,13 @@ def test_sharded_table_batches_keep_int32_cell_indices():
             sharded._kernel(idx, idx + 1, np.full((b, 1), 2, np.int32), None, ("dense", 2**21, 2**21), b)
 
 
+def test_bernoulli_refuses_strata_codes_past_int32():
+    # |S| = 31 binary variables: the stratum code 2 z + bit reaches 2^31 - 1 and its 2^31 strata pass int32
+    data = jnp.asarray(np.random.default_rng(0).integers(0, 2, size=(20, 33)), jnp.int32)
+    with pytest.raises(ValueError, match=r"\|S\|=31 .* 2\^31 strata"):
+        bernoulli_test(data, jnp.array([0]), jnp.array([1]), jnp.arange(2, 33)[None, :])
+
+
 @pytest.mark.parametrize("g_square", [False, True])
 def test_flat_counting_matches_a_numpy_table(g_square):
     # the flat-buffer per-sample counts (high-cardinality x, y given one or two others) against X² / G² and
