@@ -33,7 +33,7 @@ from . import _flat_counts
 from ._batched import _BatchedTest, _bucket, _pad_dim, _to_host
 from ._chi2_tail import chi2_sf, chi2_sf_host
 from ._flat_counts import _chi_square_flat_kernel
-from ._sorted_counts import _pair_ranks, _sorted_stat_dof, _sorted_stat_dof_wide
+from ._sorted_counts import _sorted_stat_dof, _sorted_wide_batch
 
 __all__: list[str] = []
 
@@ -295,14 +295,7 @@ def _chi_square_stat_dof(data_t, cards, x, y, s, n_live, *, kmax, g_square, n_st
     fdt = default_float_dtype()
     b = x.shape[0]
     if mode == "sorted_wide":
-        n = n_strata
-        live = jnp.arange(n, dtype=jnp.int32) < n_live
-        stratum = jnp.zeros((b, n), jnp.int32)
-        for j in range(s.shape[1]):  # static unroll over |S| columns: dense ranks of (stratum, S_j)
-            stratum = jax.vmap(_pair_ranks)(stratum, data_t[s[:, j], :n])
-        one = functools.partial(_sorted_stat_dof_wide, g_square=g_square)
-        stat, dof = jax.vmap(one, in_axes=(0, 0, 0, None, None))(data_t[x, :n], data_t[y, :n], stratum, live, n_live)
-        return stat, dof.astype(jnp.int32)
+        return _sorted_wide_batch(data_t, x, y, s, n_live, n_strata, g_square=g_square)
     if mode in ("sorted", "sorted_each"):
         # only the first n_strata (a static bucket >= the true n) samples: the sorts' cost follows n, not n_pad
         n = n_strata

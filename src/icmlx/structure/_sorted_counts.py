@@ -1,8 +1,11 @@
 """Contingency statistics by sorting codes: X² / G² and their dof without a table over the cardinalities.
 
 The per-sample counting plan of `._contingency` for tables whose product of cardinalities is too large for a
-dense ``(strata, K, K)`` scatter (high-cardinality data: tens to a hundred categories per variable).
+dense ``(strata, K, K)`` scatter (high-cardinality data: tens to a hundred categories per variable). Where even the
+codes of the observed cells would pass int32 (`_sorted_stat_dof_wide`), the keys are sorted as tuples instead.
 """
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -126,3 +129,16 @@ def _sorted_stat_dof_wide(xv, yv, stratum, live, n_live, *, g_square):
     counts = (_run_sizes(new_cell, real_o), _run_sizes(new_row, real_o), c, _run_sizes(new_stratum, real_o))
     return _stat_dof_of_runs(counts, new_cell & real_o, (new_row & real_o, _run_ids(new_stratum)),
                              (new_col & real_c, _run_ids(_starts(cr))), n_live, g_square)
+
+
+def _sorted_wide_batch(data_t, x, y, s, n_live, n, *, g_square):
+    """`_sorted_stat_dof_wide` of the tests ``(x, y, s)`` (``(b,)``, ``(b,)``, ``(b, k)``) over the first ``n`` of
+    the ``(d, n_pad)`` codes ``data_t``, of which the first ``n_live`` (traced) are samples: the strata are the
+    dense ranks of ``(stratum, S_j)`` taken column by column. Returns ``(stat, dof)``, each ``(b,)``, dof int32."""
+    live = jnp.arange(n, dtype=jnp.int32) < n_live
+    stratum = jnp.zeros((x.shape[0], n), jnp.int32)
+    for j in range(s.shape[1]):  # static unroll over |S| columns
+        stratum = jax.vmap(_pair_ranks)(stratum, data_t[s[:, j], :n])
+    one = functools.partial(_sorted_stat_dof_wide, g_square=g_square)
+    stat, dof = jax.vmap(one, in_axes=(0, 0, 0, None, None))(data_t[x, :n], data_t[y, :n], stratum, live, n_live)
+    return stat, dof.astype(jnp.int32)
