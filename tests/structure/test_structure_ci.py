@@ -261,7 +261,7 @@ def test_sorted_counting_agrees_with_table_counting(k):
 
 def test_sharded_table_batches_keep_int32_cell_indices():
     # the vectorised (sharded) table kernels index a batch's tables side by side, cell + test * cells: the batch
-    # cap keeps b * cells in int32 (a dense table of 2^27 cells, 20 million samples, is at most 16 per batch), and a
+    # cap keeps b * cells in int32 (a dense table of 2^27 cells, 20 million samples, is at most 8 per batch), and a
     # mesh whose smallest batch would pass it is refused by name; planning only, no table is built
     from jax.sharding import Mesh
 
