@@ -43,7 +43,7 @@ def _rank_bins(data, num_bins):
     n = data.shape[0]
     ranks = jnp.argsort(jnp.argsort(data, axis=0), axis=0)
     starts = (np.arange(1, num_bins, dtype=np.int64) * n + num_bins - 1) // num_bins
-    return jnp.searchsorted(jnp.asarray(starts.astype(np.int32)), ranks, side="right")
+    return jnp.searchsorted(jnp.asarray(starts.astype(ranks.dtype)), ranks, side="right")
 
 
 def _u_stat_cells(nab, na, nb, m):
