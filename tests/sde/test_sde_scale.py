@@ -102,11 +102,16 @@ def test_estimate_diffusion_past_the_int32_square():
     assert 0 < float(est.sigma_se) < 0.01
 
 
-def test_estimate_diffusion_under_jit_and_vmap_with_chunks():
+@pytest.mark.parametrize("noise", [False, True])
+def test_estimate_diffusion_under_jit_and_vmap_with_chunks(noise):
     y, ts = _ou_paths(4, 3, 50)
-    eager = estimate_diffusion(y, ts, chunk_size=16).sigma
-    jitted = jax.jit(lambda v: estimate_diffusion(v, ts, chunk_size=16).sigma)(jnp.asarray(y))
-    batched = jax.vmap(lambda v: estimate_diffusion(v, ts, chunk_size=16).sigma)(jnp.stack([jnp.asarray(y)] * 2))
+
+    def sigma(v):
+        return estimate_diffusion(v, ts, chunk_size=16, measurement_noise=noise).sigma
+
+    eager = sigma(y)
+    jitted = jax.jit(sigma)(jnp.asarray(y))
+    batched = jax.vmap(sigma)(jnp.stack([jnp.asarray(y)] * 2))
     np.testing.assert_allclose(float(jitted), float(eager), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(batched), float(eager), rtol=1e-6)
 
@@ -290,3 +295,50 @@ def test_geodesic_targets_chunked_equal_one_batch():
         np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
     np.testing.assert_allclose(np.asarray(_geodesic_jit(jnp.asarray(y), 12, 6, 30, 4, 0.15, 1e-3, 2000, None, 5)),
                                np.asarray(whole), rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- memory set by the chunk
+
+
+def _temp_bytes(fn, *args):
+    return jax.jit(fn).lower(*args).compile().memory_analysis().temp_size_in_bytes
+
+
+def test_infer_drift_memory_grows_with_the_data_not_with_its_bridges():
+    """XLA's buffer plan of one EM iteration under the caller's jit: with a fixed chunk, 16x the trajectories add
+    about a hundred bytes per interval (keys, targets, diagnostics), where all-at-once bridges add 14 KB each
+    (64 particles x 8 steps of history)."""
+    fc = RidgeRegression(PolynomialBasis(2, 3), 1e-3)
+    ts = jnp.arange(17.0) * 0.5
+
+    def run(X):
+        return infer_drift(jax.random.key(0), X, ts, 0.6, function_class=fc, guidance="none", num_steps=1,
+                           num_particles=64, num_time_steps=8, num_paths=2, chunk_size=8).drift.weights
+
+    small, large = (_temp_bytes(run, jnp.zeros((n, 17, 2)) + 0.1 * jnp.arange(17.0)[:, None]) for n in (2, 32))
+    assert (large - small) / (30 * 16) < 1024
+
+
+def test_estimate_diffusion_memory_grows_with_the_data_not_with_its_features():
+    def run(X):
+        return estimate_diffusion(X, jnp.arange(65.0) * 0.01, measurement_noise=True, chunk_size=32).sigma
+
+    X = jnp.asarray(_ou_paths(10, 64, 65)[0])
+    small, large = _temp_bytes(run, X[:4]), _temp_bytes(run, X)
+    # the (intervals x d) data and their padded copies (about 45 bytes an interval); the features, Jacobians and
+    # d x d terms are per chunk (all at once they add about 260)
+    assert (large - small) / (60 * 64) < 100
+
+
+def test_plot_paths_thins_a_long_trajectory():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from icmlx.sde import plot_paths
+
+    y = np.cumsum(np.random.default_rng(0).normal(size=(3, 200_001, 2)), axis=1).astype(np.float32)
+    ax = plot_paths(y, max_paths=2, max_points=1000)
+    assert len(ax.lines) == 2
+    xy = ax.lines[0].get_xydata()
+    assert len(xy) <= 1001
+    np.testing.assert_array_equal(xy[[0, -1]], y[0, [0, -1]])

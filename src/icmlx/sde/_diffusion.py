@@ -398,7 +398,7 @@ def estimate_diffusion(
         raise TypeError(f"{fn}: drift must be a callable (d,) -> (d,) or None, got {drift!r}")
     states, incs, dts, follows, _, _ = interval_data(observations, ts, fn=fn)
     n, d = states.shape
-    if measurement_noise and not bool(jnp.any(follows)):
+    if measurement_noise and not follows.any():
         raise ValueError(f"{fn}: measurement_noise=True needs trajectories of at least three observations (two "
                          "consecutive intervals)")
     degree = _poly_degree(d, int(follows.sum()) if measurement_noise else n)
