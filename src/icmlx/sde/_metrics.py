@@ -165,13 +165,17 @@ def _evaluate(f, grid, name: str, fn: str):
                         f"{fn}: {name} returned NaN or inf on the grid over the observations; check the drift there")
 
 
-def _grid_errors(f_true, f_est, observations, grid_size, fn):
+#: Largest grid of `weighted_rmse`, whose KDE compares every grid point with every observation.
+MAX_KDE_GRID_POINTS = 2**20
+
+
+def _grid_errors(f_true, f_est, observations, grid_size, fn, max_points=MAX_GRID_POINTS):
     grid_size = check_count(grid_size, "grid_size", fn, low=2)
     obs, _ = as_states(observations, fn=fn)
     pts = obs.reshape(-1, obs.shape[-1])
     d = pts.shape[-1]
-    if grid_size**d > MAX_GRID_POINTS:
-        fit = max(2, int(MAX_GRID_POINTS ** (1.0 / d) + 1e-9))
+    if grid_size**d > max_points:
+        fit = max(2, int(max_points ** (1.0 / d) + 1e-9))
         raise ValueError(f"{fn}: grid_size={grid_size} in d={d} is a grid of {grid_size**d:,} points (it grows as "
                          f"grid_size ** d); pass grid_size <= {fit}")
     grid = box_grid(pts, grid_size)
@@ -210,7 +214,7 @@ def weighted_rmse(
 
     Raises:
       ValueError: a drift whose output shape is not ``(d,)`` or that is not finite on the grid, ``bandwidth``
-        not finite and positive, ``grid_size < 2``, or a grid of more than ``2 ** 22`` points (it has
+        not finite and positive, ``grid_size < 2``, or a grid of more than ``2 ** 20`` points (it has
         ``grid_size ** d``; the message says how small ``grid_size`` must be). The KDE compares every grid point
         with every observation, one chunk of observations at a time, so its cost grows linearly with the
         observations and its memory does not.
@@ -228,7 +232,7 @@ def weighted_rmse(
     check_scale(bandwidth, "bandwidth", "weighted_rmse", allow_none=True)
     grid_size = check_count(grid_size, "grid_size", "weighted_rmse", low=2)
     obs, _ = as_states(observations, fn="weighted_rmse")
-    pts, grid, true_grid, est_grid = _grid_errors(f_true, f_est, obs, grid_size, "weighted_rmse")
+    pts, grid, true_grid, est_grid = _grid_errors(f_true, f_est, obs, grid_size, "weighted_rmse", MAX_KDE_GRID_POINTS)
     h = None if bandwidth is None else to_device(bandwidth, pts.dtype)  # (a given bandwidth was checked above)
     return _weighted_rmse_jit(pts, grid, true_grid, est_grid, h)
 
