@@ -20,6 +20,8 @@ memory adds them up over chunks and solves once (`solve_normal_equations`); each
 (``_from_normal_equations``).
 """
 
+import abc
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -73,7 +75,43 @@ def _fit_linear(basis, penalty, states, increments, dt, sigma, weights):
     return solve_normal_equations(basis, penalty, *normal_equations(basis, states, increments, dt, weights), sigma)
 
 
-class RidgeRegression(eqx.Module):
+class _PenalizedLinearClass(eqx.Module):
+    """What `RidgeRegression` and `SparseGP` share: the fit of the module docstring, with the class's penalty."""
+
+    basis: eqx.AbstractVar[eqx.Module]
+
+    @abc.abstractmethod
+    def penalty(self, dtype) -> Float[Array, "m m"]:
+        """The prior precision ``P`` of each weight column, shape ``(m, m)``."""
+
+    def fit(
+        self,
+        states: ArrayOrFrame,
+        increments: ArrayOrFrame,
+        dt: ArrayOrFrame,
+        sigma: RealScalarLike,
+        weights: ArrayOrFrame | None = None,
+    ) -> LinearDrift:
+        """Fit from ``(states, increments, dt)`` under the path likelihood (see module docstring): the posterior
+        mean of the weights, with their posterior covariance in ``covariance``.
+
+        Raises:
+          ValueError: mismatched shapes, a ``d`` other than the basis', non-finite data, ``dt`` or ``sigma``
+            not positive, negative ``weights``.
+        """
+        where = f"{type(self).__name__}.fit"
+        return self._fit(*_fit_inputs(self.basis, states, increments, dt, sigma, weights, where))
+
+    def _fit(self, states, increments, dt, sigma, weights=None) -> LinearDrift:
+        """`fit` without the input checks (for validated or traced-in-a-loop input)."""
+        return _fit_linear(self.basis, self.penalty(states.dtype), states, increments, dt, sigma, weights)
+
+    def _from_normal_equations(self, G, B, sigma) -> LinearDrift:
+        """The fit from its sufficient statistics (`normal_equations`, summed over chunks of rows)."""
+        return solve_normal_equations(self.basis, self.penalty(G.dtype), G, B, sigma)
+
+
+class RidgeRegression(_PenalizedLinearClass):
     """Ridge regression of increments on fixed features (RBF, random Fourier, monomials), penalty ``ridge * ||W||^2``.
 
     Attributes:
@@ -103,32 +141,8 @@ class RidgeRegression(eqx.Module):
         m = self.basis(jnp.zeros(_input_dim(self.basis), dtype)).shape[0]
         return self.ridge * jnp.eye(m, dtype=dtype)
 
-    def fit(
-        self,
-        states: ArrayOrFrame,
-        increments: ArrayOrFrame,
-        dt: ArrayOrFrame,
-        sigma: RealScalarLike,
-        weights: ArrayOrFrame | None = None,
-    ) -> LinearDrift:
-        """Fit from ``(states, increments, dt)`` under the path likelihood (see module docstring).
 
-        Raises:
-          ValueError: mismatched shapes, a ``d`` other than the basis', non-finite data, ``dt`` or ``sigma``
-            not positive, negative ``weights``.
-        """
-        return self._fit(*_fit_inputs(self.basis, states, increments, dt, sigma, weights, "RidgeRegression.fit"))
-
-    def _fit(self, states, increments, dt, sigma, weights=None) -> LinearDrift:
-        """`fit` without the input checks (for validated or traced-in-a-loop input)."""
-        return _fit_linear(self.basis, self.penalty(states.dtype), states, increments, dt, sigma, weights)
-
-    def _from_normal_equations(self, G, B, sigma) -> LinearDrift:
-        """The fit from its sufficient statistics (`normal_equations`, summed over chunks of rows)."""
-        return solve_normal_equations(self.basis, self.penalty(G.dtype), G, B, sigma)
-
-
-class SparseGP(eqx.Module):
+class SparseGP(_PenalizedLinearClass):
     """Sparse (DTC) GP drift: unit-output RBF kernel, inducing points ``basis.centers``, path likelihood.
 
     Attributes:
@@ -159,29 +173,6 @@ class SparseGP(eqx.Module):
 
     def penalty(self, dtype) -> Float[Array, "m m"]:
         return _sgp_penalty(self.basis, self.jitter, np.dtype(dtype))
-
-    def fit(
-        self,
-        states: ArrayOrFrame,
-        increments: ArrayOrFrame,
-        dt: ArrayOrFrame,
-        sigma: RealScalarLike,
-        weights: ArrayOrFrame | None = None,
-    ) -> LinearDrift:
-        """Posterior-mean drift under the path likelihood (see module docstring).
-
-        Raises:
-          ValueError: as `RidgeRegression.fit`.
-        """
-        return self._fit(*_fit_inputs(self.basis, states, increments, dt, sigma, weights, "SparseGP.fit"))
-
-    def _fit(self, states, increments, dt, sigma, weights=None) -> LinearDrift:
-        """`fit` without the input checks (for validated or traced-in-a-loop input)."""
-        return _fit_linear(self.basis, self.penalty(states.dtype), states, increments, dt, sigma, weights)
-
-    def _from_normal_equations(self, G, B, sigma) -> LinearDrift:
-        """The fit from its sufficient statistics (`normal_equations`, summed over chunks of rows)."""
-        return solve_normal_equations(self.basis, self.penalty(G.dtype), G, B, sigma)
 
 
 @eqx.filter_jit
