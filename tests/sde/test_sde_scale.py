@@ -343,3 +343,17 @@ def test_plot_paths_thins_a_long_trajectory():
     xy = ax.lines[0].get_xydata()
     assert len(xy) <= 1001
     np.testing.assert_array_equal(xy[[0, -1]], y[0, [0, -1]])
+
+
+def test_infer_drift_chunked_under_vmap_equals_eager_runs():
+    ys = np.stack([_coarse(seed=s, n_traj=2)[0] for s in (11, 12)])
+    ts = _coarse()[1]
+    fc = RidgeRegression(PolynomialBasis(2, 1), 1e-3)
+
+    def weights(y):
+        return infer_drift(jax.random.key(4), y, ts, 0.6, function_class=fc, guidance="none", num_steps=1,
+                           chunk_size=8, **_EM).drift.weights
+
+    batched = jax.vmap(weights)(jnp.asarray(ys))
+    for k in range(2):
+        np.testing.assert_allclose(np.asarray(batched[k]), np.asarray(weights(ys[k])), rtol=1e-4, atol=1e-5)
