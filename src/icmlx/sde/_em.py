@@ -268,6 +268,19 @@ def infer_drift(
     obs_p, ts_p, lengths, sig, learn_sigma, names = _prepare(observations, ts, sigma, "infer_drift", chunk_size)
     n_traj, n_obs, d = obs_p.shape[0], int(lengths.max()), obs_p.shape[2]
     show = resolve_progress(progress, in_program=True)
+    # the mesh is checked before any work (the class selection included)
+    sharding = None
+    if mesh is not None:
+        if not isinstance(mesh, jax.sharding.Mesh):
+            raise TypeError(f"infer_drift: mesh must be a jax.sharding.Mesh or None, got {type(mesh).__name__}")
+        n_int = obs_p.shape[0] * (obs_p.shape[1] - 1)
+        if n_int % mesh.size:
+            raise ValueError(f"infer_drift: the {n_int} padded intervals do not divide over the mesh's {mesh.size} "
+                             "devices; use a mesh whose size is a power of two (or divides the interval count)")
+        # the same devices with automatic axes: the constraint inside the program is a hint to the partitioner
+        auto = jax.sharding.Mesh(mesh.devices, mesh.axis_names,
+                                 axis_types=(jax.sharding.AxisType.Auto,) * len(mesh.axis_names))
+        sharding = jax.sharding.NamedSharding(auto, jax.sharding.PartitionSpec(tuple(mesh.axis_names)))
     selection = None
     if isinstance(function_class, str):
         if function_class != "auto":
@@ -297,18 +310,6 @@ def infer_drift(
     # The guidance enters the compiled EM loop only as data (targets, beta): plain and geodesic runs of the
     # same size share one compiled function (beta = 0 makes the path cost vanish).
     targets, beta = guidance._padded_targets(obs_p, num_time_steps, n_obs)
-    sharding = None
-    if mesh is not None:
-        if not isinstance(mesh, jax.sharding.Mesh):
-            raise TypeError(f"infer_drift: mesh must be a jax.sharding.Mesh or None, got {type(mesh).__name__}")
-        n_int = obs_p.shape[0] * (obs_p.shape[1] - 1)
-        if n_int % mesh.size:
-            raise ValueError(f"infer_drift: the {n_int} padded intervals do not divide over the mesh's {mesh.size} "
-                             "devices; use a mesh whose size is a power of two (or divides the interval count)")
-        # the same devices with automatic axes: the constraint inside the program is a hint to the partitioner
-        auto = jax.sharding.Mesh(mesh.devices, mesh.axis_names,
-                                 axis_types=(jax.sharding.AxisType.Auto,) * len(mesh.axis_names))
-        sharding = jax.sharding.NamedSharding(auto, jax.sharding.PartitionSpec(tuple(mesh.axis_names)))
     chunk = em_chunk(obs_p.shape[0] * (obs_p.shape[1] - 1), d, _feature_count(fc, d, obs_p.dtype), num_particles,
                      num_time_steps, num_paths, obs_p.dtype.itemsize, chunk_size, 1 if mesh is None else mesh.size)
     sol = _infer_core(
