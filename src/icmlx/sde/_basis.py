@@ -68,9 +68,10 @@ class RBFBasis(eqx.Module):
         x = as_real(x, "x", "RBFBasis")
         check_last_axis(x, self.centers.shape[1], "x (the states; d as in centers)", "RBFBasis")
         c = self.centers.astype(x.dtype)
-        # scaled before squaring, so that data on any scale (1e20, 1e-20) neither overflows nor underflows
-        z = (x[..., None, :] - c) / self.lengthscale.astype(x.dtype)
-        r2 = jnp.sum(z * z, axis=-1)
+        # scaled before squaring, so that data on any scale (1e20, 1e-20) neither overflows nor underflows; the
+        # centres on the last axis, (..., d, m), so that the elementwise work runs along m, not along a short d
+        z = (x[..., :, None] - c.T) / self.lengthscale.astype(x.dtype)
+        r2 = jnp.sum(z * z, axis=-2)
         return self.variance.astype(x.dtype) * jnp.exp(-0.5 * r2)
 
     def __repr__(self) -> str:

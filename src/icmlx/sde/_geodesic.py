@@ -67,14 +67,16 @@ def observation_metric(
 
 
 def _metric(points, x, sigma_m, rho, mask=None):
-    diff = (points - x) / sigma_m  # scaled first: far points give w = 0, not 0 * inf
-    r2 = jnp.sum(diff * diff, axis=-1)
+    # scaled first: far points give w = 0, not 0 * inf; the points on the last axis, (d, n), so that the
+    # elementwise work runs along n, not along a short d
+    diff = (points.T - x[:, None]) / sigma_m
+    r2 = jnp.sum(diff * diff, axis=0)
     w = jnp.exp(-0.5 * r2)
     if mask is not None:  # padding rows (bucketed observation counts) carry no weight
         w = jnp.where(mask, w, jnp.zeros_like(w))
     far = w == 0
-    spread = jnp.where(far[:, None], jnp.zeros_like(diff), diff * diff) * sigma_m**2
-    return 1.0 / (w @ spread + rho)
+    spread = jnp.where(far[None, :], jnp.zeros_like(diff), diff * diff) * sigma_m**2
+    return 1.0 / (spread @ w + rho)
 
 
 def _segment_length(points, a, b, sigma_m, rho, mask=None):
@@ -255,8 +257,10 @@ def _geodesic_jit(observations, n_obs, num_time_steps, num_nodes, num_neighbors,
     W = jnp.where(jnp.eye(M, dtype=bool), jnp.zeros((), pts.dtype), W)
     D, nxt = _floyd_warshall(W)
 
+    nodes_t = nodes.T  # (d, M): the per-interval searches run along the nodes, not along a short d
+
     def nearest(x):
-        return jnp.argmin(jnp.where(n_valid, jnp.sum((nodes - x) ** 2, axis=-1), inf))
+        return jnp.argmin(jnp.where(n_valid, jnp.sum((nodes_t - x[:, None]) ** 2, axis=0), inf))
 
     def one(a, b, prev, has_prev):
         sa = nearest(a)
@@ -269,7 +273,7 @@ def _geodesic_jit(observations, n_obs, num_time_steps, num_nodes, num_neighbors,
 
             _, seq = jax.lax.scan(walk, sa, None, length=M)  # node indices, ends repeating sb
         else:
-            blocked = (has_prev & (jnp.sum((nodes - prev) ** 2, axis=-1) < orientation_eps**2)) | ~n_valid
+            blocked = (has_prev & (jnp.sum((nodes_t - prev[:, None]) ** 2, axis=0) < orientation_eps**2)) | ~n_valid
             dist, seq = _dijkstra_path(W, sa, sb, blocked)
             reachable = jnp.isfinite(dist)
         inner = jnp.where(reachable, nodes[seq].T, a[:, None]).T  # straight line if unreachable

@@ -79,8 +79,9 @@ def _kde(points, grid, h):
     chunk = chunk_rows(n, points.dtype.itemsize * 3 * (grid.shape[0] + d))
 
     def part(win, valid):
-        z = (grid[:, None, :] - win[0][None]) / h
-        return jax.scipy.special.logsumexp(jnp.where(valid[None], -0.5 * jnp.sum(z * z, axis=-1), -jnp.inf),
+        # the points on the last axis, (g, d, points): the elementwise work runs along the points, not along d
+        z = (grid[:, :, None] - win[0].T[None]) / h[:, None]
+        return jax.scipy.special.logsumexp(jnp.where(valid[None], -0.5 * jnp.sum(z * z, axis=1), -jnp.inf),
                                            axis=1), None
 
     logk = chunked(part, (points,), n, chunk, combine=jnp.logaddexp, identity=-jnp.inf)[0]
