@@ -206,6 +206,8 @@ def _first_true(pred, lo, hi, steps):
 
 #: The largest family Hommel's hull loop counts in int32 (``2 * size`` steps).
 _HOMMEL_MAX = 2**30 - 1
+#: Values per chunk of Hommel's bisections (their working memory is a few arrays of this size).
+_HOMMEL_CHUNK = 2**16
 
 
 def _lower_hull(p, m):
@@ -266,43 +268,49 @@ def _hommel(p, valid, n, alpha):
       maximum is at $J$ or $J+1$ (a bisection per $k$; $a_{m+1}=0$).
 
     Each value is formed as statsmodels forms it, $(i\,p)/j$ and $\min(i\,p, a_i)$, so the results agree to
-    rounding; tied p-values get identical adjusted values.
+    rounding; tied p-values get identical adjusted values. Both bisections run over chunks of `_HOMMEL_CHUNK`
+    values (``lax.map``), so their working memory is a budget and the only arrays of the family's size are ``p``,
+    the hull, the $a_i$ and the result.
     """
     size = p.shape[-1]
     dt = p.dtype
     m = jnp.sum(valid, dtype=jnp.int32)
     steps = max(1, int(size).bit_length() + 1)
+    chunk = min(_HOMMEL_CHUNK, size)
     hull, count = _lower_hull(p, m)
     # hull positions past the count act as +infinity in the searches below
     hull = jnp.where(jnp.arange(size, dtype=jnp.int32) < count, hull, size + 1)
+    last = count - 1
 
     def y(k):
         return p[jnp.clip(k - 1, 0, size - 1)]
 
-    i = jnp.arange(1, size + 1, dtype=jnp.int32)  # the Simes set sizes i = 1..size (those <= m count)
-    x0 = m - i  # the x-axis point whose least slope to the right is a_i / i
-    first = jnp.searchsorted(hull, x0, side="right").astype(jnp.int32)  # the first vertex right of x0
-    last = count - 1
+    def simes(i):  # a_i for one set size i (0 past the family)
+        x0 = m - i  # the x-axis point whose least slope to the right is a_i / i
+        first = jnp.searchsorted(hull, x0, side="right").astype(jnp.int32)  # the first vertex right of x0
 
-    def flat_from(t):  # the slope to vertex t is no larger than the slope to vertex t + 1
-        v, w = hull[jnp.minimum(t, size - 1)], hull[jnp.minimum(t + 1, size - 1)]
-        return (t >= last) | (y(v) * (w - x0).astype(dt) <= y(w) * (v - x0).astype(dt))
+        def flat_from(t):  # the slope to vertex t is no larger than the slope to vertex t + 1
+            v, w = hull[jnp.minimum(t, size - 1)], hull[jnp.minimum(t + 1, size - 1)]
+            return (t >= last) | (y(v) * (w - x0).astype(dt) <= y(w) * (v - x0).astype(dt))
 
-    t = _first_true(flat_from, first - 1, jnp.maximum(last, first), steps)
-    v = hull[jnp.minimum(t, size - 1)]
-    a = (i.astype(dt) * y(v)) / (v - x0).astype(dt)  # statsmodels' (m p) / j
-    a = jnp.where(i <= m, a, 0.0)
+        v = hull[jnp.minimum(_first_true(flat_from, first - 1, jnp.maximum(last, first), steps), size - 1)]
+        return jnp.where(i <= m, (i.astype(dt) * y(v)) / (v - x0).astype(dt), 0.0)  # statsmodels' (m p) / j
+
+    a = jax.lax.map(simes, jnp.arange(1, size + 1, dtype=jnp.int32), batch_size=chunk)
 
     def a_at(j):  # a_j for j = 1..m, and a_{m+1} = 0
         return jnp.where(j <= m, a[jnp.clip(j - 1, 0, size - 1)], 0.0)
 
-    def past(j):  # j p > a_j: j is beyond the prefix where the Simes term j p is the smaller
-        return (j > m) | (j.astype(dt) * p > a_at(j))
+    def adjusted(pk):  # the adjusted value of one sorted p-value
+        def past(j):  # j p > a_j: j is beyond the prefix where the Simes term j p is the smaller
+            return (j > m) | (j.astype(dt) * pk > a_at(j))
 
-    jj = _first_true(past, jnp.zeros(size, jnp.int32), jnp.broadcast_to(m + 1, (size,)), steps) - 1
-    jj = jnp.maximum(jj, 1)
-    adj = jnp.maximum(jnp.minimum(jj.astype(dt) * p, a_at(jj)), jnp.minimum((jj + 1).astype(dt) * p, a_at(jj + 1)))
-    adj = jnp.maximum(adj, p)  # statsmodels starts from p itself
+        jj = jnp.maximum(_first_true(past, jnp.int32(0), m + 1, steps) - 1, 1)
+        adj = jnp.maximum(jnp.minimum(jj.astype(dt) * pk, a_at(jj)),
+                          jnp.minimum((jj + 1).astype(dt) * pk, a_at(jj + 1)))
+        return jnp.maximum(adj, pk)  # statsmodels starts from p itself
+
+    adj = jax.lax.map(adjusted, p, batch_size=chunk)
     return adj <= alpha, adj
 
 

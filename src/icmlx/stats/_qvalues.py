@@ -102,9 +102,16 @@ def _pi0_core(p, lambdas, method, df):
     """``(pi0, pi0_lambda)`` per row of ``p`` (NaN entries are not in the family)."""
     dt = p.dtype
     lam = jnp.asarray(lambdas, dt)
+    num = len(lambdas)
     valid = ~jnp.isnan(p)
     m = jnp.sum(valid, axis=-1).astype(dt)
-    w = jnp.sum((p[..., None] >= lam) & valid[..., None], axis=-2).astype(dt)  # W(lambda) = #{p >= lambda}
+    # W(lambda_j) = #{p >= lambda_j}, in one pass without a (tests x lambdas) array: each p falls in the bucket
+    # b = #{j : lambda_j <= p} (NaN in bucket num + 1, dropped), and W(lambda_j) counts the buckets past j
+    bucket = jnp.where(valid, jnp.searchsorted(lam, p, side="right"), num + 1).astype(jnp.int32)
+    rows = bucket.reshape(-1, p.shape[-1])
+    hist = jax.vmap(lambda b: jnp.zeros(num + 1, jnp.int32).at[b].add(1, mode="drop"))(rows)
+    tail = jnp.cumsum(hist[:, ::-1], axis=-1)[:, ::-1]  # tail[:, j] = #{b >= j}
+    w = tail[:, 1:].reshape(*p.shape[:-1], num).astype(dt)
     curve = w / (m[..., None] * (1.0 - lam))
     if method == "smoother":
         pi0 = curve @ jnp.asarray(_smoother_row(lambdas, df), dt)
