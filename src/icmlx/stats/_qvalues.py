@@ -215,9 +215,11 @@ def qvalues(
     if isinstance(smooth_df, (jax.Array, np.ndarray)):
         raise ValueError(f"smooth_df must be a number >= 2, got {smooth_df=!r}")
     check_number(smooth_df, "smooth_df", where="qvalues", minimum=2)
-    p, labels = prepare_pvalues(pvalues, "qvalues", nan_policy)
+    # host p-values stay on the host for the BH step, which sorts them there (`multipletests`' NumPy path)
+    p, labels = prepare_pvalues(pvalues, "qvalues", nan_policy, keep_host=True)
     dt = p.dtype
     _, adj, _, _, _ = run_method(p, jnp.asarray(0.05, dt), "fdr_bh")
+    p = jax.device_put(p) if isinstance(p, np.ndarray) else p
     batch = p.shape[:-1]
     if pi0 is None:
         est, curve = _pi0_core(p, lam, pi0_method, float(smooth_df))
