@@ -191,3 +191,24 @@ def test_sorted_quantile_is_numpy_quantile(n):
     np.testing.assert_allclose(np.asarray(sorted_quantile(zs, jnp.asarray(qs, zs.dtype)), np.float64),
                                np.quantile(z.astype(np.float64), qs), rtol=tol, atol=tol)
     assert float(sorted_quantile(zs, 0.5, midpoint=True)) == pytest.approx(float(np.median(z)), rel=tol, abs=tol)
+
+
+def test_passes_stream_without_per_test_intermediates():
+    # compiled programs only (nothing runs): the binned cutoff's scratch memory does not grow with n (its passes go
+    # chunk by chunk), and no multipletests method keeps a (tests x k) array: at most 12 values per test of scratch
+    # (Storey's 19 lambdas or the NPMLE's 51 atoms per test would be far past it)
+    from icmlx.stats._multitest import METHODS as NAMES
+    from icmlx.stats._multitest import _engine
+    from icmlx.stats._risk_threshold import _binned_cutoff
+
+    def scratch(fn, *args):
+        return fn.lower(*args).compile().memory_analysis().temp_size_in_bytes
+
+    f32 = jnp.float32
+    small = scratch(_binned_cutoff, jax.ShapeDtypeStruct((1, 2**20), f32))
+    large = scratch(_binned_cutoff, jax.ShapeDtypeStruct((1, 2**23), f32))
+    assert large <= small + 2**20, (small, large)
+    n = 2**18
+    for method in NAMES:
+        temp = scratch(_engine, jax.ShapeDtypeStruct((n,), f32), jax.ShapeDtypeStruct((), f32), method, False)
+        assert temp <= 48 * n, (method, temp / n)

@@ -13,16 +13,42 @@ import jax.numpy as jnp
 
 #: Bins of |z| over [0, max|z|] in `square_bins`.
 NUM_BINS = 512
+#: Values per chunk of `chunked_sum`: its working memory is a few arrays of this size, whatever the row's length.
+CHUNK = 2**16
+
+
+def chunked_sum(fn, x, init, combine=None):
+    """``init + sum_c fn(x_c)`` over the chunks ``x_c`` of the 1-D ``x`` (`CHUNK` values each, then the rest).
+
+    ``fn`` maps a chunk to a pytree shaped like ``init`` (histograms, counts, sums), so a pass that scatters into
+    bins or forms per-test values needs the memory of one chunk, not of the row: a ``lax.scan`` over the chunks
+    (each read in place by ``dynamic_slice``), then the last, shorter chunk. ``combine(total, part)`` replaces the
+    sum (a maximum, say).
+    """
+    combine = combine or (lambda a, b: jax.tree.map(jnp.add, a, b))
+    n = x.shape[-1]
+    whole = n // CHUNK
+    total = init
+    if whole:
+        def body(acc, i):
+            return combine(acc, fn(jax.lax.dynamic_slice(x, (i * CHUNK,), (CHUNK,)))), None
+
+        total, _ = jax.lax.scan(body, total, jnp.arange(whole, dtype=jnp.int32))
+    if n % CHUNK:
+        total = combine(total, fn(x[whole * CHUNK:]))
+    return total
 
 
 def _square_bins_row(z, num_bins):
     dt = z.dtype
-    a = jnp.abs(z)
-    top = jnp.max(a)
+    top = jnp.max(jnp.abs(z))
     scale = jnp.where(top > 0, top, 1.0)
-    k = jnp.clip(jnp.floor(a * (num_bins / scale)).astype(jnp.int32), 0, num_bins - 1)
-    counts = jnp.zeros(num_bins, dt).at[k].add(1.0)
-    squares = jnp.zeros(num_bins, dt).at[k].add(z * z)
+
+    def add(c):
+        k = jnp.clip(jnp.floor(jnp.abs(c) * (num_bins / scale)).astype(jnp.int32), 0, num_bins - 1)
+        return jnp.zeros(num_bins, dt).at[k].add(1.0), jnp.zeros(num_bins, dt).at[k].add(c * c)
+
+    counts, squares = chunked_sum(add, z, (jnp.zeros(num_bins, dt), jnp.zeros(num_bins, dt)))
     centres = scale * (jnp.arange(num_bins, dtype=dt) + 0.5) / num_bins
     return jnp.where(counts > 0, squares / jnp.maximum(counts, 1.0), centres * centres), counts
 

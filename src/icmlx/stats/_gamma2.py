@@ -361,14 +361,11 @@ def _eb_storey(x, sigma):
 
 @jax.jit
 def _eb_storey_core(x, s):
-    from jax.scipy.special import ndtr
-
-    from ._qvalues import DEFAULT_LAMBDAS, _pi0_core
+    from ._qvalues import storey_pi0_of_scores
 
     n = x.shape[-1]
     z = x / s
-    pvalues = 2.0 * ndtr(-jnp.abs(z))
-    pi0, _ = _pi0_core(pvalues, DEFAULT_LAMBDAS, "bootstrap", 3.0)
+    pi0 = storey_pi0_of_scores(z)
     p = jnp.clip(1.0 - pi0, 1.0 / n, 1.0 - 1.0 / n)
     u = jnp.maximum(jnp.mean(z * z, axis=-1) - 1.0, 1e-3) / p
     c2 = (1.0 + 1.0 / u) * (jnp.log1p(u) + 2.0 * jnp.log((1.0 - p) / p))

@@ -199,11 +199,9 @@ def _compare(x, s, thr):
 
 @jax.jit
 def _storey_tau(x, s):
-    from jax.scipy.special import ndtr
+    from ._qvalues import storey_pi0_of_scores
 
-    from ._qvalues import DEFAULT_LAMBDAS, _pi0_core
-
-    pi0, _ = _pi0_core(2.0 * ndtr(-jnp.abs(x / s)), DEFAULT_LAMBDAS, "bootstrap", 3.0)
+    pi0 = storey_pi0_of_scores(x / s)
     return jnp.clip(1.0 - pi0, 1.0 / x.shape[-1], 1.0)
 
 
