@@ -29,7 +29,10 @@ def _check_rows(p, res, method, alpha):
         assert np.array_equal(np.asarray(res.rejected[i]), rej), (method, p.shape, i)
         np.testing.assert_allclose(np.asarray(res.pvalues_adjusted[i]), adj, rtol=0, atol=1e-12,
                                    err_msg=f"{method} {p.shape} row {i}")
-        assert float(res.alpha_sidak[i]) == pytest.approx(a_sidak, rel=1e-14)
+        # statsmodels forms 1 - (1 - alpha)^(1/m), which cancels (2e-16 / (alpha / m) relative); icmlx does not
+        m = int(res.num_tests[i])
+        assert float(res.alpha_sidak[i]) == pytest.approx(-np.expm1(np.log1p(-alpha) / m), rel=1e-14)
+        assert float(res.alpha_sidak[i]) == pytest.approx(a_sidak, rel=max(1e-14, 1e-15 * m / alpha))
         assert float(res.alpha_bonferroni[i]) == pytest.approx(a_bonf, rel=1e-15)
 
 
@@ -164,3 +167,18 @@ def test_hommel_size_limit_is_a_clear_error():
     big = jax.ShapeDtypeStruct((2**30,), jnp.float32)
     with pytest.raises(ValueError, match="up to 1073741823 tests"):
         jax.eval_shape(lambda q: multipletests(q, 0.05, "hommel").pvalues_adjusted, big)
+
+
+def test_sidak_levels_keep_their_digits_in_float32():
+    # 1 - (1 - alpha)^(1/m) rounds to a multiple of 6e-8 in float32 at m = 10^6 (or to 0 past ~10^7); the levels
+    # must agree with the float64 value to float32 precision, and so the decisions with statsmodels' (float64)
+    m = 10**6
+    p = np.full(m, 0.5, np.float32)
+    p[:5] = np.array([4.9e-8, 5.0e-8, 5.2e-8, 5.3e-8, 1e-9], np.float32)  # the level is 5.1293e-8
+    exact = -np.expm1(np.log1p(-0.05) / m)
+    for method in ("sidak", "holm-sidak"):
+        res = multipletests(jnp.asarray(p, jnp.float32), 0.05, method)
+        assert float(res.alpha_sidak) == pytest.approx(exact, rel=1e-6)
+        want = multitest.multipletests(p.astype(np.float64), 0.05, method)[0]
+        assert np.array_equal(np.asarray(res.rejected), want), method
+        assert np.asarray(res.rejected)[:5].tolist() == [True, True, False, False, True]

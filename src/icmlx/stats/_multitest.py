@@ -119,7 +119,9 @@ def _rev_cummin(raw, valid):
 
 
 def _sidak_alpha(alpha, k):
-    return 1.0 - jnp.power(1.0 - alpha, 1.0 / k)
+    # 1 - (1 - alpha)^(1/k) without the cancellation of 1 - (a number near 1): in float32 that form loses every
+    # digit once alpha / k is below the spacing of floats near 1 (k above about 10^6 at alpha = 0.05)
+    return -jnp.expm1(jnp.log1p(-alpha) / k)
 
 
 def _bonferroni(p, valid, n, alpha):
