@@ -17,7 +17,8 @@ steady calls (sampled every 2 ms; it includes the data, about 0.8 GB at 10^8). C
 every method are compared with statsmodels' where it ran (differences allowed only at float32 rounding of the
 critical values), the binned defaults with the unbinned rule up to 10^5, q-values with pi0 times statsmodels' BH.
 The ``ratio_to_bh`` column is the steady time over ``multipletests(p, method="fdr_bh")``'s in the same process.
-Writes ``benchmarks/results/stats_scale.json`` and the figure ``docs/assets/stats_scale.png``.
+Writes ``benchmarks/results/stats_scale.json`` (one part per size, so ``--sizes 1e8`` replaces that size only) and
+the figure ``docs/assets/stats_scale.png`` from every part.
 
     python benchmarks/stats_scale.py                        # 10^4 ... 10^8
     python benchmarks/stats_scale.py --sizes 1e4 1e5 1e6    # a quick run
@@ -250,9 +251,8 @@ def main(argv=None) -> None:
     from _harness import print_table, results_path, write_results
 
     if args.figure_only:
-        figure(json.loads(results_path().read_text())["rows"])
+        figure(_all_rows(results_path()))
         return
-    rows: list[dict] = []
     for size in args.sizes:
         n = int(size)
         repeats = 1 if n >= 10**8 else args.repeats
@@ -263,14 +263,19 @@ def main(argv=None) -> None:
         proc = subprocess.run(cmd, check=False)
         got = json.loads(Path(out).read_text()) if Path(out).stat().st_size else []
         os.unlink(out)
-        rows += got
         if proc.returncode:
-            rows.append({"n": n, "task": "(child failed)", "returncode": proc.returncode})
+            got.append({"n": n, "task": "(child failed)", "returncode": proc.returncode})
         cols = ["task", "first_s", "median_s", "peak_gb", "ratio_to_bh", "statsmodels_s", "speedup"]
-        print_table([r for r in got], cols, title=f"n = {n:.0e}")
-        write_results(rows=rows, dtype="float32", extra={"sizes": [int(s) for s in args.sizes], "alpha": ALPHA,
-                                                         "repeats": args.repeats})
-    figure(rows)
+        print_table(got, cols, title=f"n = {n:.0e}")
+        # one part per size: a size run again replaces its own part only
+        write_results(rows=got, dtype="float32", part=f"n={n:.0e}",
+                      extra={"n": n, "alpha": ALPHA, "repeats": repeats})
+    figure(_all_rows(results_path()))
+
+
+def _all_rows(path: Path) -> list[dict]:
+    parts = json.loads(path.read_text()).get("parts", {})
+    return [r for part in parts.values() for r in part["rows"]]
 
 
 if __name__ == "__main__":

@@ -182,3 +182,17 @@ def test_sidak_levels_keep_their_digits_in_float32():
         want = multitest.multipletests(p.astype(np.float64), 0.05, method)[0]
         assert np.array_equal(np.asarray(res.rejected), want), method
         assert np.asarray(res.rejected)[:5].tolist() == [True, True, False, False, True]
+
+
+def test_step_counts_past_float32_integers():
+    # 2^24 + 8 tests: positions past 2^24 are not all float32 numbers, and the step-down counts m - i formed from
+    # rounded floats reached 0 at the end of the family (Hochberg then rejected every test); p = 0.5 everywhere
+    # rejects nothing. Adjusted: Holm max_j (m - j + 1) p = 1 after the clip, Hochberg min_j (m - j + 1) p = 0.5
+    # (at the last test)
+    m = 2**24 + 8
+    p = np.full(m, 0.5, np.float32)
+    for method, want in (("simes-hochberg", 0.5), ("holm", 1.0)):
+        res = multipletests(p, 0.05, method)
+        assert int(res.num_rejected) == 0, method
+        adj = np.asarray(res.pvalues_adjusted)
+        assert adj.min() == want and adj.max() == want, method

@@ -92,10 +92,16 @@ class _Procedure:
     summary: str
 
 
-def _ranks(p, n):
-    """``(i, k)``: 0-based positions and the step-down counts ``k = n - i`` (n, n-1, ..., 1 over the family)."""
-    i = jnp.arange(p.shape[-1], dtype=p.dtype)
-    return i, n - i
+def _ranks(p, valid):
+    """``(rank, k)`` as floats: the 1-based ranks and the step-down counts ``k = m - rank + 1`` (m, m-1, ..., 1 over
+    the family of size m).
+
+    Both are formed in int32 and then converted: positions past 2^24 are not all float32 numbers, and ``m - i`` of
+    rounded floats came out 0 near the end of a family of 10^8 (Hochberg's ``alpha / k`` was then infinite).
+    """
+    i = jnp.arange(p.shape[-1], dtype=jnp.int32)
+    m = jnp.sum(valid, dtype=jnp.int32)
+    return (i + 1).astype(p.dtype), jnp.maximum(m - i, 1).astype(p.dtype)
 
 
 def _step_down(p, crit, valid):
@@ -133,25 +139,25 @@ def _sidak(p, valid, n, alpha):
 
 
 def _holm_sidak(p, valid, n, alpha):
-    _, k = _ranks(p, n)
+    _, k = _ranks(p, valid)
     reject = _step_down(p, _sidak_alpha(alpha, k), valid)
     return reject, _cummax(-jnp.expm1(k * jnp.log1p(-p)), valid)
 
 
 def _holm(p, valid, n, alpha):
-    _, k = _ranks(p, n)
+    _, k = _ranks(p, valid)
     return _step_down(p, alpha / k, valid), _cummax(p * k, valid)
 
 
 def _simes_hochberg(p, valid, n, alpha):
-    _, k = _ranks(p, n)
+    _, k = _ranks(p, valid)
     return _step_up(p, alpha / k, valid), _rev_cummin(k * p, valid)
 
 
 def _bh_core(p, valid, n, alpha, scale=None):
     """BH (``scale=None``) or BY (``scale`` = the harmonic sum): step-up on ``ecdf * alpha``, ``p / ecdf`` adjusted."""
-    i, _ = _ranks(p, n)
-    ecdf = (i + 1.0) / n
+    rank, _ = _ranks(p, valid)
+    ecdf = rank / n
     if scale is not None:
         ecdf = ecdf / scale
     return _step_up(p, ecdf * alpha, valid), _rev_cummin(p / ecdf, valid)
@@ -162,8 +168,8 @@ def _fdr_bh(p, valid, n, alpha):
 
 
 def _fdr_by(p, valid, n, alpha):
-    i, _ = _ranks(p, n)
-    cm = jnp.sum(jnp.where(valid, 1.0 / (i + 1.0), 0.0))
+    rank, _ = _ranks(p, valid)
+    cm = jnp.sum(jnp.where(valid, 1.0 / rank, 0.0))
     return _bh_core(p, valid, n, alpha, cm)
 
 
