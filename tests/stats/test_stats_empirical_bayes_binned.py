@@ -212,3 +212,17 @@ def test_passes_stream_without_per_test_intermediates():
     for method in NAMES:
         temp = scratch(_engine, jax.ShapeDtypeStruct((n,), f32), jax.ShapeDtypeStruct((), f32), method, False)
         assert temp <= 48 * n, (method, temp / n)
+
+
+def test_counts_past_float32_integers():
+    # 2^24 + 8 equal values fall in one bin: a float32 count stops at 2^24 (adding 1 no longer changes it); the
+    # histograms count in int32
+    from icmlx.stats._binning import square_bins
+    from icmlx.stats._central_matching import histogram
+
+    m = 2**24 + 8
+    z = jnp.full((m,), 1.0, jnp.float32)
+    counts, _, _ = histogram(z, 120)
+    assert int(jnp.sum(counts).astype(jnp.int32)) == m and int(jnp.max(counts).astype(jnp.int32)) == m
+    _, c = square_bins(z[None])
+    assert int(jnp.max(c).astype(jnp.int32)) == m

@@ -46,9 +46,11 @@ def _square_bins_row(z, num_bins):
 
     def add(c):
         k = jnp.clip(jnp.floor(jnp.abs(c) * (num_bins / scale)).astype(jnp.int32), 0, num_bins - 1)
-        return jnp.zeros(num_bins, dt).at[k].add(1.0), jnp.zeros(num_bins, dt).at[k].add(c * c)
+        return jnp.zeros(num_bins, jnp.int32).at[k].add(1), jnp.zeros(num_bins, dt).at[k].add(c * c)
 
-    counts, squares = chunked_sum(add, z, (jnp.zeros(num_bins, dt), jnp.zeros(num_bins, dt)))
+    # counts in int32: a float32 count stops growing at 2^24
+    counts, squares = chunked_sum(add, z, (jnp.zeros(num_bins, jnp.int32), jnp.zeros(num_bins, dt)))
+    counts = counts.astype(dt)
     centres = scale * (jnp.arange(num_bins, dtype=dt) + 0.5) / num_bins
     return jnp.where(counts > 0, squares / jnp.maximum(counts, 1.0), centres * centres), counts
 

@@ -138,10 +138,12 @@ def _binned_cutoff_row(z):
     def summary(c):
         k = jnp.clip(jnp.floor((c + scale) * (NUM_BINS / (2.0 * scale))).astype(jnp.int32), 0, NUM_BINS - 1)
         return (storey_buckets(2.0 * ndtr(-jnp.abs(c)), DEFAULT_LAMBDAS),
-                jnp.zeros(NUM_BINS, dt).at[k].add(1.0), jnp.zeros(NUM_BINS, dt).at[k].add(c))
+                jnp.zeros(NUM_BINS, jnp.int32).at[k].add(1), jnp.zeros(NUM_BINS, dt).at[k].add(c))
 
-    init = (jnp.zeros(len(DEFAULT_LAMBDAS) + 1, jnp.int32), jnp.zeros(NUM_BINS, dt), jnp.zeros(NUM_BINS, dt))
+    # counts in int32 (a float32 count stops growing at 2^24)
+    init = (jnp.zeros(len(DEFAULT_LAMBDAS) + 1, jnp.int32), jnp.zeros(NUM_BINS, jnp.int32), jnp.zeros(NUM_BINS, dt))
     hist, counts, sums = chunked_sum(summary, z, init)
+    counts = counts.astype(dt)
     pi0 = jnp.clip(pi0_from_buckets(hist, DEFAULT_LAMBDAS, "bootstrap", 3.0, dt)[0], 0.0, 1.0)
     # the NPMLE with each bin at the mean of its values
     centres = scale * ((jnp.arange(NUM_BINS, dtype=dt) + 0.5) * (2.0 / NUM_BINS) - 1.0)
