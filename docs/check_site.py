@@ -17,7 +17,7 @@ from pathlib import Path
 
 SUBPACKAGES = ["optim", "stats", "structure", "sde", "solvers"]
 FIGURES = ["annealing_robustness.png", "dash_lm.png", "relative_belief_abos.png", "polyforest_rates.png",
-           "langevin_sparse_vdp.png", "grans_fem.png"]
+           "langevin_sparse_vdp.png", "grans_fem.png", "sde_scale.png"]
 
 
 _PRE = re.compile(r"<pre\b.*?</pre>", re.DOTALL)

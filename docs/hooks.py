@@ -7,8 +7,9 @@
   command, date and machine, and its rows in tables narrow enough to read on the page.
 - ``<!-- icmlx:tour EXAMPLE -->`` becomes the rows of ``benchmarks/results/tour/tour.json`` (written by
   ``python examples/tour.py --quick``) for that example: claim, measured, expected, met.
-- The tour's figures (small PNGs in ``benchmarks/results/tour/``) are served as ``assets/<name>.png``, so the
-  pages link to them without a second copy under ``docs/``.
+- The tour's figures (small PNGs in ``benchmarks/results/tour/``) and the benchmarks' figures
+  (``benchmarks/results/<script>.png``) are served as ``assets/<name>.png``, so the pages link to them without a
+  second copy under ``docs/``.
 """
 
 from __future__ import annotations
@@ -185,6 +186,14 @@ HEADLINES = [
                             and x.get("method", "").startswith("SFI infer_force (")), None),
                       next((x["wrmse"] for x in r.get("rows", []) if x.get("tau") == 2.8
                             and "geodesic" in x.get("method", "")), None))),
+    ("sde_scale", "full", "`estimate_diffusion`, 10⁷ increments, one call (compilation included)",
+     "SFI `compute_diffusion_constant`",
+     lambda r: _ratio(_row(r, case="diffusion", lib="SFI", intervals=10_000_000).get("first_s"),
+                      _row(r, case="diffusion", lib="icmlx", intervals=10_000_000).get("first_s"))),
+    ("sde_scale", "full", "drift error (wRMSE), 10⁶ intervals at τ = 0.5, σ known: accuracy",
+     "SFI `infer_force_linear`",
+     lambda r: _ratio(_row(r, case="drift_known", lib="SFI", intervals=1_000_000).get("wrmse"),
+                      _row(r, case="drift_known", lib="icmlx", intervals=1_000_000).get("wrmse"))),
     ("stats_multipletests", None, "`multipletests` Holm on 10⁶ p-values, steady state", "statsmodels `multipletests`",
      lambda r: _row(r, method="holm", n=1_000_000).get("ratio_steady")),
     ("stats_multipletests", None, "`multipletests` BH on 10⁶ p-values, steady state", "statsmodels `multipletests`",
@@ -275,7 +284,7 @@ def _tour(example: str) -> str:
 def on_files(files, config):
     from mkdocs.structure.files import File
 
-    for png in sorted(TOUR_DIR.glob("*.png")):
+    for png in sorted(TOUR_DIR.glob("*.png")) + sorted(RESULTS.glob("*.png")):
         files.append(File.generated(config, f"assets/{png.name}", abs_src_path=str(png)))
     return files
 

@@ -61,7 +61,7 @@ def np_monomials(x, d, degree):
 
 
 def np_fit(states, incs, dts, sigma, ridge, degree=1):
-    """The path-likelihood ridge fit of the _basis module docstring, in float64 NumPy; returns the drift."""
+    """The path-likelihood ridge fit of the _classes module docstring, in float64 NumPy; returns the drift."""
     d = states.shape[-1]
     phi = np_monomials(states, d, degree)
     G = (phi * dts[:, None]).T @ phi + sigma**2 * ridge * np.eye(phi.shape[1])

@@ -42,3 +42,19 @@ def test_mesh_errors(sparse_paths):
         mesh = jax.make_mesh((3,), ("bridges",), devices=jax.devices()[:3])  # 32 padded intervals
         with pytest.raises(ValueError, match="do not divide over the mesh's 3 devices"):
             infer_drift(jax.random.key(1), p, None, 0.7, mesh=mesh, num_steps=1)
+
+
+def test_sharded_chunks_equal_one_device_all_at_once(sparse_paths):
+    """Chunks of 8 intervals, each split over the 4 devices, against the one-device run of all intervals at once
+    (a well-conditioned class: float32 sums in another order agree to 1e-4)."""
+    if len(jax.devices()) < 4:
+        pytest.skip("needs the 4 fake CPU devices of tests/conftest.py")
+    from icmlx.sde import PolynomialBasis, RidgeRegression
+
+    cfg = dict(num_steps=2, num_particles=8, num_time_steps=4, guidance="none",
+               function_class=RidgeRegression(PolynomialBasis(1, 3), 1e-3))
+    one = infer_drift(jax.random.key(1), sparse_paths, None, 0.7, **cfg)
+    four = infer_drift(jax.random.key(1), sparse_paths, None, 0.7, mesh=jax.make_mesh((4,), ("bridges",)),
+                       chunk_size=8, **cfg)
+    np.testing.assert_allclose(np.asarray(four.drift.weights), np.asarray(one.drift.weights), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(four.history.loss), np.asarray(one.history.loss), rtol=1e-5)

@@ -452,3 +452,22 @@ def test_float32_cycle_reaches_a_float64_tolerance(four_equations):
                 assert sol.result == RESULTS.successful and relres(pb, sol.value) <= 1.05e-10, (eq, dt)
                 steps[dt] = int(sol.num_steps)
             assert steps["float32"] <= steps["auto"] + 1, (eq, steps)
+
+
+def test_basis_slots_past_int32_are_refused_by_name():
+    # the compressed A V has S slots a row, stored as int32 segment ids 0..n_pad S: n_pad = 2^27 padded rows with
+    # S = 16 (2 levels x 4 aggregates x 2 channels) pass int32, which the device copy of the slots would wrap. A
+    # small graph with a large stated padded size crosses the boundary before any (n_pad, S) array is made.
+    from icmlx.solvers._amg._aggregation import aggregation_hierarchy
+    from icmlx.solvers._grans._operator import _basis_index
+
+    n = 64
+    i = np.arange(n)
+    rows = np.concatenate([i, i[1:], i[:-1]])
+    cols = np.concatenate([i, i[:-1], i[1:]])
+    maps = aggregation_hierarchy(rows, cols, n)
+    kw = dict(channels=2, max_columns=512, dmax_bucket=4)
+    zslot = _basis_index(maps, rows, cols, n, 64, 256, **kw)[2]
+    assert zslot.max() == 64 * 16  # S = 16 slots a row: the last id is the dropped one
+    with pytest.raises(ValueError, match=r"n_pad=134217728 .* 2,147,483,649 slots"):
+        _basis_index(maps, rows, cols, n, 2**27, 256, **kw)

@@ -259,6 +259,34 @@ def test_sorted_counting_agrees_with_table_counting(k):
     np.testing.assert_allclose(np.asarray(got.statistic), np.asarray(ref.statistic), rtol=1e-5)
 
 
+def test_sharded_table_batches_keep_int32_cell_indices():
+    # the vectorised (sharded) table kernels index a batch's tables side by side, cell + test * cells: the batch
+    # cap keeps b * cells in int32 (a dense table of 2^27 cells, 20 million samples, is at most 8 per batch), and a
+    # mesh whose smallest batch would pass it is refused by name; planning only, no table is built
+    from jax.sharding import Mesh
+
+    import icmlx.structure._contingency as ct
+
+    codes = np.tile(np.arange(16), 4)[:, None] * np.ones((1, 3), np.int64)  # kmax = 16
+    eng = ct._ChiSquareEngine(codes, g_square=False)
+    for plan in [("dense", 2**19, 2**19), ("dense", 2**15, 2**15), ("scatter", 2**16, 2**16), ("sort", 2**22, 0)]:
+        cells = plan[1] * eng.kmax**2
+        assert eng._cap(plan) * cells <= 2**31 - 1, plan
+    if jax.device_count() > 1:
+        sharded = ct._ChiSquareEngine(codes, g_square=False, mesh=Mesh(np.array(jax.devices()), ("tests",)))
+        b = jax.device_count()
+        idx = np.zeros(b, np.int32)
+        with pytest.raises(ValueError, match="more cells than int32"):
+            sharded._kernel(idx, idx + 1, np.full((b, 1), 2, np.int32), None, ("dense", 2**21, 2**21), b)
+
+
+def test_bernoulli_refuses_strata_codes_past_int32():
+    # |S| = 31 binary variables: the stratum code 2 z + bit reaches 2^31 - 1 and its 2^31 strata pass int32
+    data = jnp.asarray(np.random.default_rng(0).integers(0, 2, size=(20, 33)), jnp.int32)
+    with pytest.raises(ValueError, match=r"\|S\|=31 .* 2\^31 strata"):
+        bernoulli_test(data, jnp.array([0]), jnp.array([1]), jnp.arange(2, 33)[None, :])
+
+
 @pytest.mark.parametrize("g_square", [False, True])
 def test_flat_counting_matches_a_numpy_table(g_square):
     # the flat-buffer per-sample counts (high-cardinality x, y given one or two others) against X² / G² and
@@ -279,19 +307,55 @@ def test_flat_counting_matches_a_numpy_table(g_square):
         idx = (jnp.asarray(v, jnp.int32) for v in (xs, ys, s))
         got = chi_square(jnp.asarray(x, jnp.int32), *idx, g_square=g_square)
         for t in range(len(xs)):
-            stratum = np.ravel_multi_index(tuple(x[:, v] for v in s[t]), tuple(cards[s[t]]))
-            stat, dof = 0.0, 0
-            for r in np.unique(stratum):
-                rows = stratum == r
-                tab = np.zeros((cards[xs[t]], cards[ys[t]]))
-                np.add.at(tab, (x[rows, xs[t]], x[rows, ys[t]]), 1.0)
-                e = tab.sum(1, keepdims=True) * tab.sum(0, keepdims=True) / tab.sum()
-                use = e > 0
-                if g_square:
-                    pos = use & (tab > 0)
-                    stat += 2.0 * np.sum(tab[pos] * np.log(tab[pos] / e[pos]))
-                else:
-                    stat += np.sum((tab[use] - e[use]) ** 2 / e[use])
-                dof += ((tab.sum(1) > 0).sum() - 1) * ((tab.sum(0) > 0).sum() - 1)
+            stat, dof = _numpy_stat_dof(x, xs[t], ys[t], s[t], g_square)
+            assert int(got.dof[t]) == dof, (t, int(got.dof[t]), dof)
+            np.testing.assert_allclose(float(got.statistic[t]), stat, rtol=2e-4)
+
+
+def _numpy_stat_dof(x, xi, yi, si, g_square):
+    """X² (or G²) and causal-learn's dof of ``x[:, xi] ⫫ x[:, yi] | x[:, si]`` from explicit float64 NumPy tables
+    over the observed categories of each stratum."""
+    _, stratum = np.unique(x[:, si], axis=0, return_inverse=True)
+    stat, dof = 0.0, 0
+    for r in np.unique(stratum):
+        rows = stratum == r
+        _, a = np.unique(x[rows, xi], return_inverse=True)
+        _, b = np.unique(x[rows, yi], return_inverse=True)
+        tab = np.zeros((a.max() + 1, b.max() + 1))
+        np.add.at(tab, (a, b), 1.0)
+        e = tab.sum(1, keepdims=True) * tab.sum(0, keepdims=True) / tab.sum()
+        if g_square:
+            pos = tab > 0
+            stat += 2.0 * np.sum(tab[pos] * np.log(tab[pos] / e[pos]))
+        else:
+            stat += np.sum((tab - e) ** 2 / e)
+        dof += (tab.shape[0] - 1) * (tab.shape[1] - 1)
+    return stat, dof
+
+
+@pytest.mark.parametrize("g_square", [False, True])
+def test_chi_square_counts_tables_whose_cell_codes_pass_int32(g_square):
+    # 2,048 categories (kmax = 2^11) and ~1,000 strata: a cell code (stratum * cx + x) * cy + y reaches ~2^32, and a
+    # table over the sample bucket's strata has 5,120 * 2^22 cells, so no int32 code or table index can count it;
+    # the same boundary as 2 million samples of 32-category variables. |S| = 3: stratum codes past int32 as well.
+    import icmlx.structure._contingency as ct
+
+    rng = np.random.default_rng(13)
+    n = 5000
+    z = rng.choice(np.arange(0, 2048, 2), size=n)
+    x0 = np.where(rng.random(n) < 0.5, z % 5, rng.integers(0, 5, n))
+    x1 = np.where(rng.random(n) < 0.5, x0 % 3, rng.integers(0, 3, n))
+    x0[0], x1[1] = 2047, 2047  # cardinality 2,048 (empty categories change no statistic and no dof)
+    few = [rng.choice(v, size=n) for v in ([0, 1000, 2047], [5, 2047], [2047, 7, 300])]  # 18 strata
+    x = np.stack([x0, x1, z, *few], axis=1)
+    for xs, ys, s in ((np.array([0, 0]), np.array([1, 1]), np.array([[2], [3]])),
+                      (np.array([0, 0]), np.array([1, 2]), np.array([[3, 4, 5], [3, 4, 5]]))):
+        kinds = {plan[0] for _, plan in ct._chi_square_groups(np.append(np.full(6, 2048), 1), xs, ys, s,
+                                                               ct._pad_samples(n, 16), 2048, n_true=n)}
+        assert kinds == {"sorted_wide"}
+        got = chi_square(jnp.asarray(x, jnp.int32), *(jnp.asarray(v, jnp.int32) for v in (xs, ys, s)),
+                         g_square=g_square)
+        for t in range(len(xs)):
+            stat, dof = _numpy_stat_dof(x, xs[t], ys[t], s[t], g_square)
             assert int(got.dof[t]) == dof, (t, int(got.dof[t]), dof)
             np.testing.assert_allclose(float(got.statistic[t]), stat, rtol=2e-4)

@@ -23,6 +23,30 @@ def _rank_bins_np(v, b):
     return ranks * b // len(v)
 
 
+def test_rank_bins_where_rank_times_bins_passes_int32():
+    # rank * bins passes 2^31, which int32 arithmetic wraps (here 2,100 bins of a million samples; cond_bins grown
+    # as sqrt(n) / 5 passes it from 5 million samples on): the bins against NumPy's int64 ranks
+    from icmlx.structure._nonparametric import _rank_bins
+
+    n, b = 2**20 + 5, 2100
+    v = np.random.default_rng(3).permutation(n).astype(np.float32)  # distinct and exact in float32
+    got = np.asarray(jax.jit(_rank_bins, static_argnums=1)(jnp.asarray(v)[:, None], b))[:, 0]
+    np.testing.assert_array_equal(got, _rank_bins_np(v, b))
+
+
+def test_tables_past_int32_cells_are_refused_by_name():
+    # cond_bins^|S| * num_bins^2 cells per test past 2^31 - 1: the flat cell index would wrap (and the table alone
+    # would take tens of GB), so the size is refused before any work
+    from icmlx.structure import binned_u_statistic
+
+    data = jnp.asarray(np.random.default_rng(0).normal(size=(50, 5)), jnp.float32)
+    x, y, s = jnp.array([0]), jnp.array([1]), jnp.array([[2, 3, 4]])
+    with pytest.raises(ValueError, match=r"cond_bins=1300 .* 35,152,000,000 cells"):
+        nonparametric_test(data, x, y, s, num_bins=4, cond_bins=1300)
+    with pytest.raises(ValueError, match=r"num_bins=80 .* 3,276,800,000 cells"):
+        binned_u_statistic(data, x, y, s, num_bins=80)
+
+
 def _u_brute(xs, ys):
     """Unbiased estimate of sum_ab (p_ab - p_a p_b)^2 by averaging the order-4 kernel over all ordered
     4-tuples of distinct samples (no count formulas)."""

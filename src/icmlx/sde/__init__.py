@@ -12,14 +12,14 @@ if TYPE_CHECKING:  # for type checkers, IDEs and the API docs; at run time each 
     from ._basis import LinearDrift as LinearDrift
     from ._basis import PolynomialBasis as PolynomialBasis
     from ._basis import RBFBasis as RBFBasis
-    from ._basis import RidgeRegression as RidgeRegression
     from ._basis import SelectedBasis as SelectedBasis
-    from ._basis import SparseGP as SparseGP
     from ._basis import box_grid as box_grid
     from ._bridges import BridgeSamples as BridgeSamples
     from ._bridges import smc_bridges as smc_bridges
     from ._class_scores import FunctionClassSelection as FunctionClassSelection
     from ._class_scores import SelectedClass as SelectedClass
+    from ._classes import RidgeRegression as RidgeRegression
+    from ._classes import SparseGP as SparseGP
     from ._diffusion import DiffusionEstimate as DiffusionEstimate
     from ._diffusion import DiffusionField as DiffusionField
     from ._diffusion import estimate_diffusion as estimate_diffusion
@@ -57,8 +57,8 @@ _LAZY = {
     "LinearDrift": "_basis",
     "PolynomialBasis": "_basis",
     "RBFBasis": "_basis",
-    "RidgeRegression": "_basis",
-    "SparseGP": "_basis",
+    "RidgeRegression": "_classes",
+    "SparseGP": "_classes",
     "box_grid": "_basis",
     "BridgeSamples": "_bridges",
     "smc_bridges": "_bridges",

@@ -240,7 +240,14 @@ def smc_bridges(
 @eqx.filter_jit
 def _smc_bridges_jit(key, drift, sig, starts, ends, taus, targets, strength, num_particles, num_time_steps,
                      num_paths, lookahead):
-    keys = jax.random.split(key, starts.shape[0])
+    return bridges_from_keys(jax.random.split(key, starts.shape[0]), drift, sig, starts, ends, taus, targets,
+                             strength, num_particles, num_time_steps, num_paths, lookahead)
+
+
+def bridges_from_keys(keys, drift, sig, starts, ends, taus, targets, strength, num_particles, num_time_steps,
+                      num_paths, lookahead):
+    """The bridges of intervals ``starts -> ends``, interval ``b`` drawn with ``keys[b]`` (so that a chunk of
+    intervals draws what the same intervals draw in a larger batch); for traced, validated input."""
     fn = lambda k, a, b, t, g: _one_bridge(
         k, drift, sig, a, b, t, g, strength, num_particles, num_time_steps, num_paths, lookahead
     )

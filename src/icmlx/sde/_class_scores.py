@@ -14,8 +14,10 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .._checks import is_traced
-from ._basis import LinearDrift, PolynomialBasis, RBFBasis, RidgeRegression, SelectedBasis, _fit_inputs, box_grid
-from ._bridges import _smc_bridges_jit
+from ._basis import LinearDrift, PolynomialBasis, RBFBasis, SelectedBasis, box_grid
+from ._bridges import bridges_from_keys
+from ._chunks import chunked
+from ._classes import RidgeRegression, _fit_inputs
 from ._data import ArrayOrFrame
 from ._estimators import _intervals, check_function_class, default_function_class, fit_drift
 
@@ -113,6 +115,24 @@ class SelectedClass(eqx.Module):
                               [branch(c) for c in self.candidates], args)
         return LinearDrift(basis, W, covariance=C)
 
+    def _from_normal_equations(self, G, B, sigma) -> LinearDrift:
+        """The chosen candidate's fit from the normal equations of the `SelectedBasis` features (zero outside the
+        chosen candidate's block), padded as `fit` pads it."""
+        basis = self.basis
+        m = basis.num_features
+
+        def branch(c, k):
+            def f(args):
+                G, B, sigma = args
+                lin = c._from_normal_equations(G[:k, :k], B[:k], sigma)
+                return (jnp.pad(lin.weights, ((0, m - k), (0, 0))),
+                        jnp.pad(lin.covariance, ((0, m - k), (0, m - k))))
+            return f
+
+        W, C = jax.lax.switch(jnp.clip(self.index, 0, len(self.candidates) - 1),
+                              [branch(c, k) for c, k in zip(self.candidates, basis.sizes, strict=True)], (G, B, sigma))
+        return LinearDrift(basis, W, covariance=C)
+
     def __repr__(self) -> str:
         return f"SelectedClass(index={self.index!r}, candidates={self.candidates!r})"
 
@@ -164,11 +184,12 @@ def _split_counts(lengths, n_pad: int, holdout: float, fn: str):
 
 
 def select_candidates(fit, obs_p, ts_p, lengths, sigma, candidates, holdout, key, num_particles, num_time_steps,
-                      fn):
+                      fn, chunk=None):
     """The held-out bridge score of each candidate and the one-standard-error choice, on observations padded to
     their size bucket (concrete or traced). ``fit(fc, n_train, key)`` fits candidate ``fc`` to each trajectory's
     first ``n_train`` observations and returns ``(drift, sigma)``; ``sigma`` is the given diffusion scale (or
-    ``None`` when each fit estimates its own)."""
+    ``None`` when each fit estimates its own). ``chunk(fc)``: held-out intervals scored at once for candidate
+    ``fc`` (``None``: all)."""
     n_traj, n_pad, d = obs_p.shape
     train, index, weight = _split_counts(lengths, n_pad, holdout, fn)
     dtype = obs_p.dtype
@@ -187,20 +208,33 @@ def select_candidates(fit, obs_p, ts_p, lengths, sigma, candidates, holdout, key
     starts, ends, hs = states[index], (states + incs)[index], taus[index]
     w = jnp.asarray(weight, dtype)
     k_fit, k_score = jax.random.split(key)
-    targets = jnp.zeros((index.shape[0], num_time_steps + 1, d), dtype)
+    n_held = index.shape[0]
+    targets = jnp.zeros((n_held, num_time_steps + 1, d), dtype)
+    # the same bridge randomness for every candidate (common random numbers sharpen the paired differences)
+    keys = jax.random.split(k_score, n_held)
     ll, sigmas = [], []
     n_train = jnp.asarray(train)
     for fc in candidates:
         drift, sig = fit(fc, n_train, k_fit)
-        # the same bridge randomness for every candidate (common random numbers sharpen the paired differences)
-        bs = _smc_bridges_jit(k_score, drift, sig.astype(dtype), starts, ends, hs, targets, jnp.zeros((), dtype),
-                              num_particles, num_time_steps, 1, True)
-        ll.append(jnp.where(bs.degenerate, -jnp.inf, bs.log_evidence))
+        ll.append(_held_out_evidence(keys, drift, sig.astype(dtype), starts, ends, hs, targets, num_particles,
+                                     num_time_steps, n_held if chunk is None else min(n_held, chunk(fc))))
         sigmas.append(sig.astype(dtype))
     scores, se, choice = one_standard_error_choice(jnp.stack(ll), w)
     out_sig = jnp.stack(sigmas)[choice] if sigma is None else jnp.asarray(sigma, dtype)
     chosen = SelectedClass(candidates, choice) if is_traced(choice) else candidates[int(choice)]
     return FunctionClassSelection(chosen, candidates, scores, se, choice, out_sig)
+
+
+@eqx.filter_jit
+def _held_out_evidence(keys, drift, sig, starts, ends, hs, targets, num_particles, num_time_steps, chunk):
+    """Each held-out interval's bridge evidence (look-ahead weights, one path), ``-inf`` for a collapsed bridge;
+    the bridges run ``chunk`` intervals at a time."""
+    def score(win, valid):
+        bs = bridges_from_keys(*win[:1], drift, sig, *win[1:], jnp.zeros((), sig.dtype), num_particles,
+                               num_time_steps, 1, True)
+        return None, jnp.where(bs.degenerate, -jnp.inf, bs.log_evidence)
+
+    return chunked(score, (keys, starts, ends, hs, targets), keys.shape[0], chunk)[1]
 
 
 @jax.jit

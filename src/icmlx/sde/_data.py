@@ -315,7 +315,8 @@ def interval_data(observations: Any, ts: Any, *, fn: str):
     """The intervals of regular or ragged trajectories, flattened in trajectory order.
 
     Returns ``(states (N, d), increments (N, d), dts (N,), follows (N,), names, n_states)``: ``follows[k]`` says
-    that interval ``k + 1`` continues interval ``k`` in the same trajectory (for lag-1 statistics).
+    that interval ``k + 1`` continues interval ``k`` in the same trajectory (for lag-1 statistics); it depends on
+    the lengths only, so it is a NumPy array even for traced observations.
     """
     if not is_ragged(observations):
         obs, t, _, names = as_observations(observations, ts, None, fn=fn, allow_none=True)
@@ -328,7 +329,7 @@ def interval_data(observations: Any, ts: Any, *, fn: str):
         out = (states, incs, dts)
         if xp is np:
             out = tuple(jax.device_put(v) for v in out)
-        return (*out, jax.device_put(follows), names, n_traj * n_obs)
+        return (*out, np.ascontiguousarray(follows), names, n_traj * n_obs)
     trajs, names = as_trajectories(observations, ts, fn=fn)
     if any(is_traced(v) for pair in trajs for v in pair):
         raise TypeError(f"{fn}: ragged observations must be NumPy or JAX arrays, got a traced value (a list of "
@@ -340,4 +341,4 @@ def interval_data(observations: Any, ts: Any, *, fn: str):
     dts = np.concatenate([np.diff(t) for _, t in host])
     follows = np.concatenate([np.arange(len(t) - 1) < len(t) - 2 for _, t in host])
     n_states = sum(len(t) for _, t in host)
-    return (*(jax.device_put(v) for v in (states, incs, dts, follows)), names, n_states)
+    return (*(jax.device_put(v) for v in (states, incs, dts)), follows, names, n_states)

@@ -12,6 +12,7 @@ from jaxtyping import Array, Float
 
 from .._repr import summarise
 from ._basis import _BROADCASTING, _exponents
+from ._chunks import check_chunk_size, chunk_rows, chunked
 from ._data import ArrayOrFrame, as_real, interval_data
 
 __all__ = ["DiffusionEstimate", "DiffusionField", "estimate_diffusion"]
@@ -174,71 +175,107 @@ def _psd_factor(cov, model: str):
     return jnp.linalg.cholesky(psd + jitter)
 
 
-def _hac_cov(z, follows, lags: int):
-    """Covariance of the mean of 1-dependent-within-trajectory terms ``z (N, q)``: lag products up to ``lags``
-    taken only inside a trajectory (truncated kernel: the terms are exactly ``lags``-dependent)."""
-    n = z.shape[0]
-    S = z.T @ z
-    same = jnp.ones((n,), bool)
+def _lag_products(z, follows, valid, lags: int, chunk: int):
+    """The window's part of $\\sum_k z_k z_k^\\top + \\sum_{l \\le lags} \\sum_k [k, k + l \\text{ in one trajectory}]
+    (z_k z_{k+l}^\\top + z_{k+l} z_k^\\top)$ over its own ``chunk`` rows (the window holds ``lags`` rows past
+    them): the covariance of the mean of ``lags``-dependent terms, up to $1/n^2$ (truncated kernel)."""
+    own = z[:chunk]
+    S = own.T @ own
+    same = valid[:chunk]
     for lag in range(1, lags + 1):
-        same = same[:-1] & follows[: n - lag]
-        a, b = jnp.where(same[:, None], z[:-lag], 0.0), z[lag:]
+        same = same & follows[lag - 1: lag - 1 + chunk]
+        a, b = jnp.where(same[:, None], own, 0.0), z[lag: lag + chunk]
         S = S + a.T @ b + b.T @ a
-    return S / n**2
+    return S
+
+
+def _noise_terms(r, follows, valid):
+    """Per-interval terms with localization noise: $q_k = r_k r_k^\\top + 2\\,\\mathrm{sym}(r_k r_{k+1}^\\top)$ and
+    $-\\mathrm{sym}(r_k r_{k+1}^\\top)$ where interval ``k + 1`` continues ``k`` (else zero), and that mask."""
+    nxt = jnp.concatenate([r[1:], jnp.zeros_like(r[:1])])
+    cross = r[:, :, None] * nxt[:, None, :]
+    cross = 0.5 * (cross + jnp.swapaxes(cross, 1, 2))
+    mask = (follows & valid & jnp.concatenate([valid[1:], jnp.zeros((1,), bool)])).astype(r.dtype)
+    rr = r[:, :, None] * r[:, None, :]
+    # E[r_k r_k^T] = S dt_k + 2A and E[r_k r_{k+1}^T] = -A for noise covariance A (Vestergaard et al. 2014)
+    return (rr + 2.0 * cross) * mask[:, None, None], -cross * mask[:, None, None], mask
 
 
 @eqx.filter_jit
-def _estimate(states, incs, dts, follows, drift, model: str, noise: bool, degree: int, basis=None):
+def _estimate(states, incs, dts, follows, drift, model: str, noise: bool, degree: int, basis=None, chunk=None):
+    """The estimator over chunks of ``chunk`` intervals: three passes of sums (the drift regression's normal
+    equations, the residual terms, their dependence-corrected covariance), each holding one chunk's
+    (intervals x features) intermediates at a time."""
     n, d = states.shape
     dtype = states.dtype
+    chunk = n if chunk is None else chunk
+    # windows reach one interval back (the instruments) and three ahead (the lag-2 products of the noise terms)
+    front, back = (1, 3) if noise else (0, 0)
+    data = (states, incs, dts, follows)
+    run = lambda fn: chunked(fn, data, n, chunk, front=front, back=back)[0]  # noqa: E731
+
+    def own(x):
+        return x[front: front + chunk]
+
     if drift is None:
         feature = _feature_map(states, degree)
-        phi = jax.vmap(feature)(states)  # (N, m)
-        m = phi.shape[-1]
-        if noise:
-            # instrumental variables: the previous state's features are independent of this interval's
-            # localization errors, which bias the plain regression (errors in variables)
-            prev = jnp.concatenate([jnp.zeros((1,), bool), follows[:-1]])
-            zf = jnp.where(prev[:, None], jnp.concatenate([phi[:1], phi[:-1]]), 0.0)
-            G = (zf * dts[:, None]).T @ phi
-            B = zf.T @ incs
-        else:
-            G = (phi * dts[:, None]).T @ phi
-            B = phi.T @ incs
+
+        def normal_equations(win, valid):
+            s, dx, dt, fo = win
+            phi = jax.vmap(feature)(s)  # (W, m)
+            v = own(valid).astype(dtype)
+            if noise:
+                # instrumental variables: the previous state's features are independent of this interval's
+                # localization errors, which bias the plain regression (errors in variables)
+                prev = fo[:chunk] & valid[:chunk]
+                zf = jnp.where(prev[:, None], phi[:chunk], 0.0) * v[:, None]
+                return ((zf * own(dt)[:, None]).T @ own(phi), zf.T @ own(dx)), None
+            return ((phi * (v * dt)[:, None]).T @ phi, (phi * v[:, None]).T @ dx), None
+
+        G, B = run(normal_equations)
+        m = G.shape[0]
         ridge = 1e-10 * jnp.trace(jnp.abs(G)) / m
         W = jnp.linalg.solve(G + ridge * jnp.eye(m, dtype=dtype), B)
-        fx = phi @ W
         f_hat = lambda x: feature(x) @ W  # noqa: E731
     else:
-        fx = jax.vmap(drift)(states).astype(dtype)
         m = 0
         f_hat = lambda x: drift(x).astype(dtype)  # noqa: E731
-    r = incs - fx * dts[:, None]  # (N, d)
-    rr = r[:, :, None] * r[:, None, :]
-    if noise:
-        nxt = jnp.concatenate([r[1:], jnp.zeros((1, d), dtype)])
-        cross = r[:, :, None] * nxt[:, None, :]
-        cross = 0.5 * (cross + jnp.swapaxes(cross, 1, 2))
-        mask = follows.astype(dtype)
-        # E[r_k r_k^T] = S dt_k + 2A and E[r_k r_{k+1}^T] = -A for noise covariance A (Vestergaard et al. 2014)
-        q = (rr + 2.0 * cross) * mask[:, None, None]
-        a_terms = -cross * mask[:, None, None]
-        n_pairs = jnp.maximum(jnp.sum(mask), 1.0)
-        noise_cov = jnp.sum(a_terms, 0) / n_pairs
-        lags = 2
-        scale = 1.0
-    else:
-        mask = jnp.ones((n,), dtype)
-        q = rr
-        noise_cov = None
-        lags = 0
-        scale = n / max(n - m, 1)  # the least-squares fit takes m of the n noise dimensions per coordinate
-    total_dt = jnp.sum(dts * mask)
-    cov = scale * jnp.sum(q, 0) / total_dt
-    # first order in tau: the residual r = sigma dW + J sigma int W ds has covariance S tau + (J S + S J^T) tau^2 / 2
-    # (J the drift's Jacobian), so S = M - (A M + M A^T) with A = sum tau_k^2 J_k / (2 sum tau_k)
-    jac = jax.vmap(jax.jacfwd(f_hat))(states)  # (N, d, d)
-    A = jnp.sum(jac * (mask * dts**2)[:, None, None], 0) / (2.0 * total_dt)
+    lags = 2 if noise else 0
+    scale = 1.0 if noise else n / max(n - m, 1)  # the least-squares fit takes m of the n noise dimensions
+
+    def terms(win, valid):
+        """The residuals' terms $q_k$, the noise terms and the interval mask over a window."""
+        s, dx, dt, fo = win
+        r = dx - jax.vmap(f_hat)(s) * dt[:, None]
+        if noise:
+            return _noise_terms(r, fo, valid)
+        rr = r[:, :, None] * r[:, None, :]
+        mask = valid.astype(dtype)
+        return rr * mask[:, None, None], None, mask
+
+    def residual_sums(win, valid):
+        s, _, dt, _ = win
+        q, a_terms, mask = (None if x is None else own(x) for x in terms(win, valid))
+        dt, s = own(dt), own(s)
+        # first order in tau: the drift's Jacobian J enters the residual covariance as (J S + S J^T) tau^2 / 2
+        jac = jax.vmap(jax.jacfwd(f_hat))(s)  # (chunk, d, d)
+        out = {"q": jnp.sum(q, 0), "mask": jnp.sum(mask), "dt": jnp.sum(dt * mask),
+               "jac": jnp.sum(jac * (mask * dt**2)[:, None, None], 0)}
+        if noise:
+            out["a"] = jnp.sum(a_terms, 0)
+        if basis is not None:  # static: sigma sigma^T(y_k) tau_k ~ q_k, least squares weighted by tau_k
+            psi = jax.vmap(basis)(s).astype(dtype)  # (chunk, m_s)
+            out["G"] = (psi * (mask * dt)[:, None]).T @ psi
+            out["B"] = psi.T @ q.reshape(-1, d * d)
+        return out, None
+
+    sums = run(residual_sums)
+    total_dt = sums["dt"]
+    cov = scale * sums["q"] / total_dt
+    noise_cov = sums["a"] / jnp.maximum(sums["mask"], 1.0) if noise else None
+    # the residual r = sigma dW + J sigma int W ds has covariance S tau + (J S + S J^T) tau^2 / 2, so
+    # S = M - (A M + M A^T) with A = sum tau_k^2 J_k / (2 sum tau_k)
+    A = sums["jac"] / (2.0 * total_dt)
     corrected = cov - (A @ cov + cov @ A.T)
     # outside the first-order regime (tau |J| of order one: coarse intervals, where infer_drift estimates sigma
     # jointly) the correction is not trusted beyond doubling or halving the variance
@@ -246,20 +283,22 @@ def _estimate(states, incs, dts, follows, drift, model: str, noise: bool, degree
     cov = jnp.where((ratio > 0.5) & (ratio < 2.0), corrected, cov)
     cov_m = _model_cov(cov, model)
     sigma = _reduce(cov, model)
-    # delta method: the ratio estimator's influence terms, then the Jacobian of the reduction
-    zt = (scale * q - cov[None] * dts[:, None, None]) * mask[:, None, None] / (total_dt / n)
-    V = _hac_cov(zt.reshape(n, d * d), follows, lags)
+
+    def dependence(win, valid):
+        # delta method: the ratio estimator's influence terms z_k, then the Jacobian of the reduction
+        q, _, mask = terms(win, valid)
+        z = (scale * q - cov[None] * win[2][:, None, None]) * mask[:, None, None] / (total_dt / n)
+        return _lag_products(z[front:].reshape(-1, d * d), win[3][front:], valid[front:], lags, chunk), None
+
+    V = run(dependence) / float(n) ** 2
     J = jax.jacfwd(lambda c: _reduce(c.reshape(d, d), model).reshape(-1))(cov.reshape(-1))
     se = jnp.sqrt(jnp.maximum(jnp.sum((J @ V) * J, -1), 0.0)).reshape(sigma.shape)
     noise_level = None if noise_cov is None else _psd_factor(noise_cov, model)
     field = None
-    if basis is not None:  # static: sigma sigma^T(y_k) tau_k ~ q_k, least squares weighted by tau_k
-        psi = jax.vmap(basis)(states).astype(dtype)  # (N, m_s)
-        ms = psi.shape[-1]
-        G = (psi * (mask * dts)[:, None]).T @ psi
-        B = psi.T @ (scale * q * mask[:, None, None]).reshape(n, d * d)
+    if basis is not None:
+        G, ms = sums["G"], sums["G"].shape[0]
         ridge = 1e-10 * jnp.trace(jnp.abs(G)) / ms
-        Wf = jnp.linalg.solve(G + ridge * jnp.eye(ms, dtype=dtype), B).reshape(ms, d, d)
+        Wf = jnp.linalg.solve(G + ridge * jnp.eye(ms, dtype=dtype), scale * sums["B"]).reshape(ms, d, d)
         field = DiffusionField(basis, 0.5 * (Wf + jnp.swapaxes(Wf, 1, 2)))
     return sigma, se, cov_m, noise_level, field
 
@@ -271,6 +310,7 @@ def estimate_diffusion(
     model: str | Callable = "scalar",
     measurement_noise: bool = False,
     drift: Callable | None = None,
+    chunk_size: int | None = None,
 ) -> DiffusionEstimate:
     r"""The diffusion $\sigma\sigma^\top$ of $dX = f(X)\,dt + \sigma\,dW$ from observed trajectories.
 
@@ -318,6 +358,10 @@ def estimate_diffusion(
         diffusion, returned as ``field`` (see above).
       measurement_noise: use the noise-robust estimator and return the noise level.
       drift: a known drift ``(d,) -> (d,)`` to remove instead of the fitted one.
+      chunk_size: intervals per chunk. The estimator is a few passes of sums over the intervals, each run over
+        chunks so that its (intervals x features) intermediates take one chunk's memory; ``None`` chooses the
+        largest power of two within the memory budget (`icmlx.sde` guide, "Data sets of any size"). The result
+        does not depend on it beyond the order of floating-point sums.
 
     Returns:
       `DiffusionEstimate` (with ``field``, a `DiffusionField`, for a basis ``model``).
@@ -354,7 +398,7 @@ def estimate_diffusion(
         raise TypeError(f"{fn}: drift must be a callable (d,) -> (d,) or None, got {drift!r}")
     states, incs, dts, follows, _, _ = interval_data(observations, ts, fn=fn)
     n, d = states.shape
-    if measurement_noise and not bool(jnp.any(follows)):
+    if measurement_noise and not follows.any():
         raise ValueError(f"{fn}: measurement_noise=True needs trajectories of at least three observations (two "
                          "consecutive intervals)")
     degree = _poly_degree(d, int(follows.sum()) if measurement_noise else n)
@@ -369,7 +413,13 @@ def estimate_diffusion(
         if m_s[0] > n:
             raise ValueError(f"{fn}: the basis has {m_s[0]} features but the data hold only {n} intervals; pass a "
                              "smaller basis or more observations")
+    chunk_size = check_chunk_size(chunk_size, fn)
     est_model = "scalar" if basis is not None else model
+    m = math.comb(d + degree, degree) if drift is None else 0
+    m_s = 0 if basis is None else m_s[0]
+    # per interval: the drift's and the basis' features (with their weighted copies), the Jacobian and the terms
+    row_bytes = states.dtype.itemsize * (3 * (m + m_s) + 8 * d * d + 4 * d + 8)
+    chunk = chunk_rows(n, row_bytes, chunk_size)
     sigma, se, cov, noise, field = _estimate(states, incs, dts, follows, drift, est_model, measurement_noise, degree,
-                                             basis)
+                                             basis, chunk)
     return DiffusionEstimate(sigma, se, cov, noise, model, n, field)

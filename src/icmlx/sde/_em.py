@@ -16,11 +16,21 @@ from .._results import RESULTS, Solution, raise_if_failed
 from .._strategy import as_strategy
 from .._types import PRNGKey, RealScalarLike
 from ._basis import LinearDrift
-from ._bridges import _smc_bridges_jit
+from ._bridges import bridges_from_keys
+from ._chunks import check_chunk_size, chunk_rows, chunked
 from ._class_scores import select_candidates
+from ._classes import normal_equations
 from ._data import ArrayOrFrame, as_observations, as_sigma, as_trajectories, is_ragged
 from ._diffusion import estimate_diffusion
-from ._estimators import _intervals, _named, check_function_class, default_function_class, fit_drift
+from ._estimators import (
+    _intervals,
+    _named,
+    check_function_class,
+    default_function_class,
+    fit_drift,
+    fit_in_chunks,
+    streams,
+)
 from ._guidance import AbstractGuidance, GeodesicGuidance, NoGuidance
 
 __all__ = ["EMHistory", "DriftSolution", "infer_drift"]
@@ -141,6 +151,7 @@ def infer_drift(
     progress: bool | None = None,
     throw: bool = True,
     mesh: jax.sharding.Mesh | None = None,
+    chunk_size: int | None = None,
 ) -> DriftSolution:
     r"""EM drift inference with SMC bridges between every pair of consecutive observations.
 
@@ -211,7 +222,14 @@ def infer_drift(
         particles) are sharded over all the mesh's axes, and the M-step's sums are reduced across devices. The
         result equals the one-device run up to the order of floating-point sums (random numbers do not depend
         on the sharding). The padded interval count (``n_traj`` times a power of two >= 8) must be divisible by
-        the mesh size.
+        the mesh size; each chunk of intervals is split over the devices.
+      chunk_size: intervals whose bridges run at once. Each EM iteration runs the bridges over chunks of
+        intervals and adds up the M-step's normal equations (and, with ``sigma=None``, the residual sums of the
+        $\sigma$ update) over the chunks, so memory beyond the observations and their geodesic targets is one
+        chunk's, whatever the number of intervals. ``None`` chooses the largest power of two within the memory
+        budget (`icmlx.sde` guide, "Data sets of any size"). Random numbers are drawn per interval, so the
+        result does not depend on it beyond the order of floating-point sums. A user function class with only a
+        ``fit`` method (no normal equations) gets every interval at once.
 
     Returns:
       `DriftSolution` with the final drift (``value``, also ``drift``), the EM history and per-interval
@@ -246,9 +264,23 @@ def infer_drift(
     guidance = _as_guidance(guidance)
     num_steps, num_particles, num_time_steps, num_paths = _check_counts(
         num_steps, num_particles, num_time_steps, num_paths, "infer_drift")
-    obs_p, ts_p, lengths, sig, learn_sigma, names = _prepare(observations, ts, sigma, "infer_drift")
+    chunk_size = check_chunk_size(chunk_size, "infer_drift")
+    obs_p, ts_p, lengths, sig, learn_sigma, names = _prepare(observations, ts, sigma, "infer_drift", chunk_size)
     n_traj, n_obs, d = obs_p.shape[0], int(lengths.max()), obs_p.shape[2]
     show = resolve_progress(progress, in_program=True)
+    # the mesh is checked before any work (the class selection included)
+    sharding = None
+    if mesh is not None:
+        if not isinstance(mesh, jax.sharding.Mesh):
+            raise TypeError(f"infer_drift: mesh must be a jax.sharding.Mesh or None, got {type(mesh).__name__}")
+        n_int = obs_p.shape[0] * (obs_p.shape[1] - 1)
+        if n_int % mesh.size:
+            raise ValueError(f"infer_drift: the {n_int} padded intervals do not divide over the mesh's {mesh.size} "
+                             "devices; use a mesh whose size is a power of two (or divides the interval count)")
+        # the same devices with automatic axes: the constraint inside the program is a hint to the partitioner
+        auto = jax.sharding.Mesh(mesh.devices, mesh.axis_names,
+                                 axis_types=(jax.sharding.AxisType.Auto,) * len(mesh.axis_names))
+        sharding = jax.sharding.NamedSharding(auto, jax.sharding.PartitionSpec(tuple(mesh.axis_names)))
     selection = None
     if isinstance(function_class, str):
         if function_class != "auto":
@@ -262,7 +294,7 @@ def infer_drift(
         # concrete data: the chosen class itself; traced data: a SelectedClass over every candidate
         selection = _bridge_selection(k_sel, obs_p, ts_p, lengths, sig, learn_sigma, None, 0.25, guidance,
                                       min(num_steps, 4), min(num_particles, 32), min(num_time_steps, 10), num_paths,
-                                      lookahead, "infer_drift")
+                                      lookahead, "infer_drift", chunk_size)
         function_class = selection.function_class
     # the padding repeats each trajectory's last observation: the same bounding box as the observations'
     fc = default_function_class(obs_p) if function_class is None else function_class
@@ -278,21 +310,11 @@ def infer_drift(
     # The guidance enters the compiled EM loop only as data (targets, beta): plain and geodesic runs of the
     # same size share one compiled function (beta = 0 makes the path cost vanish).
     targets, beta = guidance._padded_targets(obs_p, num_time_steps, n_obs)
-    sharding = None
-    if mesh is not None:
-        if not isinstance(mesh, jax.sharding.Mesh):
-            raise TypeError(f"infer_drift: mesh must be a jax.sharding.Mesh or None, got {type(mesh).__name__}")
-        n_int = obs_p.shape[0] * (obs_p.shape[1] - 1)
-        if n_int % mesh.size:
-            raise ValueError(f"infer_drift: the {n_int} padded intervals do not divide over the mesh's {mesh.size} "
-                             "devices; use a mesh whose size is a power of two (or divides the interval count)")
-        # the same devices with automatic axes: the constraint inside the program is a hint to the partitioner
-        auto = jax.sharding.Mesh(mesh.devices, mesh.axis_names,
-                                 axis_types=(jax.sharding.AxisType.Auto,) * len(mesh.axis_names))
-        sharding = jax.sharding.NamedSharding(auto, jax.sharding.PartitionSpec(tuple(mesh.axis_names)))
+    chunk = em_chunk(obs_p.shape[0] * (obs_p.shape[1] - 1), d, _feature_count(fc, d, obs_p.dtype), num_particles,
+                     num_time_steps, num_paths, obs_p.dtype.itemsize, chunk_size, 1 if mesh is None else mesh.size)
     sol = _infer_core(
         key, obs_p, ts_p, n_valid, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps,
-        num_paths, lookahead, show, learn_sigma=learn_sigma, sharding=sharding,
+        num_paths, lookahead, show, learn_sigma=learn_sigma, sharding=sharding, chunk=chunk,
     )
     # The per-interval diagnostics of the real intervals (host slicing for concrete results: no program).
     ess, degenerate = (_real_intervals(x, n_traj, n_obs, lengths) for x in (sol.ess, sol.degenerate))
@@ -307,6 +329,11 @@ def infer_drift(
     return sol
 
 
+def _feature_count(fc, d: int, dtype) -> int:
+    """The number of features of ``fc``'s basis (shapes only)."""
+    return int(jax.eval_shape(fc.basis, jax.ShapeDtypeStruct((d,), dtype)).shape[-1])
+
+
 def _check_counts(num_steps, num_particles, num_time_steps, num_paths, fn: str) -> tuple[int, int, int, int]:
     """The EM's sizes as ints, each at least 1 (``num_time_steps`` at least 2), or an error naming it."""
     return (check_int(num_steps, "num_steps", where=fn, minimum=1),
@@ -315,7 +342,7 @@ def _check_counts(num_steps, num_particles, num_time_steps, num_paths, fn: str) 
             check_int(num_paths, "num_paths", where=fn, minimum=1))
 
 
-def _prepare(observations, ts, sigma, fn: str):
+def _prepare(observations, ts, sigma, fn: str, chunk_size: int | None = None):
     """Validated observations padded to their size bucket: ``(obs (n_traj, n_pad, d), ts, lengths, sigma,
     learn_sigma, names)``, ``lengths`` the real observations per trajectory (host integers: static for traced
     input, which is never ragged) and ``sigma`` `estimate_diffusion`'s when none was given.
@@ -340,27 +367,33 @@ def _prepare(observations, ts, sigma, fn: str):
         sigma_data = (obs, ts)
     learn_sigma = sig is None
     if learn_sigma:
-        sig = estimate_diffusion(*sigma_data).sigma
+        sig = estimate_diffusion(*sigma_data, chunk_size=chunk_size).sigma
     obs_p, ts_p = _pad_observations(obs, ts, _bucket_obs(obs.shape[1]))
     return obs_p, ts_p, lengths, sig, learn_sigma, names
 
 
 def _bridge_selection(key, obs_p, ts_p, lengths, sig, learn_sigma, candidates, holdout, guidance, num_steps,
-                      num_particles, num_time_steps, num_paths, lookahead, fn):
+                      num_particles, num_time_steps, num_paths, lookahead, fn, chunk_size=None):
     """`select_candidates` with each candidate fitted by the EM loop on the padded observations, its training
     part given as each trajectory's count of real observations (one compiled EM per class and size bucket)."""
     targets, beta = guidance._padded_targets(obs_p, num_time_steps, int(lengths.max()))
+    n_traj, n_pad, d = obs_p.shape
+
+    def chunk(fc, paths):
+        return em_chunk(n_traj * (n_pad - 1), d, _feature_count(fc, d, obs_p.dtype), num_particles, num_time_steps,
+                        paths, obs_p.dtype.itemsize, chunk_size)
 
     def fit(fc, n_train, k):
         sol = _infer_core(k, obs_p, ts_p, n_train, sig, fc, None, targets, beta, num_steps, num_particles,
-                          num_time_steps, num_paths, lookahead, False, learn_sigma=learn_sigma)
+                          num_time_steps, num_paths, lookahead, False, learn_sigma=learn_sigma,
+                          chunk=chunk(fc, num_paths))
         return sol.value, sol.sigma
 
     return select_candidates(fit, obs_p, ts_p, lengths, None if learn_sigma else sig, candidates, holdout, key,
-                             num_particles, num_time_steps, fn)
+                             num_particles, num_time_steps, fn, chunk=lambda fc: chunk(fc, 1))
 
 
-def select_by_bridges(observations, ts, sigma, candidates, holdout, key, em_options, fn):
+def select_by_bridges(observations, ts, sigma, candidates, holdout, key, em_options, fn, chunk_size=None):
     """`select_function_class` with ``score="bridge"``: the observations prepared as `infer_drift` prepares
     them, the candidates fitted by its EM (``em_options``: its ``num_steps``, ``num_particles``,
     ``num_time_steps``, ``num_paths``, ``guidance`` and ``lookahead``)."""
@@ -376,9 +409,9 @@ def select_by_bridges(observations, ts, sigma, candidates, holdout, key, em_opti
             raise TypeError(f"{fn}: em_options takes {', '.join(sorted(opts))}; got {', '.join(map(str, unknown))}")
         opts.update(em_options)
     counts = _check_counts(*(opts[k] for k in ("num_steps", "num_particles", "num_time_steps", "num_paths")), fn)
-    obs_p, ts_p, lengths, sig, learn_sigma, _ = _prepare(observations, ts, sigma, fn)
+    obs_p, ts_p, lengths, sig, learn_sigma, _ = _prepare(observations, ts, sigma, fn, chunk_size)
     return _bridge_selection(key, obs_p, ts_p, lengths, sig, learn_sigma, candidates, holdout,
-                             _as_guidance(opts["guidance"]), *counts, bool(opts["lookahead"]), fn)
+                             _as_guidance(opts["guidance"]), *counts, bool(opts["lookahead"]), fn, chunk_size)
 
 
 def _bucket_obs(n_obs: int) -> int:
@@ -422,29 +455,50 @@ def _real_intervals(x, n_traj: int, n_obs: int, lengths):
     return jax.device_put(np.concatenate([host[i, : n - 1] for i, n in enumerate(lengths)]))
 
 
+def em_chunk(num_intervals: int, d: int, num_features: int, num_particles: int, num_time_steps: int,
+             num_paths: int, itemsize: int, chunk_size: int | None, devices: int = 1) -> int:
+    """Intervals per chunk of the EM: ``chunk_size``, or the most whose bridges and M-step rows fit the memory
+    budget (`chunk_rows`), a multiple of the devices the chunk is sharded over."""
+    N, K, R, m = num_particles, num_time_steps, num_paths, num_features
+    # per interval: the particles' history (states and ancestors), one step's features of the particles, the
+    # paths' M-step rows (features and their weighted copy) and the paths and targets themselves
+    row = itemsize * ((K - 1) * N * (d + 1) + 3 * N * m + 3 * R * K * m + 2 * R * (K + 1) * d + (K + 1) * d + 16)
+    return chunk_rows(num_intervals, row, chunk_size, multiple=devices)
+
+
 @eqx.filter_jit
 def _infer_core(
     key, obs, ts, n_obs, sig, fc, init, targets, beta, num_steps, num_particles, num_time_steps, num_paths,
-    lookahead, progress, learn_sigma=False, sharding=None,
+    lookahead, progress, learn_sigma=False, sharding=None, chunk=None,
 ):
     n_traj, n_pad, d = obs.shape
-    targets = targets.reshape(n_traj * (n_pad - 1), num_time_steps + 1, d)
+    dtype = obs.dtype
+    K, R = num_time_steps, num_paths
+    n_int = n_traj * (n_pad - 1)
+    targets = targets.reshape(n_int, K + 1, d)
     states, incs, dts = _intervals(obs, ts)
     # padding intervals and points (bucketed sizes): weight 0 in every fit and statistic
     # n_obs: the real observations per trajectory, shape (n_traj,) (or one count for all)
     n_obs = jnp.broadcast_to(jnp.reshape(n_obs, (-1,)), (n_traj,))
     real_int = (jnp.arange(n_pad - 1, dtype=n_obs.dtype)[None] < n_obs[:, None] - 1).reshape(-1)
     real_pt = (jnp.arange(n_pad, dtype=n_obs.dtype)[None] < n_obs[:, None]).reshape(-1)
+    # a class that fits from normal equations streams: the intervals run in chunks, their sums added up; a user
+    # class with only `fit` gets every row at once
+    stream = streams(fc)
+    chunk = n_int if chunk is None or not stream else chunk
     if init is None:
-        init = fit_drift(fc, states, incs, dts, sig, weights=real_int.astype(obs.dtype))
+        if stream:
+            init = fit_in_chunks(fc, states, incs, dts, sig, real_int.astype(dtype), chunk)
+        else:
+            init = fit_drift(fc, states, incs, dts, sig, weights=real_int.astype(dtype))
     basis = init.basis
     starts = states
     ends = states + incs
-    if sharding is not None:  # static: the bridges' interval axis split over the mesh
+    shard = None
+    if sharding is not None:  # static: each chunk's intervals split over the mesh
         shard = lambda a: jax.lax.with_sharding_constraint(  # noqa: E731
             a, jax.sharding.NamedSharding(sharding.mesh, jax.sharding.PartitionSpec(
                 sharding.spec[0], *([None] * (a.ndim - 1)))))
-        starts, ends, dts, targets = shard(starts), shard(ends), shard(dts), shard(targets)
     ypts = obs.reshape(-1, d)
     report = in_program_reporter("infer_drift", total=num_steps) if progress else None
 
@@ -452,47 +506,86 @@ def _infer_core(
     # whether the class's fit gives a weight covariance (library classes do; a user class may not): shapes only
     has_cov = jax.eval_shape(lambda: fit_drift(fc, states, incs, dts, sig)).covariance is not None
     m = init.weights.shape[0]
-    cov0 = jnp.zeros((m, m), obs.dtype)  # replaced by the first M-step's
+    cov0 = jnp.zeros((m, m), dtype)  # replaced by the first M-step's
 
     def em_step(carry, it):
         key, W, sig, cov = carry
         key, kb = jax.random.split(key)
+        keys = jax.random.split(kb, n_int)  # per interval: the draws do not depend on the chunking
         drift = LinearDrift(basis, W)
-        # the validated inputs go straight to the kernel: the public checks would put eqx.error_if into the loop
-        bs = _smc_bridges_jit(kb, drift, sig, starts, ends, dts, targets, beta, num_particles, num_time_steps,
-                              num_paths, lookahead)
-        p = bs.paths  # (B, R, K+1, d)
-        x = p[:, :, :-1].reshape(-1, d)
-        dx = jnp.diff(p, axis=2).reshape(-1, d)
-        h = jnp.broadcast_to((dts / num_time_steps)[:, None, None], p.shape[:2] + (num_time_steps,)).reshape(-1)
-        wint = jnp.where(bs.degenerate | ~real_int, 0.0, 1.0 / num_paths).astype(obs.dtype)
-        w = jnp.broadcast_to(wint[:, None, None], p.shape[:2] + (num_time_steps,)).reshape(-1)
-        real_row = jnp.broadcast_to(real_int[:, None, None], p.shape[:2] + (num_time_steps,)).reshape(-1, 1)
-        x = jnp.where(real_row, x, jnp.zeros_like(x))  # a padding bridge cannot reach the fit, even as NaN * 0
-        dx = jnp.where(real_row, dx, jnp.zeros_like(dx))
-        new = fit_drift(fc, x, dx, h, sig, weights=w)
+
+        def e_step(win, valid):
+            """One chunk's bridges and what the M-step and the diagnostics need of them."""
+            k, a, b, h, g, real = win
+            if shard is not None:
+                a, b, h, g = shard(a), shard(b), shard(h), shard(g)
+            real = real & valid
+            bs = bridges_from_keys(k, drift, sig, a, b, h, g, beta, num_particles, K, R, lookahead)
+            p = bs.paths  # (C, R, K+1, d)
+            C = p.shape[0]
+            x = p[:, :, :-1].reshape(-1, d)
+            dx = jnp.diff(p, axis=2).reshape(-1, d)
+            hrow = jnp.broadcast_to((h / K)[:, None, None], (C, R, K)).reshape(-1)
+            wint = jnp.where(bs.degenerate | ~real, 0.0, 1.0 / R).astype(dtype)
+            w = jnp.broadcast_to(wint[:, None, None], (C, R, K)).reshape(-1)
+            real_row = jnp.broadcast_to(real[:, None, None], (C, R, K)).reshape(-1, 1)
+            x = jnp.where(real_row, x, jnp.zeros_like(x))  # a padding bridge cannot reach the fit, even as NaN * 0
+            dx = jnp.where(real_row, dx, jnp.zeros_like(dx))
+            valid_b = ~bs.degenerate & real
+            sums = {"loss": jnp.sum(jnp.where(valid_b, bs.log_evidence, 0.0)), "n_valid": jnp.sum(valid_b),
+                    "n_deg": jnp.sum(bs.degenerate & real)}
+            rows = {"ess": bs.ess / num_particles, "deg": bs.degenerate & real}
+            phi = jax.vmap(basis)(x)  # (C R K, m)
+            if stream:
+                sums["G"], sums["B"] = normal_equations(basis, x, dx, hrow, w, features=phi)
+            else:
+                rows.update(x=x.reshape(C, R * K, d), dx=dx.reshape(C, R * K, d), h=hrow.reshape(C, R * K),
+                            w=w.reshape(C, R * K))
+            if learn_sigma:  # static
+                # interval-scale residuals r = (b - a) - sum_j f(x_j) h of each path are linear in the drift's
+                # weights: r_new = r_old - Phi^T (W_new - W_old), Phi the path's summed features, so the sums of
+                # r_old r_old, Phi r_old^T and Phi Phi^T give the residual under the drift the M-step will fit
+                Phi = (phi * hrow[:, None]).reshape(C, R, K, -1).sum(2)  # (C, R, m)
+                r_old = jnp.where(real[:, None, None], (b - a)[:, None] - Phi @ W, 0.0)
+                wr = jnp.broadcast_to(wint[:, None], (C, R)).reshape(-1)
+                Phi, r_old = Phi.reshape(C * R, -1), r_old.reshape(C * R, d)
+                sums.update(rr=jnp.sum(wr * jnp.sum(r_old**2, -1)), Pr=(Phi * wr[:, None]).T @ r_old,
+                            PP=(Phi * wr[:, None]).T @ Phi, den=d * jnp.sum(wint * R * h))
+            return sums, rows
+
+        data = (keys, starts, ends, dts, targets, real_int)
+        sums, rows = chunked(e_step, data, n_int, chunk)
+        if stream:
+            new = fc._from_normal_equations(sums["G"], sums["B"], sig)
+        else:
+            new = fit_drift(fc, rows["x"].reshape(-1, d), rows["dx"].reshape(-1, d), rows["h"].reshape(-1), sig,
+                            weights=rows["w"].reshape(-1))
         Wn = new.weights
         cov = new.covariance.astype(cov.dtype) if has_cov else cov  # the complete-data posterior covariance
-        if learn_sigma:  # static
-            # interval-scale residual of each augmented path under the new drift (see the docstring)
-            fh = (jax.vmap(new)(x) * h[:, None]).reshape(p.shape[:2] + (num_time_steps, d)).sum(2)
-            resid = (p[:, :, -1] - p[:, :, 0]) - fh  # (B, R, d)
-            wr = jnp.broadcast_to(wint[:, None], p.shape[:2])
-            num = jnp.sum(wr * jnp.sum(jnp.where(real_int[:, None, None], resid, 0.0) ** 2, -1))
-            den = d * jnp.sum(wr * dts[:, None])
-            sig = jnp.where(den > 0, jnp.sqrt(num / jnp.maximum(den, jnp.finfo(obs.dtype).tiny)), sig)
-        sq = jnp.sum((jax.vmap(new)(ypts) - jax.vmap(drift)(ypts)) ** 2, -1)
-        change = jnp.sqrt(jnp.sum(jnp.where(real_pt, sq, 0.0)) / jnp.sum(n_obs).astype(obs.dtype))
-        valid = ~bs.degenerate & real_int
-        n_valid = jnp.maximum(jnp.sum(valid), 1).astype(obs.dtype)
-        loss = -jnp.sum(jnp.where(valid, bs.log_evidence, 0.0)) / n_valid
-        ess_frac = bs.ess / num_particles
+        if learn_sigma:  # static: the interval-scale residual of each augmented path under the new drift
+            dW = Wn - W
+            num = sums["rr"] - 2.0 * jnp.sum(dW * sums["Pr"]) + jnp.sum(dW * (sums["PP"] @ dW))
+            num = jnp.maximum(num, 0.0)
+            den = sums["den"]
+            sig = jnp.where(den > 0, jnp.sqrt(num / jnp.maximum(den, jnp.finfo(dtype).tiny)), sig)
+
+        def change_sums(win, valid):
+            y, real = win
+            diff = jax.vmap(basis)(y) @ dW_change
+            return jnp.sum(jnp.where(real & valid, jnp.sum(diff**2, -1), 0.0)), None
+
+        dW_change = Wn - W
+        sq = chunked(change_sums, (ypts, real_pt), ypts.shape[0], min(ypts.shape[0], chunk * R * K))[0]
+        change = jnp.sqrt(sq / jnp.sum(n_obs).astype(dtype))
+        n_valid = jnp.maximum(sums["n_valid"], 1).astype(dtype)
+        loss = -sums["loss"] / n_valid
+        ess_frac = rows["ess"]
         ess_med = jnp.nanmedian(jnp.where(real_int, ess_frac, jnp.nan))
         ess_low = jnp.min(jnp.where(real_int, ess_frac, jnp.inf))
-        ndeg = jnp.sum(bs.degenerate & real_int)
+        ndeg = sums["n_deg"]
         if progress:  # static: the default program holds no host callback
             report(it + 1, loss=loss, ess_median=ess_med, drift_change=change, num_degenerate=ndeg)
-        out = (loss, ess_med, ess_low, change, ndeg, Wn, ess_frac, bs.degenerate & real_int, sig)
+        out = (loss, ess_med, ess_low, change, ndeg, Wn, ess_frac, rows["deg"], sig)
         return (key, Wn, sig, cov), out
 
     (_, W, sig, cov), outs = jax.lax.scan(em_step, (key, init.weights, sig0, cov0), jnp.arange(num_steps))

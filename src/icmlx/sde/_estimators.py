@@ -9,7 +9,9 @@ from jaxtyping import Array, Float
 
 from .._checks import is_traced
 from .._types import RealScalarLike
-from ._basis import LinearDrift, RBFBasis, SparseGP, _input_dim, _solve_psd, box_grid
+from ._basis import LinearDrift, RBFBasis, _input_dim, box_grid
+from ._chunks import check_chunk_size, chunk_rows, chunked
+from ._classes import SparseGP, _solve_psd, normal_equations
 from ._data import (
     ArrayOrFrame,
     as_observations,
@@ -81,6 +83,43 @@ def fit_drift(fc, states, increments, dt, sigma, weights=None) -> LinearDrift:
     """``fc.fit`` without its input checks when ``fc`` is a library class (the inputs were checked already)."""
     fit = getattr(fc, "_fit", None) or fc.fit
     return fit(states, increments, dt, sigma, weights) if weights is not None else fit(states, increments, dt, sigma)
+
+
+def streams(fc) -> bool:
+    """Whether ``fc`` fits from normal equations added up over chunks of rows (``_from_normal_equations``: the
+    library classes); a user class with only ``fit`` is given all rows at once."""
+    return callable(getattr(fc, "_from_normal_equations", None)) and all(
+        streams(c) for c in getattr(fc, "candidates", ()))
+
+
+def fit_in_chunks(fc, states, increments, dt, sigma, weights, chunk: int) -> LinearDrift:
+    """``fc``'s fit to the rows, its normal equations added up over chunks of ``chunk`` rows (``fc`` streams);
+    traceable, for use inside a compiled function."""
+    def part(win, valid):
+        return normal_equations(fc.basis, *win[:3], jnp.where(valid, win[3], 0.0)), None
+
+    data = (states, increments, jnp.broadcast_to(jnp.asarray(dt, states.dtype), states.shape[:1]),
+            jnp.ones(states.shape[:1], states.dtype) if weights is None else weights.astype(states.dtype))
+    return fc._from_normal_equations(*chunked(part, data, states.shape[0], chunk)[0], sigma)
+
+
+def fit_chunk(fc, states, chunk_size: int | None = None) -> int:
+    """Rows per chunk of a streamed fit: the rows' features with their weighted copy and the data."""
+    n, d = states.shape
+    m = int(jax.eval_shape(fc.basis, jax.ShapeDtypeStruct((d,), states.dtype)).shape[-1])
+    return chunk_rows(n, states.dtype.itemsize * (3 * m + 2 * d + 4), chunk_size)
+
+
+def fit_rows(fc, states, increments, dt, sigma, weights=None, chunk_size: int | None = None) -> LinearDrift:
+    """`fit_drift` in chunks of rows within the memory budget when ``fc`` streams and the rows need more than one
+    chunk; else ``fc``'s own fit."""
+    chunk = fit_chunk(fc, states, chunk_size) if streams(fc) else states.shape[0]
+    if chunk >= states.shape[0]:
+        return fit_drift(fc, states, increments, dt, sigma, weights)
+    return _fit_in_chunks_jit(fc, states, increments, dt, sigma, weights, chunk)
+
+
+_fit_in_chunks_jit = eqx.filter_jit(fit_in_chunks)
 
 
 def _named(drift: LinearDrift, names) -> LinearDrift:
@@ -208,6 +247,7 @@ def naive_drift(
     sigma: RealScalarLike | None = None,
     *,
     function_class: eqx.Module | None = None,
+    chunk_size: int | None = None,
 ) -> DriftEstimate:
     r"""Increment regression at the observation interval (the "Gaussian likelihood" baseline).
 
@@ -226,6 +266,9 @@ def naive_drift(
       sigma: positive diffusion scale, or ``None`` (default) to estimate it from the increments with
         `estimate_diffusion` (scalar model; reported in ``sigma`` of the result).
       function_class: a `SparseGP` or `RidgeRegression`; default `default_function_class`.
+      chunk_size: intervals per chunk: the fit adds up its normal equations over chunks, so its (intervals x
+        features) matrix takes one chunk's memory (``None``: the largest power of two within the memory budget;
+        a user class with only ``fit`` gets every interval at once).
 
     Returns:
       `DriftEstimate`.
@@ -248,6 +291,7 @@ def naive_drift(
       ('naive', (2,))
     """
     fn = "naive_drift"
+    chunk_size = check_chunk_size(chunk_size, fn)
     if is_ragged(observations):
         states, incs, dts, _, names, _ = interval_data(observations, ts, fn=fn)
         sig = as_sigma(sigma, states.dtype, fn, allow_none=True)
@@ -257,10 +301,10 @@ def naive_drift(
         states, incs, dts = _intervals(obs, ts)
         pts = obs
     if sig is None:
-        sig = estimate_diffusion(observations, ts).sigma
+        sig = estimate_diffusion(observations, ts, chunk_size=chunk_size).sigma
     fc = default_function_class(pts) if function_class is None else function_class
     check_function_class(fc, states.shape[-1], fn)
-    drift = _named(fit_drift(fc, states, incs, dts, sig), names)
+    drift = _named(fit_rows(fc, states, incs, dts, sig, chunk_size=chunk_size), names)
     return DriftEstimate(drift, "naive", int(states.shape[0]), sig)
 
 
@@ -271,6 +315,7 @@ def conservative_drift(
     *,
     function_class: eqx.Module | None = None,
     regularization: float = 1e-3,
+    chunk_size: int | None = None,
 ) -> DriftEstimate:
     r"""Conservative drift $\hat f = (\sigma^2/2)\nabla\log\hat p$ from a score estimate of the states.
 
@@ -289,6 +334,8 @@ def conservative_drift(
         (needs ``ts``). The drift scales with $\sigma^2$, so a coarse interval's biased estimate biases it.
       function_class: feature class providing ``basis`` and ``penalty`` (default `default_function_class`).
       regularization: ``C`` above.
+      chunk_size: states per chunk of the two passes of sums (features, their Jacobians and the per-state
+        gradients take one chunk's memory; ``None``: from the memory budget).
 
     Returns:
       `DriftEstimate` with method ``"conservative"``. Its drift's ``std`` is the sandwich (M-estimator)
@@ -316,6 +363,7 @@ def conservative_drift(
     """
     fn = "conservative_drift"
     check_scale(regularization, "regularization", fn)
+    chunk_size = check_chunk_size(chunk_size, fn)
     if is_ragged(observations) and ts is not None:
         trajs, names = as_trajectories(observations, ts, fn=fn)
         pts = jnp.concatenate([o for o, _ in trajs])
@@ -334,24 +382,40 @@ def conservative_drift(
                              "times: pass ts, or a number for sigma")
         pts = obs.reshape(-1, obs.shape[-1])
     if sig is None:
-        sig = estimate_diffusion(observations, ts).sigma
+        sig = estimate_diffusion(observations, ts, chunk_size=chunk_size).sigma
     fc = default_function_class(pts) if function_class is None else function_class
     check_function_class(fc, pts.shape[-1], "conservative_drift", needs=("penalty",))
-    drift = _score_fit(fc.basis, fc.penalty(pts.dtype), pts, sig, regularization)
+    m = int(jax.eval_shape(fc.basis, jax.ShapeDtypeStruct(pts.shape[-1:], pts.dtype)).shape[-1])
+    chunk = chunk_rows(pts.shape[0], pts.dtype.itemsize * (4 * m * (pts.shape[-1] + 1) + pts.shape[-1]), chunk_size)
+    drift = _score_fit(fc.basis, fc.penalty(pts.dtype), pts, sig, regularization, chunk)
     return DriftEstimate(_named(drift, names), "conservative", int(pts.shape[0]), sig)
 
 
 @eqx.filter_jit
-def _score_fit(basis, P, pts, sig, regularization):
+def _score_fit(basis, P, pts, sig, regularization, chunk):
+    """Two passes of sums over chunks of ``chunk`` states: the score-matching normal equations, then the
+    centred outer products of the per-state gradients (their mean is known from the first pass)."""
     n = pts.shape[0]
-    phi = jax.vmap(basis)(pts)
-    jac = jnp.sum(jax.vmap(jax.jacfwd(basis))(pts), axis=0)  # (m, d)
-    G = phi.T @ phi / n + regularization * P
+
+    def moments(win, valid):
+        phi = jnp.where(valid[:, None], jax.vmap(basis)(win[0]), 0.0)
+        jac = jnp.where(valid[:, None, None], jax.vmap(jax.jacfwd(basis))(win[0]), 0.0)
+        return (phi.T @ phi, jnp.sum(jac, axis=0)), None  # (m, m), (m, d)
+
+    PP, jac = chunked(moments, (pts,), n, chunk)[0]
+    G = PP / n + regularization * P
     W = -_solve_psd(G, jac / n)
-    # sandwich covariance of each score column: per-state gradients u_i = phi_i phi_i^T w + d phi_i / d x_k
-    grads = (phi @ W)[:, None, :] * phi[:, :, None] + jax.vmap(jax.jacfwd(basis))(pts)  # (n, m, d)
-    grads = grads - jnp.mean(grads, axis=0)
-    S = jnp.einsum("imk,ilk->kml", grads, grads) / n  # (d, m, m)
+    # sandwich covariance of each score column: per-state gradients u_i = phi_i phi_i^T w + d phi_i / d x_k, whose
+    # mean is (Phi^T Phi / n) w + sum_i d phi_i / d x_k / n
+    mean = (PP / n) @ W + jac / n  # (m, d)
+
+    def spread(win, valid):
+        phi = jax.vmap(basis)(win[0])
+        grads = (phi @ W)[:, None, :] * phi[:, :, None] + jax.vmap(jax.jacfwd(basis))(win[0]) - mean  # (c, m, d)
+        grads = jnp.where(valid[:, None, None], grads, 0.0)
+        return jnp.einsum("imk,ilk->kml", grads, grads), None
+
+    S = chunked(spread, (pts,), n, chunk)[0] / n  # (d, m, m)
     Ginv = _solve_psd(G, jnp.eye(G.shape[0], dtype=G.dtype))
     cov = (0.25 * sig**4 / n) * (Ginv @ S @ Ginv)
     return LinearDrift(basis, 0.5 * sig**2 * W, covariance=0.5 * (cov + jnp.swapaxes(cov, -1, -2)))

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from ._chunks import chunk_rows
 from ._data import as_real, check_count, check_finite, check_scale
 
 __all__ = ["observation_metric", "geodesic_targets"]
@@ -66,14 +67,16 @@ def observation_metric(
 
 
 def _metric(points, x, sigma_m, rho, mask=None):
-    diff = (points - x) / sigma_m  # scaled first: far points give w = 0, not 0 * inf
-    r2 = jnp.sum(diff * diff, axis=-1)
+    # scaled first: far points give w = 0, not 0 * inf; the points on the last axis, (d, n), so that the
+    # elementwise work runs along n, not along a short d
+    diff = (points.T - x[:, None]) / sigma_m
+    r2 = jnp.sum(diff * diff, axis=0)
     w = jnp.exp(-0.5 * r2)
     if mask is not None:  # padding rows (bucketed observation counts) carry no weight
         w = jnp.where(mask, w, jnp.zeros_like(w))
     far = w == 0
-    spread = jnp.where(far[:, None], jnp.zeros_like(diff), diff * diff) * sigma_m**2
-    return 1.0 / (w @ spread + rho)
+    spread = jnp.where(far[None, :], jnp.zeros_like(diff), diff * diff) * sigma_m**2
+    return 1.0 / (spread @ w + rho)
 
 
 def _segment_length(points, a, b, sigma_m, rho, mask=None):
@@ -187,9 +190,10 @@ def geodesic_targets(
     check_scale(sigma_m, "sigma_m", fn)
     check_scale(rho, "rho", fn)
     observations = check_finite(observations, "observations", fn)
+    eps = None if orientation_eps is None else float(orientation_eps)
     return _geodesic_jit(observations, observations.shape[1], num_time_steps, num_nodes, num_neighbors,
-                         float(sigma_m), float(rho), max_metric_points,
-                         None if orientation_eps is None else float(orientation_eps))
+                         float(sigma_m), float(rho), max_metric_points, eps,
+                         geodesic_chunk(observations, num_time_steps, num_nodes, max_metric_points, eps))
 
 
 def _strided(n_traj: int, n_pad: int, n_obs, cap: int):
@@ -207,9 +211,22 @@ def _strided(n_traj: int, n_pad: int, n_obs, cap: int):
     return (r // n_obs) * n_pad + r % n_obs, valid
 
 
+def geodesic_chunk(observations, num_time_steps: int, num_nodes: int, max_metric_points: int,
+                   orientation_eps) -> int:
+    """Intervals whose geodesics are traced at once (`chunk_rows`): per interval, the metric at the quadrature
+    points of three segments over the metric points, the node path and, with ``orientation_eps``, a Dijkstra
+    over the node graph."""
+    n_traj, n_pad, d = observations.shape
+    n_pts = n_traj * n_pad
+    M, P = min(num_nodes, n_pts), min(max_metric_points, n_pts)
+    row = 3 * _N_QUAD * P * (d + 2) + M * (3 * d + 8) + (3 * M * M if orientation_eps is not None else 0)
+    row += 4 * (num_time_steps + 1) * d
+    return chunk_rows(n_traj * (n_pad - 1), observations.dtype.itemsize * row)
+
+
 @eqx.filter_jit
 def _geodesic_jit(observations, n_obs, num_time_steps, num_nodes, num_neighbors, sigma_m, rho, max_metric_points,
-                  orientation_eps):
+                  orientation_eps, chunk=None):
     """The geodesics of `geodesic_targets` for ``observations`` ``(n_traj, n_pad, d)`` of which the first
     ``n_obs`` (traced) per trajectory are real: one compilation serves every ``n_obs <= n_pad``.
 
@@ -240,8 +257,10 @@ def _geodesic_jit(observations, n_obs, num_time_steps, num_nodes, num_neighbors,
     W = jnp.where(jnp.eye(M, dtype=bool), jnp.zeros((), pts.dtype), W)
     D, nxt = _floyd_warshall(W)
 
+    nodes_t = nodes.T  # (d, M): the per-interval searches run along the nodes, not along a short d
+
     def nearest(x):
-        return jnp.argmin(jnp.where(n_valid, jnp.sum((nodes - x) ** 2, axis=-1), inf))
+        return jnp.argmin(jnp.where(n_valid, jnp.sum((nodes_t - x[:, None]) ** 2, axis=0), inf))
 
     def one(a, b, prev, has_prev):
         sa = nearest(a)
@@ -254,7 +273,7 @@ def _geodesic_jit(observations, n_obs, num_time_steps, num_nodes, num_neighbors,
 
             _, seq = jax.lax.scan(walk, sa, None, length=M)  # node indices, ends repeating sb
         else:
-            blocked = (has_prev & (jnp.sum((nodes - prev) ** 2, axis=-1) < orientation_eps**2)) | ~n_valid
+            blocked = (has_prev & (jnp.sum((nodes_t - prev[:, None]) ** 2, axis=0) < orientation_eps**2)) | ~n_valid
             dist, seq = _dijkstra_path(W, sa, sb, blocked)
             reachable = jnp.isfinite(dist)
         inner = jnp.where(reachable, nodes[seq].T, a[:, None]).T  # straight line if unreachable
@@ -276,5 +295,8 @@ def _geodesic_jit(observations, n_obs, num_time_steps, num_nodes, num_neighbors,
     ends = observations[:, 1:].reshape(-1, d)
     prevs = jnp.concatenate([observations[:, :1], observations[:, :-2]], axis=1).reshape(-1, d)
     has_prev = jnp.broadcast_to(jnp.arange(n_pad - 1) > 0, (n_traj, n_pad - 1)).reshape(-1)
-    curves = jax.vmap(one)(starts, ends, prevs, has_prev)
+    if chunk is None or chunk >= starts.shape[0]:
+        curves = jax.vmap(one)(starts, ends, prevs, has_prev)
+    else:  # chunks of intervals: the per-interval metric evaluations take one chunk's memory
+        curves = jax.lax.map(lambda args: one(*args), (starts, ends, prevs, has_prev), batch_size=chunk)
     return curves.reshape(n_traj, n_pad - 1, num_time_steps + 1, d)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from ._data import check_count, check_scale
-from ._geodesic import _geodesic_jit, geodesic_targets
+from ._geodesic import _geodesic_jit, geodesic_chunk, geodesic_targets
 
 
 def _check_observations(observations, num_time_steps: int, fn: str):
@@ -139,7 +139,8 @@ class GeodesicGuidance(AbstractGuidance):
 
     def _padded_targets(self, observations: Array, num_time_steps: int, n_obs: int):
         _check_observations(observations, num_time_steps, "GeodesicGuidance.targets")
+        eps = None if self.orientation_eps is None else float(self.orientation_eps)
         g = _geodesic_jit(observations, jnp.asarray(n_obs, jnp.int32), num_time_steps, self.num_nodes,
-                          self.num_neighbors, float(self.sigma_m), float(self.rho), 2000,
-                          None if self.orientation_eps is None else float(self.orientation_eps))
+                          self.num_neighbors, float(self.sigma_m), float(self.rho), 2000, eps,
+                          geodesic_chunk(observations, num_time_steps, self.num_nodes, 2000, eps))
         return g, jnp.asarray(self.strength, observations.dtype)

@@ -11,6 +11,7 @@ from jaxtyping import Array, ArrayLike, Float
 from .._checks import check_values, is_traced
 from .._inputs import to_device
 from ._basis import MAX_GRID_POINTS, box_grid
+from ._chunks import chunk_rows, chunked
 from ._data import ArrayOrFrame, as_real, as_states, check_count, check_finite, check_scale
 from ._systems import DriftFn
 
@@ -73,8 +74,17 @@ def _bandwidths(points, bandwidth):
 
 
 def _kde(points, grid, h):
-    z = (grid[:, None, :] - points[None, :, :]) / h
-    logk = jax.scipy.special.logsumexp(-0.5 * jnp.sum(z * z, axis=-1), axis=1)
+    n, d = points.shape
+    # the (grid x points) kernel matrix one chunk of points at a time, its log-sums combined
+    chunk = chunk_rows(n, points.dtype.itemsize * 3 * (grid.shape[0] + d))
+
+    def part(win, valid):
+        # the points on the last axis, (g, d, points): the elementwise work runs along the points, not along d
+        z = (grid[:, :, None] - win[0].T[None]) / h[:, None]
+        return jax.scipy.special.logsumexp(jnp.where(valid[None], -0.5 * jnp.sum(z * z, axis=1), -jnp.inf),
+                                           axis=1), None
+
+    logk = chunked(part, (points,), n, chunk, combine=jnp.logaddexp, identity=-jnp.inf)[0]
     return jax.nn.softmax(logk)
 
 
@@ -109,9 +119,6 @@ _NOT_TRACEABLE = (
     jax.errors.TracerBoolConversionError,
     jax.errors.TracerIntegerConversionError,
 )
-
-#: Largest KDE evaluation (grid points x observations) `weighted_rmse` attempts.
-MAX_KDE_PAIRS = 2**28
 
 
 @eqx.filter_jit
@@ -159,13 +166,17 @@ def _evaluate(f, grid, name: str, fn: str):
                         f"{fn}: {name} returned NaN or inf on the grid over the observations; check the drift there")
 
 
-def _grid_errors(f_true, f_est, observations, grid_size, fn):
+#: Largest grid of `weighted_rmse`, whose KDE compares every grid point with every observation.
+MAX_KDE_GRID_POINTS = 2**20
+
+
+def _grid_errors(f_true, f_est, observations, grid_size, fn, max_points=MAX_GRID_POINTS):
     grid_size = check_count(grid_size, "grid_size", fn, low=2)
     obs, _ = as_states(observations, fn=fn)
     pts = obs.reshape(-1, obs.shape[-1])
     d = pts.shape[-1]
-    if grid_size**d > MAX_GRID_POINTS:
-        fit = max(2, int(MAX_GRID_POINTS ** (1.0 / d) + 1e-9))
+    if grid_size**d > max_points:
+        fit = max(2, int(max_points ** (1.0 / d) + 1e-9))
         raise ValueError(f"{fn}: grid_size={grid_size} in d={d} is a grid of {grid_size**d:,} points (it grows as "
                          f"grid_size ** d); pass grid_size <= {fit}")
     grid = box_grid(pts, grid_size)
@@ -204,8 +215,10 @@ def weighted_rmse(
 
     Raises:
       ValueError: a drift whose output shape is not ``(d,)`` or that is not finite on the grid, ``bandwidth``
-        not finite and positive, ``grid_size < 2``, or a grid too large: the grid has ``grid_size ** d`` points
-        and the KDE compares each with every observation; lower ``grid_size`` (the message says to what).
+        not finite and positive, ``grid_size < 2``, or a grid of more than ``2 ** 20`` points (it has
+        ``grid_size ** d``; the message says how small ``grid_size`` must be). The KDE compares every grid point
+        with every observation, one chunk of observations at a time, so its cost grows linearly with the
+        observations and its memory does not.
 
     References:
       Maoutsa, arXiv:2512.23566.
@@ -220,14 +233,7 @@ def weighted_rmse(
     check_scale(bandwidth, "bandwidth", "weighted_rmse", allow_none=True)
     grid_size = check_count(grid_size, "grid_size", "weighted_rmse", low=2)
     obs, _ = as_states(observations, fn="weighted_rmse")
-    n, d = obs.reshape(-1, obs.shape[-1]).shape
-    if grid_size**d * n > MAX_KDE_PAIRS:
-        fit = max(2, int((MAX_KDE_PAIRS / n) ** (1.0 / d) + 1e-9))
-        raise ValueError(
-            f"weighted_rmse: grid_size={grid_size} in d={d} is {grid_size**d:,} grid points, each compared with "
-            f"{n:,} observations by the KDE; pass grid_size <= {fit} (or fewer observations)"
-        )
-    pts, grid, true_grid, est_grid = _grid_errors(f_true, f_est, obs, grid_size, "weighted_rmse")
+    pts, grid, true_grid, est_grid = _grid_errors(f_true, f_est, obs, grid_size, "weighted_rmse", MAX_KDE_GRID_POINTS)
     h = None if bandwidth is None else to_device(bandwidth, pts.dtype)  # (a given bandwidth was checked above)
     return _weighted_rmse_jit(pts, grid, true_grid, est_grid, h)
 

@@ -129,7 +129,8 @@ def plot_drift(
     return ax
 
 
-def plot_paths(paths: Any, ts: Any = None, *, ax: Any = None, max_paths: int = 20, **kwargs: Any):
+def plot_paths(paths: Any, ts: Any = None, *, ax: Any = None, max_paths: int = 20, max_points: int = 10_000,
+               **kwargs: Any):
     """Draw sample paths: 2-D paths as curves in the plane (dots at the observations), 1-D paths against time.
 
     Args:
@@ -137,13 +138,15 @@ def plot_paths(paths: Any, ts: Any = None, *, ax: Any = None, max_paths: int = 2
       ts: times for a 1-D array input (default ``0, 1, 2, ...``); ignored for `SamplePaths`.
       ax: axes to draw on (default: a new figure).
       max_paths: draw at most this many trajectories (the first ones).
+      max_points: draw at most about this many observations of a trajectory (every ``k``-th one, the first and
+        the last kept), so that a trajectory of millions of observations draws in a moment.
       **kwargs: passed to ``ax.plot`` for every trajectory.
 
     Returns:
       The `matplotlib.axes.Axes`, with one line per trajectory drawn.
 
     Raises:
-      ValueError: ``d`` not 1 or 2, or ``max_paths < 1``.
+      ValueError: ``d`` not 1 or 2, or ``max_paths`` or ``max_points`` below 1 (2 for ``max_points``).
 
     Examples:
       >>> import matplotlib; matplotlib.use("Agg")
@@ -155,17 +158,24 @@ def plot_paths(paths: Any, ts: Any = None, *, ax: Any = None, max_paths: int = 2
     """
     fn = "plot_paths"
     max_paths = check_int(max_paths, "max_paths", where=fn, minimum=1)
+    max_points = check_int(max_points, "max_points", where=fn, minimum=2)
     if type(paths).__name__ == "SamplePaths":
-        ts, xs = np.asarray(paths.ts), np.asarray(paths.xs)
+        ts, xs = np.asarray(paths.ts), paths.xs
     else:
-        xs = np.asarray(paths.to_numpy() if hasattr(paths, "to_numpy") else paths, dtype=float)
+        xs = paths.to_numpy() if hasattr(paths, "to_numpy") else paths
+        xs = xs if hasattr(xs, "ndim") else np.asarray(xs, dtype=float)
         if xs.ndim == 2:
             xs = xs[None]
         ts = np.arange(xs.shape[1], dtype=float) if ts is None else np.asarray(ts, dtype=float)
     if xs.ndim != 3 or xs.shape[-1] not in (1, 2):
         raise ValueError(f"{fn}: draws paths of shape (n_traj, n_obs, d) with d = 1 or 2, got shape {xs.shape}")
+    # only what is drawn is copied to the host: the first trajectories, thinned to about max_points observations
+    step = max(1, -(-(xs.shape[1] - 1) // (max_points - 1)))
+    keep = np.unique(np.r_[np.arange(0, xs.shape[1], step), xs.shape[1] - 1])
+    xs = np.asarray(xs[:max_paths], dtype=float)[:, keep]
+    ts = np.asarray(ts)[..., keep]
     ax = axes_or_new(ax)
-    for k, x in enumerate(xs[:max_paths]):
+    for k, x in enumerate(xs):
         style = {"color": f"C{k % 10}", "lw": 1.0, **kwargs}
         if xs.shape[-1] == 1:
             ax.plot(ts, x[:, 0], **style)

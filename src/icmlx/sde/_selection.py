@@ -7,12 +7,14 @@ import numpy as np
 
 from .._checks import check_number
 from .._types import PRNGKey, RealScalarLike
-from ._basis import PolynomialBasis, RidgeRegression
+from ._basis import PolynomialBasis
+from ._chunks import check_chunk_size, chunked
 from ._class_scores import FunctionClassSelection, one_standard_error_choice
+from ._classes import RidgeRegression
 from ._data import ArrayOrFrame, as_sigma, interval_data
 from ._diffusion import estimate_diffusion
 from ._em import select_by_bridges
-from ._estimators import check_function_class, default_function_class, fit_drift
+from ._estimators import check_function_class, default_function_class, fit_chunk, fit_rows
 
 __all__ = ["FunctionClassSelection", "select_function_class"]
 
@@ -33,6 +35,7 @@ def select_function_class(
     score: str = "euler",
     key: PRNGKey | None = None,
     em_options: dict | None = None,
+    chunk_size: int | None = None,
 ) -> FunctionClassSelection:
     r"""Pick the drift's function class by the held-out likelihood of the observed increments.
 
@@ -79,6 +82,8 @@ def select_function_class(
       key: PRNG key for ``score="bridge"`` (the EM fits and the bridges).
       em_options: for the candidates' fits with ``score="bridge"``, a dict of `infer_drift`'s ``num_steps``,
         ``num_particles``, ``num_time_steps``, ``num_paths``, ``guidance`` and ``lookahead``.
+      chunk_size: intervals per chunk of the fits and scores (as `naive_drift`'s and `infer_drift`'s; ``None``:
+        from the memory budget).
 
     Returns:
       `FunctionClassSelection`.
@@ -107,8 +112,9 @@ def select_function_class(
         raise ValueError(f"{fn}: holdout must be in (0, 1), got {holdout=}")
     if score not in ("euler", "bridge"):
         raise ValueError(f"{fn}: score must be 'euler' or 'bridge', got {score=}")
+    chunk_size = check_chunk_size(chunk_size, fn)
     if score == "bridge":
-        return select_by_bridges(observations, ts, sigma, candidates, holdout, key, em_options, fn)
+        return select_by_bridges(observations, ts, sigma, candidates, holdout, key, em_options, fn, chunk_size)
     states, incs, dts, _, _, _ = interval_data(observations, ts, fn=fn)
     n, d = states.shape
     n_train = int(round(n * (1.0 - holdout)))
@@ -117,7 +123,7 @@ def select_function_class(
                          f"{holdout=}; pass more observations")
     sig = as_sigma(sigma, states.dtype, fn, allow_none=True)
     if sig is None:
-        sig = estimate_diffusion(observations, ts).sigma
+        sig = estimate_diffusion(observations, ts, chunk_size=chunk_size).sigma
     if candidates is None:
         candidates = _default_candidates(np.asarray(states)[:n_train], d)
     candidates = tuple(candidates)
@@ -128,14 +134,21 @@ def select_function_class(
     tr = (jax.device_put(np.asarray(a)[:n_train]) for a in (states, incs, dts))
     xs, dxs, hs = (jax.device_put(np.asarray(a)[n_train:]) for a in (states, incs, dts))
     tr = tuple(tr)
-    ll = jnp.stack([_loglik(fit_drift(fc, *tr, sig), xs, dxs, hs, sig) for fc in candidates])
+    ll = jnp.stack([_loglik(fit_rows(fc, *tr, sig, chunk_size=chunk_size), xs, dxs, hs, sig,
+                            fit_chunk(fc, xs, chunk_size)) for fc in candidates])
     scores, se, index = one_standard_error_choice(ll)
     return FunctionClassSelection(candidates[int(index)], candidates, scores, se, index, sig)
 
 
 @eqx.filter_jit
-def _loglik(drift, x, dx, h, sig):
+def _loglik(drift, x, dx, h, sig, chunk):
+    """Each interval's Euler log-likelihood, the drift evaluated on ``chunk`` intervals at a time."""
     d = x.shape[-1]
-    r = dx - jax.vmap(drift)(x) * h[:, None]
     s2 = sig**2
-    return -0.5 * jnp.sum(r**2, -1) / (s2 * h) - 0.5 * d * jnp.log(2 * jnp.pi * s2 * h)
+
+    def part(win, valid):
+        x, dx, h = win
+        r = dx - jax.vmap(drift)(x) * h[:, None]
+        return None, -0.5 * jnp.sum(r**2, -1) / (s2 * h) - 0.5 * d * jnp.log(2 * jnp.pi * s2 * h)
+
+    return chunked(part, (x, dx, h), x.shape[0], chunk)[1]

@@ -33,7 +33,7 @@ from . import _flat_counts
 from ._batched import _BatchedTest, _bucket, _pad_dim, _to_host
 from ._chi2_tail import chi2_sf, chi2_sf_host
 from ._flat_counts import _chi_square_flat_kernel
-from ._sorted_counts import _sorted_stat_dof
+from ._sorted_counts import _sorted_stat_dof, _sorted_wide_batch
 
 __all__: list[str] = []
 
@@ -294,6 +294,8 @@ def _chi_square_stat_dof(data_t, cards, x, y, s, n_live, *, kmax, g_square, n_st
     """
     fdt = default_float_dtype()
     b = x.shape[0]
+    if mode == "sorted_wide":
+        return _sorted_wide_batch(data_t, x, y, s, n_live, n_strata, g_square=g_square)
     if mode in ("sorted", "sorted_each"):
         # only the first n_strata (a static bucket >= the true n) samples: the sorts' cost follows n, not n_pad
         n = n_strata
@@ -366,6 +368,7 @@ def _kmax_bucket(max_card) -> int:
     return size_bucket(max_card, minimum=2)
 
 
+_INT32_MAX = 2**31 - 1
 HEADROOM_CELLS = 2**22  # padded (rows x samples) up to which the first call leaves room for twice its samples
 _SAMPLE_BUCKETS: set[int] = set()  # sample-axis lengths this process has used (its programs are compiled)
 
@@ -451,10 +454,12 @@ def _strata_plan(n: int, kmax: int, bound: int, n_true: int | None = None) -> tu
     Returns ``(mode, n_strata, code_bound)`` (all static): ``"dense"`` (a ``(n_strata, K, K)`` table per test),
     ``"sorted"`` / ``"sorted_each"`` (`_sorted_stat_dof` over the first ``n_strata`` samples, a bucket of the true
     ``n_true`` with four rungs per octave; ``_each``: strata codes past int32, re-ranked after every column) when
-    `SORTED_PLANS`, else
+    `SORTED_PLANS`, or ``"sorted_wide"`` (`_sorted_stat_dof_wide`: keys sorted as tuples, no integer codes) when
+    the cell codes of ``n_strata`` strata, ``n_strata kmax^2``, would pass int32; else
     ``"scatter"`` (codes re-ranked through a ``code_bound`` presence table, then per-sample counting over at most
     ``n_strata <= n`` observed strata), ``"sort"`` (codes re-ranked by one sort) or ``"sort_each"`` (codes do not
-    fit in int32: re-ranked after every column). Code bounds are powers of four (fewer compilations).
+    fit in int32: re-ranked after every column), while their tables of ``n_strata kmax^2`` cells have int32
+    indices. Code bounds are powers of four (fewer compilations).
     """
     nb = size_bucket(bound, growth=4)
     if nb * kmax * kmax <= max(2 * n, 4096):
@@ -463,6 +468,8 @@ def _strata_plan(n: int, kmax: int, bound: int, n_true: int | None = None) -> tu
     if SORTED_PLANS and length * kmax * kmax < 2**31:
         # code_bound 1: raw stratum codes times kmax^2 fit in int32, so the strata need no re-ranking
         return ("sorted" if bound < 2**31 else "sorted_each"), length, int(nb * kmax * kmax < 2**31)
+    if SORTED_PLANS or (min(n, nb) if nb <= 2**16 else n) * kmax * kmax >= 2**31:
+        return "sorted_wide", length, 0
     if nb <= 2**16:
         return "scatter", min(n, nb), nb
     if bound < 2**31:
@@ -582,10 +589,16 @@ class _ChiSquareEngine(_BatchedTest):
 
     def _cap(self, plan=None) -> int:
         per = self.per_test
+        cells = 0
         if plan is not None:
             mode, ns, bound = plan if len(plan) == 3 else (plan[0], plan[1], 0)
-            per += 8 * ns if mode.startswith("sorted") else ns * self.kmax**2 * (4 if mode != "dense" else 1) + bound
+            if not mode.startswith("sorted"):
+                cells = ns * self.kmax**2
+            per += 8 * ns if mode.startswith("sorted") else cells * (4 if mode != "dense" else 1) + bound
         cap = max(16, 1 << int(math.log2(max(2**24 // per, 16))))
+        if cells:
+            # the vectorised table kernels index the batch's tables side by side: b * cells must stay in int32
+            cap = min(cap, 1 << max((_INT32_MAX // cells).bit_length() - 1, 0))
         return min(cap, self.max_batch)
 
     def _batch_size(self, m: int, plan) -> int:
@@ -595,6 +608,10 @@ class _ChiSquareEngine(_BatchedTest):
 
     def _kernel(self, xs, ys, ss, kk, plan, m):
         sharded = self.mesh is not None
+        if sharded and not plan[0].startswith("sorted") and xs.shape[0] * plan[1] * self.kmax**2 > _INT32_MAX:
+            raise ValueError(f"chi_square over a mesh of {self.mesh.size} devices: a batch of {xs.shape[0]} tables "
+                             f"of {plan[1] * self.kmax**2:,} cells has more cells than int32 indexes "
+                             f"({_INT32_MAX:,}); use fewer devices or run unsharded (mesh=None)")
         if plan[0] == "bits" and self.bits is None:
             self.bits = _pack_bits(self.data, np.int32(self.n), self.kmax)
         stat, dof = _chi_square_plan(

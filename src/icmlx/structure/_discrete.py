@@ -92,6 +92,9 @@ def chi_square(
 @jax.jit
 def _bernoulli_kernel(data, x, y, s):
     fdt = default_float_dtype()
+    if s.shape[1] > 30:  # the stratum code of |S| binary columns, 2 z + bit, is an int32 below 2^|S|
+        raise ValueError(f"bernoulli_test: |S|={s.shape[1]} binary conditioning variables have 2^{s.shape[1]} strata, "
+                         "more than int32 indexes (2^31 - 1); condition on at most 30 variables")
 
     def one(xi, yi, si):
         xv = data[:, xi].astype(fdt)
@@ -154,8 +157,9 @@ def bernoulli_test(
 
     Raises:
       TypeError: ``data`` neither integer nor bool.
-      ValueError: values other than 0/1 (a runtime error under ``jit``), or a bad batch (an index out of
-        range, ``x == y``, ``S`` holding ``x`` or ``y``).
+      ValueError: values other than 0/1 (a runtime error under ``jit``), a bad batch (an index out of
+        range, ``x == y``, ``S`` holding ``x`` or ``y``), or more than 30 variables in ``S`` (``2^|S|`` strata
+        past int32).
 
     References:
       Gao, Wang & Aragam, arXiv:2507.05689 (Thm 4.1); Canonne et al., "Testing conditional independence of

@@ -36,10 +36,14 @@ __all__ = [
 
 
 def _rank_bins(data, num_bins):
-    """Equal-frequency bins 0..num_bins-1 of each column (ranks), ties broken by order."""
+    """Equal-frequency bins 0..num_bins-1 of each column (ranks), ties broken by order: rank ``r`` of ``n`` is in
+    bin ``floor(r num_bins / n)``, counted as the bin starts ``ceil(b n / num_bins)``, ``b >= 1``, at or below
+    ``r``. The starts are exact host integers below ``n``, so no product ``r num_bins`` is formed: in int32 it
+    wraps once ``n num_bins >= 2^31`` (``cond_bins`` grown with ``n``: 600 bins of 4 million samples)."""
     n = data.shape[0]
     ranks = jnp.argsort(jnp.argsort(data, axis=0), axis=0)
-    return (ranks * num_bins) // n
+    starts = (np.arange(1, num_bins, dtype=np.int64) * n + num_bins - 1) // num_bins
+    return jnp.searchsorted(jnp.asarray(starts.astype(ranks.dtype)), ranks, side="right")
 
 
 def _u_stat_cells(nab, na, nb, m):
@@ -117,7 +121,8 @@ def binned_u_statistic(
 
     Raises:
       ValueError: bad shapes, ``num_bins`` not an integer ``>= 2``, NaN/Inf data (a runtime error under ``jit``),
-        or a bad batch (an index out of range, ``x == y``, ``S`` holding ``x`` or ``y``).
+        a bad batch (an index out of range, ``x == y``, ``S`` holding ``x`` or ``y``), or a table of
+        ``num_bins^(|S| + 2)`` cells past int32 (``2^31 - 1``).
       TypeError: non-floating data.
 
     References:
@@ -135,6 +140,7 @@ def binned_u_statistic(
     check_int(num_bins, "num_bins", minimum=2)
     data = _check_data(data, "binned_u_statistic")
     x, y, s = _check_batch(x, y, s, data.shape[1])
+    _check_cells("binned_u_statistic", num_bins, num_bins, s.shape[1])
     bins = _rank_bins(data, num_bins).astype(jnp.int32)
     stat = _u_kernel(bins, x, y, s, num_bins=num_bins)
     p = jnp.where(stat > 0, 0.0, 1.0).astype(stat.dtype)
@@ -148,6 +154,16 @@ def _check_data(data, where: str):
     if not jnp.issubdtype(data.dtype, jnp.floating):
         raise TypeError(f"{where} needs floating data, got {data.dtype=}")
     return check_values(data, lambda xp, v: ~xp.isfinite(v), "data has NaN or Inf entries; drop or impute them first")
+
+
+def _check_cells(where: str, num_bins: int, cond_bins: int, k: int) -> None:
+    """Refuse a table of ``cond_bins^k num_bins^2`` cells (one per stratum of a ``|S| = k`` set and pair of bins)
+    past int32: its flat cell index would wrap (and the table alone would take at least 8 GB per test)."""
+    cells = cond_bins**k * num_bins**2
+    if cells > 2**31 - 1:
+        raise ValueError(f"{where}: |S|={k} with cond_bins={cond_bins} and num_bins={num_bins} needs a table of "
+                         f"{cells:,} cells per test, more than int32 indexes ({2**31 - 1:,}); use fewer bins or a "
+                         "smaller conditioning set")
 
 
 def _trace_powers(p):
@@ -381,7 +397,8 @@ def nonparametric_test(
       `icmlx.structure.CIResult` with ``statistic = T`` and the p-value (``dof = -1``).
 
     Raises:
-      ValueError: bad shapes, ``num_bins``/``cond_bins < 2``, unknown ``method``, missing ``key``.
+      ValueError: bad shapes, ``num_bins``/``cond_bins < 2``, unknown ``method``, missing ``key``, or a table of
+        ``cond_bins^|S| num_bins^2`` cells past int32 (``2^31 - 1``).
       TypeError: non-floating data.
 
     References:
@@ -408,6 +425,7 @@ def nonparametric_test(
     cond_bins = num_bins if cond_bins is None else cond_bins
     for name, v in (("num_bins", num_bins), ("cond_bins", cond_bins)):
         check_int(v, name, minimum=2)
+    _check_cells("nonparametric_test", num_bins, cond_bins, s.shape[1])
     calibration = _as_calibration(method)
     if isinstance(calibration, Permutation):
         if key is None:

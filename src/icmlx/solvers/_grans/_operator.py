@@ -270,13 +270,6 @@ def _basis_index(maps, rows, cols, n: int, n_pad: int, nnz_pad: int, *, channels
     m = min(bucket_size((N0 + N1) * C), max_columns)
     offs = (0, N0)
     aggs = (a0, a1)
-    colidx = np.zeros((n_pad, Q), np.int64)
-    pool = np.zeros((n_pad, N_LEVELS), np.int64)
-    for l in range(N_LEVELS):  # static, 2 levels (setup-time NumPy)
-        pool[:n, l] = aggs[l]
-        pool[n:, l] = m // C  # dummy segment
-        for c in range(C):
-            colidx[:n, l * C + c] = (offs[l] + aggs[l]) * C + c
     # compressed rows of A V: distinct aggregates touched by each row, per level
     ranks, dmax = [], 1
     for l in range(N_LEVELS):
@@ -290,6 +283,17 @@ def _basis_index(maps, rows, cols, n: int, n_pad: int, nnz_pad: int, *, channels
         dmax = max(dmax, int(rank_u.max()) + 1)
     D = size_bucket(dmax, minimum=dmax_bucket)
     S = N_LEVELS * D * C
+    if n_pad * S + 1 > np.iinfo(np.int32).max:  # zslot holds slots 0..n_pad S (the last: dropped), as int32
+        raise ValueError(f"G-RANS: the compressed A V of n_pad={n_pad} rows of {S} slots each ({D} aggregates a row "
+                         f"on each of {N_LEVELS} levels × {C} channels) has {n_pad * S + 1:,} slots, more than "
+                         f"int32 indexes ({np.iinfo(np.int32).max:,}); use fewer channels or a smaller system")
+    colidx = np.zeros((n_pad, Q), np.int64)
+    pool = np.zeros((n_pad, N_LEVELS), np.int64)
+    for l in range(N_LEVELS):  # static, 2 levels (setup-time NumPy)
+        pool[:n, l] = aggs[l]
+        pool[n:, l] = m // C  # dummy segment
+        for c in range(C):
+            colidx[:n, l * C + c] = (offs[l] + aggs[l]) * C + c
     zslot = np.full((nnz_pad, Q), n_pad * S, np.int64)
     zcol = np.zeros((n_pad, S), np.int64)
     for l in range(N_LEVELS):
