@@ -12,9 +12,11 @@ standardised effect is random, N(0, 1), or fixed, ±1.5. The oracle there is the
 the t statistic's null and alternative densities: reject iff p f1(t) > (1 - p) f0(t)). The horseshoe test with its
 default τ (``horseshoe_test(x)``, reported as ``horseshoe(default)``) is reported on the same draws.
 
-Each cell reports the mean FDP (with its Monte Carlo standard error), the power, and the misclassification risk
-(false positives plus false negatives, the Bayes risk with unit losses; ``risk_per_test`` divides by n). It writes
-``benchmarks/results/stats_default_gamma2.json``.
+The default rule fits on a binned summary; ``EBLocalFDRGamma2(binned=False)`` (every test) runs on the same draws,
+and the default's rows count the decisions that differ from it (``differ_from_unbinned``, over all replicates) and
+the replicates where none does. Each cell reports the mean FDP (with its Monte Carlo standard error), the power,
+and the misclassification risk (false positives plus false negatives, the Bayes risk with unit losses;
+``risk_per_test`` divides by n). It writes ``benchmarks/results/stats_default_gamma2.json``.
 
     python benchmarks/stats_default_gamma2.py              # n = 10,000, 100 replicates; t designs 50 replicates
     python benchmarks/stats_default_gamma2.py --quick      # n = 1,000, 50 replicates; t designs n = 10,000, 20
@@ -43,6 +45,8 @@ def _summary(decisions: np.ndarray, nonnull: np.ndarray) -> dict:
     return {"fdr": float(fdp.mean()), "fdr_se": float(fdp.std(ddof=1) / np.sqrt(len(fdp))),
             "power": float((tp / np.maximum(nonnull.sum(1), 1)).mean()), "risk": float((fp + fn).mean())}
 
+
+UNBINNED = "EBLocalFDRGamma2(binned=False)"
 
 #: Two-sample t-tests with 10 observations per group: the statistic's degrees of freedom and the variance factor of
 #: the mean difference (1/10 + 1/10).
@@ -74,6 +78,8 @@ def _t_design(rng, n, reps, p, kind):
 def _decide(x, rules):
     """The data-driven rules' decisions, the horseshoe test's default and BH on the same z-scores."""
     decisions = {name: np.asarray(stats.relative_belief_test(x, gamma2=rule).reject) for name, rule in rules.items()}
+    # the default rule fitted on every test instead of its binned summary: the binning's effect on the decisions
+    decisions[UNBINNED] = np.asarray(stats.relative_belief_test(x, gamma2=stats.EBLocalFDRGamma2(binned=False)).reject)
     decisions["horseshoe(default)"] = np.asarray(stats.horseshoe_test(x).reject)
     pvalues = np.asarray(stats.two_sided_pvalues(x)).astype(np.float64)
     for alpha in (0.05, 0.1):
@@ -86,8 +92,13 @@ def _rows(decisions, nonnull, n, **design):
     out = []
     for name, dec in decisions.items():
         s = _summary(dec, nonnull)
-        out.append({**design, "rule": name, **s, "risk_per_test": s["risk"] / n,
-                    "risk/oracle": s["risk"] / max(oracle_risk, 1e-12)})
+        row = {**design, "rule": name, **s, "risk_per_test": s["risk"] / n,
+               "risk/oracle": s["risk"] / max(oracle_risk, 1e-12)}
+        if name == "EBLocalFDRGamma2":
+            differ = dec != decisions[UNBINNED]
+            row["differ_from_unbinned"] = int(differ.sum())  # decisions, over all replicates
+            row["replicates_equal_to_unbinned"] = int((~differ.any(axis=1)).sum())
+        out.append(row)
     return out
 
 
@@ -130,12 +141,14 @@ def main(argv=None) -> None:
     print_table(t_rows, title=f"t designs (n = 10 per group), {t_n} tests, {t_reps} replicates")
     rows += t_rows
     for design in ("normal", "t18 random", "t18 fixed"):
-        for name in (*rules, "horseshoe(default)", "BH(0.1)"):
+        for name in (*rules, UNBINNED, "horseshoe(default)", "BH(0.1)"):
             sub = [r for r in rows if r["rule"] == name and r["design"] == design]
             if sub:
-                print(f"{design:11s} {name:18s} FDR {min(r['fdr'] for r in sub):.3f}-{max(r['fdr'] for r in sub):.3f}  "
-                      f"risk/oracle median {np.median([r['risk/oracle'] for r in sub]):.3f} "
-                      f"worst {max(r['risk/oracle'] for r in sub):.3f}")
+                differ = sum(r.get("differ_from_unbinned", 0) for r in sub)
+                print(f"{design:11s} {name:31s} FDR {min(r['fdr'] for r in sub):.3f}-{max(r['fdr'] for r in sub):.3f}  "
+                      f"risk/oracle median {np.median([r['risk/oracle'] for r in sub]):.4f} "
+                      f"worst {max(r['risk/oracle'] for r in sub):.4f}"
+                      + (f"  decisions differing from unbinned: {differ}" if name == "EBLocalFDRGamma2" else ""))
     path = write_results("stats_default_gamma2", rows, dtype="float32",
                          extra={"n": n, "replicates": reps, "quick": args.quick, "t_designs_n": t_n,
                                 "t_designs_replicates": t_reps, "only_t": args.only_t})

@@ -8,7 +8,9 @@ signals whose standardised effect is random, N(0, 1), or fixed, ±1.5. The τ ru
 ``"lfdr"`` (the default), ``"storey"`` (τ = 1 − π̂₀, Storey's bootstrap, kept ≥ 1/n), ``"eb"`` (the count of
 tests past √(2 log n), `estimate_sparsity`), ``"mmle"`` (`horseshoe_mmle_tau`), τ = 1 − π̂₀ with Storey's smoother
 π̂₀ (`estimate_pi0`, kept ≥ 1/n), and τ = p (the true signal fraction);
-beside them statsmodels' BH at α = 0.1 and the exact Bayes rule (the oracle). ``risk_per_test`` is the mean of
+beside them statsmodels' BH at α = 0.1 and the exact Bayes rule (the oracle). ``"lfdr"`` and ``"mmle"`` fit on
+binned summaries by default; they also run with ``binned=False`` (every test), and ``differ_from_unbinned`` counts
+the decisions, over all replicates, where the two differ. ``risk_per_test`` is the mean of
 (false positives + false negatives) / n over the replicates. It writes ``benchmarks/results/stats_horseshoe_tau.json``.
 
     python benchmarks/stats_horseshoe_tau.py                  # 20 replicates
@@ -52,13 +54,18 @@ def main(argv=None) -> None:
             x = jnp.asarray(z)
             taus, pv = _taus(x, p)
             decisions = {f"horseshoe({k})": np.asarray(stats.horseshoe_test(x, t).reject) for k, t in taus.items()}
+            for k in ("lfdr", "mmle"):  # fitted on every test instead of the binned summary
+                decisions[f"horseshoe({k}, binned=False)"] = np.asarray(stats.horseshoe_test(x, k, binned=False).reject)
             decisions["BH(0.1)"] = np.stack([multipletests(r, alpha=0.1, method="fdr_bh")[0] for r in pv])
             decisions["oracle"] = oracle
             oracle_risk = _summary(oracle, nonnull)["risk"]
             for name, dec in decisions.items():
                 s = _summary(dec, nonnull)
-                rows.append({"design": f"t18 {kind}", "p": p, "rule": name, **s, "risk_per_test": s["risk"] / n,
-                             "risk/oracle": s["risk"] / max(oracle_risk, 1e-12)})
+                row = {"design": f"t18 {kind}", "p": p, "rule": name, **s, "risk_per_test": s["risk"] / n,
+                       "risk/oracle": s["risk"] / max(oracle_risk, 1e-12)}
+                if f"{name[:-1]}, binned=False)" in decisions:
+                    row["differ_from_unbinned"] = int((dec != decisions[f"{name[:-1]}, binned=False)"]).sum())
+                rows.append(row)
     print_table(rows, columns=["design", "p", "rule", "fdr", "power", "risk_per_test", "risk/oracle"],
                 title=f"horseshoe tau rules, t designs (n = 10 per group), {n} tests, {reps} replicates")
     path = write_results("stats_horseshoe_tau", rows, dtype="float32", extra={"n": n, "replicates": reps})

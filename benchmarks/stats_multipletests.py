@@ -6,8 +6,9 @@ For each method and n: the first call of ``multipletests`` (trace, compile and r
 ``lax.sort``), statsmodels' time on the same p-values (median), the ratios (statsmodels / icmlx, steady state), and
 the check that the decisions are identical and the adjusted p-values agree (largest absolute difference). With
 ``--oneshot`` each method also runs as a whole fresh process (import, load the p-values from a ``.npy`` file,
-adjust once) for both libraries, and the wall times and their ratio are recorded. Hommel is O(n^2) in both
-libraries (statsmodels' loop and icmlx's vectorised form of it), so it runs at n = 10^4 only.
+adjust once) for both libraries, and the wall times and their ratio are recorded. statsmodels' Hommel is O(n^2)
+(about 40 minutes at 10^6), so Hommel runs at n = 10^4 here; ``benchmarks/stats_scale.py`` times icmlx's
+O(n log n) Hommel up to 10^8.
 Writes ``benchmarks/results/stats_multipletests.json``.
 
     python benchmarks/stats_multipletests.py            # n = 1e6

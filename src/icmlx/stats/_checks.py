@@ -153,6 +153,13 @@ def static_int(where: str, name: str, value: Any, *, lo: int = 1) -> int:
     return check_int(value, name, where=where, minimum=lo)
 
 
+def static_bool(where: str, name: str, value: Any) -> bool:
+    """``value`` as a Python bool (a static switch such as ``binned``), else a ``TypeError`` naming it."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{where}: {name} must be True or False (a static setting), got {name}={value!r}")
+    return bool(value)
+
+
 def static_positive_float(where: str, name: str, value: Any) -> float:
     """``value`` as a finite Python float > 0 (a static setting), else a ``ValueError``/``TypeError``."""
     if isinstance(value, jax.core.Tracer):

@@ -17,11 +17,12 @@ from ._checks import (
     float_dtype,
     positive,
     prepare_scores,
+    static_bool,
     static_int,
     warn_if_pvalues,
 )
 from ._empirical_bayes import _sparsity_core
-from ._horseshoe_intervals import _check_tau, _mmle
+from ._horseshoe_intervals import _check_tau, mmle_tau
 from ._records import TestDecisions
 from ._sigma import AbstractSigma, resolve_sigma
 
@@ -198,19 +199,17 @@ def _compare(x, s, thr):
 
 @jax.jit
 def _storey_tau(x, s):
-    from jax.scipy.special import ndtr
+    from ._qvalues import storey_pi0_of_scores
 
-    from ._qvalues import DEFAULT_LAMBDAS, _pi0_core
-
-    pi0, _ = _pi0_core(2.0 * ndtr(-jnp.abs(x / s)), DEFAULT_LAMBDAS, "bootstrap", 3.0)
+    pi0 = storey_pi0_of_scores(x / s)
     return jnp.clip(1.0 - pi0, 1.0 / x.shape[-1], 1.0)
 
 
-def _lfdr_tau(x, s):
+def _lfdr_tau(x, s, binned):
     """tau whose Datta-Ghosh cutoff is the local-fdr risk-minimising cutoff (`_risk_threshold`), per row."""
     from ._risk_threshold import risk_cutoff
 
-    return _tau_for_cutoff(risk_cutoff(x / s))
+    return _tau_for_cutoff(risk_cutoff(x / s, binned))
 
 
 @jax.jit
@@ -259,6 +258,8 @@ def horseshoe_test(
     x: Any,
     tau: ScalarOrBatch | str = "lfdr",
     sigma: RealScalarLike | AbstractSigma | str = 1.0,
+    *,
+    binned: bool = True,
 ) -> HorseshoeResult:
     r"""Horseshoe multiple test of Datta & Ghosh (2013): reject iff $E[1-\kappa_i\mid x_i] > 1/2$.
 
@@ -289,6 +290,9 @@ def horseshoe_test(
         ``"eb"``.
       sigma: noise standard deviation (> 0), or ``"mad"``/`MADSigma` to estimate it per row
         (``"empirical"``/`EmpiricalNullSigma`: the empirical null's centre and scale; ``x`` is centred first).
+      binned: for ``tau="lfdr"`` and ``tau="mmle"``, fit on a histogram of ``|x|/sigma`` (default; past one pass
+        over the tests the cost does not depend on $n$) or on every test (``False``). The binning error is bounded
+        in `EBLocalFDRGamma2` (``"lfdr"``) and `horseshoe_mmle_tau` (``"mmle"``).
 
     Returns:
       `HorseshoeResult` (``reject``, ``threshold``, ``tau``, ``sigma``, ``labels``).
@@ -311,6 +315,7 @@ def horseshoe_test(
     if isinstance(tau, str) and tau not in ("lfdr", "storey", "mmle", "eb"):
         raise ValueError(
             f"horseshoe_test: tau must be a positive number, an array, 'lfdr', 'storey', 'mmle' or 'eb', got {tau=!r}")
+    binned = static_bool("horseshoe_test", "binned", binned)
     x, labels = prepare_scores(x, "horseshoe_test")
     dt = x.dtype
     x, s, estimated = resolve_sigma(sigma, x, "horseshoe_test")
@@ -324,12 +329,12 @@ def horseshoe_test(
         elif tau == "storey":
             t = _storey_tau(x, s)
         elif tau == "lfdr":
-            t = _lfdr_tau(x, s)
+            t = _lfdr_tau(x, s, binned)
         else:
             n = x.shape[-1]
             z = (x / s).reshape(-1, n)
             lo = jnp.full((z.shape[0],), -math.log(n), dt)
-            t = _mmle(z, lo, jnp.zeros_like(lo)).reshape(batch)
+            t = mmle_tau(z, lo, binned).reshape(batch)
     else:
         t = jnp.broadcast_to(_check_tau(tau, dt), batch)
     thr = _hs_threshold(jnp.log(t), 50)

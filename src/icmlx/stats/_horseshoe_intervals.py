@@ -10,7 +10,8 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._checks import check_number
-from ._checks import as_input_array, check_finite, check_scalar, positive
+from ._binning import square_bins
+from ._checks import as_input_array, check_finite, check_scalar, positive, static_bool
 
 __all__ = ["HorseshoeIntervals", "horseshoe_intervals", "horseshoe_mmle_tau"]
 
@@ -152,12 +153,12 @@ def horseshoe_intervals(
 _MARGINAL_NODES = 1200
 
 
-def _log_marginal(z, log_tau):
-    r"""Sum over tests of $\log m(z_i\mid\tau)$, $m(z\mid\tau)=\int_0^\infty N(z;0,1+\tau^2\lambda^2)
-    \frac{2}{\pi(1+\lambda^2)}d\lambda$, by the trapezoid rule in $v=\log\lambda$ (features of width O(1) in
-    v at $v\approx0$, $-\log\tau$ and $\log|z|-\log\tau$; the integrand decays like
-    $e^{v}$ below and $e^{-2v}/\tau$ above the range)."""
-    dt = z.dtype
+def _log_marginal(z2, weights, log_tau):
+    r"""Sum over tests of $\log m(z_i\mid\tau)$ (``z2`` the squares $z_i^2$, each counted ``weights`` times),
+    $m(z\mid\tau)=\int_0^\infty N(z;0,1+\tau^2\lambda^2)\frac{2}{\pi(1+\lambda^2)}d\lambda$, by the trapezoid
+    rule in $v=\log\lambda$ (features of width O(1) in v at $v\approx0$, $-\log\tau$ and $\log|z|-\log\tau$;
+    the integrand decays like $e^{v}$ below and $e^{-2v}/\tau$ above the range)."""
+    dt = z2.dtype
     v_lo = -30.0
     v_hi = 30.0 - log_tau
     h = (v_hi - v_lo) / (_MARGINAL_NODES - 1)
@@ -166,17 +167,27 @@ def _log_marginal(z, log_tau):
     log_prior = math.log(2.0 / math.pi) + v - jnp.logaddexp(0.0, 2.0 * v)  # lambda * 2 / (pi (1 + lambda^2))
     ends = jnp.zeros((_MARGINAL_NODES,), dt).at[jnp.array([0, _MARGINAL_NODES - 1])].set(math.log(0.5))
     log_base = log_prior + ends - 0.5 * log_var - 0.5 * math.log(2.0 * math.pi) + jnp.log(h)
-    terms = log_base - 0.5 * (z * z)[..., None] * jnp.exp(-log_var)
-    return jnp.sum(jax.nn.logsumexp(terms, axis=-1), axis=-1)
+    terms = log_base - 0.5 * z2[..., None] * jnp.exp(-log_var)
+    return jnp.sum(weights * jax.nn.logsumexp(terms, axis=-1), axis=-1)
+
+
+def mmle_tau(z, lo, binned):
+    """The MMLE of tau per row of standardised ``z`` (``(rows, n)``) over log tau in ``[lo, 0]``: on every test, or
+    on the binned summary `square_bins` (the marginal depends on z^2 only)."""
+    if binned:
+        z2, weights = square_bins(z)
+    else:
+        z2, weights = z * z, jnp.ones_like(z)
+    return _mmle(z2, weights, lo, jnp.zeros_like(lo))
 
 
 @jax.jit
-def _mmle(z, lo, hi):
+def _mmle(z2, weights, lo, hi):
     """Golden-section search of the marginal log-likelihood over log tau in [lo, hi] (per row)."""
     inv_phi = (math.sqrt(5.0) - 1.0) / 2.0
 
     def f(t):
-        return jax.vmap(_log_marginal)(z, t)
+        return jax.vmap(_log_marginal)(z2, weights, t)
 
     a, b = lo, hi
     c = b - inv_phi * (b - a)
@@ -203,7 +214,9 @@ def _mmle(z, lo, hi):
     return jnp.exp(jnp.take_along_axis(cand, jnp.argmax(vals, axis=-1)[..., None], axis=-1)[..., 0])
 
 
-def horseshoe_mmle_tau(x: Any, *, sigma: Any = 1.0, lower: Any = None) -> Float[Array, "*batch"]:
+def horseshoe_mmle_tau(
+    x: Any, *, sigma: Any = 1.0, lower: Any = None, binned: bool = True
+) -> Float[Array, "*batch"]:
     r"""The horseshoe's global scale $\tau$ by maximum marginal likelihood, per row (as R ``horseshoe``'s
     ``HS.MMLE``).
 
@@ -213,12 +226,15 @@ def horseshoe_mmle_tau(x: Any, *, sigma: Any = 1.0, lower: Any = None) -> Float[
     with $\tau_{\min}=1/n$ by default (van der Pas, Szabó & van der Vaart 2017). The integral is a trapezoid
     rule in $\log\lambda$ (1200 nodes), the maximum a golden-section search in $\log\tau$ (80 steps),
     compared with the end points. Agrees with SciPy's adaptive quadrature and bounded scalar optimiser to 1e-4
-    relative in float64.
+    relative in float64. Binned (the default), the sum over tests runs over 512 bins of $|x|/\sigma$, each its
+    count times the term at its mean $z^2$ (the error bound is in ``icmlx.stats._binning``), so each step costs
+    1200 times the bins instead of 1200 times the tests; ``binned=False`` sums over every test.
 
     Args:
       x: observations, shape ``(*batch, n)`` (finite).
       sigma: noise standard deviation (> 0).
       lower: the smallest $\tau$ considered, in (0, 1); default ``1/n``.
+      binned: sum the log-likelihood over a histogram (default) or over every test (``False``).
 
     Returns:
       $\hat\tau$, shape ``(*batch,)``.
@@ -237,6 +253,7 @@ def horseshoe_mmle_tau(x: Any, *, sigma: Any = 1.0, lower: Any = None) -> Float[
       >>> round(float(horseshoe_mmle_tau(x)), 2)
       0.09
     """
+    binned = static_bool("horseshoe_mmle_tau", "binned", binned)
     xa, labels = as_input_array(x, "x")
     if xa.ndim < 1 or xa.shape[-1] < 1:
         raise ValueError(f"horseshoe_mmle_tau: x must have a non-empty last (tests) axis, got {xa.shape=}")
@@ -248,5 +265,4 @@ def horseshoe_mmle_tau(x: Any, *, sigma: Any = 1.0, lower: Any = None) -> Float[
     batch = xa.shape[:-1]
     z = (xa / s).reshape(-1, n)
     lo_b = jnp.broadcast_to(jnp.log(lo), (z.shape[0],))
-    tau = _mmle(z, lo_b, jnp.zeros_like(lo_b))
-    return tau.reshape(batch)
+    return mmle_tau(z, lo_b, binned).reshape(batch)

@@ -9,7 +9,14 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from ._central_matching import central_matching_fit, central_region, histogram, mle_half_width, mle_null
+from ._central_matching import (
+    central_matching_fit,
+    central_region,
+    histogram,
+    mle_half_width,
+    mle_null,
+    sorted_quantile,
+)
 from ._checks import Labels, prepare_scores, static_int
 
 __all__ = ["LocalFDRResult", "local_fdr"]
@@ -78,16 +85,17 @@ def _row(z, null, num_bins, df, central, half_width):
     dt = z.dtype
     m = z.shape[-1]
     counts, x, width = histogram(z, num_bins)
+    zs = jnp.sort(z)  # the one sort: every quantile below is read from it
     # knots at quantiles of z, boundary knots at the outer bin centres: the flexibility goes where the data are
-    inner = jnp.quantile(z, jnp.linspace(0.0, 1.0, df + 1, dtype=dt)[1:-1])
+    inner = sorted_quantile(zs, jnp.linspace(0.0, 1.0, df + 1, dtype=dt)[1:-1])
     knots = jnp.concatenate([x[:1], inner, x[-1:]])
     log_f = _poisson_fit(x, counts, knots, 30) - jnp.log(m * width)  # the fitted density f on the bin centres
 
-    inside = central_region(z, x, central)
+    inside = central_region(zs, x, central)
     if null == "empirical":
         mean, sd, pi0_cm, curved = central_matching_fit(x, counts, width, inside, m)
     elif null == "mle":
-        mean, sd, pi0_cm, curved = mle_null(z, half_width)
+        mean, sd, pi0_cm, curved = mle_null(z, zs, half_width)
         mean = jnp.where(curved, mean, 0.0)
         sd = jnp.where(curved, sd, 1.0)
     else:

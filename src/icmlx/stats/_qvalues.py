@@ -10,6 +10,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._checks import check_number, check_values, is_traced
+from ._binning import chunked_sum
 from ._checks import Labels
 from ._multitest import prepare_pvalues, run_method
 
@@ -97,17 +98,23 @@ def _check_lambdas(lambdas: Any) -> tuple[float, ...]:
     return tuple(float(v) for v in lam)
 
 
-@functools.partial(jax.jit, static_argnames=("lambdas", "method", "df"))
-def _pi0_core(p, lambdas, method, df):
-    """``(pi0, pi0_lambda)`` per row of ``p`` (NaN entries are not in the family)."""
-    dt = p.dtype
-    lam = jnp.asarray(lambdas, dt)
-    valid = ~jnp.isnan(p)
-    m = jnp.sum(valid, axis=-1).astype(dt)
-    w = jnp.sum((p[..., None] >= lam) & valid[..., None], axis=-2).astype(dt)  # W(lambda) = #{p >= lambda}
+def storey_buckets(p, lambdas):
+    """Counts of the p-values of one row (or chunk) per bucket ``b = #{j : lambda_j <= p}``, ``b = 0..L`` (NaN
+    dropped): ``#{p >= lambda_j}`` is the count of the buckets past ``j``. One pass, no (tests x lambdas) array."""
+    num = len(lambdas)
+    b = jnp.searchsorted(jnp.asarray(lambdas, p.dtype), p, side="right").astype(jnp.int32)
+    b = jnp.where(jnp.isnan(p), num + 1, b)
+    return jnp.zeros(num + 1, jnp.int32).at[b].add(1, mode="drop")
+
+
+def pi0_from_buckets(hist, lambdas, method, df, dtype):
+    """``(pi0, pi0_lambda)`` from `storey_buckets`' counts, shape ``(*batch, L + 1)``."""
+    lam = jnp.asarray(lambdas, dtype)
+    m = jnp.sum(hist, axis=-1).astype(dtype)
+    w = jnp.cumsum(hist[..., ::-1], axis=-1)[..., ::-1][..., 1:].astype(dtype)  # W(lambda_j) = #{p >= lambda_j}
     curve = w / (m[..., None] * (1.0 - lam))
     if method == "smoother":
-        pi0 = curve @ jnp.asarray(_smoother_row(lambdas, df), dt)
+        pi0 = curve @ jnp.asarray(_smoother_row(lambdas, df), dtype)
     else:
         # Storey, Taylor & Siegmund (2004): the lambda of least estimated mean squared error, with the bootstrap's
         # variance in closed form and the bias against the 10% quantile of the curve (as R qvalue)
@@ -116,6 +123,29 @@ def _pi0_core(p, lambdas, method, df):
         best = mse == jnp.min(mse, axis=-1, keepdims=True)
         pi0 = jnp.min(jnp.where(best, curve, jnp.inf), axis=-1)
     return jnp.clip(pi0, 1.0 / jnp.maximum(m, 1.0), 1.0), curve
+
+
+@functools.partial(jax.jit, static_argnames=("lambdas", "method", "df"))
+def _pi0_core(p, lambdas, method, df):
+    """``(pi0, pi0_lambda)`` per row of ``p`` (NaN entries are not in the family)."""
+    rows = p.reshape(-1, p.shape[-1])
+    hist = jax.vmap(lambda r: chunked_sum(lambda c: storey_buckets(c, lambdas), r,
+                                          jnp.zeros(len(lambdas) + 1, jnp.int32)))(rows)
+    pi0, curve = pi0_from_buckets(hist, lambdas, method, df, p.dtype)
+    return pi0.reshape(p.shape[:-1]), curve.reshape(*p.shape[:-1], len(lambdas))
+
+
+@jax.jit
+def storey_pi0_of_scores(z):
+    """Storey's bootstrap pi0 (the default grid) of the two-sided p-values ``2 Phi(-|z|)``, per row of ``z``: the
+    p-values are formed chunk by chunk, so no array of the row's size is made."""
+    from jax.scipy.special import ndtr
+
+    rows = z.reshape(-1, z.shape[-1])
+    init = jnp.zeros(len(DEFAULT_LAMBDAS) + 1, jnp.int32)
+    hist = jax.vmap(lambda r: chunked_sum(lambda c: storey_buckets(2.0 * ndtr(-jnp.abs(c)), DEFAULT_LAMBDAS), r,
+                                          init))(rows)
+    return pi0_from_buckets(hist, DEFAULT_LAMBDAS, "bootstrap", 3.0, z.dtype)[0].reshape(z.shape[:-1])
 
 
 def estimate_pi0(
@@ -208,9 +238,11 @@ def qvalues(
     if isinstance(smooth_df, (jax.Array, np.ndarray)):
         raise ValueError(f"smooth_df must be a number >= 2, got {smooth_df=!r}")
     check_number(smooth_df, "smooth_df", where="qvalues", minimum=2)
-    p, labels = prepare_pvalues(pvalues, "qvalues", nan_policy)
+    # host p-values stay on the host for the BH step, which sorts them there (`multipletests`' NumPy path)
+    p, labels = prepare_pvalues(pvalues, "qvalues", nan_policy, keep_host=True)
     dt = p.dtype
     _, adj, _, _, _ = run_method(p, jnp.asarray(0.05, dt), "fdr_bh")
+    p = jax.device_put(p) if isinstance(p, np.ndarray) else p
     batch = p.shape[:-1]
     if pi0 is None:
         est, curve = _pi0_core(p, lam, pi0_method, float(smooth_df))
