@@ -133,7 +133,7 @@ def child(n: int, repeats: int, sm_max: int, out_path: str) -> None:
 
     sm_results = {}
     for method in METHODS:
-        stats, res = _measure(lambda m=method: multipletests(p, ALPHA, m).rejected, repeats)
+        stats, res = _measure(lambda m=method: multipletests(p, ALPHA, m).reject, repeats)
         rej = np.asarray(res)
         del res
         extra = {}

@@ -124,7 +124,7 @@ def run(scale: Scale, seed: int = 0):
         for k, r in enumerate(scale.rhos):
             row[f"rho={r:g}"] = float(worst[i, k])
         row["slope"] = float(fit.slope[i])
-        row["95% CI"] = f"[{float(fit.ci_low[i]):.3f}, {float(fit.ci_high[i]):.3f}]"
+        row["95% CI"] = f"[{float(fit.lower[i]):.3f}, {float(fit.upper[i]):.3f}]"
         row["predicted"] = pred
         row["worst-eps idx"] = " ".join(str(int(j)) for j in np.asarray(res.worst_eps_index[i]))
         rows.append(row)

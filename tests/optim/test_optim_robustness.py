@@ -67,8 +67,8 @@ def test_fit_slopes_recovers_power_law():
     fit = fit_slopes(jax.random.key(0), res, fit_range=(2.0, 16.0), num_resamples=20)
     assert isinstance(fit, SlopeFitResult) and fit.boot.shape == (20, 2)
     np.testing.assert_allclose(fit.slope, [0.3, 1.0], rtol=1e-5)
-    np.testing.assert_allclose(fit.ci_low, [0.3, 1.0], rtol=1e-5)
-    np.testing.assert_allclose(fit.ci_high, [0.3, 1.0], rtol=1e-5)
+    np.testing.assert_allclose(fit.lower, [0.3, 1.0], rtol=1e-5)
+    np.testing.assert_allclose(fit.upper, [0.3, 1.0], rtol=1e-5)
     with pytest.raises(ValueError, match="two rhos"):
         fit_slopes(jax.random.key(0), res, fit_range=(100.0, 200.0))
 

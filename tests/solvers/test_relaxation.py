@@ -172,6 +172,6 @@ def test_one_power_bound_for_relaxation_and_both_setups():
         <= 1e-9 * est
     host = amg_setup(A, max_coarse=50, reuse_pattern=True)
     numeric = host.update(A.data)
-    ub_host, ub_numeric = float(host.hierarchy.lam[0]), float(numeric.hierarchy.lam[0])
+    ub_host, ub_numeric = float(host.hierarchy.lambda_max[0]), float(numeric.hierarchy.lambda_max[0])
     assert lam <= ub_host <= cap * (1 + 1e-12) and lam <= ub_numeric <= cap * (1 + 1e-12)
     assert abs(ub_host - ub_numeric) <= 1e-9 * ub_host

@@ -140,7 +140,7 @@ def test_update_is_the_host_galerkin_hierarchy_without_recompiling():
     H = new.hierarchy
     tol = 1e-10 if X64 else 3e-5
     n, nc = P.shape
-    assert abs(float(H.lam[0]) - upper) <= tol * 10 * upper
+    assert abs(float(H.lambda_max[0]) - upper) <= tol * 10 * upper
     assert np.abs(_dense(H.prolong[0], n, nc) - P).max() <= tol * np.abs(P).max()
     # the coarsest level holds the pseudo-inverse of the Galerkin operator: its product with SciPy's is I, to the
     # working precision times the condition number

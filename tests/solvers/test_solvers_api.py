@@ -82,10 +82,10 @@ def test_every_solver_returns_a_linear_solution_with_icmlx_results(small, net):
         np.testing.assert_allclose(float(sol.residual_norm), true, rtol=1e-9, atol=(1e-12 if X64 else 1e-6) * bn)
         assert _relres(small, sol.value) <= 1.001 * rtol, name
     g = sols["grans"]
-    assert g.residual_history.shape == (61,) and int(g.rejected) >= 0
+    assert g.residual_history.shape == (61,) and int(g.num_rejected) >= 0
     assert sols["cg"].residual_history.shape == (10_001,)  # every solver records a history now
-    with pytest.raises(AttributeError, match="rejected"):
-        sols["cg"].rejected  # noqa: B018
+    with pytest.raises(AttributeError, match="num_rejected"):
+        sols["cg"].num_rejected  # noqa: B018
 
 
 def test_throw_true_raises_exactly_when_not_successful(small, net):

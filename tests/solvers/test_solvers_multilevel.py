@@ -106,7 +106,7 @@ def test_hierarchy_is_galerkin_and_cycle_symmetric():
     v = np.zeros(H.sizes[0])
     u[:n0], v[:n0] = rng.standard_normal(n0), rng.standard_normal(n0)
     cycle = jax.jit(jax.vmap(H))  # (one program for both vectors instead of an eager cycle each)
-    Bu, Bv = np.asarray(cycle(jnp.asarray(np.stack([u, v]), H.lam.dtype)), np.float64)
+    Bu, Bv = np.asarray(cycle(jnp.asarray(np.stack([u, v]), H.lambda_max.dtype)), np.float64)
     assert abs(v @ Bu - u @ Bv) <= 1e3 * TOL * np.linalg.norm(u) * np.linalg.norm(Bv)
     assert u @ Bu > 0
 
@@ -146,7 +146,7 @@ def test_bad_inputs():
 
     @jax.jit
     def traced(vals):
-        return smoothed_aggregation(SparseMatrix(A.rows, A.cols, vals, A.shape)).lam
+        return smoothed_aggregation(SparseMatrix(A.rows, A.cols, vals, A.shape)).lambda_max
 
     with pytest.raises(TypeError, match="eager"):
         traced(A.vals)

@@ -112,7 +112,7 @@ def test_energy_loss_of_zero_net_matches_numpy(zero_net, smoother):
     matrices) equals the dense float64 reference; the residual-norm variants match theirs and differ from it."""
     pb = make_problem(jax.random.key(5), unit_square_mesh(3), "poisson")  # n = 225, SPD-like
     op = GRANS(zero_net, smoother=smoother, dtype=DT).setup(pb.A)
-    assert op.spd_like and (op.hierarchy is None or len(op.hierarchy.lam) >= 2)
+    assert op.spd_like and (op.hierarchy is None or len(op.hierarchy.lambda_max) >= 2)
     r = _residual(op, 1)
     rj = jnp.asarray(r, op.A.dtype)[None]
     z = jnp.zeros_like(rj)

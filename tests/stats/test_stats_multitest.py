@@ -26,7 +26,7 @@ def _check_rows(p, res, method, alpha):
     for i in range(p.shape[0]):
         with np.errstate(divide="ignore"):
             rej, adj, a_sidak, a_bonf = multitest.multipletests(p[i], alpha, method)
-        assert np.array_equal(np.asarray(res.rejected[i]), rej), (method, p.shape, i)
+        assert np.array_equal(np.asarray(res.reject[i]), rej), (method, p.shape, i)
         np.testing.assert_allclose(np.asarray(res.pvalues_adjusted[i]), adj, rtol=0, atol=1e-12,
                                    err_msg=f"{method} {p.shape} row {i}")
         # statsmodels forms 1 - (1 - alpha)^(1/m), which cancels (2e-16 / (alpha / m) relative); icmlx does not
@@ -67,7 +67,7 @@ def test_batch_axes_and_jit_agree_with_rows():
         for b in range(2):
             for r in range(3):
                 row = multipletests(p[b, r], 0.1, method)
-                assert np.array_equal(np.asarray(full.rejected[b, r]), np.asarray(row.rejected))
+                assert np.array_equal(np.asarray(full.reject[b, r]), np.asarray(row.reject))
                 np.testing.assert_array_equal(np.asarray(full.pvalues_adjusted[b, r]), np.asarray(row.pvalues_adjusted))
         np.testing.assert_array_equal(np.asarray(jitted.pvalues_adjusted), np.asarray(full.pvalues_adjusted))
         assert full.alpha_bonferroni.shape == (2, 3)
@@ -87,8 +87,8 @@ def test_nan_policies():
             with np.errstate(divide="ignore"):
                 rej, adj, *_ = multitest.multipletests(p[i][keep], 0.1, method)
             got_adj = np.asarray(omit.pvalues_adjusted[i], np.float64)
-            assert np.array_equal(np.asarray(omit.rejected[i])[keep], rej), (method, i)
-            assert not np.asarray(omit.rejected[i])[~keep].any()
+            assert np.array_equal(np.asarray(omit.reject[i])[keep], rej), (method, i)
+            assert not np.asarray(omit.reject[i])[~keep].any()
             assert np.isnan(got_adj[~keep]).all()
             np.testing.assert_allclose(got_adj[keep], adj, rtol=1e-5, atol=1e-6)
             assert int(omit.num_tests[i]) == keep.sum()
@@ -96,7 +96,7 @@ def test_nan_policies():
             continue
         prop = multipletests(p, 0.1, method, nan_policy="propagate")
         assert np.isnan(np.asarray(prop.pvalues_adjusted)[[0, 2]]).all()
-        assert not np.asarray(prop.rejected)[[0, 2]].any()
+        assert not np.asarray(prop.reject)[[0, 2]].any()
         np.testing.assert_array_equal(np.asarray(prop.pvalues_adjusted[1]), np.asarray(omit.pvalues_adjusted[1]))
 
 
@@ -106,11 +106,11 @@ def test_bh_and_bonferroni_share_the_engine():
     for method, fn in (("fdr_bh", benjamini_hochberg), ("bonferroni", bonferroni)):
         ref = multipletests(p, 0.1, method)
         got = fn(p, 0.1)
-        assert np.array_equal(np.asarray(got.reject), np.asarray(ref.rejected))
+        assert np.array_equal(np.asarray(got.reject), np.asarray(ref.reject))
     np.testing.assert_array_equal(np.asarray(bh_adjusted_pvalues(p)),
                                   np.asarray(multipletests(p, method="fdr_bh").pvalues_adjusted))
     assert np.array_equal(np.asarray(benjamini_hochberg(p, 0.1, method="sort").reject),
-                          np.asarray(multipletests(p, 0.1).rejected))
+                          np.asarray(multipletests(p, 0.1).reject))
 
 
 def test_bad_arguments():
@@ -144,7 +144,7 @@ def test_hommel_degenerate_hulls_match_statsmodels(n):
         rej, adj, *_ = multitest.multipletests(p[i], 0.1, "hommel")
         np.testing.assert_allclose(np.asarray(res.pvalues_adjusted[i], np.float64), adj, rtol=0, atol=tol)
         if tol == 1e-12:
-            assert np.array_equal(np.asarray(res.rejected[i]), rej)
+            assert np.array_equal(np.asarray(res.reject[i]), rej)
 
 
 def test_hommel_ties_get_equal_values_and_vmap_matches_rows():
@@ -180,8 +180,8 @@ def test_sidak_levels_keep_their_digits_in_float32():
         res = multipletests(jnp.asarray(p, jnp.float32), 0.05, method)
         assert float(res.alpha_sidak) == pytest.approx(exact, rel=1e-6)
         want = multitest.multipletests(p.astype(np.float64), 0.05, method)[0]
-        assert np.array_equal(np.asarray(res.rejected), want), method
-        assert np.asarray(res.rejected)[:5].tolist() == [True, True, False, False, True]
+        assert np.array_equal(np.asarray(res.reject), want), method
+        assert np.asarray(res.reject)[:5].tolist() == [True, True, False, False, True]
 
 
 def test_step_counts_past_float32_integers():

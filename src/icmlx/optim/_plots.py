@@ -70,7 +70,7 @@ def plot_risk_curve(
     for s in range(num_schedules):
         label = labels[s]
         if fit is not None:
-            label += f" (slope {float(fit.slope[s]):.2f} [{float(fit.ci_low[s]):.2f}, {float(fit.ci_high[s]):.2f}])"
+            label += f" (slope {float(fit.slope[s]):.2f} [{float(fit.lower[s]):.2f}, {float(fit.upper[s]):.2f}])"
         (line,) = ax.loglog(rhos, worst[s], label=label, **style)
         if fit is not None and fit.intercept is not None and fit.fit_range is not None:
             lo, hi = fit.fit_range

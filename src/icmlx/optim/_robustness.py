@@ -109,9 +109,9 @@ class SlopeFitResult(eqx.Module):
 
     Attributes:
       slope: ``(S,)`` slope on the full set of replicates.
-      ci_low: ``(S,)`` lower end of the percentile bootstrap interval (resampling replicates, redoing the max
+      lower: ``(S,)`` lower end of the percentile bootstrap interval (resampling replicates, redoing the max
         over scales each time).
-      ci_high: ``(S,)`` upper end of the same interval.
+      upper: ``(S,)`` upper end of the same interval.
       boot: ``(B, S)`` bootstrap slopes, ``B = num_resamples``.
       intercept: ``(S,)`` intercept $a$ of the fit $\\log W = a + b \\log \\rho$.
       labels: ``S`` schedule names carried from the `SweepResult` (static).
@@ -121,8 +121,8 @@ class SlopeFitResult(eqx.Module):
     """
 
     slope: Float[Array, " S"]
-    ci_low: Float[Array, " S"]
-    ci_high: Float[Array, " S"]
+    lower: Float[Array, " S"]
+    upper: Float[Array, " S"]
     boot: Float[Array, "B S"]
     intercept: Float[Array, " S"] | None = None
     labels: tuple[str, ...] = eqx.field(static=True, default=())
@@ -131,9 +131,9 @@ class SlopeFitResult(eqx.Module):
     level: float | None = eqx.field(static=True, default=None)
 
     def __repr__(self) -> str:
-        if not _concrete(self.slope, self.ci_low, self.ci_high):
-            return record_repr(self, ["slope", "ci_low", "ci_high", "boot"])
-        slope, lo, hi = (np.asarray(a, np.float64) for a in (self.slope, self.ci_low, self.ci_high))
+        if not _concrete(self.slope, self.lower, self.upper):
+            return record_repr(self, ["slope", "lower", "upper", "boot"])
+        slope, lo, hi = (np.asarray(a, np.float64) for a in (self.slope, self.lower, self.upper))
         S = slope.shape[0]
         labels = _labels_for(self.labels, S)
         level = f"{100 * self.level:g}%" if self.level is not None else "bootstrap"
@@ -480,6 +480,6 @@ def fit_slopes(
     w = mask.astype(logx.dtype)
     intercept = (w * jnp.log(result.worst)).sum(-1) / w.sum() - slope * (w * logx).sum() / w.sum()
     return SlopeFitResult(
-        slope=slope, ci_low=lo, ci_high=hi, boot=boot, intercept=intercept, labels=result.labels,
+        slope=slope, lower=lo, upper=hi, boot=boot, intercept=intercept, labels=result.labels,
         tail_degrees=result.tail_degrees, fit_range=(float(fit_range[0]), float(fit_range[1])), level=float(level),
     )

@@ -31,7 +31,7 @@ class FunctionClassSelection(eqx.Module):
       function_class: the chosen candidate (pass it as ``function_class=`` to any drift estimator).
       candidates: all candidates, in the order scored.
       scores: held-out mean log-likelihood per interval of each candidate, shape ``(num_candidates,)``.
-      standard_errors: standard error of each score's difference from the best score (0 for the best).
+      scores_se: standard error of each score's difference from the best score (0 for the best).
       index: position of the chosen candidate, an integer array of shape ``()`` (traced under `jax.jit`).
       sigma: the diffusion scale used in the likelihood.
 
@@ -42,7 +42,7 @@ class FunctionClassSelection(eqx.Module):
     function_class: eqx.Module
     candidates: tuple
     scores: Float[Array, " num_candidates"]
-    standard_errors: Float[Array, " num_candidates"]
+    scores_se: Float[Array, " num_candidates"]
     index: Int[Array, ""]
     sigma: Float[Array, ""]
 

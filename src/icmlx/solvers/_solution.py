@@ -27,7 +27,7 @@ class LinearSolution(Solution):
         $\|r_k\|_2 / \|b\|_2$ for ``k = 0..max_steps``, NaN after the last step, kept in a fixed-size
         buffer of the loop state: true residuals for G-RANS, one per restart cycle for GMRES, the recursive
         residual for CG and BiCGStab (true at a residual replacement); `plot_residuals`
-        draws it), and for G-RANS also ``"rejected"`` (iterations whose proposal the monotone safeguard
+        draws it), and for G-RANS also ``"num_rejected"`` (iterations whose proposal the monotone safeguard
         rejected).
         The same entries read as attributes: ``sol.num_steps``, ``sol.residual_norm``, ...
       method: the Krylov method that produced ``value`` (``"cg"``, ``"gmres"``, ``"bicgstab"``) when `solve` or
@@ -71,6 +71,6 @@ class LinearSolution(Solution):
         return self._stat("residual_history")
 
     @property
-    def rejected(self) -> Any:
-        """``stats["rejected"]`` (G-RANS): iterations whose proposal the monotone safeguard rejected."""
-        return self._stat("rejected")
+    def num_rejected(self) -> Any:
+        """``stats["num_rejected"]`` (G-RANS): iterations whose proposal the monotone safeguard rejected."""
+        return self._stat("num_rejected")

@@ -34,7 +34,7 @@ class MultipleTestsResult(eqx.Module):
     """Result of `multipletests` (the four outputs of statsmodels' ``multipletests``, per row).
 
     Attributes:
-      rejected: decisions, shape ``(*batch, n)`` (``False`` for a NaN p-value under ``nan_policy="omit"`` and for
+      reject: decisions, shape ``(*batch, n)`` (``False`` for a NaN p-value under ``nan_policy="omit"`` and for
         every test of a row with a NaN under ``"propagate"``).
       pvalues_adjusted: adjusted p-values, shape ``(*batch, n)``, clipped at 1 (NaN where the input was NaN under
         ``"omit"``, and for the whole row under ``"propagate"``).
@@ -45,7 +45,7 @@ class MultipleTestsResult(eqx.Module):
       method: the method name.
     """
 
-    rejected: Bool[Array, "*batch n"]
+    reject: Bool[Array, "*batch n"]
     pvalues_adjusted: Float[Array, "*batch n"]
     alpha_sidak: Float[Array, "*batch"]
     alpha_bonferroni: Float[Array, "*batch"]
@@ -56,7 +56,7 @@ class MultipleTestsResult(eqx.Module):
     @property
     def num_rejected(self) -> Array:
         """Number of rejections per row."""
-        return jnp.sum(self.rejected, axis=-1)
+        return jnp.sum(self.reject, axis=-1)
 
     @property
     def labels(self) -> Any:
@@ -66,14 +66,14 @@ class MultipleTestsResult(eqx.Module):
     @property
     def rejected_labels(self) -> Any:
         """Labels of the rejected tests (a pandas Index for Series input), else their positions (per row)."""
-        return rejected_labels(self.rejected, self._labels)
+        return rejected_labels(self.reject, self._labels)
 
     def __repr__(self) -> str:
-        if isinstance(self.rejected, jax.core.Tracer):
+        if isinstance(self.reject, jax.core.Tracer):
             return f"MultipleTestsResult(method={self.method!r})"
         nrej = np.asarray(self.num_rejected)
         nrej = int(nrej) if nrej.ndim == 0 else nrej.tolist()
-        return f"MultipleTestsResult(method={self.method!r}, num_tests={self.rejected.shape[-1]}, num_rejected={nrej})"
+        return f"MultipleTestsResult(method={self.method!r}, num_tests={self.reject.shape[-1]}, num_rejected={nrej})"
 
 
 # --- the procedures -------------------------------------------------------------------------------------------------
@@ -477,7 +477,7 @@ def prepare_pvalues(pvalues: Any, where: str, nan_policy: str, keep_host: bool =
 
 
 def run_method(p: Any, alpha: Array, method: str, nan_policy: str = "raise") -> tuple[Array, ...]:
-    """The engine on checked p-values: ``(rejected, adjusted, alpha_sidak, alpha_bonferroni, num_tests)``.
+    """The engine on checked p-values: ``(reject, adjusted, alpha_sidak, alpha_bonferroni, num_tests)``.
 
     A NumPy ``p`` of a method that sorts takes the host-sort path (`_host_sorted`); any other input the jitted
     engine (a NumPy ``p`` is put on the device first).
@@ -515,7 +515,7 @@ def multipletests(
       rejections, then BH at $\alpha' m/(m-r_1)$; the adjusted p-values are the BH ones times
       $(m-r_1)/m$ (and $1+\alpha$ for tsbky), so they depend on $\alpha$.
 
-    The decisions and the ``rejected``/``pvalues_adjusted`` arrays are those of
+    The decisions and the ``reject``/``pvalues_adjusted`` arrays are those of
     ``statsmodels.stats.multitest.multipletests(row, alpha, method)`` for each row (statsmodels' operation order,
     ``maxiter=1`` for the two-stage methods). Host input (list, NumPy, Series) is sorted by NumPy and the
     procedure runs jitted on the sorted rows; JAX and traced input is sorted by one ``lax.sort`` per row. Hommel
@@ -532,7 +532,7 @@ def multipletests(
         with a NaN comes back all NaN and not rejected, the other rows as usual.
 
     Returns:
-      `MultipleTestsResult` (``rejected``, ``pvalues_adjusted``, ``alpha_sidak``, ``alpha_bonferroni``,
+      `MultipleTestsResult` (``reject``, ``pvalues_adjusted``, ``alpha_sidak``, ``alpha_bonferroni``,
       ``num_tests``).
 
     Raises:
@@ -551,14 +551,14 @@ def multipletests(
       >>> from icmlx.stats import multipletests
       >>> p = jnp.array([0.01, 0.02, 0.03, 0.04, 0.5])
       >>> res = multipletests(p, alpha=0.05, method="holm")
-      >>> print(res.rejected, jnp.round(res.pvalues_adjusted, 3))
+      >>> print(res.reject, jnp.round(res.pvalues_adjusted, 3))
       [ True False False False False] [0.05 0.08 0.09 0.09 0.5 ]
-      >>> print(multipletests(jnp.array([0.01, jnp.nan, 0.04]), method="fdr_bh", nan_policy="omit").rejected)
+      >>> print(multipletests(jnp.array([0.01, jnp.nan, 0.04]), method="fdr_bh", nan_policy="omit").reject)
       [ True False  True]
     """
     name = _resolve_method(method)
     p, labels = prepare_pvalues(pvalues, "multipletests", nan_policy, keep_host=True)
     a = check_alpha(alpha, p.dtype)
     rej, adj, a_sidak, a_bonf, n = run_method(p, a, name, nan_policy)
-    return MultipleTestsResult(rejected=rej, pvalues_adjusted=adj, alpha_sidak=a_sidak, alpha_bonferroni=a_bonf,
+    return MultipleTestsResult(reject=rej, pvalues_adjusted=adj, alpha_sidak=a_sidak, alpha_bonferroni=a_bonf,
                                num_tests=n, method=name, _labels=labels)

@@ -67,7 +67,7 @@ class FCJacobiRelaxation(AbstractRelaxation):
         if not isinstance(self.presmooth, bool):
             raise TypeError(f"FCJacobiRelaxation: presmooth must be a bool, got presmooth={self.presmooth!r}")
 
-    def relax(self, A, dinv, lam, colors, b, x, zero: bool):
+    def relax(self, A, dinv, lambda_max, colors, b, x, zero: bool):
         # ``colors``: this level's F-point indicator (1.0 on F-points, 0.0 on C-points and padding rows)
         if colors is None:
             raise ValueError("FCJacobiRelaxation needs the C/F splitting of each level: use it with air_setup, not "

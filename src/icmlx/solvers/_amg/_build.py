@@ -468,7 +468,7 @@ def _assemble(levels, coarse, relaxation, cycle, n, dtype, symmetric, A=None, le
     sizes.append(pad)
     H = MultilevelHierarchy(
         ops=tuple(ops), dinv=tuple(dinvs), prolong=tuple(pros), restrict=tuple(ress),
-        lam=to_device(np.asarray(lams, np.float64), dtype), coarse_inv=to_device(Cinv, dtype),
+        lambda_max=to_device(np.asarray(lams, np.float64), dtype), coarse_inv=to_device(Cinv, dtype),
         sizes=tuple(sizes), degree=getattr(relaxation, "degree", 2), n=n, relaxation=relaxation, cycle=cycle,
         colors=tuple(colors))
     return H, K

@@ -276,7 +276,7 @@ class MultilevelHierarchy(eqx.Module):
     dinv: tuple[Inexact[Array, " _n"], ...]
     prolong: tuple[EllMatrix, ...]
     restrict: tuple[EllMatrix, ...]
-    lam: Inexact[Array, " levels"]
+    lambda_max: Inexact[Array, " levels"]
     coarse_inv: Inexact[Array, "nc nc"]
     sizes: tuple[int, ...] = eqx.field(static=True)
     degree: int = eqx.field(static=True, default=2)
@@ -330,7 +330,7 @@ class MultilevelHierarchy(eqx.Module):
     def _smooth(self, lvl: int, b, x, zero: bool = False):
         # Chebyshev smoothing on D⁻¹Ã for [λ/30, λ] (Adams et al. 2003) unless another relaxation was set up
         colors = self.colors[lvl] if self.colors else None
-        return relax(self.relaxation, self.ops[lvl], self.dinv[lvl], self.lam[lvl], colors, b, x, zero,
+        return relax(self.relaxation, self.ops[lvl], self.dinv[lvl], self.lambda_max[lvl], colors, b, x, zero,
                      self.degree)
 
     def _cycle(self, lvl: int, b):

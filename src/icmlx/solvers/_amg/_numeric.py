@@ -214,7 +214,7 @@ def numeric_setup(pattern: SAPattern, values) -> tuple[MultilevelHierarchy, EllM
     sizes.append(pad)
     relaxation = pattern.relaxation
     H = MultilevelHierarchy(ops=tuple(ops), dinv=tuple(dinvs), prolong=tuple(pros), restrict=tuple(ress),
-                            lam=jnp.stack(lams) if lams else jnp.zeros((0,), a.dtype), coarse_inv=Cinv,
+                            lambda_max=jnp.stack(lams) if lams else jnp.zeros((0,), a.dtype), coarse_inv=Cinv,
                             sizes=tuple(sizes), degree=getattr(relaxation, "degree", 2), n=pattern.n,
                             relaxation=relaxation, cycle=pattern.cycle, colors=tuple(colors))
     n, pad0 = pattern.n, sizes[0]

@@ -167,9 +167,9 @@ class AbstractRelaxation(eqx.Module):
     needs_coloring = False
 
     @abc.abstractmethod
-    def relax(self, A, dinv, lam, colors, b, x, zero: bool):
+    def relax(self, A, dinv, lambda_max, colors, b, x, zero: bool):
         """One pre- or post-smoothing of ``A x = b`` from ``x`` on one padded level (``zero``: ``x = 0``, skipping
-        a product); ``dinv`` the inverse diagonal, ``lam`` the bound of ``ρ(D⁻¹A)``, ``colors`` the
+        a product); ``dinv`` the inverse diagonal, ``lambda_max`` the bound of ``ρ(D⁻¹A)``, ``colors`` the
         `ColorBlocks` of the level (``None`` unless `needs_coloring`)."""
 
 
@@ -178,12 +178,12 @@ class _PolynomialRelaxation(AbstractRelaxation):
     residual."""
 
     @abc.abstractmethod
-    def correction(self, A, dinv, lam, r):
+    def correction(self, A, dinv, lambda_max, r):
         """The smoother from a zero guess applied to ``r`` (unchecked: the kernel of the compiled loops)."""
 
-    def relax(self, A, dinv, lam, colors, b, x, zero: bool):
+    def relax(self, A, dinv, lambda_max, colors, b, x, zero: bool):
         r = b if zero else b - A.mv(x)
-        e = self.correction(A, dinv, lam, r)
+        e = self.correction(A, dinv, lambda_max, r)
         return e if zero else x + e
 
     def apply(self, A: Any, r: Float[Array, " n"], *, lambda_max: Float[Array, ""] | float | None = None,
@@ -252,9 +252,9 @@ class JacobiRelaxation(_PolynomialRelaxation):
         _check_range(self.omega, "omega", "JacobiRelaxation", 0.0, 2.0)
         _check_int(self.num_steps, "num_steps", "JacobiRelaxation")
 
-    def correction(self, A, dinv, lam, r):
+    def correction(self, A, dinv, lambda_max, r):
         # ``dinv``: 0 on the padding rows of a hierarchy level keeps them 0
-        w = (self.omega / lam) * dinv
+        w = (self.omega / lambda_max) * dinv
         e = w * r
         for _ in range(self.num_steps - 1):  # static, small
             e = e + w * (r - A.mv(e))
@@ -296,8 +296,8 @@ class ChebyshevRelaxation(_PolynomialRelaxation):
         _check_int(self.degree, "degree", "ChebyshevRelaxation")
         _check_range(self.ratio, "ratio", "ChebyshevRelaxation", 1.0, float("inf"))
 
-    def correction(self, A, dinv, lam, r):
-        lmax = jnp.asarray(lam, r.dtype)
+    def correction(self, A, dinv, lambda_max, r):
+        lmax = jnp.asarray(lambda_max, r.dtype)
         lmin = lmax / self.ratio
         theta = 0.5 * (lmax + lmin)
         delta = 0.5 * (lmax - lmin)
@@ -323,26 +323,26 @@ class GaussSeidelRelaxation(AbstractRelaxation):
     sets).
 
     Attributes:
-      num_sweeps: symmetric sweeps per pre- and post-smoothing.
+      num_steps: symmetric sweeps per pre- and post-smoothing.
 
     References:
       Adams, "A distributed memory unstructured Gauss–Seidel algorithm for multigrid smoothers", SC 2001.
 
     Examples:
       >>> from icmlx.solvers import GaussSeidelRelaxation
-      >>> GaussSeidelRelaxation(num_sweeps=2)
-      GaussSeidelRelaxation(num_sweeps=2)
+      >>> GaussSeidelRelaxation(num_steps=2)
+      GaussSeidelRelaxation(num_steps=2)
     """
 
-    num_sweeps: int = eqx.field(static=True, default=1)
+    num_steps: int = eqx.field(static=True, default=1)
 
     def __check_init__(self):
-        _check_int(self.num_sweeps, "num_sweeps", "GaussSeidelRelaxation")
+        _check_int(self.num_steps, "num_steps", "GaussSeidelRelaxation")
 
     needs_coloring = True
 
-    def relax(self, A, dinv, lam, colors, b, x, zero: bool):
-        for _ in range(self.num_sweeps):  # static, small
+    def relax(self, A, dinv, lambda_max, colors, b, x, zero: bool):
+        for _ in range(self.num_steps):  # static, small
             x = _gs_sweep(colors, b, x, reverse=False)
             x = _gs_sweep(colors, b, x, reverse=True)
         return x
@@ -401,9 +401,9 @@ def _gs_sweep(cb: ColorBlocks, b, x, reverse: bool):
     return jax.lax.fori_loop(0, nc, body, x)
 
 
-def relax(strategy: AbstractRelaxation | None, A, dinv, lam, colors, b, x, zero: bool, degree: int):
+def relax(strategy: AbstractRelaxation | None, A, dinv, lambda_max, colors, b, x, zero: bool, degree: int):
     """One pre- or post-smoothing by ``strategy`` (``None``: Chebyshev of ``degree`` for ``[λ/30, λ]``, for a
     `MultilevelHierarchy` made without a relaxation)."""
     if strategy is None:
         strategy = ChebyshevRelaxation(degree=degree)
-    return strategy.relax(A, dinv, lam, colors, b, x, zero)
+    return strategy.relax(A, dinv, lambda_max, colors, b, x, zero)

@@ -388,7 +388,7 @@ class GRANS(lx.AbstractLinearSolver):
 
         Returns:
           A `LinearSolution` with stats ``num_steps``, ``residual_norm``,
-          ``residual_history``, ``rejected``, and the configuration run: ``energy_norm`` (bool: the
+          ``residual_history``, ``num_rejected``, and the configuration run: ``energy_norm`` (bool: the
           energy-norm 3-term step) and ``outer_memory`` (the flexible-GCR memory; 0 for the other steps).
 
         Raises:
@@ -563,7 +563,7 @@ def _iterate(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
         stall = jnp.where(stalled, stall + 1, 0)
         hist = hist.at[it + 1].set(rnn / denom)
         if report is not None:
-            report(it + 1, relative_residual=rnn / denom, rejected=rej + jnp.where(ok, 0, 1))
+            report(it + 1, relative_residual=rnn / denom, num_rejected=rej + jnp.where(ok, 0, 1))
         return (xn, rnew, rnn, p, Ap, it + 1, stall, hist, rej + jnp.where(ok, 0, 1), Zb, AZb, ptr,
                 basis)
 
@@ -582,7 +582,7 @@ def _iterate(solver: GRANS, op: GRANSOperator, b, x0, progress: bool = False
         rn <= tol, lx.RESULTS.successful,
         lx.RESULTS.where(stall >= solver.stall_patience, lx.RESULTS.stagnation,
                          lx.RESULTS.max_steps_reached))
-    stats = {"num_steps": it, "residual_norm": rn * s, "residual_history": hist, "rejected": rej,
+    stats = {"num_steps": it, "residual_norm": rn * s, "residual_history": hist, "num_rejected": rej,
              "energy_norm": jnp.asarray(energy), "outer_memory": jnp.asarray(m, jnp.int32)}
     return x[:n] * s.astype(dt), result, stats
 
