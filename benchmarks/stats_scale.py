@@ -18,7 +18,7 @@ every method are compared with statsmodels' where it ran (differences allowed on
 critical values), the binned defaults with the unbinned rule up to 10^5, q-values with pi0 times statsmodels' BH.
 The ``ratio_to_bh`` column is the steady time over ``multipletests(p, method="fdr_bh")``'s in the same process.
 Writes ``benchmarks/results/stats_scale.json`` (one part per size, so ``--sizes 1e8`` replaces that size only) and
-the figure ``docs/assets/stats_scale.png`` from every part.
+the figure ``benchmarks/results/stats_scale.png`` from every part.
 
     python benchmarks/stats_scale.py                        # 10^4 ... 10^8
     python benchmarks/stats_scale.py --sizes 1e4 1e5 1e6    # a quick run
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-FIGURE = HERE.parent / "docs" / "assets" / "stats_scale.png"
+FIGURE = HERE / "results" / "stats_scale.png"
 METHODS = ("bonferroni", "sidak", "holm-sidak", "holm", "simes-hochberg", "hommel", "fdr_bh", "fdr_by", "fdr_tsbh",
            "fdr_tsbky")
 EB_TASKS = ("qvalues", "local_fdr", "relative_belief_test", "horseshoe_test")

@@ -17,7 +17,8 @@ from pathlib import Path
 
 SUBPACKAGES = ["optim", "stats", "structure", "sde", "solvers"]
 FIGURES = ["annealing_robustness.png", "dash_lm.png", "relative_belief_abos.png", "polyforest_rates.png",
-           "langevin_sparse_vdp.png", "grans_fem.png", "sde_scale.png"]
+           "langevin_sparse_vdp.png", "grans_fem.png", "sde_scale.png", "stats_scale.png",
+           "scaling_structure.png", "scaling_solvers.png"]
 
 
 _PRE = re.compile(r"<pre\b.*?</pre>", re.DOTALL)
