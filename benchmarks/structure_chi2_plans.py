@@ -1,8 +1,8 @@
 """χ² counting plans: the dense ``(strata, K, K)`` scatter against AND + popcount bitsets, on the same tests.
 
 ``icmlx.structure.chi_square`` counts small contingency tables with the dense plan by default; the bitset plan is an
-opt-in alternative (``icmlx.structure._contingency.BITS_MIN_TESTS``). This script decides that default: for each
-case (categories per variable, conditioning-set size) it draws ``--tests`` random triples over 30 uniform
+opt-in alternative (``icmlx.structure._citests._contingency.BITS_MIN_TESTS``). This script decides that default:
+for each case (categories per variable, conditioning-set size) it draws ``--tests`` random triples over 30 uniform
 categorical variables with ``n = 10^4`` samples, checks that both plans give the same statistics and degrees of
 freedom, and then times them alternately in one process (first call apart, medians of ``--repeats`` steady calls
 on fresh triples), so load falls on both sides. The persistent compilation cache is off, so first calls compile.
@@ -22,7 +22,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-import icmlx.structure._contingency as ct  # noqa: E402
+import icmlx.structure._citests._contingency as ct  # noqa: E402
 from _harness import print_table, write_results  # noqa: E402
 from icmlx.structure import chi_square  # noqa: E402
 

@@ -39,7 +39,7 @@ def test_optim_does_not_import_heavy_dependencies():
 import sys, icmlx.optim, icmlx.stats, icmlx.structure, icmlx.sde, icmlx.solvers
 loaded = lambda *names: [m for m in names if m in sys.modules]
 assert not loaded("lineax", "optax", "diffrax", "icmlx.optim._dash", "icmlx.sde._em", "icmlx.solvers._krylov",
-                  "icmlx.structure._pc", "icmlx.stats._fdr"), loaded("lineax", "optax", "diffrax")
+                  "icmlx.structure._search", "icmlx.stats._fdr"), loaded("lineax", "optax", "diffrax")
 from icmlx.optim import dash
 from icmlx.stats import benjamini_hochberg
 assert not loaded("diffrax", "numpyro", "flax", "icmlx.optim._robustness"), loaded("diffrax", "numpyro", "flax")

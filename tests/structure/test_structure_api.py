@@ -115,13 +115,13 @@ def test_unsupported_tester_is_a_clear_value_error():
 
 
 def test_string_shorthands_map_to_the_default_objects(nonlinear):
-    from icmlx.structure._testers import _as_ci_test
+    from icmlx.structure._citests._testers import as_ci_test
 
     every = ("fisherz", "chisq", "gsq", "bernoulli", "nonparametric", "d_separation")
     defaults = (FisherZ(), ChiSquare(), GSquare(), Bernoulli(), Nonparametric(), DSeparation())
     for name, obj in zip(every, defaults):
-        assert _as_ci_test(name, "pc") == obj
-        assert _as_ci_test(obj, "pc") is obj
+        assert as_ci_test(name, "pc") == obj
+        assert as_ci_test(obj, "pc") is obj
     dag, _ = nonlinear
     o = pc(None, ci_test=DSeparation(), true_dag=dag)
     np.testing.assert_array_equal(np.asarray(o.graph), np.asarray(pc(None, ci_test="d_separation", true_dag=dag).graph))

@@ -18,7 +18,7 @@ from icmlx.structure import (
     random_er_dag,
     sample_linear_gaussian,
 )
-from icmlx.structure._pc_lockstep import _lockstep_graphs
+from icmlx.structure._search._pc_lockstep import _lockstep_graphs
 
 
 def _gauss(seed, d, n, degree=2.0):

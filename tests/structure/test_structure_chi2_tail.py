@@ -1,4 +1,4 @@
-"""The χ² upper tail for integer dof (structure/_chi2_tail.py) against SciPy and an exact decimal sum.
+"""The χ² upper tail for integer dof (structure/_citests/_chi2_tail.py) against SciPy and an exact decimal sum.
 
 Grid: dof 1..40 and 60 log-spaced values up to 10^4; x from 10^-4 k to 10 k and k + sqrt(2k) * [-6, 40] (the bulk,
 both tails, p down to the underflow limit). Tolerances: float32 on the device, 32 eps times the tail's own
@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from icmlx.structure._chi2_tail import chi2_sf, chi2_sf_host
+from icmlx.structure._citests._chi2_tail import chi2_sf, chi2_sf_host
 
 
 def _grid():

@@ -88,7 +88,7 @@ def test_chi_square_matches_causal_learn(method):
 
 def test_chi_square_counting_plans_agree():
     # the three counting plans give the same statistic and dof on the same tests (independent code paths)
-    import icmlx.structure._contingency as ct
+    import icmlx.structure._citests._contingency as ct
 
     # all cards 3, |S| = 2: every test has the same 81-cell table (one compilation per plan)
     x = jnp.asarray(np.random.default_rng(5).integers(0, 3, size=(500, 6)), jnp.int32)
@@ -118,7 +118,7 @@ def test_chi_square_counting_plans_agree():
 
 def test_small_tables_take_the_dense_plan_unless_bitsets_are_turned_on():
     # host planning only: a batch large enough for the old bitset rule (>= 32,768 tests of <= 64-cell tables)
-    import icmlx.structure._contingency as ct
+    import icmlx.structure._citests._contingency as ct
 
     rng = np.random.default_rng(0)
     m, d = 40_000, 30
@@ -162,7 +162,7 @@ def test_binned_u_statistic_is_unbiased_brute_force():
     m = 7
     xb = rng.integers(0, 2, m)
     yb = rng.integers(0, 2, m)
-    from icmlx.structure._nonparametric import _u_stat_cells
+    from icmlx.structure._citests._nonparametric import _u_stat_cells
 
     nab = np.array([[np.sum((xb == a) & (yb == b)) for b in (0, 1)] for a in (0, 1)], float)
     got = float(_u_stat_cells(jnp.asarray(nab, jnp.float32), jnp.asarray(nab.sum(1), jnp.float32),
@@ -239,8 +239,8 @@ def test_chi_square_high_cardinality_matches_causal_learn():
 def test_sorted_counting_agrees_with_table_counting(k):
     # the sorted per-sample counts against the per-sample counts from tables (scatter-ranked strata for |S| = 1,
     # strata codes past int32, re-ranked column by column, for |S| = 8 with 20 categories: 20^8 > 2^31)
-    import icmlx.structure._contingency as ct
-    import icmlx.structure._flat_counts as fc
+    import icmlx.structure._citests._contingency as ct
+    import icmlx.structure._citests._flat_counts as fc
 
     rng = np.random.default_rng(11)
     x = jnp.asarray(rng.integers(0, 20, size=(700, 10)), jnp.int32)
@@ -265,7 +265,7 @@ def test_sharded_table_batches_keep_int32_cell_indices():
     # mesh whose smallest batch would pass it is refused by name; planning only, no table is built
     from jax.sharding import Mesh
 
-    import icmlx.structure._contingency as ct
+    import icmlx.structure._citests._contingency as ct
 
     codes = np.tile(np.arange(16), 4)[:, None] * np.ones((1, 3), np.int64)  # kmax = 16
     eng = ct._ChiSquareEngine(codes, g_square=False)
@@ -292,7 +292,7 @@ def test_flat_counting_matches_a_numpy_table(g_square):
     # the flat-buffer per-sample counts (high-cardinality x, y given one or two others) against X² / G² and
     # causal-learn's dof from explicit NumPy tables; a rare category of x left out of some strata exercises the
     # empty rows and columns
-    import icmlx.structure._contingency as ct
+    import icmlx.structure._citests._contingency as ct
 
     rng = np.random.default_rng(12)
     n, cards = 3000, np.array([90, 70, 12, 5, 9])
@@ -338,7 +338,7 @@ def test_chi_square_counts_tables_whose_cell_codes_pass_int32(g_square):
     # 2,048 categories (kmax = 2^11) and ~1,000 strata: a cell code (stratum * cx + x) * cy + y reaches ~2^32, and a
     # table over the sample bucket's strata has 5,120 * 2^22 cells, so no int32 code or table index can count it;
     # the same boundary as 2 million samples of 32-category variables. |S| = 3: stratum codes past int32 as well.
-    import icmlx.structure._contingency as ct
+    import icmlx.structure._citests._contingency as ct
 
     rng = np.random.default_rng(13)
     n = 5000
@@ -351,7 +351,7 @@ def test_chi_square_counts_tables_whose_cell_codes_pass_int32(g_square):
     for xs, ys, s in ((np.array([0, 0]), np.array([1, 1]), np.array([[2], [3]])),
                       (np.array([0, 0]), np.array([1, 2]), np.array([[3, 4, 5], [3, 4, 5]]))):
         kinds = {plan[0] for _, plan in ct._chi_square_groups(np.append(np.full(6, 2048), 1), xs, ys, s,
-                                                               ct._pad_samples(n, 16), 2048, n_true=n)}
+                                                               ct.pad_samples(n, 16), 2048, n_true=n)}
         assert kinds == {"sorted_wide"}
         got = chi_square(jnp.asarray(x, jnp.int32), *(jnp.asarray(v, jnp.int32) for v in (xs, ys, s)),
                          g_square=g_square)

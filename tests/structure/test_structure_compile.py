@@ -1,6 +1,6 @@
 """Compile once: how many XLA programs a one-shot PC call compiles, and that a new ``n`` (same ``d``) compiles none.
 
-The rule (``_contingency._pad_samples``): after a first call with ``n`` samples, a call with any ``n'`` in
+The rule (``_contingency.pad_samples``): after a first call with ``n`` samples, a call with any ``n'`` in
 ``[n/2, 2n]`` reuses every program, including an ``n'`` on the other side of a power of four; Fisher-z's
 correlation is computed on the host for small data, so its kernel does not depend on ``n`` at all. ``pc_tree``
 follows the same rule (Fisher-z scores from the correlation matrix, Bernoulli counts on a padded sample axis); its
@@ -157,7 +157,7 @@ def test_padded_sample_axis_gives_the_unpadded_statistics():
 def test_shared_correlation_matrix_matches_numpy(monkeypatch, on_host):
     # pc and pc_tree's Fisher-z correlation: the host product for small data, the device program on a bucketed
     # sample axis past HOST_CORRELATION_FLOPS (forced here); both against NumPy's float64 corrcoef, identity past d
-    from icmlx.structure import _fisher_padded
+    from icmlx.structure._citests import _fisher_padded
 
     if not on_host:
         monkeypatch.setattr(_fisher_padded, "HOST_CORRELATION_FLOPS", 0)

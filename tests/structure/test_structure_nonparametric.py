@@ -26,11 +26,11 @@ def _rank_bins_np(v, b):
 def test_rank_bins_where_rank_times_bins_passes_int32():
     # rank * bins passes 2^31, which int32 arithmetic wraps (here 2,100 bins of a million samples; cond_bins grown
     # as sqrt(n) / 5 passes it from 5 million samples on): the bins against NumPy's int64 ranks
-    from icmlx.structure._nonparametric import _rank_bins
+    from icmlx.structure._citests._nonparametric import rank_bins
 
     n, b = 2**20 + 5, 2100
     v = np.random.default_rng(3).permutation(n).astype(np.float32)  # distinct and exact in float32
-    got = np.asarray(jax.jit(_rank_bins, static_argnums=1)(jnp.asarray(v)[:, None], b))[:, 0]
+    got = np.asarray(jax.jit(rank_bins, static_argnums=1)(jnp.asarray(v)[:, None], b))[:, 0]
     np.testing.assert_array_equal(got, _rank_bins_np(v, b))
 
 
@@ -111,7 +111,7 @@ def test_statistic_and_asymptotic_pvalue_match_bruteforce_reference():
 
 
 def test_permutation_pvalue_matches_numpy_for_the_same_permutations():
-    from icmlx.structure._nonparametric import _permutation_uniforms
+    from icmlx.structure._citests._nonparametric import _permutation_uniforms
 
     rng = np.random.default_rng(1)
     n, b = 36, 39
@@ -226,7 +226,8 @@ def test_pc_tree_nonparametric_pvalue_scores_match_the_tester():
 def test_pc_tree_nonparametric_one_program_fallback_matches_two_programs(monkeypatch):
     # past NP_STATS_CELLS (d > 256) the p-value scores come from the one-program _np_scores instead of
     # _np_stats + _np_min_pvalues: forced here on small data, the two implementations must agree
-    from icmlx.structure import _polyforest_kernels, polyforest_scores
+    from icmlx.structure import polyforest_scores
+    from icmlx.structure._polyforest import _polyforest_kernels
 
     k = jax.random.key(5)
     x = sample_nonlinear(k, random_polyforest(k, 7), 500)

@@ -185,7 +185,7 @@ def test_testwise_deletion_is_closer_to_the_complete_data_graph():
 
 def test_testwise_fisher_z_equals_the_complete_case_test():
     """Each test uses exactly the rows complete in its variables: compare one test with NumPy on those rows."""
-    from icmlx.structure._testwise import _TestwiseFisherZ
+    from icmlx.structure._citests._testwise import _TestwiseFisherZ
 
     _, x = _gauss(7, d=5, n=400)
     x = x.copy()

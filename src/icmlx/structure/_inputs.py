@@ -57,7 +57,7 @@ def resolve_names(names: Sequence[str] | None, from_data: tuple[str, ...] | None
     return out
 
 
-def _display_names(names, d) -> list[str]:
+def display_names(names, d) -> list[str]:
     return list(names) if names is not None else [f"X{j + 1}" for j in range(d)]
 
 
@@ -95,7 +95,7 @@ def _constant_columns(arr: np.ndarray) -> np.ndarray:
     return out
 
 
-def _duplicate_groups(arr: np.ndarray) -> np.ndarray:
+def duplicate_groups(arr: np.ndarray) -> np.ndarray:
     """``(d,)`` int: for each column the first column with exactly the same values (itself if none); constant
     columns are their own group (a constant column is independent of everything, so it needs no grouping)."""
     arr = np.asarray(arr)
@@ -130,7 +130,7 @@ def validate_data(data, *, nan_policy: str = "raise", names=None) -> np.ndarray:
     if arr.ndim != 2:
         raise ValueError(f"data must be (n, d), got {arr.shape=}")
     n, d = arr.shape
-    names = _display_names(names, d)
+    names = display_names(names, d)
     if nan_policy not in ("raise", "listwise", "testwise"):
         raise ValueError(f"nan_policy must be 'raise', 'listwise' or 'testwise', got {nan_policy=}")
     miss = _missing(arr)
@@ -152,7 +152,7 @@ def validate_data(data, *, nan_policy: str = "raise", names=None) -> np.ndarray:
             "every other variable, so it is left without edges",
             UserWarning, stacklevel=stack,
         )
-    group = _duplicate_groups(arr) if not miss.any() or nan_policy == "listwise" else np.arange(d)
+    group = duplicate_groups(arr) if not miss.any() or nan_policy == "listwise" else np.arange(d)
     dup = [(names[int(group[j])], names[j]) for j in range(d) if group[j] != j]
     if dup:
         warnings.warn(
@@ -163,7 +163,7 @@ def validate_data(data, *, nan_policy: str = "raise", names=None) -> np.ndarray:
     return arr
 
 
-def _codes(col: np.ndarray, name: str) -> np.ndarray:
+def column_codes(col: np.ndarray, name: str) -> np.ndarray:
     """``0..K-1`` codes of one column by its sorted distinct values."""
     try:
         return np.unique(col, return_inverse=True)[1].reshape(-1)
@@ -199,17 +199,17 @@ def encode_discrete(
       >>> encode_discrete(np.array([["no", "b"], ["yes", "a"], ["no", "a"]])).tolist()
       [[0, 1], [1, 0], [0, 0]]
     """
-    return to_device(_encode_discrete_host(data), np.int32)
+    return to_device(encode_discrete_host(data), np.int32)
 
 
-def _encode_discrete_host(data, names=None) -> np.ndarray:
+def encode_discrete_host(data, names=None) -> np.ndarray:
     """`encode_discrete`'s codes as a NumPy ``(n, d)`` int array (same checks and messages; ``names``
     name the columns in errors when ``data`` is already an array)."""
     values, from_data = table_values(data)
     arr = np.asarray(values)
     if arr.ndim != 2:
         raise ValueError(f"data must be (n, d), got {arr.shape=}")
-    names = _display_names(from_data if names is None else names, arr.shape[1])
+    names = display_names(from_data if names is None else names, arr.shape[1])
     miss = _missing(arr)
     if miss.any():
         cols = [names[j] for j in range(arr.shape[1]) if miss[:, j].any()]
@@ -225,7 +225,7 @@ def _encode_discrete_host(data, names=None) -> np.ndarray:
         _check_no_measurements(arr, names)
     elif arr.dtype.kind not in "iubUS":
         raise TypeError(f"discrete CI tests need integer or categorical data, got {arr.dtype=}")
-    cols = [_codes(arr[:, j], names[j]) for j in range(arr.shape[1])]
+    cols = [column_codes(arr[:, j], names[j]) for j in range(arr.shape[1])]
     return np.stack(cols, axis=1)
 
 
@@ -283,8 +283,8 @@ def prepare_data(
 ) -> tuple[np.ndarray, tuple[str, ...] | None]:
     """``(array, names)`` for a tester: DataFrame names kept, rows checked, categories coded for discrete tests.
 
-    ``ci_test`` is the tester object (`._testers.AbstractCITest`); its ``categorical`` flag says how the data are
-    prepared. A continuous tester gets float data (bool and integer columns are cast; text columns raise a
+    ``ci_test`` is the tester object (`._citests._testers.AbstractCITest`); its ``categorical`` flag says how the
+    data are prepared. A continuous tester gets float data (bool and integer columns are cast; text columns raise a
     ``TypeError`` that says which columns and what to use instead); a categorical one gets the values as they
     are, for its own coding, after refusing columns of non-integer numbers (by name: coded as categories, every
     distinct float would be its own category). A tester with ``assumes_gaussian`` warns on integer codes of few
@@ -298,7 +298,7 @@ def prepare_data(
     if arr.dtype.kind == "c":
         raise TypeError(f"data must be real, got complex {arr.dtype}; pass the real part (or split it into columns)")
     names = resolve_names(names, from_data, arr.shape[1])
-    shown = _display_names(names, arr.shape[1])
+    shown = display_names(names, arr.shape[1])
     continuous = not test.categorical
     if arr.dtype.kind == "O" and continuous:
         # convert before the checks, so a column of numbers stored as objects is checked as numbers

@@ -55,7 +55,7 @@ def correlation_matrix(data: Float[Array, "n d"]) -> Float[Array, "d d"]:
     data = check_values(data, lambda xp, v: ~xp.isfinite(v), "data has NaN or Inf entries; drop or impute them first")
     data = check_values(data, lambda xp, v: xp.max(v, axis=0) == xp.min(v, axis=0),
                         "data has a constant column (no variation): its correlations are undefined; drop it")
-    return _correlation(data)
+    return stable_correlation(data)
 
 
 def _scaled(x):
@@ -64,7 +64,7 @@ def _scaled(x):
     return x / jnp.where(m > 0, m, 1.0).astype(x.dtype)
 
 
-def _correlation(data):
+def stable_correlation(data):
     """The correlation matrix, stable on any scale: scale, centre, scale again, then the cross-products."""
     x = _scaled(data)
     xc = _scaled(x - jnp.mean(x, axis=0, keepdims=True))

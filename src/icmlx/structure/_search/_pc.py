@@ -15,18 +15,18 @@ from icmlx._checks import is_traced
 from icmlx._memory import check_memory
 from icmlx._progress import ProgressBar, resolve_progress
 
-from .._checks import check_int, check_number, default_float_dtype
-from . import _graph_io, _orient
+from ..._checks import check_int, check_number, default_float_dtype
+from .._citests._testers import AbstractCITest, as_ci_test
+from .._graphs._graph_io import GraphResult, graph_to_edges
+from .._inputs import TableLike, encode_discrete, validate_data
+from . import _orient
 from ._background import BackgroundKnowledge, resolve_background
 from ._colliders import AbstractColliderRule, DefiniteMaxPColliders, MaxPColliders, _as_collider_rule
-from ._graph_io import graph_to_edges
-from ._inputs import TableLike, encode_discrete, validate_data
-from ._testers import AbstractCITest, _as_ci_test
 
 __all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "graph_to_edges", "validate_data"]
 
 
-class PCResult(_graph_io.GraphResult):
+class PCResult(GraphResult):
     """Output of `pc`.
 
     Attributes:
@@ -92,10 +92,10 @@ def _resolve_ci_test(ci_test, data, where: str) -> AbstractCITest:
     """The tester object; ``None``: `DegenerateGaussian` for a table that mixes categorical and numeric
     columns, else `FisherZ`."""
     if ci_test is None:
-        from ._mixed import _is_mixed_table
+        from .._citests._mixed import is_mixed_table
 
-        ci_test = "dg" if data is not None and _is_mixed_table(data) else "fisherz"
-    return _as_ci_test(ci_test, where)
+        ci_test = "dg" if data is not None and is_mixed_table(data) else "fisherz"
+    return as_ci_test(ci_test, where)
 
 
 class _Tester:

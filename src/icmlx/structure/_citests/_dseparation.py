@@ -5,16 +5,16 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Int
 
-from .._checks import default_float_dtype
+from ..._checks import default_float_dtype
+from .._graphs._dag import check_dag
 from ._batched import _BatchedTest, _pad_dim
 from ._ci_tests import CIResult, _check_batch
-from ._dag import check_dag
 
 __all__ = ["d_separation"]
 
 
 @jax.jit
-def _dsep_kernel(dag, x, y, s, k=None):
+def d_separated(dag, x, y, s, k=None):
     """``k``: optional true set size (traced); columns ``>= k`` of ``s`` are ignored."""
     d = dag.shape[0]
     valid = jnp.ones((s.shape[1],), bool) if k is None else jnp.arange(s.shape[1], dtype=jnp.int32) < k
@@ -88,7 +88,7 @@ def d_separation(
     """
     dag = check_dag(dag)
     x, y, s = _check_batch(x, y, s, dag.shape[0])
-    sep = _dsep_kernel(dag, x, y, s)
+    sep = d_separated(dag, x, y, s)
     p = sep.astype(default_float_dtype())
     return CIResult(p, p, jnp.full(x.shape, -1, jnp.int32))
 
@@ -113,4 +113,4 @@ class _DSeparationBatch(_BatchedTest):
         return k > 0
 
     def _kernel(self, xs, ys, ss, kk, plan, m):
-        return _dsep_kernel(self.dag, xs, ys, ss, kk).astype(default_float_dtype())
+        return d_separated(self.dag, xs, ys, ss, kk).astype(default_float_dtype())

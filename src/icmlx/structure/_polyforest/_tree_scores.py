@@ -10,10 +10,10 @@ import numpy as np
 from icmlx._checks import check_values, is_traced
 from icmlx._inputs import to_device
 
-from .._checks import check_int, default_float_dtype
-from ._contingency import _pad_samples
-from ._data import _check_real
-from ._fisher_padded import correlation_matrix
+from ..._checks import check_int, default_float_dtype
+from .._citests._contingency import pad_samples
+from .._citests._fisher_padded import correlation_matrix
+from .._graphs._data import check_real
 from ._polyforest_kernels import _scores
 
 __all__ = ["default_cond_bins"]
@@ -46,7 +46,7 @@ def default_cond_bins(n: int, num_bins: int = 4) -> int:
     return max(int(num_bins), round(math.sqrt(n) / 5.0))
 
 
-def _scores_from_pvalues(batched, d: int, alpha):
+def scores_from_pvalues(batched, d: int, alpha):
     """``pc_tree``'s scores from a prepared tester's p-values (`AbstractCITest.prepare`): every pair
     marginally and given each single other node, one batch per separator ``l``. Scores are ``-p`` and both cuts
     ``-alpha`` ("dependent" iff ``p <= alpha``); the separator is the ``l`` of the largest p-value."""
@@ -74,7 +74,7 @@ def _scores_from_pvalues(batched, d: int, alpha):
             jax.device_put(arg.astype(np.int32)), jax.device_put(cut), jax.device_put(cut))
 
 
-def _fused_scores(test, data, alpha, threshold, chunk_size, progress=False, num_bins=4, cond_bins=4):
+def fused_scores(test, data, alpha, threshold, chunk_size, progress=False, num_bins=4, cond_bins=4):
     """The fused score kernel of a tester that has one (`._polyforest_kernels`), one compiled program.
 
     The tester object supplies each step: ``_tree_threshold`` (its extra rule on the threshold),
@@ -82,7 +82,7 @@ def _fused_scores(test, data, alpha, threshold, chunk_size, progress=False, num_
     ``_tree_host`` (a host reduction of the sample that removes ``n`` from the compiled shapes),
     ``_tree_pvalue_scores`` (an optional two-program path) and ``_tree_kernel`` (the fused kernel)."""
     if threshold is not None and not is_traced(threshold):
-        _check_real(threshold, "threshold")
+        check_real(threshold, "threshold")
         t = float(np.asarray(threshold))
         test._tree_threshold(t, threshold)
         if not (np.isfinite(t) and t > 0.0):
@@ -118,11 +118,11 @@ def _fused_scores(test, data, alpha, threshold, chunk_size, progress=False, num_
 
 
 def pad_sample_rows(data, n: int, d: int):
-    """The sample zero-padded on the host to the bucketed row count of `._contingency._pad_samples` (a device-to-
-    host copy only for device input): statistics that are sums over rows do not change, and a new ``n`` of the
+    """The sample zero-padded on the host to the bucketed row count of `.._citests._contingency.pad_samples` (a
+    device-to-host copy only for device input): statistics that are sums over rows do not change, and a new ``n`` of the
     same bucket compiles nothing."""
     host = np.asarray(data)
-    padded = np.zeros((_pad_samples(n, d), d), host.dtype)
+    padded = np.zeros((pad_samples(n, d), d), host.dtype)
     padded[:n] = host
     return jax.device_put(padded)
 

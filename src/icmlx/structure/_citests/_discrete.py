@@ -7,7 +7,7 @@ from jaxtyping import Array, Bool, Int
 
 from icmlx._checks import check_values
 
-from .._checks import default_float_dtype
+from ..._checks import default_float_dtype
 from ._batched import _BatchedTest
 from ._chi2_tail import chi2_sf
 from ._ci_tests import CIResult, _check_batch

@@ -19,10 +19,10 @@ from icmlx._checks import check_values, is_traced
 from icmlx._inputs import to_host
 from icmlx._progress import resolve_progress
 
-from .._checks import check_int, check_number, default_float_dtype
-from . import _graph_io
-from ._inputs import TableLike
-from ._testers import AbstractCITest, _as_ci_test
+from ..._checks import check_int, check_number, default_float_dtype
+from .._citests._testers import AbstractCITest, as_ci_test
+from .._graphs._graph_io import GraphResult, graph_to_edges
+from .._inputs import TableLike
 from ._tree_scores import default_cond_bins
 
 _INT32_MAX = 2**31 - 1
@@ -30,7 +30,7 @@ _INT32_MAX = 2**31 - 1
 __all__ = ["PCTreeResult", "default_cond_bins", "pc_tree", "pc_tree_from_scores", "polyforest_scores"]
 
 
-class PCTreeResult(_graph_io.GraphResult):
+class PCTreeResult(GraphResult):
     """Output of `pc_tree` (fixed shapes, so the whole learner jits).
 
     Attributes:
@@ -62,7 +62,7 @@ class PCTreeResult(_graph_io.GraphResult):
         """``(e, 3)`` int edge list ``(i, j, kind)`` as `icmlx.structure.PCResult`'s ``edges``."""
         if is_traced(self.graph):
             raise TypeError("PCTreeResult.edges has a data-dependent length; read it outside jit (or use .graph)")
-        return jnp.asarray(_graph_io.graph_to_edges(np.asarray(self.graph)))
+        return jnp.asarray(graph_to_edges(np.asarray(self.graph)))
 
 
 def _num_tests(d: int) -> int:
@@ -200,7 +200,7 @@ def polyforest_scores(
       >>> s0.shape, sep.shape
       ((5, 5), (5, 5))
     """
-    test = _as_ci_test(ci_test, "pc_tree")
+    test = as_ci_test(ci_test, "pc_tree")
     data, _ = _prepare(data, test, alpha, threshold, None)
     _check_chunk_size(chunk_size)
     return test._tree_scores(data, alpha, threshold, chunk_size, False)
@@ -312,7 +312,7 @@ def pc_tree(
       >>> res.graph.shape, int(res.num_tests)
       ((8, 8), 196)
     """
-    test = _as_ci_test(ci_test, "pc_tree")
+    test = as_ci_test(ci_test, "pc_tree")
     data, names = _prepare(data, test, alpha, threshold, names)
     _check_chunk_size(chunk_size)
     _num_tests(data.shape[-1])  # before the O(d^3) work, not after it

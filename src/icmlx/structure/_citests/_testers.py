@@ -19,7 +19,7 @@ import jax
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
-from .._checks import check_int, check_number, default_float_dtype
+from ..._checks import check_int, check_number, default_float_dtype
 
 __all__ = [
     "AbstractCITest", "FisherZ", "ChiSquare", "GSquare", "Bernoulli", "Nonparametric", "DSeparation", "UserCITest",
@@ -55,7 +55,7 @@ class AbstractCITest(eqx.Module):
     def check_input(self, data, *, nan_policy: str = "raise", names=None):
         """``(array, names)``: the data checked on the host as this tester needs them (default: a float
         array; text columns raise a ``TypeError`` naming them)."""
-        from ._inputs import prepare_data
+        from .._inputs import prepare_data
 
         return prepare_data(data, ci_test=self, nan_policy=nan_policy, names=names)
 
@@ -76,7 +76,7 @@ class AbstractCITest(eqx.Module):
         score is ``-p`` and the cut ``-alpha``, so "dependent" (``score >= cut``) means ``p <= alpha``."""
         from icmlx._checks import is_traced
 
-        from ._tree_scores import _scores_from_pvalues
+        from .._polyforest._tree_scores import scores_from_pvalues
 
         if is_traced(data):
             raise TypeError(f"pc_tree with {self!r} evaluates its tests from Python (host-driven) and cannot run "
@@ -85,7 +85,7 @@ class AbstractCITest(eqx.Module):
         if threshold is not None:
             raise ValueError(f"pc_tree(threshold=...) needs a tester with a statistic to cut; {self!r} gives "
                              "p-values only: pass alpha=")
-        return _scores_from_pvalues(self.prepare(data), data.shape[1], alpha)
+        return scores_from_pvalues(self.prepare(data), data.shape[1], alpha)
 
     def _source(self, data, true_dag):
         """What `check_input` checks in ``pc``: the sample (the d-separation oracle takes the DAG)."""
@@ -96,30 +96,31 @@ class AbstractCITest(eqx.Module):
     def _check_distinct(self, arr, names) -> None:
         """``pc_tree`` refuses duplicated columns: a duplicated pair is dependent given any separator, so the
         tree's scores are not finite there."""
-        from ._inputs import _display_names, _duplicate_groups
+        from .._inputs import display_names, duplicate_groups
 
-        group = _duplicate_groups(arr)
+        group = duplicate_groups(arr)
         if (group != np.arange(arr.shape[1])).any():
-            shown = _display_names(names, arr.shape[1])
+            shown = display_names(names, arr.shape[1])
             dup = [(shown[int(group[j])], shown[j]) for j in range(arr.shape[1]) if group[j] != j]
             raise ValueError(f"pc_tree needs distinct columns; duplicated columns: {dup}. Drop one of each pair "
                              "(pc handles duplicated columns)")
 
 
 class _FusedTreeTest(AbstractCITest):
-    """A tester with a fused ``pc_tree`` score kernel: `._tree_scores._fused_scores` calls the hooks below."""
+    """A tester with a fused ``pc_tree`` score kernel: `.._polyforest._tree_scores.fused_scores` calls the hooks
+    below."""
 
     def _tree_scores(self, data, alpha, threshold, chunk_size, progress):
-        from ._tree_scores import _fused_scores
+        from .._polyforest._tree_scores import fused_scores
 
-        return _fused_scores(self, data, alpha, threshold, chunk_size, progress)
+        return fused_scores(self, data, alpha, threshold, chunk_size, progress)
 
     def _tree_threshold(self, t: float, threshold) -> None:
         """A tester's own rule on a concrete ``threshold`` (``t`` its float value); none by default."""
 
     def _tree_data(self, data):
         """The sample checked for the kernel (dtype and values; ``error_if`` when traced)."""
-        from ._tree_scores import check_float_sample
+        from .._polyforest._tree_scores import check_float_sample
 
         return check_float_sample(data, self.name)
 
@@ -155,7 +156,7 @@ class FisherZ(_FusedTreeTest):
     assumes_gaussian: ClassVar[bool] = True
 
     def check_input(self, data, *, nan_policy: str = "raise", names=None):
-        from ._inputs import prepare_data
+        from .._inputs import prepare_data
 
         arr, names = prepare_data(data, ci_test=self, nan_policy=nan_policy, names=names)
         if nan_policy != "testwise" and arr.shape[0] < 4:
@@ -163,26 +164,26 @@ class FisherZ(_FusedTreeTest):
         return arr, names
 
     def prepare(self, data, *, mesh=None, max_batch: int = 8192):
+        from .._inputs import duplicate_groups
         from ._fisher_padded import _FisherZBatch
-        from ._inputs import _duplicate_groups
 
         data = np.asarray(data)
         if np.isnan(data).any():  # nan_policy="testwise": each test on the rows complete in its variables
             from ._testwise import _TestwiseFisherZ
 
             return _TestwiseFisherZ(data, max_batch=max_batch)
-        return _FisherZBatch(data, mesh, max_batch, group=_duplicate_groups(data))
+        return _FisherZBatch(data, mesh, max_batch, group=duplicate_groups(data))
 
     def _prepare_resamples(self, arrays, *, mesh=None, max_batch: int = 8192):
+        from .._inputs import duplicate_groups
         from ._fisher_padded import _FisherZBatch
-        from ._inputs import _duplicate_groups
 
         if any(np.isnan(a).any() for a in arrays):
             from ._testwise import _TestwiseFisherZ
 
             return _TestwiseFisherZ(np.hstack(arrays), max_batch=max_batch)
         # each sample's own correlation matrix on the diagonal blocks: the entries its tests read
-        return _FisherZBatch.from_blocks(arrays, mesh, max_batch, [_duplicate_groups(a) for a in arrays])
+        return _FisherZBatch.from_blocks(arrays, mesh, max_batch, [duplicate_groups(a) for a in arrays])
 
     def _tree_threshold(self, t: float, threshold) -> None:
         if not 0.0 < t < 1.0:
@@ -199,12 +200,12 @@ class FisherZ(_FusedTreeTest):
 
     def _tree_host(self, data, n: int, d: int, fdt):
         # Fisher-z scores need only the correlation matrix (computed on the host or on a bucketed sample axis)
-        from ._tree_scores import correlation_sample
+        from .._polyforest._tree_scores import correlation_sample
 
         return correlation_sample(data, n, d, fdt)
 
     def _tree_kernel(self):
-        from ._polyforest_kernels import gauss_kernel
+        from .._polyforest._polyforest_kernels import gauss_kernel
 
         return gauss_kernel
 
@@ -219,10 +220,10 @@ class ChiSquare(AbstractCITest):
     categorical: ClassVar[bool] = True
 
     def check_input(self, data, *, nan_policy: str = "raise", names=None):
-        from ._inputs import _encode_discrete_host, prepare_data
+        from .._inputs import encode_discrete_host, prepare_data
 
         arr, names = prepare_data(data, ci_test=self, nan_policy=nan_policy, names=names)
-        return _encode_discrete_host(arr, names), names
+        return encode_discrete_host(arr, names), names
 
     def prepare(self, data, *, mesh=None, max_batch: int = 8192):
         from ._contingency import _ChiSquareEngine
@@ -257,12 +258,12 @@ class Bernoulli(_FusedTreeTest):
     categorical: ClassVar[bool] = True
 
     def check_input(self, data, *, nan_policy: str = "raise", names=None):
-        from ._inputs import _encode_discrete_host, prepare_data
+        from .._inputs import encode_discrete_host, prepare_data
 
         arr, names = prepare_data(data, ci_test=self, nan_policy=nan_policy, names=names)
         if arr.dtype.kind == "f" and not np.all(arr == np.round(arr)):
             raise TypeError(f"ci_test='bernoulli' needs 0/1 integer data, got {arr.dtype=}")
-        codes = _encode_discrete_host(arr, names)
+        codes = encode_discrete_host(arr, names)
         shown = names or [f"X{j + 1}" for j in range(arr.shape[1])]
         many = [shown[j] for j in range(arr.shape[1]) if codes[:, j].max(initial=0) > 1]
         if many:
@@ -276,18 +277,18 @@ class Bernoulli(_FusedTreeTest):
         return _BernoulliBatch(np.asarray(data), mesh, max_batch)
 
     def _tree_data(self, data):
-        from ._tree_scores import check_binary_sample
+        from .._polyforest._tree_scores import check_binary_sample
 
         return check_binary_sample(data, self.name)
 
     def _tree_host(self, data, n: int, d: int, fdt):
         # Bernoulli scores need only sums over rows: zero rows past n add nothing
-        from ._tree_scores import pad_sample_rows
+        from .._polyforest._tree_scores import pad_sample_rows
 
         return pad_sample_rows(data, n, d), np.int32(n)
 
     def _tree_kernel(self):
-        from ._polyforest_kernels import bern_kernel
+        from .._polyforest._polyforest_kernels import bern_kernel
 
         return bern_kernel
 
@@ -301,8 +302,8 @@ class DSeparation(_FusedTreeTest):
 
     def check_input(self, data, *, nan_policy: str = "raise", names=None):
         """The DAG, checked (``data`` is the ``(d, d)`` DAG for this tester), and its node names."""
-        from ._dag import check_dag
-        from ._inputs import resolve_names
+        from .._graphs._dag import check_dag
+        from .._inputs import resolve_names
 
         dag = check_dag(data, "the DAG of ci_test='d_separation'")
         return dag, resolve_names(names, None, int(dag.shape[0]))
@@ -328,7 +329,7 @@ class DSeparation(_FusedTreeTest):
         return data.astype(bool)
 
     def _tree_kernel(self):
-        from ._polyforest_kernels import dsep_kernel
+        from .._polyforest._polyforest_kernels import dsep_kernel
 
         return dsep_kernel
 
@@ -373,10 +374,10 @@ class Nonparametric(_FusedTreeTest):
                                   "function ci_test=fn(data, x, y, S) -> p_value")
 
     def _tree_scores(self, data, alpha, threshold, chunk_size, progress):
-        from ._tree_scores import _fused_scores, default_cond_bins
+        from .._polyforest._tree_scores import default_cond_bins, fused_scores
 
         cond = default_cond_bins(data.shape[0], self.num_bins) if self.cond_bins is None else self.cond_bins
-        return _fused_scores(self, data, alpha, threshold, chunk_size, progress, self.num_bins, cond)
+        return fused_scores(self, data, alpha, threshold, chunk_size, progress, self.num_bins, cond)
 
     def _tree_memory(self, n: int, d: int, num_bins: int, cond_bins: int) -> int:
         # the (d, d) score block, the gathered (n, d num_bins) one-hot matrix and cond_bins (d num_bins)^2 counts
@@ -387,14 +388,14 @@ class Nonparametric(_FusedTreeTest):
         from icmlx._checks import is_traced
         from icmlx._inputs import to_device
 
-        from ._polyforest_kernels import np_pvalue_scores
+        from .._polyforest._polyforest_kernels import np_pvalue_scores
 
         fdt = default_float_dtype()
         return np_pvalue_scores(data, to_device(np.asarray(alpha), fdt) if not is_traced(alpha) else alpha,
                                 chunk_size, num_bins, cond_bins, progress)
 
     def _tree_kernel(self):
-        from ._polyforest_kernels import np_kernel
+        from .._polyforest._polyforest_kernels import np_kernel
 
         return np_kernel
 
@@ -482,14 +483,14 @@ class DegenerateGaussian(AbstractCITest):
     def check_input(self, data, *, nan_policy: str = "raise", names=None):
         from icmlx._inputs import table_values
 
-        from ._inputs import _display_names, resolve_names, validate_data
+        from .._inputs import display_names, resolve_names, validate_data
 
         values, from_data = table_values(data)
         arr = np.asarray(values)
         if arr.ndim != 2:
             raise ValueError(f"data must be an (n, d) array or DataFrame, got shape {arr.shape}")
         names = resolve_names(names, from_data, arr.shape[1])
-        arr = validate_data(arr, nan_policy=nan_policy, names=_display_names(names, arr.shape[1]))
+        arr = validate_data(arr, nan_policy=nan_policy, names=display_names(names, arr.shape[1]))
         return arr, names
 
     def prepare(self, data, *, mesh=None, max_batch: int = 8192):
@@ -572,7 +573,7 @@ _BY_NAME = {c.name: c for c in (FisherZ, ChiSquare, GSquare, Bernoulli, Nonparam
                                 DegenerateGaussian, KCI)}
 
 
-def _as_ci_test(ci_test, where: str) -> AbstractCITest:
+def as_ci_test(ci_test, where: str) -> AbstractCITest:
     """The strategy object of ``ci_test``: an object, its string shorthand, or a function (`UserCITest`)."""
     if isinstance(ci_test, str) and ci_test in _BY_NAME:
         ci_test = _BY_NAME[ci_test]()

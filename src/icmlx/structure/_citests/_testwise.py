@@ -49,7 +49,7 @@ class _TestwiseFisherZ(_FunctionTest):
     standardised on their observed cells first, in float64 on the host, so any scale fits the float dtype)."""
 
     def __init__(self, data: np.ndarray, max_batch: int = 8192):
-        from .._checks import default_float_dtype
+        from ..._checks import default_float_dtype
 
         z = np.asarray(data, np.float64)
         z = (z - np.nanmean(z, axis=0)) / np.where(np.nanstd(z, axis=0) > 0, np.nanstd(z, axis=0), 1.0)

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._buckets import round_up, size_bucket
+from ..._buckets import round_up, size_bucket
 
 __all__: list[str] = []
 

@@ -11,8 +11,8 @@ from typing import ClassVar
 
 import equinox as eqx
 
-from .._checks import check_int
-from .._strategy import as_strategy
+from ..._checks import check_int
+from ..._strategy import as_strategy
 
 __all__ = ["AbstractColliderRule", "SepsetColliders", "MaxPColliders", "DefiniteMaxPColliders"]
 

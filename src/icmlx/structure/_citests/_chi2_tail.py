@@ -112,7 +112,7 @@ def chi2_sf(x, dof):
 
     Examples:
       >>> import jax.numpy as jnp
-      >>> from icmlx.structure._chi2_tail import chi2_sf
+      >>> from icmlx.structure._citests._chi2_tail import chi2_sf
       >>> [round(float(p), 6) for p in chi2_sf(jnp.array([3.841459, 0.0, 200.0]), jnp.array([1, 4, 150]))]
       [0.05, 1.0, 0.003973]
     """
@@ -129,7 +129,7 @@ def chi2_sf_host(x, dof) -> np.ndarray:
     """`chi2_sf` in float64 NumPy on the host (no device program); returns a float64 array.
 
     Examples:
-      >>> from icmlx.structure._chi2_tail import chi2_sf_host
+      >>> from icmlx.structure._citests._chi2_tail import chi2_sf_host
       >>> float(chi2_sf_host(18.307038, 10).round(6))
       0.05
     """

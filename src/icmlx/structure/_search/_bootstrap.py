@@ -6,11 +6,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
-from .._checks import check_int, default_float_dtype
-from ._inputs import TableLike
+from ..._checks import check_int, default_float_dtype
+from .._citests._testers import AbstractCITest
+from .._inputs import TableLike
 from ._pc import _resolve_ci_test
 from ._pc_lockstep import _LOCKSTEP_KWARGS, _lockstep_graphs, _pc_quiet
-from ._testers import AbstractCITest
 
 __all__ = ["BootstrapResult", "bootstrap_pc"]
 

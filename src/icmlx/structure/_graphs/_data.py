@@ -31,7 +31,7 @@ def _check_size(v, name: str) -> int:
     return check_int(v, name, minimum=0)
 
 
-def _check_real(v, name: str) -> None:
+def check_real(v, name: str) -> None:
     """A real number (or real array): else the shared ``TypeError``; the range is the caller's to check."""
     try:
         check_number(v, name, allow_inf=True, allow_array=True)
@@ -44,7 +44,7 @@ def _check_range(v, name: str, lo: float, hi: float, what: str):
     msg = f"{name} must lie in [{lo:g}, {hi:g}] ({what}), got {name}={v!r}"
     if is_traced(v):
         return check_values(v, lambda xp, x: ~((x >= lo) & (x <= hi)), f"{name} must lie in [{lo:g}, {hi:g}] ({what})")
-    _check_real(v, name)
+    check_real(v, name)
     if not np.ndim(v) == 0 or not (lo <= float(np.asarray(v)) <= hi):
         raise ValueError(msg)
     return v
@@ -58,8 +58,8 @@ def _check_weights(w_low, w_high):
         w_high = check_values(jnp.asarray(w_high), lambda xp, hi: ~(xp.isfinite(hi) & xp.isfinite(lo) & (lo >= 0)
                                                                       & (lo <= hi)), msg.split(", got")[0])
         return lo, w_high
-    _check_real(w_low, "w_low")
-    _check_real(w_high, "w_high")
+    check_real(w_low, "w_low")
+    check_real(w_high, "w_high")
     lo, hi = float(np.asarray(w_low)), float(np.asarray(w_high))
     if not (np.isfinite(lo) and np.isfinite(hi) and 0.0 <= lo <= hi):
         raise ValueError(msg)

@@ -10,7 +10,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from .._checks import default_float_dtype
+from ..._checks import default_float_dtype
 
 __all__: list[str] = []
 

@@ -84,7 +84,7 @@ class _KCIBatch(_FunctionTest):
     """`_kci_rf` vmapped over each batch, on the data standardised on the host (float64)."""
 
     def __init__(self, data: np.ndarray, *, key, num_xy: int, num_z: int, ridge: float, max_batch: int):
-        from .._checks import default_float_dtype
+        from ..._checks import default_float_dtype
 
         z = np.asarray(data, np.float64)
         sd = z.std(axis=0)

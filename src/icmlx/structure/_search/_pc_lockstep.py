@@ -14,7 +14,7 @@ import numpy as np
 
 from icmlx._progress import ProgressBar, resolve_progress
 
-from .._checks import check_int, check_number
+from ..._checks import check_int, check_number
 from ._background import resolve_background
 from ._colliders import _as_collider_rule
 from ._pc import (

@@ -22,8 +22,8 @@ from jaxtyping import Array, Float, Int
 from icmlx._checks import check_values
 from icmlx._types import PRNGKey
 
-from .._checks import check_int, default_float_dtype
-from .._strategy import as_strategy
+from ..._checks import check_int, default_float_dtype
+from ..._strategy import as_strategy
 from ._ci_tests import CIResult, _check_batch
 
 __all__ = [
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 
-def _rank_bins(data, num_bins):
+def rank_bins(data, num_bins):
     """Equal-frequency bins 0..num_bins-1 of each column (ranks), ties broken by order: rank ``r`` of ``n`` is in
     bin ``floor(r num_bins / n)``, counted as the bin starts ``ceil(b n / num_bins)``, ``b >= 1``, at or below
     ``r``. The starts are exact host integers below ``n``, so no product ``r num_bins`` is formed: in int32 it
@@ -141,7 +141,7 @@ def binned_u_statistic(
     data = _check_data(data, "binned_u_statistic")
     x, y, s = _check_batch(x, y, s, data.shape[1])
     _check_cells("binned_u_statistic", num_bins, num_bins, s.shape[1])
-    bins = _rank_bins(data, num_bins).astype(jnp.int32)
+    bins = rank_bins(data, num_bins).astype(jnp.int32)
     stat = _u_kernel(bins, x, y, s, num_bins=num_bins)
     p = jnp.where(stat > 0, 0.0, 1.0).astype(stat.dtype)
     return CIResult(stat, p, jnp.full(x.shape, -1, jnp.int32))
@@ -177,7 +177,7 @@ def _trace_powers(p):
     return jnp.maximum(t1, 0.0), jnp.maximum(t2, 0.0), jnp.maximum(t3, 0.0)
 
 
-def _stratum_stat_and_cumulants(cnt):
+def stratum_stat_and_cumulants(cnt):
     """For count tables ``cnt (..., A, B)`` of strata: ``(m U, kappa2, kappa3)`` of each stratum.
 
     ``m U`` is the stratum's U-statistic times its size; ``kappa2 = 2 tr(C_x^2) tr(C_y^2)`` and
@@ -205,7 +205,7 @@ def _stratum_stat_and_cumulants(cnt):
     )
 
 
-def _pearson3_pvalue(q, k2, k3):
+def pearson3_pvalue(q, k2, k3):
     """Upper tail of a centred weighted chi^2 sum with cumulants (0, k2, k3) at ``q`` (Pearson: g chi2_h - g h)."""
     fdt = q.dtype
     ok = (k2 > 0) & (k3 > 0)
@@ -232,7 +232,7 @@ def _statistic(xb, yb, z, *, num_bins, num_strata):
     n = xb.shape[0]
     cell = (z * num_bins + xb) * num_bins + yb
     cnt = jax.ops.segment_sum(jnp.ones(n, fdt), cell, num_strata * num_bins * num_bins)
-    mu, k2, k3 = _stratum_stat_and_cumulants(cnt.reshape(num_strata, num_bins, num_bins))
+    mu, k2, k3 = stratum_stat_and_cumulants(cnt.reshape(num_strata, num_bins, num_bins))
     return jnp.sum(mu) / n, jnp.sum(k2), jnp.sum(k3)
 
 
@@ -258,15 +258,15 @@ def _tie_tolerance(n):
 @functools.partial(jax.jit, static_argnames=("num_bins", "cond_bins", "num_permutations"))
 def _np_kernel(data, x, y, s, key, *, num_bins, cond_bins, num_permutations):
     n = data.shape[0]
-    bins = _rank_bins(data, num_bins).astype(jnp.int32)
-    cond = _rank_bins(data, cond_bins).astype(jnp.int32)
+    bins = rank_bins(data, num_bins).astype(jnp.int32)
+    cond = rank_bins(data, cond_bins).astype(jnp.int32)
     num_strata = cond_bins ** s.shape[1]
     stat_fn = functools.partial(_statistic, num_bins=num_bins, num_strata=num_strata)
 
     def one(xi, yi, si):
         z = _strata(cond, si, cond_bins)
         t, k2, k3 = stat_fn(bins[:, xi], bins[:, yi], z)
-        p_asym = _pearson3_pvalue(n * t, k2, k3)
+        p_asym = pearson3_pvalue(n * t, k2, k3)
         if num_permutations == 0:
             return t, p_asym
         u = _permutation_uniforms(key, num_permutations, n)

@@ -7,9 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr
 
-from .._checks import default_float_dtype
+from ..._checks import default_float_dtype
 from ._batched import _BatchedTest, _pad_dim
-from ._contingency import _pad_samples
+from ._contingency import pad_samples
 from ._gaussian import _fisher_z_kernel, _scaled
 
 __all__: list[str] = []
@@ -42,7 +42,7 @@ def correlation_matrix(data, d_pad: int, dtype) -> jax.Array:
         sd = np.where(live, sd, 1.0)
         corr[:d, :d] = np.where(live[:, None] & live[None, :], c / (sd[:, None] * sd[None, :]), np.eye(d))
         return jax.device_put(corr.astype(dtype))
-    xp = np.zeros((_pad_samples(n, d_pad), d_pad), dtype)
+    xp = np.zeros((pad_samples(n, d_pad), d_pad), dtype)
     xp[:n, :d] = z
     return _padded_correlation(jax.device_put(xp), np.int32(n), np.int32(d))
 

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import default_float_dtype
+from ..._checks import default_float_dtype
 from ._batched import _BatchedTest, _pad_dim
 from ._chi2_tail import chi2_sf_host
 
@@ -37,11 +37,11 @@ def _is_categorical_column(col: np.ndarray) -> bool:
 def _embed(arr: np.ndarray, names) -> tuple[np.ndarray, int, np.ndarray]:
     """``(E, w, width)``: the standardised embedding ``(n, d * w)`` (variable ``j`` owns columns ``j w ..
     j w + w - 1``, unused ones zero), the block width ``w`` and each variable's live width."""
-    from ._inputs import _codes
+    from .._inputs import column_codes
 
     n, d = arr.shape
     cat = [_is_categorical_column(arr[:, j]) for j in range(d)]
-    codes = {j: _codes(arr[:, j], names[j]) for j in range(d) if cat[j]}
+    codes = {j: column_codes(arr[:, j], names[j]) for j in range(d) if cat[j]}
     many = [names[j] for j, c in codes.items() if c.max() + 1 > MAX_CATEGORIES]
     if many:
         raise ValueError(f"categorical columns {many} have more than {MAX_CATEGORIES} categories; merge rare ones")
@@ -122,7 +122,7 @@ def _dg_stat_impl(cov, live, x, y, s, k, n, *, w):
 _dg_stat = jax.jit(_dg_stat_impl, static_argnames=("w",))
 
 
-def _is_mixed_table(data) -> bool:
+def is_mixed_table(data) -> bool:
     """Whether ``data`` (a DataFrame or an object array) holds both categorical and numeric columns."""
     from icmlx._inputs import table_values
 

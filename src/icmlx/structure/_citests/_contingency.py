@@ -12,7 +12,7 @@ data (tens to a hundred categories) the tables of the older per-sample plans (st
 `_chi_square_plan`.
 
 Compile once: every static size is a coarse bucket. The sample axis is padded to a power of four with headroom,
-reusing a length already compiled in the process (`_pad_samples` states the rule), and the true ``n`` is a
+reusing a length already compiled in the process (`pad_samples` states the rule), and the true ``n`` is a
 traced argument (the counting loops run over ``ceil(n / chunk)`` chunks and mask the rest), so a new ``n``
 reuses every program; flat tables, dense strata and
 strata code bounds are rounded up to a few sizes (`_plan_bucket`); conditioning sets are padded with a
@@ -27,8 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._buckets import size_bucket
-from .._checks import default_float_dtype
+from ..._buckets import size_bucket
+from ..._checks import default_float_dtype
 from . import _flat_counts
 from ._batched import _BatchedTest, _bucket, _pad_dim, _to_host
 from ._chi2_tail import chi2_sf, chi2_sf_host
@@ -373,7 +373,7 @@ HEADROOM_CELLS = 2**22  # padded (rows x samples) up to which the first call lea
 _SAMPLE_BUCKETS: set[int] = set()  # sample-axis lengths this process has used (its programs are compiled)
 
 
-def _pad_samples(n: int, rows: int = 1) -> int:
+def pad_samples(n: int, rows: int = 1) -> int:
     """Padded length ``B`` of the sample axis (a power of four >= 256) for ``n`` samples of ``rows`` variables.
 
     The rule that lets a later call with another ``n`` (same ``d``) reuse every compiled program:
@@ -480,7 +480,7 @@ def _strata_plan(n: int, kmax: int, bound: int, n_true: int | None = None) -> tu
 def _chi_square_plan(plan, data_t, bits, cards, x, y, s, m, n, *, const, kmax, g_square, vectorised=False):
     """Statistic and dof of one plan group of `_chi_square_groups` (host-side dispatch, NumPy indices).
 
-    ``data_t`` is ``(d, n_pad)`` (see `_pad_samples`), ``n`` the true sample count (traced). ``"bits"`` /
+    ``data_t`` is ``(d, n_pad)`` (see `pad_samples`), ``n`` the true sample count (traced). ``"bits"`` /
     ``"dense1"`` plans run the per-test table kernel, with ``s`` padded with the constant variable ``const`` to
     one width per plan kind (``|S|`` is a dynamic bound for dense tables); strata plans run the per-sample
     kernel, one test per loop step, or vectorised over the batch (``vectorised``, for sharded batches). Only
@@ -557,7 +557,7 @@ class _ChiSquareEngine(_BatchedTest):
     and PC's ``ChiSquare`` / ``GSquare`` testers.
 
     The ``(d, n)`` codes are padded to a multiple of 16 variables (at least one padding row: a constant
-    variable of one category that pads conditioning sets) and to a sample bucket (`_pad_samples`; the
+    variable of one category that pads conditioning sets) and to a sample bucket (`pad_samples`; the
     kernels count the first ``n`` samples). Cardinalities are ``max code + 1``, at least 2 for every real
     variable (an empty category changes no statistic and no dof; a constant variable then has one observed
     category, so its tests have no degrees of freedom and ``p = 1``, causal-learn's rule). A batch is planned by
@@ -575,7 +575,7 @@ class _ChiSquareEngine(_BatchedTest):
         self.n = n
         self.const = d
         rows = _pad_dim(d + 1)
-        self.n_pad = _pad_samples(n, rows)
+        self.n_pad = pad_samples(n, rows)
         self.data = jax.device_put(_pad_codes(enc, self.n_pad, rows))  # device_put: no per-shape staging program
         cards = np.ones(rows, np.int64)
         if n > 0:

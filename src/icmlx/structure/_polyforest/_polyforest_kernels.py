@@ -13,10 +13,10 @@ from jax.scipy.special import erfc, ndtri
 
 from icmlx._progress import in_program_reporter
 
-from .._checks import default_float_dtype
-from ._dseparation import _dsep_kernel
-from ._gaussian import _correlation
-from ._nonparametric import _pearson3_pvalue, _rank_bins, _stratum_stat_and_cumulants
+from ..._checks import default_float_dtype
+from .._citests._dseparation import d_separated
+from .._citests._gaussian import stable_correlation
+from .._citests._nonparametric import pearson3_pvalue, rank_bins, stratum_stat_and_cumulants
 
 __all__: list[str] = []
 
@@ -53,7 +53,7 @@ def _gauss_scores(data, alpha, threshold, chunk, report=None, n=None):
     fdt = default_float_dtype()
     if n is None:
         n, d = data.shape
-        r = _correlation(data.astype(fdt))
+        r = stable_correlation(data.astype(fdt))
     else:
         r, d = data, data.shape[0]
 
@@ -156,7 +156,7 @@ def _np_counts(data, num_bins, cond_bins):
     fdt = default_float_dtype()
     n, d = data.shape
     a = num_bins
-    xb = jax.nn.one_hot(_rank_bins(data, a), a, dtype=fdt).reshape(n, d * a)
+    xb = jax.nn.one_hot(rank_bins(data, a), a, dtype=fdt).reshape(n, d * a)
     xb = jnp.concatenate([xb, jnp.zeros((1, d * a), fdt)], axis=0)  # row n: padding
     order = jnp.argsort(data, axis=0, stable=True).astype(jnp.int32)  # (n, d): samples of column l by rank
     order = jnp.concatenate([order, jnp.full((1, d), n, jnp.int32)], axis=0)
@@ -184,7 +184,7 @@ def _np_tables(xb, order, L, *, num_bins, cond_bins, size):
     xs = xb[order[:, L].T].reshape(L.shape[0], cond_bins, size, d * a)  # (c, strata, size, d a)
     cnt = jnp.einsum("lsna,lsnb->lsab", xs, xs).reshape(L.shape[0], cond_bins, d, a, d, a)
     cnt = cnt.transpose(2, 4, 0, 1, 3, 5)  # (d, d, c, strata, a, a)
-    return tuple(v.sum(axis=3) for v in _stratum_stat_and_cumulants(cnt))
+    return tuple(v.sum(axis=3) for v in stratum_stat_and_cumulants(cnt))
 
 
 def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins, report=None):
@@ -202,10 +202,10 @@ def _np_scores(data, alpha, threshold, chunk, num_bins, cond_bins, report=None):
     def score(mu, k2, k3):
         if threshold is not None:
             return mu / nn
-        return -_pearson3_pvalue(mu, k2, k3)
+        return -pearson3_pvalue(mu, k2, k3)
 
     c0 = (xb.T @ xb).reshape(d, a, d, a).transpose(0, 2, 1, 3)
-    s0 = score(*_stratum_stat_and_cumulants(c0))
+    s0 = score(*stratum_stat_and_cumulants(c0))
 
     def fn(L):
         return score(*_np_tables(xb, order, L, num_bins=num_bins, cond_bins=cond_bins, size=size))
@@ -230,7 +230,7 @@ def _np_stats(data, *, chunk, num_bins, cond_bins, progress=False):
     a = num_bins
     xb, order, size = _np_counts(data, num_bins, cond_bins)
     c0 = (xb.T @ xb).reshape(d, a, d, a).transpose(0, 2, 1, 3)
-    marginal = jnp.stack(_stratum_stat_and_cumulants(c0))  # (3, d, d)
+    marginal = jnp.stack(stratum_stat_and_cumulants(c0))  # (3, d, d)
     n_chunks = -(-d // chunk)
     ls = jnp.minimum(jnp.arange(n_chunks * chunk, dtype=jnp.int32), d - 1).reshape(n_chunks, chunk)
     report = in_program_reporter("pc_tree", total=n_chunks) if progress else None
@@ -251,7 +251,7 @@ def _np_min_pvalues(stats, alpha):
     """Scores ``-p`` of `_np_scores` from the statistics of `_np_stats` (a program per ``d`` only)."""
     fdt = default_float_dtype()
     d = stats.shape[1]
-    p = -_pearson3_pvalue(stats[0], stats[1], stats[2])  # (d, d, d + 1)
+    p = -pearson3_pvalue(stats[0], stats[1], stats[2])  # (d, d, d + 1)
     s1, arg = _chunked_min(d, d, lambda L: p[..., L])  # one chunk: every separator is already in p
     cut = jnp.asarray(-alpha, fdt)
     return p[..., d], s1, arg, cut, cut
@@ -275,11 +275,11 @@ def _dsep_scores(dag, chunk, report=None):
     jj, kk = jnp.meshgrid(jnp.arange(d, dtype=jnp.int32), jnp.arange(d, dtype=jnp.int32), indexing="ij")
     jj, kk = jj.reshape(-1), kk.reshape(-1)
     e = jnp.zeros((d * d, 0), jnp.int32)
-    s0 = jnp.where(_dsep_kernel(dag, jj, kk, e), 0.0, 1.0).astype(fdt).reshape(d, d)
+    s0 = jnp.where(d_separated(dag, jj, kk, e), 0.0, 1.0).astype(fdt).reshape(d, d)
 
     def fn(L):
         def per_l(l):
-            sep = _dsep_kernel(dag, jj, kk, jnp.full((d * d, 1), l, jnp.int32))
+            sep = d_separated(dag, jj, kk, jnp.full((d * d, 1), l, jnp.int32))
             return jnp.where(sep, 0.0, 1.0).astype(fdt).reshape(d, d)
 
         return jnp.moveaxis(jax.lax.map(per_l, L), 0, 2)
