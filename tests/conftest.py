@@ -5,9 +5,11 @@
 - Strict dtype promotion, so silent float32/float64 mixing fails loudly in tests.
 - jaxtyping runtime checks for ``icmlx`` come from ``addopts`` in ``pyproject.toml`` (beartype).
 - ``getkey`` fixture: a fresh, deterministic PRNG key per call.
-- JAX's compiled programs are released after each test file (`jax.clear_caches`): every CPU executable holds a
-  few memory mappings, and one process running the whole suite would otherwise pass the kernel's limit on them
-  (``vm.max_map_count``, 65,530 by default), where XLA's compiler crashes instead of raising.
+- JAX's compiled programs are released between test files (`jax.clear_caches`) once the process holds 30,000
+  memory mappings: every CPU executable holds a few, and one process running the whole suite would otherwise pass
+  the kernel's limit on them (``vm.max_map_count``, 65,530 by default), where XLA's compiler crashes instead of
+  raising. Below that, files reuse each other's compiled programs. ``ICMLX_TEST_CLEAR=always`` releases them
+  after every file.
 - ``slow`` tests are deselected by default (``-m "not slow"`` in addopts); run them with ``-m slow``.
 - ``x64_only`` tests compute entirely under ``jax.enable_x64(True)`` (their references need float64), so a
   float32 run would repeat the x64 run exactly: they are skipped unless ``JAX_ENABLE_X64=1`` and run in the
@@ -75,10 +77,22 @@ def x64():
     return X64
 
 
+_MAP_LIMIT = 30_000  # of the kernel's default vm.max_map_count, 65,530
+
+
+def _num_mappings() -> int:
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return f.read().count(b"\n")
+    except OSError:
+        return _MAP_LIMIT  # no /proc: release after every file
+
+
 def pytest_runtest_teardown(item, nextitem):
     if nextitem is None or nextitem.path != item.path:
-        jax.clear_caches()
-        gc.collect()
+        if os.environ.get("ICMLX_TEST_CLEAR") == "always" or _num_mappings() >= _MAP_LIMIT:
+            jax.clear_caches()
+            gc.collect()
 
 
 def pytest_collection_modifyitems(config, items):

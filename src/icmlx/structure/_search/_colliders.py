@@ -7,12 +7,14 @@ orientation, ``3`` orient the stronger collider first (by p-value), ``4`` the st
 comparison of definite max-P).
 """
 
-from typing import ClassVar
+import abc
+from typing import Any, ClassVar
 
 import equinox as eqx
 
 from ..._checks import check_int
 from ..._strategy import as_strategy
+from . import _orient
 
 __all__ = ["AbstractColliderRule", "SepsetColliders", "MaxPColliders", "DefiniteMaxPColliders"]
 
@@ -28,6 +30,15 @@ class AbstractColliderRule(eqx.Module):
     """How `icmlx.structure.pc` orients unshielded colliders, with its conflict ``priority`` (static)."""
 
     priority: eqx.AbstractVar[int]
+
+    @abc.abstractmethod
+    def orient(self, graph: Any, sepsets: Any, alpha: float, background: Any, evaluate: Any, conflicts: list,
+               meek_r4: bool) -> None:
+        """Orient the unshielded colliders of the skeleton ``graph`` in place by this rule, then Meek's rules.
+
+        ``sepsets`` holds the separating sets the skeleton search found, ``evaluate`` gives the p-values of a list of
+        ``(x, y, S)`` tests (the rules that compare p-values), ``background`` is the `BackgroundKnowledge` or
+        ``None``; each conflicting collider ``(x, y, z)`` is appended to ``conflicts``."""
 
 
 class SepsetColliders(AbstractColliderRule):
@@ -53,6 +64,10 @@ class SepsetColliders(AbstractColliderRule):
 
     def __init__(self, priority: int = 2):
         self.priority = _check_priority("SepsetColliders", priority, (0, 1, 2, 3, 4))
+
+    def orient(self, graph, sepsets, alpha, background, evaluate, conflicts, meek_r4):
+        _orient.uc_sepset(graph, sepsets, self.priority, background, evaluate, conflicts)
+        _orient.meek(graph, background, meek_r4)
 
 
 class MaxPColliders(AbstractColliderRule):
@@ -80,6 +95,10 @@ class MaxPColliders(AbstractColliderRule):
     def __init__(self, priority: int = 2):
         self.priority = _check_priority("MaxPColliders", priority, (0, 1, 2, 3, 4))
 
+    def orient(self, graph, sepsets, alpha, background, evaluate, conflicts, meek_r4):
+        _orient.maxp(graph, self.priority, background, evaluate, conflicts)
+        _orient.meek(graph, background, meek_r4)
+
 
 class DefiniteMaxPColliders(AbstractColliderRule):
     """Definite max-P rule: max-P, keeping only the triples whose decision is definite, then the definite Meek
@@ -106,6 +125,12 @@ class DefiniteMaxPColliders(AbstractColliderRule):
 
     def __init__(self, priority: int = 2):
         self.priority = _check_priority("DefiniteMaxPColliders", priority, (2, 3, 4))
+
+    def orient(self, graph, sepsets, alpha, background, evaluate, conflicts, meek_r4):
+        definite, definite_non = _orient.definite_maxp(graph, float(alpha), self.priority, background, evaluate,
+                                                       conflicts)
+        _orient.definite_meek(graph, background, definite, definite_non)
+        _orient.meek(graph, background, meek_r4)
 
 
 _BY_NAME = {"sepset": SepsetColliders, "maxp": MaxPColliders, "definite_maxp": DefiniteMaxPColliders}

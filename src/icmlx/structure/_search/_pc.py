@@ -21,7 +21,7 @@ from .._graphs._graph_io import GraphResult, graph_to_edges
 from .._inputs import TableLike, encode_discrete, validate_data
 from . import _orient
 from ._background import BackgroundKnowledge, resolve_background
-from ._colliders import AbstractColliderRule, DefiniteMaxPColliders, MaxPColliders, _as_collider_rule
+from ._colliders import AbstractColliderRule, _as_collider_rule
 
 __all__ = ["PCResult", "BackgroundKnowledge", "pc", "encode_discrete", "graph_to_edges", "validate_data"]
 
@@ -355,17 +355,7 @@ def _orient_result(adj, sep, maxp, counted, pfn, bk, rule, alpha: float, meek_r4
         return pfn(triples)  # evaluated tests are in the tester's count (PC-stable)
 
     r4 = (bk is not None) if meek_r4 is None else bool(meek_r4)
-    pr = rule.priority
-    if isinstance(rule, DefiniteMaxPColliders):
-        duc, dnuc = _orient.definite_maxp(g, float(alpha), pr, bk, pfn_counted, conflicts)
-        _orient.definite_meek(g, bk, duc, dnuc)
-        _orient.meek(g, bk, r4)
-    elif isinstance(rule, MaxPColliders):
-        _orient.maxp(g, pr, bk, pfn_counted, conflicts)
-        _orient.meek(g, bk, r4)
-    else:
-        _orient.uc_sepset(g, sep, pr, bk, pfn_counted, conflicts)
-        _orient.meek(g, bk, r4)
+    rule.orient(g, sep, alpha, bk, pfn_counted, conflicts, r4)
 
     conf = np.zeros((d, d), bool)
     for x, y, z in conflicts:
