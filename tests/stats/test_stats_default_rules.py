@@ -12,9 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import optimize
-from scipy import stats as sps
 
 from _horseshoe_quad import horseshoe_shrinkage_quad
+from _lfdr_reference import npmle_lfdr
 from icmlx.stats import (
     EBLocalFDRGamma2,
     horseshoe_test,
@@ -34,28 +34,8 @@ def _brute_force_cutoff(z, lfdr):
     return cands[int(np.argmin(risks))], float(np.min(risks))
 
 
-def _storey_pi0(z):
-    p = 2.0 * sps.norm.sf(np.abs(z))
-    lam = np.round(np.arange(0.05, 0.951, 0.05), 2)
-    n = p.size
-    w = np.array([(p >= v).sum() for v in lam], np.float64)
-    curve = w / (n * (1.0 - lam))
-    mse = w / (n**2 * (1.0 - lam) ** 2) * (1.0 - w / n) + (curve - np.quantile(curve, 0.1)) ** 2
-    return min(curve[mse == mse.min()].min(), 1.0)
 
 
-def _npmle_lfdr(z, grid_size=51, steps=200):
-    """pi0 phi / f with Storey's pi0 and the EM fit of the alternative's weights on a grid (float64 NumPy)."""
-    pi0 = _storey_pi0(z)
-    grid = np.abs(z).max() * np.linspace(-1.0, 1.0, grid_size)
-    lik = sps.norm.pdf(z[:, None] - grid[None, :])
-    lik0 = sps.norm.pdf(z)
-    w = np.full(grid_size, 1.0 / grid_size)
-    for _ in range(steps):
-        f = pi0 * lik0 + (1.0 - pi0) * lik @ w
-        w = w * (lik / f[:, None]).sum(0)
-        w /= w.sum()
-    return np.minimum(pi0 * lik0 / (pi0 * lik0 + (1.0 - pi0) * lik @ w), 1.0)
 
 
 def _data(n=2000, reps=3, seed=5):
@@ -67,7 +47,7 @@ def _data(n=2000, reps=3, seed=5):
 def test_eb_lfdr_gamma2_thresholds_at_the_estimated_risk_minimiser():
     x = _data()
     z = np.asarray(x, np.float64)
-    lfdr = np.stack([_npmle_lfdr(r) for r in z])
+    lfdr = np.stack([npmle_lfdr(r) for r in z])
     res = relative_belief_test(x, gamma2=EBLocalFDRGamma2())
     g2 = np.asarray(relative_belief_gamma2(EBLocalFDRGamma2(), x=x), np.float64)
     for r in range(z.shape[0]):
@@ -89,7 +69,7 @@ def test_eb_lfdr_gamma2_thresholds_at_the_estimated_risk_minimiser():
 def test_horseshoe_lfdr_tau_puts_the_cutoff_at_the_risk_minimiser():
     x = _data(seed=6, reps=2)
     z = np.asarray(x, np.float64)
-    lfdr = np.stack([_npmle_lfdr(r) for r in z])
+    lfdr = np.stack([npmle_lfdr(r) for r in z])
     res = horseshoe_test(x)  # tau="lfdr", the default
     for r in range(z.shape[0]):
         c, _ = _brute_force_cutoff(z[r], lfdr[r])

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from _lfdr_reference import npmle_lfdr
 from icmlx.stats import (
     EBLocalFDRGamma2,
     EBMMLEGamma2,
@@ -28,29 +29,8 @@ from icmlx.stats._qvalues import DEFAULT_LAMBDAS, _pi0_core
 X64 = bool(jax.config.jax_enable_x64)
 
 
-def _storey_pi0(z):
-    """Storey's bootstrap pi0 (R qvalue's formula) from the two-sided p-values, float64."""
-    p = 2.0 * sps.norm.sf(np.abs(z))
-    lam = np.round(np.arange(0.05, 0.951, 0.05), 2)
-    n = p.size
-    w = np.array([(p >= v).sum() for v in lam], np.float64)
-    curve = w / (n * (1.0 - lam))
-    mse = w / (n**2 * (1.0 - lam) ** 2) * (1.0 - w / n) + (curve - np.quantile(curve, 0.1)) ** 2
-    return min(curve[mse == mse.min()].min(), 1.0)
 
 
-def _exact_lfdr(z, grid_size=51, steps=200):
-    """The unbinned local fdr: Storey's pi0 and the grid NPMLE of the alternative by EM over every test."""
-    pi0 = _storey_pi0(z)
-    grid = np.abs(z).max() * np.linspace(-1.0, 1.0, grid_size)
-    lik = sps.norm.pdf(z[:, None] - grid[None, :])
-    lik0 = sps.norm.pdf(z)
-    w = np.full(grid_size, 1.0 / grid_size)
-    for _ in range(steps):
-        f = pi0 * lik0 + (1.0 - pi0) * lik @ w
-        w = w * (lik / f[:, None]).sum(0)
-        w /= w.sum()
-    return np.minimum(pi0 * lik0 / (pi0 * lik0 + (1.0 - pi0) * lik @ w), 1.0)
 
 
 def _risk(z, lfdr, c):
@@ -77,7 +57,7 @@ def test_binned_risk_cutoff_is_the_exact_one_up_to_near_ties(p, tau2):
     hs = horseshoe_test(x)
     same_rows = 0
     for r in range(z.shape[0]):
-        lfdr = _exact_lfdr(z[r])
+        lfdr = npmle_lfdr(z[r])
         c, best = _brute_force(z[r], lfdr)
         got = np.asarray(res.reject[r])
         assert np.sum(np.where(got, lfdr, 1.0 - lfdr)) <= best * (1.0 + 1e-4) + 1e-9
