@@ -6,6 +6,7 @@
 A page that still shows a renamed argument, or a snippet that no longer runs, fails here.
 """
 
+import os
 import re
 import subprocess
 import sys
@@ -41,10 +42,13 @@ def _blocks(path: Path):
 def _run(code: str, cwd: Path):
     script = cwd / "snippet.py"
     script.write_text("import matplotlib\nmatplotlib.use('Agg')\n" + code)
+    # The snippets run as a reader runs them: XLA fully optimised (the suite's unoptimised compilation makes the
+    # guides' longer loops slower than they compile).
+    env = {k: v for k, v in os.environ.items() if k != "JAX_DISABLE_MOST_OPTIMIZATIONS"}
     return subprocess.run(
         [sys.executable, "-W", "error::DeprecationWarning:icmlx", "-W", "error::DeprecationWarning:__main__",
          str(script)],
-        capture_output=True, text=True, timeout=900, cwd=cwd,
+        capture_output=True, text=True, timeout=900, cwd=cwd, env=env,
     )
 
 
