@@ -201,3 +201,15 @@ def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = 
     out = "\n".join(lines)
     print(out)
     return out
+
+
+def save_figure(fig, path) -> None:
+    """Write a result figure small: 80 dpi, as a 64-colour palette PNG (line plots need no more)."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=80, format="png")
+    buf.seek(0)
+    Image.open(buf).convert("RGB").quantize(colors=64).save(path, optimize=True)

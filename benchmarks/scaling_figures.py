@@ -95,7 +95,9 @@ def _draw(points, path: Path, xlabel: str, title: str, styles: dict, ratio_to: s
         ax.legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    from _harness import save_figure
+
+    save_figure(fig, path)
     plt.close(fig)
     print(f"wrote {path}")
 

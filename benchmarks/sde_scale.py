@@ -195,7 +195,9 @@ def _figure(rows, path: Path) -> None:
         ax.grid(True, which="both", alpha=0.3)
     fig.suptitle("icmlx.sde: cost against data size (2-D double well; drift at tau = 0.5, diffusion at 0.01)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    from _harness import save_figure
+
+    save_figure(fig, path)
 
 
 def main():

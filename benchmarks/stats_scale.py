@@ -229,7 +229,9 @@ def figure(rows: list[dict]) -> None:
         ax.legend(fontsize=7)
     fig.tight_layout()
     FIGURE.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(FIGURE, dpi=110)
+    from _harness import save_figure
+
+    save_figure(fig, FIGURE)
     print(f"wrote {FIGURE}")
 
 
